@@ -1,0 +1,127 @@
+//! The command line, in one place. Doc comments here are the help text.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::commands::coord::CoordArgs;
+use crate::config::{Overrides, SurfaceKind};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "git-maverick",
+    bin_name = "git maverick",
+    version,
+    about = "Claims, leases and one writer per branch for people and agents working the same issues",
+    long_about = "Claims, leases and one writer per branch for people and agents working the same issues.\n\n\
+        All shared state lives on a coordination surface: GitHub (labels and marker comments) \
+        or refs/maverick/* on the git remote itself.\n\n\
+        Exit codes: 0 ok, 1 error, 2 usage, 3 blocked, 4 held live, 5 held stale, \
+        6 lost race, 7 claim lost, 8 collision, 9 no slot.",
+    propagate_version = true,
+    disable_help_subcommand = true
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// Print exactly one JSON object on stdout
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// The GitHub repository, instead of the one the remote's URL names
+    #[arg(short = 'R', long = "repo", value_name = "OWNER/NAME", global = true)]
+    pub repo: Option<String>,
+    /// More detail on stderr (-v, -vv)
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+    /// The remote that holds the branches (maverick.remote, default origin)
+    #[arg(long, value_name = "NAME", global = true, help_heading = "Configuration")]
+    pub remote: Option<String>,
+    /// Where shared state lives (maverick.surface; default: github for github.com remotes, else git)
+    #[arg(long, value_name = "SURFACE", global = true, help_heading = "Configuration")]
+    pub surface: Option<SurfaceKind>,
+    /// How long a lease lives without a heartbeat (maverick.leaseTtl, default 10m)
+    #[arg(long, value_name = "DURATION", value_parser = duration, global = true, help_heading = "Configuration")]
+    pub lease_ttl: Option<Duration>,
+    /// How often `run` renews its lease (maverick.heartbeatInterval, default 2m)
+    #[arg(long, value_name = "DURATION", value_parser = duration, global = true, help_heading = "Configuration")]
+    pub heartbeat_interval: Option<Duration>,
+    /// How long a claim waits before its re-read (maverick.settleDelay; github 3s, git 0)
+    #[arg(long, value_name = "DURATION", value_parser = duration, global = true, help_heading = "Configuration")]
+    pub settle_delay: Option<Duration>,
+    /// Where worktrees are made (maverick.worktreeDir, default .maverick/worktrees)
+    #[arg(long, value_name = "DIR", global = true, help_heading = "Configuration")]
+    pub worktree_dir: Option<PathBuf>,
+    /// Agent cycles in flight at once (maverick.dispatchSlots, default 3)
+    #[arg(long, value_name = "N", global = true, help_heading = "Configuration")]
+    pub dispatch_slots: Option<u32>,
+    /// Age after which a dispatch claim is cleared (maverick.dispatchStale, default 4h)
+    #[arg(long, value_name = "DURATION", value_parser = duration, global = true, help_heading = "Configuration")]
+    pub dispatch_stale: Option<Duration>,
+    /// Logins whose markers count besides members (maverick.trustedAuthors, comma-separated)
+    #[arg(long, value_name = "LOGINS", global = true, help_heading = "Configuration")]
+    pub trusted_authors: Option<String>,
+}
+
+impl GlobalArgs {
+    pub fn overrides(&self) -> Overrides {
+        Overrides {
+            surface: self.surface,
+            remote: self.remote.clone(),
+            repo: self.repo.clone(),
+            lease_ttl: self.lease_ttl,
+            heartbeat_interval: self.heartbeat_interval,
+            settle_delay: self.settle_delay,
+            worktree_dir: self.worktree_dir.clone(),
+            dispatch_slots: self.dispatch_slots,
+            dispatch_stale: self.dispatch_stale,
+            trusted_authors: self.trusted_authors.as_deref().map(crate::config::split_list),
+        }
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Claim, heartbeat, release and take over issues
+    Coord(CoordArgs),
+}
+
+fn duration(text: &str) -> Result<Duration, String> {
+    crate::timefmt::parse_duration(text).map_err(|e| e.to_string())
+}
+
+/// An issue number: `142` or `#142`.
+pub fn issue_number(text: &str) -> Result<u64, String> {
+    let digits = text.strip_prefix('#').unwrap_or(text);
+    match digits.parse::<u64>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!("{text:?} is not an issue number (write 142 or #142)")),
+    }
+}
+
+/// Issue numbers separated by commas: `140,142` or `#140,#142`.
+pub fn issue_list(text: &str) -> Result<Vec<u64>, String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(issue_number)
+        .collect()
+}
+
+pub fn command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn verify_app() {
+        super::command().debug_assert();
+    }
+}

@@ -1,0 +1,350 @@
+//! `git maverick coord`: claims and leases (SPEC 4).
+
+use clap::{Args, Subcommand, ValueEnum};
+use serde_json::json;
+
+use super::{Context, Outcome};
+use crate::cli::{issue_list, issue_number, GlobalArgs};
+use crate::error::{CommandError, Exit};
+use crate::lease::{ClaimOutcome, ClaimRequest, Coordinator, Decision, HeartbeatOutcome, IssueView};
+use crate::record::ClaimRecord;
+use crate::timefmt::format_duration;
+
+#[derive(Debug, Args)]
+pub struct CoordArgs {
+    #[command(subcommand)]
+    pub command: CoordCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CoordCommand {
+    /// Show who holds an issue; the exit code is the decision
+    /// (0 free or ours, 3 blocked, 4 held live, 5 held stale)
+    Read(IssueArg),
+    /// Claim an issue (and its scope): label, claim, lease, settle
+    Claim(ClaimArgs),
+    /// Push this instance's lease forward (exit 7 when the claim is lost)
+    Heartbeat(IssueArg),
+    /// Release this instance's claim; never another instance's
+    Release(ReleaseArgs),
+    /// Take over an issue whose lease went stale
+    Takeover(TakeoverArgs),
+    /// Mark an issue blocked by another (adds the blocked-by:#N label)
+    Block(BlockArgs),
+    /// Clear a block (removes the blocked-by:#N label)
+    Unblock(BlockArgs),
+    /// Add or remove any labels
+    #[command(subcommand)]
+    Label(LabelCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct IssueArg {
+    /// The issue number (142 or #142)
+    #[arg(value_parser = issue_number)]
+    pub issue: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct ClaimArgs {
+    /// The issue number (142 or #142)
+    #[arg(value_parser = issue_number)]
+    pub issue: u64,
+    /// More issues claimed with it: a wave of stories, or an epic's stories
+    #[arg(long, value_name = "N,N,...", value_parser = issue_list)]
+    pub scope: Option<Vec<u64>>,
+    /// The branch this claim writes to (the pre-push hook guards it)
+    #[arg(long, value_name = "BRANCH")]
+    pub branch: Option<String>,
+    /// Take the issue over when its lease is stale (instead of exit 5)
+    #[arg(long)]
+    pub takeover: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct TakeoverArgs {
+    /// The issue number (142 or #142)
+    #[arg(value_parser = issue_number)]
+    pub issue: u64,
+    /// More issues taken over with it
+    #[arg(long, value_name = "N,N,...", value_parser = issue_list)]
+    pub scope: Option<Vec<u64>>,
+    /// The branch this claim writes to
+    #[arg(long, value_name = "BRANCH")]
+    pub branch: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum ReleaseReason {
+    Merged,
+    Ejected,
+    Abort,
+}
+
+impl ReleaseReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReleaseReason::Merged => "merged",
+            ReleaseReason::Ejected => "ejected",
+            ReleaseReason::Abort => "abort",
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct ReleaseArgs {
+    /// The issue number (142 or #142)
+    #[arg(value_parser = issue_number)]
+    pub issue: u64,
+    /// Why the work ends
+    #[arg(long, value_enum, default_value = "abort")]
+    pub reason: ReleaseReason,
+}
+
+#[derive(Debug, Args)]
+pub struct BlockArgs {
+    /// The issue that waits
+    #[arg(value_parser = issue_number)]
+    pub issue: u64,
+    /// The issue it waits for
+    #[arg(long, value_name = "N", value_parser = issue_number)]
+    pub by: u64,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LabelCommand {
+    /// Add labels to an issue
+    Add(LabelArgs),
+    /// Remove labels from an issue
+    Remove(LabelArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct LabelArgs {
+    /// The issue number (142 or #142)
+    #[arg(value_parser = issue_number)]
+    pub issue: u64,
+    /// The labels
+    #[arg(required = true)]
+    pub labels: Vec<String>,
+}
+
+pub fn run(global: &GlobalArgs, args: CoordArgs) -> Result<Outcome, CommandError> {
+    let ctx = Context::load(global)?;
+    let surface = ctx.surface()?;
+    let coord = Coordinator::new(surface.as_ref(), &ctx.settings);
+    match args.command {
+        CoordCommand::Read(a) => read(&ctx, &coord, a.issue),
+        CoordCommand::Claim(a) => claim(&ctx, &coord, a.issue, a.scope, a.branch, a.takeover),
+        CoordCommand::Takeover(a) => claim(&ctx, &coord, a.issue, a.scope, a.branch, true),
+        CoordCommand::Heartbeat(a) => heartbeat(&ctx, &coord, a.issue),
+        CoordCommand::Release(a) => release(&ctx, &coord, a.issue, a.reason),
+        CoordCommand::Block(a) => relabel(&coord, a.issue, vec![ctx.settings.labels.blocked_by(a.by)], vec![]),
+        CoordCommand::Unblock(a) => relabel(&coord, a.issue, vec![], vec![ctx.settings.labels.blocked_by(a.by)]),
+        CoordCommand::Label(LabelCommand::Add(a)) => relabel(&coord, a.issue, a.labels, vec![]),
+        CoordCommand::Label(LabelCommand::Remove(a)) => relabel(&coord, a.issue, vec![], a.labels),
+    }
+}
+
+fn decision_exit(decision: Decision) -> Exit {
+    match decision {
+        Decision::Free | Decision::Ours => Exit::Ok,
+        Decision::Blocked => Exit::Blocked,
+        Decision::Held => Exit::HeldLive,
+        Decision::Stale => Exit::HeldStale,
+    }
+}
+
+/// One line a person reads about one issue.
+pub fn describe(view: &IssueView) -> String {
+    let n = view.issue;
+    let holder = view.holder.as_ref();
+    let who = holder.map_or("nobody", |h| h.instance_id.as_str());
+    let generation = view.generation;
+    let expiry = match (view.expires_at, crate::lease::remaining(view)) {
+        (Some(at), Some(left)) if !left.is_zero() => format!("lease until {at} ({} left)", format_duration(left)),
+        (Some(at), _) => format!("lease expired at {at}"),
+        _ => String::new(),
+    };
+    match view.decision {
+        Decision::Free => format!("#{n}: free"),
+        Decision::Ours => format!("#{n}: ours (generation {generation}), {expiry}"),
+        Decision::Blocked => format!(
+            "#{n}: blocked by {}",
+            view.blocked_by.iter().map(|b| format!("#{b}")).collect::<Vec<_>>().join(", ")
+        ),
+        Decision::Held => format!("#{n}: held by {who} (generation {generation}), {expiry}"),
+        Decision::Stale => format!("#{n}: held by {who} (generation {generation}) but stale: {expiry}"),
+    }
+}
+
+fn read(ctx: &Context, coord: &Coordinator<'_>, issue: u64) -> Result<Outcome, CommandError> {
+    let view = coord.read(&[issue])?.remove(0);
+    let exit = decision_exit(view.decision);
+    let mut json = serde_json::to_value(&view).expect("view serializes");
+    json["instance"] = json!(ctx.settings.instance);
+    json["surface"] = json!(ctx.settings.surface);
+    let mut outcome = Outcome::new(exit, json).line(describe(&view));
+    outcome = match view.decision {
+        Decision::Held => outcome.note("hint: someone else is working on this issue; pick another or wait"),
+        Decision::Stale => outcome.note(format!("hint: take it over with `git maverick coord takeover {issue}`")),
+        Decision::Blocked => outcome.note("hint: work on the blocking issues first"),
+        _ => outcome,
+    };
+    Ok(outcome)
+}
+
+fn claim(
+    ctx: &Context,
+    coord: &Coordinator<'_>,
+    issue: u64,
+    scope: Option<Vec<u64>>,
+    branch: Option<String>,
+    takeover: bool,
+) -> Result<Outcome, CommandError> {
+    if let Some(b) = &branch {
+        if !crate::git::is_valid_branch_name(b) {
+            return Err(CommandError::usage(format!("{b:?} is not a valid branch name"))
+                .hint("use a name `git check-ref-format --branch` accepts, like maverick/142-short-title"));
+        }
+    }
+    let mut issues = vec![issue];
+    for n in scope.unwrap_or_default() {
+        if !issues.contains(&n) {
+            issues.push(n);
+        }
+    }
+    let request = ClaimRequest { issues: issues.clone(), branch: branch.as_deref(), takeover };
+    let outcome = coord.claim(&request)?;
+    let json = serde_json::to_value(&outcome).expect("outcome serializes");
+    Ok(match outcome {
+        ClaimOutcome::Claimed { generation, views, already_held } => {
+            let store = ctx.claims()?;
+            for view in &views {
+                let existing = store.load(&ctx.settings.instance, view.issue)?;
+                store.save(&ClaimRecord {
+                    issue: view.issue,
+                    instance_id: ctx.settings.instance.clone(),
+                    generation,
+                    branch: branch.clone().or_else(|| existing.as_ref().and_then(|r| r.branch.clone())),
+                    scope: issues.clone(),
+                    surface: ctx.settings.surface.to_string(),
+                    remote: ctx.settings.remote.clone(),
+                    claimed_at: view.holder.as_ref().map_or(view.now, |h| h.claimed_at).to_string(),
+                    last_confirmed: view.now.to_string(),
+                    expires_at: view.expires_at.unwrap_or(view.now).to_string(),
+                    lost: None,
+                })?;
+            }
+            let verb = if already_held { "already held" } else { "claimed" };
+            let mut o = Outcome::new(Exit::Ok, json);
+            for view in &views {
+                o = o.line(format!("{verb} {}", describe(view).trim_start_matches('#')));
+            }
+            o
+        }
+        ClaimOutcome::Blocked { views } => refused(json, Exit::Blocked, &views, "hint: it waits for other issues; work on those first"),
+        ClaimOutcome::Held { views } => refused(json, Exit::HeldLive, &views, "hint: another instance holds it with a live lease; pick another issue"),
+        ClaimOutcome::Stale { views } => refused(
+            json,
+            Exit::HeldStale,
+            &views,
+            &format!("hint: its lease is stale; take it over with `git maverick coord claim {issue} --takeover`"),
+        ),
+        ClaimOutcome::Lost { winner, views } => refused(
+            json,
+            Exit::LostRace,
+            &views,
+            &format!(
+                "hint: {} claimed it first; this instance's claim was withdrawn. Pick another issue",
+                winner.as_deref().unwrap_or("another instance")
+            ),
+        ),
+    })
+}
+
+fn refused(json: serde_json::Value, exit: Exit, views: &[IssueView], hint: &str) -> Outcome {
+    let mut o = Outcome::new(exit, json);
+    for view in views {
+        o = o.line(describe(view));
+    }
+    o.note(hint)
+}
+
+/// The issues to act on: the claim's whole scope when this clone has a record.
+fn scope_of(ctx: &Context, issue: u64) -> Result<(Vec<u64>, Option<ClaimRecord>), CommandError> {
+    let record = ctx.claims()?.load(&ctx.settings.instance, issue)?;
+    let mut issues = vec![issue];
+    if let Some(r) = &record {
+        issues.extend(r.scope.iter().filter(|n| **n != issue));
+    }
+    Ok((issues, record))
+}
+
+fn heartbeat(ctx: &Context, coord: &Coordinator<'_>, issue: u64) -> Result<Outcome, CommandError> {
+    let (issues, record) = scope_of(ctx, issue)?;
+    let outcome = coord.heartbeat(&issues, record.as_ref().map(|r| r.generation))?;
+    let json = serde_json::to_value(&outcome).expect("outcome serializes");
+    let store = ctx.claims()?;
+    Ok(match outcome {
+        HeartbeatOutcome::Renewed { views, .. } => {
+            let mut o = Outcome::new(Exit::Ok, json);
+            for view in &views {
+                if let Some(mut r) = store.load(&ctx.settings.instance, view.issue)? {
+                    r.last_confirmed = view.now.to_string();
+                    r.expires_at = view.expires_at.unwrap_or(view.now).to_string();
+                    store.save(&r)?;
+                }
+                o = o.line(describe(view));
+            }
+            o
+        }
+        HeartbeatOutcome::Lost { reason, views } => {
+            for n in &issues {
+                if let Some(mut r) = store.load(&ctx.settings.instance, *n)? {
+                    r.lost = Some(reason.clone());
+                    store.save(&r)?;
+                }
+            }
+            let mut o = Outcome::new(Exit::ClaimLost, json).line(format!("claim lost: {reason}"));
+            for view in &views {
+                o = o.line(describe(view));
+            }
+            o.note("hint: stop working on this issue and report; do not push to its branch")
+        }
+    })
+}
+
+fn release(ctx: &Context, coord: &Coordinator<'_>, issue: u64, reason: ReleaseReason) -> Result<Outcome, CommandError> {
+    let (issues, _) = scope_of(ctx, issue)?;
+    let outcome = coord.release(&issues, reason.as_str())?;
+    let store = ctx.claims()?;
+    for n in &outcome.released {
+        store.remove(&ctx.settings.instance, *n)?;
+    }
+    let json = serde_json::to_value(&outcome).expect("outcome serializes");
+    if !outcome.foreign.is_empty() {
+        let mut o = Outcome::new(Exit::ClaimLost, json);
+        for view in &outcome.foreign {
+            o = o.line(format!("not released: {}", describe(view)));
+        }
+        return Ok(o.note("hint: another instance holds it now; its claim was left alone"));
+    }
+    let mut o = Outcome::new(Exit::Ok, json);
+    if outcome.released.is_empty() {
+        o = o.line(format!("#{issue}: nothing to release (not held by {})", ctx.settings.instance));
+    }
+    for n in &outcome.released {
+        o = o.line(format!("released #{n} ({})", reason.as_str()));
+    }
+    Ok(o)
+}
+
+fn relabel(coord: &Coordinator<'_>, issue: u64, add: Vec<String>, remove: Vec<String>) -> Result<Outcome, CommandError> {
+    if let Some(bad) = add.iter().chain(&remove).find(|l| l.trim().is_empty() || l.len() > 50) {
+        return Err(CommandError::usage(format!("{bad:?} is not a usable label name (1 to 50 characters)")));
+    }
+    let labels = coord.relabel(issue, &add, &remove)?;
+    Ok(Outcome::new(Exit::Ok, json!({"issue": issue, "labels": labels}))
+        .line(format!("#{issue}: labels {}", if labels.is_empty() { "(none)".to_owned() } else { labels.join(", ") })))
+}

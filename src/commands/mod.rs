@@ -1,0 +1,173 @@
+//! The only code that knows about clap, terminals and exit codes.
+
+pub mod coord;
+
+use std::ffi::OsString;
+use std::io::Write as _;
+
+use clap::Parser as _;
+use serde_json::Value;
+
+use crate::cli::{Cli, Command, GlobalArgs};
+use crate::config::{Settings, SurfaceKind};
+use crate::error::{CommandError, Exit};
+use crate::git::Git;
+use crate::record::ClaimStore;
+use crate::surface::git::GitSurface;
+use crate::surface::Surface;
+
+/// What a command came to: an exit code, one JSON object, and lines for people.
+#[derive(Debug)]
+pub struct Outcome {
+    pub exit: Exit,
+    pub json: Value,
+    /// For stdout.
+    pub lines: Vec<String>,
+    /// For stderr: why a protocol verdict is not 0, and the way out.
+    pub notes: Vec<String>,
+}
+
+impl Outcome {
+    pub fn new(exit: Exit, json: Value) -> Outcome {
+        Outcome {
+            exit,
+            json,
+            lines: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    pub fn line(mut self, line: impl Into<String>) -> Outcome {
+        self.lines.push(line.into());
+        self
+    }
+
+    pub fn note(mut self, note: impl Into<String>) -> Outcome {
+        self.notes.push(note.into());
+        self
+    }
+}
+
+/// Runs the command line `args` and returns the process exit code.
+pub fn main(args: Vec<OsString>) -> u8 {
+    let wants_json = args.iter().skip(1).any(|a| a == "--json");
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        Err(err) => {
+            use clap::error::ErrorKind;
+            if matches!(err.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                let _ = err.print();
+                return 0;
+            }
+            if wants_json {
+                let e = CommandError::usage(err.kind().to_string());
+                print_json(&e.to_json());
+            }
+            let _ = err.print();
+            return Exit::Usage.code();
+        }
+    };
+    init_tracing(cli.global.verbose);
+    let json = cli.global.json;
+    match run(cli) {
+        Ok(outcome) => {
+            let exit = outcome.exit;
+            if json {
+                let mut object = match outcome.json {
+                    Value::Object(map) => map,
+                    other => {
+                        let mut map = serde_json::Map::new();
+                        map.insert("result".into(), other);
+                        map
+                    }
+                };
+                object.insert("ok".into(), Value::Bool(exit == Exit::Ok));
+                object.insert("exit_code".into(), exit.code().into());
+                print_json(&Value::Object(object));
+            } else {
+                let mut stdout = std::io::stdout().lock();
+                for line in &outcome.lines {
+                    // A closed pipe (`| head`) is not an error.
+                    if writeln!(stdout, "{line}").is_err() {
+                        break;
+                    }
+                }
+            }
+            for note in &outcome.notes {
+                eprintln!("{note}");
+            }
+            exit.code()
+        }
+        Err(err) => {
+            if json {
+                print_json(&err.to_json());
+            }
+            eprintln!("{err}");
+            err.exit.code()
+        }
+    }
+}
+
+fn print_json(value: &Value) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = writeln!(stdout, "{value}");
+}
+
+fn init_tracing(verbose: u8) {
+    let level = match verbose {
+        0 => return,
+        1 => tracing::Level::INFO,
+        _ => tracing::Level::DEBUG,
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_writer(std::io::stderr)
+        .without_time()
+        .with_target(false)
+        .try_init();
+}
+
+pub fn run(cli: Cli) -> Result<Outcome, CommandError> {
+    match cli.command {
+        Command::Coord(args) => coord::run(&cli.global, args),
+    }
+}
+
+/// What most commands need: the repository, its settings, and its surface.
+pub struct Context {
+    pub git: Git,
+    pub settings: Settings,
+}
+
+impl Context {
+    pub fn load(global: &GlobalArgs) -> Result<Context, CommandError> {
+        let cwd = std::env::current_dir()
+            .map_err(|e| CommandError::tool(format!("cannot read the current directory: {e}")))?;
+        let git = Git::new(cwd);
+        if git.cmd(["rev-parse", "--git-dir"]).output_unchecked()?.code != Some(0) {
+            return Err(CommandError::tool("not inside a git repository")
+                .hint("run git maverick from a clone of the project (cd into it, or `git clone URL`)"));
+        }
+        let settings = Settings::load(&git, &global.overrides())?;
+        Ok(Context { git, settings })
+    }
+
+    pub fn surface(&self) -> Result<Box<dyn Surface>, CommandError> {
+        match self.settings.surface {
+            SurfaceKind::Git => Ok(Box::new(GitSurface::new(
+                self.git.clone(),
+                &self.settings.remote,
+                self.settings.remote_url.as_deref().unwrap_or_default(),
+                &self.settings.instance,
+            ))),
+            SurfaceKind::Github => Err(CommandError::tool(
+                "the github surface is not part of this build yet",
+            )
+            .hint("use the git surface: `git config maverick.surface git`")),
+        }
+    }
+
+    pub fn claims(&self) -> Result<ClaimStore, CommandError> {
+        Ok(ClaimStore::new(&self.git.common_dir()?))
+    }
+}

@@ -1,0 +1,420 @@
+//! Configuration and identity (SPEC sections 1 and 2): every tunable is a
+//! `git config maverick.*` key with a flag that overrides it, and the choice
+//! of surface is a pure function of config, flags and the remote URL.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::git::{Git, GitError};
+use crate::timefmt::{parse_duration, DurationError};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum SurfaceKind {
+    Git,
+    Github,
+}
+
+impl std::fmt::Display for SurfaceKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SurfaceKind::Git => "git",
+            SurfaceKind::Github => "github",
+        })
+    }
+}
+
+/// Values given on the command line; each beats its `maverick.*` key.
+#[derive(Clone, Debug, Default)]
+pub struct Overrides {
+    pub surface: Option<SurfaceKind>,
+    pub remote: Option<String>,
+    pub repo: Option<String>,
+    pub lease_ttl: Option<Duration>,
+    pub heartbeat_interval: Option<Duration>,
+    pub settle_delay: Option<Duration>,
+    pub worktree_dir: Option<PathBuf>,
+    pub dispatch_slots: Option<u32>,
+    pub dispatch_stale: Option<Duration>,
+    pub trusted_authors: Option<Vec<String>>,
+}
+
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Labels {
+    pub in_progress: String,
+    /// `blocked-by:#` — the issue number follows.
+    pub blocked_prefix: String,
+    pub wip: String,
+    pub pr: String,
+    pub frontier: String,
+}
+
+impl Labels {
+    pub fn blocked_by(&self, issue: u64) -> String {
+        format!("{}{issue}", self.blocked_prefix)
+    }
+
+    /// The issue a `blocked-by:#N` label names.
+    pub fn blocker(&self, label: &str) -> Option<u64> {
+        label.strip_prefix(&self.blocked_prefix)?.parse().ok()
+    }
+}
+
+/// Everything a command needs to know about where and how to coordinate.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub surface: SurfaceKind,
+    pub remote: String,
+    pub remote_url: Option<String>,
+    /// `OWNER/NAME`, from `-R` or the remote URL (GitHub only).
+    pub repo: Option<String>,
+    pub github_api_url: String,
+    pub lease_ttl: Duration,
+    pub heartbeat_interval: Duration,
+    pub settle_delay: Duration,
+    pub worktree_dir: PathBuf,
+    pub dispatch_slots: u32,
+    pub dispatch_stale: Duration,
+    pub labels: Labels,
+    pub trusted_authors: Vec<String>,
+    pub instance: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error(transparent)]
+    Git(#[from] GitError),
+    #[error("maverick.{key}: {source}")]
+    Duration {
+        key: &'static str,
+        #[source]
+        source: DurationError,
+    },
+    #[error("maverick.{key} = {value:?} is not valid: {expected}")]
+    Invalid {
+        key: &'static str,
+        value: String,
+        expected: &'static str,
+    },
+    #[error("this repository has no remote {remote:?}")]
+    NoRemote { remote: String },
+    #[error("-R/--repo wants OWNER/NAME, not {0:?}")]
+    BadRepo(String),
+    #[error("the instance id {0:?} is not valid: use 1-64 letters, digits, '.', '_' or '-'")]
+    BadInstance(String),
+    #[error("could not keep the instance id in {path}: {source}")]
+    InstanceFile {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The `maverick.*` keys, read with one `git config` call (lower-cased names,
+/// as git reports them; the last value of a key wins, as in git).
+#[derive(Debug, Default)]
+pub struct ConfigKeys(HashMap<String, String>);
+
+impl ConfigKeys {
+    pub fn read(git: &Git) -> Result<ConfigKeys, GitError> {
+        let out = git
+            .cmd(["config", "-z", "--get-regexp", r"^maverick\."])
+            .output_unchecked()?;
+        let mut keys = HashMap::new();
+        match out.code {
+            Some(0) => {
+                for entry in out.stdout.split(|b| *b == 0) {
+                    let entry = String::from_utf8_lossy(entry);
+                    if let Some((key, value)) = entry.split_once('\n') {
+                        keys.insert(key.to_ascii_lowercase(), value.to_owned());
+                    } else if !entry.is_empty() {
+                        keys.insert(entry.to_ascii_lowercase(), "true".to_owned());
+                    }
+                }
+            }
+            // 1: no such key. Outside a repository git still reads the global files.
+            Some(1) => {}
+            _ => return Err(out.into_error()),
+        }
+        Ok(ConfigKeys(keys))
+    }
+
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.0
+            .get(&format!("maverick.{}", key.to_ascii_lowercase()))
+            .map(String::as_str)
+    }
+
+    fn duration(&self, key: &'static str) -> Result<Option<Duration>, ConfigError> {
+        self.get(key)
+            .map(|v| parse_duration(v).map_err(|source| ConfigError::Duration { key, source }))
+            .transpose()
+    }
+}
+
+pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(600);
+pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(120);
+/// GitHub's lists can lag a write by seconds; the git surface is exact.
+pub const DEFAULT_GITHUB_SETTLE: Duration = Duration::from_secs(3);
+
+impl Settings {
+    pub fn load(git: &Git, overrides: &Overrides) -> Result<Settings, ConfigError> {
+        let keys = ConfigKeys::read(git)?;
+        let remote = overrides
+            .remote
+            .clone()
+            .or_else(|| keys.get("remote").map(str::to_owned))
+            .unwrap_or_else(|| "origin".to_owned());
+        let remote_url = git.config_get(&format!("remote.{remote}.url"))?;
+        let surface = match (overrides.surface, keys.get("surface")) {
+            (Some(kind), _) => kind,
+            (None, Some("git")) => SurfaceKind::Git,
+            (None, Some("github")) => SurfaceKind::Github,
+            (None, Some(other)) => {
+                return Err(ConfigError::Invalid {
+                    key: "surface",
+                    value: other.to_owned(),
+                    expected: "git or github",
+                })
+            }
+            (None, None) if overrides.repo.is_some() => SurfaceKind::Github,
+            (None, None) => match remote_url.as_deref().and_then(github_repo_of_url) {
+                Some(_) => SurfaceKind::Github,
+                None => SurfaceKind::Git,
+            },
+        };
+        if surface == SurfaceKind::Git && remote_url.is_none() {
+            return Err(ConfigError::NoRemote { remote });
+        }
+        let repo = match &overrides.repo {
+            Some(r) if valid_repo(r) => Some(r.clone()),
+            Some(r) => return Err(ConfigError::BadRepo(r.clone())),
+            None => remote_url.as_deref().and_then(github_repo_of_url),
+        };
+        let github_api_url = std::env::var("GITHUB_API_URL")
+            .ok()
+            .filter(|v| !v.is_empty())
+            .or_else(|| keys.get("githubApiUrl").map(str::to_owned))
+            .unwrap_or_else(|| "https://api.github.com".to_owned());
+        let label = |key: &str, default: &str| keys.get(key).unwrap_or(default).to_owned();
+        let dispatch_slots = match overrides.dispatch_slots {
+            Some(n) => n,
+            None => match keys.get("dispatchSlots") {
+                Some(v) => v.parse().map_err(|_| ConfigError::Invalid {
+                    key: "dispatchSlots",
+                    value: v.to_owned(),
+                    expected: "a whole number",
+                })?,
+                None => 3,
+            },
+        };
+        let trusted_authors = match &overrides.trusted_authors {
+            Some(list) => list.clone(),
+            None => keys
+                .get("trustedAuthors")
+                .map(split_list)
+                .unwrap_or_default(),
+        };
+        let settle_default = match surface {
+            SurfaceKind::Git => Duration::ZERO,
+            SurfaceKind::Github => DEFAULT_GITHUB_SETTLE,
+        };
+        Ok(Settings {
+            surface,
+            remote,
+            remote_url,
+            repo,
+            github_api_url,
+            lease_ttl: pick(overrides.lease_ttl, keys.duration("leaseTtl")?, DEFAULT_LEASE_TTL),
+            heartbeat_interval: pick(
+                overrides.heartbeat_interval,
+                keys.duration("heartbeatInterval")?,
+                DEFAULT_HEARTBEAT,
+            ),
+            settle_delay: pick(overrides.settle_delay, keys.duration("settleDelay")?, settle_default),
+            worktree_dir: overrides
+                .worktree_dir
+                .clone()
+                .or_else(|| keys.get("worktreeDir").map(PathBuf::from))
+                .unwrap_or_else(|| PathBuf::from(".maverick/worktrees")),
+            dispatch_slots,
+            dispatch_stale: pick(
+                overrides.dispatch_stale,
+                keys.duration("dispatchStale")?,
+                Duration::from_secs(4 * 3600),
+            ),
+            labels: Labels {
+                in_progress: label("inProgressLabel", "claude-in-progress"),
+                blocked_prefix: label("blockedLabelPrefix", "blocked-by:#"),
+                wip: label("wipLabel", "agent-wip"),
+                pr: label("prLabel", "agent-pr"),
+                frontier: label("frontierLabel", "agent-ready"),
+            },
+            trusted_authors,
+            instance: resolve_instance(git, &keys)?,
+        })
+    }
+}
+
+fn pick(flag: Option<Duration>, key: Option<Duration>, default: Duration) -> Duration {
+    flag.or(key).unwrap_or(default)
+}
+
+pub fn split_list(text: &str) -> Vec<String> {
+    text.split([',', ' '])
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+fn valid_repo(repo: &str) -> bool {
+    let ok = |s: &str| {
+        !s.is_empty()
+            && s != "."
+            && s != ".."
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    };
+    matches!(repo.split_once('/'), Some((owner, name)) if ok(owner) && ok(name))
+}
+
+/// `OWNER/NAME` when the URL points at github.com, in any of git's URL forms.
+pub fn github_repo_of_url(url: &str) -> Option<String> {
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"))
+        .or_else(|| url.strip_prefix("ssh://"))
+        .or_else(|| url.strip_prefix("git://"))
+        .map(|r| {
+            // Drop userinfo.
+            r.split_once('@')
+                .filter(|(user, _)| !user.contains('/'))
+                .map_or(r, |(_, host)| host)
+                .to_owned()
+        })
+        .or_else(|| {
+            // scp-like: git@github.com:owner/name.git
+            let (userhost, path) = url.split_once(':')?;
+            let host = userhost.rsplit('@').next()?;
+            Some(format!("{host}/{path}"))
+        })?;
+    let (host, path) = rest.split_once('/')?;
+    let host = host.split(':').next()?.to_ascii_lowercase();
+    if host != "github.com" && host != "www.github.com" {
+        return None;
+    }
+    let path = path.trim_end_matches('/');
+    let path = path.strip_suffix(".git").unwrap_or(path);
+    let repo = path.to_owned();
+    valid_repo(&repo).then_some(repo)
+}
+
+pub fn valid_instance_id(id: &str) -> bool {
+    (1..=64).contains(&id.len())
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && !id.starts_with(['.', '-'])
+}
+
+/// SPEC 2: env, then config, then the agent session, then one generated id
+/// kept in this worktree's git dir.
+fn resolve_instance(git: &Git, keys: &ConfigKeys) -> Result<String, ConfigError> {
+    let explicit = ["MAVERICK_INSTANCE", "MAVERICK_INSTANCE_ID"]
+        .iter()
+        .find_map(|var| std::env::var(var).ok().filter(|v| !v.is_empty()))
+        .or_else(|| keys.get("instance").map(str::to_owned));
+    if let Some(id) = explicit {
+        return if valid_instance_id(&id) {
+            Ok(id)
+        } else {
+            Err(ConfigError::BadInstance(id))
+        };
+    }
+    if let Ok(session) = std::env::var("CLAUDE_CODE_SESSION_ID") {
+        let clean: String = session
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric())
+            .take(12)
+            .collect();
+        if !clean.is_empty() {
+            return Ok(format!("claude-{}", clean.to_ascii_lowercase()));
+        }
+    }
+    let path = git.git_dir()?.join("maverick").join("instance");
+    if let Ok(text) = std::fs::read_to_string(&path) {
+        let id = text.trim();
+        if valid_instance_id(id) {
+            return Ok(id.to_owned());
+        }
+    }
+    let id = format!("{}-{}", short_hostname(), &crate::markers::new_marker_id()[..8]);
+    let io_err = |source| ConfigError::InstanceFile {
+        path: path.display().to_string(),
+        source,
+    };
+    std::fs::create_dir_all(path.parent().expect("has a parent")).map_err(io_err)?;
+    crate::record::write_atomically(&path, format!("{id}\n").as_bytes()).map_err(io_err)?;
+    Ok(id)
+}
+
+pub fn short_hostname() -> String {
+    let raw = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_default();
+    let short: String = raw
+        .trim()
+        .split('.')
+        .next()
+        .unwrap_or_default()
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+        .take(40)
+        .collect();
+    if short.is_empty() {
+        "host".to_owned()
+    } else {
+        short
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn github_urls() {
+        for url in [
+            "https://github.com/acme/widgets.git",
+            "https://github.com/acme/widgets",
+            "https://x-access-token:abc@github.com/acme/widgets.git",
+            "git@github.com:acme/widgets.git",
+            "ssh://git@github.com/acme/widgets.git",
+            "ssh://git@github.com:22/acme/widgets",
+        ] {
+            assert_eq!(github_repo_of_url(url).as_deref(), Some("acme/widgets"), "{url}");
+        }
+        for url in [
+            "/tmp/origin.git",
+            "file:///tmp/origin.git",
+            "git@gitlab.com:acme/widgets.git",
+            "https://github.example.com/acme/widgets.git",
+            "https://github.com/acme",
+        ] {
+            assert_eq!(github_repo_of_url(url), None, "{url}");
+        }
+    }
+
+    #[test]
+    fn instance_ids() {
+        assert!(valid_instance_id("laptop-1a2b3c4d"));
+        assert!(valid_instance_id("claude_A.1"));
+        for bad in ["", "-x", ".x", "a/b", "a b", &"x".repeat(65)] {
+            assert!(!valid_instance_id(bad), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,162 @@
+//! The command layer's error type and the exit codes of SPEC 10.
+//!
+//! "The protocol said no" (exit 3-9) is not an error: commands return it as
+//! an [`Outcome`](crate::commands::Outcome) with its exit code. Errors here
+//! are "the tool failed" (1) and "the command line is wrong" (2).
+
+use std::fmt;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[repr(u8)]
+pub enum Exit {
+    Ok = 0,
+    Error = 1,
+    Usage = 2,
+    Blocked = 3,
+    HeldLive = 4,
+    HeldStale = 5,
+    LostRace = 6,
+    ClaimLost = 7,
+    Collision = 8,
+    NoSlot = 9,
+}
+
+impl Exit {
+    pub fn code(self) -> u8 {
+        self as u8
+    }
+}
+
+#[derive(Debug)]
+pub struct CommandError {
+    pub exit: Exit,
+    pub message: String,
+    pub causes: Vec<String>,
+    pub hints: Vec<String>,
+}
+
+impl CommandError {
+    pub fn new(exit: Exit, message: impl Into<String>) -> CommandError {
+        CommandError {
+            exit,
+            message: message.into(),
+            causes: Vec::new(),
+            hints: Vec::new(),
+        }
+    }
+
+    pub fn tool(message: impl Into<String>) -> CommandError {
+        CommandError::new(Exit::Error, message)
+    }
+
+    pub fn usage(message: impl Into<String>) -> CommandError {
+        CommandError::new(Exit::Usage, message)
+    }
+
+    pub fn hint(mut self, hint: impl Into<String>) -> CommandError {
+        self.hints.push(hint.into());
+        self
+    }
+
+    /// Builds an error from any error value, keeping its cause chain.
+    pub fn from_error(exit: Exit, err: &(dyn std::error::Error + 'static)) -> CommandError {
+        let mut causes = Vec::new();
+        let mut source = err.source();
+        while let Some(cause) = source {
+            causes.push(cause.to_string());
+            source = cause.source();
+        }
+        CommandError {
+            exit,
+            message: err.to_string(),
+            causes,
+            hints: Vec::new(),
+        }
+    }
+
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "ok": false,
+            "exit_code": self.exit.code(),
+            "error": self.message,
+            "causes": self.causes,
+            "hints": self.hints,
+        })
+    }
+}
+
+impl fmt::Display for CommandError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "error: {}", self.message)?;
+        for cause in &self.causes {
+            // Display of thiserror's transparent wrappers repeats the cause.
+            if !self.message.contains(cause.as_str()) {
+                write!(f, "\ncaused by: {cause}")?;
+            }
+        }
+        for hint in &self.hints {
+            write!(f, "\nhint: {hint}")?;
+        }
+        Ok(())
+    }
+}
+
+impl From<crate::config::ConfigError> for CommandError {
+    fn from(err: crate::config::ConfigError) -> Self {
+        use crate::config::ConfigError;
+        let hint = match &err {
+            ConfigError::NoRemote { remote } => Some(format!(
+                "add one (`git remote add {remote} URL`), or name another with `git config maverick.remote NAME`"
+            )),
+            ConfigError::BadInstance(_) => {
+                Some("set MAVERICK_INSTANCE or `git config maverick.instance` to a simple name".to_owned())
+            }
+            ConfigError::Duration { key, .. } => Some(format!("fix it with `git config maverick.{key} 10m`")),
+            _ => None,
+        };
+        let exit = match err {
+            ConfigError::BadRepo(_) => Exit::Usage,
+            _ => Exit::Error,
+        };
+        let mut e = CommandError::from_error(exit, &err);
+        e.hints.extend(hint);
+        e
+    }
+}
+
+impl From<crate::git::GitError> for CommandError {
+    fn from(err: crate::git::GitError) -> Self {
+        CommandError::from_error(Exit::Error, &err)
+    }
+}
+
+impl From<crate::surface::SurfaceError> for CommandError {
+    fn from(err: crate::surface::SurfaceError) -> Self {
+        use crate::surface::SurfaceError;
+        let hint = match &err {
+            SurfaceError::PushRejected { .. } => Some(
+                "the remote must accept pushes to refs/maverick/*; allow them, or use `git config maverick.surface github`",
+            ),
+            SurfaceError::Contended { .. } => Some("another writer kept winning; run the command again"),
+            _ => None,
+        };
+        let mut e = CommandError::from_error(Exit::Error, &err);
+        e.hints.extend(hint.map(str::to_owned));
+        e
+    }
+}
+
+impl From<crate::lease::LeaseError> for CommandError {
+    fn from(err: crate::lease::LeaseError) -> Self {
+        match err {
+            crate::lease::LeaseError::Surface(e) => e.into(),
+            other => CommandError::from_error(Exit::Error, &other),
+        }
+    }
+}
+
+impl From<crate::record::RecordError> for CommandError {
+    fn from(err: crate::record::RecordError) -> Self {
+        CommandError::from_error(Exit::Error, &err)
+    }
+}

@@ -1,0 +1,620 @@
+//! Claims and leases (SPEC 4), written once above the surface trait.
+//!
+//! The state of an issue is derived from its trusted `maverick-claim` and
+//! `maverick-lease` markers, read in comment-id order:
+//!
+//! - every claim carries a generation; each fresh claim and each takeover
+//!   takes the highest generation seen plus one, so the generation is a
+//!   fencing token that changes whenever the holder can change;
+//! - among unreleased claims of the current generation, the one the surface
+//!   ordered first (lowest comment id, then lower instance id) holds the
+//!   issue, provided the in-progress label is on it. A later reader can never
+//!   reverse that verdict, which "lower instance id wins" alone could;
+//! - the holder's lease expires at its lease comment's surface time plus the
+//!   ttl it declared, so client clock skew changes no decision.
+
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+
+use crate::config::Settings;
+use crate::markers::{self, Marker, MarkerKind};
+use crate::surface::{Comment, Issue, Op, Surface, SurfaceError, Write};
+use crate::timefmt::{format_duration, Timestamp};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Decision {
+    Free,
+    Ours,
+    Blocked,
+    Held,
+    Stale,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ClaimView {
+    pub instance_id: String,
+    pub host: Option<String>,
+    pub branch: Option<String>,
+    pub generation: u64,
+    pub scope: Vec<u64>,
+    pub claimed_at: Timestamp,
+    pub takeover_of: Option<String>,
+    pub comment_id: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LeaseView {
+    pub instance_id: String,
+    pub heartbeat_at: Option<Timestamp>,
+    pub expires_at: Timestamp,
+    pub comment_id: Option<u64>,
+    pub author: Option<String>,
+}
+
+/// One issue as the claim protocol sees it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct IssueView {
+    pub issue: u64,
+    pub open: bool,
+    pub labels: Vec<String>,
+    pub labelled: bool,
+    pub blocked_by: Vec<u64>,
+    pub generation: u64,
+    pub holder: Option<ClaimView>,
+    pub lease: Option<LeaseView>,
+    pub expires_at: Option<Timestamp>,
+    pub decision: Decision,
+    pub now: Timestamp,
+    /// This instance's claim of the current generation, if it has one that
+    /// does not hold (it lost the settle).
+    #[serde(skip)]
+    pub my_losing_claim: Option<ClaimView>,
+    #[serde(skip)]
+    my_lease_comment: Option<(u64, Map<String, Value>)>,
+}
+
+struct MarkerAt<'a> {
+    comment: &'a Comment,
+    marker: Marker,
+}
+
+fn trusted_markers(issue: &Issue) -> Vec<MarkerAt<'_>> {
+    let mut seen_ids = std::collections::HashSet::new();
+    let mut found = Vec::new();
+    for comment in issue.comments.iter().filter(|c| c.trusted) {
+        for marker in markers::parse_markers(&comment.body).into_iter().flatten() {
+            if !matches!(marker.kind, MarkerKind::Claim | MarkerKind::Lease) {
+                continue;
+            }
+            // A POST retried after GitHub had committed it shows up twice;
+            // the first copy is the one that counts.
+            if let Some(id) = marker.marker_id() {
+                if !seen_ids.insert((marker.kind, id.to_owned())) {
+                    continue;
+                }
+            }
+            found.push(MarkerAt { comment, marker });
+        }
+    }
+    found
+}
+
+fn generation_of(marker: &Marker) -> u64 {
+    marker.u64_field("generation").unwrap_or(1)
+}
+
+fn scope_of(marker: &Marker) -> Vec<u64> {
+    match marker.payload.get("scope") {
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(|v| match v {
+                Value::Number(n) => n.as_u64(),
+                Value::String(s) => s.trim_start_matches('#').parse().ok(),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn claim_view(at: &MarkerAt<'_>) -> Option<ClaimView> {
+    let m = &at.marker;
+    Some(ClaimView {
+        instance_id: m.str_field("instance_id")?.to_owned(),
+        host: m.str_field("host").map(str::to_owned),
+        branch: m.str_field("branch").map(str::to_owned),
+        generation: generation_of(m),
+        scope: scope_of(m),
+        claimed_at: at.comment.created_at,
+        takeover_of: m.str_field("takeover_of").map(str::to_owned),
+        comment_id: at.comment.id,
+    })
+}
+
+fn is_release(m: &Marker) -> bool {
+    m.payload.contains_key("released_at")
+}
+
+/// Derives the claim state of `issue` as `me` sees it at surface time `now`.
+pub fn analyze(issue: &Issue, settings: &Settings, me: &str, now: Timestamp) -> IssueView {
+    let markers = trusted_markers(issue);
+    let claims: Vec<(ClaimView, &MarkerAt<'_>)> = markers
+        .iter()
+        .filter(|m| m.marker.kind == MarkerKind::Claim)
+        .filter_map(|m| claim_view(m).map(|v| (v, m)))
+        .collect();
+    let generation = claims.iter().map(|(c, _)| c.generation).max().unwrap_or(0);
+    let leases: Vec<&MarkerAt<'_>> = markers
+        .iter()
+        .filter(|m| m.marker.kind == MarkerKind::Lease)
+        .filter(|m| m.marker.u64_field("generation").is_none_or(|g| g == generation))
+        .collect();
+    let released = |claim: &ClaimView| {
+        leases.iter().any(|l| {
+            is_release(&l.marker)
+                && l.comment.id > claim.comment_id
+                && l.marker.str_field("instance_id") == Some(claim.instance_id.as_str())
+        })
+    };
+    let mut live_claims: Vec<&ClaimView> = claims
+        .iter()
+        .map(|(c, _)| c)
+        .filter(|c| c.generation == generation && !released(c))
+        .collect();
+    live_claims.sort_by(|a, b| {
+        (a.comment_id, &a.instance_id).cmp(&(b.comment_id, &b.instance_id))
+    });
+    let labelled = issue.has_label(&settings.labels.in_progress);
+    let holder = if labelled { live_claims.first().map(|c| (*c).clone()) } else { None };
+    let my_losing_claim = live_claims
+        .iter()
+        .find(|c| c.instance_id == me && holder.as_ref().map(|h| h.comment_id) != Some(c.comment_id))
+        .map(|c| (*c).clone());
+
+    let (lease, my_lease_comment) = match &holder {
+        Some(h) => {
+            let newest = leases
+                .iter()
+                .filter(|l| {
+                    !is_release(&l.marker)
+                        && l.comment.id > h.comment_id
+                        && l.marker.str_field("instance_id") == Some(h.instance_id.as_str())
+                })
+                .max_by_key(|l| (l.comment.updated_at, l.comment.id));
+            match newest {
+                Some(l) => {
+                    let heartbeat_at = l.marker.str_field("heartbeat_at").and_then(Timestamp::parse);
+                    let declared_expiry = l.marker.str_field("expires_at").and_then(Timestamp::parse);
+                    // Judge by the surface's own time of the lease comment.
+                    let expires_at = match (heartbeat_at, declared_expiry) {
+                        (Some(hb), Some(exp)) => l.comment.updated_at.plus(exp.since(hb)),
+                        (None, Some(exp)) => exp,
+                        _ => l.comment.updated_at.plus(settings.lease_ttl),
+                    };
+                    let mine = (h.instance_id == me).then(|| (l.comment.id, l.marker.payload.clone()));
+                    (
+                        Some(LeaseView {
+                            instance_id: h.instance_id.clone(),
+                            heartbeat_at,
+                            expires_at,
+                            comment_id: Some(l.comment.id),
+                            author: Some(l.comment.author.clone()),
+                        }),
+                        mine,
+                    )
+                }
+                // A claim whose lease was never written (a crash between the
+                // two) lives one ttl from the claim.
+                None => (
+                    Some(LeaseView {
+                        instance_id: h.instance_id.clone(),
+                        heartbeat_at: None,
+                        expires_at: h.claimed_at.plus(settings.lease_ttl),
+                        comment_id: None,
+                        author: None,
+                    }),
+                    None,
+                ),
+            }
+        }
+        None => (None, None),
+    };
+    let expires_at = lease.as_ref().map(|l| l.expires_at);
+    let blocked_by: Vec<u64> = issue
+        .labels
+        .iter()
+        .filter_map(|l| settings.labels.blocker(l))
+        .collect();
+    let decision = match &holder {
+        Some(h) if h.instance_id == me => Decision::Ours,
+        _ if !blocked_by.is_empty() => Decision::Blocked,
+        None => Decision::Free,
+        Some(_) if expires_at.is_some_and(|e| now < e) => Decision::Held,
+        Some(_) => Decision::Stale,
+    };
+    IssueView {
+        issue: issue.number,
+        open: issue.open,
+        labels: issue.labels.clone(),
+        labelled,
+        blocked_by,
+        generation,
+        holder,
+        lease,
+        expires_at,
+        decision,
+        now,
+        my_losing_claim,
+        my_lease_comment,
+    }
+}
+
+/// What a claim attempt came to.
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "result", rename_all = "snake_case")]
+pub enum ClaimOutcome {
+    /// We hold every issue in scope.
+    Claimed { generation: u64, views: Vec<IssueView>, already_held: bool },
+    Blocked { views: Vec<IssueView> },
+    Held { views: Vec<IssueView> },
+    Stale { views: Vec<IssueView> },
+    /// Another claim was ordered first; ours was released.
+    Lost { winner: Option<String>, views: Vec<IssueView> },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LeaseError {
+    #[error(transparent)]
+    Surface(#[from] SurfaceError),
+    #[error("issue #{0} is closed")]
+    Closed(u64),
+}
+
+pub struct ClaimRequest<'a> {
+    /// The issues to claim, the named one first.
+    pub issues: Vec<u64>,
+    pub branch: Option<&'a str>,
+    pub takeover: bool,
+}
+
+/// The claim protocol over any surface.
+pub struct Coordinator<'a> {
+    pub surface: &'a dyn Surface,
+    pub settings: &'a Settings,
+    pub host: String,
+}
+
+impl<'a> Coordinator<'a> {
+    pub fn new(surface: &'a dyn Surface, settings: &'a Settings) -> Coordinator<'a> {
+        Coordinator {
+            surface,
+            settings,
+            host: crate::config::short_hostname(),
+        }
+    }
+
+    fn me(&self) -> &str {
+        &self.settings.instance
+    }
+
+    pub fn read(&self, issues: &[u64]) -> Result<Vec<IssueView>, LeaseError> {
+        let now = self.surface.now()?;
+        Ok(self
+            .surface
+            .issues(issues)?
+            .iter()
+            .map(|i| analyze(i, self.settings, self.me(), now))
+            .collect())
+    }
+
+    fn claim_body(&self, req: &ClaimRequest<'_>, generation: u64, now: Timestamp, prior: Option<&IssueView>) -> String {
+        let mut payload = Map::new();
+        payload.insert("instance_id".into(), json!(self.me()));
+        payload.insert("host".into(), json!(self.host));
+        payload.insert(
+            "scope".into(),
+            json!(req.issues.iter().map(u64::to_string).collect::<Vec<_>>()),
+        );
+        payload.insert("claimed_at".into(), json!(now.to_string()));
+        payload.insert("generation".into(), json!(generation));
+        payload.insert("marker_id".into(), json!(markers::new_marker_id()));
+        if let Some(branch) = req.branch {
+            payload.insert("branch".into(), json!(branch));
+        }
+        let mut text = format!("Claimed by `{}` (generation {generation})", self.me());
+        if let Some(prior) = prior.and_then(|v| v.holder.as_ref().map(|h| (h, v.expires_at))) {
+            let (holder, expired) = prior;
+            let reason = match expired {
+                Some(e) => format!("stale lease: expired at {e}"),
+                None => "stale lease".to_owned(),
+            };
+            payload.insert("takeover_of".into(), json!(holder.instance_id));
+            payload.insert("reason".into(), json!(reason));
+            text = format!(
+                "Taking over from `{}` ({reason}). {text}",
+                holder.instance_id
+            );
+        }
+        format!(
+            "{text}.\n\n{}",
+            markers::render_marker(&Marker::new(MarkerKind::Claim, payload))
+        )
+    }
+
+    fn lease_payload(&self, generation: u64, now: Timestamp, marker_id: Option<String>, keep: Option<Map<String, Value>>) -> Map<String, Value> {
+        let mut payload = keep.unwrap_or_default();
+        payload.insert("instance_id".into(), json!(self.me()));
+        payload.insert("heartbeat_at".into(), json!(now.to_string()));
+        payload.insert(
+            "expires_at".into(),
+            json!(now.plus(self.settings.lease_ttl).to_string()),
+        );
+        payload.insert("generation".into(), json!(generation));
+        payload.insert(
+            "marker_id".into(),
+            json!(marker_id.unwrap_or_else(markers::new_marker_id)),
+        );
+        payload
+    }
+
+    fn lease_body(&self, payload: Map<String, Value>) -> String {
+        format!(
+            "Lease held by `{}` (ttl {}).\n\n{}",
+            self.me(),
+            format_duration(self.settings.lease_ttl),
+            markers::render_marker(&Marker::new(MarkerKind::Lease, payload))
+        )
+    }
+
+    fn release_body(&self, generation: u64, now: Timestamp, reason: &str) -> String {
+        let mut payload = Map::new();
+        payload.insert("instance_id".into(), json!(self.me()));
+        payload.insert("released_at".into(), json!(now.to_string()));
+        payload.insert("reason".into(), json!(reason));
+        payload.insert("generation".into(), json!(generation));
+        payload.insert("marker_id".into(), json!(markers::new_marker_id()));
+        format!(
+            "Released by `{}` ({reason}).\n\n{}",
+            self.me(),
+            markers::render_marker(&Marker::new(MarkerKind::Lease, payload))
+        )
+    }
+
+    /// Claims every issue in `req` (SPEC 4): label, claim, lease, settle.
+    pub fn claim(&self, req: &ClaimRequest<'_>) -> Result<ClaimOutcome, LeaseError> {
+        // A guard that fails because the generation moved under us starts over.
+        for _ in 0..8 {
+            let views = self.read(&req.issues)?;
+            if let Some(closed) = views.iter().find(|v| !v.open) {
+                return Err(LeaseError::Closed(closed.issue));
+            }
+            if views.iter().all(|v| v.decision == Decision::Ours) {
+                let generation = views[0].generation;
+                return Ok(ClaimOutcome::Claimed { generation, views, already_held: true });
+            }
+            if views.iter().any(|v| v.decision == Decision::Blocked) {
+                return Ok(ClaimOutcome::Blocked { views });
+            }
+            if views.iter().any(|v| v.decision == Decision::Held) {
+                return Ok(ClaimOutcome::Held { views });
+            }
+            if !req.takeover && views.iter().any(|v| v.decision == Decision::Stale) {
+                return Ok(ClaimOutcome::Stale { views });
+            }
+            let generation = views.iter().map(|v| v.generation).max().unwrap_or(0) + 1;
+            let now = views[0].now;
+            let writes: Vec<Write> = views
+                .iter()
+                .map(|v| {
+                    let prior = (v.decision == Decision::Stale).then_some(v);
+                    let lease = self.lease_body(self.lease_payload(generation, now, None, None));
+                    Write {
+                        issue: v.issue,
+                        ops: vec![
+                            Op::AddLabels(vec![self.settings.labels.in_progress.clone()]),
+                            Op::CreateComment(self.claim_body(req, generation, now, prior)),
+                            Op::CreateComment(lease),
+                        ],
+                    }
+                })
+                .collect();
+            let expected: Vec<(u64, u64, Decision)> =
+                views.iter().map(|v| (v.issue, v.generation, v.decision)).collect();
+            let mut guard = |current: &[Issue], now: Timestamp| {
+                current.iter().all(|issue| {
+                    let v = analyze(issue, self.settings, self.me(), now);
+                    expected.iter().any(|(n, g, d)| {
+                        *n == v.issue
+                            && *g == v.generation
+                            && (*d == v.decision
+                                || matches!(v.decision, Decision::Free | Decision::Ours))
+                    })
+                })
+            };
+            if self.surface.write(&writes, Some(&mut guard))?.is_none() {
+                continue;
+            }
+            return self.settle(req, generation);
+        }
+        let views = self.read(&req.issues)?;
+        Ok(ClaimOutcome::Held { views })
+    }
+
+    /// Re-reads after a claim and lets the earliest claim win everywhere.
+    fn settle(&self, req: &ClaimRequest<'_>, generation: u64) -> Result<ClaimOutcome, LeaseError> {
+        if !self.settings.settle_delay.is_zero() {
+            std::thread::sleep(self.settings.settle_delay);
+        }
+        let views = self.read(&req.issues)?;
+        if views
+            .iter()
+            .all(|v| v.decision == Decision::Ours && v.generation == generation)
+        {
+            return Ok(ClaimOutcome::Claimed { generation, views, already_held: false });
+        }
+        let winner = views
+            .iter()
+            .filter_map(|v| v.holder.as_ref())
+            .find(|h| h.instance_id != self.me())
+            .map(|h| h.instance_id.clone());
+        self.withdraw(&views, "lost-race")?;
+        let views = self.read(&req.issues)?;
+        Ok(ClaimOutcome::Lost { winner, views })
+    }
+
+    /// Releases this instance's own claims among `views`: the label goes only
+    /// where we hold the issue, never from under another holder.
+    fn withdraw(&self, views: &[IssueView], reason: &str) -> Result<(), LeaseError> {
+        let now = self.surface.now()?;
+        let writes: Vec<Write> = views
+            .iter()
+            .filter_map(|v| {
+                let ours = v.holder.as_ref().filter(|h| h.instance_id == self.me());
+                let mut ops = Vec::new();
+                if let Some(claim) = ours.or(v.my_losing_claim.as_ref()) {
+                    ops.push(Op::CreateComment(self.release_body(claim.generation, now, reason)));
+                }
+                if ours.is_some() {
+                    ops.push(Op::RemoveLabel(self.settings.labels.in_progress.clone()));
+                }
+                (!ops.is_empty()).then_some(Write { issue: v.issue, ops })
+            })
+            .collect();
+        if !writes.is_empty() {
+            self.surface.write(&writes, None)?;
+        }
+        Ok(())
+    }
+
+    /// Pushes the lease forward on every issue, or reports the claim lost.
+    pub fn heartbeat(&self, issues: &[u64], generation: Option<u64>) -> Result<HeartbeatOutcome, LeaseError> {
+        let views = self.read(issues)?;
+        let lost: Vec<&IssueView> = views
+            .iter()
+            .filter(|v| v.decision != Decision::Ours || generation.is_some_and(|g| g != v.generation))
+            .collect();
+        if !lost.is_empty() {
+            let reason = lost_reason(lost[0], self.me(), generation, &self.settings.labels.in_progress);
+            // A claim of ours that lost a race nobody saw must not come back
+            // to life when the winner releases.
+            let losing: Vec<IssueView> = views
+                .iter()
+                .filter(|v| v.my_losing_claim.is_some() && v.holder.as_ref().is_none_or(|h| h.instance_id != self.me()))
+                .cloned()
+                .collect();
+            self.withdraw(&losing, "lost-race")?;
+            return Ok(HeartbeatOutcome::Lost { reason, views });
+        }
+        let generation = views[0].generation;
+        let now = self.surface.now()?;
+        let writes: Vec<Write> = views
+            .iter()
+            .map(|v| {
+                let op = match &v.my_lease_comment {
+                    Some((id, payload)) if self.own_comment(v, *id) => {
+                        let marker_id = payload.get("marker_id").and_then(Value::as_str).map(str::to_owned);
+                        Op::UpdateComment {
+                            id: *id,
+                            body: self.lease_body(self.lease_payload(generation, now, marker_id, Some(payload.clone()))),
+                        }
+                    }
+                    _ => Op::CreateComment(self.lease_body(self.lease_payload(generation, now, None, None))),
+                };
+                Write { issue: v.issue, ops: vec![op] }
+            })
+            .collect();
+        let expected = generation;
+        let mut guard = |current: &[Issue], now: Timestamp| {
+            current.iter().all(|issue| {
+                let v = analyze(issue, self.settings, self.me(), now);
+                v.decision == Decision::Ours && v.generation == expected
+            })
+        };
+        if self.surface.write(&writes, Some(&mut guard))?.is_none() {
+            let views = self.read(issues)?;
+            let reason = views
+                .iter()
+                .find(|v| v.decision != Decision::Ours || v.generation != expected)
+                .map(|v| lost_reason(v, self.me(), Some(expected), &self.settings.labels.in_progress))
+                .unwrap_or_else(|| "the claim changed while renewing".to_owned());
+            return Ok(HeartbeatOutcome::Lost { reason, views });
+        }
+        let views = self.read(issues)?;
+        Ok(HeartbeatOutcome::Renewed { generation, views })
+    }
+
+    fn own_comment(&self, view: &IssueView, id: u64) -> bool {
+        view.lease
+            .as_ref()
+            .is_some_and(|l| l.comment_id == Some(id) && l.author.as_deref() == Some(self.surface.me()))
+    }
+
+    /// Releases the issues this instance holds; never another's claim.
+    pub fn release(&self, issues: &[u64], reason: &str) -> Result<ReleaseOutcome, LeaseError> {
+        let views = self.read(issues)?;
+        let foreign: Vec<IssueView> = views
+            .iter()
+            .filter(|v| v.holder.as_ref().is_some_and(|h| h.instance_id != self.me()))
+            .cloned()
+            .collect();
+        self.withdraw(&views, reason)?;
+        let released: Vec<u64> = views
+            .iter()
+            .filter(|v| v.decision == Decision::Ours || v.my_losing_claim.is_some())
+            .map(|v| v.issue)
+            .collect();
+        let views = self.read(issues)?;
+        Ok(ReleaseOutcome { released, foreign, views })
+    }
+
+    /// Adds or removes labels (block/unblock and `label`).
+    pub fn relabel(&self, issue: u64, add: &[String], remove: &[String]) -> Result<Vec<String>, LeaseError> {
+        let mut ops = Vec::new();
+        if !add.is_empty() {
+            ops.push(Op::AddLabels(add.to_vec()));
+        }
+        ops.extend(remove.iter().cloned().map(Op::RemoveLabel));
+        self.surface.write_unguarded(issue, ops)?;
+        Ok(self.surface.issue(issue)?.labels)
+    }
+}
+
+fn lost_reason(view: &IssueView, me: &str, generation: Option<u64>, label: &str) -> String {
+    match &view.holder {
+        _ if !view.labelled => format!("the {label} label is gone from #{}", view.issue),
+        Some(h) if h.instance_id != me => format!(
+            "#{} is held by {} (generation {})",
+            view.issue, h.instance_id, h.generation
+        ),
+        Some(h) if generation.is_some_and(|g| g != h.generation) => format!(
+            "the generation of #{} changed from {} to {}",
+            view.issue,
+            generation.unwrap_or_default(),
+            h.generation
+        ),
+        _ => format!("#{} has no claim by {me}", view.issue),
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "result", rename_all = "snake_case")]
+pub enum HeartbeatOutcome {
+    Renewed { generation: u64, views: Vec<IssueView> },
+    Lost { reason: String, views: Vec<IssueView> },
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ReleaseOutcome {
+    pub released: Vec<u64>,
+    /// Issues held by another instance: left alone.
+    pub foreign: Vec<IssueView>,
+    pub views: Vec<IssueView>,
+}
+
+/// How long until the lease of `view` runs out, for people.
+pub fn remaining(view: &IssueView) -> Option<Duration> {
+    view.expires_at.map(|e| e.since(view.now))
+}

@@ -1,0 +1,16 @@
+//! git maverick: claims, leases, durable push-per-task and one writer per
+//! branch for people and agents that work the same issues from many machines.
+//!
+//! The binary (`src/main.rs`) is thin; everything lives here so that the
+//! protocols can be tested without a terminal.
+
+pub mod cli;
+pub mod commands;
+pub mod config;
+pub mod error;
+pub mod git;
+pub mod lease;
+pub mod markers;
+pub mod record;
+pub mod surface;
+pub mod timefmt;

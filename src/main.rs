@@ -1,0 +1,5 @@
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    ExitCode::from(maverick::commands::main(std::env::args_os().collect()))
+}

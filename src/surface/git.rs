@@ -1,0 +1,503 @@
+//! The `git` surface: issues, labels, assignees and comments stored as JSON
+//! files in one commit at `refs/maverick/issues` on the remote itself.
+//!
+//! Every write is a compare-and-swap push of a child commit
+//! (`--force-with-lease=<ref>:<old>` with a non-forced refspec), retried from
+//! a fresh fetch when another writer won. One ref for the whole surface makes
+//! the order of all writes total: comment ids and timestamps are assigned by
+//! the writer that wins the swap and strictly increase. Guards run inside the
+//! swap, so a claim that checks "no live claim exists" cannot race.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::{Applied, Comment, Guard, Issue, IssueSummary, Op, Surface, SurfaceError, Write};
+use crate::git::Git;
+use crate::timefmt::Timestamp;
+
+pub const SURFACE_REF: &str = "refs/maverick/issues";
+/// On the git surface an issue is open until it carries this label.
+pub const CLOSED_LABEL: &str = "closed";
+const MAX_ATTEMPTS: u32 = 200;
+const AUTHOR_NAME: &str = "git-maverick";
+const AUTHOR_EMAIL: &str = "git-maverick@localhost";
+
+pub struct GitSurface {
+    git: Git,
+    remote: String,
+    me: String,
+    cache_ref: String,
+    remote_url: String,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct Meta {
+    format: u32,
+    next_comment_id: u64,
+    clock: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct StoredComment {
+    id: u64,
+    author: String,
+    body: String,
+    created_at: String,
+    updated_at: String,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct StoredIssue {
+    number: u64,
+    #[serde(default)]
+    labels: Vec<String>,
+    #[serde(default)]
+    assignees: Vec<String>,
+    #[serde(default)]
+    comments: Vec<StoredComment>,
+}
+
+/// The surface as one fetched commit shows it.
+struct Snapshot {
+    commit: Option<String>,
+    meta: Meta,
+}
+
+impl GitSurface {
+    pub fn new(git: Git, remote: &str, remote_url: &str, me: &str) -> GitSurface {
+        let safe_remote: String = remote
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '-' })
+            .collect();
+        GitSurface {
+            git,
+            remote: remote.to_owned(),
+            me: me.to_owned(),
+            cache_ref: format!("refs/maverick-cache/{safe_remote}/issues"),
+            remote_url: remote_url.to_owned(),
+        }
+    }
+
+    /// Brings the remote's surface ref into the local cache ref; returns its commit.
+    fn fetch(&self) -> Result<Option<String>, SurfaceError> {
+        let refspec = format!(
+            "+refs/maverick/*:{}",
+            self.cache_ref.trim_end_matches("issues").to_owned() + "*"
+        );
+        let mut attempt = 0;
+        loop {
+            let out = self
+                .git
+                .cmd([
+                    "fetch",
+                    "--no-tags",
+                    "--prune",
+                    "--no-write-fetch-head",
+                    "--quiet",
+                    "--no-recurse-submodules",
+                ])
+                .arg(&self.remote)
+                .arg(&refspec)
+                .output_unchecked()?;
+            if out.success() {
+                break;
+            }
+            // Two processes of one clone fetching at once contend for the
+            // cache ref's lock; the other one brought what we wanted.
+            attempt += 1;
+            if attempt < 20 && out.stderr.contains("lock") {
+                backoff(attempt);
+                continue;
+            }
+            return Err(out.into_error().into());
+        }
+        self.cached_commit()
+    }
+
+    fn cached_commit(&self) -> Result<Option<String>, SurfaceError> {
+        let out = self
+            .git
+            .cmd(["rev-parse", "--verify", "--quiet"])
+            .arg(format!("{}^{{commit}}", self.cache_ref))
+            .output_unchecked()?;
+        if out.success() {
+            Ok(Some(out.stdout_text()?.trim().to_owned()))
+        } else {
+            Ok(None)
+        }
+    }
+
+    fn read_snapshot(&self) -> Result<Snapshot, SurfaceError> {
+        let commit = self.fetch()?;
+        let meta = match &commit {
+            Some(c) => match self.cat_files(&[format!("{c}:meta.json")])?.pop().flatten() {
+                Some(bytes) => parse_json(&bytes, "meta.json")?,
+                None => Meta::default(),
+            },
+            None => Meta::default(),
+        };
+        Ok(Snapshot { commit, meta })
+    }
+
+    /// Reads several objects with one `git cat-file --batch`; `None` for a missing one.
+    fn cat_files(&self, names: &[String]) -> Result<Vec<Option<Vec<u8>>>, SurfaceError> {
+        if names.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut input = names.join("\n");
+        input.push('\n');
+        let out = self.git.cmd(["cat-file", "--batch"]).stdin(input).output()?;
+        let mut rest = &out.stdout[..];
+        let mut found = Vec::with_capacity(names.len());
+        for name in names {
+            let newline = rest.iter().position(|b| *b == b'\n').ok_or_else(|| corrupt("cat-file", "short output"))?;
+            let header = String::from_utf8_lossy(&rest[..newline]).into_owned();
+            rest = &rest[newline + 1..];
+            if header.ends_with(" missing") || header.ends_with(" ambiguous") {
+                found.push(None);
+                continue;
+            }
+            let size: usize = header
+                .rsplit(' ')
+                .next()
+                .and_then(|s| s.parse().ok())
+                .ok_or_else(|| corrupt(name, &header))?;
+            if rest.len() < size + 1 {
+                return Err(corrupt(name, "truncated object"));
+            }
+            found.push(Some(rest[..size].to_vec()));
+            rest = &rest[size + 1..];
+        }
+        Ok(found)
+    }
+
+    fn read_issues(&self, commit: Option<&str>, numbers: &[u64]) -> Result<Vec<StoredIssue>, SurfaceError> {
+        let Some(commit) = commit else {
+            return Ok(numbers.iter().map(|&n| StoredIssue::empty(n)).collect());
+        };
+        let names: Vec<String> = numbers.iter().map(|n| format!("{commit}:{}", issue_file(*n))).collect();
+        let blobs = self.cat_files(&names)?;
+        numbers
+            .iter()
+            .zip(blobs)
+            .map(|(&n, blob)| match blob {
+                Some(bytes) => parse_json(&bytes, &issue_file(n)),
+                None => Ok(StoredIssue::empty(n)),
+            })
+            .collect()
+    }
+
+    fn hash_blob(&self, bytes: Vec<u8>) -> Result<String, SurfaceError> {
+        Ok(self.git.cmd(["hash-object", "-w", "--stdin"]).stdin(bytes).read()?)
+    }
+
+    /// Builds the child commit of `snapshot` with the changed files.
+    fn commit_files(
+        &self,
+        snapshot: &Snapshot,
+        files: &BTreeMap<String, Vec<u8>>,
+        message: &str,
+    ) -> Result<String, SurfaceError> {
+        let mut entries: BTreeMap<String, String> = BTreeMap::new();
+        if let Some(commit) = &snapshot.commit {
+            let listing = self.git.cmd(["ls-tree", "-z"]).arg(commit).output()?;
+            for entry in listing.stdout.split(|b| *b == 0).filter(|e| !e.is_empty()) {
+                let entry = String::from_utf8_lossy(entry);
+                if let Some((_, name)) = entry.split_once('\t') {
+                    entries.insert(name.to_owned(), entry.into_owned());
+                }
+            }
+        }
+        for (name, bytes) in files {
+            let sha = self.hash_blob(bytes.clone())?;
+            entries.insert(name.clone(), format!("100644 blob {sha}\t{name}"));
+        }
+        let mut tree_input = entries.into_values().collect::<Vec<_>>().join("\0");
+        tree_input.push('\0');
+        let tree = self.git.cmd(["mktree", "-z"]).stdin(tree_input).read()?;
+        let mut commit = self
+            .git
+            .cmd(["commit-tree", &tree, "-m", message])
+            .env("GIT_AUTHOR_NAME", AUTHOR_NAME)
+            .env("GIT_AUTHOR_EMAIL", AUTHOR_EMAIL)
+            .env("GIT_COMMITTER_NAME", AUTHOR_NAME)
+            .env("GIT_COMMITTER_EMAIL", AUTHOR_EMAIL);
+        if let Some(parent) = &snapshot.commit {
+            commit = commit.args(["-p", parent]);
+        }
+        Ok(commit.read()?)
+    }
+
+    /// The compare-and-swap. `Ok(false)` when another writer got there first.
+    fn swap(&self, old: Option<&str>, new: &str) -> Result<bool, SurfaceError> {
+        let lease = format!("--force-with-lease={SURFACE_REF}:{}", old.unwrap_or(""));
+        let out = self
+            .git
+            .cmd(["push", "--porcelain", "--no-verify", "--quiet", &lease])
+            .arg(&self.remote)
+            .arg(format!("{new}:{SURFACE_REF}"))
+            .output_unchecked()?;
+        if out.success() {
+            let _ = self
+                .git
+                .cmd(["update-ref", &self.cache_ref, new])
+                .output_unchecked();
+            return Ok(true);
+        }
+        let said = format!("{}\n{}", String::from_utf8_lossy(&out.stdout), out.stderr);
+        if said.contains("stale info") || said.contains("fetch first") || said.contains("non-fast-forward") || said.contains("cannot lock ref") || said.contains("failed to update ref") {
+            return Ok(false);
+        }
+        if said.contains("remote rejected") || said.contains("[rejected]") {
+            let reason = said
+                .lines()
+                .find(|l| l.contains("rejected"))
+                .unwrap_or("rejected")
+                .trim()
+                .to_owned();
+            return Err(SurfaceError::PushRejected {
+                refname: SURFACE_REF.to_owned(),
+                reason,
+            });
+        }
+        Err(out.into_error().into())
+    }
+
+    fn surface_now(&self, meta: &Meta) -> Timestamp {
+        let last = meta.clock.as_deref().and_then(Timestamp::parse);
+        Timestamp::now().max(last.unwrap_or(Timestamp(0)))
+    }
+}
+
+impl StoredIssue {
+    fn empty(number: u64) -> StoredIssue {
+        StoredIssue {
+            number,
+            ..StoredIssue::default()
+        }
+    }
+
+    fn to_issue(&self) -> Issue {
+        Issue {
+            number: self.number,
+            open: !self.labels.iter().any(|l| l == CLOSED_LABEL),
+            is_pull: false,
+            labels: self.labels.clone(),
+            assignees: self.assignees.clone(),
+            comments: self
+                .comments
+                .iter()
+                .map(|c| Comment {
+                    id: c.id,
+                    author: c.author.clone(),
+                    // Whoever can push to the remote is a collaborator.
+                    trusted: true,
+                    body: c.body.clone(),
+                    created_at: Timestamp::parse(&c.created_at).unwrap_or(Timestamp(0)),
+                    updated_at: Timestamp::parse(&c.updated_at).unwrap_or(Timestamp(0)),
+                })
+                .collect(),
+        }
+    }
+}
+
+fn issue_file(number: u64) -> String {
+    format!("issue-{number}.json")
+}
+
+fn corrupt(what: &str, detail: &str) -> SurfaceError {
+    SurfaceError::Corrupt {
+        what: what.to_owned(),
+        detail: detail.to_owned(),
+    }
+}
+
+fn parse_json<T: serde::de::DeserializeOwned>(bytes: &[u8], what: &str) -> Result<T, SurfaceError> {
+    serde_json::from_slice(bytes).map_err(|e| corrupt(what, &e.to_string()))
+}
+
+/// Jittered, growing pause between attempts, so racers spread out.
+fn backoff(attempt: u32) {
+    let jitter = u64::from_str_radix(&crate::markers::new_marker_id()[..4], 16).unwrap_or(0) % 20;
+    let base = 5 * u64::from(attempt.min(10));
+    std::thread::sleep(Duration::from_millis(base + jitter));
+}
+
+fn apply_op(
+    issue: &mut StoredIssue,
+    op: &Op,
+    meta: &mut Meta,
+    now: Timestamp,
+    me: &str,
+) -> Result<Applied, SurfaceError> {
+    Ok(match op {
+        Op::AddLabels(labels) => {
+            for label in labels {
+                if !issue.labels.contains(label) {
+                    issue.labels.push(label.clone());
+                }
+            }
+            Applied::Labels(issue.labels.clone())
+        }
+        Op::RemoveLabel(label) => {
+            issue.labels.retain(|l| l != label);
+            Applied::Labels(issue.labels.clone())
+        }
+        Op::Assign(users) => {
+            for user in users {
+                if !issue.assignees.contains(user) {
+                    issue.assignees.push(user.clone());
+                }
+            }
+            Applied::Assignees(issue.assignees.clone())
+        }
+        Op::Unassign(users) => {
+            issue.assignees.retain(|a| !users.contains(a));
+            Applied::Assignees(issue.assignees.clone())
+        }
+        Op::CreateComment(body) => {
+            meta.next_comment_id = meta.next_comment_id.max(1);
+            let id = meta.next_comment_id;
+            meta.next_comment_id += 1;
+            issue.comments.push(StoredComment {
+                id,
+                author: me.to_owned(),
+                body: body.clone(),
+                created_at: now.to_string(),
+                updated_at: now.to_string(),
+            });
+            Applied::Comment(issue.to_issue().comments.pop().expect("just pushed"))
+        }
+        Op::UpdateComment { id, body } => {
+            let number = issue.number;
+            let index = issue
+                .comments
+                .iter()
+                .position(|c| c.id == *id)
+                .ok_or(SurfaceError::NoSuchComment { issue: number, id: *id })?;
+            issue.comments[index].body = body.clone();
+            issue.comments[index].updated_at = now.to_string();
+            Applied::Comment(issue.to_issue().comments.swap_remove(index))
+        }
+    })
+}
+
+impl Surface for GitSurface {
+    fn describe(&self) -> String {
+        format!("git surface: {SURFACE_REF} on {} ({})", self.remote, self.remote_url)
+    }
+
+    fn now(&self) -> Result<Timestamp, SurfaceError> {
+        Ok(Timestamp::now())
+    }
+
+    fn me(&self) -> &str {
+        &self.me
+    }
+
+    fn issues(&self, numbers: &[u64]) -> Result<Vec<Issue>, SurfaceError> {
+        let commit = self.fetch()?;
+        Ok(self
+            .read_issues(commit.as_deref(), numbers)?
+            .iter()
+            .map(StoredIssue::to_issue)
+            .collect())
+    }
+
+    fn list(&self, labels: &[&str], include_closed: bool) -> Result<Vec<IssueSummary>, SurfaceError> {
+        let Some(commit) = self.fetch()? else {
+            return Ok(Vec::new());
+        };
+        let listing = self.git.cmd(["ls-tree", "--name-only", "-z"]).arg(&commit).output()?;
+        let mut numbers: Vec<u64> = listing
+            .stdout
+            .split(|b| *b == 0)
+            .filter_map(|name| {
+                let name = std::str::from_utf8(name).ok()?;
+                name.strip_prefix("issue-")?.strip_suffix(".json")?.parse().ok()
+            })
+            .collect();
+        numbers.sort_unstable();
+        let issues = self.read_issues(Some(&commit), &numbers)?;
+        Ok(issues
+            .iter()
+            .map(StoredIssue::to_issue)
+            .filter(|i| include_closed || i.open)
+            .filter(|i| labels.iter().all(|l| i.has_label(l)))
+            .map(|i| IssueSummary {
+                number: i.number,
+                open: i.open,
+                is_pull: i.is_pull,
+                labels: i.labels,
+                assignees: i.assignees,
+            })
+            .collect())
+    }
+
+    fn write(
+        &self,
+        writes: &[Write],
+        mut guard: Option<Guard<'_>>,
+    ) -> Result<Option<Vec<Vec<Applied>>>, SurfaceError> {
+        let mut numbers: Vec<u64> = writes.iter().map(|w| w.issue).collect();
+        numbers.sort_unstable();
+        numbers.dedup();
+        let mut last_conflict = String::new();
+        for attempt in 1..=MAX_ATTEMPTS {
+            let snapshot = self.read_snapshot()?;
+            let mut stored = self.read_issues(snapshot.commit.as_deref(), &numbers)?;
+            let now = self.surface_now(&snapshot.meta);
+            if let Some(guard) = guard.as_mut() {
+                let current: Vec<Issue> = stored.iter().map(StoredIssue::to_issue).collect();
+                if !guard(&current, now) {
+                    return Ok(None);
+                }
+            }
+            let mut meta = snapshot.meta.clone();
+            meta.format = 1;
+            meta.clock = Some(now.to_string());
+            let mut results = Vec::with_capacity(writes.len());
+            for write in writes {
+                let issue = stored
+                    .iter_mut()
+                    .find(|i| i.number == write.issue)
+                    .expect("every written issue was read");
+                let applied = write
+                    .ops
+                    .iter()
+                    .map(|op| apply_op(issue, op, &mut meta, now, &self.me))
+                    .collect::<Result<Vec<_>, _>>()?;
+                results.push(applied);
+            }
+            let mut files = BTreeMap::new();
+            files.insert("meta.json".to_owned(), to_json(&meta));
+            for issue in &stored {
+                files.insert(issue_file(issue.number), to_json(issue));
+            }
+            let message = format!(
+                "maverick: {} by {}",
+                numbers.iter().map(|n| format!("#{n}")).collect::<Vec<_>>().join(" "),
+                self.me
+            );
+            let new = self.commit_files(&snapshot, &files, &message)?;
+            if self.swap(snapshot.commit.as_deref(), &new)? {
+                return Ok(Some(results));
+            }
+            last_conflict = format!("attempt {attempt} lost the compare-and-swap");
+            backoff(attempt);
+        }
+        Err(SurfaceError::Contended {
+            refname: SURFACE_REF.to_owned(),
+            attempts: MAX_ATTEMPTS,
+            last: last_conflict,
+        })
+    }
+}
+
+fn to_json<T: Serialize>(value: &T) -> Vec<u8> {
+    let mut bytes = serde_json::to_vec_pretty(value).expect("plain data serializes");
+    bytes.push(b'\n');
+    bytes
+}

@@ -1,0 +1,1970 @@
+//! A stateful fake of the GitHub REST API (version 2022-11-28), for tests only.
+//!
+//! The real binary reaches it through `GITHUB_API_URL`. It answers with
+//! GitHub's own shapes (they validate against `shared/github-api/schemas/`)
+//! and reproduces the behaviours the product must survive: ids above 2^31,
+//! second-precision timestamps, absolute `link` headers to
+//! `/repositories/{id}/…`, ETags and 304s, replication lag on reads, 5xx
+//! answers to writes that were committed anyway, and both rate limits.
+//!
+//! Std only: one thread per connection, HTTP/1.1 keep-alive, one mutex over
+//! the whole state so that concurrent requests from many processes see a
+//! linearizable GitHub (apart from the lag the test asks for).
+#![allow(dead_code)]
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::hash::{Hash, Hasher};
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde_json::{json, Value};
+
+/// Distinctive, so a test can assert it never shows up in any output.
+const TOKEN: &str = "ghp_FAKEtoken0123456789abcdefSECRET";
+const DEFAULT_USER: &str = "maverick-bot";
+const REPO_ID: u64 = 812_345_678;
+/// Real comment ids passed 2^31 long ago; a client storing them in an i32 breaks.
+const FIRST_COMMENT_ID: u64 = 2_200_000_000;
+const RATE_LIMIT: u64 = 5000;
+const DOCS: &str = "https://docs.github.com/rest";
+const MAX_COMMENT_BODY: usize = 65536;
+/// Write time of seeded state: older than any lag, so tests see it at once.
+const SEEDED: i64 = i64::MIN / 4;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FakeComment {
+    pub id: u64,
+    pub user: String,
+    pub body: String,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordedRequest {
+    pub method: String,
+    /// Path and query, as sent.
+    pub path: String,
+    pub status: u16,
+    pub had_authorization: bool,
+    pub body: String,
+}
+
+pub struct FakeGithub {
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+    acceptor: Option<JoinHandle<()>>,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    stopping: AtomicBool,
+    /// Clones of open connections, so Drop can cut idle keep-alive clients.
+    connections: Mutex<HashMap<u64, TcpStream>>,
+    next_connection: AtomicU64,
+}
+
+impl FakeGithub {
+    pub fn start(owner: &str, repo: &str) -> FakeGithub {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the fake GitHub server");
+        let addr = listener.local_addr().expect("local address of the fake GitHub server");
+        let state = State::new(format!("http://{addr}"), owner, repo);
+        let shared = Arc::new(Shared {
+            state: Mutex::new(state),
+            stopping: AtomicBool::new(false),
+            connections: Mutex::new(HashMap::new()),
+            next_connection: AtomicU64::new(0),
+        });
+        let acceptor = {
+            let shared = Arc::clone(&shared);
+            thread::spawn(move || accept_loop(listener, shared))
+        };
+        FakeGithub {
+            shared,
+            addr,
+            acceptor: Some(acceptor),
+        }
+    }
+
+    /// What `GITHUB_API_URL` is set to.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn token(&self) -> &str {
+        TOKEN
+    }
+
+    pub fn owner(&self) -> String {
+        self.state().owner.clone()
+    }
+
+    pub fn repo(&self) -> String {
+        self.state().repo.clone()
+    }
+
+    pub fn repo_id(&self) -> u64 {
+        REPO_ID
+    }
+
+    /// The login `GET /user` answers and new comments are written as.
+    pub fn set_authenticated_user(&self, login: &str) {
+        let mut state = self.state();
+        state.ensure_user(login, "MEMBER");
+        state.authenticated = login.to_string();
+    }
+
+    /// `association` is what comments by this login carry: OWNER, MEMBER,
+    /// COLLABORATOR, CONTRIBUTOR, NONE… A login never added is NONE (a
+    /// stranger), except the owner (OWNER) and the authenticated user (MEMBER).
+    pub fn add_user(&self, login: &str, association: &str) {
+        let mut state = self.state();
+        state.ensure_user(login, association);
+        if let Some(user) = state.find_user_mut(login) {
+            user.association = association.to_string();
+        }
+    }
+
+    pub fn create_issue(&self, number: u64, title: &str, labels: &[&str]) {
+        self.state().seed_issue(number, title, labels, None);
+    }
+
+    /// An open pull request; like GitHub, it is also an issue with a
+    /// `pull_request` key, so it shows in issue lists and takes comments.
+    pub fn create_pull(&self, number: u64, title: &str, labels: &[&str], head_sha: &str) {
+        let pull = Pull {
+            head_ref: format!("pr-{number}"),
+            head_sha: head_sha.to_string(),
+            draft: false,
+        };
+        self.state().seed_issue(number, title, labels, Some(pull));
+    }
+
+    pub fn set_draft(&self, number: u64, draft: bool) {
+        self.state().seed_update(number, |issue| {
+            if let Some(pull) = &mut issue.pull {
+                pull.draft = draft;
+            }
+        });
+    }
+
+    pub fn close(&self, number: u64) {
+        let mut state = self.state();
+        let now = state.now_secs();
+        state.seed_update(number, |issue| {
+            issue.open = false;
+            issue.closed_at = Some(now);
+        });
+    }
+
+    /// A comment written by `login` before the test looks, visible at once
+    /// whatever the lag. Returns its id.
+    pub fn add_comment_as(&self, issue: u64, login: &str, body: &str) -> u64 {
+        let mut state = self.state();
+        state.ensure_user(login, "NONE");
+        state
+            .insert_comment(issue, login, body, SEEDED)
+            .unwrap_or_else(|| panic!("fake GitHub: no issue #{issue} to comment on"))
+    }
+
+    /// The true comments of an issue (no lag), ascending id.
+    pub fn comments(&self, issue: u64) -> Vec<FakeComment> {
+        let state = self.state();
+        state
+            .comments
+            .iter()
+            .filter(|(_, stored)| stored.issue == issue)
+            .filter_map(|(id, stored)| {
+                stored.history.latest().map(|comment| FakeComment {
+                    id: *id,
+                    user: comment.author.clone(),
+                    body: comment.body.clone(),
+                    created_at: rfc3339(comment.created_at),
+                    updated_at: rfc3339(comment.updated_at),
+                })
+            })
+            .collect()
+    }
+
+    pub fn labels(&self, issue: u64) -> Vec<String> {
+        self.state()
+            .issues
+            .get(&issue)
+            .and_then(|history| history.latest())
+            .map(|issue| issue.labels.clone())
+            .unwrap_or_default()
+    }
+
+    pub fn assignees(&self, issue: u64) -> Vec<String> {
+        self.state()
+            .issues
+            .get(&issue)
+            .and_then(|history| history.latest())
+            .map(|issue| issue.assignees.clone())
+            .unwrap_or_default()
+    }
+
+    pub fn is_open(&self, issue: u64) -> bool {
+        self.state()
+            .issues
+            .get(&issue)
+            .and_then(|history| history.latest())
+            .is_some_and(|issue| issue.open)
+    }
+
+    /// Check runs of a commit: `(name, status, conclusion)`, for example
+    /// `("ci", "completed", Some("success"))` or `("ci", "in_progress", None)`.
+    pub fn set_check_runs(&self, sha: &str, runs: &[(&str, &str, Option<&str>)]) {
+        let runs = runs
+            .iter()
+            .map(|(name, status, conclusion)| CheckRun {
+                name: name.to_string(),
+                status: status.to_string(),
+                conclusion: conclusion.map(str::to_string),
+            })
+            .collect();
+        self.state().check_runs.insert(sha.to_string(), runs);
+    }
+
+    /// One commit status (`success`, `pending`, `failure`, `error`) on `sha`.
+    pub fn set_commit_status(&self, sha: &str, state: &str) {
+        self.state()
+            .statuses
+            .insert(sha.to_string(), state.to_string());
+    }
+
+    /// The fake's clock as GitHub would write it (`2026-11-30T10:15:00Z`).
+    pub fn now(&self) -> String {
+        rfc3339(self.state().now_secs())
+    }
+
+    /// Moves the fake's clock (Date header, timestamps, lag, rate-limit
+    /// window); real time keeps flowing underneath.
+    pub fn advance_clock(&self, secs: i64) {
+        self.state().clock_offset_ms += secs * 1000;
+    }
+
+    /// Comment lists, issue lists, pull lists and issue reads (labels,
+    /// assignees) miss writes younger than `lag` on the fake's clock, as
+    /// GitHub's read replicas do. The answer to a write is always fresh.
+    pub fn set_list_lag(&self, lag: Duration) {
+        self.state().list_lag_ms = duration_ms(lag);
+    }
+
+    /// The same for `GET …/issues/comments/{id}` (zero by default).
+    pub fn set_get_lag(&self, lag: Duration) {
+        self.state().get_lag_ms = duration_ms(lag);
+    }
+
+    /// The next `n` requests answer `status` (502, 503…) and change nothing.
+    pub fn fail_next(&self, n: usize, status: u16) {
+        self.push_faults(n, Fault::Status(status));
+    }
+
+    /// The next `n` requests are carried out, then answered `status`: the
+    /// 5xx after a committed POST that makes retrying clients write twice.
+    pub fn fail_next_after_commit(&self, n: usize, status: u16) {
+        self.push_faults(n, Fault::AfterCommit(status));
+    }
+
+    pub fn fail_always(&self, status: u16) {
+        self.state().fail_always = Some(status);
+    }
+
+    pub fn clear_faults(&self) {
+        let mut state = self.state();
+        state.fail_always = None;
+        state.faults.clear();
+        state.slow.clear();
+    }
+
+    /// 403 "You have exceeded a secondary rate limit" with `retry-after`.
+    pub fn secondary_rate_limit_next(&self, n: usize, retry_after_secs: u64) {
+        self.push_faults(n, Fault::SecondaryRateLimit { retry_after_secs });
+    }
+
+    /// 403 "API rate limit exceeded" with `x-ratelimit-remaining: 0` and
+    /// `x-ratelimit-reset` that many seconds ahead on the fake's clock.
+    pub fn primary_rate_limit_next(&self, n: usize, reset_in_secs: u64) {
+        self.push_faults(n, Fault::PrimaryRateLimit { reset_in_secs });
+    }
+
+    /// The next `n` requests are carried out only after `delay`, whether or
+    /// not the client is still waiting (as a slow GitHub does).
+    pub fn slow_next(&self, n: usize, delay: Duration) {
+        self.state()
+            .slow
+            .extend(std::iter::repeat(delay).take(n));
+    }
+
+    pub fn request_count(&self) -> usize {
+        self.state().requests.len()
+    }
+
+    pub fn reset_count(&self) {
+        self.state().requests.clear();
+    }
+
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.state().requests.clone()
+    }
+
+    fn push_faults(&self, n: usize, fault: Fault) {
+        self.state()
+            .faults
+            .extend(std::iter::repeat(fault).take(n));
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        lock(&self.shared.state)
+    }
+}
+
+impl Drop for FakeGithub {
+    fn drop(&mut self) {
+        self.shared.stopping.store(true, Ordering::SeqCst);
+        // Wake the blocking accept so the acceptor sees the flag.
+        let _ = TcpStream::connect(self.addr);
+        if let Some(acceptor) = self.acceptor.take() {
+            let _ = acceptor.join();
+        }
+        for (_, stream) in lock(&self.shared.connections).drain() {
+            let _ = stream.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+/// A panicking test thread must not wedge every other request.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn duration_ms(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX / 4)
+}
+
+// ---------------------------------------------------------------------------
+// State
+
+#[derive(Clone, Copy, Debug)]
+enum Fault {
+    Status(u16),
+    AfterCommit(u16),
+    SecondaryRateLimit { retry_after_secs: u64 },
+    PrimaryRateLimit { reset_in_secs: u64 },
+}
+
+struct User {
+    login: String,
+    id: u64,
+    association: String,
+}
+
+struct Label {
+    id: u64,
+    name: String,
+    color: String,
+    description: Option<String>,
+}
+
+#[derive(Clone)]
+struct Pull {
+    head_ref: String,
+    head_sha: String,
+    draft: bool,
+}
+
+#[derive(Clone)]
+struct Issue {
+    number: u64,
+    title: String,
+    author: String,
+    open: bool,
+    labels: Vec<String>,
+    assignees: Vec<String>,
+    pull: Option<Pull>,
+    created_at: i64,
+    updated_at: i64,
+    closed_at: Option<i64>,
+}
+
+#[derive(Clone)]
+struct Comment {
+    author: String,
+    body: String,
+    created_at: i64,
+    updated_at: i64,
+}
+
+struct StoredComment {
+    issue: u64,
+    history: Versioned<Comment>,
+}
+
+struct CheckRun {
+    name: String,
+    status: String,
+    conclusion: Option<String>,
+}
+
+/// Every write keeps the value it replaced, stamped with the fake-clock time
+/// (ms) of the write, so a lagging read can answer what a replica would.
+struct Versioned<T> {
+    versions: Vec<(i64, Option<T>)>,
+}
+
+impl<T> Versioned<T> {
+    fn new(written_at: i64, value: T) -> Self {
+        Versioned {
+            versions: vec![(written_at, Some(value))],
+        }
+    }
+
+    fn latest(&self) -> Option<&T> {
+        self.versions.last().and_then(|(_, value)| value.as_ref())
+    }
+
+    fn as_of(&self, cutoff: i64) -> Option<&T> {
+        self.versions
+            .iter()
+            .rev()
+            .find(|(written_at, _)| *written_at <= cutoff)
+            .and_then(|(_, value)| value.as_ref())
+    }
+
+    fn write(&mut self, written_at: i64, value: Option<T>) {
+        self.versions.push((written_at, value));
+    }
+}
+
+struct State {
+    base: String,
+    owner: String,
+    repo: String,
+    authenticated: String,
+    users: Vec<User>,
+    labels: Vec<Label>,
+    issues: BTreeMap<u64, Versioned<Issue>>,
+    comments: BTreeMap<u64, StoredComment>,
+    last_comment_id: u64,
+    check_runs: HashMap<String, Vec<CheckRun>>,
+    statuses: HashMap<String, String>,
+    clock_offset_ms: i64,
+    list_lag_ms: i64,
+    get_lag_ms: i64,
+    faults: VecDeque<Fault>,
+    fail_always: Option<u16>,
+    slow: VecDeque<Duration>,
+    rate_remaining: u64,
+    rate_reset: i64,
+    requests: Vec<RecordedRequest>,
+    request_serial: u64,
+}
+
+impl State {
+    fn new(base: String, owner: &str, repo: &str) -> State {
+        let mut state = State {
+            base,
+            owner: owner.to_string(),
+            repo: repo.to_string(),
+            authenticated: DEFAULT_USER.to_string(),
+            users: Vec::new(),
+            labels: Vec::new(),
+            issues: BTreeMap::new(),
+            comments: BTreeMap::new(),
+            last_comment_id: FIRST_COMMENT_ID,
+            check_runs: HashMap::new(),
+            statuses: HashMap::new(),
+            clock_offset_ms: 0,
+            list_lag_ms: 0,
+            get_lag_ms: 0,
+            faults: VecDeque::new(),
+            fail_always: None,
+            slow: VecDeque::new(),
+            rate_remaining: RATE_LIMIT,
+            rate_reset: 0,
+            requests: Vec::new(),
+            request_serial: 0,
+        };
+        state.ensure_user(owner, "OWNER");
+        state.ensure_user(DEFAULT_USER, "MEMBER");
+        state.rate_reset = state.now_secs() + 3600;
+        state
+    }
+
+    fn now_ms(&self) -> i64 {
+        let real = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|elapsed| duration_ms(elapsed))
+            .unwrap_or(0);
+        real + self.clock_offset_ms
+    }
+
+    fn now_secs(&self) -> i64 {
+        self.now_ms().div_euclid(1000)
+    }
+
+    fn find_user(&self, login: &str) -> Option<&User> {
+        self.users
+            .iter()
+            .find(|user| user.login.eq_ignore_ascii_case(login))
+    }
+
+    fn find_user_mut(&mut self, login: &str) -> Option<&mut User> {
+        self.users
+            .iter_mut()
+            .find(|user| user.login.eq_ignore_ascii_case(login))
+    }
+
+    fn ensure_user(&mut self, login: &str, association: &str) {
+        if self.find_user(login).is_none() {
+            let id = 51_000 + self.users.len() as u64 * 7;
+            self.users.push(User {
+                login: login.to_string(),
+                id,
+                association: association.to_string(),
+            });
+        }
+    }
+
+    fn association(&self, login: &str) -> String {
+        self.find_user(login)
+            .map_or_else(|| "NONE".to_string(), |user| user.association.clone())
+    }
+
+    /// GitHub matches label names case-insensitively and keeps the
+    /// repository's spelling; a label the repository lacks is created.
+    fn ensure_label(&mut self, name: &str) -> String {
+        if let Some(label) = self
+            .labels
+            .iter()
+            .find(|label| label.name.eq_ignore_ascii_case(name))
+        {
+            return label.name.clone();
+        }
+        self.labels.push(Label {
+            id: 6_100_000_000 + self.labels.len() as u64 * 13,
+            name: name.to_string(),
+            color: "ededed".to_string(),
+            description: None,
+        });
+        name.to_string()
+    }
+
+    fn seed_issue(&mut self, number: u64, title: &str, labels: &[&str], pull: Option<Pull>) {
+        let now = self.now_secs();
+        let labels = labels.iter().map(|name| self.ensure_label(name)).collect();
+        let issue = Issue {
+            number,
+            title: title.to_string(),
+            author: self.owner.clone(),
+            open: true,
+            labels,
+            assignees: Vec::new(),
+            pull,
+            created_at: now,
+            updated_at: now,
+            closed_at: None,
+        };
+        self.issues.insert(number, Versioned::new(SEEDED, issue));
+    }
+
+    fn seed_update(&mut self, number: u64, change: impl FnOnce(&mut Issue)) {
+        if self.update_issue(number, SEEDED, change).is_none() {
+            panic!("fake GitHub: no issue #{number}");
+        }
+    }
+
+    /// Applies `change` to the newest version of an issue, as one write.
+    fn update_issue(
+        &mut self,
+        number: u64,
+        written_at: i64,
+        change: impl FnOnce(&mut Issue),
+    ) -> Option<Issue> {
+        let now = self.now_secs();
+        let history = self.issues.get_mut(&number)?;
+        let mut issue = history.latest()?.clone();
+        change(&mut issue);
+        issue.updated_at = now;
+        history.write(written_at, Some(issue.clone()));
+        Some(issue)
+    }
+
+    fn insert_comment(
+        &mut self,
+        issue: u64,
+        author: &str,
+        body: &str,
+        written_at: i64,
+    ) -> Option<u64> {
+        self.issues.get(&issue)?;
+        // Ids are global on GitHub, so one repository sees ascending ids with gaps.
+        self.last_comment_id += 1 + (self.last_comment_id * 7919) % 5;
+        let id = self.last_comment_id;
+        let now = self.now_secs();
+        let comment = Comment {
+            author: author.to_string(),
+            body: body.to_string(),
+            created_at: now,
+            updated_at: now,
+        };
+        self.comments.insert(
+            id,
+            StoredComment {
+                issue,
+                history: Versioned::new(written_at, comment),
+            },
+        );
+        self.update_issue(issue, written_at, |_| {});
+        Some(id)
+    }
+
+    fn list_cutoff(&self) -> i64 {
+        self.now_ms() - self.list_lag_ms
+    }
+
+    // -- request handling ---------------------------------------------------
+
+    fn respond(&mut self, request: &Request) -> Response {
+        let now = self.now_secs();
+        if now >= self.rate_reset {
+            self.rate_remaining = RATE_LIMIT;
+            self.rate_reset = now + 3600;
+        }
+        let fault = self.fail_always.map(Fault::Status).or_else(|| self.faults.pop_front());
+        let mut rate_reset = self.rate_reset;
+        let mut answer = match fault {
+            Some(Fault::Status(status)) => Answer::error(status, status_reason(status), DOCS),
+            Some(Fault::SecondaryRateLimit { retry_after_secs }) => {
+                let mut answer = Answer::error(
+                    403,
+                    "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID FAKE.",
+                    "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits",
+                );
+                answer.header("retry-after", retry_after_secs.to_string());
+                answer
+            }
+            Some(Fault::PrimaryRateLimit { reset_in_secs }) => {
+                rate_reset = now + reset_in_secs as i64;
+                self.rate_limited_answer()
+            }
+            Some(Fault::AfterCommit(_)) | None => {
+                if bearer_token(request) != Some(TOKEN) {
+                    Answer::error(401, "Bad credentials", DOCS)
+                } else if self.rate_remaining == 0 {
+                    self.rate_limited_answer()
+                } else {
+                    let answer = self.route(request);
+                    match fault {
+                        Some(Fault::AfterCommit(status)) => {
+                            Answer::error(status, status_reason(status), DOCS)
+                        }
+                        _ => answer,
+                    }
+                }
+            }
+        };
+        let rate_limited = matches!(fault, Some(Fault::PrimaryRateLimit { .. }))
+            || (answer.status == 403 && self.rate_remaining == 0);
+
+        let mut body = answer
+            .body
+            .as_ref()
+            .map(|value| value.to_string().into_bytes())
+            .unwrap_or_default();
+        let mut status = answer.status;
+        if request.method == "GET" && status == 200 {
+            let etag = etag(&body, &answer.headers);
+            if if_none_match(request, &etag) {
+                status = 304;
+                body.clear();
+            }
+            answer.header("etag", etag);
+        }
+        // A 304 does not count against the primary limit; neither does /rate_limit.
+        if status != 304 && !rate_limited && request.path() != "/rate_limit" {
+            self.rate_remaining = self.rate_remaining.saturating_sub(1);
+        }
+        let remaining = if rate_limited { 0 } else { self.rate_remaining };
+        self.request_serial += 1;
+        let mut headers = vec![
+            ("date".to_string(), http_date(now)),
+            (
+                "x-github-request-id".to_string(),
+                format!("FAKE:{:05X}:{:07X}", REPO_ID % 0xFFFFF, self.request_serial),
+            ),
+            ("x-github-api-version-selected".to_string(), "2022-11-28".to_string()),
+            ("x-ratelimit-limit".to_string(), RATE_LIMIT.to_string()),
+            ("x-ratelimit-remaining".to_string(), remaining.to_string()),
+            ("x-ratelimit-reset".to_string(), rate_reset.to_string()),
+            ("x-ratelimit-used".to_string(), (RATE_LIMIT - remaining).to_string()),
+            ("x-ratelimit-resource".to_string(), "core".to_string()),
+        ];
+        if status != 204 && status != 304 {
+            headers.push((
+                "content-type".to_string(),
+                "application/json; charset=utf-8".to_string(),
+            ));
+        }
+        headers.append(&mut answer.headers);
+        self.requests.push(RecordedRequest {
+            method: request.method.clone(),
+            path: request.target.clone(),
+            status,
+            had_authorization: request.header("authorization").is_some(),
+            body: String::from_utf8_lossy(&request.body).into_owned(),
+        });
+        Response {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    fn rate_limited_answer(&self) -> Answer {
+        Answer::error(
+            403,
+            "API rate limit exceeded for user ID 51007. If you reach out to GitHub Support for help, please include the request ID FAKE.",
+            "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-the-primary-rate-limit",
+        )
+    }
+
+    fn route(&mut self, request: &Request) -> Answer {
+        let segments: Vec<String> = request
+            .path()
+            .split('/')
+            .filter(|segment| !segment.is_empty())
+            .map(percent_decode)
+            .collect();
+        let segments: Vec<&str> = segments.iter().map(String::as_str).collect();
+        let method = request.method.as_str();
+        let rest = match segments.as_slice() {
+            ["user"] if method == "GET" => return Answer::ok(self.authenticated_user_json()),
+            ["rate_limit"] if method == "GET" => return Answer::ok(self.rate_limit_json()),
+            ["repos", owner, repo, rest @ ..]
+                if owner.eq_ignore_ascii_case(&self.owner)
+                    && repo.eq_ignore_ascii_case(&self.repo) =>
+            {
+                rest
+            }
+            ["repositories", id, rest @ ..] if *id == REPO_ID.to_string() => rest,
+            _ => return Answer::not_found(DOCS),
+        };
+        let query = parse_query(request.query());
+        let rest_path = rest.join("/");
+        match (method, rest) {
+            ("GET", []) => Answer::ok(self.repo_json()),
+            ("GET", ["issues"]) => self.list_issues(&query, &rest_path),
+            ("GET", ["pulls"]) => self.list_pulls(&query, &rest_path),
+            ("GET", ["issues", "comments", id]) => self.get_comment(id),
+            ("PATCH" | "POST", ["issues", "comments", id]) => self.update_comment(id, request),
+            ("DELETE", ["issues", "comments", id]) => self.delete_comment(id),
+            ("GET", ["issues", number]) => self.get_issue(number),
+            ("GET", ["issues", number, "comments"]) => {
+                self.list_comments(number, &query, &rest_path)
+            }
+            ("POST", ["issues", number, "comments"]) => self.create_comment(number, request),
+            ("GET", ["issues", number, "labels"]) => self.list_issue_labels(number, &query, &rest_path),
+            ("POST" | "PUT", ["issues", number, "labels"]) => {
+                self.set_labels(number, request, method == "PUT")
+            }
+            ("DELETE", ["issues", number, "labels"]) => self.clear_labels(number),
+            ("DELETE", ["issues", number, "labels", name]) => self.remove_label(number, name),
+            ("POST" | "DELETE", ["issues", number, "assignees"]) => {
+                self.change_assignees(number, request, method == "POST")
+            }
+            ("GET", ["commits", reference @ .., "check-runs"]) if !reference.is_empty() => {
+                Answer::ok(self.check_runs_json(&reference.join("/")))
+            }
+            ("GET", ["commits", reference @ .., "status"]) if !reference.is_empty() => {
+                Answer::ok(self.combined_status_json(&reference.join("/")))
+            }
+            _ => Answer::not_found(DOCS),
+        }
+    }
+
+    fn issue_at(&self, number: &str, cutoff: i64) -> Option<&Issue> {
+        let number: u64 = number.parse().ok()?;
+        self.issues.get(&number)?.as_of(cutoff)
+    }
+
+    fn get_issue(&self, number: &str) -> Answer {
+        let cutoff = self.list_cutoff();
+        match self.issue_at(number, cutoff) {
+            Some(issue) => Answer::ok(self.issue_json(issue, cutoff)),
+            None => Answer::not_found("https://docs.github.com/rest/issues/issues#get-an-issue"),
+        }
+    }
+
+    fn list_issues(&self, query: &[(String, String)], rest_path: &str) -> Answer {
+        let cutoff = self.list_cutoff();
+        let wanted_labels: Vec<&str> = query_value(query, "labels")
+            .map(|labels| labels.split(',').map(str::trim).filter(|l| !l.is_empty()).collect())
+            .unwrap_or_default();
+        let state = query_value(query, "state").unwrap_or("open");
+        let assignee = query_value(query, "assignee");
+        let mut issues: Vec<&Issue> = self
+            .issues
+            .values()
+            .filter_map(|history| history.as_of(cutoff))
+            .filter(|issue| state_matches(state, issue.open))
+            .filter(|issue| {
+                wanted_labels.iter().all(|wanted| {
+                    issue.labels.iter().any(|label| label.eq_ignore_ascii_case(wanted))
+                })
+            })
+            .filter(|issue| match assignee {
+                None => true,
+                Some("none") => issue.assignees.is_empty(),
+                Some("*") => !issue.assignees.is_empty(),
+                Some(login) => issue.assignees.iter().any(|a| a.eq_ignore_ascii_case(login)),
+            })
+            .collect();
+        sort_issues(&mut issues, query);
+        let items = issues
+            .into_iter()
+            .map(|issue| self.issue_json(issue, cutoff))
+            .collect();
+        self.paginate(items, query, rest_path)
+    }
+
+    fn list_pulls(&self, query: &[(String, String)], rest_path: &str) -> Answer {
+        let cutoff = self.list_cutoff();
+        let state = query_value(query, "state").unwrap_or("open");
+        let mut pulls: Vec<&Issue> = self
+            .issues
+            .values()
+            .filter_map(|history| history.as_of(cutoff))
+            .filter(|issue| issue.pull.is_some() && state_matches(state, issue.open))
+            .collect();
+        sort_issues(&mut pulls, query);
+        let items = pulls.into_iter().map(|issue| self.pull_json(issue)).collect();
+        self.paginate(items, query, rest_path)
+    }
+
+    fn list_comments(&self, number: &str, query: &[(String, String)], rest_path: &str) -> Answer {
+        let cutoff = self.list_cutoff();
+        let Some(issue) = self.issue_at(number, cutoff) else {
+            return Answer::not_found(
+                "https://docs.github.com/rest/issues/comments#list-issue-comments",
+            );
+        };
+        let since = query_value(query, "since").and_then(parse_rfc3339);
+        // The documented order is ascending id; the BTreeMap keeps it.
+        let items = self
+            .comments
+            .iter()
+            .filter(|(_, stored)| stored.issue == issue.number)
+            .filter_map(|(id, stored)| stored.history.as_of(cutoff).map(|c| (*id, c)))
+            .filter(|(_, comment)| since.map_or(true, |since| comment.updated_at >= since))
+            .map(|(id, comment)| self.comment_json(id, issue.number, comment))
+            .collect();
+        self.paginate(items, query, rest_path)
+    }
+
+    fn get_comment(&self, id: &str) -> Answer {
+        let cutoff = self.now_ms() - self.get_lag_ms;
+        let found = id.parse::<u64>().ok().and_then(|id| {
+            let stored = self.comments.get(&id)?;
+            Some((id, stored.issue, stored.history.as_of(cutoff)?))
+        });
+        match found {
+            Some((id, issue, comment)) => Answer::ok(self.comment_json(id, issue, comment)),
+            None => Answer::not_found(
+                "https://docs.github.com/rest/issues/comments#get-an-issue-comment",
+            ),
+        }
+    }
+
+    fn create_comment(&mut self, number: &str, request: &Request) -> Answer {
+        let docs = "https://docs.github.com/rest/issues/comments#create-an-issue-comment";
+        let body = match comment_body(request, docs) {
+            Ok(body) => body,
+            Err(answer) => return answer,
+        };
+        let Ok(number) = number.parse::<u64>() else {
+            return Answer::not_found(docs);
+        };
+        let author = self.authenticated.clone();
+        let written_at = self.now_ms();
+        let Some(id) = self.insert_comment(number, &author, &body, written_at) else {
+            return Answer::not_found(docs);
+        };
+        let stored = &self.comments[&id];
+        let comment = stored.history.latest().expect("a comment just written");
+        let json = self.comment_json(id, number, comment);
+        let mut answer = Answer::with_status(201, json);
+        answer.header("location", self.comment_url(id));
+        answer
+    }
+
+    fn update_comment(&mut self, id: &str, request: &Request) -> Answer {
+        let docs = "https://docs.github.com/rest/issues/comments#update-an-issue-comment";
+        let body = match comment_body(request, docs) {
+            Ok(body) => body,
+            Err(answer) => return answer,
+        };
+        let now = self.now_secs();
+        let written_at = self.now_ms();
+        let Some((id, stored)) = id
+            .parse::<u64>()
+            .ok()
+            .and_then(|id| Some((id, self.comments.get_mut(&id)?)))
+        else {
+            return Answer::not_found(docs);
+        };
+        let Some(mut comment) = stored.history.latest().cloned() else {
+            return Answer::not_found(docs);
+        };
+        comment.body = body;
+        comment.updated_at = now;
+        stored.history.write(written_at, Some(comment.clone()));
+        let issue = stored.issue;
+        Answer::ok(self.comment_json(id, issue, &comment))
+    }
+
+    fn delete_comment(&mut self, id: &str) -> Answer {
+        let written_at = self.now_ms();
+        let stored = id.parse::<u64>().ok().and_then(|id| self.comments.get_mut(&id));
+        match stored {
+            Some(stored) if stored.history.latest().is_some() => {
+                stored.history.write(written_at, None);
+                Answer::no_content()
+            }
+            _ => Answer::not_found(
+                "https://docs.github.com/rest/issues/comments#delete-an-issue-comment",
+            ),
+        }
+    }
+
+    fn list_issue_labels(&self, number: &str, query: &[(String, String)], rest_path: &str) -> Answer {
+        match self.issue_at(number, self.list_cutoff()) {
+            Some(issue) => {
+                let items = issue.labels.iter().map(|name| self.label_json(name)).collect();
+                self.paginate(items, query, rest_path)
+            }
+            None => Answer::not_found(
+                "https://docs.github.com/rest/issues/labels#list-labels-for-an-issue",
+            ),
+        }
+    }
+
+    fn set_labels(&mut self, number: &str, request: &Request, replace: bool) -> Answer {
+        let docs = "https://docs.github.com/rest/issues/labels#add-labels-to-an-issue";
+        let names = match label_names(request, docs) {
+            Ok(names) => names,
+            Err(answer) => return answer,
+        };
+        let names: Vec<String> = names.iter().map(|name| self.ensure_label(name)).collect();
+        let written_at = self.now_ms();
+        let Some(issue) = number.parse::<u64>().ok().and_then(|number| {
+            self.update_issue(number, written_at, |issue| {
+                if replace {
+                    issue.labels.clear();
+                }
+                for name in names {
+                    if !issue.labels.contains(&name) {
+                        issue.labels.push(name);
+                    }
+                }
+            })
+        }) else {
+            return Answer::not_found(docs);
+        };
+        Answer::ok(Value::Array(
+            issue.labels.iter().map(|name| self.label_json(name)).collect(),
+        ))
+    }
+
+    fn clear_labels(&mut self, number: &str) -> Answer {
+        let written_at = self.now_ms();
+        let cleared = number.parse::<u64>().ok().and_then(|number| {
+            self.update_issue(number, written_at, |issue| issue.labels.clear())
+        });
+        match cleared {
+            Some(_) => Answer::no_content(),
+            None => Answer::not_found(DOCS),
+        }
+    }
+
+    fn remove_label(&mut self, number: &str, name: &str) -> Answer {
+        let docs = "https://docs.github.com/rest/issues/labels#remove-a-label-from-an-issue";
+        let Some(current) = number
+            .parse::<u64>()
+            .ok()
+            .and_then(|number| self.issues.get(&number)?.latest())
+        else {
+            return Answer::not_found(docs);
+        };
+        if !current.labels.iter().any(|label| label.eq_ignore_ascii_case(name)) {
+            return Answer::error(404, "Label does not exist", docs);
+        }
+        let number = current.number;
+        let written_at = self.now_ms();
+        let issue = self
+            .update_issue(number, written_at, |issue| {
+                issue.labels.retain(|label| !label.eq_ignore_ascii_case(name));
+            })
+            .expect("the issue was just read");
+        Answer::ok(Value::Array(
+            issue.labels.iter().map(|name| self.label_json(name)).collect(),
+        ))
+    }
+
+    fn change_assignees(&mut self, number: &str, request: &Request, add: bool) -> Answer {
+        let docs = "https://docs.github.com/rest/issues/assignees";
+        let value = match json_body(request, docs) {
+            Ok(value) => value,
+            Err(answer) => return answer,
+        };
+        // GitHub silently drops logins that cannot be assigned.
+        let logins: Vec<String> = value
+            .get("assignees")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .filter_map(|login| self.find_user(login).map(|user| user.login.clone()))
+            .collect();
+        let written_at = self.now_ms();
+        let issue = number.parse::<u64>().ok().and_then(|number| {
+            self.update_issue(number, written_at, |issue| {
+                for login in logins {
+                    let present = issue.assignees.contains(&login);
+                    if add && !present && issue.assignees.len() < 10 {
+                        issue.assignees.push(login);
+                    } else if !add {
+                        issue.assignees.retain(|assigned| *assigned != login);
+                    }
+                }
+            })
+        });
+        match issue {
+            Some(issue) => {
+                let json = self.issue_json(&issue, self.now_ms());
+                Answer::with_status(if add { 201 } else { 200 }, json)
+            }
+            None => Answer::not_found(docs),
+        }
+    }
+
+    /// GitHub's pagination: `per_page` (default 30, max 100), `page`, and a
+    /// `link` header of absolute `/repositories/{id}/…` URLs, absent when
+    /// everything fits on one page.
+    fn paginate(&self, items: Vec<Value>, query: &[(String, String)], rest_path: &str) -> Answer {
+        let per_page = query_value(query, "per_page")
+            .and_then(|value| value.parse::<usize>().ok())
+            .filter(|per_page| *per_page > 0)
+            .map_or(30, |per_page| per_page.min(100));
+        let page = query_value(query, "page")
+            .and_then(|value| value.parse::<usize>().ok())
+            .map_or(1, |page| page.max(1));
+        let last = items.len().div_ceil(per_page).max(1);
+        let page_items: Vec<Value> = items
+            .into_iter()
+            .skip((page - 1).saturating_mul(per_page))
+            .take(per_page)
+            .collect();
+        let mut answer = Answer::ok(Value::Array(page_items));
+        if last > 1 || page > 1 {
+            let mut kept: Vec<String> = query
+                .iter()
+                .filter(|(key, _)| key != "page" && key != "per_page")
+                .map(|(key, value)| format!("{}={}", percent_encode(key), percent_encode(value)))
+                .collect();
+            if query_value(query, "per_page").is_some() {
+                kept.push(format!("per_page={per_page}"));
+            }
+            let prefix = kept.join("&");
+            let link = |page: usize, rel: &str| {
+                let separator = if prefix.is_empty() { "" } else { "&" };
+                format!(
+                    "<{}/repositories/{REPO_ID}/{rest_path}?{prefix}{separator}page={page}>; rel=\"{rel}\"",
+                    self.base
+                )
+            };
+            let mut links = Vec::new();
+            if page > 1 {
+                links.push(link(page - 1, "prev"));
+            }
+            if page < last {
+                links.push(link(page + 1, "next"));
+                links.push(link(last, "last"));
+            }
+            if page > 1 {
+                links.push(link(1, "first"));
+            }
+            answer.header("link", links.join(", "));
+        }
+        answer
+    }
+
+    // -- JSON shapes ------------------------------------------------------
+
+    fn repo_url(&self) -> String {
+        format!("{}/repos/{}/{}", self.base, self.owner, self.repo)
+    }
+
+    fn html_repo_url(&self) -> String {
+        format!("https://github.com/{}/{}", self.owner, self.repo)
+    }
+
+    fn comment_url(&self, id: u64) -> String {
+        format!("{}/issues/comments/{id}", self.repo_url())
+    }
+
+    fn user_json(&self, login: &str) -> Value {
+        let id = self.find_user(login).map_or(1, |user| user.id);
+        let url = format!("{}/users/{}", self.base, percent_encode(login));
+        let kind = if login.ends_with("[bot]") { "Bot" } else { "User" };
+        json!({
+            "login": login,
+            "id": id,
+            "node_id": format!("U_kgDOFAKE{id}"),
+            "avatar_url": format!("https://avatars.githubusercontent.com/u/{id}?v=4"),
+            "gravatar_id": "",
+            "url": url,
+            "html_url": format!("https://github.com/{}", percent_encode(login)),
+            "followers_url": format!("{url}/followers"),
+            "following_url": format!("{url}/following{{/other_user}}"),
+            "gists_url": format!("{url}/gists{{/gist_id}}"),
+            "starred_url": format!("{url}/starred{{/owner}}{{/repo}}"),
+            "subscriptions_url": format!("{url}/subscriptions"),
+            "organizations_url": format!("{url}/orgs"),
+            "repos_url": format!("{url}/repos"),
+            "events_url": format!("{url}/events{{/privacy}}"),
+            "received_events_url": format!("{url}/received_events"),
+            "type": kind,
+            "user_view_type": "public",
+            "site_admin": false
+        })
+    }
+
+    fn authenticated_user_json(&self) -> Value {
+        let mut user = self.user_json(&self.authenticated);
+        let profile = json!({
+            "name": null, "company": null, "blog": "", "location": null, "email": null,
+            "hireable": null, "bio": null, "twitter_username": null,
+            "public_repos": 1, "public_gists": 0, "followers": 0, "following": 0,
+            "created_at": "2020-01-01T00:00:00Z", "updated_at": "2020-01-01T00:00:00Z"
+        });
+        if let (Some(user), Value::Object(profile)) = (user.as_object_mut(), profile) {
+            user.extend(profile);
+        }
+        user
+    }
+
+    fn rate_limit_json(&self) -> Value {
+        let core = json!({
+            "limit": RATE_LIMIT, "remaining": self.rate_remaining, "reset": self.rate_reset,
+            "used": RATE_LIMIT - self.rate_remaining, "resource": "core"
+        });
+        json!({ "resources": { "core": core }, "rate": core })
+    }
+
+    fn repo_json(&self) -> Value {
+        let url = self.repo_url();
+        let html = self.html_repo_url();
+        json!({
+            "id": REPO_ID,
+            "node_id": format!("R_kgDOFAKE{REPO_ID}"),
+            "name": self.repo,
+            "full_name": format!("{}/{}", self.owner, self.repo),
+            "owner": self.user_json(&self.owner),
+            "private": false,
+            "html_url": html,
+            "description": null,
+            "fork": false,
+            "url": url,
+            "issues_url": format!("{url}/issues{{/number}}"),
+            "issue_comment_url": format!("{url}/issues/comments{{/number}}"),
+            "labels_url": format!("{url}/labels{{/name}}"),
+            "pulls_url": format!("{url}/pulls{{/number}}"),
+            "statuses_url": format!("{url}/statuses/{{sha}}"),
+            "commits_url": format!("{url}/commits{{/sha}}"),
+            "git_url": format!("git://github.com/{}/{}.git", self.owner, self.repo),
+            "ssh_url": format!("git@github.com:{}/{}.git", self.owner, self.repo),
+            "clone_url": format!("{html}.git"),
+            "default_branch": "main",
+            "visibility": "public",
+            "archived": false,
+            "disabled": false,
+            "has_issues": true,
+            "open_issues_count": self.issues.values().filter_map(Versioned::latest).filter(|i| i.open).count(),
+            "permissions": { "admin": false, "maintain": false, "push": true, "triage": true, "pull": true },
+            "created_at": "2020-01-01T00:00:00Z",
+            "updated_at": "2020-01-01T00:00:00Z",
+            "pushed_at": "2020-01-01T00:00:00Z"
+        })
+    }
+
+    fn label_json(&self, name: &str) -> Value {
+        let label = self
+            .labels
+            .iter()
+            .find(|label| label.name == name)
+            .expect("issue labels exist in the repository");
+        json!({
+            "id": label.id,
+            "node_id": format!("LA_kwFAKE{}", label.id),
+            "url": format!("{}/labels/{}", self.repo_url(), percent_encode(&label.name)),
+            "name": label.name,
+            "color": label.color,
+            "default": false,
+            "description": label.description
+        })
+    }
+
+    fn reactions_json(url: &str) -> Value {
+        json!({
+            "url": format!("{url}/reactions"), "total_count": 0, "+1": 0, "-1": 0, "laugh": 0,
+            "hooray": 0, "confused": 0, "heart": 0, "rocket": 0, "eyes": 0
+        })
+    }
+
+    fn issue_json(&self, issue: &Issue, cutoff: i64) -> Value {
+        let url = format!("{}/issues/{}", self.repo_url(), issue.number);
+        let html = format!("{}/{}/{}", self.html_repo_url(), if issue.pull.is_some() { "pull" } else { "issues" }, issue.number);
+        let comments = self
+            .comments
+            .values()
+            .filter(|stored| stored.issue == issue.number && stored.history.as_of(cutoff).is_some())
+            .count();
+        let assignees: Vec<Value> = issue.assignees.iter().map(|login| self.user_json(login)).collect();
+        let mut json = json!({
+            "id": 3_000_000_000u64 + issue.number,
+            "node_id": format!("I_kwFAKE{}", issue.number),
+            "url": url,
+            "repository_url": self.repo_url(),
+            "labels_url": format!("{url}/labels{{/name}}"),
+            "comments_url": format!("{url}/comments"),
+            "events_url": format!("{url}/events"),
+            "html_url": html,
+            "number": issue.number,
+            "state": if issue.open { "open" } else { "closed" },
+            "state_reason": if issue.open { Value::Null } else { json!("completed") },
+            "title": issue.title,
+            "body": null,
+            "user": self.user_json(&issue.author),
+            "labels": issue.labels.iter().map(|name| self.label_json(name)).collect::<Vec<_>>(),
+            "assignee": assignees.first().cloned().unwrap_or(Value::Null),
+            "assignees": assignees,
+            "milestone": null,
+            "locked": false,
+            "active_lock_reason": null,
+            "comments": comments,
+            "closed_at": issue.closed_at.map(rfc3339),
+            "created_at": rfc3339(issue.created_at),
+            "updated_at": rfc3339(issue.updated_at),
+            "closed_by": null,
+            "author_association": self.association(&issue.author),
+            "reactions": Self::reactions_json(&url),
+            "timeline_url": format!("{url}/timeline"),
+            "performed_via_github_app": null
+        });
+        if let Some(pull) = &issue.pull {
+            let pull_url = format!("{}/pulls/{}", self.repo_url(), issue.number);
+            json["pull_request"] = json!({
+                "url": pull_url,
+                "html_url": html,
+                "diff_url": format!("{html}.diff"),
+                "patch_url": format!("{html}.patch"),
+                "merged_at": null
+            });
+            json["draft"] = json!(pull.draft);
+        }
+        json
+    }
+
+    fn pull_json(&self, issue: &Issue) -> Value {
+        let pull = issue.pull.as_ref().expect("a pull request");
+        let url = format!("{}/pulls/{}", self.repo_url(), issue.number);
+        let issue_url = format!("{}/issues/{}", self.repo_url(), issue.number);
+        let html = format!("{}/pull/{}", self.html_repo_url(), issue.number);
+        let statuses_url = format!("{}/statuses/{}", self.repo_url(), pull.head_sha);
+        let assignees: Vec<Value> = issue.assignees.iter().map(|login| self.user_json(login)).collect();
+        // The pull-request-simple schema types a label's description as a
+        // plain string where GitHub sends null; "" keeps both readers happy.
+        let labels: Vec<Value> = issue
+            .labels
+            .iter()
+            .map(|name| {
+                let mut label = self.label_json(name);
+                if label["description"].is_null() {
+                    label["description"] = json!("");
+                }
+                label
+            })
+            .collect();
+        let branch = |label: String, reference: &str, sha: &str| {
+            json!({
+                "label": label,
+                "ref": reference,
+                "sha": sha,
+                "user": self.user_json(&self.owner),
+                "repo": self.repo_json()
+            })
+        };
+        json!({
+            "url": url,
+            "id": 4_000_000_000u64 + issue.number,
+            "node_id": format!("PR_kwFAKE{}", issue.number),
+            "html_url": html,
+            "diff_url": format!("{html}.diff"),
+            "patch_url": format!("{html}.patch"),
+            "issue_url": issue_url,
+            "commits_url": format!("{url}/commits"),
+            "review_comments_url": format!("{url}/comments"),
+            "review_comment_url": format!("{}/pulls/comments{{/number}}", self.repo_url()),
+            "comments_url": format!("{issue_url}/comments"),
+            "statuses_url": statuses_url,
+            "number": issue.number,
+            "state": if issue.open { "open" } else { "closed" },
+            "locked": false,
+            "title": issue.title,
+            "user": self.user_json(&issue.author),
+            "body": null,
+            "labels": labels,
+            "milestone": null,
+            "active_lock_reason": null,
+            "created_at": rfc3339(issue.created_at),
+            "updated_at": rfc3339(issue.updated_at),
+            "closed_at": issue.closed_at.map(rfc3339),
+            "merged_at": null,
+            "merge_commit_sha": null,
+            "assignee": assignees.first().cloned().unwrap_or(Value::Null),
+            "assignees": assignees,
+            "requested_reviewers": [],
+            "requested_teams": [],
+            "head": branch(format!("{}:{}", self.owner, pull.head_ref), &pull.head_ref, &pull.head_sha),
+            "base": branch(format!("{}:main", self.owner), "main", "0000000000000000000000000000000000000000"),
+            "_links": {
+                "self": { "href": url },
+                "html": { "href": html },
+                "issue": { "href": issue_url },
+                "comments": { "href": format!("{issue_url}/comments") },
+                "review_comments": { "href": format!("{url}/comments") },
+                "review_comment": { "href": format!("{}/pulls/comments{{/number}}", self.repo_url()) },
+                "commits": { "href": format!("{url}/commits") },
+                "statuses": { "href": statuses_url }
+            },
+            "author_association": self.association(&issue.author),
+            "auto_merge": null,
+            "draft": pull.draft
+        })
+    }
+
+    fn comment_json(&self, id: u64, issue: u64, comment: &Comment) -> Value {
+        let url = self.comment_url(id);
+        let is_pull = self
+            .issues
+            .get(&issue)
+            .and_then(Versioned::latest)
+            .is_some_and(|issue| issue.pull.is_some());
+        let kind = if is_pull { "pull" } else { "issues" };
+        json!({
+            "id": id,
+            "node_id": format!("IC_kwFAKE{id}"),
+            "url": url,
+            "html_url": format!("{}/{kind}/{issue}#issuecomment-{id}", self.html_repo_url()),
+            "body": comment.body,
+            "user": self.user_json(&comment.author),
+            "created_at": rfc3339(comment.created_at),
+            "updated_at": rfc3339(comment.updated_at),
+            "issue_url": format!("{}/issues/{issue}", self.repo_url()),
+            "author_association": self.association(&comment.author),
+            "performed_via_github_app": null,
+            "reactions": Self::reactions_json(&url),
+            "pin": null,
+            "minimized": null
+        })
+    }
+
+    fn check_runs_json(&self, sha: &str) -> Value {
+        let now = rfc3339(self.now_secs());
+        let runs: Vec<Value> = self
+            .check_runs
+            .get(sha)
+            .into_iter()
+            .flatten()
+            .enumerate()
+            .map(|(index, run)| {
+                let id = 9_000_000_000u64 + index as u64;
+                let url = format!("{}/check-runs/{id}", self.repo_url());
+                let completed = run.status == "completed";
+                json!({
+                    "id": id,
+                    "head_sha": sha,
+                    "node_id": format!("CR_kwFAKE{id}"),
+                    "external_id": "",
+                    "url": url,
+                    "html_url": format!("{}/runs/{id}", self.html_repo_url()),
+                    "details_url": format!("{}/actions/runs/{id}", self.html_repo_url()),
+                    "status": run.status,
+                    "conclusion": run.conclusion,
+                    "started_at": now,
+                    "completed_at": if completed { json!(now) } else { Value::Null },
+                    "output": {
+                        "title": null, "summary": null, "text": null,
+                        "annotations_count": 0,
+                        "annotations_url": format!("{url}/annotations")
+                    },
+                    "name": run.name,
+                    "check_suite": { "id": 8_000_000_000u64 },
+                    "app": {
+                        "id": 15368, "slug": "github-actions", "node_id": "MDM6QXBwMTUzNjg=",
+                        "name": "GitHub Actions", "owner": self.user_json(&self.owner)
+                    },
+                    "pull_requests": []
+                })
+            })
+            .collect();
+        json!({ "total_count": runs.len(), "check_runs": runs })
+    }
+
+    fn combined_status_json(&self, sha: &str) -> Value {
+        let now = rfc3339(self.now_secs());
+        let url = format!("{}/commits/{sha}/status", self.repo_url());
+        let statuses: Vec<Value> = self
+            .statuses
+            .get(sha)
+            .map(|state| {
+                json!({
+                    "url": format!("{}/statuses/{sha}", self.repo_url()),
+                    "avatar_url": null,
+                    "id": 7_000_000_001u64,
+                    "node_id": "SC_kwFAKE7000000001",
+                    "state": state,
+                    "description": null,
+                    "target_url": null,
+                    "context": "ci",
+                    "created_at": now,
+                    "updated_at": now
+                })
+            })
+            .into_iter()
+            .collect();
+        // With no status at all GitHub answers "pending".
+        let state = self.statuses.get(sha).map_or("pending", String::as_str);
+        json!({
+            "state": state,
+            "statuses": statuses,
+            "sha": sha,
+            "total_count": statuses.len(),
+            "repository": self.repo_json(),
+            "commit_url": format!("{}/commits/{sha}", self.repo_url()),
+            "url": url
+        })
+    }
+}
+
+fn state_matches(wanted: &str, open: bool) -> bool {
+    match wanted {
+        "all" => true,
+        "closed" => !open,
+        _ => open,
+    }
+}
+
+/// GitHub's default is newest first (`sort=created&direction=desc`).
+fn sort_issues(issues: &mut [&Issue], query: &[(String, String)]) {
+    let by_updated = query_value(query, "sort") == Some("updated");
+    issues.sort_by_key(|issue| {
+        let time = if by_updated { issue.updated_at } else { issue.created_at };
+        (time, issue.number)
+    });
+    if query_value(query, "direction") != Some("asc") {
+        issues.reverse();
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Request bodies
+
+fn json_body(request: &Request, docs: &str) -> Result<Value, Answer> {
+    if request.body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(json!({}));
+    }
+    serde_json::from_slice(&request.body).map_err(|_| Answer::error(400, "Problems parsing JSON", docs))
+}
+
+fn comment_body(request: &Request, docs: &str) -> Result<String, Answer> {
+    let value = json_body(request, docs)?;
+    let invalid = |code: &str, message: Option<&str>| {
+        let mut error = json!({ "resource": "IssueComment", "code": code, "field": "body" });
+        if let Some(message) = message {
+            error["message"] = json!(message);
+        }
+        Answer::validation_failed(error, docs)
+    };
+    match value.get("body").and_then(Value::as_str) {
+        None => Err(invalid("missing_field", None)),
+        Some("") => Err(invalid("missing_field", None)),
+        Some(body) if body.chars().count() > MAX_COMMENT_BODY => Err(invalid(
+            "custom",
+            Some("body is too long (maximum is 65536 characters)"),
+        )),
+        Some(body) => Ok(body.to_string()),
+    }
+}
+
+/// `{"labels": ["a", …]}`, a bare array, or label objects with a `name`.
+fn label_names(request: &Request, docs: &str) -> Result<Vec<String>, Answer> {
+    let value = json_body(request, docs)?;
+    let list = match &value {
+        Value::Array(list) => Some(list),
+        Value::Object(object) => object.get("labels").and_then(Value::as_array),
+        _ => None,
+    };
+    let Some(list) = list else {
+        return Err(Answer::validation_failed(
+            json!({ "resource": "Label", "code": "missing_field", "field": "labels" }),
+            docs,
+        ));
+    };
+    Ok(list
+        .iter()
+        .filter_map(|item| item.as_str().or_else(|| item.get("name")?.as_str()))
+        .map(str::to_string)
+        .collect())
+}
+
+// ---------------------------------------------------------------------------
+// HTTP
+
+struct Request {
+    method: String,
+    /// Origin-form path and query.
+    target: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+    close: bool,
+}
+
+impl Request {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(key, _)| key.eq_ignore_ascii_case(name))
+            .map(|(_, value)| value.as_str())
+    }
+
+    fn path(&self) -> &str {
+        self.target.split('?').next().unwrap_or("")
+    }
+
+    fn query(&self) -> &str {
+        self.target.split_once('?').map_or("", |(_, query)| query)
+    }
+}
+
+/// What a route decided, before the common headers are added.
+struct Answer {
+    status: u16,
+    body: Option<Value>,
+    headers: Vec<(String, String)>,
+}
+
+impl Answer {
+    fn with_status(status: u16, body: Value) -> Answer {
+        Answer {
+            status,
+            body: Some(body),
+            headers: Vec::new(),
+        }
+    }
+
+    fn ok(body: Value) -> Answer {
+        Answer::with_status(200, body)
+    }
+
+    fn no_content() -> Answer {
+        Answer {
+            status: 204,
+            body: None,
+            headers: Vec::new(),
+        }
+    }
+
+    fn error(status: u16, message: &str, docs: &str) -> Answer {
+        Answer::with_status(
+            status,
+            json!({ "message": message, "documentation_url": docs, "status": status.to_string() }),
+        )
+    }
+
+    fn not_found(docs: &str) -> Answer {
+        Answer::error(404, "Not Found", docs)
+    }
+
+    fn validation_failed(error: Value, docs: &str) -> Answer {
+        Answer::with_status(
+            422,
+            json!({
+                "message": "Validation Failed",
+                "errors": [error],
+                "documentation_url": docs,
+                "status": "422"
+            }),
+        )
+    }
+
+    fn header(&mut self, name: &str, value: String) {
+        self.headers.push((name.to_string(), value));
+    }
+}
+
+struct Response {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    for stream in listener.incoming() {
+        if shared.stopping.load(Ordering::SeqCst) {
+            break;
+        }
+        let Ok(stream) = stream else { continue };
+        let id = shared.next_connection.fetch_add(1, Ordering::SeqCst);
+        if let Ok(clone) = stream.try_clone() {
+            lock(&shared.connections).insert(id, clone);
+        }
+        let shared = Arc::clone(&shared);
+        thread::spawn(move || {
+            let _ = serve_connection(&shared, stream);
+            lock(&shared.connections).remove(&id);
+        });
+    }
+}
+
+fn serve_connection(shared: &Shared, stream: TcpStream) -> io::Result<()> {
+    let mut reader = BufReader::new(stream.try_clone()?);
+    let mut writer = stream;
+    loop {
+        let request = match read_request(&mut reader, &mut writer) {
+            Ok(Some(request)) => request,
+            Ok(None) => return Ok(()),
+            Err(error) if error.kind() == io::ErrorKind::InvalidData => {
+                let response = Response {
+                    status: 400,
+                    headers: vec![("content-type".into(), "application/json; charset=utf-8".into())],
+                    body: br#"{"message":"Bad Request"}"#.to_vec(),
+                };
+                return write_response(&mut writer, &response, true);
+            }
+            Err(error) => return Err(error),
+        };
+        if shared.stopping.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        let delay = lock(&shared.state).slow.pop_front();
+        if let Some(delay) = delay {
+            thread::sleep(delay);
+        }
+        let response = lock(&shared.state).respond(&request);
+        write_response(&mut writer, &response, request.close)?;
+        if request.close {
+            return Ok(());
+        }
+    }
+}
+
+fn invalid(message: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, message.to_string())
+}
+
+fn read_line(reader: &mut impl BufRead) -> io::Result<Option<String>> {
+    let mut line = String::new();
+    if reader.read_line(&mut line)? == 0 {
+        return Ok(None);
+    }
+    Ok(Some(line.trim_end_matches(['\r', '\n']).to_string()))
+}
+
+fn read_request(reader: &mut impl BufRead, writer: &mut impl Write) -> io::Result<Option<Request>> {
+    // Tolerate blank lines between pipelined requests.
+    let request_line = loop {
+        match read_line(reader)? {
+            None => return Ok(None),
+            Some(line) if line.is_empty() => continue,
+            Some(line) => break line,
+        }
+    };
+    let mut parts = request_line.split_whitespace();
+    let (Some(method), Some(target), Some(version)) = (parts.next(), parts.next(), parts.next())
+    else {
+        return Err(invalid("malformed request line"));
+    };
+    let mut headers = Vec::new();
+    loop {
+        let line = read_line(reader)?.ok_or_else(|| invalid("headers cut short"))?;
+        if line.is_empty() {
+            break;
+        }
+        let (name, value) = line.split_once(':').ok_or_else(|| invalid("malformed header"))?;
+        headers.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));
+    }
+    let header = |name: &str| {
+        headers
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.to_ascii_lowercase())
+    };
+    if header("expect").as_deref() == Some("100-continue") {
+        writer.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
+        writer.flush()?;
+    }
+    let body = if header("transfer-encoding").is_some_and(|te| te.contains("chunked")) {
+        read_chunked(reader)?
+    } else {
+        let length = match header("content-length") {
+            Some(length) => length.parse::<usize>().map_err(|_| invalid("bad content-length"))?,
+            None => 0,
+        };
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body)?;
+        body
+    };
+    let connection = header("connection").unwrap_or_default();
+    let close = if version == "HTTP/1.0" {
+        !connection.contains("keep-alive")
+    } else {
+        connection.contains("close")
+    };
+    // An absolute-form target ("http://host/path") is reduced to its path.
+    let target = match target.split_once("://") {
+        Some((_, rest)) => rest.find('/').map_or("/", |slash| &rest[slash..]).to_string(),
+        None => target.to_string(),
+    };
+    Ok(Some(Request {
+        method: method.to_ascii_uppercase(),
+        target,
+        headers,
+        body,
+        close,
+    }))
+}
+
+fn read_chunked(reader: &mut impl BufRead) -> io::Result<Vec<u8>> {
+    let mut body = Vec::new();
+    loop {
+        let line = read_line(reader)?.ok_or_else(|| invalid("chunk cut short"))?;
+        let size = line.split(';').next().unwrap_or("").trim();
+        let size = usize::from_str_radix(size, 16).map_err(|_| invalid("bad chunk size"))?;
+        if size == 0 {
+            // Trailers, up to the blank line.
+            while read_line(reader)?.is_some_and(|line| !line.is_empty()) {}
+            return Ok(body);
+        }
+        let start = body.len();
+        body.resize(start + size, 0);
+        reader.read_exact(&mut body[start..])?;
+        read_line(reader)?;
+    }
+}
+
+fn write_response(writer: &mut impl Write, response: &Response, close: bool) -> io::Result<()> {
+    let mut head = format!("HTTP/1.1 {} {}\r\n", response.status, status_reason(response.status));
+    for (name, value) in &response.headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    if response.status != 204 && response.status != 304 {
+        head.push_str(&format!("content-length: {}\r\n", response.body.len()));
+    }
+    head.push_str(if close { "connection: close\r\n\r\n" } else { "connection: keep-alive\r\n\r\n" });
+    writer.write_all(head.as_bytes())?;
+    writer.write_all(&response.body)?;
+    writer.flush()
+}
+
+fn status_reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        201 => "Created",
+        204 => "No Content",
+        304 => "Not Modified",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        409 => "Conflict",
+        422 => "Unprocessable Entity",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        504 => "Gateway Timeout",
+        _ => "Unknown",
+    }
+}
+
+/// `Authorization: Bearer <t>` or `Authorization: token <t>`.
+fn bearer_token(request: &Request) -> Option<&str> {
+    let value = request.header("authorization")?;
+    let (scheme, token) = value.split_once(' ')?;
+    (scheme.eq_ignore_ascii_case("bearer") || scheme.eq_ignore_ascii_case("token"))
+        .then(|| token.trim())
+}
+
+fn etag(body: &[u8], headers: &[(String, String)]) -> String {
+    let mut hasher = DefaultHasher::new();
+    body.hash(&mut hasher);
+    headers.hash(&mut hasher);
+    format!("W/\"{:016x}\"", hasher.finish())
+}
+
+fn if_none_match(request: &Request, etag: &str) -> bool {
+    let strip = |tag: &str| tag.trim().trim_start_matches("W/").to_string();
+    request.header("if-none-match").is_some_and(|header| {
+        header
+            .split(',')
+            .any(|candidate| candidate.trim() == "*" || strip(candidate) == strip(etag))
+    })
+}
+
+fn parse_query(query: &str) -> Vec<(String, String)> {
+    query
+        .split('&')
+        .filter(|pair| !pair.is_empty())
+        .map(|pair| {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            (
+                percent_decode(&key.replace('+', " ")),
+                percent_decode(&value.replace('+', " ")),
+            )
+        })
+        .collect()
+}
+
+fn query_value<'q>(query: &'q [(String, String)], name: &str) -> Option<&'q str> {
+    query
+        .iter()
+        .find(|(key, _)| key == name)
+        .map(|(_, value)| value.as_str())
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut index = 0;
+    while index < bytes.len() {
+        let hex = bytes
+            .get(index + 1..index + 3)
+            .and_then(|hex| std::str::from_utf8(hex).ok())
+            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
+        match (bytes[index], hex) {
+            (b'%', Some(byte)) => {
+                decoded.push(byte);
+                index += 3;
+            }
+            (byte, _) => {
+                decoded.push(byte);
+                index += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&decoded).into_owned()
+}
+
+fn percent_encode(text: &str) -> String {
+    text.bytes()
+        .map(|byte| match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (byte as char).to_string()
+            }
+            _ => format!("%{byte:02X}"),
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------
+// Time: epoch seconds to and from GitHub's two formats.
+
+/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian.
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z.rem_euclid(146_097);
+    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = (day_of_year - (153 * month_index + 2) / 5 + 1) as u32;
+    let month = if month_index < 10 { month_index + 3 } else { month_index - 9 } as u32;
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
+    let year = if month <= 2 { year - 1 } else { year };
+    let era = year.div_euclid(400);
+    let year_of_era = year.rem_euclid(400);
+    let month = i64::from(month);
+    let day_of_year = (153 * (if month > 2 { month - 3 } else { month + 9 }) + 2) / 5 + i64::from(day) - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    era * 146_097 + day_of_era - 719_468
+}
+
+fn rfc3339(secs: i64) -> String {
+    let (year, month, day) = civil_from_days(secs.div_euclid(86_400));
+    let second_of_day = secs.rem_euclid(86_400);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        second_of_day / 3600,
+        second_of_day / 60 % 60,
+        second_of_day % 60
+    )
+}
+
+/// `Tue, 10 Oct 2017 16:00:00 GMT` (RFC 7231).
+fn http_date(secs: i64) -> String {
+    const WEEKDAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let days = secs.div_euclid(86_400);
+    let (year, month, day) = civil_from_days(days);
+    let second_of_day = secs.rem_euclid(86_400);
+    format!(
+        "{}, {day:02} {} {year:04} {:02}:{:02}:{:02} GMT",
+        WEEKDAYS[days.rem_euclid(7) as usize],
+        MONTHS[month as usize - 1],
+        second_of_day / 3600,
+        second_of_day / 60 % 60,
+        second_of_day % 60
+    )
+}
+
+/// `2026-11-30T10:15:00Z`, with optional fraction; what `since` takes.
+pub fn parse_rfc3339(text: &str) -> Option<i64> {
+    let text = text.strip_suffix('Z')?;
+    let (date, time) = text.split_once('T')?;
+    let mut date = date.split('-').map(str::parse::<i64>);
+    let (year, month, day) = (date.next()?.ok()?, date.next()?.ok()?, date.next()?.ok()?);
+    let time = time.split('.').next()?;
+    let mut time = time.split(':').map(str::parse::<i64>);
+    let (hour, minute, second) = (time.next()?.ok()?, time.next()?.ok()?, time.next()?.ok()?);
+    let days = days_from_civil(year, u32::try_from(month).ok()?, u32::try_from(day).ok()?);
+    Some(days * 86_400 + hour * 3600 + minute * 60 + second)
+}
+
+/// Reads GitHub's `Date` header back into epoch seconds.
+pub fn parse_http_date(text: &str) -> Option<i64> {
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let mut parts = text.split_whitespace().skip(1);
+    let day: u32 = parts.next()?.parse().ok()?;
+    let month_name = parts.next()?;
+    let month = MONTHS.iter().position(|name| *name == month_name)? as u32 + 1;
+    let year: i64 = parts.next()?.parse().ok()?;
+    let mut time = parts.next()?.split(':').map(str::parse::<i64>);
+    let (hour, minute, second) = (time.next()?.ok()?, time.next()?.ok()?, time.next()?.ok()?);
+    Some(days_from_civil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second)
+}
