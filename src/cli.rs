@@ -41,10 +41,20 @@ pub struct GlobalArgs {
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,
     /// The remote that holds the branches (maverick.remote, default origin)
-    #[arg(long, value_name = "NAME", global = true, help_heading = "Configuration")]
+    #[arg(
+        long,
+        value_name = "NAME",
+        global = true,
+        help_heading = "Configuration"
+    )]
     pub remote: Option<String>,
     /// Where shared state lives (maverick.surface; default: github for github.com remotes, else git)
-    #[arg(long, value_name = "SURFACE", global = true, help_heading = "Configuration")]
+    #[arg(
+        long,
+        value_name = "SURFACE",
+        global = true,
+        help_heading = "Configuration"
+    )]
     pub surface: Option<SurfaceKind>,
     /// How long a lease lives without a heartbeat (maverick.leaseTtl, default 10m)
     #[arg(long, value_name = "DURATION", value_parser = duration, global = true, help_heading = "Configuration")]
@@ -56,7 +66,12 @@ pub struct GlobalArgs {
     #[arg(long, value_name = "DURATION", value_parser = duration, global = true, help_heading = "Configuration")]
     pub settle_delay: Option<Duration>,
     /// Where worktrees are made (maverick.worktreeDir, default .maverick/worktrees)
-    #[arg(long, value_name = "DIR", global = true, help_heading = "Configuration")]
+    #[arg(
+        long,
+        value_name = "DIR",
+        global = true,
+        help_heading = "Configuration"
+    )]
     pub worktree_dir: Option<PathBuf>,
     /// Agent cycles in flight at once (maverick.dispatchSlots, default 3)
     #[arg(long, value_name = "N", global = true, help_heading = "Configuration")]
@@ -65,7 +80,12 @@ pub struct GlobalArgs {
     #[arg(long, value_name = "DURATION", value_parser = duration, global = true, help_heading = "Configuration")]
     pub dispatch_stale: Option<Duration>,
     /// Logins whose markers count besides members (maverick.trustedAuthors, comma-separated)
-    #[arg(long, value_name = "LOGINS", global = true, help_heading = "Configuration")]
+    #[arg(
+        long,
+        value_name = "LOGINS",
+        global = true,
+        help_heading = "Configuration"
+    )]
     pub trusted_authors: Option<String>,
 }
 
@@ -81,7 +101,10 @@ impl GlobalArgs {
             worktree_dir: self.worktree_dir.clone(),
             dispatch_slots: self.dispatch_slots,
             dispatch_stale: self.dispatch_stale,
-            trusted_authors: self.trusted_authors.as_deref().map(crate::config::split_list),
+            trusted_authors: self
+                .trusted_authors
+                .as_deref()
+                .map(crate::config::split_list),
         }
     }
 }
@@ -101,7 +124,9 @@ pub fn issue_number(text: &str) -> Result<u64, String> {
     let digits = text.strip_prefix('#').unwrap_or(text);
     match digits.parse::<u64>() {
         Ok(n) if n > 0 => Ok(n),
-        _ => Err(format!("{text:?} is not an issue number (write 142 or #142)")),
+        _ => Err(format!(
+            "{text:?} is not an issue number (write 142 or #142)"
+        )),
     }
 }
 

@@ -226,13 +226,21 @@ impl Settings {
             remote_url,
             repo,
             github_api_url,
-            lease_ttl: pick(overrides.lease_ttl, keys.duration("leaseTtl")?, DEFAULT_LEASE_TTL),
+            lease_ttl: pick(
+                overrides.lease_ttl,
+                keys.duration("leaseTtl")?,
+                DEFAULT_LEASE_TTL,
+            ),
             heartbeat_interval: pick(
                 overrides.heartbeat_interval,
                 keys.duration("heartbeatInterval")?,
                 DEFAULT_HEARTBEAT,
             ),
-            settle_delay: pick(overrides.settle_delay, keys.duration("settleDelay")?, settle_default),
+            settle_delay: pick(
+                overrides.settle_delay,
+                keys.duration("settleDelay")?,
+                settle_default,
+            ),
             worktree_dir: overrides
                 .worktree_dir
                 .clone()
@@ -350,7 +358,11 @@ fn resolve_instance(git: &Git, keys: &ConfigKeys) -> Result<String, ConfigError>
             return Ok(id.to_owned());
         }
     }
-    let id = format!("{}-{}", short_hostname(), &crate::markers::new_marker_id()[..8]);
+    let id = format!(
+        "{}-{}",
+        short_hostname(),
+        &crate::markers::new_marker_id()[..8]
+    );
     let io_err = |source| ConfigError::InstanceFile {
         path: path.display().to_string(),
         source,
@@ -396,7 +408,11 @@ mod tests {
             "ssh://git@github.com/acme/widgets.git",
             "ssh://git@github.com:22/acme/widgets",
         ] {
-            assert_eq!(github_repo_of_url(url).as_deref(), Some("acme/widgets"), "{url}");
+            assert_eq!(
+                github_repo_of_url(url).as_deref(),
+                Some("acme/widgets"),
+                "{url}"
+            );
         }
         for url in [
             "/tmp/origin.git",

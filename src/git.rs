@@ -32,7 +32,10 @@ fn stderr_suffix(stderr: &str) -> String {
     if trimmed.is_empty() {
         String::new()
     } else {
-        format!(": {}", trimmed.lines().take(6).collect::<Vec<_>>().join(" / "))
+        format!(
+            ": {}",
+            trimmed.lines().take(6).collect::<Vec<_>>().join(" / ")
+        )
     }
 }
 
@@ -285,9 +288,10 @@ pub fn is_valid_branch_name(name: &str) -> bool {
     {
         return false;
     }
-    !name
-        .chars()
-        .any(|c| c.is_ascii_control() || matches!(c, ' ' | '~' | '^' | ':' | '?' | '*' | '[' | '\\' | '\u{7f}'))
+    !name.chars().any(|c| {
+        c.is_ascii_control()
+            || matches!(c, ' ' | '~' | '^' | ':' | '?' | '*' | '[' | '\\' | '\u{7f}')
+    })
 }
 
 #[cfg(test)]
@@ -296,10 +300,19 @@ mod tests {
 
     #[test]
     fn branch_names() {
-        for ok in ["main", "maverick/142-short-title", "a/b/c/d", "ünïcode/ß", "x.y"] {
+        for ok in [
+            "main",
+            "maverick/142-short-title",
+            "a/b/c/d",
+            "ünïcode/ß",
+            "x.y",
+        ] {
             assert!(is_valid_branch_name(ok), "{ok}");
         }
-        for bad in ["", "-x", "a..b", "a/", "/a", "a.lock", "a b", "a~1", "a^", "a:b", "a?", "a*", "a[", "a\\b", ".hidden", "a/.b", "a@{1}", "@", "a//b", "a\u{1}"] {
+        for bad in [
+            "", "-x", "a..b", "a/", "/a", "a.lock", "a b", "a~1", "a^", "a:b", "a?", "a*", "a[",
+            "a\\b", ".hidden", "a/.b", "a@{1}", "@", "a//b", "a\u{1}",
+        ] {
             assert!(!is_valid_branch_name(bad), "{bad:?}");
         }
     }

@@ -150,7 +150,11 @@ pub fn analyze(issue: &Issue, settings: &Settings, me: &str, now: Timestamp) -> 
     let leases: Vec<&MarkerAt<'_>> = markers
         .iter()
         .filter(|m| m.marker.kind == MarkerKind::Lease)
-        .filter(|m| m.marker.u64_field("generation").is_none_or(|g| g == generation))
+        .filter(|m| {
+            m.marker
+                .u64_field("generation")
+                .is_none_or(|g| g == generation)
+        })
         .collect();
     let released = |claim: &ClaimView| {
         leases.iter().any(|l| {
@@ -164,14 +168,18 @@ pub fn analyze(issue: &Issue, settings: &Settings, me: &str, now: Timestamp) -> 
         .map(|(c, _)| c)
         .filter(|c| c.generation == generation && !released(c))
         .collect();
-    live_claims.sort_by(|a, b| {
-        (a.comment_id, &a.instance_id).cmp(&(b.comment_id, &b.instance_id))
-    });
+    live_claims.sort_by(|a, b| (a.comment_id, &a.instance_id).cmp(&(b.comment_id, &b.instance_id)));
     let labelled = issue.has_label(&settings.labels.in_progress);
-    let holder = if labelled { live_claims.first().map(|c| (*c).clone()) } else { None };
+    let holder = if labelled {
+        live_claims.first().map(|c| (*c).clone())
+    } else {
+        None
+    };
     let my_losing_claim = live_claims
         .iter()
-        .find(|c| c.instance_id == me && holder.as_ref().map(|h| h.comment_id) != Some(c.comment_id))
+        .find(|c| {
+            c.instance_id == me && holder.as_ref().map(|h| h.comment_id) != Some(c.comment_id)
+        })
         .map(|c| (*c).clone());
 
     let (lease, my_lease_comment) = match &holder {
@@ -186,15 +194,20 @@ pub fn analyze(issue: &Issue, settings: &Settings, me: &str, now: Timestamp) -> 
                 .max_by_key(|l| (l.comment.updated_at, l.comment.id));
             match newest {
                 Some(l) => {
-                    let heartbeat_at = l.marker.str_field("heartbeat_at").and_then(Timestamp::parse);
-                    let declared_expiry = l.marker.str_field("expires_at").and_then(Timestamp::parse);
+                    let heartbeat_at = l
+                        .marker
+                        .str_field("heartbeat_at")
+                        .and_then(Timestamp::parse);
+                    let declared_expiry =
+                        l.marker.str_field("expires_at").and_then(Timestamp::parse);
                     // Judge by the surface's own time of the lease comment.
                     let expires_at = match (heartbeat_at, declared_expiry) {
                         (Some(hb), Some(exp)) => l.comment.updated_at.plus(exp.since(hb)),
                         (None, Some(exp)) => exp,
                         _ => l.comment.updated_at.plus(settings.lease_ttl),
                     };
-                    let mine = (h.instance_id == me).then(|| (l.comment.id, l.marker.payload.clone()));
+                    let mine =
+                        (h.instance_id == me).then(|| (l.comment.id, l.marker.payload.clone()));
                     (
                         Some(LeaseView {
                             instance_id: h.instance_id.clone(),
@@ -257,12 +270,25 @@ pub fn analyze(issue: &Issue, settings: &Settings, me: &str, now: Timestamp) -> 
 #[serde(tag = "result", rename_all = "snake_case")]
 pub enum ClaimOutcome {
     /// We hold every issue in scope.
-    Claimed { generation: u64, views: Vec<IssueView>, already_held: bool },
-    Blocked { views: Vec<IssueView> },
-    Held { views: Vec<IssueView> },
-    Stale { views: Vec<IssueView> },
+    Claimed {
+        generation: u64,
+        views: Vec<IssueView>,
+        already_held: bool,
+    },
+    Blocked {
+        views: Vec<IssueView>,
+    },
+    Held {
+        views: Vec<IssueView>,
+    },
+    Stale {
+        views: Vec<IssueView>,
+    },
     /// Another claim was ordered first; ours was released.
-    Lost { winner: Option<String>, views: Vec<IssueView> },
+    Lost {
+        winner: Option<String>,
+        views: Vec<IssueView>,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -310,7 +336,13 @@ impl<'a> Coordinator<'a> {
             .collect())
     }
 
-    fn claim_body(&self, req: &ClaimRequest<'_>, generation: u64, now: Timestamp, prior: Option<&IssueView>) -> String {
+    fn claim_body(
+        &self,
+        req: &ClaimRequest<'_>,
+        generation: u64,
+        now: Timestamp,
+        prior: Option<&IssueView>,
+    ) -> String {
         let mut payload = Map::new();
         payload.insert("instance_id".into(), json!(self.me()));
         payload.insert("host".into(), json!(self.host));
@@ -344,7 +376,13 @@ impl<'a> Coordinator<'a> {
         )
     }
 
-    fn lease_payload(&self, generation: u64, now: Timestamp, marker_id: Option<String>, keep: Option<Map<String, Value>>) -> Map<String, Value> {
+    fn lease_payload(
+        &self,
+        generation: u64,
+        now: Timestamp,
+        marker_id: Option<String>,
+        keep: Option<Map<String, Value>>,
+    ) -> Map<String, Value> {
         let mut payload = keep.unwrap_or_default();
         payload.insert("instance_id".into(), json!(self.me()));
         payload.insert("heartbeat_at".into(), json!(now.to_string()));
@@ -393,7 +431,11 @@ impl<'a> Coordinator<'a> {
             }
             if views.iter().all(|v| v.decision == Decision::Ours) {
                 let generation = views[0].generation;
-                return Ok(ClaimOutcome::Claimed { generation, views, already_held: true });
+                return Ok(ClaimOutcome::Claimed {
+                    generation,
+                    views,
+                    already_held: true,
+                });
             }
             if views.iter().any(|v| v.decision == Decision::Blocked) {
                 return Ok(ClaimOutcome::Blocked { views });
@@ -421,8 +463,10 @@ impl<'a> Coordinator<'a> {
                     }
                 })
                 .collect();
-            let expected: Vec<(u64, u64, Decision)> =
-                views.iter().map(|v| (v.issue, v.generation, v.decision)).collect();
+            let expected: Vec<(u64, u64, Decision)> = views
+                .iter()
+                .map(|v| (v.issue, v.generation, v.decision))
+                .collect();
             let mut guard = |current: &[Issue], now: Timestamp| {
                 current.iter().all(|issue| {
                     let v = analyze(issue, self.settings, self.me(), now);
@@ -453,7 +497,11 @@ impl<'a> Coordinator<'a> {
             .iter()
             .all(|v| v.decision == Decision::Ours && v.generation == generation)
         {
-            return Ok(ClaimOutcome::Claimed { generation, views, already_held: false });
+            return Ok(ClaimOutcome::Claimed {
+                generation,
+                views,
+                already_held: false,
+            });
         }
         let winner = views
             .iter()
@@ -475,12 +523,19 @@ impl<'a> Coordinator<'a> {
                 let ours = v.holder.as_ref().filter(|h| h.instance_id == self.me());
                 let mut ops = Vec::new();
                 if let Some(claim) = ours.or(v.my_losing_claim.as_ref()) {
-                    ops.push(Op::CreateComment(self.release_body(claim.generation, now, reason)));
+                    ops.push(Op::CreateComment(self.release_body(
+                        claim.generation,
+                        now,
+                        reason,
+                    )));
                 }
                 if ours.is_some() {
                     ops.push(Op::RemoveLabel(self.settings.labels.in_progress.clone()));
                 }
-                (!ops.is_empty()).then_some(Write { issue: v.issue, ops })
+                (!ops.is_empty()).then_some(Write {
+                    issue: v.issue,
+                    ops,
+                })
             })
             .collect();
         if !writes.is_empty() {
@@ -490,19 +545,33 @@ impl<'a> Coordinator<'a> {
     }
 
     /// Pushes the lease forward on every issue, or reports the claim lost.
-    pub fn heartbeat(&self, issues: &[u64], generation: Option<u64>) -> Result<HeartbeatOutcome, LeaseError> {
+    pub fn heartbeat(
+        &self,
+        issues: &[u64],
+        generation: Option<u64>,
+    ) -> Result<HeartbeatOutcome, LeaseError> {
         let views = self.read(issues)?;
         let lost: Vec<&IssueView> = views
             .iter()
-            .filter(|v| v.decision != Decision::Ours || generation.is_some_and(|g| g != v.generation))
+            .filter(|v| {
+                v.decision != Decision::Ours || generation.is_some_and(|g| g != v.generation)
+            })
             .collect();
         if !lost.is_empty() {
-            let reason = lost_reason(lost[0], self.me(), generation, &self.settings.labels.in_progress);
+            let reason = lost_reason(
+                lost[0],
+                self.me(),
+                generation,
+                &self.settings.labels.in_progress,
+            );
             // A claim of ours that lost a race nobody saw must not come back
             // to life when the winner releases.
             let losing: Vec<IssueView> = views
                 .iter()
-                .filter(|v| v.my_losing_claim.is_some() && v.holder.as_ref().is_none_or(|h| h.instance_id != self.me()))
+                .filter(|v| {
+                    v.my_losing_claim.is_some()
+                        && v.holder.as_ref().is_none_or(|h| h.instance_id != self.me())
+                })
                 .cloned()
                 .collect();
             self.withdraw(&losing, "lost-race")?;
@@ -515,15 +584,28 @@ impl<'a> Coordinator<'a> {
             .map(|v| {
                 let op = match &v.my_lease_comment {
                     Some((id, payload)) if self.own_comment(v, *id) => {
-                        let marker_id = payload.get("marker_id").and_then(Value::as_str).map(str::to_owned);
+                        let marker_id = payload
+                            .get("marker_id")
+                            .and_then(Value::as_str)
+                            .map(str::to_owned);
                         Op::UpdateComment {
                             id: *id,
-                            body: self.lease_body(self.lease_payload(generation, now, marker_id, Some(payload.clone()))),
+                            body: self.lease_body(self.lease_payload(
+                                generation,
+                                now,
+                                marker_id,
+                                Some(payload.clone()),
+                            )),
                         }
                     }
-                    _ => Op::CreateComment(self.lease_body(self.lease_payload(generation, now, None, None))),
+                    _ => Op::CreateComment(
+                        self.lease_body(self.lease_payload(generation, now, None, None)),
+                    ),
                 };
-                Write { issue: v.issue, ops: vec![op] }
+                Write {
+                    issue: v.issue,
+                    ops: vec![op],
+                }
             })
             .collect();
         let expected = generation;
@@ -538,7 +620,14 @@ impl<'a> Coordinator<'a> {
             let reason = views
                 .iter()
                 .find(|v| v.decision != Decision::Ours || v.generation != expected)
-                .map(|v| lost_reason(v, self.me(), Some(expected), &self.settings.labels.in_progress))
+                .map(|v| {
+                    lost_reason(
+                        v,
+                        self.me(),
+                        Some(expected),
+                        &self.settings.labels.in_progress,
+                    )
+                })
                 .unwrap_or_else(|| "the claim changed while renewing".to_owned());
             return Ok(HeartbeatOutcome::Lost { reason, views });
         }
@@ -547,9 +636,9 @@ impl<'a> Coordinator<'a> {
     }
 
     fn own_comment(&self, view: &IssueView, id: u64) -> bool {
-        view.lease
-            .as_ref()
-            .is_some_and(|l| l.comment_id == Some(id) && l.author.as_deref() == Some(self.surface.me()))
+        view.lease.as_ref().is_some_and(|l| {
+            l.comment_id == Some(id) && l.author.as_deref() == Some(self.surface.me())
+        })
     }
 
     /// Releases the issues this instance holds; never another's claim.
@@ -557,7 +646,11 @@ impl<'a> Coordinator<'a> {
         let views = self.read(issues)?;
         let foreign: Vec<IssueView> = views
             .iter()
-            .filter(|v| v.holder.as_ref().is_some_and(|h| h.instance_id != self.me()))
+            .filter(|v| {
+                v.holder
+                    .as_ref()
+                    .is_some_and(|h| h.instance_id != self.me())
+            })
             .cloned()
             .collect();
         self.withdraw(&views, reason)?;
@@ -567,11 +660,20 @@ impl<'a> Coordinator<'a> {
             .map(|v| v.issue)
             .collect();
         let views = self.read(issues)?;
-        Ok(ReleaseOutcome { released, foreign, views })
+        Ok(ReleaseOutcome {
+            released,
+            foreign,
+            views,
+        })
     }
 
     /// Adds or removes labels (block/unblock and `label`).
-    pub fn relabel(&self, issue: u64, add: &[String], remove: &[String]) -> Result<Vec<String>, LeaseError> {
+    pub fn relabel(
+        &self,
+        issue: u64,
+        add: &[String],
+        remove: &[String],
+    ) -> Result<Vec<String>, LeaseError> {
         let mut ops = Vec::new();
         if !add.is_empty() {
             ops.push(Op::AddLabels(add.to_vec()));
@@ -602,8 +704,14 @@ fn lost_reason(view: &IssueView, me: &str, generation: Option<u64>, label: &str)
 #[derive(Clone, Debug, Serialize)]
 #[serde(tag = "result", rename_all = "snake_case")]
 pub enum HeartbeatOutcome {
-    Renewed { generation: u64, views: Vec<IssueView> },
-    Lost { reason: String, views: Vec<IssueView> },
+    Renewed {
+        generation: u64,
+        views: Vec<IssueView>,
+    },
+    Lost {
+        reason: String,
+        views: Vec<IssueView>,
+    },
 }
 
 #[derive(Clone, Debug, Serialize)]

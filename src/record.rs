@@ -175,7 +175,10 @@ fn read_record(path: &Path) -> Result<Option<ClaimRecord>, RecordError> {
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("record");
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("record");
     let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
     let mut file = std::fs::File::create(&tmp)?;
     file.write_all(bytes)?;

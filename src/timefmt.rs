@@ -48,7 +48,12 @@ impl Timestamp {
                 None
             }
         };
-        if b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') || b[13] != b':' || b[16] != b':' {
+        if b[4] != b'-'
+            || b[7] != b'-'
+            || !matches!(b[10], b'T' | b't' | b' ')
+            || b[13] != b':'
+            || b[16] != b':'
+        {
             return None;
         }
         let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
@@ -195,10 +200,20 @@ mod tests {
     #[test]
     fn parses_offsets_and_fractions() {
         let base = Timestamp::parse("2026-04-23T10:15:00Z").unwrap();
-        assert_eq!(Timestamp::parse("2026-04-23T10:15:00.123456+00:00"), Some(base));
+        assert_eq!(
+            Timestamp::parse("2026-04-23T10:15:00.123456+00:00"),
+            Some(base)
+        );
         assert_eq!(Timestamp::parse("2026-04-23T12:15:00+02:00"), Some(base));
         assert_eq!(Timestamp::parse("2026-04-23T09:15:00-01:00"), Some(base));
-        for bad in ["", "2026-04-23", "2026-13-01T00:00:00Z", "2026-04-23T10:15:00", "2026-04-23T10:15:00.Z", "２０２６-04-23T10:15:00Z"] {
+        for bad in [
+            "",
+            "2026-04-23",
+            "2026-13-01T00:00:00Z",
+            "2026-04-23T10:15:00",
+            "2026-04-23T10:15:00.Z",
+            "２０２６-04-23T10:15:00Z",
+        ] {
             assert_eq!(Timestamp::parse(bad), None, "{bad}");
         }
     }

@@ -6,7 +6,9 @@ use serde_json::json;
 use super::{Context, Outcome};
 use crate::cli::{issue_list, issue_number, GlobalArgs};
 use crate::error::{CommandError, Exit};
-use crate::lease::{ClaimOutcome, ClaimRequest, Coordinator, Decision, HeartbeatOutcome, IssueView};
+use crate::lease::{
+    ClaimOutcome, ClaimRequest, Coordinator, Decision, HeartbeatOutcome, IssueView,
+};
 use crate::record::ClaimRecord;
 use crate::timefmt::format_duration;
 
@@ -139,8 +141,18 @@ pub fn run(global: &GlobalArgs, args: CoordArgs) -> Result<Outcome, CommandError
         CoordCommand::Takeover(a) => claim(&ctx, &coord, a.issue, a.scope, a.branch, true),
         CoordCommand::Heartbeat(a) => heartbeat(&ctx, &coord, a.issue),
         CoordCommand::Release(a) => release(&ctx, &coord, a.issue, a.reason),
-        CoordCommand::Block(a) => relabel(&coord, a.issue, vec![ctx.settings.labels.blocked_by(a.by)], vec![]),
-        CoordCommand::Unblock(a) => relabel(&coord, a.issue, vec![], vec![ctx.settings.labels.blocked_by(a.by)]),
+        CoordCommand::Block(a) => relabel(
+            &coord,
+            a.issue,
+            vec![ctx.settings.labels.blocked_by(a.by)],
+            vec![],
+        ),
+        CoordCommand::Unblock(a) => relabel(
+            &coord,
+            a.issue,
+            vec![],
+            vec![ctx.settings.labels.blocked_by(a.by)],
+        ),
         CoordCommand::Label(LabelCommand::Add(a)) => relabel(&coord, a.issue, a.labels, vec![]),
         CoordCommand::Label(LabelCommand::Remove(a)) => relabel(&coord, a.issue, vec![], a.labels),
     }
@@ -162,7 +174,9 @@ pub fn describe(view: &IssueView) -> String {
     let who = holder.map_or("nobody", |h| h.instance_id.as_str());
     let generation = view.generation;
     let expiry = match (view.expires_at, crate::lease::remaining(view)) {
-        (Some(at), Some(left)) if !left.is_zero() => format!("lease until {at} ({} left)", format_duration(left)),
+        (Some(at), Some(left)) if !left.is_zero() => {
+            format!("lease until {at} ({} left)", format_duration(left))
+        }
         (Some(at), _) => format!("lease expired at {at}"),
         _ => String::new(),
     };
@@ -171,10 +185,16 @@ pub fn describe(view: &IssueView) -> String {
         Decision::Ours => format!("#{n}: ours (generation {generation}), {expiry}"),
         Decision::Blocked => format!(
             "#{n}: blocked by {}",
-            view.blocked_by.iter().map(|b| format!("#{b}")).collect::<Vec<_>>().join(", ")
+            view.blocked_by
+                .iter()
+                .map(|b| format!("#{b}"))
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
         Decision::Held => format!("#{n}: held by {who} (generation {generation}), {expiry}"),
-        Decision::Stale => format!("#{n}: held by {who} (generation {generation}) but stale: {expiry}"),
+        Decision::Stale => {
+            format!("#{n}: held by {who} (generation {generation}) but stale: {expiry}")
+        }
     }
 }
 
@@ -186,8 +206,12 @@ fn read(ctx: &Context, coord: &Coordinator<'_>, issue: u64) -> Result<Outcome, C
     json["surface"] = json!(ctx.settings.surface);
     let mut outcome = Outcome::new(exit, json).line(describe(&view));
     outcome = match view.decision {
-        Decision::Held => outcome.note("hint: someone else is working on this issue; pick another or wait"),
-        Decision::Stale => outcome.note(format!("hint: take it over with `git maverick coord takeover {issue}`")),
+        Decision::Held => {
+            outcome.note("hint: someone else is working on this issue; pick another or wait")
+        }
+        Decision::Stale => outcome.note(format!(
+            "hint: take it over with `git maverick coord takeover {issue}`"
+        )),
         Decision::Blocked => outcome.note("hint: work on the blocking issues first"),
         _ => outcome,
     };
@@ -214,7 +238,11 @@ fn claim(
             issues.push(n);
         }
     }
-    let request = ClaimRequest { issues: issues.clone(), branch: branch.as_deref(), takeover };
+    let request = ClaimRequest {
+        issues: issues.clone(),
+        branch: branch.as_deref(),
+        takeover,
+    };
     let outcome = coord.claim(&request)?;
     let json = serde_json::to_value(&outcome).expect("outcome serializes");
     Ok(match outcome {
@@ -315,7 +343,12 @@ fn heartbeat(ctx: &Context, coord: &Coordinator<'_>, issue: u64) -> Result<Outco
     })
 }
 
-fn release(ctx: &Context, coord: &Coordinator<'_>, issue: u64, reason: ReleaseReason) -> Result<Outcome, CommandError> {
+fn release(
+    ctx: &Context,
+    coord: &Coordinator<'_>,
+    issue: u64,
+    reason: ReleaseReason,
+) -> Result<Outcome, CommandError> {
     let (issues, _) = scope_of(ctx, issue)?;
     let outcome = coord.release(&issues, reason.as_str())?;
     let store = ctx.claims()?;
@@ -332,7 +365,10 @@ fn release(ctx: &Context, coord: &Coordinator<'_>, issue: u64, reason: ReleaseRe
     }
     let mut o = Outcome::new(Exit::Ok, json);
     if outcome.released.is_empty() {
-        o = o.line(format!("#{issue}: nothing to release (not held by {})", ctx.settings.instance));
+        o = o.line(format!(
+            "#{issue}: nothing to release (not held by {})",
+            ctx.settings.instance
+        ));
     }
     for n in &outcome.released {
         o = o.line(format!("released #{n} ({})", reason.as_str()));
@@ -340,11 +376,30 @@ fn release(ctx: &Context, coord: &Coordinator<'_>, issue: u64, reason: ReleaseRe
     Ok(o)
 }
 
-fn relabel(coord: &Coordinator<'_>, issue: u64, add: Vec<String>, remove: Vec<String>) -> Result<Outcome, CommandError> {
-    if let Some(bad) = add.iter().chain(&remove).find(|l| l.trim().is_empty() || l.len() > 50) {
-        return Err(CommandError::usage(format!("{bad:?} is not a usable label name (1 to 50 characters)")));
+fn relabel(
+    coord: &Coordinator<'_>,
+    issue: u64,
+    add: Vec<String>,
+    remove: Vec<String>,
+) -> Result<Outcome, CommandError> {
+    if let Some(bad) = add
+        .iter()
+        .chain(&remove)
+        .find(|l| l.trim().is_empty() || l.len() > 50)
+    {
+        return Err(CommandError::usage(format!(
+            "{bad:?} is not a usable label name (1 to 50 characters)"
+        )));
     }
     let labels = coord.relabel(issue, &add, &remove)?;
-    Ok(Outcome::new(Exit::Ok, json!({"issue": issue, "labels": labels}))
-        .line(format!("#{issue}: labels {}", if labels.is_empty() { "(none)".to_owned() } else { labels.join(", ") })))
+    Ok(
+        Outcome::new(Exit::Ok, json!({"issue": issue, "labels": labels})).line(format!(
+            "#{issue}: labels {}",
+            if labels.is_empty() {
+                "(none)".to_owned()
+            } else {
+                labels.join(", ")
+            }
+        )),
+    )
 }

@@ -55,7 +55,10 @@ pub fn main(args: Vec<OsString>) -> u8 {
         Ok(cli) => cli,
         Err(err) => {
             use clap::error::ErrorKind;
-            if matches!(err.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+            if matches!(
+                err.kind(),
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
+            ) {
                 let _ = err.print();
                 return 0;
             }
@@ -145,8 +148,9 @@ impl Context {
             .map_err(|e| CommandError::tool(format!("cannot read the current directory: {e}")))?;
         let git = Git::new(cwd);
         if git.cmd(["rev-parse", "--git-dir"]).output_unchecked()?.code != Some(0) {
-            return Err(CommandError::tool("not inside a git repository")
-                .hint("run git maverick from a clone of the project (cd into it, or `git clone URL`)"));
+            return Err(CommandError::tool("not inside a git repository").hint(
+                "run git maverick from a clone of the project (cd into it, or `git clone URL`)",
+            ));
         }
         let settings = Settings::load(&git, &global.overrides())?;
         Ok(Context { git, settings })

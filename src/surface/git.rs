@@ -69,7 +69,13 @@ impl GitSurface {
     pub fn new(git: Git, remote: &str, remote_url: &str, me: &str) -> GitSurface {
         let safe_remote: String = remote
             .chars()
-            .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '-' })
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '-'
+                }
+            })
             .collect();
         GitSurface {
             git,
@@ -148,11 +154,18 @@ impl GitSurface {
         }
         let mut input = names.join("\n");
         input.push('\n');
-        let out = self.git.cmd(["cat-file", "--batch"]).stdin(input).output()?;
+        let out = self
+            .git
+            .cmd(["cat-file", "--batch"])
+            .stdin(input)
+            .output()?;
         let mut rest = &out.stdout[..];
         let mut found = Vec::with_capacity(names.len());
         for name in names {
-            let newline = rest.iter().position(|b| *b == b'\n').ok_or_else(|| corrupt("cat-file", "short output"))?;
+            let newline = rest
+                .iter()
+                .position(|b| *b == b'\n')
+                .ok_or_else(|| corrupt("cat-file", "short output"))?;
             let header = String::from_utf8_lossy(&rest[..newline]).into_owned();
             rest = &rest[newline + 1..];
             if header.ends_with(" missing") || header.ends_with(" ambiguous") {
@@ -173,11 +186,18 @@ impl GitSurface {
         Ok(found)
     }
 
-    fn read_issues(&self, commit: Option<&str>, numbers: &[u64]) -> Result<Vec<StoredIssue>, SurfaceError> {
+    fn read_issues(
+        &self,
+        commit: Option<&str>,
+        numbers: &[u64],
+    ) -> Result<Vec<StoredIssue>, SurfaceError> {
         let Some(commit) = commit else {
             return Ok(numbers.iter().map(|&n| StoredIssue::empty(n)).collect());
         };
-        let names: Vec<String> = numbers.iter().map(|n| format!("{commit}:{}", issue_file(*n))).collect();
+        let names: Vec<String> = numbers
+            .iter()
+            .map(|n| format!("{commit}:{}", issue_file(*n)))
+            .collect();
         let blobs = self.cat_files(&names)?;
         numbers
             .iter()
@@ -190,7 +210,11 @@ impl GitSurface {
     }
 
     fn hash_blob(&self, bytes: Vec<u8>) -> Result<String, SurfaceError> {
-        Ok(self.git.cmd(["hash-object", "-w", "--stdin"]).stdin(bytes).read()?)
+        Ok(self
+            .git
+            .cmd(["hash-object", "-w", "--stdin"])
+            .stdin(bytes)
+            .read()?)
     }
 
     /// Builds the child commit of `snapshot` with the changed files.
@@ -247,7 +271,12 @@ impl GitSurface {
             return Ok(true);
         }
         let said = format!("{}\n{}", String::from_utf8_lossy(&out.stdout), out.stderr);
-        if said.contains("stale info") || said.contains("fetch first") || said.contains("non-fast-forward") || said.contains("cannot lock ref") || said.contains("failed to update ref") {
+        if said.contains("stale info")
+            || said.contains("fetch first")
+            || said.contains("non-fast-forward")
+            || said.contains("cannot lock ref")
+            || said.contains("failed to update ref")
+        {
             return Ok(false);
         }
         if said.contains("remote rejected") || said.contains("[rejected]") {
@@ -372,11 +401,12 @@ fn apply_op(
         }
         Op::UpdateComment { id, body } => {
             let number = issue.number;
-            let index = issue
-                .comments
-                .iter()
-                .position(|c| c.id == *id)
-                .ok_or(SurfaceError::NoSuchComment { issue: number, id: *id })?;
+            let index = issue.comments.iter().position(|c| c.id == *id).ok_or(
+                SurfaceError::NoSuchComment {
+                    issue: number,
+                    id: *id,
+                },
+            )?;
             issue.comments[index].body = body.clone();
             issue.comments[index].updated_at = now.to_string();
             Applied::Comment(issue.to_issue().comments.swap_remove(index))
@@ -386,7 +416,10 @@ fn apply_op(
 
 impl Surface for GitSurface {
     fn describe(&self) -> String {
-        format!("git surface: {SURFACE_REF} on {} ({})", self.remote, self.remote_url)
+        format!(
+            "git surface: {SURFACE_REF} on {} ({})",
+            self.remote, self.remote_url
+        )
     }
 
     fn now(&self) -> Result<Timestamp, SurfaceError> {
@@ -406,17 +439,28 @@ impl Surface for GitSurface {
             .collect())
     }
 
-    fn list(&self, labels: &[&str], include_closed: bool) -> Result<Vec<IssueSummary>, SurfaceError> {
+    fn list(
+        &self,
+        labels: &[&str],
+        include_closed: bool,
+    ) -> Result<Vec<IssueSummary>, SurfaceError> {
         let Some(commit) = self.fetch()? else {
             return Ok(Vec::new());
         };
-        let listing = self.git.cmd(["ls-tree", "--name-only", "-z"]).arg(&commit).output()?;
+        let listing = self
+            .git
+            .cmd(["ls-tree", "--name-only", "-z"])
+            .arg(&commit)
+            .output()?;
         let mut numbers: Vec<u64> = listing
             .stdout
             .split(|b| *b == 0)
             .filter_map(|name| {
                 let name = std::str::from_utf8(name).ok()?;
-                name.strip_prefix("issue-")?.strip_suffix(".json")?.parse().ok()
+                name.strip_prefix("issue-")?
+                    .strip_suffix(".json")?
+                    .parse()
+                    .ok()
             })
             .collect();
         numbers.sort_unstable();
@@ -478,7 +522,11 @@ impl Surface for GitSurface {
             }
             let message = format!(
                 "maverick: {} by {}",
-                numbers.iter().map(|n| format!("#{n}")).collect::<Vec<_>>().join(" "),
+                numbers
+                    .iter()
+                    .map(|n| format!("#{n}"))
+                    .collect::<Vec<_>>()
+                    .join(" "),
                 self.me
             );
             let new = self.commit_files(&snapshot, &files, &message)?;

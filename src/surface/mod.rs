@@ -54,7 +54,10 @@ pub enum Op {
     /// Removing a label that is not there is success.
     RemoveLabel(String),
     CreateComment(String),
-    UpdateComment { id: u64, body: String },
+    UpdateComment {
+        id: u64,
+        body: String,
+    },
     Assign(Vec<String>),
     Unassign(Vec<String>),
 }
@@ -88,7 +91,9 @@ pub enum SurfaceError {
     NoSuchIssue(u64),
     #[error("comment {id} is not on issue #{issue}")]
     NoSuchComment { issue: u64, id: u64 },
-    #[error("the remote kept rejecting maverick's update of {refname} ({attempts} attempts): {last}")]
+    #[error(
+        "the remote kept rejecting maverick's update of {refname} ({attempts} attempts): {last}"
+    )]
     Contended {
         refname: String,
         attempts: u32,
@@ -117,7 +122,11 @@ pub trait Surface {
     fn issues(&self, numbers: &[u64]) -> Result<Vec<Issue>, SurfaceError>;
 
     /// Open (or all) issues and pull requests carrying every label given.
-    fn list(&self, labels: &[&str], include_closed: bool) -> Result<Vec<IssueSummary>, SurfaceError>;
+    fn list(
+        &self,
+        labels: &[&str],
+        include_closed: bool,
+    ) -> Result<Vec<IssueSummary>, SurfaceError>;
 
     /// Applies the writes if `guard` (when given) allows; `Ok(None)` when it did not.
     fn write(
@@ -135,7 +144,9 @@ pub trait Surface {
         let applied = self.write_unguarded(issue, vec![Op::CreateComment(body)])?;
         match applied.into_iter().next() {
             Some(Applied::Comment(c)) => Ok(c),
-            _ => Err(SurfaceError::Other("the surface did not return the new comment".into())),
+            _ => Err(SurfaceError::Other(
+                "the surface did not return the new comment".into(),
+            )),
         }
     }
 
@@ -143,7 +154,9 @@ pub trait Surface {
         let applied = self.write_unguarded(issue, vec![Op::UpdateComment { id, body }])?;
         match applied.into_iter().next() {
             Some(Applied::Comment(c)) => Ok(c),
-            _ => Err(SurfaceError::Other("the surface did not return the comment".into())),
+            _ => Err(SurfaceError::Other(
+                "the surface did not return the comment".into(),
+            )),
         }
     }
 

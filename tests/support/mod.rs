@@ -1,0 +1,232 @@
+//! The test environment: the real `git-maverick` binary against real git
+//! repositories (a bare origin and clones in a temp dir), hermetic like jj's
+//! `TestEnvironment`: fake HOME, no global or system git config, fixed dates,
+//! UTC, C locale, and none of the caller's maverick or GitHub variables.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_git-maverick");
+
+/// Variables from the caller's environment that must not reach a test.
+const SCRUBBED: &[&str] = &[
+    "MAVERICK_INSTANCE",
+    "MAVERICK_INSTANCE_ID",
+    "CLAUDE_CODE_SESSION_ID",
+    "GH_TOKEN",
+    "GITHUB_TOKEN",
+    "GITHUB_API_URL",
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_TRACE",
+    "GIT_TRACE2",
+    "GIT_ASKPASS",
+    "SSH_ASKPASS",
+    "XDG_CONFIG_HOME",
+];
+
+pub struct TestEnv {
+    pub root: tempfile::TempDir,
+    pub origin: PathBuf,
+    home: PathBuf,
+}
+
+impl Default for TestEnv {
+    fn default() -> Self {
+        TestEnv::new()
+    }
+}
+
+impl TestEnv {
+    /// A bare `origin` with one commit on `main`.
+    pub fn new() -> TestEnv {
+        let root = tempfile::Builder::new()
+            .prefix("maverick-test-")
+            .tempdir()
+            .expect("temp dir");
+        let home = root.path().join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        let origin = root.path().join("origin.git");
+        let env = TestEnv { root, origin, home };
+        env.git_in(env.root.path(), &["init", "--quiet", "--bare", "--initial-branch=main", "origin.git"]);
+        let seed = env.root.path().join("seed");
+        env.git_in(env.root.path(), &["init", "--quiet", "--initial-branch=main", "seed"]);
+        std::fs::write(seed.join("README.md"), "# project\n").unwrap();
+        env.git_in(&seed, &["add", "README.md"]);
+        env.git_in(&seed, &["commit", "--quiet", "-m", "chore: initial commit"]);
+        env.git_in(&seed, &["push", "--quiet", env.origin.to_str().unwrap(), "main"]);
+        std::fs::remove_dir_all(&seed).unwrap();
+        env
+    }
+
+    pub fn path(&self) -> &Path {
+        self.root.path()
+    }
+
+    /// The hermetic environment every git and maverick process gets.
+    pub fn apply_env(&self, cmd: &mut Command) {
+        for var in SCRUBBED {
+            cmd.env_remove(var);
+        }
+        cmd.env("HOME", &self.home)
+            .env("GIT_CONFIG_GLOBAL", self.home.join(".gitconfig-none"))
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_AUTHOR_NAME", "Test Author")
+            .env("GIT_AUTHOR_EMAIL", "author@example.com")
+            .env("GIT_COMMITTER_NAME", "Test Committer")
+            .env("GIT_COMMITTER_EMAIL", "committer@example.com")
+            .env("GIT_AUTHOR_DATE", "2026-11-30T10:00:00Z")
+            .env("GIT_COMMITTER_DATE", "2026-11-30T10:00:00Z")
+            .env("TZ", "UTC")
+            .env("LC_ALL", "C")
+            .env("LANG", "C")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null());
+    }
+
+    pub fn git_in(&self, dir: &Path, args: &[&str]) -> String {
+        let out = self.git_output_in(dir, args);
+        assert!(
+            out.status.success(),
+            "git {args:?} in {} failed: {}",
+            dir.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim_end().to_owned()
+    }
+
+    pub fn git_output_in(&self, dir: &Path, args: &[&str]) -> Output {
+        let mut cmd = Command::new("git");
+        cmd.args(args).current_dir(dir);
+        self.apply_env(&mut cmd);
+        cmd.output().expect("git runs")
+    }
+
+    /// A clone of origin named `name`, whose maverick instance is `name`.
+    pub fn clone(&self, name: &str) -> Repo {
+        self.git_in(self.root.path(), &["clone", "--quiet", self.origin.to_str().unwrap(), name]);
+        Repo {
+            env: self,
+            dir: self.root.path().join(name),
+            instance: name.to_owned(),
+        }
+    }
+
+    /// The surface's state of one issue as stored on origin (git surface).
+    pub fn stored_issue(&self, issue: u64) -> Option<Value> {
+        let out = self.git_output_in(
+            &self.origin,
+            &["show", &format!("refs/maverick/issues:issue-{issue}.json")],
+        );
+        out.status
+            .success()
+            .then(|| serde_json::from_slice(&out.stdout).expect("stored issue is JSON"))
+    }
+
+    /// The commit of origin's surface ref, if any.
+    pub fn surface_head(&self) -> Option<String> {
+        let out = self.git_output_in(&self.origin, &["rev-parse", "--verify", "--quiet", "refs/maverick/issues"]);
+        out.status.success().then(|| String::from_utf8(out.stdout).unwrap().trim().to_owned())
+    }
+}
+
+pub struct Repo<'a> {
+    pub env: &'a TestEnv,
+    pub dir: PathBuf,
+    pub instance: String,
+}
+
+impl Repo<'_> {
+    pub fn git(&self, args: &[&str]) -> String {
+        self.env.git_in(&self.dir, args)
+    }
+
+    pub fn git_output(&self, args: &[&str]) -> Output {
+        self.env.git_output_in(&self.dir, args)
+    }
+
+    /// `git maverick ARGS` as this clone's instance.
+    pub fn maverick(&self, args: &[&str]) -> Run {
+        self.maverick_as(&self.instance, args)
+    }
+
+    pub fn maverick_as(&self, instance: &str, args: &[&str]) -> Run {
+        let mut cmd = self.maverick_command(args);
+        cmd.env("MAVERICK_INSTANCE", instance);
+        Run::from_output(args, cmd.output().expect("git-maverick runs"))
+    }
+
+    /// The command, hermetic, without an instance id: for tests that set
+    /// their own environment or spawn it themselves.
+    pub fn maverick_command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(BIN);
+        cmd.args(args).current_dir(&self.dir);
+        self.env.apply_env(&mut cmd);
+        cmd
+    }
+
+    pub fn write_file(&self, path: &str, content: &str) {
+        let full = self.dir.join(path);
+        std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+        std::fs::write(full, content).unwrap();
+    }
+
+    /// Writes, stages and commits one file; returns the new head.
+    pub fn commit_file(&self, path: &str, content: &str, message: &str) -> String {
+        self.write_file(path, content);
+        self.git(&["add", path]);
+        self.git(&["commit", "--quiet", "-m", message]);
+        self.git(&["rev-parse", "HEAD"])
+    }
+}
+
+/// A finished `git-maverick` process.
+#[derive(Debug)]
+pub struct Run {
+    pub args: Vec<String>,
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    pub fn from_output(args: &[&str], out: Output) -> Run {
+        Run {
+            args: args.iter().map(|s| s.to_string()).collect(),
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    #[track_caller]
+    pub fn expect(&self, code: i32) -> &Run {
+        assert_eq!(
+            self.code, code,
+            "git maverick {:?} exited {} (wanted {code})\n--- stdout\n{}\n--- stderr\n{}",
+            self.args, self.code, self.stdout, self.stderr
+        );
+        self
+    }
+
+    /// The one JSON object a `--json` run prints.
+    #[track_caller]
+    pub fn json(&self) -> Value {
+        let trimmed = self.stdout.trim();
+        assert_eq!(trimmed.lines().count(), 1, "want exactly one JSON line, got:\n{}", self.stdout);
+        let value: Value = serde_json::from_str(trimmed)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}", self.stdout));
+        assert!(value.is_object(), "stdout is not a JSON object: {value}");
+        assert_eq!(value["exit_code"], self.code, "exit_code field disagrees with the exit status");
+        value
+    }
+
+    /// What a person saw, for snapshots: both streams and the exit status.
+    pub fn screen(&self) -> String {
+        format!("{}{}[exit status: {}]\n", self.stdout, self.stderr, self.code)
+    }
+}
