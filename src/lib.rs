@@ -11,6 +11,7 @@ pub mod error;
 pub mod git;
 pub mod lease;
 pub mod markers;
+pub mod push;
 pub mod record;
 pub mod surface;
 pub mod timefmt;

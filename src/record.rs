@@ -186,3 +186,81 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     drop(file);
     std::fs::rename(&tmp, path)
 }
+
+/// The remote head of a managed branch as this clone's writer last saw it
+/// (SPEC 8): recorded when it claimed, created or resumed the worktree, or
+/// made its own last push. A plain fetch does not move it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BranchRecord {
+    pub branch: String,
+    /// The remote's head, `None` when the branch did not exist there yet.
+    pub last_seen: Option<String>,
+    #[serde(default)]
+    pub issue: Option<u64>,
+    #[serde(default)]
+    pub instance_id: Option<String>,
+    pub updated_at: String,
+}
+
+/// The last-seen records of one clone, one file per branch.
+#[derive(Clone, Debug)]
+pub struct BranchStore {
+    root: PathBuf,
+}
+
+impl BranchStore {
+    pub fn new(common_dir: &Path) -> BranchStore {
+        BranchStore {
+            root: common_dir.join("maverick").join("branches"),
+        }
+    }
+
+    /// Branch names may hold anything git allows; file names hold only hex.
+    fn path(&self, branch: &str) -> PathBuf {
+        let hex: String = branch.bytes().map(|b| format!("{b:02x}")).collect();
+        self.root.join(format!("{hex}.json"))
+    }
+
+    pub fn get(&self, branch: &str) -> Result<Option<BranchRecord>, RecordError> {
+        let path = self.path(branch);
+        match std::fs::read(&path) {
+            Ok(bytes) => {
+                serde_json::from_slice(&bytes)
+                    .map(Some)
+                    .map_err(|e| RecordError::Damaged {
+                        path,
+                        detail: e.to_string(),
+                    })
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(source) => Err(RecordError::Io {
+                action: "read",
+                path,
+                source,
+            }),
+        }
+    }
+
+    pub fn set(&self, record: &BranchRecord) -> Result<(), RecordError> {
+        let path = self.path(&record.branch);
+        let mut bytes = serde_json::to_vec_pretty(record).expect("plain data serializes");
+        bytes.push(b'\n');
+        write_atomically(&path, &bytes).map_err(|source| RecordError::Io {
+            action: "write",
+            path,
+            source,
+        })
+    }
+
+    pub fn remove(&self, branch: &str) -> Result<(), RecordError> {
+        let path = self.path(branch);
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(RecordError::Io {
+                action: "remove",
+                path,
+                source: e,
+            }),
+            _ => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,95 @@
+//! Maverick's own pushes (SPEC 8): a compare-and-swap that the remote itself
+//! enforces. `git push --force-with-lease=<ref>:<last seen>` with a
+//! non-forced refspec: the push goes through only if the remote's head is
+//! still the one this writer last saw, and only as a fast-forward. A
+//! rejection is a collision, never retried by merging.
+
+use crate::git::{Git, GitError};
+use crate::record::{BranchRecord, BranchStore, RecordError};
+use crate::timefmt::Timestamp;
+
+#[derive(Debug, thiserror::Error)]
+pub enum PushError {
+    #[error(
+        "the remote's {branch} is no longer at {}: someone else pushed to it ({detail})",
+        .expected.as_deref().unwrap_or("(absent)")
+    )]
+    Collision {
+        branch: String,
+        expected: Option<String>,
+        detail: String,
+    },
+    #[error("the push of {branch} was refused: {reason}")]
+    Refused { branch: String, reason: String },
+    #[error(transparent)]
+    Git(#[from] GitError),
+    #[error(transparent)]
+    Record(#[from] RecordError),
+}
+
+/// Pushes `rev` to `refs/heads/<branch>` on `remote` if the remote is still
+/// at `expected` (`None`: the branch must not exist yet), then records the
+/// new head as last seen. Returns the pushed commit.
+pub fn cas_push(
+    git: &Git,
+    remote: &str,
+    rev: &str,
+    branch: &str,
+    expected: Option<&str>,
+    issue: Option<u64>,
+    instance: &str,
+) -> Result<String, PushError> {
+    let sha = git.read([
+        "rev-parse",
+        "--verify",
+        "--end-of-options",
+        &format!("{rev}^{{commit}}"),
+    ])?;
+    let target = format!("refs/heads/{branch}");
+    let lease = format!("--force-with-lease={target}:{}", expected.unwrap_or(""));
+    let out = git
+        .cmd(["push", "--porcelain", &lease, "--end-of-options", remote])
+        .arg(format!("{sha}:{target}"))
+        .output_unchecked()?;
+    if !out.success() {
+        let said = format!("{}\n{}", String::from_utf8_lossy(&out.stdout), out.stderr);
+        let status_line = said
+            .lines()
+            .find(|l| l.starts_with('!'))
+            .map(|l| l.split('\t').last().unwrap_or(l).trim().to_owned());
+        return Err(match status_line {
+            Some(line)
+                if line.contains("stale info")
+                    || line.contains("fetch first")
+                    || line.contains("non-fast-forward") =>
+            {
+                PushError::Collision {
+                    branch: branch.to_owned(),
+                    expected: expected.map(str::to_owned),
+                    detail: line,
+                }
+            }
+            Some(line) => PushError::Refused {
+                branch: branch.to_owned(),
+                reason: line,
+            },
+            None => PushError::Refused {
+                branch: branch.to_owned(),
+                reason: out
+                    .stderr
+                    .lines()
+                    .filter(|l| !l.trim().is_empty())
+                    .collect::<Vec<_>>()
+                    .join(" / "),
+            },
+        });
+    }
+    BranchStore::new(&git.common_dir()?).set(&BranchRecord {
+        branch: branch.to_owned(),
+        last_seen: Some(sha.clone()),
+        issue,
+        instance_id: Some(instance.to_owned()),
+        updated_at: Timestamp::now().to_string(),
+    })?;
+    Ok(sha)
+}
