@@ -56,7 +56,7 @@ pub fn cas_push(
         let status_line = said
             .lines()
             .find(|l| l.starts_with('!'))
-            .map(|l| l.split('\t').last().unwrap_or(l).trim().to_owned());
+            .map(|l| l.rsplit('\t').next().unwrap_or(l).trim().to_owned());
         return Err(match status_line {
             Some(line)
                 if line.contains("stale info")
