@@ -130,15 +130,6 @@ pub fn issue_number(text: &str) -> Result<u64, String> {
     }
 }
 
-/// Issue numbers separated by commas: `140,142` or `#140,#142`.
-pub fn issue_list(text: &str) -> Result<Vec<u64>, String> {
-    text.split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(issue_number)
-        .collect()
-}
-
 pub fn command() -> clap::Command {
     <Cli as clap::CommandFactory>::command()
 }

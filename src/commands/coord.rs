@@ -4,7 +4,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use serde_json::json;
 
 use super::{Context, Outcome};
-use crate::cli::{issue_list, issue_number, GlobalArgs};
+use crate::cli::{issue_number, GlobalArgs};
 use crate::error::{CommandError, Exit};
 use crate::lease::{
     ClaimOutcome, ClaimRequest, Coordinator, Decision, HeartbeatOutcome, IssueView,
@@ -53,8 +53,8 @@ pub struct ClaimArgs {
     #[arg(value_parser = issue_number)]
     pub issue: u64,
     /// More issues claimed with it: a wave of stories, or an epic's stories
-    #[arg(long, value_name = "N,N,...", value_parser = issue_list)]
-    pub scope: Option<Vec<u64>>,
+    #[arg(long, value_name = "N,N,...", value_delimiter = ',', value_parser = issue_number)]
+    pub scope: Vec<u64>,
     /// The branch this claim writes to (the pre-push hook guards it)
     #[arg(long, value_name = "BRANCH")]
     pub branch: Option<String>,
@@ -69,8 +69,8 @@ pub struct TakeoverArgs {
     #[arg(value_parser = issue_number)]
     pub issue: u64,
     /// More issues taken over with it
-    #[arg(long, value_name = "N,N,...", value_parser = issue_list)]
-    pub scope: Option<Vec<u64>>,
+    #[arg(long, value_name = "N,N,...", value_delimiter = ',', value_parser = issue_number)]
+    pub scope: Vec<u64>,
     /// The branch this claim writes to
     #[arg(long, value_name = "BRANCH")]
     pub branch: Option<String>,
@@ -222,7 +222,7 @@ fn claim(
     ctx: &Context,
     coord: &Coordinator<'_>,
     issue: u64,
-    scope: Option<Vec<u64>>,
+    scope: Vec<u64>,
     branch: Option<String>,
     takeover: bool,
 ) -> Result<Outcome, CommandError> {
@@ -233,7 +233,7 @@ fn claim(
         }
     }
     let mut issues = vec![issue];
-    for n in scope.unwrap_or_default() {
+    for n in scope {
         if !issues.contains(&n) {
             issues.push(n);
         }

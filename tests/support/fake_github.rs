@@ -15,7 +15,7 @@
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::hash::{Hash, Hasher};
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, BufRead, BufReader, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -55,6 +55,7 @@ pub struct RecordedRequest {
     pub body: String,
 }
 
+/// One repository on a fake GitHub; stops serving when dropped.
 pub struct FakeGithub {
     shared: Arc<Shared>,
     addr: SocketAddr,
@@ -72,7 +73,9 @@ struct Shared {
 impl FakeGithub {
     pub fn start(owner: &str, repo: &str) -> FakeGithub {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind the fake GitHub server");
-        let addr = listener.local_addr().expect("local address of the fake GitHub server");
+        let addr = listener
+            .local_addr()
+            .expect("local address of the fake GitHub server");
         let state = State::new(format!("http://{addr}"), owner, repo);
         let shared = Arc::new(Shared {
             state: Mutex::new(state),
@@ -98,14 +101,6 @@ impl FakeGithub {
 
     pub fn token(&self) -> &str {
         TOKEN
-    }
-
-    pub fn owner(&self) -> String {
-        self.state().owner.clone()
-    }
-
-    pub fn repo(&self) -> String {
-        self.state().repo.clone()
     }
 
     pub fn repo_id(&self) -> u64 {
@@ -297,9 +292,7 @@ impl FakeGithub {
     /// The next `n` requests are carried out only after `delay`, whether or
     /// not the client is still waiting (as a slow GitHub does).
     pub fn slow_next(&self, n: usize, delay: Duration) {
-        self.state()
-            .slow
-            .extend(std::iter::repeat(delay).take(n));
+        self.state().slow.extend(vec![delay; n]);
     }
 
     pub fn request_count(&self) -> usize {
@@ -315,9 +308,7 @@ impl FakeGithub {
     }
 
     fn push_faults(&self, n: usize, fault: Fault) {
-        self.state()
-            .faults
-            .extend(std::iter::repeat(fault).take(n));
+        self.state().faults.extend(vec![fault; n]);
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
@@ -341,7 +332,9 @@ impl Drop for FakeGithub {
 
 /// A panicking test thread must not wedge every other request.
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 fn duration_ms(duration: Duration) -> i64 {
@@ -500,7 +493,7 @@ impl State {
     fn now_ms(&self) -> i64 {
         let real = SystemTime::now()
             .duration_since(UNIX_EPOCH)
-            .map(|elapsed| duration_ms(elapsed))
+            .map(duration_ms)
             .unwrap_or(0);
         real + self.clock_offset_ms
     }
@@ -621,7 +614,11 @@ impl State {
                 history: Versioned::new(written_at, comment),
             },
         );
-        self.update_issue(issue, written_at, |_| {});
+        // A comment bumps the issue's updated_at; seeded history leaves the
+        // issue alone so it cannot reveal another write still hidden by lag.
+        if written_at != SEEDED {
+            self.update_issue(issue, written_at, |_| {});
+        }
         Some(id)
     }
 
@@ -637,42 +634,56 @@ impl State {
             self.rate_remaining = RATE_LIMIT;
             self.rate_reset = now + 3600;
         }
-        let fault = self.fail_always.map(Fault::Status).or_else(|| self.faults.pop_front());
-        let mut rate_reset = self.rate_reset;
-        let mut answer = match fault {
+        let fault = self
+            .fail_always
+            .map(Fault::Status)
+            .or_else(|| self.faults.pop_front());
+        let answer = self.answer(request, fault, now);
+        let response = self.finish(request, answer, now);
+        self.requests.push(RecordedRequest {
+            method: request.method.clone(),
+            path: request.target.clone(),
+            status: response.status,
+            had_authorization: request.header("authorization").is_some(),
+            body: String::from_utf8_lossy(&request.body).into_owned(),
+        });
+        response
+    }
+
+    /// Faults first (a proxy's 502 comes before any credential check), then
+    /// the token, the primary limit, and the route.
+    fn answer(&mut self, request: &Request, fault: Option<Fault>, now: i64) -> Answer {
+        match fault {
             Some(Fault::Status(status)) => Answer::error(status, status_reason(status), DOCS),
             Some(Fault::SecondaryRateLimit { retry_after_secs }) => {
                 let mut answer = Answer::error(
                     403,
-                    "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID FAKE.",
+                    "You have exceeded a secondary rate limit. Please wait a few minutes before \
+                     you try again. If you reach out to GitHub Support for help, please include \
+                     the request ID FAKE.",
                     "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits",
                 );
                 answer.header("retry-after", retry_after_secs.to_string());
                 answer
             }
             Some(Fault::PrimaryRateLimit { reset_in_secs }) => {
-                rate_reset = now + reset_in_secs as i64;
-                self.rate_limited_answer()
+                Answer::rate_limited(now + reset_in_secs as i64)
             }
-            Some(Fault::AfterCommit(_)) | None => {
-                if bearer_token(request) != Some(TOKEN) {
-                    Answer::error(401, "Bad credentials", DOCS)
-                } else if self.rate_remaining == 0 {
-                    self.rate_limited_answer()
-                } else {
-                    let answer = self.route(request);
-                    match fault {
-                        Some(Fault::AfterCommit(status)) => {
-                            Answer::error(status, status_reason(status), DOCS)
-                        }
-                        _ => answer,
-                    }
-                }
+            _ if bearer_token(request) != Some(TOKEN) => {
+                Answer::error(401, "Bad credentials", DOCS)
             }
-        };
-        let rate_limited = matches!(fault, Some(Fault::PrimaryRateLimit { .. }))
-            || (answer.status == 403 && self.rate_remaining == 0);
+            _ if self.rate_remaining == 0 => Answer::rate_limited(self.rate_reset),
+            Some(Fault::AfterCommit(status)) => {
+                self.route(request);
+                Answer::error(status, status_reason(status), DOCS)
+            }
+            None => self.route(request),
+        }
+    }
 
+    /// Adds what every GitHub answer carries, and turns a GET whose ETag the
+    /// client already holds into a 304.
+    fn finish(&mut self, request: &Request, mut answer: Answer, now: i64) -> Response {
         let mut body = answer
             .body
             .as_ref()
@@ -688,51 +699,41 @@ impl State {
             answer.header("etag", etag);
         }
         // A 304 does not count against the primary limit; neither does /rate_limit.
-        if status != 304 && !rate_limited && request.path() != "/rate_limit" {
+        let free = status == 304 || request.path() == "/rate_limit";
+        if !free && answer.rate_limited_until.is_none() {
             self.rate_remaining = self.rate_remaining.saturating_sub(1);
         }
-        let remaining = if rate_limited { 0 } else { self.rate_remaining };
+        let (remaining, reset) = match answer.rate_limited_until {
+            Some(reset) => (0, reset),
+            None => (self.rate_remaining, self.rate_reset),
+        };
         self.request_serial += 1;
-        let mut headers = vec![
-            ("date".to_string(), http_date(now)),
+        let mut headers: Vec<(String, String)> = [
+            ("date", http_date(now)),
             (
-                "x-github-request-id".to_string(),
-                format!("FAKE:{:05X}:{:07X}", REPO_ID % 0xFFFFF, self.request_serial),
+                "x-github-request-id",
+                format!("FAKE:{:08X}", self.request_serial),
             ),
-            ("x-github-api-version-selected".to_string(), "2022-11-28".to_string()),
-            ("x-ratelimit-limit".to_string(), RATE_LIMIT.to_string()),
-            ("x-ratelimit-remaining".to_string(), remaining.to_string()),
-            ("x-ratelimit-reset".to_string(), rate_reset.to_string()),
-            ("x-ratelimit-used".to_string(), (RATE_LIMIT - remaining).to_string()),
-            ("x-ratelimit-resource".to_string(), "core".to_string()),
-        ];
+            ("x-github-api-version-selected", "2022-11-28".to_string()),
+            ("x-ratelimit-limit", RATE_LIMIT.to_string()),
+            ("x-ratelimit-remaining", remaining.to_string()),
+            ("x-ratelimit-reset", reset.to_string()),
+            ("x-ratelimit-used", (RATE_LIMIT - remaining).to_string()),
+            ("x-ratelimit-resource", "core".to_string()),
+        ]
+        .into_iter()
+        .map(|(name, value)| (name.to_string(), value))
+        .collect();
         if status != 204 && status != 304 {
-            headers.push((
-                "content-type".to_string(),
-                "application/json; charset=utf-8".to_string(),
-            ));
+            let json = "application/json; charset=utf-8".to_string();
+            headers.push(("content-type".to_string(), json));
         }
         headers.append(&mut answer.headers);
-        self.requests.push(RecordedRequest {
-            method: request.method.clone(),
-            path: request.target.clone(),
-            status,
-            had_authorization: request.header("authorization").is_some(),
-            body: String::from_utf8_lossy(&request.body).into_owned(),
-        });
         Response {
             status,
             headers,
             body,
         }
-    }
-
-    fn rate_limited_answer(&self) -> Answer {
-        Answer::error(
-            403,
-            "API rate limit exceeded for user ID 51007. If you reach out to GitHub Support for help, please include the request ID FAKE.",
-            "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-the-primary-rate-limit",
-        )
     }
 
     fn route(&mut self, request: &Request) -> Answer {
@@ -770,7 +771,9 @@ impl State {
                 self.list_comments(number, &query, &rest_path)
             }
             ("POST", ["issues", number, "comments"]) => self.create_comment(number, request),
-            ("GET", ["issues", number, "labels"]) => self.list_issue_labels(number, &query, &rest_path),
+            ("GET", ["issues", number, "labels"]) => {
+                self.list_issue_labels(number, &query, &rest_path)
+            }
             ("POST" | "PUT", ["issues", number, "labels"]) => {
                 self.set_labels(number, request, method == "PUT")
             }
@@ -805,7 +808,13 @@ impl State {
     fn list_issues(&self, query: &[(String, String)], rest_path: &str) -> Answer {
         let cutoff = self.list_cutoff();
         let wanted_labels: Vec<&str> = query_value(query, "labels")
-            .map(|labels| labels.split(',').map(str::trim).filter(|l| !l.is_empty()).collect())
+            .map(|labels| {
+                labels
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty())
+                    .collect()
+            })
             .unwrap_or_default();
         let state = query_value(query, "state").unwrap_or("open");
         let assignee = query_value(query, "assignee");
@@ -816,14 +825,20 @@ impl State {
             .filter(|issue| state_matches(state, issue.open))
             .filter(|issue| {
                 wanted_labels.iter().all(|wanted| {
-                    issue.labels.iter().any(|label| label.eq_ignore_ascii_case(wanted))
+                    issue
+                        .labels
+                        .iter()
+                        .any(|label| label.eq_ignore_ascii_case(wanted))
                 })
             })
             .filter(|issue| match assignee {
                 None => true,
                 Some("none") => issue.assignees.is_empty(),
                 Some("*") => !issue.assignees.is_empty(),
-                Some(login) => issue.assignees.iter().any(|a| a.eq_ignore_ascii_case(login)),
+                Some(login) => issue
+                    .assignees
+                    .iter()
+                    .any(|a| a.eq_ignore_ascii_case(login)),
             })
             .collect();
         sort_issues(&mut issues, query);
@@ -844,7 +859,10 @@ impl State {
             .filter(|issue| issue.pull.is_some() && state_matches(state, issue.open))
             .collect();
         sort_issues(&mut pulls, query);
-        let items = pulls.into_iter().map(|issue| self.pull_json(issue)).collect();
+        let items = pulls
+            .into_iter()
+            .map(|issue| self.pull_json(issue))
+            .collect();
         self.paginate(items, query, rest_path)
     }
 
@@ -862,7 +880,7 @@ impl State {
             .iter()
             .filter(|(_, stored)| stored.issue == issue.number)
             .filter_map(|(id, stored)| stored.history.as_of(cutoff).map(|c| (*id, c)))
-            .filter(|(_, comment)| since.map_or(true, |since| comment.updated_at >= since))
+            .filter(|(_, comment)| since.iter().all(|since| comment.updated_at >= *since))
             .map(|(id, comment)| self.comment_json(id, issue.number, comment))
             .collect();
         self.paginate(items, query, rest_path)
@@ -931,7 +949,10 @@ impl State {
 
     fn delete_comment(&mut self, id: &str) -> Answer {
         let written_at = self.now_ms();
-        let stored = id.parse::<u64>().ok().and_then(|id| self.comments.get_mut(&id));
+        let stored = id
+            .parse::<u64>()
+            .ok()
+            .and_then(|id| self.comments.get_mut(&id));
         match stored {
             Some(stored) if stored.history.latest().is_some() => {
                 stored.history.write(written_at, None);
@@ -943,10 +964,19 @@ impl State {
         }
     }
 
-    fn list_issue_labels(&self, number: &str, query: &[(String, String)], rest_path: &str) -> Answer {
+    fn list_issue_labels(
+        &self,
+        number: &str,
+        query: &[(String, String)],
+        rest_path: &str,
+    ) -> Answer {
         match self.issue_at(number, self.list_cutoff()) {
             Some(issue) => {
-                let items = issue.labels.iter().map(|name| self.label_json(name)).collect();
+                let items = issue
+                    .labels
+                    .iter()
+                    .map(|name| self.label_json(name))
+                    .collect();
                 self.paginate(items, query, rest_path)
             }
             None => Answer::not_found(
@@ -978,15 +1008,20 @@ impl State {
             return Answer::not_found(docs);
         };
         Answer::ok(Value::Array(
-            issue.labels.iter().map(|name| self.label_json(name)).collect(),
+            issue
+                .labels
+                .iter()
+                .map(|name| self.label_json(name))
+                .collect(),
         ))
     }
 
     fn clear_labels(&mut self, number: &str) -> Answer {
         let written_at = self.now_ms();
-        let cleared = number.parse::<u64>().ok().and_then(|number| {
-            self.update_issue(number, written_at, |issue| issue.labels.clear())
-        });
+        let cleared = number
+            .parse::<u64>()
+            .ok()
+            .and_then(|number| self.update_issue(number, written_at, |issue| issue.labels.clear()));
         match cleared {
             Some(_) => Answer::no_content(),
             None => Answer::not_found(DOCS),
@@ -1002,18 +1037,28 @@ impl State {
         else {
             return Answer::not_found(docs);
         };
-        if !current.labels.iter().any(|label| label.eq_ignore_ascii_case(name)) {
+        if !current
+            .labels
+            .iter()
+            .any(|label| label.eq_ignore_ascii_case(name))
+        {
             return Answer::error(404, "Label does not exist", docs);
         }
         let number = current.number;
         let written_at = self.now_ms();
         let issue = self
             .update_issue(number, written_at, |issue| {
-                issue.labels.retain(|label| !label.eq_ignore_ascii_case(name));
+                issue
+                    .labels
+                    .retain(|label| !label.eq_ignore_ascii_case(name));
             })
             .expect("the issue was just read");
         Answer::ok(Value::Array(
-            issue.labels.iter().map(|name| self.label_json(name)).collect(),
+            issue
+                .labels
+                .iter()
+                .map(|name| self.label_json(name))
+                .collect(),
         ))
     }
 
@@ -1122,7 +1167,11 @@ impl State {
     fn user_json(&self, login: &str) -> Value {
         let id = self.find_user(login).map_or(1, |user| user.id);
         let url = format!("{}/users/{}", self.base, percent_encode(login));
-        let kind = if login.ends_with("[bot]") { "Bot" } else { "User" };
+        let kind = if login.ends_with("[bot]") {
+            "Bot"
+        } else {
+            "User"
+        };
         json!({
             "login": login,
             "id": id,
@@ -1230,13 +1279,26 @@ impl State {
 
     fn issue_json(&self, issue: &Issue, cutoff: i64) -> Value {
         let url = format!("{}/issues/{}", self.repo_url(), issue.number);
-        let html = format!("{}/{}/{}", self.html_repo_url(), if issue.pull.is_some() { "pull" } else { "issues" }, issue.number);
+        let html = format!(
+            "{}/{}/{}",
+            self.html_repo_url(),
+            if issue.pull.is_some() {
+                "pull"
+            } else {
+                "issues"
+            },
+            issue.number
+        );
         let comments = self
             .comments
             .values()
             .filter(|stored| stored.issue == issue.number && stored.history.as_of(cutoff).is_some())
             .count();
-        let assignees: Vec<Value> = issue.assignees.iter().map(|login| self.user_json(login)).collect();
+        let assignees: Vec<Value> = issue
+            .assignees
+            .iter()
+            .map(|login| self.user_json(login))
+            .collect();
         let mut json = json!({
             "id": 3_000_000_000u64 + issue.number,
             "node_id": format!("I_kwFAKE{}", issue.number),
@@ -1288,7 +1350,11 @@ impl State {
         let issue_url = format!("{}/issues/{}", self.repo_url(), issue.number);
         let html = format!("{}/pull/{}", self.html_repo_url(), issue.number);
         let statuses_url = format!("{}/statuses/{}", self.repo_url(), pull.head_sha);
-        let assignees: Vec<Value> = issue.assignees.iter().map(|login| self.user_json(login)).collect();
+        let assignees: Vec<Value> = issue
+            .assignees
+            .iter()
+            .map(|login| self.user_json(login))
+            .collect();
         // The pull-request-simple schema types a label's description as a
         // plain string where GitHub sends null; "" keeps both readers happy.
         let labels: Vec<Value> = issue
@@ -1311,6 +1377,17 @@ impl State {
                 "repo": self.repo_json()
             })
         };
+        let href = |href: &str| json!({ "href": href });
+        let links = json!({
+            "self": href(&url),
+            "html": href(&html),
+            "issue": href(&issue_url),
+            "comments": href(&format!("{issue_url}/comments")),
+            "review_comments": href(&format!("{url}/comments")),
+            "review_comment": href(&format!("{}/pulls/comments{{/number}}", self.repo_url())),
+            "commits": href(&format!("{url}/commits")),
+            "statuses": href(&statuses_url)
+        });
         json!({
             "url": url,
             "id": 4_000_000_000u64 + issue.number,
@@ -1344,16 +1421,7 @@ impl State {
             "requested_teams": [],
             "head": branch(format!("{}:{}", self.owner, pull.head_ref), &pull.head_ref, &pull.head_sha),
             "base": branch(format!("{}:main", self.owner), "main", "0000000000000000000000000000000000000000"),
-            "_links": {
-                "self": { "href": url },
-                "html": { "href": html },
-                "issue": { "href": issue_url },
-                "comments": { "href": format!("{issue_url}/comments") },
-                "review_comments": { "href": format!("{url}/comments") },
-                "review_comment": { "href": format!("{}/pulls/comments{{/number}}", self.repo_url()) },
-                "commits": { "href": format!("{url}/commits") },
-                "statuses": { "href": statuses_url }
-            },
+            "_links": links,
             "author_association": self.association(&issue.author),
             "auto_merge": null,
             "draft": pull.draft
@@ -1476,7 +1544,11 @@ fn state_matches(wanted: &str, open: bool) -> bool {
 fn sort_issues(issues: &mut [&Issue], query: &[(String, String)]) {
     let by_updated = query_value(query, "sort") == Some("updated");
     issues.sort_by_key(|issue| {
-        let time = if by_updated { issue.updated_at } else { issue.created_at };
+        let time = if by_updated {
+            issue.updated_at
+        } else {
+            issue.created_at
+        };
         (time, issue.number)
     });
     if query_value(query, "direction") != Some("asc") {
@@ -1491,7 +1563,8 @@ fn json_body(request: &Request, docs: &str) -> Result<Value, Answer> {
     if request.body.iter().all(u8::is_ascii_whitespace) {
         return Ok(json!({}));
     }
-    serde_json::from_slice(&request.body).map_err(|_| Answer::error(400, "Problems parsing JSON", docs))
+    serde_json::from_slice(&request.body)
+        .map_err(|_| Answer::error(400, "Problems parsing JSON", docs))
 }
 
 fn comment_body(request: &Request, docs: &str) -> Result<String, Answer> {
@@ -1569,6 +1642,8 @@ struct Answer {
     status: u16,
     body: Option<Value>,
     headers: Vec<(String, String)>,
+    /// A primary rate-limit answer: remaining 0 until this epoch second.
+    rate_limited_until: Option<i64>,
 }
 
 impl Answer {
@@ -1577,6 +1652,7 @@ impl Answer {
             status,
             body: Some(body),
             headers: Vec::new(),
+            rate_limited_until: None,
         }
     }
 
@@ -1589,6 +1665,7 @@ impl Answer {
             status: 204,
             body: None,
             headers: Vec::new(),
+            rate_limited_until: None,
         }
     }
 
@@ -1597,6 +1674,17 @@ impl Answer {
             status,
             json!({ "message": message, "documentation_url": docs, "status": status.to_string() }),
         )
+    }
+
+    fn rate_limited(reset: i64) -> Answer {
+        let mut answer = Answer::error(
+            403,
+            "API rate limit exceeded for user ID 51007. If you reach out to GitHub Support for \
+             help, please include the request ID FAKE.",
+            "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-the-primary-rate-limit",
+        );
+        answer.rate_limited_until = Some(reset);
+        answer
     }
 
     fn not_found(docs: &str) -> Answer {
@@ -1654,7 +1742,10 @@ fn serve_connection(shared: &Shared, stream: TcpStream) -> io::Result<()> {
             Err(error) if error.kind() == io::ErrorKind::InvalidData => {
                 let response = Response {
                     status: 400,
-                    headers: vec![("content-type".into(), "application/json; charset=utf-8".into())],
+                    headers: vec![(
+                        "content-type".into(),
+                        "application/json; charset=utf-8".into(),
+                    )],
                     body: br#"{"message":"Bad Request"}"#.to_vec(),
                 };
                 return write_response(&mut writer, &response, true);
@@ -1708,7 +1799,9 @@ fn read_request(reader: &mut impl BufRead, writer: &mut impl Write) -> io::Resul
         if line.is_empty() {
             break;
         }
-        let (name, value) = line.split_once(':').ok_or_else(|| invalid("malformed header"))?;
+        let (name, value) = line
+            .split_once(':')
+            .ok_or_else(|| invalid("malformed header"))?;
         headers.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));
     }
     let header = |name: &str| {
@@ -1725,7 +1818,9 @@ fn read_request(reader: &mut impl BufRead, writer: &mut impl Write) -> io::Resul
         read_chunked(reader)?
     } else {
         let length = match header("content-length") {
-            Some(length) => length.parse::<usize>().map_err(|_| invalid("bad content-length"))?,
+            Some(length) => length
+                .parse::<usize>()
+                .map_err(|_| invalid("bad content-length"))?,
             None => 0,
         };
         let mut body = vec![0; length];
@@ -1740,7 +1835,10 @@ fn read_request(reader: &mut impl BufRead, writer: &mut impl Write) -> io::Resul
     };
     // An absolute-form target ("http://host/path") is reduced to its path.
     let target = match target.split_once("://") {
-        Some((_, rest)) => rest.find('/').map_or("/", |slash| &rest[slash..]).to_string(),
+        Some((_, rest)) => rest
+            .find('/')
+            .map_or("/", |slash| &rest[slash..])
+            .to_string(),
         None => target.to_string(),
     };
     Ok(Some(Request {
@@ -1771,14 +1869,22 @@ fn read_chunked(reader: &mut impl BufRead) -> io::Result<Vec<u8>> {
 }
 
 fn write_response(writer: &mut impl Write, response: &Response, close: bool) -> io::Result<()> {
-    let mut head = format!("HTTP/1.1 {} {}\r\n", response.status, status_reason(response.status));
+    let mut head = format!(
+        "HTTP/1.1 {} {}\r\n",
+        response.status,
+        status_reason(response.status)
+    );
     for (name, value) in &response.headers {
         head.push_str(&format!("{name}: {value}\r\n"));
     }
     if response.status != 204 && response.status != 304 {
         head.push_str(&format!("content-length: {}\r\n", response.body.len()));
     }
-    head.push_str(if close { "connection: close\r\n\r\n" } else { "connection: keep-alive\r\n\r\n" });
+    head.push_str(if close {
+        "connection: close\r\n\r\n"
+    } else {
+        "connection: keep-alive\r\n\r\n"
+    });
     writer.write_all(head.as_bytes())?;
     writer.write_all(&response.body)?;
     writer.flush()
@@ -1892,11 +1998,16 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let day_of_era = z.rem_euclid(146_097);
-    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
     let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
     let month_index = (5 * day_of_year + 2) / 153;
     let day = (day_of_year - (153 * month_index + 2) / 5 + 1) as u32;
-    let month = if month_index < 10 { month_index + 3 } else { month_index - 9 } as u32;
+    let month = if month_index < 10 {
+        month_index + 3
+    } else {
+        month_index - 9
+    } as u32;
     let year = year_of_era + era * 400 + i64::from(month <= 2);
     (year, month, day)
 }
@@ -1906,7 +2017,8 @@ fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
     let era = year.div_euclid(400);
     let year_of_era = year.rem_euclid(400);
     let month = i64::from(month);
-    let day_of_year = (153 * (if month > 2 { month - 3 } else { month + 9 }) + 2) / 5 + i64::from(day) - 1;
+    let day_of_year =
+        (153 * (if month > 2 { month - 3 } else { month + 9 }) + 2) / 5 + i64::from(day) - 1;
     let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
     era * 146_097 + day_of_era - 719_468
 }

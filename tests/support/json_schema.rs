@@ -99,7 +99,14 @@ impl Schema {
         }
     }
 
-    fn check(&self, schema: &Value, instance: &Value, at: &str, errors: &mut Vec<String>, depth: usize) {
+    fn check(
+        &self,
+        schema: &Value,
+        instance: &Value,
+        at: &str,
+        errors: &mut Vec<String>,
+        depth: usize,
+    ) {
         if depth > 64 {
             errors.push(format!("{at}: $ref nesting too deep in {}", self.name));
             return;
@@ -132,14 +139,17 @@ impl Schema {
                     let matches = allowed.iter().any(|name| type_matches(name, instance))
                         || (nullable && instance.is_null());
                     if !matches {
-                        errors.push(format!("{at}: expected {value}, got {}", describe(instance)));
+                        errors.push(format!(
+                            "{at}: expected {value}, got {}",
+                            describe(instance)
+                        ));
                     }
                 }
                 "nullable" => {}
                 "enum" => {
                     let options = value.as_array().map(Vec::as_slice).unwrap_or_default();
                     let nullable = schema.get("nullable") == Some(&Value::Bool(true));
-                    if !options.contains(instance) && !(nullable && instance.is_null()) {
+                    if !(options.contains(instance) || nullable && instance.is_null()) {
                         errors.push(format!("{at}: {instance} is not one of {value}"));
                     }
                 }
@@ -150,7 +160,12 @@ impl Schema {
                 }
                 "required" => {
                     if let Some(object) = instance.as_object() {
-                        for name in value.as_array().into_iter().flatten().filter_map(Value::as_str) {
+                        for name in value
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .filter_map(Value::as_str)
+                        {
                             if !object.contains_key(name) {
                                 errors.push(format!("{at}: missing required property {name:?}"));
                             }
@@ -158,7 +173,9 @@ impl Schema {
                     }
                 }
                 "properties" => {
-                    if let (Some(object), Some(properties)) = (instance.as_object(), value.as_object()) {
+                    if let (Some(object), Some(properties)) =
+                        (instance.as_object(), value.as_object())
+                    {
                         for (name, property) in properties {
                             if let Some(field) = object.get(name) {
                                 let path = format!("{at}/{}", escape_pointer(name));
@@ -236,7 +253,9 @@ fn type_matches(name: &str, instance: &Value) -> bool {
         "number" => instance.is_number(),
         "integer" => match instance {
             Value::Number(number) => {
-                number.is_i64() || number.is_u64() || number.as_f64().is_some_and(|f| f.fract() == 0.0)
+                number.is_i64()
+                    || number.is_u64()
+                    || number.as_f64().is_some_and(|f| f.fract() == 0.0)
             }
             _ => false,
         },
