@@ -122,7 +122,7 @@ impl TestEnv {
     }
 
     /// A clone of origin named `name`, whose maverick instance is `name`.
-    pub fn clone(&self, name: &str) -> Repo {
+    pub fn clone(&self, name: &str) -> Repo<'_> {
         self.git_in(
             self.root.path(),
             &["clone", "--quiet", self.origin.to_str().unwrap(), name],

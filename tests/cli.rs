@@ -1,0 +1,312 @@
+//! What a person sees: the full `--help` tree, bad input, and `--json`.
+
+mod support;
+
+use support::{Run, TestEnv, BIN};
+
+/// Every command path of the clap tree, hidden ones included.
+fn command_paths(cmd: &clap::Command, prefix: Vec<String>, out: &mut Vec<Vec<String>>) {
+    out.push(prefix.clone());
+    for sub in cmd.get_subcommands() {
+        let mut path = prefix.clone();
+        path.push(sub.get_name().to_owned());
+        command_paths(sub, path, out);
+    }
+}
+
+fn run_in(dir: &std::path::Path, env: &TestEnv, args: &[&str]) -> Run {
+    let mut cmd = std::process::Command::new(BIN);
+    cmd.args(args).current_dir(dir);
+    env.apply_env(&mut cmd);
+    Run::from_output(args, cmd.output().unwrap())
+}
+
+#[test]
+fn help_of_every_command() {
+    let env = TestEnv::new();
+    let mut paths = Vec::new();
+    command_paths(&maverick::cli::command(), Vec::new(), &mut paths);
+    assert!(paths.len() > 5);
+    let mut screens = String::new();
+    for path in &paths {
+        let mut args: Vec<&str> = path.iter().map(String::as_str).collect();
+        args.push("--help");
+        let long = run_in(env.path(), &env, &args);
+        long.expect(0);
+        args.pop();
+        args.push("-h");
+        let short = run_in(env.path(), &env, &args);
+        short.expect(0);
+        assert!(
+            short.stdout.contains("Usage: git maverick"),
+            "{args:?}: {}",
+            short.stdout
+        );
+        screens.push_str(&format!(
+            "$ git maverick {} --help\n{}\n",
+            path.join(" "),
+            long.stdout
+        ));
+    }
+    insta::assert_snapshot!("help", screens);
+}
+
+#[test]
+fn a_non_numeric_issue_is_a_usage_error() {
+    let env = TestEnv::new();
+    let repo = env.clone("alice");
+    let run = repo.maverick(&["coord", "read", "abc"]);
+    run.expect(2);
+    assert!(
+        run.stderr
+            .contains("\"abc\" is not an issue number (write 142 or #142)"),
+        "{}",
+        run.stderr
+    );
+    let run = repo.maverick(&["coord", "claim", "0"]);
+    run.expect(2);
+    let json = repo.maverick(&["coord", "read", "x", "--json"]);
+    json.expect(2);
+    assert_eq!(json.json()["ok"], false);
+}
+
+#[test]
+fn an_unknown_reason_is_a_usage_error_and_releases_nothing() {
+    let env = TestEnv::new();
+    let repo = env.clone("alice");
+    repo.maverick(&["coord", "claim", "5"]).expect(0);
+    let head = env.surface_head();
+    let run = repo.maverick(&["coord", "release", "5", "--reason", "bored"]);
+    run.expect(2);
+    assert!(
+        run.stderr.contains("merged, ejected, abort"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(env.surface_head(), head);
+    repo.maverick(&["coord", "read", "5", "--json"]).expect(0);
+}
+
+#[test]
+fn a_malformed_duration_says_how_to_write_one() {
+    let env = TestEnv::new();
+    let repo = env.clone("alice");
+    let flag = repo.maverick(&["coord", "claim", "5", "--lease-ttl", "ten minutes"]);
+    flag.expect(2);
+    assert!(
+        flag.stderr
+            .contains("write seconds (600 or 600s), minutes (10m) or hours (4h)"),
+        "{}",
+        flag.stderr
+    );
+
+    repo.git(&["config", "maverick.leaseTtl", "10 min"]);
+    let key = repo.maverick(&["coord", "claim", "5"]);
+    key.expect(1);
+    assert!(
+        key.stderr
+            .starts_with("error: maverick.leaseTtl: invalid duration \"10 min\""),
+        "{}",
+        key.stderr
+    );
+    assert!(
+        key.stderr
+            .contains("hint: fix it with `git config maverick.leaseTtl 10m`"),
+        "{}",
+        key.stderr
+    );
+    assert_eq!(env.surface_head(), None, "nothing was written");
+}
+
+#[test]
+fn a_repository_without_a_remote_names_the_way_out() {
+    let env = TestEnv::new();
+    let dir = env.path().join("lonely");
+    env.git_in(env.path(), &["init", "--quiet", "lonely"]);
+    let run = run_in(&dir, &env, &["coord", "claim", "5"]);
+    run.expect(1);
+    assert!(
+        run.stderr
+            .contains("error: this repository has no remote \"origin\""),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("git remote add origin URL"),
+        "{}",
+        run.stderr
+    );
+    let json = run_in(&dir, &env, &["coord", "read", "5", "--json"]);
+    json.expect(1);
+    assert!(json.json()["hints"][0]
+        .as_str()
+        .unwrap()
+        .contains("maverick.remote"));
+}
+
+#[test]
+fn outside_a_repository_is_a_clear_error() {
+    let env = TestEnv::new();
+    let run = run_in(env.path(), &env, &["coord", "read", "5"]);
+    run.expect(1);
+    assert!(
+        run.stderr.starts_with("error: not inside a git repository"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_remote_that_rejects_the_push_leaves_nothing_half_written() {
+    let env = TestEnv::new();
+    let repo = env.clone("alice");
+    let hook = env.origin.join("hooks").join("pre-receive");
+    std::fs::write(
+        &hook,
+        "#!/bin/sh\necho 'refs/maverick/* are not allowed here' >&2\nexit 1\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+
+    let run = repo.maverick(&["coord", "claim", "5", "--branch", "maverick/5-x"]);
+    run.expect(1);
+    assert!(
+        run.stderr
+            .contains("the remote refused maverick's update of refs/maverick/issues"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("hint: the remote must accept pushes to refs/maverick/*"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(env.surface_head(), None);
+    // No local claim record claims what the surface does not have.
+    let common = repo.git(&["rev-parse", "--git-common-dir"]);
+    assert!(!repo
+        .dir
+        .join(common)
+        .join("maverick/claims/alice/5.json")
+        .exists());
+
+    std::fs::remove_file(&hook).unwrap();
+    repo.maverick(&["coord", "read", "5"]).expect(0);
+}
+
+#[test]
+fn an_unreachable_remote_is_an_error_not_a_decision() {
+    let env = TestEnv::new();
+    let repo = env.clone("alice");
+    repo.git(&[
+        "remote",
+        "set-url",
+        "origin",
+        env.path().join("gone.git").to_str().unwrap(),
+    ]);
+    let run = repo.maverick(&["coord", "read", "5", "--json"]);
+    run.expect(1);
+    assert!(
+        run.json()["error"].as_str().unwrap().contains("git fetch"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn a_bad_instance_id_is_refused() {
+    let env = TestEnv::new();
+    let repo = env.clone("alice");
+    let run = repo.maverick_as("../../etc", &["coord", "claim", "5"]);
+    run.expect(1);
+    assert!(
+        run.stderr
+            .contains("the instance id \"../../etc\" is not valid"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(env.surface_head(), None);
+}
+
+#[test]
+fn a_hostile_branch_name_is_refused() {
+    let env = TestEnv::new();
+    let repo = env.clone("alice");
+    for bad in [
+        "--branch=-rf",
+        "--branch=a..b",
+        "--branch=x:y",
+        "--branch=a b",
+    ] {
+        let run = repo.maverick(&["coord", "claim", "5", bad]);
+        run.expect(2);
+        assert!(
+            run.stderr.contains("is not a valid branch name"),
+            "{}",
+            run.stderr
+        );
+    }
+    assert_eq!(env.surface_head(), None);
+}
+
+#[test]
+fn the_instance_id_is_generated_once_per_worktree() {
+    let env = TestEnv::new();
+    let repo = env.clone("alice");
+    let first = repo
+        .maverick_command(&["coord", "claim", "5", "--json"])
+        .output()
+        .unwrap();
+    let first = Run::from_output(&[], first);
+    first.expect(0);
+    let id = first.json()["views"][0]["holder"]["instance_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (host, hex) = id.rsplit_once('-').unwrap();
+    assert!(!host.is_empty());
+    assert_eq!(hex.len(), 8, "{id}");
+    let again = Run::from_output(
+        &[],
+        repo.maverick_command(&["coord", "read", "5", "--json"])
+            .output()
+            .unwrap(),
+    );
+    again.expect(0);
+    assert_eq!(again.json()["decision"], "ours");
+    // An agent session is one instance.
+    let agent = Run::from_output(
+        &[],
+        repo.maverick_command(&["coord", "read", "5", "--json"])
+            .env("CLAUDE_CODE_SESSION_ID", "9F1C-77aa-bb")
+            .output()
+            .unwrap(),
+    );
+    agent.expect(4);
+    assert_eq!(agent.json()["instance"], "claude-9f1c77aabb");
+}
+
+#[test]
+fn the_surface_follows_config_and_never_falls_back() {
+    let env = TestEnv::new();
+    let repo = env.clone("alice");
+    repo.git(&["remote", "add", "gh", "git@github.com:acme/widgets.git"]);
+    // A github.com remote selects the github surface, and -R does too.
+    let run = repo.maverick(&["coord", "read", "5", "--remote", "gh", "--json"]);
+    assert_ne!(run.code, 0);
+    assert_ne!(run.json()["surface"], "git");
+    // Config wins over the URL.
+    repo.git(&["config", "maverick.surface", "git"]);
+    repo.maverick(&["coord", "read", "5"]).expect(0);
+    repo.git(&["config", "maverick.surface", "gitlab"]);
+    let bad = repo.maverick(&["coord", "read", "5"]);
+    bad.expect(1);
+    assert!(
+        bad.stderr
+            .contains("maverick.surface = \"gitlab\" is not valid: git or github"),
+        "{}",
+        bad.stderr
+    );
+}
