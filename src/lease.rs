@@ -593,7 +593,12 @@ impl<'a> Coordinator<'a> {
         issues: &[u64],
         generation: Option<u64>,
     ) -> Result<HeartbeatOutcome, LeaseError> {
-        let views = self.read(issues)?;
+        let now = self.surface.now()?;
+        let mut raw = self.surface.issues(issues)?;
+        let views: Vec<IssueView> = raw
+            .iter()
+            .map(|i| analyze(i, self.settings, self.me(), now))
+            .collect();
         let lost: Vec<&IssueView> = views
             .iter()
             .filter(|v| {
@@ -621,7 +626,6 @@ impl<'a> Coordinator<'a> {
             return Ok(HeartbeatOutcome::Lost { reason, views });
         }
         let generation = views[0].generation;
-        let now = self.surface.now()?;
         let writes: Vec<Write> = views
             .iter()
             .map(|v| {
@@ -658,7 +662,7 @@ impl<'a> Coordinator<'a> {
                 v.decision == Decision::Ours && v.generation == expected
             })
         };
-        if self.surface.write(&writes, Some(&mut guard))?.is_none() {
+        let Some(applied) = self.surface.write(&writes, Some(&mut guard))? else {
             let views = self.read(issues)?;
             let reason = views
                 .iter()
@@ -673,8 +677,27 @@ impl<'a> Coordinator<'a> {
                 })
                 .unwrap_or_else(|| "the claim changed while renewing".to_owned());
             return Ok(HeartbeatOutcome::Lost { reason, views });
+        };
+        // The renewed state is what we read plus what we wrote: no third read.
+        for (write, results) in writes.iter().zip(applied) {
+            let issue = raw
+                .iter_mut()
+                .find(|i| i.number == write.issue)
+                .expect("every written issue was read");
+            for comment in results.into_iter().filter_map(|a| match a {
+                Applied::Comment(c) => Some(c),
+                _ => None,
+            }) {
+                match issue.comments.iter_mut().find(|c| c.id == comment.id) {
+                    Some(existing) => *existing = comment,
+                    None => issue.comments.push(comment),
+                }
+            }
         }
-        let views = self.read(issues)?;
+        let views = raw
+            .iter()
+            .map(|i| analyze(i, self.settings, self.me(), now))
+            .collect();
         Ok(HeartbeatOutcome::Renewed { generation, views })
     }
 
