@@ -63,7 +63,9 @@ pub fn main(args: Vec<OsString>) -> u8 {
                 return 0;
             }
             if wants_json {
-                let e = CommandError::usage(err.kind().to_string());
+                let rendered = err.render().to_string();
+                let first = rendered.lines().next().unwrap_or_default();
+                let e = CommandError::usage(first.trim_start_matches("error: "));
                 print_json(&e.to_json());
             }
             let _ = err.print();
