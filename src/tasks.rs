@@ -566,6 +566,10 @@ pub fn init_tasks(
     }
     let current = surface.issue(issue)?;
     let existing = locate(&current);
+    let existing_body = existing
+        .as_ref()
+        .map(|f| f.comment.body.clone())
+        .unwrap_or_default();
     let (comment, created) = match existing {
         Some(found) => {
             let same = found.tasks.len() == tasks.len()
@@ -603,7 +607,15 @@ pub fn init_tasks(
         }
         None => (surface.create_comment(issue, render_tasks(tasks))?, true),
     };
-    let progress = update_progress(surface, settings, issue, comment.id, "tasks", branch, None)?;
+    // An init that changed nothing leaves the progress marker alone (its
+    // phase may be well past "tasks"), unless it does not point here.
+    let pointed = state::newest_marker(&current, MarkerKind::TaskProgress)
+        .filter(|p| tasks_comment_id(&p.marker) == Some(comment.id));
+    let unchanged = !created && comment.body == existing_body;
+    let progress = match pointed {
+        Some(p) if unchanged => p.marker,
+        _ => update_progress(surface, settings, issue, comment.id, "tasks", branch, None)?,
+    };
     let tasks = parse_tasks(&comment.body);
     Ok(InitOutcome {
         comment_id: comment.id,
@@ -934,21 +946,19 @@ pub fn branch_of_issue(
 /// Why a commit message is not Conventional Commits.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum MessageError {
-    #[error("the commit message is empty")]
+    #[error("the commit message is empty; write `type(scope): subject`")]
     Empty,
-    #[error("{0:?} does not start with a type: write `type(scope): subject`, like `feat(parser): accept CRLF`")]
+    #[error("{0:?} is not a Conventional Commits message `type(scope)!: subject`: it does not start with a type")]
     NoType(String),
-    #[error(
-        "{0:?}: the type must be lowercase letters (feat, fix, docs, refactor, test, chore, …)"
-    )]
+    #[error("{0:?} is not a Conventional Commits message `type(scope)!: subject`: the type must be lowercase (feat, fix, docs, refactor, test, chore, …)")]
     BadType(String),
-    #[error("{0:?}: the scope must be a non-empty name in parentheses, like `(parser)`")]
+    #[error("{0:?} is not a Conventional Commits message `type(scope)!: subject`: the scope must be a name in parentheses, like `(parser)`")]
     BadScope(String),
-    #[error("{0:?}: a colon and a space must follow the type, then the subject")]
+    #[error("{0:?} is not a Conventional Commits message `type(scope)!: subject`: a colon and a space must follow the type")]
     NoColon(String),
-    #[error("{0:?}: the subject after `: ` is empty")]
+    #[error("{0:?} is not a Conventional Commits message `type(scope)!: subject`: the subject after `: ` is empty")]
     NoSubject(String),
-    #[error("the subject line must be followed by a blank line before the body")]
+    #[error("the commit message needs a blank line between its subject line and its body")]
     NoBlankLine,
 }
 

@@ -592,34 +592,53 @@ fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome, CommandError> {
     };
     let short = ctx.git.read(["rev-parse", "--short", &sha])?;
 
-    // 2. Push, against the head this writer last saw. Without a record (no
-    // claim, resume or earlier push of this branch from this clone), the
-    // remote's head right now is the expected one, provided our commit
-    // descends from it: the push is then a fast-forward of what the remote
-    // has, and the compare-and-swap still refuses anything pushed between
-    // this look and the push.
+    // 2. Push, as a compare-and-swap against the remote's head. That head
+    // must be one our commit descends from (so the push overwrites nothing
+    // this clone does not have) and, when this clone recorded a last-seen
+    // head (claim, resume, an earlier push), one that descends from it: a
+    // remote rewound or rebuilt behind our back is a collision. A head that
+    // moved forward only by commits we have is our own plain `git push`.
+    // Without a record (this clone never claimed, resumed or pushed the
+    // branch), nobody's work can be lost by a fast-forward of what the
+    // remote has now, and the swap refuses anything pushed after this look.
     let store = BranchStore::new(&ctx.git.common_dir()?);
     let recorded = store.get(&branch)?;
-    let expected = match &recorded {
-        Some(r) => r.last_seen.clone(),
-        None => {
-            let live = remote_head(ctx, &branch)?;
-            if let Some(live) = &live {
-                if !is_ancestor(ctx, live, &sha)? {
-                    return Ok(not_pushed(
-                        Exit::Collision,
-                        issue,
-                        number,
-                        &short,
-                        &remote,
-                        &branch,
-                        format!("the remote's {branch} is at {live}, which {short} does not descend from"),
-                    ));
-                }
-            }
-            live
-        }
+    let live = remote_head(ctx, &branch)?;
+    let seen = recorded.as_ref().and_then(|r| r.last_seen.clone());
+    let collision = match (&live, &seen) {
+        (Some(l), _) if !is_ancestor(ctx, l, &sha)? => Some(format!(
+            "the remote's {branch} is at {l}, which {short} does not descend from"
+        )),
+        (Some(l), Some(s)) if l != s && !is_ancestor(ctx, s, l)? => Some(format!(
+            "the remote's {branch} moved from {s}, last seen by this clone, to {l}, which does not descend from it"
+        )),
+        (None, Some(s)) => Some(format!(
+            "the remote's {branch} is gone; this clone last saw it at {s}"
+        )),
+        _ => None,
     };
+    if let Some(why) = collision {
+        return Ok(not_pushed(
+            Exit::Collision,
+            issue,
+            number,
+            &short,
+            &remote,
+            &branch,
+            why,
+        ));
+    }
+    if let (Some(r), Some(l)) = (&recorded, &live) {
+        if seen.as_ref() != Some(l) {
+            // Adopt the head our own plain push left, so that the pre-push
+            // hook, which compares with the record, agrees.
+            let mut adopted = r.clone();
+            adopted.last_seen = Some(l.clone());
+            adopted.updated_at = crate::timefmt::Timestamp::now().to_string();
+            store.set(&adopted)?;
+        }
+    }
+    let expected = live;
     match push::cas_push(
         &ctx.git,
         &remote,

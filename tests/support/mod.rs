@@ -4,6 +4,8 @@
 //! UTC, C locale, and none of the caller's maverick or GitHub variables.
 #![allow(dead_code)]
 
+pub mod surfaces;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -52,13 +54,28 @@ impl TestEnv {
         std::fs::create_dir_all(&home).unwrap();
         let origin = root.path().join("origin.git");
         let env = TestEnv { root, origin, home };
-        env.git_in(env.root.path(), &["init", "--quiet", "--bare", "--initial-branch=main", "origin.git"]);
+        env.git_in(
+            env.root.path(),
+            &[
+                "init",
+                "--quiet",
+                "--bare",
+                "--initial-branch=main",
+                "origin.git",
+            ],
+        );
         let seed = env.root.path().join("seed");
-        env.git_in(env.root.path(), &["init", "--quiet", "--initial-branch=main", "seed"]);
+        env.git_in(
+            env.root.path(),
+            &["init", "--quiet", "--initial-branch=main", "seed"],
+        );
         std::fs::write(seed.join("README.md"), "# project\n").unwrap();
         env.git_in(&seed, &["add", "README.md"]);
         env.git_in(&seed, &["commit", "--quiet", "-m", "chore: initial commit"]);
-        env.git_in(&seed, &["push", "--quiet", env.origin.to_str().unwrap(), "main"]);
+        env.git_in(
+            &seed,
+            &["push", "--quiet", env.origin.to_str().unwrap(), "main"],
+        );
         std::fs::remove_dir_all(&seed).unwrap();
         env
     }
@@ -107,8 +124,11 @@ impl TestEnv {
     }
 
     /// A clone of origin named `name`, whose maverick instance is `name`.
-    pub fn clone(&self, name: &str) -> Repo {
-        self.git_in(self.root.path(), &["clone", "--quiet", self.origin.to_str().unwrap(), name]);
+    pub fn clone(&self, name: &str) -> Repo<'_> {
+        self.git_in(
+            self.root.path(),
+            &["clone", "--quiet", self.origin.to_str().unwrap(), name],
+        );
         Repo {
             env: self,
             dir: self.root.path().join(name),
@@ -129,8 +149,13 @@ impl TestEnv {
 
     /// The commit of origin's surface ref, if any.
     pub fn surface_head(&self) -> Option<String> {
-        let out = self.git_output_in(&self.origin, &["rev-parse", "--verify", "--quiet", "refs/maverick/issues"]);
-        out.status.success().then(|| String::from_utf8(out.stdout).unwrap().trim().to_owned())
+        let out = self.git_output_in(
+            &self.origin,
+            &["rev-parse", "--verify", "--quiet", "refs/maverick/issues"],
+        );
+        out.status
+            .success()
+            .then(|| String::from_utf8(out.stdout).unwrap().trim().to_owned())
     }
 }
 
@@ -217,16 +242,27 @@ impl Run {
     #[track_caller]
     pub fn json(&self) -> Value {
         let trimmed = self.stdout.trim();
-        assert_eq!(trimmed.lines().count(), 1, "want exactly one JSON line, got:\n{}", self.stdout);
+        assert_eq!(
+            trimmed.lines().count(),
+            1,
+            "want exactly one JSON line, got:\n{}",
+            self.stdout
+        );
         let value: Value = serde_json::from_str(trimmed)
             .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}", self.stdout));
         assert!(value.is_object(), "stdout is not a JSON object: {value}");
-        assert_eq!(value["exit_code"], self.code, "exit_code field disagrees with the exit status");
+        assert_eq!(
+            value["exit_code"], self.code,
+            "exit_code field disagrees with the exit status"
+        );
         value
     }
 
     /// What a person saw, for snapshots: both streams and the exit status.
     pub fn screen(&self) -> String {
-        format!("{}{}[exit status: {}]\n", self.stdout, self.stderr, self.code)
+        format!(
+            "{}{}[exit status: {}]\n",
+            self.stdout, self.stderr, self.code
+        )
     }
 }
