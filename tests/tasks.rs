@@ -474,7 +474,127 @@ fn two_instances_checking_at_once_both_win(s: &dyn SurfaceSetup) {
     assert!(marks(&tasks_body(s)).iter().all(|(c, _)| *c));
 }
 
+fn the_claim_names_the_issue_and_fences_task_done(s: &dyn SurfaceSetup) {
+    let a = s.clone("alpha");
+    // A branch whose name says nothing: the claim says which issue it is.
+    a.git(&["switch", "--quiet", "-c", "parser-work"]);
+    s.maverick(
+        &a,
+        &[
+            "--lease-ttl",
+            "1s",
+            "coord",
+            "claim",
+            "142",
+            "--branch",
+            "parser-work",
+        ],
+    )
+    .expect(0);
+    let file = input_file(s, "tasks.md", THREE_TASKS);
+    s.maverick(&a, &["task", "init", "142", &file]).expect(0);
+    stage(&a, "src/one.rs", "// one\n");
+    let run = s.maverick(&a, &["--json", "task", "done", "-m", "feat: one"]);
+    let json = run.expect(0).json();
+    assert_eq!(json["issue"], 142);
+    assert_eq!(json["issue_source"], "claim");
+
+    // Another instance takes the stale claim over: alpha's next task is refused.
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    let b = s.clone("beta");
+    s.maverick(&b, &["coord", "claim", "142", "--takeover"])
+        .expect(0);
+    stage(&a, "src/two.rs", "// two\n");
+    let head = a.git(&["rev-parse", "HEAD"]);
+    let fenced = s.maverick(&a, &["task", "done", "-m", "feat: two"]);
+    fenced.expect(7);
+    assert!(
+        fenced.stdout.contains("claim lost: #142 is held by beta"),
+        "{}",
+        fenced.screen()
+    );
+    assert_eq!(a.git(&["rev-parse", "HEAD"]), head, "nothing was committed");
+}
+
+fn a_refused_push_leaves_the_commit_local_and_a_rerun_pushes_it(s: &dyn SurfaceSetup) {
+    let a = start_story(s, "alpha", THREE_TASKS);
+    // The remote refuses branch pushes for a while (maverick's own refs pass).
+    let hook = s.env().origin.join("hooks/pre-receive");
+    std::fs::write(
+        &hook,
+        "#!/bin/sh\nwhile read old new ref; do case \"$ref\" in refs/heads/*) echo \"branch pushes are closed\" >&2; exit 1;; esac; done\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    stage(&a, "src/one.rs", "// one\n");
+    let refused = s.maverick(&a, &["task", "done", "-m", "feat: one"]);
+    refused.expect(1);
+    let short = a.git(&["rev-parse", "--short", "HEAD"]);
+    assert!(
+        refused
+            .stderr
+            .contains(&format!("committed {short} locally but could not push it")),
+        "{}",
+        refused.screen()
+    );
+    assert!(
+        refused.stderr.contains("task 1 of #142 stays unchecked"),
+        "{}",
+        refused.screen()
+    );
+    assert!(remote_commits(s).is_empty());
+    assert_eq!(marks(&tasks_body(s))[0], (false, None));
+
+    std::fs::remove_file(&hook).unwrap();
+    let rerun = s.maverick(&a, &["task", "done"]);
+    rerun.expect(0);
+    assert!(
+        rerun.stdout.contains("task 1 of #142 done"),
+        "{}",
+        rerun.screen()
+    );
+    assert!(
+        rerun
+            .stdout
+            .contains("was committed earlier; this run pushed it"),
+        "{}",
+        rerun.screen()
+    );
+    assert_eq!(remote_commits(s).len(), 1);
+    assert_eq!(marks(&tasks_body(s))[0], (true, Some(short)));
+}
+
+fn what_a_person_sees(s: &dyn SurfaceSetup) {
+    let a = s.clone("alpha");
+    a.git(&["switch", "--quiet", "-c", BRANCH]);
+    let file = input_file(s, "tasks.md", THREE_TASKS);
+    let mut screens = Vec::new();
+    let mut show = |args: &[&str], run: support::Run| {
+        screens.push(format!(
+            "$ git maverick {}\n{}",
+            args.join(" "),
+            run.screen()
+        ));
+    };
+    let args = ["task", "init", "142", "tasks.md"];
+    show(&args, s.maverick(&a, &["task", "init", "142", &file]));
+    stage(&a, "src/one.rs", "// one\n");
+    for args in [
+        &["task", "done", "-m", "feat(markers): parse blocks"][..],
+        &["task", "done", "-m", "parse blocks"],
+        &["task", "done", "-m", "feat: nothing staged"],
+        &["task", "check", "142", "4"],
+        &["task", "list"],
+    ] {
+        show(args, s.maverick(&a, args));
+    }
+    insta::assert_snapshot!(format!("task_screens_{}", s.name()), screens.join("\n"));
+}
+
 on_surfaces!(
+    a_refused_push_leaves_the_commit_local_and_a_rerun_pushes_it,
+    the_claim_names_the_issue_and_fences_task_done,
+    what_a_person_sees,
     three_tasks_done_in_a_row,
     crash_between_push_and_comment_heals_on_another_machine,
     crash_before_push_leaves_the_next_machine_at_that_task,
