@@ -212,8 +212,10 @@ fn reflects(update: PayloadUpdate<'_>, payload: &Map<String, Value>) -> bool {
 
 /// `state put`: the payload as given over the current one. Top-level fields
 /// the given payload does not name are kept (a person's or a newer tool's
-/// fields survive an update of one field); with `replace`, the payload is
-/// written exactly as given.
+/// fields survive an update of one field), and a task-progress marker's
+/// `comments` ids are merged id by id, as Maverick's `task-progress set`
+/// does, so that recording a plan comment never loses the tasks comment.
+/// With `replace`, the payload is written exactly as given.
 pub fn put(
     surface: &dyn Surface,
     settings: &Settings,
@@ -228,7 +230,17 @@ pub fn put(
             _ => Map::new(),
         };
         for (k, v) in &payload {
-            merged.insert(k.clone(), v.clone());
+            let keywise = !replace && kind == MarkerKind::TaskProgress && k == "comments";
+            match (keywise, merged.get_mut(k), v) {
+                (true, Some(Value::Object(old)), Value::Object(new)) => {
+                    for (id_kind, id) in new {
+                        old.insert(id_kind.clone(), id.clone());
+                    }
+                }
+                _ => {
+                    merged.insert(k.clone(), v.clone());
+                }
+            }
         }
         merged
     };

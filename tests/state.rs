@@ -82,6 +82,29 @@ fn put_then_get_round_trips_in_place(s: &dyn SurfaceSetup) {
     assert_eq!(read2["marker"]["marker_id"], marker_id.as_str());
     assert_eq!(marker_comments(s, EPIC, "dag"), 1, "upserted, not appended");
 
+    // A task-progress put merges comment ids one by one (Maverick's
+    // `task-progress set`): recording the plan keeps the tasks comment.
+    put(
+        s,
+        &a,
+        "task-progress",
+        142,
+        json!({"phase": "tasks", "comments": {"tasks": 7}}),
+    );
+    put(
+        s,
+        &a,
+        "task-progress",
+        142,
+        json!({"phase": "branch", "comments": {"plan": 6}}),
+    );
+    let progress = get(s, &a, "task-progress", 142);
+    assert_eq!(
+        progress["marker"]["comments"],
+        json!({"plan": 6, "tasks": 7})
+    );
+    assert_eq!(progress["marker"]["phase"], "branch");
+
     // --replace drops what the payload does not name.
     let file = input_file(s, "small.json", &json!({"epic": 123, "stories": {}}));
     s.maverick(&a, &["state", "put", "dag", "123", &file, "--replace"])
