@@ -1,6 +1,9 @@
 //! The only code that knows about clap, terminals and exit codes.
 
 pub mod coord;
+pub mod hydrate;
+pub mod state;
+pub mod task;
 
 use std::ffi::OsString;
 use std::io::Write as _;
@@ -135,6 +138,9 @@ fn init_tracing(verbose: u8) {
 pub fn run(cli: Cli) -> Result<Outcome, CommandError> {
     match cli.command {
         Command::Coord(args) => coord::run(&cli.global, args),
+        Command::Task(args) => task::run(&cli.global, args),
+        Command::State(args) => state::run(&cli.global, args),
+        Command::Hydrate(args) => hydrate::run(&cli.global, args),
     }
 }
 
