@@ -117,6 +117,18 @@ impl CiStatus {
     }
 }
 
+impl From<Issue> for IssueSummary {
+    fn from(i: Issue) -> IssueSummary {
+        IssueSummary {
+            number: i.number,
+            open: i.open,
+            is_pull: i.is_pull,
+            labels: i.labels,
+            assignees: i.assignees,
+        }
+    }
+}
+
 /// One change to one issue.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Op {
@@ -212,13 +224,7 @@ pub trait Surface {
         Ok(self
             .issues(numbers)?
             .into_iter()
-            .map(|i| IssueSummary {
-                number: i.number,
-                open: i.open,
-                is_pull: i.is_pull,
-                labels: i.labels,
-                assignees: i.assignees,
-            })
+            .map(IssueSummary::from)
             .collect())
     }
 
