@@ -13,7 +13,7 @@ use serde_json::{json, Map, Value};
 
 use crate::config::Settings;
 use crate::markers::{self, Marker, MarkerKind};
-use crate::surface::{Issue, Op, Surface, SurfaceError, Write};
+use crate::surface::{write_if_unchanged, Conditional, Issue, Op, Surface, SurfaceError};
 use crate::timefmt::Timestamp;
 
 /// The kinds `state put` upserts. Claims, leases and dispatch claims are
@@ -134,36 +134,10 @@ pub fn upsert(
         };
         // The write goes ahead only on the state it was computed from: the
         // same comment body, or (creating) still no marker of the kind.
-        let mut newer: Option<Issue> = None;
-        let mut guard = |issues: &[Issue], _now: Timestamp| {
-            let Some(now_issue) = issues.iter().find(|i| i.number == issue) else {
-                return false;
-            };
-            let unchanged = match &base {
-                Some((id, body)) => now_issue
-                    .comments
-                    .iter()
-                    .find(|c| c.id == *id)
-                    .is_some_and(|c| &c.body == body),
-                None => newest_marker(now_issue, kind).is_none(),
-            };
-            if !unchanged {
-                newer = Some(now_issue.clone());
-            }
-            unchanged
-        };
-        let written = surface.write(
-            &[Write {
-                issue,
-                ops: vec![op],
-            }],
-            Some(&mut guard),
-        )?;
-        if written.is_none() {
-            current = match newer {
-                Some(i) => i,
-                None => surface.issue(issue)?,
-            };
+        let base = base.as_ref().map(|(id, body)| (*id, body.as_str()));
+        let absent = |i: &Issue| newest_marker(i, kind).is_none();
+        if let Conditional::Stale(newer) = write_if_unchanged(surface, issue, op, base, &absent)? {
+            current = newer;
             continue;
         }
         if !settings.settle_delay.is_zero() {

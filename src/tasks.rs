@@ -27,7 +27,7 @@ use crate::git::{Git, GitError};
 use crate::markers::{Marker, MarkerKind};
 use crate::record::ClaimStore;
 use crate::state::{self, StateError};
-use crate::surface::{Comment, Issue, Op, Surface, SurfaceError, Write};
+use crate::surface::{write_if_unchanged, Comment, Conditional, Issue, Op, Surface, SurfaceError};
 
 /// The trailers `task done` writes and reconcile reads.
 pub const ISSUE_TRAILER: &str = "Maverick-Issue";
@@ -498,28 +498,12 @@ pub fn check_tasks(
                 tasks: found.tasks,
             });
         }
-        let mut newer: Option<Issue> = None;
-        let mut guard = |issues: &[Issue], _now| {
-            let unchanged = issues
-                .iter()
-                .find(|i| i.number == issue)
-                .and_then(|i| i.comments.iter().find(|c| c.id == id))
-                .is_some_and(|c| c.body == base);
-            if !unchanged {
-                newer = issues.iter().find(|i| i.number == issue).cloned();
-            }
-            unchanged
-        };
-        let write = Write {
-            issue,
-            ops: vec![Op::UpdateComment { id, body }],
-        };
-        let written = surface.write(&[write], Some(&mut guard))?;
-        if written.is_none() {
-            current = match newer {
-                Some(i) => i,
-                None => surface.issue(issue)?,
-            };
+        let op = Op::UpdateComment { id, body };
+        let absent = |_: &Issue| false;
+        if let Conditional::Stale(newer) =
+            write_if_unchanged(surface, issue, op, Some((id, base.as_str())), &absent)?
+        {
+            current = newer;
             continue;
         }
         if !settings.settle_delay.is_zero() {

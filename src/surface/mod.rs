@@ -269,3 +269,54 @@ pub trait Surface {
         Ok(results.and_then(|mut r| r.pop()).unwrap_or_default())
     }
 }
+
+/// What [`write_if_unchanged`] came to.
+pub enum Conditional {
+    Written,
+    /// Another writer changed the issue first; this is its newer state.
+    Stale(Issue),
+}
+
+/// Writes `op` to `issue` only if the state it was computed from still
+/// holds: comment `base.0` still has body `base.1`, or (with no base, when
+/// creating) `absent` still says the comment to create is missing. On the
+/// git surface that check is part of the compare-and-swap; on GitHub it is a
+/// fresh read, so callers verify by reading back.
+pub fn write_if_unchanged(
+    surface: &dyn Surface,
+    issue: u64,
+    op: Op,
+    base: Option<(u64, &str)>,
+    absent: &dyn Fn(&Issue) -> bool,
+) -> Result<Conditional, SurfaceError> {
+    let mut newer: Option<Issue> = None;
+    let mut guard = |issues: &[Issue], _now: Timestamp| {
+        let Some(now_issue) = issues.iter().find(|i| i.number == issue) else {
+            return false;
+        };
+        let unchanged = match base {
+            Some((id, body)) => now_issue
+                .comments
+                .iter()
+                .find(|c| c.id == id)
+                .is_some_and(|c| c.body == body),
+            None => absent(now_issue),
+        };
+        if !unchanged {
+            newer = Some(now_issue.clone());
+        }
+        unchanged
+    };
+    let written = surface.write(
+        &[Write {
+            issue,
+            ops: vec![op],
+        }],
+        Some(&mut guard),
+    )?;
+    Ok(match (written, newer) {
+        (Some(_), _) => Conditional::Written,
+        (None, Some(newer)) => Conditional::Stale(newer),
+        (None, None) => Conditional::Stale(surface.issue(issue)?),
+    })
+}
