@@ -9,6 +9,8 @@ use crate::commands::coord::CoordArgs;
 use crate::commands::hydrate::HydrateArgs;
 use crate::commands::state::StateArgs;
 use crate::commands::task::TaskArgs;
+use crate::commands::hook::HookArgs;
+use crate::commands::resume::ResumeArgs;
 use crate::config::{Overrides, SurfaceKind};
 
 #[derive(Debug, Parser)]
@@ -125,6 +127,10 @@ pub enum Command {
     /// Rebuild local state from the surface: writes .claude/epic-state.json
     /// (.claude/issue-state.json for a story) and prints it
     Hydrate(HydrateArgs),
+    /// Install or remove the pre-push hook that keeps one writer per branch
+    Hook(HookArgs),
+    /// Recreate a branch's worktree from the remote and pick the work up
+    Resume(ResumeArgs),
 }
 
 fn duration(text: &str) -> Result<Duration, String> {

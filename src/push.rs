@@ -3,8 +3,15 @@
 //! non-forced refspec: the push goes through only if the remote's head is
 //! still the one this writer last saw, and only as a fast-forward. A
 //! rejection is a collision, never retried by merging.
+//!
+//! git forces any update whose lease matches (`force_ref_update` in
+//! `remote.c`), refspec or not, so "only as a fast-forward" is checked here
+//! before the push: the lease pins the remote to `expected`, and the pushed
+//! commit must descend from it. The pusher must also hold the branch's claim
+//! by this clone's records, the same check the pre-push hook makes.
 
 use crate::git::{Git, GitError};
+use crate::prepush::{self, BranchState};
 use crate::record::{BranchRecord, BranchStore, RecordError};
 use crate::timefmt::Timestamp;
 
@@ -21,6 +28,20 @@ pub enum PushError {
     },
     #[error("the push of {branch} was refused: {reason}")]
     Refused { branch: String, reason: String },
+    #[error(
+        "{sha} does not descend from {expected}, the remote's {branch}: the push would rewrite it"
+    )]
+    NotFastForward {
+        branch: String,
+        expected: String,
+        sha: String,
+    },
+    #[error("the push of {branch} was refused: {what}")]
+    NotHolder {
+        branch: String,
+        what: String,
+        hint: String,
+    },
     #[error(transparent)]
     Git(#[from] GitError),
     #[error(transparent)]
@@ -45,6 +66,28 @@ pub fn cas_push(
         "--end-of-options",
         &format!("{rev}^{{commit}}"),
     ])?;
+    let common_dir = git.common_dir()?;
+    let state = BranchState::load(&common_dir, branch)?;
+    if state.managed() {
+        if let Err((_, what, hint)) =
+            prepush::check_holder(branch, &state.claims, instance, Timestamp::now())
+        {
+            return Err(PushError::NotHolder {
+                branch: branch.to_owned(),
+                what,
+                hint,
+            });
+        }
+    }
+    if let Some(expected) = expected {
+        if !prepush::is_ancestor(git, expected, &sha)? {
+            return Err(PushError::NotFastForward {
+                branch: branch.to_owned(),
+                expected: expected.to_owned(),
+                sha,
+            });
+        }
+    }
     let target = format!("refs/heads/{branch}");
     let lease = format!("--force-with-lease={target}:{}", expected.unwrap_or(""));
     let out = git
@@ -84,12 +127,13 @@ pub fn cas_push(
             },
         });
     }
-    BranchStore::new(&git.common_dir()?).set(&BranchRecord {
+    BranchStore::new(&common_dir).set(&BranchRecord {
         branch: branch.to_owned(),
         last_seen: Some(sha.clone()),
         issue,
         instance_id: Some(instance.to_owned()),
         updated_at: Timestamp::now().to_string(),
+        pending: Vec::new(),
     })?;
     Ok(sha)
 }

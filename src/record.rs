@@ -190,7 +190,7 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// The remote head of a managed branch as this clone's writer last saw it
 /// (SPEC 8): recorded when it claimed, created or resumed the worktree, or
 /// made its own last push. A plain fetch does not move it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BranchRecord {
     pub branch: String,
     /// The remote's head, `None` when the branch did not exist there yet.
@@ -200,6 +200,12 @@ pub struct BranchRecord {
     #[serde(default)]
     pub instance_id: Option<String>,
     pub updated_at: String,
+    /// Commits the pre-push hook let a plain `git push` send that no later
+    /// push has confirmed yet. git has no post-push hook, so the hook cannot
+    /// know whether the push it allowed went through; the remote showing one
+    /// of these next time means it did (see `prepush`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending: Vec<String>,
 }
 
 /// The last-seen records of one clone, one file per branch.

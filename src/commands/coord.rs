@@ -218,7 +218,8 @@ fn read(ctx: &Context, coord: &Coordinator<'_>, issue: u64) -> Result<Outcome, C
     Ok(outcome)
 }
 
-fn claim(
+/// Also used by `resume`, which claims the branch it recreates.
+pub(crate) fn claim(
     ctx: &Context,
     coord: &Coordinator<'_>,
     issue: u64,
@@ -266,6 +267,11 @@ fn claim(
             }
             let verb = if already_held { "already held" } else { "claimed" };
             let mut o = Outcome::new(Exit::Ok, json);
+            if let Some(b) = &branch {
+                if let Some(note) = super::resume::record_head_at_claim(ctx, b, issue, already_held)? {
+                    o = o.note(note);
+                }
+            }
             for view in &views {
                 o = o.line(format!("{verb} {}", describe(view).trim_start_matches('#')));
             }
@@ -353,6 +359,13 @@ fn release(
     let outcome = coord.release(&issues, reason.as_str())?;
     let store = ctx.claims()?;
     for n in &outcome.released {
+        // A released branch is no longer guarded by the pre-push hook.
+        if let Some(branch) = store
+            .load(&ctx.settings.instance, *n)?
+            .and_then(|r| r.branch)
+        {
+            crate::record::BranchStore::new(&ctx.git.common_dir()?).remove(&branch)?;
+        }
         store.remove(&ctx.settings.instance, *n)?;
     }
     let json = serde_json::to_value(&outcome).expect("outcome serializes");

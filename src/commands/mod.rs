@@ -4,6 +4,8 @@ pub mod coord;
 pub mod hydrate;
 pub mod state;
 pub mod task;
+pub mod hook;
+pub mod resume;
 
 use std::ffi::OsString;
 use std::io::Write as _;
@@ -141,6 +143,8 @@ pub fn run(cli: Cli) -> Result<Outcome, CommandError> {
         Command::Task(args) => task::run(&cli.global, args),
         Command::State(args) => state::run(&cli.global, args),
         Command::Hydrate(args) => hydrate::run(&cli.global, args),
+        Command::Hook(args) => hook::run(&cli.global, args),
+        Command::Resume(args) => resume::run(&cli.global, args),
     }
 }
 
