@@ -326,7 +326,12 @@ pub fn check_update(
     now: Timestamp,
 ) -> Result<Option<Refusal>, GitError> {
     let branch = update.branch().unwrap_or(&update.remote_ref).to_owned();
-    let last_seen = state.seen.as_ref().and_then(|s| s.last_seen.clone());
+    // What this writer believes the remote holds: its newest push not yet
+    // confirmed, else the head it last saw.
+    let last_seen = state
+        .seen
+        .as_ref()
+        .and_then(|s| s.pending.last().cloned().or_else(|| s.last_seen.clone()));
     let refusal = |kind, what: String, hint: String| Refusal {
         kind,
         branch: branch.clone(),

@@ -222,9 +222,17 @@ impl BranchStore {
     }
 
     /// Branch names may hold anything git allows; file names hold only hex.
+    /// A file name holds 255 bytes at most, so a long name's hex is cut into
+    /// directories of 200 digits (`<200>/<rest>.json` never meets `<200>.json`).
     fn path(&self, branch: &str) -> PathBuf {
         let hex: String = branch.bytes().map(|b| format!("{b:02x}")).collect();
-        self.root.join(format!("{hex}.json"))
+        let mut path = self.root.clone();
+        let mut rest = hex.as_str();
+        while rest.len() > 200 {
+            path.push(&rest[..200]);
+            rest = &rest[200..];
+        }
+        path.join(format!("{rest}.json"))
     }
 
     pub fn get(&self, branch: &str) -> Result<Option<BranchRecord>, RecordError> {
@@ -268,5 +276,33 @@ impl BranchStore {
             }),
             _ => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_branch_names_have_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = BranchStore::new(dir.path());
+        let long = format!("deep/{}", "x/".repeat(300));
+        let long = long.trim_end_matches('/');
+        for branch in [long, &long[..95], "a"] {
+            store
+                .set(&BranchRecord {
+                    branch: branch.to_owned(),
+                    last_seen: Some(branch.len().to_string()),
+                    ..BranchRecord::default()
+                })
+                .unwrap();
+        }
+        for branch in [long, &long[..95], "a"] {
+            let record = store.get(branch).unwrap().unwrap();
+            assert_eq!(record.last_seen, Some(branch.len().to_string()));
+        }
+        store.remove(long).unwrap();
+        assert_eq!(store.get(long).unwrap(), None);
     }
 }

@@ -101,6 +101,37 @@ pub fn worktree_path(
     }
 }
 
+/// Where the worktree of `branch` goes: its readable path, unless a live
+/// worktree of another branch holds it (`a/b` and `a-b` both read `a-b`);
+/// then the readable name with a hash of the branch. A worktree of the
+/// branch already at either place is where it stays.
+pub fn choose_path(
+    git: &Git,
+    root: &Path,
+    worktree_dir: &Path,
+    branch: &str,
+) -> Result<PathBuf, WorktreeError> {
+    let primary = worktree_path(root, worktree_dir, branch)?;
+    let fallback =
+        primary.with_file_name(format!("{}-{:08x}", dir_name(branch), fnv1a(branch) as u32));
+    let refname = format!("refs/heads/{branch}");
+    let entries = list(git)?;
+    let live = || entries.iter().filter(|e| !e.stale());
+    if let Some(own) = live().find(|e| {
+        e.branch.as_deref() == Some(&refname)
+            && (same_path(&e.path, &primary) || same_path(&e.path, &fallback))
+    }) {
+        return Ok(if same_path(&own.path, &primary) {
+            primary
+        } else {
+            fallback
+        });
+    }
+    let taken =
+        live().any(|e| same_path(&e.path, &primary) && e.branch.as_deref() != Some(&refname));
+    Ok(if taken { fallback } else { primary })
+}
+
 /// One entry of `git worktree list --porcelain`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Entry {

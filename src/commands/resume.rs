@@ -254,7 +254,7 @@ pub fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome, CommandErro
         .hint("check the name (git ls-remote --heads REMOTE), or claim the issue and start the branch"));
     };
     let root = worktree::main_root(&ctx.git)?;
-    let path = worktree::worktree_path(&root, &ctx.settings.worktree_dir, &branch)?;
+    let path = worktree::choose_path(&ctx.git, &root, &ctx.settings.worktree_dir, &branch)?;
     let plan = worktree::plan(&ctx.git, &path, &branch, &remote_head)?;
     if let LocalBranch::Ahead { local, commits } = &plan.local {
         let json = json!({
