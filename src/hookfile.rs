@@ -65,8 +65,12 @@ pub fn hook_path(git: &Git) -> Result<PathBuf, GitError> {
     Ok(PathBuf::from(dir).join("pre-push"))
 }
 
+/// A BEGIN line without its END line: maverick does not guess where its block stops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UnclosedBlock;
+
 /// Where the block is in `text`: byte range of its lines, end exclusive.
-fn find_block(text: &str) -> Option<Result<(usize, usize), ()>> {
+fn find_block(text: &str) -> Option<Result<(usize, usize), UnclosedBlock>> {
     let mut offset = 0;
     let mut start = None;
     for line in text.split_inclusive('\n') {
@@ -78,7 +82,7 @@ fn find_block(text: &str) -> Option<Result<(usize, usize), ()>> {
         }
         offset += line.len();
     }
-    start.map(|_| Err(()))
+    start.map(|_| Err(UnclosedBlock))
 }
 
 /// The interpreter a shebang names, `None` when the text has no shebang.
@@ -103,7 +107,7 @@ fn is_shell(interpreter: &str) -> bool {
 
 /// `existing` with maverick's block in it: replacing an older block in place,
 /// else right after the shebang, so it runs before anything that could exit.
-pub fn with_block(existing: &str) -> Result<(String, Change), ()> {
+pub fn with_block(existing: &str) -> Result<(String, Change), UnclosedBlock> {
     let block = block();
     match find_block(existing) {
         Some(Ok((start, end))) => {
@@ -116,7 +120,7 @@ pub fn with_block(existing: &str) -> Result<(String, Change), ()> {
             text.push_str(&existing[end..]);
             Ok((text, Change::Updated))
         }
-        Some(Err(())) => Err(()),
+        Some(Err(e)) => Err(e),
         None => {
             let after_shebang = if existing.starts_with("#!") {
                 existing.find('\n').map_or(existing.len(), |n| n + 1)
@@ -137,10 +141,10 @@ pub fn with_block(existing: &str) -> Result<(String, Change), ()> {
 
 /// `existing` without maverick's block; `None` when nothing else is left
 /// (a shebang alone does not count).
-pub fn without_block(existing: &str) -> Result<(Option<String>, Change), ()> {
+pub fn without_block(existing: &str) -> Result<(Option<String>, Change), UnclosedBlock> {
     match find_block(existing) {
         None => Ok((Some(existing.to_owned()), Change::Absent)),
-        Some(Err(())) => Err(()),
+        Some(Err(e)) => Err(e),
         Some(Ok((start, end))) => {
             let text = format!("{}{}", &existing[..start], &existing[end..]);
             let rest = text
@@ -220,9 +224,10 @@ pub fn install(path: &Path) -> Result<Change, HookFileError> {
             interpreter: name,
         });
     }
-    let (text, change) = with_block(&existing).map_err(|()| HookFileError::Unbalanced {
-        path: path.to_owned(),
-    })?;
+    let (text, change) =
+        with_block(&existing).map_err(|UnclosedBlock| HookFileError::Unbalanced {
+            path: path.to_owned(),
+        })?;
     if change == Change::Unchanged {
         return Ok(change);
     }
@@ -248,9 +253,10 @@ pub fn uninstall(path: &Path) -> Result<Change, HookFileError> {
         });
     }
     let existing = std::fs::read_to_string(path).map_err(io("read", path))?;
-    let (text, change) = without_block(&existing).map_err(|()| HookFileError::Unbalanced {
-        path: path.to_owned(),
-    })?;
+    let (text, change) =
+        without_block(&existing).map_err(|UnclosedBlock| HookFileError::Unbalanced {
+            path: path.to_owned(),
+        })?;
     match (change, text) {
         (Change::Absent, _) => Ok(Change::Absent),
         (_, Some(text)) => {

@@ -122,6 +122,31 @@ fn a_push_the_remote_rejected_raises_no_false_alarm() {
 }
 
 #[test]
+fn the_pusher_s_instance_can_come_from_git_config() {
+    let env = TestEnv::new();
+    let a = holder(&env, "a");
+    a.commit_file("one.rs", "1\n", "feat: one");
+    // `git_output` runs git without MAVERICK_INSTANCE: the hook asks config.
+    a.git(&["config", "maverick.instance", "a"]);
+    let out = a.git_output(&["push", "--quiet", "-u", "origin", BRANCH]);
+    allowed(&out);
+    a.commit_file("two.rs", "2\n", "feat: two");
+    a.git(&["config", "maverick.instance", "somebody-else"]);
+    let out = a.git_output(&["push", "origin", BRANCH]);
+    let stderr = refused(&out);
+    assert!(
+        stderr.contains("claimed by a (#142, generation 1), not by somebody-else"),
+        "{stderr}"
+    );
+    // Pushed by URL instead of by name: still maverick's remote.
+    a.git(&["config", "maverick.instance", "a"]);
+    let url = env.origin.to_str().unwrap();
+    allowed(&a.git_output(&["push", "--quiet", url, BRANCH]));
+    a.git(&["reset", "--quiet", "--hard", "HEAD~1"]);
+    refused(&a.git_output(&["push", "--force", url, BRANCH]));
+}
+
+#[test]
 fn a_second_clone_pushes_then_the_holders_push_is_refused_as_a_moved_head() {
     let env = TestEnv::new();
     let a = holder(&env, "a");
@@ -220,13 +245,16 @@ fn unmanaged_branches_cost_no_git_process_and_no_network() {
     for command in ["ls-remote", "fetch", "config", "rev-parse", "merge-base"] {
         assert!(!trace.contains(command), "{command} ran:\n{trace}");
     }
-    // A managed branch: the hook reads config and the graph, still offline.
+    // A managed branch: the hook reads the graph (is it a fast-forward?), and
+    // with the instance named by the environment, no configuration; offline.
     a.git(&["switch", "--quiet", BRANCH]);
     a.commit_file("y.rs", "y\n", "feat: y");
+    allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
+    a.commit_file("z.rs", "z\n", "feat: z");
     let (out, trace) = traced_push(&a, &["--quiet", "origin", BRANCH]);
     allowed(&out);
-    assert!(trace.contains("config"), "{trace}");
-    for command in ["ls-remote", "fetch"] {
+    assert!(trace.contains("merge-base"), "{trace}");
+    for command in ["ls-remote", "fetch", "config"] {
         assert!(!trace.contains(command), "{command} ran:\n{trace}");
     }
 }

@@ -38,8 +38,11 @@ pub enum HookCommand {
 #[derive(Debug, Args)]
 pub struct PrePushArgs {
     /// The remote's name (or its URL when the push named a URL)
+    // Its own id: `remote` is the global --remote option's.
+    #[arg(id = "push_remote", value_name = "REMOTE")]
     pub remote: String,
     /// The remote's URL
+    #[arg(id = "push_url", value_name = "URL")]
     pub url: Option<String>,
 }
 
@@ -149,6 +152,27 @@ fn pushes_to_maverick_remote(settings: &Settings, args: &PrePushArgs) -> bool {
         || (args.url.is_some() && args.url.as_deref() == url)
 }
 
+/// The pusher, when the environment names it and every managed branch has a
+/// claim record of it for the remote this push goes to; `None`: ask the
+/// configuration.
+fn identity_from_records(
+    managed: &[(&RefUpdate, BranchState)],
+    args: &PrePushArgs,
+) -> Result<Option<String>, CommandError> {
+    let Some(me) = crate::config::instance_from_env().transpose()? else {
+        return Ok(None);
+    };
+    let known = managed.iter().all(|(_, state)| {
+        let mine: Vec<_> = state
+            .claims
+            .iter()
+            .filter(|c| c.instance_id == me)
+            .collect();
+        !mine.is_empty() && mine.iter().all(|c| c.remote == args.remote)
+    });
+    Ok(known.then_some(me))
+}
+
 /// The hot path: tags, unmanaged branches and repositories without maverick
 /// leave after a few file stats, with no git process and no network call.
 fn pre_push(global: &GlobalArgs, args: PrePushArgs) -> Result<Outcome, CommandError> {
@@ -187,18 +211,24 @@ fn pre_push(global: &GlobalArgs, args: PrePushArgs) -> Result<Outcome, CommandEr
     if managed.is_empty() {
         return Ok(allowed(vec![]));
     }
-    // A managed branch: only now pay for the configuration (the instance id,
-    // and which remote is maverick's).
+    // A managed branch: the pusher's instance id, and whether this push goes
+    // to maverick's remote. When the environment names the instance and its
+    // claim records name this remote, no configuration needs reading.
     let git = Git::new(&cwd);
-    let settings = Settings::load(&git, &global.overrides())?;
-    if !pushes_to_maverick_remote(&settings, &args) {
-        return Ok(allowed(vec![]));
-    }
+    let me = match identity_from_records(&managed, &args)? {
+        Some(me) => me,
+        None => {
+            let settings = Settings::load(&git, &global.overrides())?;
+            if !pushes_to_maverick_remote(&settings, &args) {
+                return Ok(allowed(vec![]));
+            }
+            settings.instance
+        }
+    };
     let now = Timestamp::now();
     let mut refusals = Vec::new();
     for (update, state) in &managed {
-        if let Some(refusal) = prepush::check_update(&git, update, state, &settings.instance, now)?
-        {
+        if let Some(refusal) = prepush::check_update(&git, update, state, &me, now)? {
             refusals.push(refusal);
         }
     }
@@ -206,7 +236,7 @@ fn pre_push(global: &GlobalArgs, args: PrePushArgs) -> Result<Outcome, CommandEr
     if refusals.is_empty() {
         let store = BranchStore::new(&common_dir);
         for (update, state) in &managed {
-            prepush::record_allowed(&store, update, state, &settings.instance)?;
+            prepush::record_allowed(&store, update, state, &me)?;
         }
         return Ok(allowed(checked));
     }
@@ -221,7 +251,7 @@ fn pre_push(global: &GlobalArgs, args: PrePushArgs) -> Result<Outcome, CommandEr
             "remote": args.remote,
             "allowed": false,
             "checked": checked,
-            "instance": settings.instance,
+            "instance": me,
             "refusals": refusals,
         }),
     );
