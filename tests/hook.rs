@@ -210,6 +210,18 @@ fn deleting_the_branch_is_refused() {
 }
 
 #[test]
+fn a_released_branch_is_no_longer_guarded() {
+    let env = TestEnv::new();
+    let a = holder(&env, "a");
+    a.commit_file("one.rs", "1\n", "feat: one");
+    allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
+    a.maverick(&["coord", "release", "142", "--reason", "merged"])
+        .expect(0);
+    allowed(&push(&a, &["--quiet", "origin", "--delete", BRANCH]));
+    assert_eq!(env.origin_head(BRANCH), None);
+}
+
+#[test]
 fn tags_are_allowed() {
     let env = TestEnv::new();
     let a = holder(&env, "a");

@@ -146,12 +146,34 @@ fn the_holder_resumes_its_own_branch_on_another_clone() {
     a.maverick(&["coord", "claim", "142", "--branch", BRANCH])
         .expect(0);
     let head = push_unclaimed(&env.clone("c"), BRANCH, "one.rs");
-    // The same instance on a new clone (its records are not there).
-    let fresh = env.clone("a2");
-    let run = fresh.maverick_as("a", &["--json", "resume", BRANCH]);
+    // Its lease runs out while no machine works on it.
+    a.maverick(&["--lease-ttl", "1s", "coord", "heartbeat", "142"])
+        .expect(0);
+    env.clone("watcher")
+        .wait_for_exit(&["coord", "read", "142"], 5, Duration::from_secs(30));
+    // The same instance on a new clone (its records are not there): resume
+    // renews the lease, and its pushes go through the hook.
+    let fresh = Repo {
+        instance: "a".to_owned(),
+        ..env.clone("a2")
+    };
+    fresh.maverick(&["hook", "install"]).expect(0);
+    let run = fresh.maverick(&["--json", "resume", BRANCH]);
     run.expect(0);
     assert_eq!(run.json()["claim"], "held");
     assert_eq!(run.json()["head"], head.as_str());
+    env.clone("watcher2")
+        .maverick(&["coord", "read", "142"])
+        .expect(4);
+    let wt = fresh.at(run.json()["worktree"].as_str().unwrap());
+    let next = wt.commit_file("two.rs", "2\n", "feat: two");
+    let out = wt.git_as_instance(&["push", "--quiet"], &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(env.origin_head(BRANCH), Some(next));
 }
 
 #[test]

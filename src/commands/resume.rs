@@ -8,7 +8,7 @@ use super::{Context, Outcome};
 use crate::cli::{issue_number, GlobalArgs};
 use crate::error::{CommandError, Exit};
 use crate::git::is_valid_branch_name;
-use crate::lease::{Coordinator, Decision, IssueView};
+use crate::lease::{Coordinator, Decision, HeartbeatOutcome, IssueView};
 use crate::prepush;
 use crate::record::{BranchStore, ClaimRecord};
 use crate::worktree::{self, LocalBranch, WorktreeError};
@@ -277,7 +277,18 @@ pub fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome, CommandErro
     // 3. The claim: ours already, or claimed (taken over) now.
     let claim = match view.decision {
         Decision::Ours => {
-            adopt_claim(&ctx, &view, &branch)?;
+            // Picking the work up renews the lease (it may have run out while
+            // no machine worked on it), and confirms the claim is still ours.
+            match coord.heartbeat(&[issue], Some(view.generation))? {
+                HeartbeatOutcome::Renewed { views, .. } => adopt_claim(&ctx, &views[0], &branch)?,
+                HeartbeatOutcome::Lost { reason, views } => {
+                    let json =
+                        json!({"issue": issue, "branch": branch, "reason": reason, "views": views});
+                    return Ok(Outcome::new(Exit::ClaimLost, json)
+                        .line(format!("claim lost: {reason}"))
+                        .note("hint: another instance owns this work now; do not resume it here"));
+                }
+            }
             "held"
         }
         decision => {
