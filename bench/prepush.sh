@@ -58,6 +58,15 @@ for case in none ls-remote unmanaged managed; do
 	git -C "$work/$case" push --quiet -u origin HEAD
 done
 
+# Mean CPU time (user + system, the process and its children) of a run, in ms.
+cpu_ms() {
+	local user sys
+	user=$(sed -n 's/.*"user": *\([0-9.e-]*\).*/\1/p' "$1" | head -1)
+	sys=$(sed -n 's/.*"system": *\([0-9.e-]*\).*/\1/p' "$1" | head -1)
+	awk -v u="$user" -v s="$sys" 'BEGIN { printf "%.3f", (u + s) * 1000 }'
+}
+declare -A cpu push_cpu
+
 commit() { git -C "$work/$1" commit --quiet --allow-empty -m "feat: next"; }
 push() { git -C "$work/$1" push --quiet; }
 
@@ -71,6 +80,7 @@ if command -v hyperfine >/dev/null; then
 			"git -C $work/$case push --quiet" >/dev/null
 		median_ms[$case]=$(sed -n 's/.*"median": *\([0-9.e-]*\).*/\1/p' "$work/$case.json" | head -1 |
 			awk '{ printf "%.3f", $1 * 1000 }')
+		push_cpu[$case]=$(cpu_ms "$work/$case.json")
 	done
 	tool="hyperfine $(hyperfine --version | awk '{print $2}'), $RUNS runs"
 else
@@ -112,6 +122,7 @@ for entry in "${hook_cases[@]}"; do
 			"$cmd" >/dev/null 2>&1
 		hook_ms[$name]=$(sed -n 's/.*"median": *\([0-9.e-]*\).*/\1/p' "$work/hook-$name.json" | head -1 |
 			awk '{ printf "%.3f", $1 * 1000 }')
+		cpu[$name]=$(cpu_ms "$work/hook-$name.json")
 	else
 		: >"$work/hook-$name.times"
 		for ((i = 0; i < RUNS * 2; i++)); do
@@ -129,17 +140,18 @@ done
 [[ "$(git -C "$work/origin.git" rev-parse maverick/1-bench)" == "$(git -C "$work/managed" rev-parse HEAD)" ]]
 
 echo "median time of one \`git push\` to a local bare origin ($tool)"
-printf '%-12s %10s %10s %12s\n' case "median ms" "vs none" "added ms"
+printf '%-12s %10s %10s %12s %14s\n' case "median ms" "vs none" "added ms" "added cpu ms"
 base=${median_ms[none]}
 for case in "${cases[@]}"; do
-	awk -v c="$case" -v m="${median_ms[$case]}" -v b="$base" \
-		'BEGIN { printf "%-12s %10.2f %9.2fx %+12.2f\n", c, m, m / b, m - b }'
+	awk -v c="$case" -v m="${median_ms[$case]}" -v b="$base" -v cp="${push_cpu[$case]:-0}" -v cb="${push_cpu[none]:-0}" \
+		'BEGIN { printf "%-12s %10.2f %9.2fx %+12.2f %+14.2f\n", c, m, m / b, m - b, cp - cb }'
 done
 echo
 echo "median time of the pre-push hook alone, on the line git gives it"
-printf '%-12s %10s %12s\n' hook "median ms" "vs empty ms"
+printf '%-12s %10s %12s %10s %14s\n' hook "median ms" "vs empty ms" "cpu ms" "vs empty cpu"
 for entry in "${hook_cases[@]}"; do
 	name=${entry%%:*}
-	awk -v c="$name" -v m="${hook_ms[$name]}" -v b="${hook_ms[empty]}" \
-		'BEGIN { printf "%-12s %10.2f %+12.2f\n", c, m, m - b }'
+	awk -v c="$name" -v m="${hook_ms[$name]}" -v b="${hook_ms[empty]}" -v cp="${cpu[$name]:-0}" -v cb="${cpu[empty]:-0}" \
+		'BEGIN { printf "%-12s %10.2f %+12.2f %10.2f %+14.2f\n", c, m, m - b, cp, cp - cb }'
 done
+echo "(cpu: mean user+system time of the process tree; on a busy machine it moves far less than wall time)"

@@ -347,7 +347,7 @@ pub fn check_update(
     let Some(pushed) = &update.local_sha else {
         return Ok(Some(refusal(
             RefusalKind::Deletion,
-            format!("{branch} is a claimed working branch; it is not deleted by a push"),
+            "a claimed working branch is not deleted by a push".to_owned(),
             "release the claim when the work is done (git maverick coord release N --reason merged)"
                 .to_owned(),
         )));
@@ -367,7 +367,7 @@ pub fn check_update(
         if state.seen.is_none() {
             return Ok(Some(refusal(
                 RefusalKind::NeverSeen,
-                format!("{branch} exists on the remote, but this clone never recorded its head"),
+                "it exists on the remote, but this clone never recorded its head".to_owned(),
                 format!(
                     "run `git maverick resume {branch}` to record it (and check what is there)"
                 ),
@@ -375,17 +375,20 @@ pub fn check_update(
         }
         return Ok(Some(refusal(
             RefusalKind::MovedHead,
-            format!("{branch} moved on the remote since this writer last saw it: someone else pushed to it"),
-            "find out who pushed and why before anything else; resuming from the remote head \
-             (git maverick resume BRANCH in a fresh clone) is a decision for whoever owns the work"
+            "its head moved on the remote since this writer last saw it: someone else pushed to it"
                 .to_owned(),
+            format!(
+                "find out who pushed and why first; building on the remote head \
+                 (git maverick resume {branch}, in a clone without these commits) is a decision \
+                 for whoever owns the work"
+            ),
         )));
     }
     if let Some(remote) = &update.remote_sha {
         if !is_ancestor(git, remote, pushed)? {
             return Ok(Some(refusal(
                 RefusalKind::NonFastForward,
-                format!("this push would rewrite {branch} (not a fast-forward; a forced push)"),
+                "this push would rewrite it (not a fast-forward: a forced push)".to_owned(),
                 "claimed branches move forward only: rebase or amend only what was never pushed, \
                  and push new commits on top"
                     .to_owned(),
