@@ -137,3 +137,48 @@ pub fn cas_push(
     })?;
     Ok(sha)
 }
+
+/// Maverick's own push of `rev` to `branch`, expecting the remote where this
+/// clone last saw it: at its last-seen head, or, after plain `git push`es
+/// the pre-push hook allowed, at one of the heads they left pending (told
+/// apart with one `ls-remote`). No record: the branch must not exist yet.
+/// This is what `task done` calls.
+pub fn cas_push_last_seen(
+    git: &Git,
+    remote: &str,
+    rev: &str,
+    branch: &str,
+    issue: Option<u64>,
+    instance: &str,
+) -> Result<String, PushError> {
+    let record = BranchStore::new(&git.common_dir()?).get(branch)?;
+    let expected = match record {
+        None => None,
+        Some(record) if record.pending.is_empty() => record.last_seen,
+        Some(record) => {
+            let head = prepush::remote_head(git, remote, branch)?;
+            let ours = head == record.last_seen
+                || head.as_ref().is_some_and(|h| record.pending.contains(h));
+            if !ours {
+                return Err(PushError::Collision {
+                    branch: branch.to_owned(),
+                    expected: record.pending.last().cloned().or(record.last_seen),
+                    detail: format!(
+                        "the remote is at {}",
+                        head.as_deref().unwrap_or("(no branch)")
+                    ),
+                });
+            }
+            head
+        }
+    };
+    cas_push(
+        git,
+        remote,
+        rev,
+        branch,
+        expected.as_deref(),
+        issue,
+        instance,
+    )
+}

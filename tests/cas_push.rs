@@ -7,7 +7,7 @@
 mod support;
 
 use maverick::git::Git;
-use maverick::push::{cas_push, PushError};
+use maverick::push::{cas_push, cas_push_last_seen, PushError};
 use maverick::record::BranchStore;
 use support::TestEnv;
 
@@ -147,5 +147,29 @@ fn cas_push_refuses_a_remote_that_moved_and_a_rewrite() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(env.origin_head(BRANCH), Some(next));
+    assert_eq!(env.origin_head(BRANCH), Some(next.clone()));
+    // The plain push left its head pending; maverick's next push finds it.
+    let fifth = a.commit_file("five.rs", "5\n", "feat: five");
+    let pushed = cas_push_last_seen(&git, "origin", "HEAD", BRANCH, Some(142), "a").unwrap();
+    assert_eq!(pushed, fifth);
+    assert_eq!(
+        store.get(BRANCH).unwrap().unwrap().last_seen,
+        Some(fifth.clone())
+    );
+    // A plain push, then someone else's: maverick's push sees the collision.
+    let sixth = a.commit_file("six.rs", "6\n", "feat: six");
+    let out = a.git_as_instance(&["push", "--quiet", "origin", BRANCH], &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    b.git(&["pull", "--quiet", "--ff-only", "origin", BRANCH]);
+    let late = b.commit_file("late.rs", "late\n", "feat: late intrusion");
+    b.git(&["push", "--quiet", "origin", BRANCH]);
+    a.commit_file("seven.rs", "7\n", "feat: seven");
+    let err = cas_push_last_seen(&git, "origin", "HEAD", BRANCH, Some(142), "a").unwrap_err();
+    assert!(matches!(err, PushError::Collision { .. }), "{err:?}");
+    assert!(err.to_string().contains(&sixth), "{err}");
+    assert_eq!(env.origin_head(BRANCH), Some(late));
 }
