@@ -6,11 +6,11 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 
 use crate::commands::coord::CoordArgs;
+use crate::commands::hook::HookArgs;
 use crate::commands::hydrate::HydrateArgs;
+use crate::commands::resume::ResumeArgs;
 use crate::commands::state::StateArgs;
 use crate::commands::task::TaskArgs;
-use crate::commands::hook::HookArgs;
-use crate::commands::resume::ResumeArgs;
 use crate::config::{Overrides, SurfaceKind};
 
 #[derive(Debug, Parser)]

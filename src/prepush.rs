@@ -153,10 +153,20 @@ pub struct BranchState {
 
 impl BranchState {
     pub fn load(common_dir: &Path, branch: &str) -> Result<BranchState, RecordError> {
-        Ok(BranchState {
-            claims: ClaimStore::new(common_dir).for_branch(branch)?,
-            seen: BranchStore::new(common_dir).get(branch)?,
-        })
+        let store = ClaimStore::new(common_dir);
+        let seen = BranchStore::new(common_dir).get(branch)?;
+        let mut claims = store.for_branch(branch)?;
+        // A claim made without --branch (`task done` takes the branch from
+        // its name) holds the branch whose record names its issue.
+        if let Some(issue) = seen.as_ref().and_then(|s| s.issue) {
+            claims.extend(
+                store
+                    .all()?
+                    .into_iter()
+                    .filter(|c| c.branch.is_none() && c.issue == issue),
+            );
+        }
+        Ok(BranchState { claims, seen })
     }
 
     pub fn managed(&self) -> bool {
@@ -171,8 +181,6 @@ pub enum RefusalKind {
     NotHolder,
     /// A heartbeat found the claim lost, or this clone recorded a newer generation.
     ClaimLost,
-    /// The lease as last confirmed has run out: the claim may have been taken over.
-    LeaseExpired,
     Deletion,
     /// The remote head is not the one this writer last saw.
     MovedHead,
@@ -184,9 +192,7 @@ pub enum RefusalKind {
 impl RefusalKind {
     pub fn exit(self) -> Exit {
         match self {
-            RefusalKind::NotHolder | RefusalKind::ClaimLost | RefusalKind::LeaseExpired => {
-                Exit::ClaimLost
-            }
+            RefusalKind::NotHolder | RefusalKind::ClaimLost => Exit::ClaimLost,
             _ => Exit::Collision,
         }
     }
@@ -238,7 +244,6 @@ pub fn check_holder(
     branch: &str,
     claims: &[ClaimRecord],
     me: &str,
-    now: Timestamp,
 ) -> Result<(), (RefusalKind, String, String)> {
     let mine: Vec<&ClaimRecord> = claims.iter().filter(|c| c.instance_id == me).collect();
     if mine.is_empty() {
@@ -286,22 +291,27 @@ pub fn check_holder(
                 "another instance owns this work now; do not push it here".to_owned(),
             ));
         }
-        if let Some(expired) = Timestamp::parse(&record.expires_at).filter(|e| *e <= now) {
-            return Err((
-                RefusalKind::LeaseExpired,
-                format!(
-                    "the lease of {me} on #{} expired at {expired}: it may have been taken over",
-                    record.issue
-                ),
-                format!(
-                    "renew it with `git maverick coord heartbeat {}` (exit 7 there means the claim \
-                     is gone), then push again",
-                    record.issue
-                ),
-            ));
-        }
     }
     Ok(())
+}
+
+/// Warnings for the holder whose lease, as last confirmed, has run out. A
+/// stale lease is still held until someone takes it over (SPEC 4: the
+/// generation is the fence), and the hook cannot ask the surface; it can
+/// only say so.
+pub fn lease_warnings(claims: &[ClaimRecord], me: &str, now: Timestamp) -> Vec<String> {
+    claims
+        .iter()
+        .filter(|c| c.instance_id == me)
+        .filter_map(|c| {
+            let expired = Timestamp::parse(&c.expires_at).filter(|e| *e <= now)?;
+            Some(format!(
+                "maverick: warning: the lease of {me} on #{} expired at {expired}; if another instance \
+                 took it over, this push is a collision it will see. Renew it: git maverick coord heartbeat {}",
+                c.issue, c.issue
+            ))
+        })
+        .collect()
 }
 
 /// True when `ancestor` is an ancestor of (or equal to) `descendant`. An
@@ -323,7 +333,6 @@ pub fn check_update(
     update: &RefUpdate,
     state: &BranchState,
     me: &str,
-    now: Timestamp,
 ) -> Result<Option<Refusal>, GitError> {
     let branch = update.branch().unwrap_or(&update.remote_ref).to_owned();
     // What this writer believes the remote holds: its newest push not yet
@@ -341,8 +350,12 @@ pub fn check_update(
         what,
         hint,
     };
-    if let Err((kind, what, hint)) = check_holder(&branch, &state.claims, me, now) {
-        return Ok(Some(refusal(kind, what, hint)));
+    // A branch guarded only by its last-seen record (maverick pushed it for
+    // work nobody claimed here) has no holder to check; the rest applies.
+    if !state.claims.is_empty() {
+        if let Err((kind, what, hint)) = check_holder(&branch, &state.claims, me) {
+            return Ok(Some(refusal(kind, what, hint)));
+        }
     }
     let Some(pushed) = &update.local_sha else {
         return Ok(Some(refusal(
@@ -507,8 +520,8 @@ mod tests {
         let now = Timestamp::parse("2026-11-30T10:05:00Z").unwrap();
         let live = "2026-11-30T10:10:00Z";
         let b = "maverick/1-x";
-        assert!(check_holder(b, &[claim("me", 1, 1, live)], "me", now).is_ok());
-        let err = |claims: &[ClaimRecord]| check_holder(b, claims, "me", now).unwrap_err().0;
+        assert!(check_holder(b, &[claim("me", 1, 1, live)], "me").is_ok());
+        let err = |claims: &[ClaimRecord]| check_holder(b, claims, "me").unwrap_err().0;
         assert_eq!(err(&[]), RefusalKind::NotHolder);
         assert_eq!(err(&[claim("other", 1, 1, live)]), RefusalKind::NotHolder);
         let mut lost = claim("me", 1, 1, live);
@@ -518,11 +531,12 @@ mod tests {
             err(&[claim("me", 1, 1, live), claim("other", 1, 2, live)]),
             RefusalKind::ClaimLost
         );
-        assert_eq!(
-            err(&[claim("me", 1, 1, "2026-11-30T10:04:59Z")]),
-            RefusalKind::LeaseExpired
-        );
-        assert_eq!(RefusalKind::LeaseExpired.exit(), Exit::ClaimLost);
+        // A stale lease nobody took over is still held: a warning, not a refusal.
+        let stale = [claim("me", 1, 1, "2026-11-30T10:04:59Z")];
+        assert!(check_holder(b, &stale, "me").is_ok());
+        assert_eq!(lease_warnings(&stale, "me", now).len(), 1);
+        assert!(lease_warnings(&[claim("me", 1, 1, live)], "me", now).is_empty());
+        assert_eq!(RefusalKind::NotHolder.exit(), Exit::ClaimLost);
         assert_eq!(RefusalKind::MovedHead.exit(), Exit::Collision);
     }
 

@@ -7,8 +7,9 @@
 //! git forces any update whose lease matches (`force_ref_update` in
 //! `remote.c`), refspec or not, so "only as a fast-forward" is checked here
 //! before the push: the lease pins the remote to `expected`, and the pushed
-//! commit must descend from it. The pusher must also hold the branch's claim
-//! by this clone's records, the same check the pre-push hook makes.
+//! commit must descend from it. When this clone has a claim on the branch,
+//! the pusher must hold it by its records, the same check the pre-push hook
+//! makes.
 
 use crate::git::{Git, GitError};
 use crate::prepush::{self, BranchState};
@@ -68,10 +69,8 @@ pub fn cas_push(
     ])?;
     let common_dir = git.common_dir()?;
     let state = BranchState::load(&common_dir, branch)?;
-    if state.managed() {
-        if let Err((_, what, hint)) =
-            prepush::check_holder(branch, &state.claims, instance, Timestamp::now())
-        {
+    if !state.claims.is_empty() {
+        if let Err((_, what, hint)) = prepush::check_holder(branch, &state.claims, instance) {
             return Err(PushError::NotHolder {
                 branch: branch.to_owned(),
                 what,

@@ -106,6 +106,13 @@ impl ClaimStore {
 
     /// Every record of every instance of this clone that names `branch`.
     pub fn for_branch(&self, branch: &str) -> Result<Vec<ClaimRecord>, RecordError> {
+        let mut all = self.all()?;
+        all.retain(|record| record.branch.as_deref() == Some(branch));
+        Ok(all)
+    }
+
+    /// Every record of every instance of this clone.
+    pub fn all(&self) -> Result<Vec<ClaimRecord>, RecordError> {
         let mut found = Vec::new();
         let entries = match std::fs::read_dir(&self.root) {
             Ok(entries) => entries,
@@ -119,11 +126,7 @@ impl ClaimStore {
             }
         };
         for entry in entries.flatten() {
-            for record in read_dir_records(&entry.path())? {
-                if record.branch.as_deref() == Some(branch) {
-                    found.push(record);
-                }
-            }
+            found.extend(read_dir_records(&entry.path())?);
         }
         Ok(found)
     }

@@ -458,16 +458,58 @@ fn a_pusher_whose_claim_was_taken_over_is_refused() {
     b.maverick(&["coord", "claim", "142", "--takeover", "--branch", BRANCH])
         .expect(0);
 
-    // a has not heard yet: its lease as last confirmed has run out.
-    let stderr = refused(&push(&a, &["-u", "origin", BRANCH]));
-    assert!(stderr.contains("claim lost: stop and report"), "{stderr}");
-    assert!(stderr.contains("lease of a on #142 expired"), "{stderr}");
-    // Its heartbeat learns the claim is gone; the push names why.
+    // a's heartbeat learns that the claim is gone; its push names why.
     a.maverick(&["coord", "heartbeat", "142"]).expect(7);
     let stderr = refused(&push(&a, &["-u", "origin", BRANCH]));
     assert!(stderr.contains("claim lost: stop and report"), "{stderr}");
     assert!(stderr.contains("was lost: #142 is held by b"), "{stderr}");
     assert_eq!(env.origin_head(BRANCH), None);
+}
+
+#[test]
+fn a_stale_lease_is_a_warning_and_the_generation_the_fence() {
+    let env = TestEnv::new();
+    let a = env.clone("a");
+    a.maverick(&["hook", "install"]).expect(0);
+    a.maverick(&[
+        "--lease-ttl",
+        "1s",
+        "coord",
+        "claim",
+        "142",
+        "--branch",
+        BRANCH,
+    ])
+    .expect(0);
+    a.git(&["switch", "--quiet", "-c", BRANCH]);
+    a.commit_file("one.rs", "1\n", "feat: one");
+    env.clone("watch").wait_for_exit(
+        &["coord", "read", "142"],
+        5,
+        std::time::Duration::from_secs(30),
+    );
+    // Nobody took it over: still a's claim (no network call tells the hook
+    // otherwise), so the push goes through with a warning.
+    let out = push(&a, &["--quiet", "-u", "origin", BRANCH]);
+    allowed(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("warning: the lease of a on #142 expired"),
+        "{stderr}"
+    );
+    // Another instance of the same clone takes over: its higher generation
+    // in this clone's records fences a without any heartbeat.
+    a.maverick_as(
+        "c",
+        &["coord", "claim", "142", "--takeover", "--branch", BRANCH],
+    )
+    .expect(0);
+    a.commit_file("two.rs", "2\n", "feat: two");
+    let stderr = refused(&push(&a, &["origin", BRANCH]));
+    assert!(
+        stderr.contains("#142 was taken over by c (generation 2)"),
+        "{stderr}"
+    );
 }
 
 /// The hook's own exit codes, called as hook managers call it.

@@ -228,17 +228,21 @@ fn pre_push(global: &GlobalArgs, args: PrePushArgs) -> Result<Outcome, CommandEr
     let now = Timestamp::now();
     let mut refusals = Vec::new();
     for (update, state) in &managed {
-        if let Some(refusal) = prepush::check_update(&git, update, state, &me, now)? {
+        if let Some(refusal) = prepush::check_update(&git, update, state, &me)? {
             refusals.push(refusal);
         }
     }
     let checked: Vec<&str> = managed.iter().filter_map(|(u, _)| u.branch()).collect();
     if refusals.is_empty() {
         let store = BranchStore::new(&common_dir);
+        let mut outcome = allowed(checked.clone());
         for (update, state) in &managed {
             prepush::record_allowed(&store, update, state, &me)?;
+            for warning in prepush::lease_warnings(&state.claims, &me, now) {
+                outcome = outcome.note(warning);
+            }
         }
-        return Ok(allowed(checked));
+        return Ok(outcome);
     }
     let exit = if refusals.iter().any(|r| r.kind.exit() == Exit::ClaimLost) {
         Exit::ClaimLost

@@ -1,11 +1,11 @@
 //! The only code that knows about clap, terminals and exit codes.
 
 pub mod coord;
+pub mod hook;
 pub mod hydrate;
+pub mod resume;
 pub mod state;
 pub mod task;
-pub mod hook;
-pub mod resume;
 
 use std::ffi::OsString;
 use std::io::Write as _;

@@ -293,8 +293,14 @@ pub fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome, CommandErro
         }
         decision => {
             let takeover = decision == Decision::Stale;
-            let outcome =
-                super::coord::claim(&ctx, &coord, issue, None, Some(branch.clone()), takeover)?;
+            let outcome = super::coord::claim(
+                &ctx,
+                &coord,
+                issue,
+                Vec::new(),
+                Some(branch.clone()),
+                takeover,
+            )?;
             if outcome.exit != Exit::Ok {
                 return Ok(outcome.note(format!(
                     "resume of {branch} stopped: the claim of #{issue} did not go through"
