@@ -141,7 +141,8 @@ pub fn cas_push(
 /// clone last saw it: at its last-seen head, or, after plain `git push`es
 /// the pre-push hook allowed, at one of the heads they left pending (told
 /// apart with one `ls-remote`). No record: the branch must not exist yet.
-/// This is what `task done` calls.
+/// Unlike a head that merely descends from the last-seen one, this accepts
+/// only heads this clone pushed, the rule the pre-push hook applies.
 pub fn cas_push_last_seen(
     git: &Git,
     remote: &str,
