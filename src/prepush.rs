@@ -153,19 +153,18 @@ pub struct BranchState {
 
 impl BranchState {
     pub fn load(common_dir: &Path, branch: &str) -> Result<BranchState, RecordError> {
-        let store = ClaimStore::new(common_dir);
         let seen = BranchStore::new(common_dir).get(branch)?;
-        let mut claims = store.for_branch(branch)?;
+        let issue = seen.as_ref().and_then(|s| s.issue);
         // A claim made without --branch (`task done` takes the branch from
         // its name) holds the branch whose record names its issue.
-        if let Some(issue) = seen.as_ref().and_then(|s| s.issue) {
-            claims.extend(
-                store
-                    .all()?
-                    .into_iter()
-                    .filter(|c| c.branch.is_none() && c.issue == issue),
-            );
-        }
+        let claims = ClaimStore::new(common_dir)
+            .all()?
+            .into_iter()
+            .filter(|c| match &c.branch {
+                Some(b) => b == branch,
+                None => Some(c.issue) == issue,
+            })
+            .collect();
         Ok(BranchState { claims, seen })
     }
 
@@ -444,7 +443,7 @@ pub fn record_allowed(
     }
     record.instance_id = Some(me.to_owned());
     record.updated_at = Timestamp::now().to_string();
-    store.set(&record)
+    store.set_unsynced(&record)
 }
 
 /// Records `head` as the last-seen head of `branch` (a claim, a resume, or

@@ -176,6 +176,10 @@ fn read_record(path: &Path) -> Result<Option<ClaimRecord>, RecordError> {
 /// Writes through a temporary file and a rename, so a crash leaves the old
 /// file or the new one, never half of one.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    replace_file(path, bytes, true)
+}
+
+fn replace_file(path: &Path, bytes: &[u8], sync: bool) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
     let name = path
@@ -185,7 +189,9 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
     let mut file = std::fs::File::create(&tmp)?;
     file.write_all(bytes)?;
-    file.sync_all()?;
+    if sync {
+        file.sync_all()?;
+    }
     drop(file);
     std::fs::rename(&tmp, path)
 }
@@ -259,10 +265,21 @@ impl BranchStore {
     }
 
     pub fn set(&self, record: &BranchRecord) -> Result<(), RecordError> {
+        self.write(record, true)
+    }
+
+    /// `set` without waiting for the disk: for the pre-push hook, which
+    /// writes on every push. A crash that loses the write fails safe: the
+    /// next push sees a head it has no record of and refuses it.
+    pub fn set_unsynced(&self, record: &BranchRecord) -> Result<(), RecordError> {
+        self.write(record, false)
+    }
+
+    fn write(&self, record: &BranchRecord, sync: bool) -> Result<(), RecordError> {
         let path = self.path(&record.branch);
         let mut bytes = serde_json::to_vec_pretty(record).expect("plain data serializes");
         bytes.push(b'\n');
-        write_atomically(&path, &bytes).map_err(|source| RecordError::Io {
+        replace_file(&path, &bytes, sync).map_err(|source| RecordError::Io {
             action: "write",
             path,
             source,
