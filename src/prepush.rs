@@ -357,11 +357,19 @@ pub fn check_update(
         }
     }
     let Some(pushed) = &update.local_sha else {
+        let issue = state
+            .claims
+            .first()
+            .map(|c| c.issue)
+            .or_else(|| state.seen.as_ref().and_then(|s| s.issue))
+            .map_or("N".to_owned(), |n| n.to_string());
         return Ok(Some(refusal(
             RefusalKind::Deletion,
             "a claimed working branch is not deleted by a push".to_owned(),
-            "release the claim when the work is done (git maverick coord release N --reason merged)"
-                .to_owned(),
+            format!(
+                "when the work is done, release the claim (git maverick coord release {issue} \
+                 --reason merged); then the branch is no longer guarded"
+            ),
         )));
     };
     let seen_ok = match &state.seen {

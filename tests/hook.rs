@@ -205,6 +205,10 @@ fn deleting_the_branch_is_refused() {
     allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
     let stderr = refused(&push(&a, &["origin", "--delete", BRANCH]));
     assert!(stderr.contains("not deleted by a push"), "{stderr}");
+    assert!(
+        stderr.contains("git maverick coord release 142"),
+        "{stderr}"
+    );
     refused(&push(&a, &["origin", &format!(":{BRANCH}")]));
     assert_eq!(env.origin_head(BRANCH), Some(head));
 }
