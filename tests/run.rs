@@ -247,23 +247,37 @@ fn exit_0_and_3_pass_through_and_release_with_the_right_reason() {
 }
 
 #[test]
-fn sigterm_to_maverick_reaches_the_command_then_releases_and_exits_143() {
+fn a_signal_to_maverick_reaches_the_command_then_releases_and_exits_128_plus_n() {
     let env = TestEnv::new();
     let alice = env.clone("alice");
-    let dir = marker_dir(&env, "term");
-    let mut child = spawn(run_command(&alice, &["50"], &stoppable(&dir)));
-    wait_for_file(&dir.join("started"), Duration::from_secs(10));
-    // SAFETY: a plain kill(2) of our own child.
-    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
-    wait_for_exit(&mut child, Duration::from_secs(10));
-    let run = finish(child);
-    run.expect(143);
-    assert!(dir.join("term").exists(), "the command got the SIGTERM");
-    assert!(labels(&env, 50).is_empty());
-    assert_eq!(
-        releases(&env, 50),
-        [("alice".to_owned(), "abort".to_owned())]
-    );
+    for (issue, signal, name) in [
+        (50, libc::SIGTERM, "TERM"),
+        (51, libc::SIGINT, "INT"),
+        (52, libc::SIGHUP, "HUP"),
+    ] {
+        let dir = marker_dir(&env, name);
+        let script = format!(
+            "trap 'touch {d}/got-{name}; exit 0' {name}; touch {d}/started; \
+             while :; do sleep 0.05; done",
+            d = dir.display()
+        );
+        let mut child = spawn(run_command(&alice, &[&issue.to_string()], &script));
+        wait_for_file(&dir.join("started"), Duration::from_secs(10));
+        // SAFETY: a plain kill(2) of our own child.
+        unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+        wait_for_exit(&mut child, Duration::from_secs(10));
+        let run = finish(child);
+        run.expect(128 + signal);
+        assert!(
+            dir.join(format!("got-{name}")).exists(),
+            "the command got SIG{name}"
+        );
+        assert!(labels(&env, issue).is_empty());
+        assert_eq!(
+            releases(&env, issue),
+            [("alice".to_owned(), "abort".to_owned())]
+        );
+    }
 }
 
 #[test]
