@@ -99,6 +99,23 @@ fn wait_for_exit(child: &mut Child, within: Duration) -> SystemTime {
     panic!("git-maverick did not exit within {within:?}");
 }
 
+/// Polls until process `pid` is dead (gone, or a zombie not yet reaped).
+#[track_caller]
+fn wait_for_death(pid: i32, within: Duration) -> SystemTime {
+    let end = Instant::now() + within;
+    while Instant::now() < end {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let state = stat
+            .rsplit_once(") ")
+            .and_then(|(_, rest)| rest.chars().next());
+        if matches!(state, None | Some('Z') | Some('X')) {
+            return SystemTime::now();
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    panic!("process {pid} still alive after {within:?}");
+}
+
 fn marker_dir(env: &TestEnv, name: &str) -> PathBuf {
     let dir = env.path().join(name);
     std::fs::create_dir_all(&dir).unwrap();
@@ -286,7 +303,23 @@ fn a_lost_claim_stops_the_command_within_one_heartbeat_and_leaves_the_new_holder
     let alice = env.clone("alice");
     let bob = env.clone("bob");
     let dir = marker_dir(&env, "lost");
-    let mut child = spawn(run_command(&alice, &["60"], &stoppable(&dir)));
+    // A 2s grace leaves room for a slow heartbeat on a loaded machine; the
+    // bound asserted is the issue's: grace + one heartbeat interval.
+    let grace = Duration::from_secs(2);
+    let timing = [
+        "--lease-ttl",
+        "5s",
+        "--heartbeat-interval",
+        "1s",
+        "--grace",
+        "2s",
+    ];
+    let mut child = spawn(run_command_timed(
+        &alice,
+        &timing,
+        &["60"],
+        &stoppable(&dir),
+    ));
     wait_for_file(&dir.join("started"), Duration::from_secs(10));
 
     // Someone drops the label and bob claims the free issue.
@@ -296,14 +329,14 @@ fn a_lost_claim_stops_the_command_within_one_heartbeat_and_leaves_the_new_holder
     bob.maverick(&["coord", "claim", "60"]).expect(0);
     let stopped_at = wait_for_file(
         &dir.join("term"),
-        HEARTBEAT + GRACE + Duration::from_secs(5),
+        HEARTBEAT + grace + Duration::from_secs(5),
     );
     let latency = seconds_between(lost_at, stopped_at);
     eprintln!("claim lost -> command got SIGTERM: {latency:.3}s");
     assert!(
-        latency <= (HEARTBEAT + GRACE).as_secs_f64(),
+        latency <= (HEARTBEAT + grace).as_secs_f64(),
         "the command was stopped {latency:.3}s after the loss; the bound is {:?}",
-        HEARTBEAT + GRACE
+        HEARTBEAT + grace
     );
     wait_for_exit(&mut child, Duration::from_secs(10));
     let run = finish(child);
@@ -318,8 +351,12 @@ fn a_lost_claim_stops_the_command_within_one_heartbeat_and_leaves_the_new_holder
     assert!(labels(&env, 60).contains(&"claude-in-progress".to_owned()));
     assert!(releases(&env, 60).iter().all(|(who, _)| who != "bob"));
     assert_eq!(read_json(&alice, "alice", 60).0, 4);
-    let rec = record(&alice, "alice", 60).expect("alice keeps a record of the loss");
-    assert!(rec["lost"].is_string(), "{rec}");
+    // Alice's record no longer says she holds #60: it is marked lost, or gone
+    // with the release of her dangling claim when her heartbeat came between
+    // the label's removal and bob's claim.
+    if let Some(rec) = record(&alice, "alice", 60) {
+        assert!(rec["lost"].is_string(), "{rec}");
+    }
 }
 
 #[test]
@@ -403,22 +440,29 @@ fn a_command_that_ignores_sigterm_is_killed_after_the_grace_period() {
     let bob = env.clone("bob");
     let dir = marker_dir(&env, "stubborn");
     let script = format!(
-        "trap 'touch {d}/term' TERM; touch {d}/started; while :; do sleep 0.05; done",
+        "trap 'touch {d}/term' TERM; echo $$ > {d}/pid; touch {d}/started; \
+         while :; do sleep 0.05; done",
         d = dir.display()
     );
     let mut child = spawn(run_command(&alice, &["80"], &script));
     wait_for_file(&dir.join("started"), Duration::from_secs(10));
+    let pid: i32 = std::fs::read_to_string(dir.join("pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
     bob.maverick(&["coord", "label", "remove", "80", "claude-in-progress"])
         .expect(0);
     let term_at = wait_for_file(&dir.join("term"), HEARTBEAT + Duration::from_secs(5));
-    let exit_at = wait_for_exit(&mut child, GRACE + Duration::from_secs(5));
-    let took = seconds_between(term_at, exit_at);
-    eprintln!("SIGTERM -> SIGKILL and exit: {took:.3}s");
+    let dead_at = wait_for_death(pid, GRACE + Duration::from_secs(5));
+    let took = seconds_between(term_at, dead_at);
+    eprintln!("SIGTERM -> SIGKILL: {took:.3}s");
     let grace = GRACE.as_secs_f64();
     assert!(
-        took >= grace - 0.1 && took <= grace + 0.9,
+        took >= grace - 0.1 && took <= grace + 0.5,
         "SIGKILL came {took:.3}s after SIGTERM; the grace is {GRACE:?}"
     );
+    wait_for_exit(&mut child, Duration::from_secs(10));
     let run = finish(child);
     run.expect(7);
     assert!(run.stderr.contains("SIGKILL"), "{}", run.stderr);
@@ -456,7 +500,17 @@ fn a_command_printing_megabytes_does_not_delay_the_heartbeats() {
     let stop = Arc::new(AtomicBool::new(false));
     let watcher = watch_surface(&env, stop.clone());
     let started = Instant::now();
-    let mut child = spawn(run_command(&alice, &["90"], &script));
+    // A roomy ttl: this test is about the schedule, not the arithmetic; with
+    // the tightest ttl one slow write on a loaded machine is a real loss.
+    let timing = [
+        "--lease-ttl",
+        "10s",
+        "--heartbeat-interval",
+        "1s",
+        "--grace",
+        "1s",
+    ];
+    let mut child = spawn(run_command_timed(&alice, &timing, &["90"], &script));
     let mut stdout = child.stdout.take().unwrap();
     let reader =
         std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()).unwrap());
@@ -486,10 +540,11 @@ fn a_command_printing_megabytes_does_not_delay_the_heartbeats() {
         "too few heartbeats: {} writes",
         writes.len()
     );
-    // Every gap but the last (heartbeat to release) is one heartbeat interval.
+    // Every gap but the last (heartbeat to release) is one heartbeat
+    // interval, give or take how long one write takes: none was skipped.
     for gap in &beats[..beats.len() - 1] {
         assert!(
-            *gap <= HEARTBEAT + Duration::from_millis(500),
+            *gap <= HEARTBEAT + Duration::from_millis(900),
             "a heartbeat came {gap:?} after the one before; gaps {beats:?}"
         );
     }

@@ -224,7 +224,14 @@ pub fn run(global: &GlobalArgs, args: RunArgs) -> Result<Outcome, CommandError> 
     let lost = loop {
         let deadline = last_renewed + silence;
         let wait = deadline.saturating_duration_since(Instant::now());
-        if wait.is_zero() {
+        // At the deadline, what already arrived (a renewal that landed just
+        // in time) still counts.
+        let event = if wait.is_zero() {
+            inbox.try_recv().map_err(|_| RecvTimeoutError::Timeout)
+        } else {
+            inbox.recv_timeout(wait)
+        };
+        if wait.is_zero() && event.is_err() {
             break format!(
                 "no heartbeat renewed the lease for {:.1}s{}",
                 last_renewed.elapsed().as_secs_f64(),
@@ -235,7 +242,7 @@ pub fn run(global: &GlobalArgs, args: RunArgs) -> Result<Outcome, CommandError> 
                 }
             );
         }
-        match inbox.recv_timeout(wait) {
+        match event {
             Ok(Event::Signal(signal)) => {
                 received = Some(signal);
                 group.signal(signal);
