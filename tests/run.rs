@@ -12,7 +12,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use maverick::markers::{parse_markers, MarkerKind};
 use serde_json::Value;
 use support::{Repo, Run, TestEnv};
 
@@ -131,41 +130,6 @@ fn stoppable(dir: &Path) -> String {
     )
 }
 
-/// The stored issue's labels and lease markers (claims and releases), in order.
-fn labels(env: &TestEnv, issue: u64) -> Vec<String> {
-    env.stored_issue(issue)
-        .and_then(|i| serde_json::from_value(i["labels"].clone()).ok())
-        .unwrap_or_default()
-}
-
-fn markers(env: &TestEnv, issue: u64, kind: MarkerKind) -> Vec<serde_json::Map<String, Value>> {
-    let Some(stored) = env.stored_issue(issue) else {
-        return Vec::new();
-    };
-    stored["comments"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|c| parse_markers(c["body"].as_str().unwrap()))
-        .flatten()
-        .filter(|m| m.kind == kind)
-        .map(|m| m.payload)
-        .collect()
-}
-
-fn releases(env: &TestEnv, issue: u64) -> Vec<(String, String)> {
-    markers(env, issue, MarkerKind::Lease)
-        .into_iter()
-        .filter(|m| m.contains_key("released_at"))
-        .map(|m| {
-            (
-                m["instance_id"].as_str().unwrap().to_owned(),
-                m["reason"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect()
-}
-
 fn record_path(repo: &Repo<'_>, instance: &str, issue: u64) -> PathBuf {
     repo.dir
         .join(".git/maverick/claims")
@@ -218,11 +182,8 @@ fn exit_0_and_3_pass_through_and_release_with_the_right_reason() {
         std::fs::read_to_string(dir.join("read")).unwrap().trim(),
         "0"
     );
-    assert!(!labels(&env, 40).contains(&"claude-in-progress".to_owned()));
-    assert_eq!(
-        releases(&env, 40),
-        [("alice".to_owned(), "merged".to_owned())]
-    );
+    assert!(!env.labels(40).contains(&"claude-in-progress".to_owned()));
+    env.assert_released_once(40, "alice", "merged");
     assert!(
         record(&alice, "alice", 40).is_none(),
         "the record goes with the claim"
@@ -235,11 +196,8 @@ fn exit_0_and_3_pass_through_and_release_with_the_right_reason() {
         "{}",
         failed.stderr
     );
-    assert!(labels(&env, 41).is_empty());
-    assert_eq!(
-        releases(&env, 41),
-        [("alice".to_owned(), "abort".to_owned())]
-    );
+    assert!(env.labels(41).is_empty());
+    env.assert_released_once(41, "alice", "abort");
 
     let ejected = run_to_end(
         &alice,
@@ -248,19 +206,13 @@ fn exit_0_and_3_pass_through_and_release_with_the_right_reason() {
     );
     ejected.expect(0);
     for issue in [42, 43] {
-        assert_eq!(
-            releases(&env, issue),
-            [("alice".to_owned(), "ejected".to_owned())]
-        );
-        assert!(labels(&env, issue).is_empty());
+        env.assert_released_once(issue, "alice", "ejected");
+        assert!(env.labels(issue).is_empty());
     }
 
     let killed = run_to_end(&alice, &["44"], "kill -KILL $$");
     killed.expect(128 + 9);
-    assert_eq!(
-        releases(&env, 44),
-        [("alice".to_owned(), "abort".to_owned())]
-    );
+    env.assert_released_once(44, "alice", "abort");
 }
 
 #[test]
@@ -289,11 +241,8 @@ fn a_signal_to_maverick_reaches_the_command_then_releases_and_exits_128_plus_n()
             dir.join(format!("got-{name}")).exists(),
             "the command got SIG{name}"
         );
-        assert!(labels(&env, issue).is_empty());
-        assert_eq!(
-            releases(&env, issue),
-            [("alice".to_owned(), "abort".to_owned())]
-        );
+        assert!(env.labels(issue).is_empty());
+        env.assert_released_once(issue, "alice", "abort");
     }
 }
 
@@ -348,8 +297,8 @@ fn a_lost_claim_stops_the_command_within_one_heartbeat_and_leaves_the_new_holder
     assert_eq!(code, 0);
     assert_eq!(view["decision"], "ours");
     assert_eq!(view["holder"]["generation"], 2);
-    assert!(labels(&env, 60).contains(&"claude-in-progress".to_owned()));
-    assert!(releases(&env, 60).iter().all(|(who, _)| who != "bob"));
+    assert!(env.labels(60).contains(&"claude-in-progress".to_owned()));
+    assert!(env.releases(60).iter().all(|(who, _)| who != "bob"));
     assert_eq!(read_json(&alice, "alice", 60).0, 4);
     // Alice's record no longer says she holds #60: it is marked lost, or gone
     // with the release of her dangling claim when her heartbeat came between
@@ -425,12 +374,9 @@ fn a_takeover_while_heartbeats_fail_finds_the_command_already_stopped() {
     assert_eq!(code, 0);
     assert_eq!(view["holder"]["instance_id"], "bob");
     assert_eq!(view["holder"]["generation"], 2);
-    assert!(releases(&env, 70).is_empty(), "nobody released anything");
+    assert!(env.releases(70).is_empty(), "nobody released anything");
     let rec = record(&alice, "alice", 70).expect("alice keeps a record of the loss");
-    assert!(
-        rec["lost"].as_str().unwrap().contains("heartbeats"),
-        "{rec}"
-    );
+    assert!(rec["lost"].as_str().unwrap().contains("heartbeat"), "{rec}");
 }
 
 #[test]
@@ -591,10 +537,7 @@ fn run_refuses_what_coord_claim_refuses_and_checks_its_arithmetic_first() {
 
     let missing = alice.maverick(&["run", "102", "--", "no-such-command-here"]);
     missing.expect(127);
-    assert_eq!(
-        releases(&env, 102),
-        [("alice".to_owned(), "abort".to_owned())]
-    );
+    env.assert_released_once(102, "alice", "abort");
 }
 
 #[test]
@@ -610,7 +553,7 @@ fn a_claim_held_before_run_is_renewed_and_kept() {
     let (code, view) = read_json(&alice, "alice", 110);
     assert_eq!(code, 0);
     assert_eq!(view["decision"], "ours");
-    assert!(releases(&env, 110).is_empty());
+    assert!(env.releases(110).is_empty());
     let rec = record(&alice, "alice", 110).unwrap();
     assert_eq!(rec["branch"], "maverick/110-x");
 }
@@ -635,15 +578,12 @@ fn release_all_releases_this_instances_claims_and_none_of_anothers() {
     let json = run.json();
     assert_eq!(json["released"], serde_json::json!([120, 121, 122]));
     for issue in [120, 121, 122] {
-        assert_eq!(
-            releases(&env, issue),
-            [("alice".to_owned(), "abort".to_owned())]
-        );
-        assert!(labels(&env, issue).is_empty());
+        env.assert_released_once(issue, "alice", "abort");
+        assert!(env.labels(issue).is_empty());
         assert!(record(&alice, "alice", issue).is_none());
     }
     for (issue, holder) in [(123, "carol"), (124, "bob")] {
-        assert!(releases(&env, issue).is_empty(), "#{issue} was released");
+        assert!(env.releases(issue).is_empty(), "#{issue} was released");
         assert_eq!(read_json(&alice, holder, issue).1["decision"], "ours");
     }
     assert!(record(&alice, "carol", 123).is_some());

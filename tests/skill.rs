@@ -12,7 +12,6 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use maverick::markers::{parse_markers, MarkerKind};
 use support::{Run, TestEnv};
 
 const SKILL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/skills/git-maverick/SKILL.md");
@@ -115,26 +114,6 @@ fn shell(
     Run::from_output(&[line], child.wait_with_output().unwrap())
 }
 
-fn release_reasons(env: &TestEnv, issue: u64) -> Vec<(String, String)> {
-    let Some(stored) = env.stored_issue(issue) else {
-        return Vec::new();
-    };
-    stored["comments"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|c| parse_markers(c["body"].as_str().unwrap()))
-        .flatten()
-        .filter(|m| m.kind == MarkerKind::Lease && m.payload.contains_key("released_at"))
-        .map(|m| {
-            (
-                m.payload["instance_id"].as_str().unwrap().to_owned(),
-                m.payload["reason"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect()
-}
-
 #[test]
 fn the_skill_has_front_matter_claude_code_reads() {
     let text = skill();
@@ -217,10 +196,7 @@ fn every_command_in_the_skill_runs_as_written() {
     eprintln!("ran as written: {ran:#?}");
     assert!(ran.len() >= 7, "too few commands were exercised: {ran:?}");
     // The walk-through ends with the issue released, as the skill says.
-    assert_eq!(
-        release_reasons(&env, 142),
-        [(INSTANCE.to_owned(), "merged".to_owned())]
-    );
+    env.assert_released_once(142, INSTANCE, "merged");
     let view = agent.maverick_as(INSTANCE, &["coord", "read", "--json", "142"]);
     assert_eq!(view.expect(0).json()["decision"], "free");
 }
@@ -259,13 +235,10 @@ fn the_session_end_hook_releases_the_sessions_claims_and_nobody_elses() {
     let run = shell(&env, &agent.dir, &path, command, None, &input);
     run.expect(0);
     for issue in [150, 151] {
-        assert_eq!(
-            release_reasons(&env, issue),
-            [(INSTANCE.to_owned(), "abort".to_owned())]
-        );
+        env.assert_released_once(issue, INSTANCE, "abort");
     }
     assert!(
-        release_reasons(&env, 152).is_empty(),
+        env.releases(152).is_empty(),
         "another session's claim was released"
     );
     let held = shell(

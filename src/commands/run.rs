@@ -15,10 +15,10 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use serde_json::json;
 
-use super::coord::{self, ReleaseReason};
+use super::coord::{self, ClaimArgs, ReleaseReason};
 use super::{Context, Outcome};
 use crate::claims;
-use crate::cli::{duration, issue_number, GlobalArgs};
+use crate::cli::{duration, GlobalArgs};
 use crate::error::{CommandError, Exit};
 use crate::lease::{ClaimOutcome, Coordinator, HeartbeatOutcome, LeaseError};
 use crate::supervise::{signal_name, ChildStatus, Group};
@@ -38,18 +38,9 @@ Exit status: CMD's own (128+N when a signal N ended it, 130/143/129 when \
 maverick itself got SIGINT/SIGTERM/SIGHUP); the codes of `coord claim` when \
 the claim is refused; 7 when the claim was lost and CMD was stopped.")]
 pub struct RunArgs {
-    /// The issue number (142 or #142)
-    #[arg(value_parser = issue_number)]
-    pub issue: u64,
-    /// More issues claimed with it: a wave of stories, or an epic's stories
-    #[arg(long, value_name = "N,N,...", value_delimiter = ',', value_parser = issue_number)]
-    pub scope: Vec<u64>,
-    /// The branch this claim writes to (the pre-push hook guards it)
-    #[arg(long, value_name = "BRANCH")]
-    pub branch: Option<String>,
-    /// Take the issue over when its lease is stale (instead of exit 5)
-    #[arg(long)]
-    pub takeover: bool,
+    /// The claim, as `coord claim` takes it
+    #[command(flatten)]
+    pub claim: ClaimArgs,
     /// The release reason when CMD exits 0
     #[arg(long, value_enum, value_name = "REASON", default_value = "merged")]
     pub success_reason: ReleaseReason,
@@ -122,13 +113,14 @@ pub fn run(global: &GlobalArgs, args: RunArgs) -> Result<Outcome, CommandError> 
     let coord = Coordinator::new(surface.as_ref(), settings);
     let store = ctx.claims()?;
     let claim_started = Instant::now();
+    let issue = args.claim.issue;
     let (claimed, refused) = coord::claim(
         &ctx,
         &coord,
-        args.issue,
-        args.scope.clone(),
-        args.branch.clone(),
-        args.takeover,
+        issue,
+        args.claim.scope,
+        args.claim.branch,
+        args.claim.takeover,
     )?;
     let ClaimOutcome::Claimed {
         generation,
@@ -171,7 +163,7 @@ pub fn run(global: &GlobalArgs, args: RunArgs) -> Result<Outcome, CommandError> 
 
     let mut cmd = std::process::Command::new(&run.command[0]);
     cmd.args(&run.command[1..])
-        .env("MAVERICK_ISSUE", args.issue.to_string())
+        .env("MAVERICK_ISSUE", issue.to_string())
         .env("MAVERICK_INSTANCE", &settings.instance)
         .env("MAVERICK_GENERATION", generation.to_string());
     let mut group = match Group::spawn(&mut cmd) {
@@ -182,8 +174,7 @@ pub fn run(global: &GlobalArgs, args: RunArgs) -> Result<Outcome, CommandError> 
         }
     };
     eprintln!(
-        "git maverick: holding #{} (generation {generation}) while `{}` runs (pid {})",
-        args.issue,
+        "git maverick: holding #{issue} (generation {generation}) while `{}` runs (pid {})",
         run.command_line(),
         group.id()
     );
