@@ -30,8 +30,9 @@ fn forwarded_set() -> libc::sigset_t {
 /// thread it starts from now on, and hands each one that arrives to
 /// `on_signal` on a thread of its own. Call it before starting any other
 /// thread: a thread started earlier would still take the default action
-/// (death) for them. Processes started afterwards begin with an empty mask
-/// (the standard library resets it), so the command still gets them.
+/// (death) for them. Processes started afterwards inherit the mask (git's
+/// keep it: a fetch in flight finishes); [`Group::spawn`] clears it for the
+/// command.
 pub fn watch_signals(mut on_signal: impl FnMut(libc::c_int) + Send + 'static) -> io::Result<()> {
     let set = forwarded_set();
     // SAFETY: `set` is initialised; a null old-set pointer is allowed.
@@ -137,16 +138,22 @@ impl Group {
     pub fn spawn(cmd: &mut Command) -> io::Result<Group> {
         let terminal = owns_terminal();
         cmd.process_group(0);
-        if terminal {
-            // SAFETY: the closure only makes async-signal-safe calls. Both
-            // sides hand over the terminal, so neither order of the race
-            // lets the command read it from the background.
-            unsafe {
-                cmd.pre_exec(|| {
+        // SAFETY: the closure only makes async-signal-safe calls.
+        unsafe {
+            cmd.pre_exec(move || {
+                // The signals `run` waits for are blocked in this process,
+                // and a child inherits the mask: unblocked, the command dies
+                // of a SIGTERM it does not handle, as it would anywhere else.
+                let mut empty: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut empty);
+                libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+                // Both sides hand over the terminal, so neither order of the
+                // race lets the command read it from the background.
+                if terminal {
                     give_terminal(libc::getpid());
-                    Ok(())
-                });
-            }
+                }
+                Ok(())
+            });
         }
         let child = cmd.spawn()?;
         let pgid = child.id() as libc::pid_t;

@@ -32,10 +32,17 @@ fn run_command(repo: &Repo<'_>, args: &[&str], script: &str) -> Command {
 }
 
 fn run_command_timed(repo: &Repo<'_>, timing: &[&str], args: &[&str], script: &str) -> Command {
-    let mut all: Vec<&str> = vec!["run"];
-    all.extend(timing);
+    let mut all: Vec<&str> = timing.to_vec();
     all.extend(args);
-    all.extend(["--", "sh", "-c", script]);
+    run_command_argv(repo, &all, &["sh", "-c", script])
+}
+
+/// `git maverick run ARGS -- ARGV` as `repo`'s instance.
+fn run_command_argv(repo: &Repo<'_>, args: &[&str], argv: &[&str]) -> Command {
+    let mut all: Vec<&str> = vec!["run"];
+    all.extend(args);
+    all.push("--");
+    all.extend(argv);
     let mut cmd = repo.maverick_command(&all);
     cmd.env("MAVERICK_INSTANCE", &repo.instance);
     cmd
@@ -96,6 +103,24 @@ fn wait_for_exit(child: &mut Child, within: Duration) -> SystemTime {
     }
     let _ = child.kill();
     panic!("git-maverick did not exit within {within:?}");
+}
+
+/// Polls until the main thread of `parent` has a child named `name`.
+#[track_caller]
+fn wait_for_child_named(parent: u32, name: &str, within: Duration) -> i32 {
+    let end = Instant::now() + within;
+    while Instant::now() < end {
+        let children = std::fs::read_to_string(format!("/proc/{parent}/task/{parent}/children"))
+            .unwrap_or_default();
+        for pid in children.split_whitespace() {
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            if comm.trim() == name {
+                return pid.parse().unwrap();
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("no {name} under process {parent} within {within:?}");
 }
 
 /// Polls until process `pid` is dead (gone, or a zombie not yet reaped).
@@ -244,8 +269,24 @@ fn a_signal_to_maverick_reaches_the_command_then_releases_and_exits_128_plus_n()
         assert!(env.labels(issue).is_empty());
         env.assert_released_once(issue, "alice", "abort");
     }
-}
 
+    // A command with no handler dies of the signal, as it would without
+    // maverick in between: the signals maverick waits for are not blocked
+    // in the command.
+    let mut child = spawn(run_command_argv(&alice, &["53"], &["sleep", "30"]));
+    let pid = wait_for_child_named(child.id(), "sleep", Duration::from_secs(10));
+    let sent = SystemTime::now();
+    // SAFETY: a plain kill(2) of our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    wait_for_death(pid, Duration::from_secs(5));
+    wait_for_exit(&mut child, Duration::from_secs(10));
+    eprintln!(
+        "SIGTERM to maverick -> plain command dead and run exited: {:.3}s",
+        seconds_between(sent, SystemTime::now())
+    );
+    finish(child).expect(128 + libc::SIGTERM);
+    env.assert_released_once(53, "alice", "abort");
+}
 #[test]
 fn a_lost_claim_stops_the_command_within_one_heartbeat_and_leaves_the_new_holder_alone() {
     let env = TestEnv::new();
