@@ -7,9 +7,9 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::commands::coord::CoordArgs;
 use crate::commands::hydrate::HydrateArgs;
+use crate::commands::run::RunArgs;
 use crate::commands::state::StateArgs;
 use crate::commands::task::TaskArgs;
-use crate::commands::run::RunArgs;
 use crate::config::{Overrides, SurfaceKind};
 
 #[derive(Debug, Parser)]

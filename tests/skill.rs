@@ -1,8 +1,9 @@
 //! The Claude Code skill (`skills/git-maverick/SKILL.md`) teaches exact
 //! commands, so every command in it is run here as written, in the order it
 //! is taught, as one Claude Code session would run it: `git maverick` found
-//! on PATH, the instance derived from `CLAUDE_CODE_SESSION_ID`, and stand-ins
-//! for the `cargo` and `claude` that the examples wrap. The session-end hook
+//! on PATH, the instance derived from `CLAUDE_CODE_SESSION_ID`, stand-ins
+//! for the `cargo` and `claude` that the examples wrap, and the agent's edit
+//! written before each `git add`. The session-end hook
 //! is run as Claude Code runs it: its command through a shell, with the
 //! hook's JSON on standard input.
 
@@ -20,10 +21,7 @@ const INSTANCE: &str = "claude-5f0c2a9e81d4";
 
 /// Commands of features that are not in this build yet: run, they must be
 /// refused as unknown; once their issue lands this test says to exercise them.
-const PENDING: &[(&str, &str)] = &[
-    ("git maverick task ", "#5 (push-per-task)"),
-    ("git maverick resume ", "#4 (one writer per branch, resume)"),
-];
+const PENDING: &[(&str, &str)] = &[("git maverick resume ", "#4 (one writer per branch, resume)")];
 
 fn skill() -> String {
     std::fs::read_to_string(SKILL).expect("SKILL.md")
@@ -164,9 +162,15 @@ fn every_command_in_the_skill_runs_as_written() {
     let mut ran = Vec::new();
     for line in commands(&skill()) {
         assert!(
-            line.starts_with("git maverick "),
-            "not a git maverick command: {line}"
+            line.starts_with("git ") || line.contains("| git maverick "),
+            "not a git or git maverick command: {line}"
         );
+        // The agent's own edit, before it stages it.
+        if let Some(paths) = line.strip_prefix("git add ") {
+            for path in paths.split_whitespace() {
+                agent.write_file(path, &format!("// {path}: the task's change\n"));
+            }
+        }
         let run = shell(&env, &agent.dir, &path, &line, Some(SESSION), "");
         if let Some((_, issue)) = PENDING.iter().find(|(prefix, _)| line.starts_with(prefix)) {
             assert!(
@@ -195,6 +199,22 @@ fn every_command_in_the_skill_runs_as_written() {
     }
     eprintln!("ran as written: {ran:#?}");
     assert!(ran.len() >= 7, "too few commands were exercised: {ran:?}");
+    // The task was committed, pushed to the claimed branch and checked off.
+    let pushed = env.git_in(
+        &env.origin,
+        &["log", "--format=%s%n%b", "maverick/142-short-title"],
+    );
+    assert!(
+        pushed.contains("feat(markers): parse fenced marker blocks"),
+        "{pushed}"
+    );
+    assert!(pushed.contains("Maverick-Task: 1"), "{pushed}");
+    let tasks = agent.maverick_as(INSTANCE, &["task", "list", "142"]);
+    assert!(
+        tasks.expect(0).stdout.contains("1/2 tasks done"),
+        "{}",
+        tasks.stdout
+    );
     // The walk-through ends with the issue released, as the skill says.
     env.assert_released_once(142, INSTANCE, "merged");
     let view = agent.maverick_as(INSTANCE, &["coord", "read", "--json", "142"]);

@@ -2,9 +2,9 @@
 
 pub mod coord;
 pub mod hydrate;
+pub mod run;
 pub mod state;
 pub mod task;
-pub mod run;
 
 use std::ffi::OsString;
 use std::io::Write as _;
