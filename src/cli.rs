@@ -9,6 +9,7 @@ use crate::commands::coord::CoordArgs;
 use crate::commands::hook::HookArgs;
 use crate::commands::hydrate::HydrateArgs;
 use crate::commands::resume::ResumeArgs;
+use crate::commands::run::RunArgs;
 use crate::commands::state::StateArgs;
 use crate::commands::task::TaskArgs;
 use crate::config::{Overrides, SurfaceKind};
@@ -62,10 +63,10 @@ pub struct GlobalArgs {
     )]
     pub surface: Option<SurfaceKind>,
     /// How long a lease lives without a heartbeat (maverick.leaseTtl, default 10m)
-    #[arg(long, value_name = "DURATION", value_parser = duration, global = true, help_heading = "Configuration")]
+    #[arg(long, alias = "ttl", value_name = "DURATION", value_parser = duration, global = true, help_heading = "Configuration")]
     pub lease_ttl: Option<Duration>,
     /// How often `run` renews its lease (maverick.heartbeatInterval, default 2m)
-    #[arg(long, value_name = "DURATION", value_parser = duration, global = true, help_heading = "Configuration")]
+    #[arg(long, alias = "heartbeat", value_name = "DURATION", value_parser = duration, global = true, help_heading = "Configuration")]
     pub heartbeat_interval: Option<Duration>,
     /// How long a claim waits before its re-read (maverick.settleDelay; github 3s, git 0)
     #[arg(long, value_name = "DURATION", value_parser = duration, global = true, help_heading = "Configuration")]
@@ -131,9 +132,11 @@ pub enum Command {
     Hook(HookArgs),
     /// Recreate a branch's worktree from the remote and pick the work up
     Resume(ResumeArgs),
+    /// Hold a claim for the life of a command: claim, run CMD, heartbeat, release
+    Run(RunArgs),
 }
 
-fn duration(text: &str) -> Result<Duration, String> {
+pub(crate) fn duration(text: &str) -> Result<Duration, String> {
     crate::timefmt::parse_duration(text).map_err(|e| e.to_string())
 }
 

@@ -161,6 +161,15 @@ impl From<crate::record::RecordError> for CommandError {
     }
 }
 
+impl From<crate::claims::ClaimsError> for CommandError {
+    fn from(err: crate::claims::ClaimsError) -> Self {
+        match err {
+            crate::claims::ClaimsError::Lease(e) => e.into(),
+            crate::claims::ClaimsError::Record(e) => e.into(),
+        }
+    }
+}
+
 impl From<crate::push::PushError> for CommandError {
     fn from(err: crate::push::PushError) -> Self {
         use crate::push::PushError;

@@ -65,6 +65,14 @@ impl ClaimStore {
         }
     }
 
+    /// The last-seen records of the same clone.
+    pub fn branch_store(&self) -> BranchStore {
+        let maverick_dir = self.root.parent().unwrap_or(&self.root);
+        BranchStore {
+            root: maverick_dir.join("branches"),
+        }
+    }
+
     fn path(&self, instance: &str, issue: u64) -> PathBuf {
         // Instance ids are validated to be path-safe (config::valid_instance_id).
         self.root.join(instance).join(format!("{issue}.json"))

@@ -279,7 +279,8 @@ pub fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome, CommandErro
         Decision::Ours => {
             // Picking the work up renews the lease (it may have run out while
             // no machine worked on it), and confirms the claim is still ours.
-            match coord.heartbeat(&[issue], Some(view.generation))? {
+            match crate::claims::heartbeat(&coord, &ctx.claims()?, &[issue], Some(view.generation))?
+            {
                 HeartbeatOutcome::Renewed { views, .. } => adopt_claim(&ctx, &views[0], &branch)?,
                 HeartbeatOutcome::Lost { reason, views } => {
                     let json =
@@ -293,7 +294,7 @@ pub fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome, CommandErro
         }
         decision => {
             let takeover = decision == Decision::Stale;
-            let outcome = super::coord::claim(
+            let (_, outcome) = super::coord::claim(
                 &ctx,
                 &coord,
                 issue,
