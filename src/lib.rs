@@ -7,6 +7,7 @@
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod dispatch;
 pub mod error;
 pub mod git;
 pub mod lease;

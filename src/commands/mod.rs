@@ -1,6 +1,7 @@
 //! The only code that knows about clap, terminals and exit codes.
 
 pub mod coord;
+pub mod dispatch;
 
 use std::ffi::OsString;
 use std::io::Write as _;
@@ -133,6 +134,7 @@ fn init_tracing(verbose: u8) {
 pub fn run(cli: Cli) -> Result<Outcome, CommandError> {
     match cli.command {
         Command::Coord(args) => coord::run(&cli.global, args),
+        Command::Dispatch(args) => dispatch::run(&cli.global, args),
     }
 }
 
