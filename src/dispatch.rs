@@ -199,11 +199,17 @@ impl SlotView {
         self.claims.iter().find(|c| c.marker_id == marker_id)
     }
 
-    /// Whether a claim other than `marker_id` holds `issue`.
-    fn held_by_other(&self, issue: u64, marker_id: &str) -> bool {
-        self.claims
-            .iter()
-            .any(|c| c.issue == issue && c.marker_id != marker_id && c.holds())
+    /// Whether the losing `claim` may take `agent-wip` off its issue: only
+    /// when no other claim holds the issue (then the label is the winner's)
+    /// and no earlier live claim sits there (then it is that claim's to take
+    /// off or keep, so that two losers never disagree about it).
+    fn label_is_left_to(&self, claim: &SlotClaim) -> bool {
+        let order = |c: &SlotClaim| (c.claimed_at, c.comment_id);
+        !self.claims.iter().any(|c| {
+            c.issue == claim.issue
+                && c.marker_id != claim.marker_id
+                && (c.holds() || (c.verdict != Verdict::Stale && order(c) < order(claim)))
+        })
     }
 }
 
@@ -524,34 +530,50 @@ impl<'a> Dispatcher<'a> {
         &self.settings.labels.wip
     }
 
-    /// Reads the ledger: the agent PRs, then every `agent-wip` and frontier issue in full.
+    /// Reads the ledger: the agent PRs, then every `agent-wip` and frontier
+    /// issue in full. One list of everything open serves all three labels.
     pub fn read(&self) -> Result<Ledger, DispatchError> {
         let now = self.surface.now()?;
         let labels = &self.settings.labels;
-        let pulls: BTreeSet<u64> = self
-            .surface
-            .list(&[labels.pr.as_str()], false)?
-            .into_iter()
-            .map(|p| p.number)
+        let open = self.surface.list(&[], false)?;
+        let has = |labels_of: &[String], label: &str| labels_of.iter().any(|l| l == label);
+        let pulls: BTreeSet<u64> = open
+            .iter()
+            .filter(|i| has(&i.labels, &labels.pr))
+            .map(|i| i.number)
             .collect();
-        let mut numbers: Vec<u64> = Vec::new();
-        for label in [labels.wip.as_str(), self.frontier_label.as_str()] {
-            numbers.extend(
-                self.surface
-                    .list(&[label], false)?
-                    .into_iter()
-                    .filter(|i| !i.is_pull && !pulls.contains(&i.number))
-                    .map(|i| i.number),
-            );
-        }
-        numbers.sort_unstable();
-        numbers.dedup();
-        let issues = self
+        let numbers: Vec<u64> = open
+            .iter()
+            .filter(|i| !i.is_pull && !pulls.contains(&i.number))
+            .filter(|i| has(&i.labels, &labels.wip) || has(&i.labels, &self.frontier_label))
+            .map(|i| i.number)
+            .collect();
+        let issues: Vec<Issue> = self
             .surface
             .issues(&numbers)?
             .into_iter()
             .filter(|i| i.open)
             .collect();
+        // A list can lag a label by seconds (GitHub): the PRs that releases
+        // recorded are read one by one, or a slot that just passed from a
+        // claim to its PR would look free.
+        let mut linked: Vec<u64> = issues
+            .iter()
+            .flat_map(|i| issue_marks(i).linked_prs)
+            .filter(|pr| !pulls.contains(pr))
+            .collect();
+        linked.sort_unstable();
+        linked.dedup();
+        let mut pulls = pulls;
+        if !linked.is_empty() {
+            pulls.extend(
+                self.surface
+                    .issues(&linked)?
+                    .into_iter()
+                    .filter(|p| p.open && p.has_label(&labels.pr))
+                    .map(|p| p.number),
+            );
+        }
         Ok(Ledger { now, pulls, issues })
     }
 
@@ -742,11 +764,10 @@ impl<'a> Dispatcher<'a> {
 
     /// Withdraws our losing claim. The label comes off first (so a crash in
     /// between leaves an orphan claim, which goes stale, rather than a label
-    /// nobody claims), and only when no other claim holds the issue: then it
-    /// is the winner's.
+    /// nobody claims), and only when it is ours to take off.
     fn withdraw(&self, view: &SlotView, claim: &SlotClaim) -> Result<(), DispatchError> {
         let mut ops = Vec::new();
-        if !view.held_by_other(claim.issue, &claim.marker_id) {
+        if view.label_is_left_to(claim) {
             ops.push(Op::RemoveLabel(self.wip().to_owned()));
         }
         let why = match &claim.verdict {
