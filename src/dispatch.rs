@@ -25,9 +25,9 @@
 //! that would not hold is never written; on GitHub the guard sees a fresh
 //! read only, and the settle after the write resolves the race.
 
-use std::collections::{BTreeSet, HashSet};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
+use std::collections::{BTreeSet, HashSet};
 
 use crate::config::Settings;
 use crate::markers::{self, Marker, MarkerKind};
@@ -56,7 +56,12 @@ pub struct Ledger {
 impl Ledger {
     /// The ledger of fully read items, each placed by its labels: what a
     /// guard sees inside the compare-and-swap.
-    pub fn from_items(now: Timestamp, items: &[Issue], settings: &Settings, frontier: &str) -> Ledger {
+    pub fn from_items(
+        now: Timestamp,
+        items: &[Issue],
+        settings: &Settings,
+        frontier: &str,
+    ) -> Ledger {
         let labels = &settings.labels;
         let pulls = items
             .iter()
@@ -302,8 +307,14 @@ pub fn analyze(ledger: &Ledger, settings: &Settings, frontier_label: &str) -> Sl
     let labels = &settings.labels;
     let now = ledger.now;
     let fresh = |c: &ParsedClaim| now.since(c.claimed_at) < settings.dispatch_stale;
-    let marks: Vec<(&Issue, IssueMarks)> = ledger.issues.iter().map(|i| (i, issue_marks(i))).collect();
-    let open_pr = |m: &IssueMarks| m.linked_prs.iter().copied().find(|p| ledger.pulls.contains(p));
+    let marks: Vec<(&Issue, IssueMarks)> =
+        ledger.issues.iter().map(|i| (i, issue_marks(i))).collect();
+    let open_pr = |m: &IssueMarks| {
+        m.linked_prs
+            .iter()
+            .copied()
+            .find(|p| ledger.pulls.contains(p))
+    };
 
     let mut holders: Vec<Holder> = ledger
         .pulls
@@ -388,7 +399,8 @@ pub fn analyze(ledger: &Ledger, settings: &Settings, frontier_label: &str) -> Sl
         .filter(|(issue, _)| issue.has_label(frontier_label))
         .map(|(issue, m)| {
             // A label backed only by stale claims goes with them.
-            let wip = issue.has_label(&labels.wip) && (m.live.is_empty() || m.live.iter().any(fresh));
+            let wip =
+                issue.has_label(&labels.wip) && (m.live.is_empty() || m.live.iter().any(fresh));
             let skip = if open_pr(m).is_some() {
                 Some(Skip::PullOpen)
             } else if wip || m.live.iter().any(fresh) {
@@ -397,7 +409,11 @@ pub fn analyze(ledger: &Ledger, settings: &Settings, frontier_label: &str) -> Sl
                 Some(Skip::InProgress)
             } else if !issue.assignees.is_empty() {
                 Some(Skip::Assigned)
-            } else if issue.labels.iter().any(|l| l.starts_with(&labels.blocked_prefix)) {
+            } else if issue
+                .labels
+                .iter()
+                .any(|l| l.starts_with(&labels.blocked_prefix))
+            {
                 Some(Skip::Blocked)
             } else {
                 None
@@ -511,7 +527,11 @@ pub struct Dispatcher<'a> {
 }
 
 impl<'a> Dispatcher<'a> {
-    pub fn new(surface: &'a dyn Surface, settings: &'a Settings, frontier_label: Option<&str>) -> Dispatcher<'a> {
+    pub fn new(
+        surface: &'a dyn Surface,
+        settings: &'a Settings,
+        frontier_label: Option<&str>,
+    ) -> Dispatcher<'a> {
         Dispatcher {
             surface,
             settings,
@@ -620,7 +640,10 @@ impl<'a> Dispatcher<'a> {
         payload.insert("issue".into(), json!(issue));
         payload.insert(
             "claims".into(),
-            json!(claims.iter().map(|c| c.marker_id.as_str()).collect::<Vec<_>>()),
+            json!(claims
+                .iter()
+                .map(|c| c.marker_id.as_str())
+                .collect::<Vec<_>>()),
         );
         let at = match action {
             ACTION_WITHDRAW => "withdrawn_at",
@@ -637,7 +660,10 @@ impl<'a> Dispatcher<'a> {
     pub fn dispatch(&self, dry_run: bool) -> Result<DispatchReport, DispatchError> {
         let mut cleared: Vec<SlotClaim> = Vec::new();
         let mut withdrawn: Vec<SlotClaim> = Vec::new();
-        let report = |result, view: SlotView, cleared: Vec<SlotClaim>, withdrawn: Vec<SlotClaim>| DispatchReport {
+        let report = |result,
+                      view: SlotView,
+                      cleared: Vec<SlotClaim>,
+                      withdrawn: Vec<SlotClaim>| DispatchReport {
             result,
             issue: None,
             comment_id: None,
@@ -688,8 +714,10 @@ impl<'a> Dispatcher<'a> {
                     // A loser that read before us may have taken the label
                     // off; the holder puts it back.
                     if !claim.labelled {
-                        self.surface
-                            .write_unguarded(issue, vec![Op::AddLabels(vec![self.wip().to_owned()])])?;
+                        self.surface.write_unguarded(
+                            issue,
+                            vec![Op::AddLabels(vec![self.wip().to_owned()])],
+                        )?;
                     }
                     let slot = match claim.verdict {
                         Verdict::Holds { slot } => slot,
@@ -729,7 +757,11 @@ impl<'a> Dispatcher<'a> {
     /// Posts the claim comment and adds `agent-wip`, in one write whose guard
     /// re-settles every item of the ledger: on the git surface nobody can
     /// write between that check and the claim.
-    fn claim(&self, ledger: &Ledger, issue: u64) -> Result<Option<(String, Comment)>, DispatchError> {
+    fn claim(
+        &self,
+        ledger: &Ledger,
+        issue: u64,
+    ) -> Result<Option<(String, Comment)>, DispatchError> {
         let marker_id = markers::new_marker_id();
         let mut writes = vec![Write {
             issue,
@@ -738,10 +770,16 @@ impl<'a> Dispatcher<'a> {
                 Op::AddLabels(vec![self.wip().to_owned()]),
             ],
         }];
-        writes.extend(ledger.numbers().into_iter().filter(|n| *n != issue).map(|n| Write {
-            issue: n,
-            ops: Vec::new(),
-        }));
+        writes.extend(
+            ledger
+                .numbers()
+                .into_iter()
+                .filter(|n| *n != issue)
+                .map(|n| Write {
+                    issue: n,
+                    ops: Vec::new(),
+                }),
+        );
         let mut guard = |current: &[Issue], now: Timestamp| {
             let ledger = Ledger::from_items(now, current, self.settings, &self.frontier_label);
             let view = analyze(&ledger, self.settings, &self.frontier_label);
@@ -772,10 +810,16 @@ impl<'a> Dispatcher<'a> {
         }
         let why = match &claim.verdict {
             Verdict::IssueTaken { by_comment } => {
-                format!("an earlier claim (comment {by_comment}) holds #{}", claim.issue)
+                format!(
+                    "an earlier claim (comment {by_comment}) holds #{}",
+                    claim.issue
+                )
             }
             Verdict::PullOpen { pr } => format!("its pull request #{pr} is open"),
-            _ => format!("all {} slots were taken first", self.settings.dispatch_slots),
+            _ => format!(
+                "all {} slots were taken first",
+                self.settings.dispatch_slots
+            ),
         };
         let mut extra = Map::new();
         extra.insert("reason".into(), json!("lost-settle"));
@@ -799,7 +843,9 @@ impl<'a> Dispatcher<'a> {
         issues.dedup();
         for issue in issues {
             let stale: Vec<&SlotClaim> = view.stale().filter(|c| c.issue == issue).collect();
-            let live_keys = |i: &Issue| -> Vec<String> { issue_marks(i).live.into_iter().map(|c| c.key).collect() };
+            let live_keys = |i: &Issue| -> Vec<String> {
+                issue_marks(i).live.into_iter().map(|c| c.key).collect()
+            };
             let Some(before) = ledger.issues.iter().find(|i| i.number == issue) else {
                 continue;
             };
@@ -813,7 +859,10 @@ impl<'a> Dispatcher<'a> {
             let oldest = stale.iter().map(|c| c.claimed_at).min().unwrap_or(view.now);
             let mut extra = Map::new();
             extra.insert("reason".into(), json!("stale"));
-            let who: Vec<String> = stale.iter().map(|c| format!("`{}`", c.instance_id)).collect();
+            let who: Vec<String> = stale
+                .iter()
+                .map(|c| format!("`{}`", c.instance_id))
+                .collect();
             ops.push(Op::CreateComment(self.closing_body(
                 ACTION_CLEAR,
                 issue,
@@ -886,7 +935,10 @@ impl<'a> Dispatcher<'a> {
                 (Some(pr), _) => {
                     extra.insert("pr".into(), json!(pr));
                     extra.insert("reason".into(), json!("pr-opened"));
-                    format!("Dispatch slot of #{issue} passed to pull request #{pr} by `{}`.", self.me())
+                    format!(
+                        "Dispatch slot of #{issue} passed to pull request #{pr} by `{}`.",
+                        self.me()
+                    )
                 }
                 (None, Some(label)) => {
                     extra.insert("give_up".into(), json!(label));
@@ -930,5 +982,355 @@ impl<'a> Dispatcher<'a> {
             labels: labels_after,
             changed,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Labels, SurfaceKind};
+
+    fn settings(slots: u32) -> Settings {
+        Settings {
+            surface: SurfaceKind::Git,
+            remote: "origin".into(),
+            remote_url: None,
+            repo: None,
+            github_api_url: String::new(),
+            lease_ttl: std::time::Duration::from_secs(600),
+            heartbeat_interval: std::time::Duration::from_secs(120),
+            settle_delay: std::time::Duration::ZERO,
+            worktree_dir: ".maverick/worktrees".into(),
+            dispatch_slots: slots,
+            dispatch_stale: std::time::Duration::from_secs(4 * 3600),
+            labels: Labels {
+                in_progress: "claude-in-progress".into(),
+                blocked_prefix: "blocked-by:#".into(),
+                wip: "agent-wip".into(),
+                pr: "agent-pr".into(),
+                frontier: "agent-ready".into(),
+            },
+            trusted_authors: Vec::new(),
+            instance: "me".into(),
+        }
+    }
+
+    const T0: i64 = 1_800_000_000;
+
+    fn marker(payload: Value) -> String {
+        let Value::Object(map) = payload else {
+            panic!("an object")
+        };
+        markers::render_marker(&Marker::new(MarkerKind::Dispatch, map))
+    }
+
+    fn comment(id: u64, at: i64, body: String) -> Comment {
+        Comment {
+            id,
+            author: "someone".into(),
+            trusted: true,
+            body,
+            created_at: Timestamp(at),
+            updated_at: Timestamp(at),
+        }
+    }
+
+    fn claim(id: u64, at: i64, key: &str) -> Comment {
+        comment(
+            id,
+            at,
+            marker(json!({"action": "claim", "instance_id": format!("i-{key}"), "marker_id": key})),
+        )
+    }
+
+    fn closing(id: u64, action: &str, keys: &[&str]) -> Comment {
+        comment(
+            id,
+            T0,
+            marker(
+                json!({"action": action, "instance_id": "x", "claims": keys, "marker_id": format!("close-{id}")}),
+            ),
+        )
+    }
+
+    fn issue(number: u64, labels: &[&str], comments: Vec<Comment>) -> Issue {
+        Issue {
+            number,
+            open: true,
+            is_pull: false,
+            labels: labels.iter().map(|l| l.to_string()).collect(),
+            assignees: Vec::new(),
+            comments,
+        }
+    }
+
+    fn view(slots: u32, pulls: &[u64], issues: Vec<Issue>, now: i64) -> SlotView {
+        let ledger = Ledger {
+            now: Timestamp(now),
+            pulls: pulls.iter().copied().collect(),
+            issues,
+        };
+        analyze(&ledger, &settings(slots), "agent-ready")
+    }
+
+    fn verdict(view: &SlotView, key: &str) -> Verdict {
+        view.claim(key).expect(key).verdict.clone()
+    }
+
+    #[test]
+    fn the_earliest_claims_hold_and_a_same_second_tie_goes_to_the_lower_comment_id() {
+        let v = view(
+            2,
+            &[],
+            vec![
+                issue(
+                    1,
+                    &["agent-ready", "agent-wip"],
+                    vec![claim(9, T0 + 5, "late")],
+                ),
+                issue(
+                    2,
+                    &["agent-ready", "agent-wip"],
+                    vec![claim(7, T0 + 3, "tie-high")],
+                ),
+                issue(
+                    3,
+                    &["agent-ready", "agent-wip"],
+                    vec![claim(4, T0 + 3, "tie-low")],
+                ),
+            ],
+            T0 + 10,
+        );
+        assert_eq!(verdict(&v, "tie-low"), Verdict::Holds { slot: 1 });
+        assert_eq!(verdict(&v, "tie-high"), Verdict::Holds { slot: 2 });
+        assert_eq!(verdict(&v, "late"), Verdict::NoSlot);
+        assert_eq!((v.busy, v.free), (2, 0));
+    }
+
+    #[test]
+    fn open_prs_and_unclaimed_labels_hold_before_any_claim() {
+        let v = view(
+            3,
+            &[40],
+            vec![
+                issue(5, &["agent-wip"], vec![]),
+                issue(
+                    1,
+                    &["agent-ready", "agent-wip"],
+                    vec![claim(1, T0, "first")],
+                ),
+                issue(
+                    2,
+                    &["agent-ready", "agent-wip"],
+                    vec![claim(2, T0, "second")],
+                ),
+            ],
+            T0 + 1,
+        );
+        let kinds: Vec<(HolderKind, u64, u32)> = v
+            .holders
+            .iter()
+            .map(|h| (h.kind, h.number, h.slot))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                (HolderKind::PullRequest, 40, 1),
+                (HolderKind::Labelled, 5, 2),
+                (HolderKind::Claim, 1, 3)
+            ]
+        );
+        assert_eq!(verdict(&v, "second"), Verdict::NoSlot);
+    }
+
+    #[test]
+    fn one_issue_holds_at_most_one_claim_and_its_open_pr_beats_them() {
+        let v = view(
+            3,
+            &[30],
+            vec![
+                issue(
+                    1,
+                    &["agent-ready", "agent-wip"],
+                    vec![claim(1, T0, "a"), claim(2, T0, "b")],
+                ),
+                issue(
+                    2,
+                    &["agent-ready"],
+                    vec![
+                        comment(
+                            3,
+                            T0,
+                            marker(
+                                json!({"action": "release", "instance_id": "x", "claims": [], "pr": 30, "marker_id": "r"}),
+                            ),
+                        ),
+                        claim(4, T0, "c"),
+                    ],
+                ),
+            ],
+            T0 + 1,
+        );
+        assert_eq!(verdict(&v, "a"), Verdict::Holds { slot: 2 });
+        assert_eq!(verdict(&v, "b"), Verdict::IssueTaken { by_comment: 1 });
+        assert_eq!(verdict(&v, "c"), Verdict::PullOpen { pr: 30 });
+        assert_eq!(v.frontier[1].skip, Some(Skip::PullOpen));
+    }
+
+    #[test]
+    fn closed_stale_duplicate_and_untrusted_claims() {
+        let mut untrusted = claim(6, T0, "forged");
+        untrusted.trusted = false;
+        let mut duplicate = claim(3, T0, "a");
+        duplicate.body = duplicate.body.replace("i-a", "i-dup");
+        let stale = 4 * 3600;
+        let v = view(
+            3,
+            &[],
+            vec![
+                issue(
+                    1,
+                    &["agent-ready", "agent-wip"],
+                    vec![claim(1, T0, "a"), duplicate],
+                ),
+                issue(
+                    2,
+                    &["agent-ready"],
+                    vec![claim(2, T0, "b"), closing(4, "withdraw", &["b"])],
+                ),
+                // Another tool's closing that names no claim closes those before it.
+                issue(
+                    3,
+                    &["agent-ready"],
+                    vec![
+                        claim(5, T0, "c"),
+                        comment(
+                            7,
+                            T0,
+                            marker(json!({"action": "clear", "instance_id": "x"})),
+                        ),
+                    ],
+                ),
+                issue(4, &["agent-ready"], vec![untrusted]),
+                issue(
+                    5,
+                    &["agent-ready", "agent-wip"],
+                    vec![claim(8, T0 - stale, "old")],
+                ),
+            ],
+            T0 + 1,
+        );
+        let keys: Vec<(&str, &str)> = v
+            .claims
+            .iter()
+            .map(|c| (c.marker_id.as_str(), c.instance_id.as_str()))
+            .collect();
+        assert_eq!(keys, [("a", "i-a"), ("old", "i-old")]);
+        assert_eq!(verdict(&v, "old"), Verdict::Stale);
+        assert_eq!(v.busy, 1);
+        // A label backed only by a stale claim goes with it.
+        let eligible: Vec<u64> = v.eligible().collect();
+        assert_eq!(eligible, [2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn frontier_skips() {
+        let mut assigned = issue(1, &["agent-ready"], vec![]);
+        assigned.assignees.push("octocat".into());
+        let v = view(
+            3,
+            &[],
+            vec![
+                assigned,
+                issue(2, &["agent-ready", "blocked-by:#1"], vec![]),
+                issue(3, &["agent-ready", "claude-in-progress"], vec![]),
+                issue(4, &["agent-ready", "agent-wip"], vec![]),
+                issue(5, &["agent-ready"], vec![claim(1, T0, "orphan")]),
+                issue(6, &["agent-wip"], vec![]),
+                issue(7, &["agent-ready"], vec![]),
+            ],
+            T0 + 1,
+        );
+        let skips: Vec<(u64, Option<Skip>)> =
+            v.frontier.iter().map(|f| (f.issue, f.skip)).collect();
+        assert_eq!(
+            skips,
+            [
+                (1, Some(Skip::Assigned)),
+                (2, Some(Skip::Blocked)),
+                (3, Some(Skip::InProgress)),
+                (4, Some(Skip::Claimed)),
+                (5, Some(Skip::Claimed)),
+                (7, None)
+            ]
+        );
+        // The orphan claim (no label) still holds a slot.
+        assert_eq!(verdict(&v, "orphan"), Verdict::Holds { slot: 3 });
+    }
+
+    /// Two losing claims on one issue: only the earlier one may take the
+    /// label off, so that they never disagree; nobody takes a winner's.
+    #[test]
+    fn the_label_is_left_to_the_earliest_losing_claim_and_never_taken_from_a_winner() {
+        let v = view(
+            1,
+            &[],
+            vec![
+                issue(
+                    1,
+                    &["agent-ready", "agent-wip"],
+                    vec![claim(1, T0, "holder")],
+                ),
+                issue(
+                    2,
+                    &["agent-ready", "agent-wip"],
+                    vec![claim(2, T0, "early"), claim(3, T0, "late")],
+                ),
+            ],
+            T0 + 1,
+        );
+        let c = |key| v.claim(key).unwrap();
+        assert!(c("holder").holds());
+        assert!(v.label_is_left_to(c("early")));
+        assert!(!v.label_is_left_to(c("late")));
+        let v = view(
+            2,
+            &[],
+            vec![issue(
+                1,
+                &["agent-ready", "agent-wip"],
+                vec![claim(1, T0, "win"), claim(2, T0, "lose")],
+            )],
+            T0 + 1,
+        );
+        assert!(!v.label_is_left_to(v.claim("lose").unwrap()));
+    }
+
+    /// A claim's verdict depends only on what was ordered before it: adding
+    /// later claims never changes an earlier one's.
+    #[test]
+    fn a_later_claim_never_unseats_an_earlier_one() {
+        let mut issues: Vec<Issue> = (1..=6)
+            .map(|n| issue(n, &["agent-ready"], vec![]))
+            .collect();
+        let mut verdicts: Vec<(String, Verdict)> = Vec::new();
+        for (id, target) in [3u64, 1, 3, 5, 2, 6, 1, 4, 4, 2].into_iter().enumerate() {
+            let key = format!("k{id}");
+            issues[target as usize - 1].comments.push(claim(
+                id as u64 + 1,
+                T0 + id as i64 / 3,
+                &key,
+            ));
+            let v = view(3, &[], issues.clone(), T0 + 10);
+            for (earlier, seen) in &verdicts {
+                assert_eq!(&verdict(&v, earlier), seen, "{earlier} changed after {key}");
+            }
+            verdicts.push((key.clone(), verdict(&v, &key)));
+        }
+        let holding = verdicts
+            .iter()
+            .filter(|(_, v)| matches!(v, Verdict::Holds { .. }))
+            .count();
+        assert_eq!(holding, 3);
     }
 }

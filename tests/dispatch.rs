@@ -243,7 +243,8 @@ fn dispatch_claims_the_lowest_eligible_issue(world: World) {
     let run = alice.maverick(&["dispatch"]);
     run.expect(0);
     assert!(
-        run.stdout.starts_with("dispatched #5 (slot 2 of 3, claim comment "),
+        run.stdout
+            .starts_with("dispatched #5 (slot 2 of 3, claim comment "),
         "{}",
         run.stdout
     );
@@ -287,7 +288,9 @@ fn exit_9_when_every_slot_is_busy(world: World) {
     alice.maverick(&["dispatch"]).expect(9);
     // An issue labelled agent-wip by hand holds a slot too.
     world.issue(&alice, 30, &["agent-wip"]);
-    let json = alice.maverick(&["dispatch", "--slots", "4", "--json"]).json();
+    let json = alice
+        .maverick(&["dispatch", "--slots", "4", "--json"])
+        .json();
     assert_eq!(json["exit_code"], 9);
     assert!(json["view"]["holders"]
         .as_array()
@@ -312,7 +315,10 @@ fn dry_run_writes_nothing(world: World) {
     assert_eq!(json["dry_run"], true);
     let text = alice.maverick(&["dispatch", "--dry-run"]);
     text.expect(0);
-    assert_eq!(text.stdout, "would dispatch #8 (slot 2 of 3); nothing written\n");
+    assert_eq!(
+        text.stdout,
+        "would dispatch #8 (slot 2 of 3); nothing written\n"
+    );
     alice
         .maverick(&["dispatch", "--dry-run", "--slots", "1"])
         .expect(9);
@@ -356,15 +362,18 @@ fn ledger_two_dispatches_into_the_window_one_wins(world: World) {
     world.agent_pull(&alice, 41);
     for round in 0..4 {
         let results = race(&racers, &["dispatch", "--json"]);
-        let winners: Vec<&Value> = results
+        let winners: Vec<Value> = results
             .iter()
             .map(|(_, r)| r.json())
             .filter(|j| j["exit_code"] == 0)
-            .map(|j| Box::leak(Box::new(j)) as &Value)
             .collect();
         assert_eq!(winners.len(), 1, "round {round}: {results:#?}");
         for (name, run) in &results {
-            assert!(run.code == 0 || run.code == 9, "round {round}: {name}: {}", run.screen());
+            assert!(
+                run.code == 0 || run.code == 9,
+                "round {round}: {name}: {}",
+                run.screen()
+            );
         }
         let issue = winners[0]["issue"].as_u64().unwrap();
         assert_eq!(winners[0]["slot"], 3);
@@ -381,7 +390,11 @@ fn ledger_two_dispatches_into_the_window_one_wins(world: World) {
         for n in 1..=6 {
             let stored = world.stored(n);
             assert!(stored.live_claims().len() <= usize::from(n == issue));
-            assert_eq!(stored.has_label("agent-wip"), n == issue, "round {round} #{n}");
+            assert_eq!(
+                stored.has_label("agent-wip"),
+                n == issue,
+                "round {round} #{n}"
+            );
         }
         alice
             .maverick(&["dispatch", "release", &issue.to_string()])
@@ -405,7 +418,10 @@ fn ledger_the_same_issue_picked_twice_in_parallel_one_wins(world: World) {
         let json = run.json();
         assert_eq!(json["issue"], 12);
         let stored = world.stored(12);
-        assert!(stored.has_label("agent-wip"), "round {round}: the label left the winner");
+        assert!(
+            stored.has_label("agent-wip"),
+            "round {round}: the label left the winner"
+        );
         let live = stored.live_claims();
         assert_eq!(live, [json["marker_id"].as_str().unwrap()], "round {round}");
         let status = alice.maverick(&["dispatch", "status", "--json"]).json();
@@ -427,7 +443,9 @@ fn orphan_claim(world: &World, repo: &Repo<'_>, args: &[&str]) -> Value {
     let issue = json["issue"].as_u64().unwrap().to_string();
     repo.maverick(&["coord", "label", "remove", &issue, "agent-wip"])
         .expect(0);
-    assert!(!world.stored(json["issue"].as_u64().unwrap()).has_label("agent-wip"));
+    assert!(!world
+        .stored(json["issue"].as_u64().unwrap())
+        .has_label("agent-wip"));
     json
 }
 
@@ -456,7 +474,10 @@ fn ledger_an_orphan_claim_is_busy_while_fresh_and_cleared_when_stale(world: Worl
     run.expect(0);
     let json = run.json();
     assert_eq!(json["cleared"][0]["marker_id"], orphan["marker_id"]);
-    assert_eq!(json["issue"], 1, "the cleared issue is the lowest eligible again");
+    assert_eq!(
+        json["issue"], 1,
+        "the cleared issue is the lowest eligible again"
+    );
     let stored = world.stored(1);
     assert_eq!(stored.actions(), ["claim", "clear", "claim"]);
     let clear = stored
@@ -468,7 +489,10 @@ fn ledger_an_orphan_claim_is_busy_while_fresh_and_cleared_when_stale(world: Worl
         clear.starts_with("Stale dispatch claim by `alice` cleared by `bob`: claimed at "),
         "{clear}"
     );
-    assert!(clear.contains("with no open agent PR (dispatchStale is 2s)"), "{clear}");
+    assert!(
+        clear.contains("with no open agent PR (dispatchStale is 2s)"),
+        "{clear}"
+    );
     assert_eq!(stored.live_claims(), [json["marker_id"].as_str().unwrap()]);
 }
 
@@ -488,7 +512,11 @@ fn a_crash_between_comment_and_label_holds_the_slot_and_the_issue(world: World) 
     assert_eq!(status["frontier"][0]["skip"], "claimed");
     let run = bob.maverick(&["dispatch", "--json"]);
     run.expect(0);
-    assert_eq!(run.json()["issue"], 2, "the orphan's issue was dispatched twice");
+    assert_eq!(
+        run.json()["issue"],
+        2,
+        "the orphan's issue was dispatched twice"
+    );
     assert_eq!(run.json()["slot"], 2);
     // Two slots are held (the orphan and bob's), so with two slots none is free.
     bob.maverick(&["dispatch", "--slots", "2"]).expect(9);
@@ -512,7 +540,10 @@ fn a_stale_claim_is_cleared_with_a_comment(world: World) {
     let dry = wait_for_dry_run(&bob, &stale, |j| {
         j["cleared"].as_array().is_some_and(|c| !c.is_empty())
     });
-    assert_eq!(dry["issue"], 4, "the stale claim's issue is next once cleared");
+    assert_eq!(
+        dry["issue"], 4,
+        "the stale claim's issue is next once cleared"
+    );
     let status = bob
         .maverick(&["dispatch", "status", "--dispatch-stale", "2s"])
         .expect(0)
@@ -526,11 +557,16 @@ fn a_stale_claim_is_cleared_with_a_comment(world: World) {
     let run = bob.maverick(&["dispatch", "--dispatch-stale", "2s"]);
     run.expect(0);
     assert!(
-        run.stdout.starts_with("cleared stale claim on #4 by alice (claimed at "),
+        run.stdout
+            .starts_with("cleared stale claim on #4 by alice (claimed at "),
         "{}",
         run.stdout
     );
-    assert!(run.stdout.contains("\ndispatched #4 (slot 1 of 3"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("\ndispatched #4 (slot 1 of 3"),
+        "{}",
+        run.stdout
+    );
     let stored = world.stored(4);
     assert_eq!(stored.actions(), ["claim", "clear", "claim"]);
     assert!(stored.has_label("agent-wip"));
@@ -573,14 +609,17 @@ fn release_on_pr_open_passes_the_slot_to_the_pr(world: World) {
     assert_eq!(next.json()["view"]["frontier"][0]["skip"], "pull_open");
     // Closing the PR frees its slot.
     world.close(&alice, 30);
-    alice.maverick(&["dispatch", "--slots", "2", "--dry-run"]).expect(0);
-    // Releasing twice does no harm; a PR cannot be its own issue.
-    agent
-        .maverick(&["dispatch", "release", "2"])
+    alice
+        .maverick(&["dispatch", "--slots", "2", "--dry-run"])
         .expect(0);
+    // Releasing twice does no harm; a PR cannot be its own issue.
+    agent.maverick(&["dispatch", "release", "2"]).expect(0);
     let again = agent.maverick(&["dispatch", "release", "2"]);
     again.expect(0);
-    assert_eq!(again.stdout, "#2: nothing to release (no dispatch claim, no agent-wip)\n");
+    assert_eq!(
+        again.stdout,
+        "#2: nothing to release (no dispatch claim, no agent-wip)\n"
+    );
     agent
         .maverick(&["dispatch", "release", "2", "--pr", "2"])
         .expect(2);
@@ -600,7 +639,11 @@ fn release_on_give_up_relabels_the_issue(world: World) {
     assert_eq!(stored.labels, ["bug", "needs-human"]);
     assert!(stored.live_claims().is_empty());
     assert_eq!(
-        stored.dispatch_markers().pop().unwrap().str_field("give_up"),
+        stored
+            .dispatch_markers()
+            .pop()
+            .unwrap()
+            .str_field("give_up"),
         Some("needs-human")
     );
     alice.maverick(&["dispatch"]).expect(3);
@@ -632,7 +675,10 @@ fn status_shows_holders_since_when_and_what_is_stale(world: World) {
     assert!(json["holders"][1]["since"].as_str().unwrap().ends_with('Z'));
     assert_eq!(json["frontier"][2]["skip"], "blocked");
     let text = bob.maverick(&["dispatch", "status"]).stdout.clone();
-    assert!(text.contains("  slot 2: #1 claimed by alice since "), "{text}");
+    assert!(
+        text.contains("  slot 2: #1 claimed by alice since "),
+        "{text}"
+    );
     assert!(text.ends_with("next: #2\n"), "{text}");
     let json = wait_for_dry_run(&bob, &["--dispatch-stale", "1s"], |j| {
         j["cleared"].as_array().is_some_and(|c| !c.is_empty())
@@ -653,7 +699,9 @@ fn six_dispatchers_three_slots_twenty_rounds(world: World) {
     for n in 1..=10 {
         world.issue(&alice, n, &["agent-ready"]);
     }
-    let dispatchers: Vec<Repo<'_>> = (0..6).map(|i| world.clone(&format!("dispatcher-{i}"))).collect();
+    let dispatchers: Vec<Repo<'_>> = (0..6)
+        .map(|i| world.clone(&format!("dispatcher-{i}")))
+        .collect();
     let mut withdrawals = 0;
     for round in 0..20 {
         let results = race(&dispatchers, &["dispatch", "--slots", "3", "--json"]);
@@ -682,17 +730,25 @@ fn six_dispatchers_three_slots_twenty_rounds(world: World) {
             live_total += live.len();
             match winners.get(&n) {
                 Some(marker) => {
-                    assert_eq!(live, [marker.clone()], "round {round} #{n}");
+                    assert_eq!(&live, std::slice::from_ref(marker), "round {round} #{n}");
                     assert!(stored.has_label("agent-wip"), "round {round} #{n}");
                 }
                 None => {
-                    assert!(live.is_empty(), "round {round} #{n}: a loser did not withdraw");
-                    assert!(!stored.has_label("agent-wip"), "round {round} #{n}: label without a claim");
+                    assert!(
+                        live.is_empty(),
+                        "round {round} #{n}: a loser did not withdraw"
+                    );
+                    assert!(
+                        !stored.has_label("agent-wip"),
+                        "round {round} #{n}: label without a claim"
+                    );
                 }
             }
         }
         assert_eq!(live_total, 3);
-        let status = alice.maverick(&["dispatch", "status", "--slots", "3", "--json"]).json();
+        let status = alice
+            .maverick(&["dispatch", "status", "--slots", "3", "--json"])
+            .json();
         assert_eq!(status["busy"], 3, "round {round}");
         for issue in winners.keys() {
             alice

@@ -58,7 +58,9 @@ impl Schedule {
     }
 
     fn pick(state: &mut ScheduleState) {
-        if state.running.is_none() && !state.waiting.is_empty() && state.waiting.len() == state.alive
+        if state.running.is_none()
+            && !state.waiting.is_empty()
+            && state.waiting.len() == state.alive
         {
             // xorshift64*
             state.rng ^= state.rng >> 12;
@@ -168,7 +170,10 @@ impl Surface for Handle {
 
     fn issues(&self, numbers: &[u64]) -> Result<Vec<Issue>, SurfaceError> {
         let mut store = self.step();
-        Ok(numbers.iter().map(|n| store.issue_mut(*n).clone()).collect())
+        Ok(numbers
+            .iter()
+            .map(|n| store.issue_mut(*n).clone())
+            .collect())
     }
 
     fn list(
@@ -356,7 +361,11 @@ fn race(store: &Arc<Mutex<Store>>, seed: u64, releasing: Vec<Won>) -> (Vec<Won>,
 fn check_round(store: &Mutex<Store>, winners: &[Won], seed: u64, round: usize) {
     let context = format!("seed {seed} round {round}");
     let issues: BTreeSet<u64> = winners.iter().map(|w| w.issue).collect();
-    assert_eq!(issues.len(), winners.len(), "{context}: two winners on one issue");
+    assert_eq!(
+        issues.len(),
+        winners.len(),
+        "{context}: two winners on one issue"
+    );
     let store = store.lock().unwrap();
     let pulls: BTreeSet<u64> = store
         .issues
@@ -372,7 +381,11 @@ fn check_round(store: &Mutex<Store>, winners: &[Won], seed: u64, round: usize) {
     );
     if round == 0 {
         // Ten eligible issues and every slot free: every slot fills.
-        assert_eq!(winners.len(), SLOTS as usize, "{context}: a free slot stayed free");
+        assert_eq!(
+            winners.len(),
+            SLOTS as usize,
+            "{context}: a free slot stayed free"
+        );
     }
     let ledger = Ledger {
         now: store.now(),

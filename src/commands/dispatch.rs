@@ -152,7 +152,10 @@ fn dispatch(dispatcher: &Dispatcher<'_>, dry_run: bool) -> Result<Outcome, Comma
 
 fn no_slot(o: Outcome, report: &DispatchReport, wip: &str) -> Outcome {
     let view = &report.view;
-    let mut o = o.line(format!("no free slot: {} of {} busy", view.busy, view.slots));
+    let mut o = o.line(format!(
+        "no free slot: {} of {} busy",
+        view.busy, view.slots
+    ));
     for line in holder_lines(view, wip) {
         o = o.line(line);
     }
@@ -243,8 +246,12 @@ fn release(dispatcher: &Dispatcher<'_>, args: ReleaseArgs) -> Result<Outcome, Co
     let mut o = Outcome::new(Exit::Ok, to_json(&report));
     let n = report.issue;
     o = match (&report.pr, &report.give_up) {
-        _ if !report.changed => o.line(format!("#{n}: nothing to release (no dispatch claim, no agent-wip)")),
-        (Some(pr), _) => o.line(format!("released #{n}: its slot passed to pull request #{pr}")),
+        _ if !report.changed => o.line(format!(
+            "#{n}: nothing to release (no dispatch claim, no agent-wip)"
+        )),
+        (Some(pr), _) => o.line(format!(
+            "released #{n}: its slot passed to pull request #{pr}"
+        )),
         (None, Some(label)) => o.line(format!("released #{n}: gave up, labelled {label}")),
         (None, None) => o.line(format!("released #{n}: back on the frontier")),
     };
