@@ -7,6 +7,9 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::commands::coord::CoordArgs;
 use crate::commands::dispatch::DispatchArgs;
+use crate::commands::hydrate::HydrateArgs;
+use crate::commands::state::StateArgs;
+use crate::commands::task::TaskArgs;
 use crate::config::{Overrides, SurfaceKind};
 
 #[derive(Debug, Parser)]
@@ -120,6 +123,15 @@ impl GlobalArgs {
 pub enum Command {
     /// Claim, heartbeat, release and take over issues
     Coord(CoordArgs),
+    /// Work a story task by task: each finished task is one commit, pushed
+    /// at once and checked off on the story's tasks comment
+    #[command(subcommand_required = true)]
+    Task(TaskArgs),
+    /// Read and upsert the state markers on issues (dag, state, bprop, task-progress)
+    State(StateArgs),
+    /// Rebuild local state from the surface: writes .claude/epic-state.json
+    /// (.claude/issue-state.json for a story) and prints it
+    Hydrate(HydrateArgs),
     /// Start an agent cycle in a free dispatch slot, at most dispatchSlots at once
     ///
     /// Claims the lowest eligible issue of the frontier (open, labelled with the

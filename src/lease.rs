@@ -20,7 +20,7 @@ use serde_json::{json, Map, Value};
 
 use crate::config::Settings;
 use crate::markers::{self, Marker, MarkerKind};
-use crate::surface::{Comment, Issue, Op, Surface, SurfaceError, Write};
+use crate::surface::{Applied, Comment, Issue, Op, Surface, SurfaceError, Write};
 use crate::timefmt::{format_duration, Timestamp};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -327,10 +327,28 @@ impl<'a> Coordinator<'a> {
     }
 
     pub fn read(&self, issues: &[u64]) -> Result<Vec<IssueView>, LeaseError> {
+        self.read_with(issues, &[])
+    }
+
+    /// Reads, counting our own `written` comments even where a lagging list
+    /// does not show them yet: comment ids order claims whether or not a
+    /// list has caught up, and a claim we cannot see is still ours.
+    fn read_with(
+        &self,
+        issues: &[u64],
+        written: &[(u64, Comment)],
+    ) -> Result<Vec<IssueView>, LeaseError> {
         let now = self.surface.now()?;
-        Ok(self
-            .surface
-            .issues(issues)?
+        let mut read = self.surface.issues(issues)?;
+        for issue in &mut read {
+            for (_, comment) in written.iter().filter(|(n, _)| *n == issue.number) {
+                if !issue.comments.iter().any(|c| c.id == comment.id) {
+                    issue.comments.push(comment.clone());
+                }
+            }
+            issue.comments.sort_by_key(|c| c.id);
+        }
+        Ok(read
             .iter()
             .map(|i| analyze(i, self.settings, self.me(), now))
             .collect())
@@ -478,21 +496,36 @@ impl<'a> Coordinator<'a> {
                     })
                 })
             };
-            if self.surface.write(&writes, Some(&mut guard))?.is_none() {
+            let Some(applied) = self.surface.write(&writes, Some(&mut guard))? else {
                 continue;
-            }
-            return self.settle(req, generation);
+            };
+            let written: Vec<(u64, Comment)> = writes
+                .iter()
+                .zip(applied)
+                .flat_map(|(w, results)| {
+                    results.into_iter().filter_map(move |a| match a {
+                        Applied::Comment(c) => Some((w.issue, c)),
+                        _ => None,
+                    })
+                })
+                .collect();
+            return self.settle(req, generation, &written);
         }
         let views = self.read(&req.issues)?;
         Ok(ClaimOutcome::Held { views })
     }
 
     /// Re-reads after a claim and lets the earliest claim win everywhere.
-    fn settle(&self, req: &ClaimRequest<'_>, generation: u64) -> Result<ClaimOutcome, LeaseError> {
+    fn settle(
+        &self,
+        req: &ClaimRequest<'_>,
+        generation: u64,
+        written: &[(u64, Comment)],
+    ) -> Result<ClaimOutcome, LeaseError> {
         if !self.settings.settle_delay.is_zero() {
             std::thread::sleep(self.settings.settle_delay);
         }
-        let views = self.read(&req.issues)?;
+        let views = self.read_with(&req.issues, written)?;
         if views
             .iter()
             .all(|v| v.decision == Decision::Ours && v.generation == generation)
@@ -508,26 +541,36 @@ impl<'a> Coordinator<'a> {
             .filter_map(|v| v.holder.as_ref())
             .find(|h| h.instance_id != self.me())
             .map(|h| h.instance_id.clone());
-        self.withdraw(&views, "lost-race")?;
+        // Our own claim may not show in a lagging list yet: withdraw the
+        // generation we wrote whether or not the re-read saw it.
+        self.withdraw(&views, "lost-race", Some(generation))?;
         let views = self.read(&req.issues)?;
         Ok(ClaimOutcome::Lost { winner, views })
     }
 
-    /// Releases this instance's own claims among `views`: the label goes only
+    /// Releases this instance's own claims among `views` (and the claims of
+    /// generation `wrote` that it just made, seen or not): the label goes only
     /// where we hold the issue, never from under another holder.
-    fn withdraw(&self, views: &[IssueView], reason: &str) -> Result<(), LeaseError> {
+    fn withdraw(
+        &self,
+        views: &[IssueView],
+        reason: &str,
+        wrote: Option<u64>,
+    ) -> Result<(), LeaseError> {
         let now = self.surface.now()?;
         let writes: Vec<Write> = views
             .iter()
             .filter_map(|v| {
                 let ours = v.holder.as_ref().filter(|h| h.instance_id == self.me());
                 let mut ops = Vec::new();
-                if let Some(claim) = ours.or(v.my_losing_claim.as_ref()) {
-                    ops.push(Op::CreateComment(self.release_body(
-                        claim.generation,
-                        now,
-                        reason,
-                    )));
+                let generation = ours
+                    .or(v.my_losing_claim.as_ref())
+                    .map(|c| c.generation)
+                    .or(wrote);
+                if let Some(generation) = generation {
+                    ops.push(Op::CreateComment(
+                        self.release_body(generation, now, reason),
+                    ));
                 }
                 if ours.is_some() {
                     ops.push(Op::RemoveLabel(self.settings.labels.in_progress.clone()));
@@ -550,7 +593,12 @@ impl<'a> Coordinator<'a> {
         issues: &[u64],
         generation: Option<u64>,
     ) -> Result<HeartbeatOutcome, LeaseError> {
-        let views = self.read(issues)?;
+        let now = self.surface.now()?;
+        let mut raw = self.surface.issues(issues)?;
+        let views: Vec<IssueView> = raw
+            .iter()
+            .map(|i| analyze(i, self.settings, self.me(), now))
+            .collect();
         let lost: Vec<&IssueView> = views
             .iter()
             .filter(|v| {
@@ -574,11 +622,10 @@ impl<'a> Coordinator<'a> {
                 })
                 .cloned()
                 .collect();
-            self.withdraw(&losing, "lost-race")?;
+            self.withdraw(&losing, "lost-race", None)?;
             return Ok(HeartbeatOutcome::Lost { reason, views });
         }
         let generation = views[0].generation;
-        let now = self.surface.now()?;
         let writes: Vec<Write> = views
             .iter()
             .map(|v| {
@@ -615,7 +662,7 @@ impl<'a> Coordinator<'a> {
                 v.decision == Decision::Ours && v.generation == expected
             })
         };
-        if self.surface.write(&writes, Some(&mut guard))?.is_none() {
+        let Some(applied) = self.surface.write(&writes, Some(&mut guard))? else {
             let views = self.read(issues)?;
             let reason = views
                 .iter()
@@ -630,8 +677,27 @@ impl<'a> Coordinator<'a> {
                 })
                 .unwrap_or_else(|| "the claim changed while renewing".to_owned());
             return Ok(HeartbeatOutcome::Lost { reason, views });
+        };
+        // The renewed state is what we read plus what we wrote: no third read.
+        for (write, results) in writes.iter().zip(applied) {
+            let issue = raw
+                .iter_mut()
+                .find(|i| i.number == write.issue)
+                .expect("every written issue was read");
+            for comment in results.into_iter().filter_map(|a| match a {
+                Applied::Comment(c) => Some(c),
+                _ => None,
+            }) {
+                match issue.comments.iter_mut().find(|c| c.id == comment.id) {
+                    Some(existing) => *existing = comment,
+                    None => issue.comments.push(comment),
+                }
+            }
         }
-        let views = self.read(issues)?;
+        let views = raw
+            .iter()
+            .map(|i| analyze(i, self.settings, self.me(), now))
+            .collect();
         Ok(HeartbeatOutcome::Renewed { generation, views })
     }
 
@@ -653,7 +719,7 @@ impl<'a> Coordinator<'a> {
             })
             .cloned()
             .collect();
-        self.withdraw(&views, reason)?;
+        self.withdraw(&views, reason, None)?;
         let released: Vec<u64> = views
             .iter()
             .filter(|v| v.decision == Decision::Ours || v.my_losing_claim.is_some())

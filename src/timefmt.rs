@@ -181,6 +181,23 @@ pub fn format_duration(d: Duration) -> String {
     }
 }
 
+/// For people: `9m59s`, `2h`, `45s`.
+pub fn human_duration(d: Duration) -> String {
+    let s = d.as_secs();
+    let (h, m, s) = (s / 3600, s / 60 % 60, s % 60);
+    let mut out = String::new();
+    if h > 0 {
+        out.push_str(&format!("{h}h"));
+    }
+    if m > 0 {
+        out.push_str(&format!("{m}m"));
+    }
+    if s > 0 || out.is_empty() {
+        out.push_str(&format!("{s}s"));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -230,5 +247,8 @@ mod tests {
         assert_eq!(format_duration(Duration::from_secs(600)), "10m");
         assert_eq!(format_duration(Duration::from_secs(90)), "90s");
         assert_eq!(format_duration(Duration::from_secs(14_400)), "4h");
+        assert_eq!(human_duration(Duration::from_secs(599)), "9m59s");
+        assert_eq!(human_duration(Duration::from_secs(7200)), "2h");
+        assert_eq!(human_duration(Duration::ZERO), "0s");
     }
 }

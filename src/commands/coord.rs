@@ -10,7 +10,7 @@ use crate::lease::{
     ClaimOutcome, ClaimRequest, Coordinator, Decision, HeartbeatOutcome, IssueView,
 };
 use crate::record::ClaimRecord;
-use crate::timefmt::format_duration;
+use crate::timefmt::human_duration;
 
 #[derive(Debug, Args)]
 pub struct CoordArgs {
@@ -175,7 +175,7 @@ pub fn describe(view: &IssueView) -> String {
     let generation = view.generation;
     let expiry = match (view.expires_at, crate::lease::remaining(view)) {
         (Some(at), Some(left)) if !left.is_zero() => {
-            format!("lease until {at} ({} left)", format_duration(left))
+            format!("lease until {at} ({} left)", human_duration(left))
         }
         (Some(at), _) => format!("lease expired at {at}"),
         _ => String::new(),

@@ -2,6 +2,9 @@
 
 pub mod coord;
 pub mod dispatch;
+pub mod hydrate;
+pub mod state;
+pub mod task;
 
 use std::ffi::OsString;
 use std::io::Write as _;
@@ -64,7 +67,9 @@ pub fn main(args: Vec<OsString>) -> u8 {
                 return 0;
             }
             if wants_json {
-                let e = CommandError::usage(err.kind().to_string());
+                let rendered = err.render().to_string();
+                let first = rendered.lines().next().unwrap_or_default();
+                let e = CommandError::usage(first.trim_start_matches("error: "));
                 print_json(&e.to_json());
             }
             let _ = err.print();
@@ -134,6 +139,9 @@ fn init_tracing(verbose: u8) {
 pub fn run(cli: Cli) -> Result<Outcome, CommandError> {
     match cli.command {
         Command::Coord(args) => coord::run(&cli.global, args),
+        Command::Task(args) => task::run(&cli.global, args),
+        Command::State(args) => state::run(&cli.global, args),
+        Command::Hydrate(args) => hydrate::run(&cli.global, args),
         Command::Dispatch(args) => dispatch::run(&cli.global, args),
     }
 }

@@ -30,6 +30,8 @@ pub struct GitSurface {
     me: String,
     cache_ref: String,
     remote_url: String,
+    /// Whether this process has fetched the surface ref already.
+    fetched: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -83,6 +85,7 @@ impl GitSurface {
             me: me.to_owned(),
             cache_ref: format!("refs/maverick-cache/{safe_remote}/issues"),
             remote_url: remote_url.to_owned(),
+            fetched: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -108,6 +111,8 @@ impl GitSurface {
                 .arg(&refspec)
                 .output_unchecked()?;
             if out.success() {
+                self.fetched
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
                 break;
             }
             // Two processes of one clone fetching at once contend for the
@@ -135,8 +140,15 @@ impl GitSurface {
         }
     }
 
-    fn read_snapshot(&self) -> Result<Snapshot, SurfaceError> {
-        let commit = self.fetch()?;
+    /// The surface as of a fresh fetch, or (`fresh == false`) as of the last
+    /// fetch this process made: a write may start from that, because the
+    /// compare-and-swap refuses it if the remote moved since.
+    fn read_snapshot(&self, fresh: bool) -> Result<Snapshot, SurfaceError> {
+        let commit = if fresh || !self.fetched.load(std::sync::atomic::Ordering::Relaxed) {
+            self.fetch()?
+        } else {
+            self.cached_commit()?
+        };
         let meta = match &commit {
             Some(c) => match self.cat_files(&[format!("{c}:meta.json")])?.pop().flatten() {
                 Some(bytes) => parse_json(&bytes, "meta.json")?,
@@ -470,13 +482,7 @@ impl Surface for GitSurface {
             .map(StoredIssue::to_issue)
             .filter(|i| include_closed || i.open)
             .filter(|i| labels.iter().all(|l| i.has_label(l)))
-            .map(|i| IssueSummary {
-                number: i.number,
-                open: i.open,
-                is_pull: i.is_pull,
-                labels: i.labels,
-                assignees: i.assignees,
-            })
+            .map(IssueSummary::from)
             .collect())
     }
 
@@ -489,13 +495,19 @@ impl Surface for GitSurface {
         numbers.sort_unstable();
         numbers.dedup();
         let mut last_conflict = String::new();
+        let mut fresh = false;
         for attempt in 1..=MAX_ATTEMPTS {
-            let snapshot = self.read_snapshot()?;
+            let snapshot = self.read_snapshot(fresh)?;
             let mut stored = self.read_issues(snapshot.commit.as_deref(), &numbers)?;
             let now = self.surface_now(&snapshot.meta);
             if let Some(guard) = guard.as_mut() {
                 let current: Vec<Issue> = stored.iter().map(StoredIssue::to_issue).collect();
                 if !guard(&current, now) {
+                    if !fresh {
+                        // A refusal must be judged on the remote's state, not the cache's.
+                        fresh = true;
+                        continue;
+                    }
                     return Ok(None);
                 }
             }
@@ -541,6 +553,7 @@ impl Surface for GitSurface {
                 return Ok(Some(results));
             }
             last_conflict = format!("attempt {attempt} lost the compare-and-swap");
+            fresh = true;
             backoff(attempt);
         }
         Err(SurfaceError::Contended {

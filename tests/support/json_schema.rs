@@ -12,18 +12,18 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-/// `shared/github-api/`, a sibling of the checkout (`$CARGO_MANIFEST_DIR/../shared`).
+/// `fixtures/github-api/`, copied from the project's shared/github-api (see its NOTICE.md).
 pub fn github_api_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/github-api")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/github-api")
 }
 
-/// Reads a JSON file under `shared/github-api/`, or panics saying what is missing.
+/// Reads a JSON file under `fixtures/github-api/`, or panics saying what is missing.
 pub fn load_github_api_json(relative: &str) -> Value {
     let path = github_api_dir().join(relative);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|error| {
         panic!(
-            "cannot read {} ({error}): the tests expect GitHub's schemas and recordings in \
-             shared/github-api/ beside the checkout",
+            "cannot read {} ({error}): GitHub's schemas and recordings belong in \
+             fixtures/github-api/",
             path.display()
         )
     });

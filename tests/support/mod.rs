@@ -4,6 +4,8 @@
 //! UTC, C locale, and none of the caller's maverick or GitHub variables.
 #![allow(dead_code)]
 
+pub mod surfaces;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 

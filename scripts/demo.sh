@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# The whole git maverick workflow on a throwaway local origin: no token, no
+# network. Two instances, alice and bob, each in its own clone, coordinate
+# through refs/maverick/* on a bare repository.
+#
+#   scripts/demo.sh            build, then run every step and print what happens
+#   MAVERICK_BIN=path scripts/demo.sh   use an already built binary
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+if [ -z "${MAVERICK_BIN:-}" ]; then
+  cargo build --quiet --locked --manifest-path "$root/Cargo.toml"
+  MAVERICK_BIN="$root/target/debug/git-maverick"
+fi
+work=$(mktemp -d "${TMPDIR:-/tmp}/maverick-demo.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+mkdir "$work/bin"
+ln -s "$MAVERICK_BIN" "$work/bin/git-maverick"
+export PATH="$work/bin:$PATH"
+# Hermetic git: the demo must not depend on (or change) your own config.
+export GIT_CONFIG_GLOBAL="$work/gitconfig" GIT_CONFIG_NOSYSTEM=1
+export GIT_AUTHOR_NAME=demo GIT_AUTHOR_EMAIL=demo@example.com
+export GIT_COMMITTER_NAME=demo GIT_COMMITTER_EMAIL=demo@example.com
+unset GH_TOKEN GITHUB_TOKEN GITHUB_API_URL MAVERICK_INSTANCE MAVERICK_INSTANCE_ID CLAUDE_CODE_SESSION_ID
+
+step() { printf '\n== %s\n' "$*"; }
+# expect CODE NAME CMD...: like `as`, and stop the demo if the exit code differs.
+expect() {
+  local want=$1 who=$2; shift 2
+  printf '%s$ %s\n' "$who" "$*"
+  local rc=0 out
+  out=$(cd "$work/$who" && MAVERICK_INSTANCE=$who "$@" 2>&1) || rc=$?
+  [ -n "$out" ] && printf '%s\n' "$out" | sed 's/^/    /'
+  printf '    [exit %d]\n' "$rc"
+  if [ "$rc" != "$want" ]; then
+    printf 'demo: expected exit %s from: %s\n' "$want" "$*" >&2
+    exit 1
+  fi
+}
+# wait_exit CODE NAME CMD...: poll until CMD exits CODE (at most 30 s).
+wait_exit() {
+  local want=$1 who=$2; shift 2
+  for _ in $(seq 300); do
+    local rc=0
+    (cd "$work/$who" && MAVERICK_INSTANCE=$who "$@" >/dev/null 2>&1) || rc=$?
+    [ "$rc" = "$want" ] && return 0
+    sleep 0.1
+  done
+  printf 'demo: %s never exited %s\n' "$*" "$want" >&2
+  exit 1
+}
+
+step "A bare origin and two clones"
+git init --quiet --bare --initial-branch=main "$work/origin.git"
+git clone --quiet "$work/origin.git" "$work/seed" 2>/dev/null
+(cd "$work/seed" && git checkout --quiet -b main && echo "# demo" > README.md && git add README.md \
+  && git commit --quiet -m "chore: initial commit" && git push --quiet origin main)
+git clone --quiet "$work/origin.git" "$work/alice"
+git clone --quiet "$work/origin.git" "$work/bob"
+echo "origin: $work/origin.git   clones: alice, bob"
+
+step "alice claims #142; bob sees it held (exit 4) and cannot claim it"
+expect 0 alice git maverick coord claim 142 --branch maverick/142-parse-markers
+expect 4 bob git maverick coord read 142
+expect 4 bob git maverick coord claim 142
+expect 0 alice git maverick coord heartbeat 142
+
+step "alice crashes while holding #7 (2 s lease); bob waits for the lease to go stale"
+expect 0 alice git maverick coord claim 7 --lease-ttl 2s
+wait_exit 5 bob git maverick coord read 7
+expect 5 bob git maverick coord read 7
+expect 5 bob git maverick coord claim 7
+
+step "bob takes #7 over (generation 2); alice's next heartbeat finds out (exit 7)"
+expect 0 bob git maverick coord takeover 7
+expect 7 alice git maverick coord heartbeat 7
+expect 7 alice git maverick coord release 7
+
+step "blocks: #150 waits for #142"
+expect 0 bob git maverick coord block 150 --by 142
+expect 3 bob git maverick coord claim 150
+
+step "release: alice finishes #142, bob finishes #7"
+expect 0 alice git maverick coord release 142 --reason merged
+expect 0 bob git maverick coord release 7 --reason merged
+expect 0 bob git maverick coord read 142 --json
+
+step "everything above lives on the remote"
+git -C "$work/origin.git" log --oneline -5 refs/maverick/issues
+printf '\ndemo finished: every step exited as expected\n'
