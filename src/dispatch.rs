@@ -707,7 +707,7 @@ impl<'a> Dispatcher<'a> {
             if !self.settings.settle_delay.is_zero() {
                 std::thread::sleep(self.settings.settle_delay);
             }
-            let ledger = self.read()?;
+            let ledger = self.with_own_claim(self.read()?, issue, &comment)?;
             view = analyze(&ledger, self.settings, &self.frontier_label);
             match view.claim(&marker_id).cloned() {
                 Some(claim) if claim.holds() => {
@@ -752,6 +752,36 @@ impl<'a> Dispatcher<'a> {
             None => self.status()?,
         };
         Ok(report(DispatchResult::Lost, view, cleared, withdrawn))
+    }
+
+    /// The ledger with our own claim comment in it, even where a lagging
+    /// list or comment page does not show it yet: a claimant that cannot see
+    /// its own claim would withdraw a claim others may already count.
+    fn with_own_claim(
+        &self,
+        mut ledger: Ledger,
+        issue: u64,
+        comment: &Comment,
+    ) -> Result<Ledger, DispatchError> {
+        let mut own = comment.clone();
+        own.trusted = true;
+        let index = match ledger.issues.iter().position(|i| i.number == issue) {
+            Some(index) => index,
+            None => {
+                let current = self.surface.issue(issue)?;
+                if !current.open {
+                    return Ok(ledger);
+                }
+                ledger.issues.push(current);
+                ledger.issues.len() - 1
+            }
+        };
+        let comments = &mut ledger.issues[index].comments;
+        if !comments.iter().any(|c| c.id == own.id) {
+            comments.push(own);
+            comments.sort_by_key(|c| c.id);
+        }
+        Ok(ledger)
     }
 
     /// Posts the claim comment and adds `agent-wip`, in one write whose guard
