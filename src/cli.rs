@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand};
 use crate::commands::coord::CoordArgs;
 use crate::commands::dispatch::DispatchArgs;
 use crate::commands::hydrate::HydrateArgs;
+use crate::commands::run::RunArgs;
 use crate::commands::state::StateArgs;
 use crate::commands::task::TaskArgs;
 use crate::config::{Overrides, SurfaceKind};
@@ -61,10 +62,10 @@ pub struct GlobalArgs {
     )]
     pub surface: Option<SurfaceKind>,
     /// How long a lease lives without a heartbeat (maverick.leaseTtl, default 10m)
-    #[arg(long, value_name = "DURATION", value_parser = duration, global = true, help_heading = "Configuration")]
+    #[arg(long, alias = "ttl", value_name = "DURATION", value_parser = duration, global = true, help_heading = "Configuration")]
     pub lease_ttl: Option<Duration>,
     /// How often `run` renews its lease (maverick.heartbeatInterval, default 2m)
-    #[arg(long, value_name = "DURATION", value_parser = duration, global = true, help_heading = "Configuration")]
+    #[arg(long, alias = "heartbeat", value_name = "DURATION", value_parser = duration, global = true, help_heading = "Configuration")]
     pub heartbeat_interval: Option<Duration>,
     /// How long a claim waits before its re-read (maverick.settleDelay; github 3s, git 0)
     #[arg(long, value_name = "DURATION", value_parser = duration, global = true, help_heading = "Configuration")]
@@ -132,6 +133,8 @@ pub enum Command {
     /// Rebuild local state from the surface: writes .claude/epic-state.json
     /// (.claude/issue-state.json for a story) and prints it
     Hydrate(HydrateArgs),
+    /// Hold a claim for the life of a command: claim, run CMD, heartbeat, release
+    Run(RunArgs),
     /// Start an agent cycle in a free dispatch slot, at most dispatchSlots at once
     ///
     /// Claims the lowest eligible issue of the frontier (open, labelled with the
@@ -144,7 +147,7 @@ pub enum Command {
     Dispatch(DispatchArgs),
 }
 
-fn duration(text: &str) -> Result<Duration, String> {
+pub(crate) fn duration(text: &str) -> Result<Duration, String> {
     crate::timefmt::parse_duration(text).map_err(|e| e.to_string())
 }
 

@@ -4,6 +4,7 @@
 //! The binary (`src/main.rs`) is thin; everything lives here so that the
 //! protocols can be tested without a terminal.
 
+pub mod claims;
 pub mod cli;
 pub mod commands;
 pub mod config;
@@ -16,6 +17,7 @@ pub mod markers;
 pub mod push;
 pub mod record;
 pub mod state;
+pub mod supervise;
 pub mod surface;
 pub mod tasks;
 pub mod timefmt;

@@ -147,6 +147,45 @@ impl TestEnv {
             .then(|| serde_json::from_slice(&out.stdout).expect("stored issue is JSON"))
     }
 
+    /// The labels of one issue as stored on origin (git surface).
+    pub fn labels(&self, issue: u64) -> Vec<String> {
+        self.stored_issue(issue)
+            .and_then(|i| serde_json::from_value(i["labels"].clone()).ok())
+            .unwrap_or_default()
+    }
+
+    /// The releases written on one issue, in order: (instance, reason).
+    pub fn releases(&self, issue: u64) -> Vec<(String, String)> {
+        let Some(stored) = self.stored_issue(issue) else {
+            return Vec::new();
+        };
+        stored["comments"]
+            .as_array()
+            .expect("comments")
+            .iter()
+            .flat_map(|c| maverick::markers::parse_markers(c["body"].as_str().unwrap_or_default()))
+            .flatten()
+            .filter(|m| {
+                m.kind == maverick::markers::MarkerKind::Lease
+                    && m.payload.contains_key("released_at")
+            })
+            .map(|m| {
+                let field = |k: &str| m.payload[k].as_str().unwrap_or_default().to_owned();
+                (field("instance_id"), field("reason"))
+            })
+            .collect()
+    }
+
+    /// Asserts that `issue` was released exactly once, by `instance`, for `reason`.
+    #[track_caller]
+    pub fn assert_released_once(&self, issue: u64, instance: &str, reason: &str) {
+        assert_eq!(
+            self.releases(issue),
+            [(instance.to_owned(), reason.to_owned())],
+            "releases of #{issue}"
+        );
+    }
+
     /// The commit of origin's surface ref, if any.
     pub fn surface_head(&self) -> Option<String> {
         let out = self.git_output_in(
