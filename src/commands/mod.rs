@@ -1,6 +1,7 @@
 //! The only code that knows about clap, terminals and exit codes.
 
 pub mod coord;
+pub mod dispatch;
 pub mod hook;
 pub mod hydrate;
 pub mod resume;
@@ -156,6 +157,7 @@ pub fn run(cli: Cli) -> Result<Outcome, CommandError> {
         Command::Hook(args) => hook::run(&cli.global, args),
         Command::Resume(args) => resume::run(&cli.global, args),
         Command::Run(args) => run::run(&cli.global, args),
+        Command::Dispatch(args) => dispatch::run(&cli.global, args),
     }
 }
 
