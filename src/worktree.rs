@@ -1,6 +1,7 @@
 //! One worktree per branch (SPEC 7): at `<worktreeDir>/<branch with / replaced>`
 //! under the main worktree, never outside it whatever the branch is called;
-//! reused when healthy, repaired when its directory or registration is gone.
+//! reused when healthy (wherever the branch is already checked out), repaired
+//! when its directory or registration is gone.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -63,8 +64,6 @@ pub enum WorktreeError {
     Git(#[from] GitError),
     #[error("the worktree path for {branch:?} would leave {dir}")]
     Escapes { branch: String, dir: PathBuf },
-    #[error("{branch} is checked out in another worktree: {path}")]
-    CheckedOutElsewhere { branch: String, path: PathBuf },
     #[error("{path} is the worktree of {other}, not of {branch}")]
     PathTaken {
         branch: String,
@@ -348,16 +347,24 @@ pub fn plan(
         // Stale entries we leave alone still hold their branch.
         live.into_iter().chain(stale).collect()
     };
-    let existing = live.iter().find(|e| same_path(&e.path, path)).cloned();
+    // The branch checked out in a healthy worktree elsewhere (the main one,
+    // where a restarted session finds it): that is its worktree. git would
+    // not check it out twice, and nothing needs making.
     if let Some(elsewhere) = live
         .iter()
         .find(|e| e.branch.as_deref() == Some(&refname) && !same_path(&e.path, path))
     {
-        return Err(WorktreeError::CheckedOutElsewhere {
+        return Ok(Plan {
             branch: branch.to_owned(),
             path: elsewhere.path.clone(),
+            remote_head: remote_head.to_owned(),
+            existing: Some(elsewhere.clone()),
+            prune,
+            move_aside: None,
+            local: local_branch(git, branch, remote_head)?,
         });
     }
+    let existing = live.iter().find(|e| same_path(&e.path, path)).cloned();
     if let Some(entry) = &existing {
         if entry.branch.as_deref() != Some(&refname) {
             return Err(WorktreeError::PathTaken {

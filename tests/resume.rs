@@ -102,12 +102,12 @@ fn resume_run_twice_does_no_harm() {
     let first = b.maverick(&["--json", "resume", BRANCH]);
     first.expect(0);
     let first = first.json();
-    assert_eq!(first["claim"], "claimed");
+    assert_eq!(first["claim"], "none");
     assert_eq!(first["head"], head.as_str());
     let second = b.maverick(&["--json", "resume", BRANCH]);
     second.expect(0);
     let second = second.json();
-    assert_eq!(second["claim"], "held");
+    assert_eq!(second["claim"], "none");
     assert_eq!(second["worktree_state"], "reused");
     for key in ["worktree", "head", "branch", "issue", "generation"] {
         assert_eq!(first[key], second[key], "{key}");
@@ -204,6 +204,42 @@ fn a_local_branch_with_unpushed_commits_is_never_moved() {
         .maverick(&["coord", "read", "142"])
         .stdout
         .contains("free"));
+}
+
+#[test]
+fn a_branch_checked_out_in_the_main_worktree_is_resumed_there() {
+    let env = TestEnv::new();
+    let c = env.clone("c");
+    push_unclaimed(&c, BRANCH, "one.rs");
+    let b = env.clone("b");
+    b.git(&["switch", "--quiet", BRANCH]);
+    // The branch moves on origin while b's session is gone.
+    c.git(&["fetch", "--quiet"]);
+    c.git(&[
+        "switch",
+        "--quiet",
+        "-C",
+        BRANCH,
+        &format!("origin/{BRANCH}"),
+    ]);
+    let newer = c.commit_file("two.rs", "2\n", "feat: two");
+    c.git(&["push", "--quiet", "origin", BRANCH]);
+    let run = b.maverick(&["--json", "resume", BRANCH]);
+    run.expect(0);
+    let json = run.json();
+    assert_eq!(
+        std::fs::canonicalize(json["worktree"].as_str().unwrap()).unwrap(),
+        std::fs::canonicalize(&b.dir).unwrap()
+    );
+    assert_eq!(json["worktree_state"], "reused");
+    assert_eq!(json["fast_forwarded"], true);
+    assert_eq!(b.git(&["rev-parse", "HEAD"]), newer);
+    assert!(!worktrees_dir(&b).exists());
+    assert!(
+        run.stderr.is_empty() || run.stderr.contains("nobody holds #142"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]

@@ -28,14 +28,12 @@ pub struct ResumeArgs {
 impl From<WorktreeError> for CommandError {
     fn from(err: WorktreeError) -> Self {
         let hint = match &err {
-            WorktreeError::CheckedOutElsewhere { path, .. } => Some(format!(
-                "work there, or switch that worktree to another branch (git -C {} switch --detach) and resume again",
-                path.display()
-            )),
-            WorktreeError::PathTaken { path, .. } | WorktreeError::PathOccupied { path } => Some(format!(
-                "move {} away (or set maverick.worktreeDir) and resume again",
-                path.display()
-            )),
+            WorktreeError::PathTaken { path, .. } | WorktreeError::PathOccupied { path } => {
+                Some(format!(
+                    "move {} away (or set maverick.worktreeDir) and resume again",
+                    path.display()
+                ))
+            }
             _ => None,
         };
         let mut e = match err {
@@ -292,38 +290,30 @@ pub fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome, CommandErro
             }
             "held"
         }
-        decision => {
-            let takeover = decision == Decision::Stale;
-            let (_, outcome) = super::coord::claim(
-                &ctx,
-                &coord,
-                issue,
-                Vec::new(),
-                Some(branch.clone()),
-                takeover,
-            )?;
+        Decision::Stale => {
+            let (_, outcome) =
+                super::coord::claim(&ctx, &coord, issue, Vec::new(), Some(branch.clone()), true)?;
             if outcome.exit != Exit::Ok {
                 return Ok(outcome.note(format!(
-                    "resume of {branch} stopped: the claim of #{issue} did not go through"
+                    "resume of {branch} stopped: the takeover of #{issue} did not go through"
                 )));
             }
-            if takeover {
-                "taken_over"
-            } else {
-                "claimed"
-            }
+            "taken_over"
         }
+        // Nobody holds it: resume recreates the branch and claims nothing.
+        _ => "none",
     };
 
     // 4. The worktree, ignored by the main one.
     let common_dir = ctx.git.common_dir()?;
     worktree::exclude(&common_dir, &ctx.settings.worktree_dir)?;
     let applied = worktree::apply(&ctx.git, &plan, &ctx.settings.remote)?;
+    let path = plan.path.clone();
     let wt_git = crate::git::Git::new(&path);
     let instance_file = wt_git.git_dir()?.join("maverick").join("instance");
-    if !instance_file.exists() {
-        // The worktree works for the instance that resumed it: a generated
-        // id is kept per worktree, and the claim is this instance's.
+    if applied.created && !instance_file.exists() {
+        // The new worktree works for the instance that resumed it: a
+        // generated id is kept per worktree, and the claim is this instance's.
         crate::record::write_atomically(
             &instance_file,
             format!("{}\n", ctx.settings.instance).as_bytes(),
@@ -343,10 +333,13 @@ pub fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome, CommandErro
         Some(issue),
         &ctx.settings.instance,
     )?;
-    let generation = ctx
-        .claims()?
-        .load(&ctx.settings.instance, issue)?
-        .map(|r| r.generation);
+    let generation = match claim {
+        "none" => None,
+        _ => ctx
+            .claims()?
+            .load(&ctx.settings.instance, issue)?
+            .map(|r| r.generation),
+    };
 
     let next_task = reconcile_tasks(&ctx, issue, &path, &head)?;
     let state = if applied.repaired {
@@ -377,15 +370,23 @@ pub fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome, CommandErro
             "head:     {} {subject}",
             &head[..head.len().min(12)]
         ))
-        .line(format!(
-            "issue:    #{issue} ({claim} by {}, generation {})",
-            ctx.settings.instance,
-            generation.map_or("?".to_owned(), |g| g.to_string())
-        ));
+        .line(match generation {
+            Some(g) if claim != "none" => format!(
+                "issue:    #{issue} ({claim} by {}, generation {g})",
+                ctx.settings.instance
+            ),
+            _ => format!("issue:    #{issue} (not claimed)"),
+        });
     if let Some(aside) = &applied.moved_aside {
         outcome = outcome.note(format!(
             "note: a stale worktree directory was moved aside, not deleted: {}",
             aside.display()
+        ));
+    }
+    if claim == "none" {
+        outcome = outcome.note(format!(
+            "note: nobody holds #{issue}; claim it before working on it: \
+             git maverick coord claim {issue} --branch {branch}"
         ));
     }
     Ok(outcome)
