@@ -623,7 +623,49 @@ fn a_rebase_onto_someone_elses_push_is_a_collision(s: &dyn SurfaceSetup) {
     assert_eq!(marks(&tasks_body(s))[1], (false, None));
 }
 
+/// `resume` on another machine heals the crash between push and check-off,
+/// and says where to start.
+fn resume_reconciles_and_names_the_next_task(s: &dyn SurfaceSetup) {
+    let a = start_story(s, "alpha", THREE_TASKS);
+    s.maverick(&a, &["hook", "install"]).expect(0);
+    stage(&a, "src/one.rs", "// one\n");
+    s.maverick(&a, &["task", "done", "-m", "feat: one"])
+        .expect(0);
+    stage(&a, "src/two.rs", "// two\n");
+    a.git(&[
+        "commit",
+        "--quiet",
+        "-m",
+        "feat: two",
+        "--trailer",
+        "Maverick-Issue: 142",
+        "--trailer",
+        "Maverick-Task: 2",
+    ]);
+    a.git(&["push", "--quiet", "origin", BRANCH]);
+    let two = a.git(&["rev-parse", "--short", "HEAD"]);
+
+    let c = s.clone("gamma");
+    let resume = s.maverick(&c, &["--json", "resume", BRANCH]);
+    resume.expect(0);
+    let json = resume.json();
+    assert_eq!(json["tasks"]["reconciled"][0]["task"], 2, "{json}");
+    assert_eq!(json["next_task"]["number"], 3, "{json}");
+    assert_eq!(json["next_task"]["title"], "Verify after writing");
+    assert_eq!(marks(&tasks_body(s))[1], (true, Some(two)));
+    let again = s.maverick(&c, &["resume", BRANCH]);
+    again.expect(0);
+    assert!(
+        again
+            .stdout
+            .contains("next:     task 3 of 3 — Verify after writing"),
+        "{}",
+        again.screen()
+    );
+}
+
 on_surfaces!(
+    resume_reconciles_and_names_the_next_task,
     a_rebase_onto_someone_elses_push_is_a_collision,
     a_refused_push_leaves_the_commit_local_and_a_rerun_pushes_it,
     the_claim_names_the_issue_and_fences_task_done,

@@ -2,7 +2,7 @@
 //! remote and pick the work up where it stopped (SPEC 7).
 
 use clap::Args;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::{Context, Outcome};
 use crate::cli::{issue_number, GlobalArgs};
@@ -171,16 +171,24 @@ fn adopt_claim(ctx: &Context, view: &IssueView, branch: &str) -> Result<(), Comm
     Ok(())
 }
 
-/// SEAM(tasks): reconcile the tasks comment of `issue` with the
-/// `Maverick-Task` trailers of the resumed branch and return the next task
-/// (SPEC 6 and 7). The tasks issue wires this; until then there is none.
+/// Reconciles the tasks comment of `issue` with the `Maverick-Task`
+/// trailers on the remote branch (a crash between push and check-off heals
+/// here) and returns what it found: `None` when the issue has no tasks
+/// comment (SPEC 6 and 7).
 fn reconcile_tasks(
-    _ctx: &Context,
-    _issue: u64,
-    _worktree: &std::path::Path,
-    _head: &str,
-) -> Result<Option<Value>, CommandError> {
-    Ok(None)
+    ctx: &Context,
+    issue: u64,
+    branch: &str,
+) -> Result<Option<crate::tasks::TaskListView>, CommandError> {
+    let surface = ctx.surface()?;
+    let view = crate::tasks::reconcile(
+        surface.as_ref(),
+        &ctx.git,
+        &ctx.settings,
+        issue,
+        Some(branch),
+    )?;
+    Ok(view.comment_id.is_some().then_some(view))
 }
 
 fn refused(exit: Exit, view: &IssueView, what: String, hint: String) -> Outcome {
@@ -341,7 +349,8 @@ pub fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome, CommandErro
             .map(|r| r.generation),
     };
 
-    let next_task = reconcile_tasks(&ctx, issue, &path, &head)?;
+    let tasks = reconcile_tasks(&ctx, issue, &branch)?;
+    let next_task = tasks.as_ref().and_then(|t| t.next.clone());
     let state = if applied.repaired {
         "repaired"
     } else if applied.created {
@@ -362,6 +371,7 @@ pub fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome, CommandErro
         "fast_forwarded": applied.fast_forwarded,
         "moved_aside": applied.moved_aside,
         "next_task": next_task,
+        "tasks": tasks,
     });
     let mut outcome = Outcome::new(Exit::Ok, json)
         .line(format!("worktree: {}", path.display()))
@@ -377,6 +387,21 @@ pub fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome, CommandErro
             ),
             _ => format!("issue:    #{issue} (not claimed)"),
         });
+    if let Some(tasks) = &tasks {
+        for fixed in &tasks.reconciled {
+            outcome = outcome.line(format!(
+                "checked off task {} from {} (pushed before a crash)",
+                fixed.task, fixed.short
+            ));
+        }
+        outcome = outcome.line(match &next_task {
+            Some(t) => format!(
+                "next:     task {} of {} — {}",
+                t.number, tasks.total, t.title
+            ),
+            None => format!("next:     nothing: all {} tasks are done", tasks.total),
+        });
+    }
     if let Some(aside) = &applied.moved_aside {
         outcome = outcome.note(format!(
             "note: a stale worktree directory was moved aside, not deleted: {}",
