@@ -133,9 +133,28 @@ pub fn release(
     issues: &[u64],
     reason: &str,
 ) -> Result<ReleaseOutcome, ClaimsError> {
+    let instance = &coord.settings.instance;
     let outcome = coord.release(issues, reason)?;
     for n in &outcome.released {
-        forget(store, &coord.settings.instance, *n)?;
+        forget(store, instance, *n)?;
+    }
+    // What another instance holds now is lost to us: the pre-push hook must
+    // refuse this instance's pushes to it from now on.
+    for view in &outcome.foreign {
+        let holder = view
+            .holder
+            .as_ref()
+            .map_or("another instance", |h| h.instance_id.as_str());
+        let reason = format!("#{} is held by {holder}", view.issue);
+        mark_lost(store, instance, &[view.issue], &reason)?;
+    }
+    // The claims that stay no longer cover what was released.
+    for mut record in store.of_instance(instance)? {
+        let before = record.scope.len();
+        record.scope.retain(|n| !outcome.released.contains(n));
+        if record.scope.len() != before {
+            store.save(&record)?;
+        }
     }
     Ok(outcome)
 }

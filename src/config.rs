@@ -220,22 +220,36 @@ impl Settings {
             SurfaceKind::Git => Duration::ZERO,
             SurfaceKind::Github => DEFAULT_GITHUB_SETTLE,
         };
+        let lease_ttl = pick(
+            overrides.lease_ttl,
+            keys.duration("leaseTtl")?,
+            DEFAULT_LEASE_TTL,
+        );
+        let heartbeat_interval = pick(
+            overrides.heartbeat_interval,
+            keys.duration("heartbeatInterval")?,
+            DEFAULT_HEARTBEAT,
+        );
+        for (key, value) in [
+            ("leaseTtl", lease_ttl),
+            ("heartbeatInterval", heartbeat_interval),
+        ] {
+            if value.is_zero() {
+                return Err(ConfigError::Invalid {
+                    key,
+                    value: "0".to_owned(),
+                    expected: "a duration of at least 1s",
+                });
+            }
+        }
         Ok(Settings {
             surface,
             remote,
             remote_url,
             repo,
             github_api_url,
-            lease_ttl: pick(
-                overrides.lease_ttl,
-                keys.duration("leaseTtl")?,
-                DEFAULT_LEASE_TTL,
-            ),
-            heartbeat_interval: pick(
-                overrides.heartbeat_interval,
-                keys.duration("heartbeatInterval")?,
-                DEFAULT_HEARTBEAT,
-            ),
+            lease_ttl,
+            heartbeat_interval,
             settle_delay: pick(
                 overrides.settle_delay,
                 keys.duration("settleDelay")?,

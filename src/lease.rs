@@ -241,12 +241,14 @@ pub fn analyze(issue: &Issue, settings: &Settings, me: &str, now: Timestamp) -> 
         .iter()
         .filter_map(|l| settings.labels.blocker(l))
         .collect();
+    // Another instance's claim is reported before a block: a block must
+    // never hide who is working on an issue.
     let decision = match &holder {
         Some(h) if h.instance_id == me => Decision::Ours,
-        _ if !blocked_by.is_empty() => Decision::Blocked,
-        None => Decision::Free,
         Some(_) if expires_at.is_some_and(|e| now < e) => Decision::Held,
         Some(_) => Decision::Stale,
+        None if !blocked_by.is_empty() => Decision::Blocked,
+        None => Decision::Free,
     };
     IssueView {
         issue: issue.number,
@@ -297,6 +299,8 @@ pub enum LeaseError {
     Surface(#[from] SurfaceError),
     #[error("issue #{0} is closed")]
     Closed(u64),
+    #[error("a claim marker on #{0} carries an impossible generation; remove that comment")]
+    GenerationExhausted(u64),
 }
 
 pub struct ClaimRequest<'a> {
@@ -464,7 +468,15 @@ impl<'a> Coordinator<'a> {
             if !req.takeover && views.iter().any(|v| v.decision == Decision::Stale) {
                 return Ok(ClaimOutcome::Stale { views });
             }
-            let generation = views.iter().map(|v| v.generation).max().unwrap_or(0) + 1;
+            let Some(generation) = views
+                .iter()
+                .map(|v| v.generation)
+                .max()
+                .unwrap_or(0)
+                .checked_add(1)
+            else {
+                return Err(LeaseError::GenerationExhausted(views[0].issue));
+            };
             let now = views[0].now;
             let writes: Vec<Write> = views
                 .iter()

@@ -21,11 +21,17 @@ impl Timestamp {
     }
 
     pub fn plus(self, d: Duration) -> Timestamp {
-        Timestamp(self.0.saturating_add(d.as_secs() as i64))
+        Timestamp(
+            self.0
+                .saturating_add(i64::try_from(d.as_secs()).unwrap_or(i64::MAX)),
+        )
     }
 
     pub fn minus(self, d: Duration) -> Timestamp {
-        Timestamp(self.0.saturating_sub(d.as_secs() as i64))
+        Timestamp(
+            self.0
+                .saturating_sub(i64::try_from(d.as_secs()).unwrap_or(i64::MAX)),
+        )
     }
 
     /// Seconds from `earlier` to `self`, zero when `earlier` is later.
@@ -140,12 +146,16 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid duration {text:?}: write seconds (600 or 600s), minutes (10m) or hours (4h)")]
+#[error("invalid duration {text:?}: write seconds (600 or 600s), minutes (10m) or hours (4h), at most a year")]
 pub struct DurationError {
     pub text: String,
 }
 
-/// Parses `600`, `600s`, `10m`, `4h`.
+/// The longest duration any setting takes: a year. Longer ones are typos,
+/// and bounding them keeps every timestamp sum far from overflow.
+pub const MAX_DURATION_SECS: u64 = 366 * 24 * 3600;
+
+/// Parses `600`, `600s`, `10m`, `4h` (at most a year).
 pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
     let err = || DurationError {
         text: text.to_owned(),
@@ -165,6 +175,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
         "h" => n.checked_mul(3600),
         _ => None,
     }
+    .filter(|s| *s <= MAX_DURATION_SECS)
     .ok_or_else(err)?;
     Ok(Duration::from_secs(secs))
 }
@@ -241,7 +252,17 @@ mod tests {
         assert_eq!(parse_duration("600s").unwrap().as_secs(), 600);
         assert_eq!(parse_duration("10m").unwrap().as_secs(), 600);
         assert_eq!(parse_duration("4h").unwrap().as_secs(), 14_400);
-        for bad in ["", "m", "10x", "-5", "1.5h", "99999999999999999999h"] {
+        for bad in [
+            "",
+            "m",
+            "10x",
+            "-5",
+            "1.5h",
+            "99999999999999999999h",
+            "18446744073709551615",
+            "367d",
+            "8785h",
+        ] {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }
         assert_eq!(format_duration(Duration::from_secs(600)), "10m");

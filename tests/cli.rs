@@ -108,6 +108,20 @@ fn a_malformed_duration_says_how_to_write_one() {
         flag.stderr
     );
 
+    for absurd in ["18446744073709551615", "9000h"] {
+        let run = repo.maverick(&["coord", "claim", "5", "--lease-ttl", absurd]);
+        run.expect(2);
+        assert!(run.stderr.contains("at most a year"), "{}", run.stderr);
+    }
+    let zero = repo.maverick(&["coord", "claim", "5", "--lease-ttl", "0"]);
+    zero.expect(1);
+    assert!(
+        zero.stderr
+            .contains("maverick.leaseTtl = \"0\" is not valid: a duration of at least 1s"),
+        "{}",
+        zero.stderr
+    );
+
     repo.git(&["config", "maverick.leaseTtl", "10 min"]);
     let key = repo.maverick(&["coord", "claim", "5"]);
     key.expect(1);

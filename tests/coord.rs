@@ -181,6 +181,15 @@ fn stale_lease_reads_5_refuses_a_claim_and_is_taken_over() {
     assert_eq!(hb.json()["result"], "lost");
     assert!(hb.stdout.contains("held by bob"), "{}", hb.stdout);
     alice.maverick(&["coord", "release", "142"]).expect(7);
+    // ... and from then on its local record says the claim is lost, so the
+    // pre-push hook refuses its pushes without a network call.
+    let common = alice.git(&["rev-parse", "--path-format=absolute", "--git-common-dir"]);
+    let record: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(std::path::Path::new(&common).join("maverick/claims/alice/142.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(record["lost"], "#142 is held by bob", "{record}");
     let read = bob.maverick(&["coord", "read", "142", "--json"]);
     read.expect(0);
     assert_eq!(read.json()["holder"]["instance_id"], "bob");
@@ -260,12 +269,38 @@ fn a_claim_scoped_to_three_issues_labels_and_leases_all_three() {
             .iter()
             .any(|l| l == "claude-in-progress"));
     }
-    // One heartbeat and one release act on the whole scope.
+    // One heartbeat renews the whole scope.
     alice.maverick(&["coord", "heartbeat", "140"]).expect(0);
-    alice.maverick(&["coord", "release", "140"]).expect(0);
-    for issue in ["140", "141", "142"] {
+    // Releasing one merged story of the wave leaves its siblings held, and
+    // their heartbeats no longer cover the released one.
+    alice
+        .maverick(&["coord", "release", "141", "--reason", "merged"])
+        .expect(0);
+    bob.maverick(&["coord", "read", "141"]).expect(0);
+    bob.maverick(&["coord", "read", "140"]).expect(4);
+    bob.maverick(&["coord", "claim", "141"]).expect(0);
+    alice.maverick(&["coord", "heartbeat", "142"]).expect(0);
+    bob.maverick(&["coord", "read", "142"]).expect(4);
+    alice.maverick(&["coord", "release-all"]).expect(0);
+    for issue in ["140", "142"] {
         bob.maverick(&["coord", "read", issue]).expect(0);
     }
+}
+
+#[test]
+fn a_block_never_hides_who_holds_an_issue() {
+    let env = TestEnv::new();
+    let alice = env.clone("alice");
+    let bob = env.clone("bob");
+    alice.maverick(&["coord", "claim", "150"]).expect(0);
+    bob.maverick(&["coord", "block", "150", "--by", "1"])
+        .expect(0);
+    let read = bob.maverick(&["coord", "read", "150", "--json"]);
+    read.expect(4);
+    assert_eq!(read.json()["holder"]["instance_id"], "alice");
+    assert_eq!(read.json()["blocked_by"], serde_json::json!([1]));
+    bob.maverick(&["coord", "claim", "150"]).expect(4);
+    alice.maverick(&["coord", "read", "150"]).expect(0);
 }
 
 #[test]

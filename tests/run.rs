@@ -638,3 +638,19 @@ fn release_all_releases_this_instances_claims_and_none_of_anothers() {
         again.stdout
     );
 }
+
+#[test]
+fn with_json_the_command_writes_to_stderr_and_stdout_holds_one_object() {
+    let env = TestEnv::new();
+    let alice = env.clone("alice");
+    let run = run_to_end(&alice, &["--json", "14"], "echo hello from the command");
+    run.expect(0);
+    // `json()` asserts that stdout is exactly one line, one JSON object.
+    let json = run.json();
+    assert_eq!(json["ok"], true);
+    assert!(
+        run.stderr.contains("hello from the command"),
+        "{}",
+        run.stderr
+    );
+}

@@ -442,3 +442,61 @@ fn a_replay_is_deterministic() {
     };
     assert_eq!(outcome(99), outcome(99));
 }
+
+/// A marker with an impossible generation is refused with a typed error,
+/// never an overflow.
+#[test]
+fn an_impossible_generation_is_an_error_not_a_panic() {
+    let marker = |kind: &str, payload: &str| format!("```maverick-{kind}\n{payload}\n```\n");
+    let comment = |id: u64, body: String| Comment {
+        id,
+        author: "mallory".into(),
+        trusted: true,
+        body,
+        created_at: Timestamp(BASE),
+        updated_at: Timestamp(BASE),
+    };
+    let world = Arc::new(Mutex::new(World {
+        tick: 0,
+        next_id: 10,
+        labels: vec![],
+        comments: vec![
+            (
+                comment(
+                    1,
+                    marker(
+                        "claim",
+                        r#"{"instance_id":"mallory","generation":18446744073709551615}"#,
+                    ),
+                ),
+                0,
+            ),
+            (
+                comment(
+                    2,
+                    marker(
+                        "lease",
+                        r#"{"instance_id":"mallory","released_at":"2026-01-01T00:00:00Z","generation":18446744073709551615}"#,
+                    ),
+                ),
+                0,
+            ),
+        ],
+        max_lag: 0,
+        rng: 1,
+    }));
+    let outcome = run_phase(&world, &["alice".to_owned()], 1, |coord| {
+        match coord.claim(&ClaimRequest {
+            issues: vec![ISSUE],
+            branch: None,
+            takeover: false,
+        }) {
+            Err(e) => e.to_string(),
+            Ok(o) => format!("claimed: {}", serde_json::to_value(o).unwrap()),
+        }
+    });
+    assert_eq!(
+        outcome[0],
+        "a claim marker on #142 carries an impossible generation; remove that comment"
+    );
+}

@@ -664,7 +664,40 @@ fn resume_reconciles_and_names_the_next_task(s: &dyn SurfaceSetup) {
     );
 }
 
+/// The claim recorded that the branch did not exist yet; someone else
+/// created it since. Building on it is a collision too.
+fn a_branch_someone_else_created_after_the_claim_is_a_collision(s: &dyn SurfaceSetup) {
+    let a = s.clone("alpha");
+    s.maverick(&a, &["coord", "claim", "142", "--branch", BRANCH])
+        .expect(0);
+    let intruder = s.clone("intruder");
+    intruder.git(&["switch", "--quiet", "-c", BRANCH]);
+    intruder.commit_file("src/intruder.rs", "// not yours\n", "feat: intruder");
+    intruder.git(&["push", "--quiet", "origin", BRANCH]);
+
+    a.git(&["fetch", "--quiet", "origin"]);
+    a.git(&[
+        "switch",
+        "--quiet",
+        "-c",
+        BRANCH,
+        &format!("origin/{BRANCH}"),
+    ]);
+    let file = input_file(s, "tasks.md", THREE_TASKS);
+    s.maverick(&a, &["task", "init", "142", &file]).expect(0);
+    stage(&a, "src/one.rs", "// one\n");
+    let done = s.maverick(&a, &["task", "done", "-m", "feat: one"]);
+    done.expect(8);
+    assert!(
+        done.screen().contains("someone else pushed to it"),
+        "{}",
+        done.screen()
+    );
+    assert_eq!(marks(&tasks_body(s))[0], (false, None));
+}
+
 on_surfaces!(
+    a_branch_someone_else_created_after_the_claim_is_a_collision,
     resume_reconciles_and_names_the_next_task,
     a_rebase_onto_someone_elses_push_is_a_collision,
     a_refused_push_leaves_the_commit_local_and_a_rerun_pushes_it,

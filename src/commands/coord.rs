@@ -337,8 +337,8 @@ fn release(
     reason: ReleaseReason,
 ) -> Result<Outcome, CommandError> {
     let store = ctx.claims()?;
-    let (issues, _) = claims::scope_of(&store, &ctx.settings.instance, issue)?;
-    let outcome = claims::release(coord, &store, &issues, reason.as_str())?;
+    // One issue: releasing a merged story of a wave leaves its siblings held.
+    let outcome = claims::release(coord, &store, &[issue], reason.as_str())?;
     let json = serde_json::to_value(&outcome).expect("outcome serializes");
     if !outcome.foreign.is_empty() {
         let mut o = Outcome::new(Exit::ClaimLost, json);

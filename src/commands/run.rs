@@ -9,6 +9,7 @@
 //! another instance can take the claim over.
 
 use std::ffi::OsString;
+use std::os::fd::AsFd;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
@@ -166,6 +167,15 @@ pub fn run(global: &GlobalArgs, args: RunArgs) -> Result<Outcome, CommandError> 
         .env("MAVERICK_ISSUE", issue.to_string())
         .env("MAVERICK_INSTANCE", &settings.instance)
         .env("MAVERICK_GENERATION", generation.to_string());
+    if global.json {
+        // With --json, stdout carries exactly one JSON object (maverick's):
+        // the command's own output goes to stderr.
+        let stderr = std::io::stderr()
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(|e| CommandError::tool(format!("cannot pass stderr to the command: {e}")))?;
+        cmd.stdout(std::process::Stdio::from(stderr));
+    }
     let mut group = match Group::spawn(&mut cmd) {
         Ok(group) => group,
         Err(err) => {

@@ -618,6 +618,9 @@ fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome, CommandError> {
         (Some(l), Some(s)) if l != s && !pending.contains(l) => Some(format!(
             "the remote's {branch} moved from {s}, last seen by this clone, to {l}: someone else pushed to it"
         )),
+        (Some(l), None) if recorded.is_some() && !pending.contains(l) => Some(format!(
+            "the remote's {branch} appeared at {l}, where this clone last saw no branch: someone else pushed to it"
+        )),
         (None, Some(s)) => Some(format!(
             "the remote's {branch} is gone; this clone last saw it at {s}"
         )),
