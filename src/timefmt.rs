@@ -145,7 +145,7 @@ pub struct DurationError {
     pub text: String,
 }
 
-/// Parses `600`, `600s`, `10m`, `4h`.
+/// Parses `600`, `600s`, `10m`, `4h`, and `200ms` for the short waits of tests.
 pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
     let err = || DurationError {
         text: text.to_owned(),
@@ -159,6 +159,9 @@ pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
         return Err(err());
     }
     let n: u64 = digits.parse().map_err(|_| err())?;
+    if unit == "ms" {
+        return Ok(Duration::from_millis(n));
+    }
     let secs = match unit {
         "s" => Some(n),
         "m" => n.checked_mul(60),
@@ -241,6 +244,7 @@ mod tests {
         assert_eq!(parse_duration("600s").unwrap().as_secs(), 600);
         assert_eq!(parse_duration("10m").unwrap().as_secs(), 600);
         assert_eq!(parse_duration("4h").unwrap().as_secs(), 14_400);
+        assert_eq!(parse_duration("200ms").unwrap(), Duration::from_millis(200));
         for bad in ["", "m", "10x", "-5", "1.5h", "99999999999999999999h"] {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }

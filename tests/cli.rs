@@ -68,7 +68,14 @@ fn a_non_numeric_issue_is_a_usage_error() {
     let json = repo.maverick(&["coord", "read", "x", "--json"]);
     json.expect(2);
     assert_eq!(json.json()["ok"], false);
-    assert!(json.json()["error"].as_str().unwrap().contains("\"x\" is not an issue number"), "{}", json.stdout);
+    assert!(
+        json.json()["error"]
+            .as_str()
+            .unwrap()
+            .contains("\"x\" is not an issue number"),
+        "{}",
+        json.stdout
+    );
 }
 
 #[test]

@@ -125,6 +125,13 @@ impl FakeGithub {
         }
     }
 
+    /// When on, any issue a request names springs into existence (open,
+    /// unlabelled), so tests written for the git surface, where every number
+    /// is an issue, run unchanged. Off by default, as on GitHub.
+    pub fn create_issues_on_demand(&self, on: bool) {
+        self.state().issues_on_demand = on;
+    }
+
     pub fn create_issue(&self, number: u64, title: &str, labels: &[&str]) {
         self.state().seed_issue(number, title, labels, None);
     }
@@ -271,9 +278,18 @@ impl FakeGithub {
         self.state().fail_always = Some(status);
     }
 
+    /// Every `method` request whose path contains `path_part` answers
+    /// `status` and changes nothing, until `clear_faults`.
+    pub fn fail_always_matching(&self, method: &str, path_part: &str, status: u16) {
+        self.state()
+            .fail_matching
+            .push((method.to_string(), path_part.to_string(), status));
+    }
+
     pub fn clear_faults(&self) {
         let mut state = self.state();
         state.fail_always = None;
+        state.fail_matching.clear();
         state.faults.clear();
         state.slow.clear();
     }
@@ -452,6 +468,8 @@ struct State {
     get_lag_ms: i64,
     faults: VecDeque<Fault>,
     fail_always: Option<u16>,
+    fail_matching: Vec<(String, String, u16)>,
+    issues_on_demand: bool,
     slow: VecDeque<Duration>,
     rate_remaining: u64,
     rate_reset: i64,
@@ -478,6 +496,8 @@ impl State {
             get_lag_ms: 0,
             faults: VecDeque::new(),
             fail_always: None,
+            fail_matching: Vec::new(),
+            issues_on_demand: false,
             slow: VecDeque::new(),
             rate_remaining: RATE_LIMIT,
             rate_reset: 0,
@@ -634,9 +654,18 @@ impl State {
             self.rate_remaining = RATE_LIMIT;
             self.rate_reset = now + 3600;
         }
+        let matching = self
+            .fail_matching
+            .iter()
+            .find(|(method, part, _)| {
+                request.method.eq_ignore_ascii_case(method)
+                    && request.path().contains(part.as_str())
+            })
+            .map(|(_, _, status)| Fault::Status(*status));
         let fault = self
             .fail_always
             .map(Fault::Status)
+            .or(matching)
             .or_else(|| self.faults.pop_front());
         let answer = self.answer(request, fault, now);
         let response = self.finish(request, answer, now);
@@ -757,6 +786,15 @@ impl State {
             ["repositories", id, rest @ ..] if *id == REPO_ID.to_string() => rest,
             _ => return Answer::not_found(DOCS),
         };
+        if self.issues_on_demand {
+            if let ["issues", number, ..] = rest {
+                if let Ok(number) = number.parse::<u64>() {
+                    if !self.issues.contains_key(&number) {
+                        self.seed_issue(number, &format!("Issue {number}"), &[], None);
+                    }
+                }
+            }
+        }
         let query = parse_query(request.query());
         let rest_path = rest.join("/");
         match (method, rest) {
