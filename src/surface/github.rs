@@ -298,6 +298,8 @@ struct State {
     own_writes: Vec<OwnWrite>,
     /// This process's latest read of each issue, for guards.
     last_read: HashMap<u64, (Instant, Issue)>,
+    /// The labels of each issue as the latest read or label answer gave them.
+    labels: HashMap<u64, Vec<String>>,
 }
 
 #[derive(Clone)]
@@ -851,6 +853,7 @@ impl GithubSurface {
         };
         self.show_own_writes(&mut issue, issue_updated_at);
         issue.comments.sort_by_key(|c| c.id);
+        self.learn_labels(number, &issue.labels);
         self.state
             .borrow_mut()
             .last_read
@@ -913,10 +916,17 @@ impl GithubSurface {
     fn known_labels(&self, issue: u64) -> Vec<String> {
         self.state
             .borrow()
-            .last_read
+            .labels
             .get(&issue)
-            .map(|(_, i)| i.labels.clone())
+            .cloned()
             .unwrap_or_default()
+    }
+
+    fn learn_labels(&self, issue: u64, labels: &[String]) {
+        self.state
+            .borrow_mut()
+            .labels
+            .insert(issue, labels.to_vec());
     }
 
     fn apply(&self, issue: u64, op: &Op) -> Result<Applied, SurfaceError> {
@@ -937,6 +947,7 @@ impl GithubSurface {
                     return Err(self.unexpected(&what, &reply).into());
                 }
                 let names = self.label_names(&what, &reply)?;
+                self.learn_labels(issue, &names);
                 self.remember(issue, &reply, OwnOp::AddLabels(labels.clone()));
                 Ok(Applied::Labels(names))
             }
@@ -963,6 +974,7 @@ impl GithubSurface {
                 } else {
                     return Err(self.unexpected(&what, &reply).into());
                 };
+                self.learn_labels(issue, &names);
                 self.remember(issue, &reply, OwnOp::RemoveLabel(label.clone()));
                 Ok(Applied::Labels(names))
             }

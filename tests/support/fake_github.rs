@@ -281,9 +281,35 @@ impl FakeGithub {
     /// Every `method` request whose path contains `path_part` answers
     /// `status` and changes nothing, until `clear_faults`.
     pub fn fail_always_matching(&self, method: &str, path_part: &str, status: u16) {
-        self.state()
-            .fail_matching
-            .push((method.to_string(), path_part.to_string(), status));
+        self.state().fail_matching.push(MatchingFault {
+            method: method.to_string(),
+            path_part: path_part.to_string(),
+            fault: Fault::Status(status),
+            remaining: None,
+        });
+    }
+
+    /// The next `n` such requests are carried out, then answered `status`:
+    /// a committed POST whose answer is lost, aimed at one kind of request.
+    pub fn fail_next_matching_after_commit(
+        &self,
+        method: &str,
+        path_part: &str,
+        n: usize,
+        status: u16,
+    ) {
+        self.state().fail_matching.push(MatchingFault {
+            method: method.to_string(),
+            path_part: path_part.to_string(),
+            fault: Fault::AfterCommit(status),
+            remaining: Some(n),
+        });
+    }
+
+    /// Error answers quote the request's `Authorization` header, as a
+    /// broken proxy might: the client must keep it out of its output anyway.
+    pub fn echo_authorization_in_errors(&self, on: bool) {
+        self.state().echo_authorization = on;
     }
 
     pub fn clear_faults(&self) {
@@ -359,6 +385,14 @@ fn duration_ms(duration: Duration) -> i64 {
 
 // ---------------------------------------------------------------------------
 // State
+
+struct MatchingFault {
+    method: String,
+    path_part: String,
+    fault: Fault,
+    /// `None`: every time.
+    remaining: Option<usize>,
+}
 
 #[derive(Clone, Copy, Debug)]
 enum Fault {
@@ -468,8 +502,9 @@ struct State {
     get_lag_ms: i64,
     faults: VecDeque<Fault>,
     fail_always: Option<u16>,
-    fail_matching: Vec<(String, String, u16)>,
+    fail_matching: Vec<MatchingFault>,
     issues_on_demand: bool,
+    echo_authorization: bool,
     slow: VecDeque<Duration>,
     rate_remaining: u64,
     rate_reset: i64,
@@ -498,6 +533,7 @@ impl State {
             fail_always: None,
             fail_matching: Vec::new(),
             issues_on_demand: false,
+            echo_authorization: false,
             slow: VecDeque::new(),
             rate_remaining: RATE_LIMIT,
             rate_reset: 0,
@@ -656,18 +692,32 @@ impl State {
         }
         let matching = self
             .fail_matching
-            .iter()
-            .find(|(method, part, _)| {
-                request.method.eq_ignore_ascii_case(method)
-                    && request.path().contains(part.as_str())
+            .iter_mut()
+            .find(|f| {
+                f.remaining != Some(0)
+                    && request.method.eq_ignore_ascii_case(&f.method)
+                    && request.path().contains(f.path_part.as_str())
             })
-            .map(|(_, _, status)| Fault::Status(*status));
+            .map(|f| {
+                if let Some(n) = &mut f.remaining {
+                    *n -= 1;
+                }
+                f.fault
+            });
         let fault = self
             .fail_always
             .map(Fault::Status)
             .or(matching)
             .or_else(|| self.faults.pop_front());
-        let answer = self.answer(request, fault, now);
+        let mut answer = self.answer(request, fault, now);
+        if self.echo_authorization && answer.status >= 400 {
+            if let (Some(auth), Some(body)) = (request.header("authorization"), &mut answer.body) {
+                body["message"] = json!(format!(
+                    "{} (you sent: {auth})",
+                    body["message"].as_str().unwrap_or("")
+                ));
+            }
+        }
         let response = self.finish(request, answer, now);
         self.requests.push(RecordedRequest {
             method: request.method.clone(),
