@@ -71,6 +71,28 @@ fn claiming_an_issue_that_does_not_exist_is_a_clear_error() {
     assert_eq!(env.write_count(), 0);
     alice.maverick(&["coord", "read", "999"]).expect(1);
     alice.maverick(&["coord", "read", "1"]).expect(0);
+
+    // A repository that is not there (or not visible) is named as such.
+    let run = alice.maverick(&["coord", "read", "1", "-R", "acme/nothing"]);
+    run.expect(1);
+    assert!(
+        run.stderr.contains(
+            "error: GitHub has no repository acme/nothing that the token from GH_TOKEN can see"
+        ),
+        "{}",
+        run.stderr
+    );
+
+    // A closed issue is not claimed.
+    env.github().close(1);
+    let run = alice.maverick(&["coord", "claim", "1"]);
+    run.expect(1);
+    assert!(
+        run.stderr.contains("error: issue #1 is closed"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(env.write_count(), 0);
 }
 
 /// GitHub's lists (and issue reads) lag writes: every racer's settle can

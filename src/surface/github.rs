@@ -175,6 +175,8 @@ pub enum GithubError {
     BadToken { origin: TokenSource },
     #[error("no GitHub repository to coordinate on: the remote {remote:?} is not on github.com")]
     NoRepo { remote: String },
+    #[error("GitHub has no repository {repo} that the token from {origin} can see")]
+    NoSuchRepo { repo: String, origin: TokenSource },
     #[error("the GitHub API URL {url:?} is not usable: {reason}")]
     BadUrl { url: String, reason: String },
     #[error("could not start the GitHub client: {0}")]
@@ -231,6 +233,10 @@ impl GithubError {
             GithubError::BadToken { origin } => format!("set {origin} to the token alone"),
             GithubError::NoRepo { .. } => {
                 "name it with `-R OWNER/NAME` or `git config maverick.repo OWNER/NAME`".to_owned()
+            }
+            GithubError::NoSuchRepo { .. } => {
+                "check -R OWNER/NAME (or maverick.repo, or the remote's URL), and that the token may read it"
+                    .to_owned()
             }
             GithubError::BadUrl { .. } => {
                 "fix GITHUB_API_URL or `git config maverick.githubApiUrl URL`".to_owned()
@@ -803,9 +809,7 @@ impl GithubSurface {
         )?;
         match reply.status {
             StatusCode::OK => {}
-            StatusCode::NOT_FOUND | StatusCode::GONE => {
-                return Err(SurfaceError::NoSuchIssue(number))
-            }
+            StatusCode::NOT_FOUND | StatusCode::GONE => return Err(self.missing_issue(number)),
             _ => return Err(self.unexpected(&what, &reply).into()),
         }
         let api: ApiIssue = self.parse(&what, &reply)?;
@@ -859,6 +863,27 @@ impl GithubSurface {
             .last_read
             .insert(number, (Instant::now(), issue.clone()));
         Ok(issue)
+    }
+
+    /// Why GitHub has no issue `number`: a wrong number, or a repository
+    /// that does not exist or that the token cannot see (one more request,
+    /// on the error path only).
+    fn missing_issue(&self, number: u64) -> SurfaceError {
+        let what = format!("looking for the repository {}", self.repo);
+        match self.call(
+            Method::GET,
+            self.repo_path("").trim_end_matches('/'),
+            None,
+            &what,
+            None,
+        ) {
+            Ok(reply) if reply.status == StatusCode::NOT_FOUND => GithubError::NoSuchRepo {
+                repo: self.repo.clone(),
+                origin: self.token.source,
+            }
+            .into(),
+            _ => SurfaceError::NoSuchIssue(number),
+        }
     }
 
     /// Read-your-writes over GitHub's lagging replicas: a comment this
@@ -1467,6 +1492,130 @@ pub fn parse_http_date(text: &str) -> Option<Timestamp> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn github_api_json(path: &str) -> Vec<u8> {
+        let full = format!("{}/fixtures/github-api/{path}", env!("CARGO_MANIFEST_DIR"));
+        std::fs::read(&full).unwrap_or_else(|e| panic!("{full}: {e}"))
+    }
+
+    /// The fields the surface reads, from GitHub's own examples and from
+    /// recorded traffic (whose labels, users and link headers are real).
+    #[test]
+    fn githubs_payloads_parse_into_what_the_surface_reads() {
+        let issue: ApiIssue =
+            serde_json::from_slice(&github_api_json("examples/issue.json")).unwrap();
+        assert_eq!(issue.number, 1347);
+        assert_eq!(issue.labels.len(), 1);
+        assert!(issue
+            .updated_at
+            .as_deref()
+            .and_then(Timestamp::parse)
+            .is_some());
+        let issues: Vec<ApiIssue> =
+            serde_json::from_slice(&github_api_json("examples/issue-items.json")).unwrap();
+        assert!(!issues.is_empty());
+        let comment: ApiComment =
+            serde_json::from_slice(&github_api_json("examples/issue-comment.json")).unwrap();
+        assert_eq!(comment.user.unwrap().login, "octocat");
+        assert!(Timestamp::parse(&comment.created_at).is_some());
+        let comments: Vec<ApiComment> =
+            serde_json::from_slice(&github_api_json("examples/issue-comment-items.json")).unwrap();
+        assert!(comments.iter().all(|c| c.author_association.is_some()));
+        let labels: Vec<ApiLabel> =
+            serde_json::from_slice(&github_api_json("examples/label-items.json")).unwrap();
+        assert!(labels.into_iter().all(|l| l.into_name().is_some()));
+
+        let recorded: Vec<Value> =
+            serde_json::from_slice(&github_api_json("recorded/paginate-issues.json")).unwrap();
+        let mut pages = 0;
+        for entry in &recorded {
+            let items: Vec<ApiIssue> = serde_json::from_value(entry["response"].clone()).unwrap();
+            assert!(!items.is_empty());
+            pages += 1;
+            let link = entry["headers"]["link"].as_str().unwrap_or_default();
+            let next = next_link(link);
+            if pages < recorded.len() {
+                // Absolute, and to /repositories/{id}/…
+                assert!(
+                    next.as_deref()
+                        .unwrap()
+                        .contains("/repositories/1000/issues"),
+                    "{link}"
+                );
+            } else {
+                assert_eq!(next, None, "{link}");
+            }
+        }
+        let added: Vec<Value> =
+            serde_json::from_slice(&github_api_json("recorded/add-labels-to-issue.json")).unwrap();
+        let answer = added.iter().find(|e| e["status"] == 200).unwrap();
+        let names: Vec<String> =
+            serde_json::from_value::<Vec<ApiLabel>>(answer["response"].clone())
+                .unwrap()
+                .into_iter()
+                .filter_map(ApiLabel::into_name)
+                .collect();
+        assert!(!names.is_empty());
+        // A deleted user's comment (GitHub's schema allows a null user) still parses.
+        let ghost: ApiComment = serde_json::from_value(json!({
+            "id": 1, "user": null, "body": null, "created_at": "2026-01-01T00:00:00Z"
+        }))
+        .unwrap();
+        assert!(ghost.user.is_none());
+    }
+
+    #[test]
+    fn rate_limit_answers() {
+        let reply = |status: u16, headers: &[(&str, &str)], message: &str| Reply {
+            status: StatusCode::from_u16(status).unwrap(),
+            headers: headers
+                .iter()
+                .map(|(k, v)| {
+                    (
+                        http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                        http::HeaderValue::from_str(v).unwrap(),
+                    )
+                })
+                .collect(),
+            body: json!({ "message": message }).to_string().into_bytes(),
+        };
+        let date = ("date", "Mon, 30 Nov 2026 10:00:00 GMT");
+        let secondary = rate_limit(&reply(
+            403,
+            &[date, ("retry-after", "2")],
+            "You have exceeded a secondary rate limit",
+        ))
+        .unwrap();
+        assert_eq!(
+            (secondary.kind, secondary.wait),
+            ("secondary", Duration::from_secs(2))
+        );
+        let reset = (Timestamp::parse("2026-11-30T10:00:30Z").unwrap().0).to_string();
+        let primary = rate_limit(&reply(
+            403,
+            &[
+                date,
+                ("x-ratelimit-remaining", "0"),
+                ("x-ratelimit-reset", &reset),
+            ],
+            "API rate limit exceeded",
+        ))
+        .unwrap();
+        assert_eq!(
+            (primary.kind, primary.wait),
+            ("primary", Duration::from_secs(31))
+        );
+        let unnamed = rate_limit(&reply(429, &[date], "slow down")).unwrap();
+        assert_eq!(unnamed.wait, Duration::from_secs(60));
+        // A plain "forbidden" is not a rate limit: no waiting, an error.
+        assert!(rate_limit(&reply(
+            403,
+            &[date, ("x-ratelimit-remaining", "4999")],
+            "Resource not accessible by integration"
+        ))
+        .is_none());
+        assert!(rate_limit(&reply(502, &[date], "Bad Gateway")).is_none());
+    }
 
     #[test]
     fn http_dates() {
