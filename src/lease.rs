@@ -501,8 +501,13 @@ impl<'a> Coordinator<'a> {
                     })
                 })
             };
-            let Some(applied) = self.surface.write(&writes, Some(&mut guard))? else {
-                continue;
+            let applied = match self.surface.write(&writes, Some(&mut guard)) {
+                Ok(Some(applied)) => applied,
+                Ok(None) => continue,
+                Err(err) => {
+                    self.abandon(&req.issues, generation);
+                    return Err(err.into());
+                }
             };
             let written: Vec<(u64, Comment)> = writes
                 .iter()
@@ -518,6 +523,25 @@ impl<'a> Coordinator<'a> {
         }
         let views = self.read(&req.issues)?;
         Ok(ClaimOutcome::Held { views })
+    }
+
+    /// After a claim's writes failed part way: a surface without
+    /// multi-issue transactions (GitHub) may hold whole claims of this
+    /// `generation` on some issues of the scope, which nobody would ever
+    /// heartbeat. Takes them back, as far as the surface lets it.
+    fn abandon(&self, issues: &[u64], generation: u64) {
+        let Ok(views) = self.read(issues) else { return };
+        let mine: Vec<IssueView> = views
+            .into_iter()
+            .filter(|v| {
+                v.holder
+                    .as_ref()
+                    .is_some_and(|h| h.instance_id == self.me() && h.generation == generation)
+            })
+            .collect();
+        if !mine.is_empty() {
+            let _ = self.withdraw(&mine, "abort", None);
+        }
     }
 
     /// Re-reads after a claim and lets the earliest claim win everywhere.

@@ -486,6 +486,23 @@ fn a_permanent_fault_is_a_clear_error_and_leaves_no_label_without_its_claim() {
     assert!(env.comment_bodies(84).is_empty());
     alice.maverick(&["coord", "read", "84"]).expect(0);
     alice.maverick(&["coord", "claim", "84"]).expect(0);
+
+    // A scope whose second issue fails: the first one's whole claim, which
+    // nobody would heartbeat, is taken back too.
+    fake.create_issue(88, "first of two", &[]);
+    fake.create_issue(89, "second of two", &[]);
+    fake.fail_always_matching("POST", "/issues/89/comments", 502);
+    alice
+        .maverick(&["coord", "claim", "88", "--scope", "89"])
+        .expect(1);
+    fake.clear_faults();
+    assert!(env.labels(88).is_empty(), "{:?}", env.labels(88));
+    assert!(env.labels(89).is_empty(), "{:?}", env.labels(89));
+    let read = env
+        .clone("bob")
+        .maverick(&["coord", "read", "88", "--json"]);
+    read.expect(0);
+    assert_eq!(read.json()["decision"], "free");
 }
 
 /// GitHub commits a comment and the answer is lost: the retry must not

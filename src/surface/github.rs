@@ -50,7 +50,7 @@ const MAX_RATE_LIMIT_WAIT: Duration = Duration::from_secs(90);
 const MAX_RATE_LIMIT_WAITS: u32 = 4;
 /// A guard is judged on this process's read of the issue when it is younger
 /// than this and nothing was written since (see [`GithubSurface::write`]).
-const GUARD_READ_MAX_AGE: Duration = Duration::from_secs(2);
+const GUARD_READ_MAX_AGE: Duration = Duration::from_secs(5);
 /// How long this process's own comments are added to reads that miss them.
 const OWN_COMMENT_HORIZON: Duration = Duration::from_secs(600);
 /// Far more pages than any issue has: a `link` loop must end.
@@ -634,9 +634,15 @@ impl GithubSurface {
             tracing::info!("{what}: {failure}; trying again in {}", format_wait(pause));
             std::thread::sleep(pause);
             if let Some(recover) = recover {
-                if let Some(found) = recover()? {
-                    tracing::info!("{what}: the earlier attempt had gone through");
-                    return Ok(found);
+                match recover() {
+                    Ok(Some(found)) => {
+                        tracing::info!("{what}: the earlier attempt had gone through");
+                        return Ok(found);
+                    }
+                    Ok(None) => {}
+                    // Not knowing is no reason to stop: a copy is recognised
+                    // by its marker_id.
+                    Err(e) => tracing::debug!("{what}: {e}"),
                 }
             }
         }
