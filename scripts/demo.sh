@@ -85,6 +85,27 @@ expect 0 alice git maverick coord release 142 --reason merged
 expect 0 bob git maverick coord release 7 --reason merged
 expect 0 bob git maverick coord read 142 --json
 
+step "run: the claim lives exactly as long as the command"
+expect 0 alice git maverick run 160 --branch maverick/160-run-demo -- sh -c 'echo "working on #$MAVERICK_ISSUE as $MAVERICK_INSTANCE, generation $MAVERICK_GENERATION"; git maverick coord read 160'
+expect 0 bob git maverick coord read 160
+expect 3 alice git maverick run 161 -- sh -c 'exit 3'
+expect 2 alice git maverick run 162 --lease-ttl 3s --heartbeat-interval 1s --grace 1s -- true
+
+step "a lost claim stops the command: bob drops the label while alice's command runs (exit 7)"
+(cd "$work/alice" && MAVERICK_INSTANCE=alice git maverick run 163 --lease-ttl 6s --heartbeat-interval 1s --grace 1s -- sleep 60 \
+  || echo $? > "$work/run-163.exit") >/dev/null 2>&1 &
+wait_exit 4 bob git maverick coord read 163
+expect 0 bob git maverick coord label remove 163 claude-in-progress
+wait
+echo "alice's run exited $(cat "$work/run-163.exit")"
+[ "$(cat "$work/run-163.exit")" = 7 ]
+
+step "session end: release everything this instance still holds"
+expect 0 alice git maverick coord claim 164
+expect 0 alice git maverick coord claim 165
+expect 0 alice git maverick coord release-all
+expect 0 bob git maverick coord read 164
+
 step "everything above lives on the remote"
 git -C "$work/origin.git" log --oneline -5 refs/maverick/issues
 printf '\ndemo finished: every step exited as expected\n'

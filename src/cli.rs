@@ -6,6 +6,10 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 
 use crate::commands::coord::CoordArgs;
+use crate::commands::hydrate::HydrateArgs;
+use crate::commands::run::RunArgs;
+use crate::commands::state::StateArgs;
+use crate::commands::task::TaskArgs;
 use crate::config::{Overrides, SurfaceKind};
 
 #[derive(Debug, Parser)]
@@ -57,10 +61,10 @@ pub struct GlobalArgs {
     )]
     pub surface: Option<SurfaceKind>,
     /// How long a lease lives without a heartbeat (maverick.leaseTtl, default 10m)
-    #[arg(long, value_name = "DURATION", value_parser = duration, global = true, help_heading = "Configuration")]
+    #[arg(long, alias = "ttl", value_name = "DURATION", value_parser = duration, global = true, help_heading = "Configuration")]
     pub lease_ttl: Option<Duration>,
     /// How often `run` renews its lease (maverick.heartbeatInterval, default 2m)
-    #[arg(long, value_name = "DURATION", value_parser = duration, global = true, help_heading = "Configuration")]
+    #[arg(long, alias = "heartbeat", value_name = "DURATION", value_parser = duration, global = true, help_heading = "Configuration")]
     pub heartbeat_interval: Option<Duration>,
     /// How long a claim waits before its re-read (maverick.settleDelay; github 3s, git 0)
     #[arg(long, value_name = "DURATION", value_parser = duration, global = true, help_heading = "Configuration")]
@@ -113,9 +117,20 @@ impl GlobalArgs {
 pub enum Command {
     /// Claim, heartbeat, release and take over issues
     Coord(CoordArgs),
+    /// Work a story task by task: each finished task is one commit, pushed
+    /// at once and checked off on the story's tasks comment
+    #[command(subcommand_required = true)]
+    Task(TaskArgs),
+    /// Read and upsert the state markers on issues (dag, state, bprop, task-progress)
+    State(StateArgs),
+    /// Rebuild local state from the surface: writes .claude/epic-state.json
+    /// (.claude/issue-state.json for a story) and prints it
+    Hydrate(HydrateArgs),
+    /// Hold a claim for the life of a command: claim, run CMD, heartbeat, release
+    Run(RunArgs),
 }
 
-fn duration(text: &str) -> Result<Duration, String> {
+pub(crate) fn duration(text: &str) -> Result<Duration, String> {
     crate::timefmt::parse_duration(text).map_err(|e| e.to_string())
 }
 

@@ -166,3 +166,12 @@ impl From<crate::record::RecordError> for CommandError {
         CommandError::from_error(Exit::Error, &err)
     }
 }
+
+impl From<crate::claims::ClaimsError> for CommandError {
+    fn from(err: crate::claims::ClaimsError) -> Self {
+        match err {
+            crate::claims::ClaimsError::Lease(e) => e.into(),
+            crate::claims::ClaimsError::Record(e) => e.into(),
+        }
+    }
+}

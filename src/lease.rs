@@ -579,41 +579,66 @@ impl<'a> Coordinator<'a> {
 
     /// Releases this instance's own claims among `views` (and the claims of
     /// generation `wrote` that it just made, seen or not): the label goes only
-    /// where we hold the issue, never from under another holder.
+    /// where we hold the issue, never from under another holder. The write is
+    /// guarded, so a takeover that lands between our read and our write keeps
+    /// its label; we then read again and withdraw what is still ours.
+    /// Returns the issues it wrote a release on.
     fn withdraw(
         &self,
         views: &[IssueView],
         reason: &str,
         wrote: Option<u64>,
-    ) -> Result<(), LeaseError> {
-        let now = self.surface.now()?;
-        let writes: Vec<Write> = views
-            .iter()
-            .filter_map(|v| {
-                let ours = v.holder.as_ref().filter(|h| h.instance_id == self.me());
-                let mut ops = Vec::new();
-                let generation = ours
-                    .or(v.my_losing_claim.as_ref())
-                    .map(|c| c.generation)
-                    .or(wrote);
-                if let Some(generation) = generation {
-                    ops.push(Op::CreateComment(
-                        self.release_body(generation, now, reason),
-                    ));
-                }
-                if ours.is_some() {
-                    ops.push(Op::RemoveLabel(self.settings.labels.in_progress.clone()));
-                }
-                (!ops.is_empty()).then_some(Write {
-                    issue: v.issue,
-                    ops,
+    ) -> Result<Vec<u64>, LeaseError> {
+        let issues: Vec<u64> = views.iter().map(|v| v.issue).collect();
+        let mut views = views.to_vec();
+        for _ in 0..8 {
+            let now = self.surface.now()?;
+            let mut held: Vec<(u64, u64)> = Vec::new();
+            let writes: Vec<Write> = views
+                .iter()
+                .filter_map(|v| {
+                    let ours = v.holder.as_ref().filter(|h| h.instance_id == self.me());
+                    let mut ops = Vec::new();
+                    let generation = ours
+                        .or(v.my_losing_claim.as_ref())
+                        .map(|c| c.generation)
+                        .or(wrote);
+                    if let Some(generation) = generation {
+                        ops.push(Op::CreateComment(
+                            self.release_body(generation, now, reason),
+                        ));
+                    }
+                    if let Some(claim) = ours {
+                        held.push((v.issue, claim.comment_id));
+                        ops.push(Op::RemoveLabel(self.settings.labels.in_progress.clone()));
+                    }
+                    (!ops.is_empty()).then_some(Write {
+                        issue: v.issue,
+                        ops,
+                    })
                 })
-            })
-            .collect();
-        if !writes.is_empty() {
-            self.surface.write(&writes, None)?;
+                .collect();
+            if writes.is_empty() {
+                return Ok(Vec::new());
+            }
+            let mut guard = |current: &[Issue], now: Timestamp| {
+                current.iter().all(|issue| {
+                    held.iter()
+                        .filter(|(n, _)| *n == issue.number)
+                        .all(|(_, id)| {
+                            let v = analyze(issue, self.settings, self.me(), now);
+                            v.holder.is_some_and(|h| h.comment_id == *id)
+                        })
+                })
+            };
+            if self.surface.write(&writes, Some(&mut guard))?.is_some() {
+                return Ok(writes.iter().map(|w| w.issue).collect());
+            }
+            views = self.read(&issues)?;
         }
-        Ok(())
+        Err(LeaseError::Surface(SurfaceError::Other(
+            "the claims kept changing while releasing; run the command again".to_owned(),
+        )))
     }
 
     /// Pushes the lease forward on every issue, or reports the claim lost.
@@ -744,6 +769,8 @@ impl<'a> Coordinator<'a> {
     /// Releases the issues this instance holds; never another's claim.
     pub fn release(&self, issues: &[u64], reason: &str) -> Result<ReleaseOutcome, LeaseError> {
         let views = self.read(issues)?;
+        let released = self.withdraw(&views, reason, None)?;
+        let views = self.read(issues)?;
         let foreign: Vec<IssueView> = views
             .iter()
             .filter(|v| {
@@ -753,13 +780,6 @@ impl<'a> Coordinator<'a> {
             })
             .cloned()
             .collect();
-        self.withdraw(&views, reason, None)?;
-        let released: Vec<u64> = views
-            .iter()
-            .filter(|v| v.decision == Decision::Ours || v.my_losing_claim.is_some())
-            .map(|v| v.issue)
-            .collect();
-        let views = self.read(issues)?;
         Ok(ReleaseOutcome {
             released,
             foreign,

@@ -240,7 +240,36 @@ pub fn render_marker(marker: &Marker) -> String {
 /// the new marker would be swallowed by it.
 pub fn replace_marker(body: &str, marker: &Marker) -> String {
     let scanned = scan(body);
-    if let Some(block) = scanned.blocks.iter().find(|b| b.kind == marker.kind) {
+    let first = scanned.blocks.iter().find(|b| b.kind == marker.kind);
+    replace_block(body, &scanned, first, marker)
+}
+
+/// Like [`replace_marker`], but replaces the last well-formed block of the
+/// kind, the one [`find_marker`] reads, so that a comment holding several
+/// blocks of one kind reads back what was written. With no well-formed
+/// block, the last block of the kind; with none at all, appends.
+pub fn replace_last_marker(body: &str, marker: &Marker) -> String {
+    let scanned = scan(body);
+    let of_kind = || {
+        scanned
+            .blocks
+            .iter()
+            .rev()
+            .filter(|b| b.kind == marker.kind)
+    };
+    let target = of_kind()
+        .find(|b| b.parse().is_ok())
+        .or_else(|| of_kind().next());
+    replace_block(body, &scanned, target, marker)
+}
+
+fn replace_block(
+    body: &str,
+    scanned: &Scan<'_>,
+    block: Option<&MarkerBlock<'_>>,
+    marker: &Marker,
+) -> String {
+    if let Some(block) = block {
         let mut rendered = with_line_ending(render_marker(marker), block.crlf);
         if !block.ends_with_newline {
             rendered.truncate(rendered.trim_end_matches(['\r', '\n']).len());

@@ -4,12 +4,12 @@ use clap::{Args, Subcommand, ValueEnum};
 use serde_json::json;
 
 use super::{Context, Outcome};
+use crate::claims;
 use crate::cli::{issue_number, GlobalArgs};
 use crate::error::{CommandError, Exit};
 use crate::lease::{
     ClaimOutcome, ClaimRequest, Coordinator, Decision, HeartbeatOutcome, IssueView,
 };
-use crate::record::ClaimRecord;
 use crate::timefmt::human_duration;
 
 #[derive(Debug, Args)]
@@ -29,6 +29,9 @@ pub enum CoordCommand {
     Heartbeat(IssueArg),
     /// Release this instance's claim; never another instance's
     Release(ReleaseArgs),
+    /// Release every claim this instance holds by its local records
+    /// (for session-end hooks); never another instance's
+    ReleaseAll(ReleaseAllArgs),
     /// Take over an issue whose lease went stale
     Takeover(TakeoverArgs),
     /// Mark an issue blocked by another (adds the blocked-by:#N label)
@@ -104,6 +107,13 @@ pub struct ReleaseArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct ReleaseAllArgs {
+    /// Why the work ends
+    #[arg(long, value_enum, default_value = "abort")]
+    pub reason: ReleaseReason,
+}
+
+#[derive(Debug, Args)]
 pub struct BlockArgs {
     /// The issue that waits
     #[arg(value_parser = issue_number)]
@@ -137,10 +147,15 @@ pub fn run(global: &GlobalArgs, args: CoordArgs) -> Result<Outcome, CommandError
     let coord = Coordinator::new(surface.as_ref(), &ctx.settings);
     match args.command {
         CoordCommand::Read(a) => read(&ctx, &coord, a.issue),
-        CoordCommand::Claim(a) => claim(&ctx, &coord, a.issue, a.scope, a.branch, a.takeover),
-        CoordCommand::Takeover(a) => claim(&ctx, &coord, a.issue, a.scope, a.branch, true),
+        CoordCommand::Claim(a) => {
+            claim(&ctx, &coord, a.issue, a.scope, a.branch, a.takeover).map(|(_, outcome)| outcome)
+        }
+        CoordCommand::Takeover(a) => {
+            claim(&ctx, &coord, a.issue, a.scope, a.branch, true).map(|(_, outcome)| outcome)
+        }
         CoordCommand::Heartbeat(a) => heartbeat(&ctx, &coord, a.issue),
         CoordCommand::Release(a) => release(&ctx, &coord, a.issue, a.reason),
+        CoordCommand::ReleaseAll(a) => release_all(&ctx, &coord, a.reason),
         CoordCommand::Block(a) => relabel(
             &coord,
             a.issue,
@@ -218,14 +233,16 @@ fn read(ctx: &Context, coord: &Coordinator<'_>, issue: u64) -> Result<Outcome, C
     Ok(outcome)
 }
 
-fn claim(
+/// Claims for `coord claim`, `coord takeover` and `run`: what the protocol
+/// said, and what a person sees of it.
+pub(crate) fn claim(
     ctx: &Context,
     coord: &Coordinator<'_>,
     issue: u64,
     scope: Vec<u64>,
     branch: Option<String>,
     takeover: bool,
-) -> Result<Outcome, CommandError> {
+) -> Result<(ClaimOutcome, Outcome), CommandError> {
     if let Some(b) = &branch {
         if !crate::git::is_valid_branch_name(b) {
             return Err(CommandError::usage(format!("{b:?} is not a valid branch name"))
@@ -239,56 +256,40 @@ fn claim(
         }
     }
     let request = ClaimRequest {
-        issues: issues.clone(),
+        issues,
         branch: branch.as_deref(),
         takeover,
     };
-    let outcome = coord.claim(&request)?;
+    let outcome = claims::claim(coord, &ctx.claims()?, &request)?;
     let json = serde_json::to_value(&outcome).expect("outcome serializes");
-    Ok(match outcome {
-        ClaimOutcome::Claimed { generation, views, already_held } => {
-            let store = ctx.claims()?;
-            for view in &views {
-                let existing = store.load(&ctx.settings.instance, view.issue)?;
-                store.save(&ClaimRecord {
-                    issue: view.issue,
-                    instance_id: ctx.settings.instance.clone(),
-                    generation,
-                    branch: branch.clone().or_else(|| existing.as_ref().and_then(|r| r.branch.clone())),
-                    scope: issues.clone(),
-                    surface: ctx.settings.surface.to_string(),
-                    remote: ctx.settings.remote.clone(),
-                    claimed_at: view.holder.as_ref().map_or(view.now, |h| h.claimed_at).to_string(),
-                    last_confirmed: view.now.to_string(),
-                    expires_at: view.expires_at.unwrap_or(view.now).to_string(),
-                    lost: None,
-                })?;
-            }
-            let verb = if already_held { "already held" } else { "claimed" };
+    let shown = match &outcome {
+        ClaimOutcome::Claimed { views, already_held, .. } => {
+            let verb = if *already_held { "already held" } else { "claimed" };
             let mut o = Outcome::new(Exit::Ok, json);
-            for view in &views {
+            for view in views {
                 o = o.line(format!("{verb} {}", describe(view).trim_start_matches('#')));
             }
             o
         }
-        ClaimOutcome::Blocked { views } => refused(json, Exit::Blocked, &views, "hint: it waits for other issues; work on those first"),
-        ClaimOutcome::Held { views } => refused(json, Exit::HeldLive, &views, "hint: another instance holds it with a live lease; pick another issue"),
+        ClaimOutcome::Blocked { views } => refused(json, Exit::Blocked, views, "hint: it waits for other issues; work on those first"),
+        ClaimOutcome::Held { views } => refused(json, Exit::HeldLive, views, "hint: another instance holds it with a live lease; pick another issue"),
         ClaimOutcome::Stale { views } => refused(
             json,
             Exit::HeldStale,
-            &views,
+            views,
             &format!("hint: its lease is stale; take it over with `git maverick coord claim {issue} --takeover`"),
         ),
         ClaimOutcome::Lost { winner, views } => refused(
             json,
             Exit::LostRace,
-            &views,
+            views,
             &format!(
                 "hint: {} claimed it first; this instance's claim was withdrawn. Pick another issue",
                 winner.as_deref().unwrap_or("another instance")
             ),
         ),
-    })
+    };
+    Ok((outcome, shown))
 }
 
 fn refused(json: serde_json::Value, exit: Exit, views: &[IssueView], hint: &str) -> Outcome {
@@ -299,41 +300,20 @@ fn refused(json: serde_json::Value, exit: Exit, views: &[IssueView], hint: &str)
     o.note(hint)
 }
 
-/// The issues to act on: the claim's whole scope when this clone has a record.
-fn scope_of(ctx: &Context, issue: u64) -> Result<(Vec<u64>, Option<ClaimRecord>), CommandError> {
-    let record = ctx.claims()?.load(&ctx.settings.instance, issue)?;
-    let mut issues = vec![issue];
-    if let Some(r) = &record {
-        issues.extend(r.scope.iter().filter(|n| **n != issue));
-    }
-    Ok((issues, record))
-}
-
 fn heartbeat(ctx: &Context, coord: &Coordinator<'_>, issue: u64) -> Result<Outcome, CommandError> {
-    let (issues, record) = scope_of(ctx, issue)?;
-    let outcome = coord.heartbeat(&issues, record.as_ref().map(|r| r.generation))?;
-    let json = serde_json::to_value(&outcome).expect("outcome serializes");
     let store = ctx.claims()?;
+    let (issues, record) = claims::scope_of(&store, &ctx.settings.instance, issue)?;
+    let outcome = claims::heartbeat(coord, &store, &issues, record.map(|r| r.generation))?;
+    let json = serde_json::to_value(&outcome).expect("outcome serializes");
     Ok(match outcome {
         HeartbeatOutcome::Renewed { views, .. } => {
             let mut o = Outcome::new(Exit::Ok, json);
             for view in &views {
-                if let Some(mut r) = store.load(&ctx.settings.instance, view.issue)? {
-                    r.last_confirmed = view.now.to_string();
-                    r.expires_at = view.expires_at.unwrap_or(view.now).to_string();
-                    store.save(&r)?;
-                }
                 o = o.line(describe(view));
             }
             o
         }
         HeartbeatOutcome::Lost { reason, views } => {
-            for n in &issues {
-                if let Some(mut r) = store.load(&ctx.settings.instance, *n)? {
-                    r.lost = Some(reason.clone());
-                    store.save(&r)?;
-                }
-            }
             let mut o = Outcome::new(Exit::ClaimLost, json).line(format!("claim lost: {reason}"));
             for view in &views {
                 o = o.line(describe(view));
@@ -349,12 +329,9 @@ fn release(
     issue: u64,
     reason: ReleaseReason,
 ) -> Result<Outcome, CommandError> {
-    let (issues, _) = scope_of(ctx, issue)?;
-    let outcome = coord.release(&issues, reason.as_str())?;
     let store = ctx.claims()?;
-    for n in &outcome.released {
-        store.remove(&ctx.settings.instance, *n)?;
-    }
+    let (issues, _) = claims::scope_of(&store, &ctx.settings.instance, issue)?;
+    let outcome = claims::release(coord, &store, &issues, reason.as_str())?;
     let json = serde_json::to_value(&outcome).expect("outcome serializes");
     if !outcome.foreign.is_empty() {
         let mut o = Outcome::new(Exit::ClaimLost, json);
@@ -372,6 +349,31 @@ fn release(
     }
     for n in &outcome.released {
         o = o.line(format!("released #{n} ({})", reason.as_str()));
+    }
+    Ok(o)
+}
+
+fn release_all(
+    ctx: &Context,
+    coord: &Coordinator<'_>,
+    reason: ReleaseReason,
+) -> Result<Outcome, CommandError> {
+    let outcome = claims::release_all(coord, &ctx.claims()?, reason.as_str())?;
+    let mut json = serde_json::to_value(&outcome).expect("outcome serializes");
+    json["instance"] = json!(ctx.settings.instance);
+    // A sweep that finds another holder has still done its job.
+    let mut o = Outcome::new(Exit::Ok, json);
+    if outcome.released.is_empty() && outcome.foreign.is_empty() {
+        o = o.line(format!(
+            "nothing to release (no claims held by {})",
+            ctx.settings.instance
+        ));
+    }
+    for n in &outcome.released {
+        o = o.line(format!("released #{n} ({})", reason.as_str()));
+    }
+    for view in &outcome.foreign {
+        o = o.line(format!("not released: {}", describe(view)));
     }
     Ok(o)
 }

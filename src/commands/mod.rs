@@ -1,6 +1,10 @@
 //! The only code that knows about clap, terminals and exit codes.
 
 pub mod coord;
+pub mod hydrate;
+pub mod run;
+pub mod state;
+pub mod task;
 
 use std::ffi::OsString;
 use std::io::Write as _;
@@ -26,6 +30,9 @@ pub struct Outcome {
     pub lines: Vec<String>,
     /// For stderr: why a protocol verdict is not 0, and the way out.
     pub notes: Vec<String>,
+    /// The exit status when it is not `exit`'s code: a wrapped command's
+    /// own (`run`).
+    pub status: Option<u8>,
 }
 
 impl Outcome {
@@ -35,7 +42,13 @@ impl Outcome {
             json,
             lines: Vec::new(),
             notes: Vec::new(),
+            status: None,
         }
+    }
+
+    /// The process exit code.
+    pub fn code(&self) -> u8 {
+        self.status.unwrap_or(self.exit.code())
     }
 
     pub fn line(mut self, line: impl Into<String>) -> Outcome {
@@ -77,7 +90,7 @@ pub fn main(args: Vec<OsString>) -> u8 {
     let json = cli.global.json;
     match run(cli) {
         Ok(outcome) => {
-            let exit = outcome.exit;
+            let code = outcome.code();
             if json {
                 let mut object = match outcome.json {
                     Value::Object(map) => map,
@@ -87,8 +100,8 @@ pub fn main(args: Vec<OsString>) -> u8 {
                         map
                     }
                 };
-                object.insert("ok".into(), Value::Bool(exit == Exit::Ok));
-                object.insert("exit_code".into(), exit.code().into());
+                object.insert("ok".into(), Value::Bool(code == 0));
+                object.insert("exit_code".into(), code.into());
                 print_json(&Value::Object(object));
             } else {
                 let mut stdout = std::io::stdout().lock();
@@ -102,7 +115,7 @@ pub fn main(args: Vec<OsString>) -> u8 {
             for note in &outcome.notes {
                 eprintln!("{note}");
             }
-            exit.code()
+            code
         }
         Err(err) => {
             if json {
@@ -148,6 +161,10 @@ fn init_tracing(verbose: u8) {
 pub fn run(cli: Cli) -> Result<Outcome, CommandError> {
     match cli.command {
         Command::Coord(args) => coord::run(&cli.global, args),
+        Command::Task(args) => task::run(&cli.global, args),
+        Command::State(args) => state::run(&cli.global, args),
+        Command::Hydrate(args) => hydrate::run(&cli.global, args),
+        Command::Run(args) => run::run(&cli.global, args),
     }
 }
 

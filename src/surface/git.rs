@@ -482,13 +482,7 @@ impl Surface for GitSurface {
             .map(StoredIssue::to_issue)
             .filter(|i| include_closed || i.open)
             .filter(|i| labels.iter().all(|l| i.has_label(l)))
-            .map(|i| IssueSummary {
-                number: i.number,
-                open: i.open,
-                is_pull: i.is_pull,
-                labels: i.labels,
-                assignees: i.assignees,
-            })
+            .map(IssueSummary::from)
             .collect())
     }
 

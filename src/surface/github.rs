@@ -50,7 +50,7 @@ const MAX_RATE_LIMIT_WAIT: Duration = Duration::from_secs(90);
 const MAX_RATE_LIMIT_WAITS: u32 = 4;
 /// A guard is judged on this process's read of the issue when it is younger
 /// than this and nothing was written since (see [`GithubSurface::write`]).
-const GUARD_READ_MAX_AGE: Duration = Duration::from_secs(5);
+const GUARD_READ_MAX_AGE: Duration = Duration::from_secs(1);
 /// How long this process's own comments are added to reads that miss them.
 const OWN_COMMENT_HORIZON: Duration = Duration::from_secs(600);
 /// Far more pages than any issue has: a `link` loop must end.
@@ -1285,23 +1285,20 @@ impl Surface for GithubSurface {
         numbers.sort_unstable();
         numbers.dedup();
         if let Some(guard) = guard {
-            let recent: Option<Vec<Issue>> = {
-                let state = self.state.borrow();
-                numbers
-                    .iter()
-                    .map(|n| {
-                        state
-                            .last_read
-                            .get(n)
-                            .filter(|(at, _)| at.elapsed() <= GUARD_READ_MAX_AGE)
-                            .map(|(_, issue)| issue.clone())
-                    })
-                    .collect()
-            };
-            let current = match recent {
-                Some(issues) => issues,
-                None => self.issues(&numbers)?,
-            };
+            let mut current = Vec::with_capacity(numbers.len());
+            for &n in &numbers {
+                let recent = self
+                    .state
+                    .borrow()
+                    .last_read
+                    .get(&n)
+                    .filter(|(at, _)| at.elapsed() <= GUARD_READ_MAX_AGE)
+                    .map(|(_, issue)| issue.clone());
+                current.push(match recent {
+                    Some(issue) => issue,
+                    None => self.read_issue(n)?,
+                });
+            }
             let now = self.now()?;
             if !guard(&current, now) {
                 return Ok(None);

@@ -48,6 +48,88 @@ pub struct IssueSummary {
     pub assignees: Vec<String>,
 }
 
+/// An open pull request, as `hydrate` reports it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct PullRequest {
+    pub number: u64,
+    pub title: String,
+    /// The branch the pull request merges from.
+    pub head_ref: String,
+    pub head_sha: String,
+    pub base_ref: String,
+    pub draft: bool,
+    pub labels: Vec<String>,
+    /// The description, where `Closes #142` links it to a story.
+    pub body: String,
+}
+
+/// One check run on a commit (GitHub Checks).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct CheckRun {
+    pub name: String,
+    /// `queued`, `in_progress` or `completed`.
+    pub status: String,
+    /// Set when completed: `success`, `failure`, `neutral`, `cancelled`, …
+    pub conclusion: Option<String>,
+}
+
+/// What CI says about one commit: the combined commit status and the check runs.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct CiStatus {
+    pub sha: String,
+    /// The combined verdict: `success`, `failure`, `pending`, or `none`
+    /// when nothing reported on the commit.
+    pub state: String,
+    /// The combined commit status (`success`, `failure`, `pending`), if any
+    /// status was posted.
+    pub combined: Option<String>,
+    pub check_runs: Vec<CheckRun>,
+}
+
+impl CiStatus {
+    /// The verdict of a combined status and check runs, as GitHub's merge
+    /// box shows it: any failure fails, anything unfinished is pending.
+    pub fn verdict(combined: Option<&str>, runs: &[CheckRun]) -> &'static str {
+        let failed = |c: &str| {
+            matches!(
+                c,
+                "failure"
+                    | "error"
+                    | "cancelled"
+                    | "timed_out"
+                    | "action_required"
+                    | "startup_failure"
+            )
+        };
+        if combined.is_some_and(failed)
+            || runs
+                .iter()
+                .any(|r| r.conclusion.as_deref().is_some_and(failed))
+        {
+            return "failure";
+        }
+        if combined == Some("pending") || runs.iter().any(|r| r.status != "completed") {
+            return "pending";
+        }
+        if combined.is_none() && runs.is_empty() {
+            return "none";
+        }
+        "success"
+    }
+}
+
+impl From<Issue> for IssueSummary {
+    fn from(i: Issue) -> IssueSummary {
+        IssueSummary {
+            number: i.number,
+            open: i.open,
+            is_pull: i.is_pull,
+            labels: i.labels,
+            assignees: i.assignees,
+        }
+    }
+}
+
 /// One change to one issue.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Op {
@@ -139,6 +221,28 @@ pub trait Surface {
         guard: Option<Guard<'_>>,
     ) -> Result<Option<Vec<Vec<Applied>>>, SurfaceError>;
 
+    /// Labels and open state of issues, without their comments. The
+    /// default reads the issues whole; a surface where comments cost a
+    /// request per issue answers from a list instead.
+    fn summaries(&self, numbers: &[u64]) -> Result<Vec<IssueSummary>, SurfaceError> {
+        Ok(self
+            .issues(numbers)?
+            .into_iter()
+            .map(IssueSummary::from)
+            .collect())
+    }
+
+    /// Open pull requests. The git surface has none.
+    fn open_pulls(&self) -> Result<Vec<PullRequest>, SurfaceError> {
+        Ok(Vec::new())
+    }
+
+    /// CI status of each commit, in the order given; `None` where the
+    /// surface knows nothing of CI (the git surface never does).
+    fn ci_status(&self, shas: &[String]) -> Result<Vec<Option<CiStatus>>, SurfaceError> {
+        Ok(shas.iter().map(|_| None).collect())
+    }
+
     fn issue(&self, number: u64) -> Result<Issue, SurfaceError> {
         let mut issues = self.issues(&[number])?;
         issues.pop().ok_or(SurfaceError::NoSuchIssue(number))
@@ -168,4 +272,55 @@ pub trait Surface {
         let results = self.write(&[Write { issue, ops }], None)?;
         Ok(results.and_then(|mut r| r.pop()).unwrap_or_default())
     }
+}
+
+/// What [`write_if_unchanged`] came to.
+pub enum Conditional {
+    Written,
+    /// Another writer changed the issue first; this is its newer state.
+    Stale(Issue),
+}
+
+/// Writes `op` to `issue` only if the state it was computed from still
+/// holds: comment `base.0` still has body `base.1`, or (with no base, when
+/// creating) `absent` still says the comment to create is missing. On the
+/// git surface that check is part of the compare-and-swap; on GitHub it is a
+/// fresh read, so callers verify by reading back.
+pub fn write_if_unchanged(
+    surface: &dyn Surface,
+    issue: u64,
+    op: Op,
+    base: Option<(u64, &str)>,
+    absent: &dyn Fn(&Issue) -> bool,
+) -> Result<Conditional, SurfaceError> {
+    let mut newer: Option<Issue> = None;
+    let mut guard = |issues: &[Issue], _now: Timestamp| {
+        let Some(now_issue) = issues.iter().find(|i| i.number == issue) else {
+            return false;
+        };
+        let unchanged = match base {
+            Some((id, body)) => now_issue
+                .comments
+                .iter()
+                .find(|c| c.id == id)
+                .is_some_and(|c| c.body == body),
+            None => absent(now_issue),
+        };
+        if !unchanged {
+            newer = Some(now_issue.clone());
+        }
+        unchanged
+    };
+    let written = surface.write(
+        &[Write {
+            issue,
+            ops: vec![op],
+        }],
+        Some(&mut guard),
+    )?;
+    Ok(match (written, newer) {
+        (Some(_), _) => Conditional::Written,
+        (None, Some(newer)) => Conditional::Stale(newer),
+        (None, None) => Conditional::Stale(surface.issue(issue)?),
+    })
 }

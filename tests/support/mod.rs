@@ -10,6 +10,7 @@
 #![allow(dead_code)]
 
 pub mod fake_github;
+pub mod surfaces;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -291,6 +292,34 @@ impl TestEnv {
         out.status
             .success()
             .then(|| serde_json::from_slice(&out.stdout).expect("stored issue is JSON"))
+    }
+
+    /// The releases written on one issue, in order: (instance, reason), on
+    /// whichever surface.
+    pub fn releases(&self, issue: u64) -> Vec<(String, String)> {
+        self.comment_bodies(issue)
+            .iter()
+            .flat_map(|body| maverick::markers::parse_markers(body))
+            .flatten()
+            .filter(|m| {
+                m.kind == maverick::markers::MarkerKind::Lease
+                    && m.payload.contains_key("released_at")
+            })
+            .map(|m| {
+                let field = |k: &str| m.payload[k].as_str().unwrap_or_default().to_owned();
+                (field("instance_id"), field("reason"))
+            })
+            .collect()
+    }
+
+    /// Asserts that `issue` was released exactly once, by `instance`, for `reason`.
+    #[track_caller]
+    pub fn assert_released_once(&self, issue: u64, instance: &str, reason: &str) {
+        assert_eq!(
+            self.releases(issue),
+            [(instance.to_owned(), reason.to_owned())],
+            "releases of #{issue}"
+        );
     }
 
     /// The commit of origin's surface ref, if any.

@@ -1,0 +1,175 @@
+//! The claim protocol kept in step with this clone's local records.
+//!
+//! Every claim, heartbeat and release goes through here, whoever calls it
+//! (`coord`, `run`, a session-end `release-all`), so the records that the
+//! pre-push hook and `task done` read without a network call are always
+//! those of the last answer the surface gave.
+
+use crate::lease::{
+    ClaimOutcome, ClaimRequest, Coordinator, Decision, HeartbeatOutcome, LeaseError, ReleaseOutcome,
+};
+use crate::record::{ClaimRecord, ClaimStore, RecordError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClaimsError {
+    #[error(transparent)]
+    Lease(#[from] LeaseError),
+    #[error(transparent)]
+    Record(#[from] RecordError),
+}
+
+/// Claims `req` and records every issue it now holds.
+pub fn claim(
+    coord: &Coordinator<'_>,
+    store: &ClaimStore,
+    req: &ClaimRequest<'_>,
+) -> Result<ClaimOutcome, ClaimsError> {
+    let outcome = coord.claim(req)?;
+    if let ClaimOutcome::Claimed {
+        generation, views, ..
+    } = &outcome
+    {
+        let settings = coord.settings;
+        for view in views {
+            let existing = store.load(&settings.instance, view.issue)?;
+            store.save(&ClaimRecord {
+                issue: view.issue,
+                instance_id: settings.instance.clone(),
+                generation: *generation,
+                branch: req
+                    .branch
+                    .map(str::to_owned)
+                    .or_else(|| existing.and_then(|r| r.branch)),
+                scope: req.issues.clone(),
+                surface: settings.surface.to_string(),
+                remote: settings.remote.clone(),
+                claimed_at: view
+                    .holder
+                    .as_ref()
+                    .map_or(view.now, |h| h.claimed_at)
+                    .to_string(),
+                last_confirmed: view.now.to_string(),
+                expires_at: view.expires_at.unwrap_or(view.now).to_string(),
+                lost: None,
+            })?;
+        }
+    }
+    Ok(outcome)
+}
+
+/// The issues a command about `issue` acts on: the whole scope it was
+/// claimed with when this instance has a record of it.
+pub fn scope_of(
+    store: &ClaimStore,
+    instance: &str,
+    issue: u64,
+) -> Result<(Vec<u64>, Option<ClaimRecord>), RecordError> {
+    let record = store.load(instance, issue)?;
+    let mut issues = vec![issue];
+    if let Some(r) = &record {
+        issues.extend(r.scope.iter().filter(|n| **n != issue));
+    }
+    Ok((issues, record))
+}
+
+/// Renews the lease on `issues` (at `generation`, when given) and records
+/// what the surface said.
+pub fn heartbeat(
+    coord: &Coordinator<'_>,
+    store: &ClaimStore,
+    issues: &[u64],
+    generation: Option<u64>,
+) -> Result<HeartbeatOutcome, ClaimsError> {
+    let outcome = coord.heartbeat(issues, generation)?;
+    record_heartbeat(store, &coord.settings.instance, issues, &outcome)?;
+    Ok(outcome)
+}
+
+/// Records a heartbeat's answer: a renewal moves `last_confirmed` and
+/// `expires_at`; a loss marks every issue of the claim lost, so that a push
+/// for it is refused without a network call.
+pub fn record_heartbeat(
+    store: &ClaimStore,
+    instance: &str,
+    issues: &[u64],
+    outcome: &HeartbeatOutcome,
+) -> Result<(), RecordError> {
+    match outcome {
+        HeartbeatOutcome::Renewed { views, .. } => {
+            for view in views {
+                if let Some(mut r) = store.load(instance, view.issue)? {
+                    r.last_confirmed = view.now.to_string();
+                    r.expires_at = view.expires_at.unwrap_or(view.now).to_string();
+                    store.save(&r)?;
+                }
+            }
+            Ok(())
+        }
+        HeartbeatOutcome::Lost { reason, .. } => mark_lost(store, instance, issues, reason),
+    }
+}
+
+/// Marks this instance's records of `issues` lost, with why.
+pub fn mark_lost(
+    store: &ClaimStore,
+    instance: &str,
+    issues: &[u64],
+    reason: &str,
+) -> Result<(), RecordError> {
+    for n in issues {
+        if let Some(mut r) = store.load(instance, *n)? {
+            r.lost = Some(reason.to_owned());
+            store.save(&r)?;
+        }
+    }
+    Ok(())
+}
+
+/// Releases what this instance holds among `issues` (never another's claim)
+/// and forgets the records of what it released.
+pub fn release(
+    coord: &Coordinator<'_>,
+    store: &ClaimStore,
+    issues: &[u64],
+    reason: &str,
+) -> Result<ReleaseOutcome, ClaimsError> {
+    let outcome = coord.release(issues, reason)?;
+    for n in &outcome.released {
+        store.remove(&coord.settings.instance, *n)?;
+    }
+    Ok(outcome)
+}
+
+/// Releases every claim this instance holds by its local records (a
+/// session-end hook's sweep). Issues whose claim another instance holds now
+/// are left alone.
+pub fn release_all(
+    coord: &Coordinator<'_>,
+    store: &ClaimStore,
+    reason: &str,
+) -> Result<ReleaseOutcome, ClaimsError> {
+    let mut issues: Vec<u64> = Vec::new();
+    for record in store.of_instance(&coord.settings.instance)? {
+        for n in std::iter::once(record.issue).chain(record.scope) {
+            if !issues.contains(&n) {
+                issues.push(n);
+            }
+        }
+    }
+    if issues.is_empty() {
+        return Ok(ReleaseOutcome {
+            released: Vec::new(),
+            foreign: Vec::new(),
+            views: Vec::new(),
+        });
+    }
+    let outcome = release(coord, store, &issues, reason)?;
+    // The sweep ends this instance's work: records of claims it no longer
+    // holds (lost to a takeover) have nothing left to guard.
+    for view in &outcome.views {
+        if view.decision != Decision::Ours {
+            store.remove(&coord.settings.instance, view.issue)?;
+        }
+    }
+    Ok(outcome)
+}

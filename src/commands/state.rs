@@ -1,0 +1,201 @@
+//! `git maverick state`: durable state markers (SPEC 3, 5).
+
+use clap::{Args, Subcommand};
+use serde_json::{json, Map, Value};
+
+use super::{Context, Outcome};
+use crate::cli::{issue_number, GlobalArgs};
+use crate::error::{CommandError, Exit};
+use crate::markers::MarkerKind;
+use crate::state::{self, StateError, StoryState};
+
+#[derive(Debug, Args)]
+pub struct StateArgs {
+    #[command(subcommand)]
+    pub command: StateCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum StateCommand {
+    /// Print the newest trusted marker of a kind as JSON (exit 1 when there is none)
+    Get(GetArgs),
+    /// Upsert a marker in place from a JSON object, then read it back
+    Put(PutArgs),
+    /// Move one story of an epic to a new state in its maverick-state marker
+    Story(StoryArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct GetArgs {
+    /// dag, state, bprop, task-progress (or claim, lease, dispatch)
+    #[arg(value_parser = marker_kind)]
+    pub kind: MarkerKind,
+    /// The issue that carries it (142 or #142)
+    #[arg(value_parser = issue_number)]
+    pub issue: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct PutArgs {
+    /// dag, state, bprop or task-progress
+    #[arg(value_parser = marker_kind)]
+    pub kind: MarkerKind,
+    /// The issue that carries it (142 or #142)
+    #[arg(value_parser = issue_number)]
+    pub issue: u64,
+    /// A JSON object; `-` or nothing reads standard input. Its fields
+    /// replace those of the current marker; fields it does not name are kept
+    #[arg(value_name = "FILE|-")]
+    pub file: Option<String>,
+    /// Write the payload exactly as given, dropping fields it does not name
+    #[arg(long)]
+    pub replace: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StoryArgs {
+    /// The epic (142 or #142)
+    #[arg(value_parser = issue_number)]
+    pub epic: u64,
+    /// The story
+    #[arg(value_parser = issue_number)]
+    pub story: u64,
+    /// Its new state
+    #[arg(value_enum)]
+    pub state: StoryState,
+}
+
+fn marker_kind(text: &str) -> Result<MarkerKind, String> {
+    text.parse::<MarkerKind>().map_err(|e| e.to_string())
+}
+
+impl From<StateError> for CommandError {
+    fn from(err: StateError) -> Self {
+        match err {
+            StateError::Surface(e) => e.into(),
+            StateError::NotState(_)
+            | StateError::TooLarge { .. }
+            | StateError::BadStoryState { .. } => CommandError::from_error(Exit::Usage, &err),
+            StateError::Contended { .. } | StateError::ReadBack { .. } => {
+                CommandError::from_error(Exit::Error, &err).hint("run the command again")
+            }
+        }
+    }
+}
+
+pub fn run(global: &GlobalArgs, args: StateArgs) -> Result<Outcome, CommandError> {
+    let ctx = Context::load(global)?;
+    match args.command {
+        StateCommand::Get(a) => get(&ctx, a),
+        StateCommand::Put(a) => put(&ctx, a),
+        StateCommand::Story(a) => story(&ctx, a),
+    }
+}
+
+/// Pretty JSON, one line per output line, so that people can pipe it.
+fn pretty_lines(mut o: Outcome, value: &Value) -> Outcome {
+    let text = serde_json::to_string_pretty(value).expect("JSON values serialize");
+    for line in text.lines() {
+        o = o.line(line);
+    }
+    o
+}
+
+fn get(ctx: &Context, args: GetArgs) -> Result<Outcome, CommandError> {
+    let surface = ctx.surface()?;
+    let issue = surface.issue(args.issue)?;
+    let Some(found) = state::newest_marker(&issue, args.kind) else {
+        return Err(CommandError::tool(format!(
+            "#{} has no trusted `{}` marker",
+            args.issue,
+            args.kind.fence_tag()
+        ))
+        .hint(format!(
+            "write one with `git maverick state put {} {} FILE`",
+            args.kind, args.issue
+        )));
+    };
+    let payload = Value::Object(found.marker.payload.clone());
+    let json = json!({
+        "kind": args.kind.name(),
+        "issue": args.issue,
+        "comment_id": found.comment_id,
+        "author": found.author,
+        "marker": payload,
+    });
+    Ok(pretty_lines(Outcome::new(Exit::Ok, json), &payload))
+}
+
+fn put(ctx: &Context, args: PutArgs) -> Result<Outcome, CommandError> {
+    if !state::UPSERT_KINDS.contains(&args.kind) {
+        return Err(StateError::NotState(args.kind).into());
+    }
+    let text = super::task::read_input(args.file.as_deref())?;
+    let payload: Map<String, Value> = match serde_json::from_str(text.trim()) {
+        Ok(Value::Object(map)) => map,
+        Ok(_) => {
+            return Err(CommandError::usage(format!(
+                "the `{}` payload must be a JSON object",
+                args.kind.fence_tag()
+            )))
+        }
+        Err(e) => {
+            return Err(CommandError::usage(format!(
+                "the `{}` payload is not valid JSON: {e}",
+                args.kind.fence_tag()
+            )))
+        }
+    };
+    let surface = ctx.surface()?;
+    let written = state::put(
+        surface.as_ref(),
+        &ctx.settings,
+        args.issue,
+        args.kind,
+        payload,
+        args.replace,
+    )?;
+    let payload = Value::Object(written.marker.payload.clone());
+    let verb = if written.created {
+        "created"
+    } else {
+        "updated"
+    };
+    let json = json!({
+        "kind": args.kind.name(),
+        "issue": args.issue,
+        "comment_id": written.comment_id,
+        "created": written.created,
+        "marker": payload,
+    });
+    Ok(Outcome::new(Exit::Ok, json).line(format!(
+        "#{}: {verb} the `{}` marker (comment {})",
+        args.issue,
+        args.kind.fence_tag(),
+        written.comment_id
+    )))
+}
+
+fn story(ctx: &Context, args: StoryArgs) -> Result<Outcome, CommandError> {
+    let surface = ctx.surface()?;
+    let written = state::set_story_state(
+        surface.as_ref(),
+        &ctx.settings,
+        args.epic,
+        args.story,
+        args.state,
+    )?;
+    let json = json!({
+        "epic": args.epic,
+        "story": args.story,
+        "state": args.state,
+        "comment_id": written.comment_id,
+        "marker": Value::Object(written.marker.payload),
+    });
+    Ok(Outcome::new(Exit::Ok, json).line(format!(
+        "#{}: story #{} is {}",
+        args.epic,
+        args.story,
+        args.state.as_str()
+    )))
+}

@@ -1,0 +1,796 @@
+//! `git maverick task`: push-per-task (SPEC 6).
+
+use std::io::Read as _;
+
+use clap::{Args, Subcommand};
+use serde_json::{json, Map};
+
+use super::{Context, Outcome};
+use crate::cli::{issue_number, GlobalArgs};
+use crate::error::{CommandError, Exit};
+use crate::lease::{self, Decision};
+use crate::push::{self, PushError};
+use crate::record::BranchStore;
+use crate::tasks::{self, IssueSource, Task, TaskError, TaskListView};
+
+#[derive(Debug, Args)]
+pub struct TaskArgs {
+    #[command(subcommand)]
+    pub command: TaskCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TaskCommand {
+    /// Write the tasks comment of a story (`## Tasks` and one `- [ ]` line per task)
+    Init(InitArgs),
+    /// Show the tasks, which are done and the next one; checks off tasks
+    /// whose commits are on the remote branch but not yet on the comment
+    List(ListArgs),
+    /// Check one task off by hand
+    Check(CheckArgs),
+    /// Commit what is staged as the next task, push it, check it off
+    Done(DoneArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// The story (142 or #142)
+    #[arg(value_parser = issue_number)]
+    pub issue: u64,
+    /// The tasks: one per line (`Title — detail`), a Markdown task list, or a
+    /// JSON array; `-` or nothing reads standard input
+    #[arg(value_name = "FILE|-")]
+    pub file: Option<String>,
+    /// Rewrite an existing tasks comment with other tasks (check marks of
+    /// tasks whose titles stay are kept)
+    #[arg(long)]
+    pub replace: bool,
+    /// The story's working branch, recorded in its task-progress marker
+    #[arg(long, value_name = "BRANCH")]
+    pub branch: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// The story; default: the issue of the current branch
+    #[arg(value_parser = issue_number)]
+    pub issue: Option<u64>,
+    /// The remote branch whose trailers check tasks off (default: the
+    /// claim's branch, the current branch, or the task-progress marker's)
+    #[arg(long, value_name = "BRANCH")]
+    pub branch: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The story (142 or #142)
+    #[arg(value_parser = issue_number)]
+    pub issue: u64,
+    /// The task number (1 is the first)
+    pub task: usize,
+    /// The commit that did it, shown next to the check mark
+    #[arg(long, value_name = "SHA")]
+    pub sha: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct DoneArgs {
+    /// The commit message, Conventional Commits: `type(scope)!: subject`
+    /// (default: the task's title, when it is one)
+    #[arg(short = 'm', long = "message", value_name = "MSG")]
+    pub message: Option<String>,
+    /// The task this commit finishes (default: the next unchecked one)
+    #[arg(long = "task", value_name = "N")]
+    pub task: Option<usize>,
+    /// The story, when neither a claim nor the branch name tells it
+    #[arg(long = "issue", value_name = "N", value_parser = issue_number)]
+    pub issue: Option<u64>,
+}
+
+impl From<TaskError> for CommandError {
+    fn from(err: TaskError) -> Self {
+        match err {
+            TaskError::Surface(e) => e.into(),
+            TaskError::Git(e) => e.into(),
+            TaskError::Record(e) => e.into(),
+            TaskError::State(e) => e.into(),
+            TaskError::OutOfRange { .. } | TaskError::NoTasks => {
+                CommandError::from_error(Exit::Usage, &err)
+            }
+            TaskError::NoTasksComment { issue } => CommandError::from_error(Exit::Error, &err)
+                .hint(format!(
+                    "write it with `git maverick task init {issue} FILE` (one task per line)"
+                )),
+            TaskError::AlreadyInitialised { issue, .. } => {
+                CommandError::from_error(Exit::Error, &err).hint(format!(
+                    "leave it, or rewrite it with `git maverick task init {issue} FILE --replace`"
+                ))
+            }
+            TaskError::Contended { .. } => {
+                CommandError::from_error(Exit::Error, &err).hint("run the command again")
+            }
+        }
+    }
+}
+
+pub fn run(global: &GlobalArgs, args: TaskArgs) -> Result<Outcome, CommandError> {
+    let ctx = Context::load(global)?;
+    match args.command {
+        TaskCommand::Init(a) => init(&ctx, a),
+        TaskCommand::List(a) => list(&ctx, a),
+        TaskCommand::Check(a) => check(&ctx, a),
+        TaskCommand::Done(a) => done(&ctx, a),
+    }
+}
+
+/// Reads FILE, or standard input for `-` or no FILE.
+pub fn read_input(file: Option<&str>) -> Result<String, CommandError> {
+    match file {
+        None | Some("-") => {
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .map_err(|e| CommandError::tool(format!("could not read standard input: {e}")))?;
+            Ok(text)
+        }
+        Some(path) => std::fs::read_to_string(path)
+            .map_err(|e| CommandError::usage(format!("could not read {path}: {e}"))),
+    }
+}
+
+fn check_branch_name(branch: &str) -> Result<(), CommandError> {
+    if crate::git::is_valid_branch_name(branch) {
+        Ok(())
+    } else {
+        Err(CommandError::usage(format!(
+            "{branch:?} is not a valid branch name"
+        )))
+    }
+}
+
+fn init(ctx: &Context, args: InitArgs) -> Result<Outcome, CommandError> {
+    if let Some(b) = &args.branch {
+        check_branch_name(b)?;
+    }
+    let text = read_input(args.file.as_deref())?;
+    let new = tasks::parse_task_input(&text)?;
+    let surface = ctx.surface()?;
+    let outcome = tasks::init_tasks(
+        surface.as_ref(),
+        &ctx.settings,
+        args.issue,
+        &new,
+        args.replace,
+        args.branch.as_deref(),
+    )?;
+    let verb = if outcome.created { "wrote" } else { "kept" };
+    let mut o = Outcome::new(
+        Exit::Ok,
+        serde_json::to_value(&outcome).expect("outcome serializes"),
+    )
+    .line(format!(
+        "#{}: {verb} the tasks comment ({} task{}, comment {})",
+        args.issue,
+        outcome.tasks.len(),
+        plural(outcome.tasks.len()),
+        outcome.comment_id
+    ));
+    for task in &outcome.tasks {
+        o = o.line(task_line(task));
+    }
+    Ok(o)
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+fn task_line(task: &Task) -> String {
+    let mark = if task.done { "x" } else { " " };
+    let mut line = format!("  [{mark}] {}. {}", task.number, task.title);
+    if let Some(d) = &task.detail {
+        line.push_str(&format!(" — {d}"));
+    }
+    if let Some(sha) = &task.sha {
+        line.push_str(&format!(" ({sha})"));
+    }
+    line
+}
+
+/// The current branch; an error on a detached HEAD.
+fn current_branch(ctx: &Context) -> Result<Option<String>, CommandError> {
+    let out = ctx
+        .git
+        .cmd(["symbolic-ref", "--quiet", "--short", "HEAD"])
+        .output_unchecked()?;
+    Ok(out
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned()))
+}
+
+/// The issue of the current branch (SPEC 6): the claim naming it, else its
+/// name, else `--issue`. A flag that disagrees with the branch is refused.
+fn issue_here(
+    ctx: &Context,
+    branch: Option<&str>,
+    flag: Option<u64>,
+) -> Result<(u64, IssueSource), CommandError> {
+    let derived = match branch {
+        Some(b) => tasks::issue_of_branch(&ctx.claims()?, &ctx.settings.instance, b)?,
+        None => None,
+    };
+    match (derived, flag) {
+        (Some((n, source)), Some(f)) if n != f => Err(CommandError::usage(format!(
+            "--issue {f} disagrees with the branch {}, which belongs to #{n} ({})",
+            branch.unwrap_or_default(),
+            match source {
+                IssueSource::Claim => "by its claim",
+                _ => "by its name",
+            }
+        ))
+        .hint("switch to the story's branch, or drop --issue")),
+        (Some(found), _) => Ok(found),
+        (None, Some(f)) => Ok((f, IssueSource::Flag)),
+        (None, None) => Err(CommandError::usage(match branch {
+            Some(b) => format!("cannot tell which issue the branch {b} works on"),
+            None => "HEAD is detached: cannot tell which issue this works on".to_owned(),
+        })
+        .hint("pass --issue N, claim with `git maverick coord claim N --branch BRANCH`, or name the branch maverick/N-short-title")),
+    }
+}
+
+fn list(ctx: &Context, args: ListArgs) -> Result<Outcome, CommandError> {
+    if let Some(b) = &args.branch {
+        check_branch_name(b)?;
+    }
+    let here = current_branch(ctx)?;
+    let issue = match args.issue {
+        Some(n) => n,
+        None => issue_here(ctx, here.as_deref(), None)?.0,
+    };
+    let surface = ctx.surface()?;
+    let branch = match args.branch {
+        Some(b) => Some(b),
+        None => {
+            let claims = ctx.claims()?;
+            let from_claim = claims
+                .load(&ctx.settings.instance, issue)?
+                .and_then(|r| r.branch);
+            let current = match &here {
+                Some(b) => tasks::issue_of_branch(&claims, &ctx.settings.instance, b)?
+                    .filter(|(n, _)| *n == issue)
+                    .map(|_| b.clone()),
+                None => None,
+            };
+            match from_claim.or(current) {
+                Some(b) => Some(b),
+                None => {
+                    tasks::branch_of_issue(&claims, &ctx.settings.instance, &surface.issue(issue)?)?
+                }
+            }
+        }
+    };
+    let view = tasks::reconcile(
+        surface.as_ref(),
+        &ctx.git,
+        &ctx.settings,
+        issue,
+        branch.as_deref(),
+    )?;
+    if view.comment_id.is_none() {
+        return Err(TaskError::NoTasksComment { issue }.into());
+    }
+    Ok(list_outcome(&view, &ctx.settings.remote))
+}
+
+/// What `task list` shows; also what `resume` can print.
+pub fn list_outcome(view: &TaskListView, remote: &str) -> Outcome {
+    let mut o = Outcome::new(
+        Exit::Ok,
+        serde_json::to_value(view).expect("view serializes"),
+    );
+    let branch = view.branch.as_ref().map(|b| b.name.as_str());
+    for commit in &view.reconciled {
+        o = o.line(format!(
+            "checked off task {} from {} on {remote}/{} (pushed, but not yet checked)",
+            commit.task,
+            commit.short,
+            branch.unwrap_or_default()
+        ));
+    }
+    o = o.line(format!(
+        "#{}: {}/{} task{} done",
+        view.issue,
+        view.done,
+        view.total,
+        plural(view.total)
+    ));
+    for task in &view.tasks {
+        o = o.line(task_line(task));
+    }
+    o = o.line(match &view.next {
+        Some(t) => format!("next: task {} — {}", t.number, t.title),
+        None => "next: none, all tasks are done".to_owned(),
+    });
+    if !view.ahead.is_empty() {
+        o = o.note(format!(
+            "warning: task{} {} {} checked with a commit that {remote}/{} does not have",
+            plural(view.ahead.len()),
+            join(&view.ahead),
+            if view.ahead.len() == 1 { "is" } else { "are" },
+            branch.unwrap_or_default()
+        ));
+    }
+    for commit in &view.unknown {
+        o = o.note(format!(
+            "warning: commit {} names task {}, which the tasks comment does not have",
+            commit.short, commit.task
+        ));
+    }
+    o
+}
+
+fn join(numbers: &[usize]) -> String {
+    numbers
+        .iter()
+        .map(usize::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn valid_sha(sha: &str) -> bool {
+    (4..=40).contains(&sha.len()) && sha.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+fn check(ctx: &Context, args: CheckArgs) -> Result<Outcome, CommandError> {
+    if let Some(sha) = &args.sha {
+        if !valid_sha(sha) {
+            return Err(CommandError::usage(format!("{sha:?} is not a commit sha")));
+        }
+    }
+    let surface = ctx.surface()?;
+    let sha = args.sha.map(|s| s.to_ascii_lowercase());
+    let checked = tasks::check_tasks(
+        surface.as_ref(),
+        &ctx.settings,
+        args.issue,
+        &[(args.task, sha)],
+    )?;
+    let line = if checked.checked.contains(&args.task) {
+        format!("#{}: checked task {} off", args.issue, args.task)
+    } else {
+        format!("#{}: task {} was already checked", args.issue, args.task)
+    };
+    let mut o = Outcome::new(
+        Exit::Ok,
+        json!({"issue": args.issue, "task": args.task, "checked": checked}),
+    )
+    .line(line);
+    if let Some(next) = tasks::next_task(&checked.tasks) {
+        o = o.line(format!("next: task {} — {}", next.number, next.title));
+    }
+    Ok(o)
+}
+
+/// The `Maverick-Issue` and `Maverick-Task` trailers of one commit.
+fn trailers_of(ctx: &Context, rev: &str) -> Result<(Vec<u64>, Vec<usize>), CommandError> {
+    let format = format!(
+        "--format=%(trailers:key={},valueonly,separator=%x2C)%x1f%(trailers:key={},valueonly,separator=%x2C)",
+        tasks::ISSUE_TRAILER,
+        tasks::TASK_TRAILER
+    );
+    let text = ctx
+        .git
+        .read(["log", "-1", &format, "--end-of-options", rev])?;
+    let (issues, task_numbers) = text.split_once('\x1f').unwrap_or((&text, ""));
+    Ok((
+        issues
+            .split(',')
+            .filter_map(|v| v.trim().trim_start_matches('#').parse().ok())
+            .collect(),
+        task_numbers
+            .split(',')
+            .filter_map(|v| v.trim().parse().ok())
+            .collect(),
+    ))
+}
+
+fn is_ancestor(ctx: &Context, ancestor: &str, of: &str) -> Result<bool, CommandError> {
+    let out = ctx
+        .git
+        .cmd([
+            "merge-base",
+            "--is-ancestor",
+            "--end-of-options",
+            ancestor,
+            of,
+        ])
+        .output_unchecked()?;
+    match out.code {
+        Some(0) => Ok(true),
+        // 1: not an ancestor; 128: an object this clone does not have.
+        Some(1) | Some(128) => Ok(false),
+        _ => Err(out.into_error().into()),
+    }
+}
+
+/// The remote's head of `branch`, as `git ls-remote` says it now.
+fn remote_head(ctx: &Context, branch: &str) -> Result<Option<String>, CommandError> {
+    let text = ctx.git.read([
+        "ls-remote",
+        "--heads",
+        "--end-of-options",
+        &ctx.settings.remote,
+        &format!("refs/heads/{branch}"),
+    ])?;
+    Ok(text
+        .lines()
+        .find(|l| l.ends_with(&format!("\trefs/heads/{branch}")))
+        .and_then(|l| l.split('\t').next())
+        .map(str::to_owned))
+}
+
+fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome, CommandError> {
+    let instance = ctx.settings.instance.clone();
+    let remote = ctx.settings.remote.clone();
+    let branch = current_branch(ctx)?.ok_or_else(|| {
+        CommandError::tool("HEAD is detached: `task done` pushes the current branch")
+            .hint("switch to the story's branch: `git switch BRANCH`")
+    })?;
+    let (issue, source) = issue_here(ctx, Some(&branch), args.issue)?;
+    if let Some(m) = &args.message {
+        tasks::check_conventional(m).map_err(|e| {
+            CommandError::from_error(Exit::Usage, &e).hint(
+                "nothing was committed; write e.g. -m \"feat(parser): accept CRLF line endings\"",
+            )
+        })?;
+    }
+
+    // What to commit: the index, or a task commit an earlier `task done`
+    // made but could not push.
+    let staged = !ctx
+        .git
+        .cmd(["diff", "--cached", "--quiet"])
+        .output_unchecked()?
+        .success();
+    let head = ctx
+        .git
+        .cmd(["rev-parse", "--verify", "--quiet", "HEAD"])
+        .output_unchecked()?;
+    let head = head
+        .success()
+        .then(|| String::from_utf8_lossy(&head.stdout).trim().to_owned());
+    let mut unpushed_task: Option<usize> = None;
+    if !staged {
+        if let Some(h) = &head {
+            let (issues, task_numbers) = trailers_of(ctx, h)?;
+            if issues.contains(&issue) && !task_numbers.is_empty() {
+                let on_remote = match remote_head(ctx, &branch)? {
+                    Some(r) => r == *h || is_ancestor(ctx, h, &r)?,
+                    None => false,
+                };
+                if !on_remote {
+                    unpushed_task = task_numbers.first().copied();
+                }
+            }
+        }
+        if unpushed_task.is_none() {
+            return Err(CommandError::tool("nothing is staged: the index has no changes to commit")
+                .hint("stage the task's changes with `git add PATH…`, then run `git maverick task done` again"));
+        }
+    }
+
+    let surface = ctx.surface()?;
+    let current = surface.issue(issue)?;
+    // The fence (SPEC 4): never write for a claim that is no longer ours.
+    let view = lease::analyze(&current, &ctx.settings, &instance, surface.now()?);
+    let record = ctx.claims()?.load(&instance, issue)?;
+    if let Some(r) = &record {
+        let lost = r.lost.clone().or_else(|| match view.decision {
+            Decision::Ours if view.generation == r.generation => None,
+            Decision::Ours => Some(format!(
+                "the generation of #{issue} changed from {} to {}",
+                r.generation, view.generation
+            )),
+            _ => Some(match &view.holder {
+                Some(h) => format!("#{issue} is held by {}", h.instance_id),
+                None => format!("#{issue} is no longer claimed by {instance}"),
+            }),
+        });
+        if let Some(reason) = lost {
+            return Ok(Outcome::new(
+                Exit::ClaimLost,
+                json!({"issue": issue, "committed": false, "pushed": false, "reason": reason}),
+            )
+            .line(format!("claim lost: {reason}; nothing was committed"))
+            .note("hint: stop working on this issue and report; do not push to its branch"));
+        }
+    } else if let (Some(h), Decision::Held | Decision::Stale) = (&view.holder, view.decision) {
+        let exit = if view.decision == Decision::Held {
+            Exit::HeldLive
+        } else {
+            Exit::HeldStale
+        };
+        return Ok(Outcome::new(
+            exit,
+            json!({"issue": issue, "committed": false, "pushed": false, "holder": h.instance_id}),
+        )
+        .line(format!(
+            "#{issue} is claimed by {} (generation {}); nothing was committed",
+            h.instance_id, h.generation
+        ))
+        .note(match view.decision {
+            Decision::Held => "hint: another instance works on this issue; pick another".to_owned(),
+            _ => format!("hint: its lease is stale; take it over with `git maverick coord claim {issue} --takeover`"),
+        }));
+    }
+
+    let found = tasks::locate(&current).ok_or(TaskError::NoTasksComment { issue })?;
+    let total = found.tasks.len();
+    let number = match (args.task, unpushed_task) {
+        (Some(k), _) if k == 0 || k > total => {
+            return Err(TaskError::OutOfRange {
+                issue,
+                number: k,
+                total,
+            }
+            .into())
+        }
+        (Some(k), Some(u)) if k != u => {
+            return Err(CommandError::usage(format!(
+                "HEAD is task {u}'s commit, not yet pushed, and nothing is staged for task {k}"
+            ))
+            .hint(format!("run `git maverick task done` to push task {u} first")));
+        }
+        (Some(k), _) => k,
+        (None, Some(u)) => u,
+        (None, None) => match tasks::next_task(&found.tasks) {
+            Some(t) => t.number,
+            None => {
+                return Err(CommandError::tool(format!(
+                    "all {total} tasks of #{issue} are checked off"
+                ))
+                .hint(format!(
+                    "to add work to a task, name it: `git maverick task done --task N`; to add tasks, `git maverick task init {issue} FILE --replace`"
+                )))
+            }
+        },
+    };
+    let task = &found.tasks[number - 1];
+
+    // 1. Commit.
+    let sha = match unpushed_task {
+        Some(_) => head.clone().expect("an unpushed task commit is HEAD"),
+        None => {
+            let message = match &args.message {
+                Some(m) => m.clone(),
+                None if tasks::check_conventional(&task.title).is_ok() => task.title.clone(),
+                None => {
+                    return Err(CommandError::usage(format!(
+                        "no -m given, and task {number}'s title {:?} is not a Conventional Commits message",
+                        task.title
+                    ))
+                    .hint("nothing was committed; pass -m \"type(scope): subject\""))
+                }
+            };
+            let out = ctx
+                .git
+                .cmd(["commit", "--quiet", "--cleanup=strip", "-m", &message])
+                .arg(format!("--trailer={}: {issue}", tasks::ISSUE_TRAILER))
+                .arg(format!("--trailer={}: {number}", tasks::TASK_TRAILER))
+                .output_unchecked()?;
+            if !out.success() {
+                return Err(CommandError::from_error(Exit::Error, &out.into_error())
+                    .hint("nothing was committed or pushed; fix what git says and run `git maverick task done` again"));
+            }
+            ctx.git.read(["rev-parse", "HEAD"])?
+        }
+    };
+    let short = ctx.git.read(["rev-parse", "--short", &sha])?;
+
+    // 2. Push, as a compare-and-swap against the remote's head. That head
+    // must be one our commit descends from (so the push overwrites nothing
+    // this clone does not have) and, when this clone recorded a last-seen
+    // head (claim, resume, an earlier push), one that descends from it: a
+    // remote rewound or rebuilt behind our back is a collision. A head that
+    // moved forward only by commits we have is our own plain `git push`.
+    // Without a record (this clone never claimed, resumed or pushed the
+    // branch), nobody's work can be lost by a fast-forward of what the
+    // remote has now, and the swap refuses anything pushed after this look.
+    let store = BranchStore::new(&ctx.git.common_dir()?);
+    let recorded = store.get(&branch)?;
+    let live = remote_head(ctx, &branch)?;
+    let seen = recorded.as_ref().and_then(|r| r.last_seen.clone());
+    let collision = match (&live, &seen) {
+        (Some(l), _) if !is_ancestor(ctx, l, &sha)? => Some(format!(
+            "the remote's {branch} is at {l}, which {short} does not descend from"
+        )),
+        (Some(l), Some(s)) if l != s && !is_ancestor(ctx, s, l)? => Some(format!(
+            "the remote's {branch} moved from {s}, last seen by this clone, to {l}, which does not descend from it"
+        )),
+        (None, Some(s)) => Some(format!(
+            "the remote's {branch} is gone; this clone last saw it at {s}"
+        )),
+        _ => None,
+    };
+    if let Some(why) = collision {
+        return Ok(not_pushed(
+            Exit::Collision,
+            issue,
+            number,
+            &short,
+            &remote,
+            &branch,
+            why,
+        ));
+    }
+    if let (Some(r), Some(l)) = (&recorded, &live) {
+        if seen.as_ref() != Some(l) {
+            // Adopt the head our own plain push left, so that the pre-push
+            // hook, which compares with the record, agrees.
+            let mut adopted = r.clone();
+            adopted.last_seen = Some(l.clone());
+            adopted.updated_at = crate::timefmt::Timestamp::now().to_string();
+            store.set(&adopted)?;
+        }
+    }
+    let expected = live;
+    match push::cas_push(
+        &ctx.git,
+        &remote,
+        &sha,
+        &branch,
+        expected.as_deref(),
+        Some(issue),
+        &instance,
+    ) {
+        Ok(_) => {}
+        Err(err @ PushError::Collision { .. }) => {
+            return Ok(not_pushed(
+                Exit::Collision,
+                issue,
+                number,
+                &short,
+                &remote,
+                &branch,
+                err.to_string(),
+            ));
+        }
+        Err(err) => {
+            let mut e = CommandError::from_error(Exit::Error, &err);
+            e.message = format!(
+                "committed {short} locally but could not push it: {}; task {number} of #{issue} stays unchecked",
+                e.message
+            );
+            return Err(e.hint(
+                "fix the cause and run `git maverick task done` again: it pushes the commit it left",
+            ));
+        }
+    }
+
+    // 3. Check off every task whose commit this push brought to the remote.
+    let pushed_range = match &expected {
+        Some(old) if is_ancestor(ctx, old, &sha)? => format!("{old}..{sha}"),
+        _ => sha.clone(),
+    };
+    let mut checks: Vec<(usize, Option<String>)> = vec![(number, Some(short.clone()))];
+    let log = ctx.git.read([
+        "log",
+        "--reverse",
+        "--max-count=200",
+        &format!(
+            "--format=%h%x1f%(trailers:key={},valueonly,separator=%x2C)%x1f%(trailers:key={},valueonly,separator=%x2C)",
+            tasks::ISSUE_TRAILER,
+            tasks::TASK_TRAILER
+        ),
+        "--end-of-options",
+        &pushed_range,
+    ])?;
+    for line in log.lines() {
+        let fields: Vec<&str> = line.split('\x1f').collect();
+        let [c_short, c_issues, c_tasks] = fields[..] else {
+            continue;
+        };
+        if !c_issues.split(',').any(|v| v.trim().parse() == Ok(issue)) {
+            continue;
+        }
+        for t in c_tasks
+            .split(',')
+            .filter_map(|v| v.trim().parse::<usize>().ok())
+        {
+            if t >= 1 && t <= total && !checks.iter().any(|(n, _)| *n == t) {
+                checks.push((t, Some(c_short.to_owned())));
+            }
+        }
+    }
+    checks.sort_by_key(|(n, _)| *n);
+    let after_push = |e: CommandError| {
+        let mut e = e;
+        e.message = format!(
+            "pushed {short} to {remote}/{branch}, but could not check task {number} off: {}",
+            e.message
+        );
+        e.hint(format!(
+            "the commit is safe on the remote; `git maverick task list {issue}` checks it off from its trailer"
+        ))
+    };
+    let checked = tasks::check_tasks(surface.as_ref(), &ctx.settings, issue, &checks)
+        .map_err(|e| after_push(e.into()))?;
+    let mut extra = Map::new();
+    extra.insert("task".into(), json!(number));
+    extra.insert("head".into(), json!(sha));
+    tasks::update_progress(
+        surface.as_ref(),
+        &ctx.settings,
+        issue,
+        checked.comment_id,
+        "implement",
+        Some(&branch),
+        Some(extra),
+    )
+    .map_err(|e| after_push(e.into()))?;
+
+    let next = tasks::next_task(&checked.tasks);
+    let json = json!({
+        "issue": issue,
+        "issue_source": source,
+        "task": number,
+        "sha": sha,
+        "short": short,
+        "branch": branch,
+        "remote": remote,
+        "committed": unpushed_task.is_none(),
+        "pushed": true,
+        "checked": checked.checked,
+        "next": next,
+        "done": checked.tasks.iter().filter(|t| t.done).count(),
+        "total": checked.tasks.len(),
+    });
+    let mut o = Outcome::new(Exit::Ok, json).line(format!(
+        "task {number} of #{issue} done: {short} pushed to {remote}/{branch} and checked off"
+    ));
+    if unpushed_task.is_some() {
+        o = o.line(format!(
+            "({short} was committed earlier; this run pushed it)"
+        ));
+    }
+    Ok(o.line(match next {
+        Some(t) => format!("next: task {} — {}", t.number, t.title),
+        None => format!("all {} tasks of #{issue} are done", checked.tasks.len()),
+    }))
+}
+
+/// A push that did not happen: the commit stays local, the task unchecked.
+fn not_pushed(
+    exit: Exit,
+    issue: u64,
+    number: usize,
+    short: &str,
+    remote: &str,
+    branch: &str,
+    why: String,
+) -> Outcome {
+    Outcome::new(
+        exit,
+        json!({
+            "issue": issue,
+            "task": number,
+            "short": short,
+            "branch": branch,
+            "committed": true,
+            "pushed": false,
+            "reason": why,
+        }),
+    )
+    .line(format!("not pushed: {why}"))
+    .line(format!(
+        "the commit {short} stays local on {branch}; task {number} of #{issue} stays unchecked"
+    ))
+    .note(format!(
+        "hint: someone else pushed to {remote}/{branch}: stop and report; do not merge or overwrite"
+    ))
+}

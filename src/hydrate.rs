@@ -1,0 +1,704 @@
+//! The cold start (SPEC 5): rebuild local state from the surface alone.
+//!
+//! For an epic: its DAG, its `maverick-state`, each story's labels (block,
+//! claim), the claim and lease of each story in flight, open pull requests
+//! with their CI status, and a block propagation in flight. For a story:
+//! its claim, its task-progress marker, its tasks and its pull request.
+//! The result is what `.claude/epic-state.json` (and
+//! `.claude/issue-state.json`) hold; the surface always wins over them.
+//!
+//! Reads are shaped for GitHub's request budget: one read of the epic with
+//! its comments, one of every story's labels ([`Surface::summaries`]), the
+//! comments of the stories in flight only, one list of open pull requests
+//! and one CI query for the heads of the stories' pull requests.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Map, Value};
+
+use crate::config::Settings;
+use crate::git::{Git, GitError};
+use crate::lease::{self, Decision, IssueView};
+use crate::markers::MarkerKind;
+use crate::state::{self, StoryState};
+use crate::surface::{CiStatus, Issue, IssueSummary, PullRequest, Surface, SurfaceError};
+use crate::tasks;
+
+pub const EPIC_STATE_FILE: &str = ".claude/epic-state.json";
+pub const ISSUE_STATE_FILE: &str = ".claude/issue-state.json";
+
+#[derive(Debug, thiserror::Error)]
+pub enum HydrateError {
+    #[error(transparent)]
+    Surface(#[from] SurfaceError),
+    #[error(transparent)]
+    Git(#[from] GitError),
+    #[error("could not write {path}: {source}")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// What `hydrate` found: an epic (it has a DAG or an epic state) or a story.
+#[derive(Clone, Debug)]
+pub enum Hydrated {
+    Epic(Value),
+    Story(Value),
+}
+
+impl Hydrated {
+    pub fn value(&self) -> &Value {
+        match self {
+            Hydrated::Epic(v) | Hydrated::Story(v) => v,
+        }
+    }
+
+    /// The file in the worktree root that holds it.
+    pub fn file(&self) -> &'static str {
+        match self {
+            Hydrated::Epic(_) => EPIC_STATE_FILE,
+            Hydrated::Story(_) => ISSUE_STATE_FILE,
+        }
+    }
+}
+
+/// Reads everything about `number` from the surface.
+pub fn hydrate(
+    surface: &dyn Surface,
+    settings: &Settings,
+    number: u64,
+) -> Result<Hydrated, HydrateError> {
+    let issue = surface.issue(number)?;
+    let dag = state::newest_marker(&issue, MarkerKind::Dag);
+    let epic_state = state::newest_marker(&issue, MarkerKind::State);
+    if dag.is_none() && epic_state.is_none() {
+        return Ok(Hydrated::Story(hydrate_story(surface, settings, issue)?));
+    }
+    let now = surface.now()?;
+    let dag_payload = dag.map(|d| d.marker.payload);
+    let state_payload = epic_state.map(|s| s.marker.payload);
+    let bprop = state::newest_marker(&issue, MarkerKind::Bprop).map(|b| b.marker.payload);
+
+    let deps = dag_payload.as_ref().map(dag_deps).unwrap_or_default();
+    let recorded: BTreeMap<u64, String> = state_payload
+        .as_ref()
+        .and_then(|p| p.get("stories"))
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((story_number(k)?, v.as_str()?.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default();
+    let stories: Vec<u64> = deps
+        .keys()
+        .chain(recorded.keys())
+        .copied()
+        .filter(|n| *n != number)
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+
+    let summaries: BTreeMap<u64, IssueSummary> = surface
+        .summaries(&stories)?
+        .into_iter()
+        .map(|s| (s.number, s))
+        .collect();
+    let in_progress = &settings.labels.in_progress;
+    let labelled: Vec<u64> = stories
+        .iter()
+        .copied()
+        .filter(|n| {
+            summaries
+                .get(n)
+                .is_some_and(|s| s.labels.contains(in_progress))
+        })
+        .collect();
+    let views: BTreeMap<u64, IssueView> = if labelled.is_empty() {
+        BTreeMap::new()
+    } else {
+        surface
+            .issues(&labelled)?
+            .iter()
+            .map(|i| {
+                (
+                    i.number,
+                    lease::analyze(i, settings, &settings.instance, now),
+                )
+            })
+            .collect()
+    };
+
+    let pulls = surface.open_pulls()?;
+    let mut story_pulls: BTreeMap<u64, &PullRequest> = BTreeMap::new();
+    for &story in &stories {
+        let branch = views
+            .get(&story)
+            .and_then(|v| v.holder.as_ref())
+            .and_then(|h| h.branch.as_deref());
+        if let Some(pr) = pulls.iter().find(|pr| pull_is_for(pr, story, branch)) {
+            story_pulls.insert(story, pr);
+        }
+    }
+    let ci = ci_by_sha(surface, story_pulls.values().copied())?;
+
+    let mut details = Map::new();
+    let mut effective: BTreeMap<u64, String> = BTreeMap::new();
+    for &story in &stories {
+        let summary = summaries.get(&story);
+        let blocked_by: Vec<u64> = summary
+            .map(|s| {
+                s.labels
+                    .iter()
+                    .filter_map(|l| settings.labels.blocker(l))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let (state_value, source) = match recorded.get(&story) {
+            Some(s) => (s.clone(), "marker"),
+            None => (
+                derive_state(summary, &blocked_by, in_progress).to_owned(),
+                "derived",
+            ),
+        };
+        effective.insert(story, state_value.clone());
+        let view = views.get(&story);
+        let pull = story_pulls.get(&story).map(|pr| pull_json(pr, &ci));
+        let mut detail = Map::new();
+        detail.insert("state".into(), json!(state_value));
+        detail.insert("state_source".into(), json!(source));
+        detail.insert(
+            "deps".into(),
+            json!(deps.get(&story).cloned().unwrap_or_default()),
+        );
+        detail.insert("open".into(), json!(summary.map(|s| s.open)));
+        detail.insert(
+            "labels".into(),
+            json!(summary.map(|s| s.labels.clone()).unwrap_or_default()),
+        );
+        detail.insert("blocked_by".into(), json!(blocked_by));
+        detail.insert("claim".into(), view.map_or(Value::Null, claim_json));
+        detail.insert(
+            "decision".into(),
+            json!(match view {
+                Some(v) => v.decision,
+                None if !blocked_by.is_empty() => Decision::Blocked,
+                None => Decision::Free,
+            }),
+        );
+        detail.insert("pull".into(), pull.unwrap_or(Value::Null));
+        details.insert(story.to_string(), Value::Object(detail));
+    }
+
+    let ready: Vec<u64> = stories
+        .iter()
+        .copied()
+        .filter(|n| effective.get(n).map(String::as_str) == Some(StoryState::Pending.as_str()))
+        .filter(|n| summaries.get(n).is_none_or(|s| s.open))
+        .filter(|n| {
+            details[&n.to_string()]["decision"] == json!(Decision::Free)
+                && deps.get(n).is_none_or(|ds| {
+                    ds.iter().all(|d| {
+                        effective.get(d).map(String::as_str) == Some(StoryState::Merged.as_str())
+                    })
+                })
+        })
+        .collect();
+
+    // The epic-state snapshot itself comes first, in Maverick's shape, so
+    // that a tool reading the cache as a `maverick-state` payload finds it.
+    let mut out = state_payload.unwrap_or_default();
+    out.insert("epic".into(), json!(number));
+    out.insert(
+        "stories".into(),
+        Value::Object(
+            effective
+                .iter()
+                .map(|(k, v)| (k.to_string(), json!(v)))
+                .collect(),
+        ),
+    );
+    out.insert("dag".into(), dag_payload.map_or(Value::Null, Value::Object));
+    out.insert("bprop".into(), bprop.map_or(Value::Null, Value::Object));
+    out.insert("issues".into(), Value::Object(details));
+    out.insert("ready".into(), json!(ready));
+    out.insert(
+        "pulls".into(),
+        json!(pulls.iter().map(|p| pull_json(p, &ci)).collect::<Vec<_>>()),
+    );
+    out.insert(
+        "hydrated".into(),
+        json!({
+            "at": now.to_string(),
+            "surface": settings.surface,
+            "instance_id": settings.instance,
+        }),
+    );
+    Ok(Hydrated::Epic(Value::Object(out)))
+}
+
+fn hydrate_story(
+    surface: &dyn Surface,
+    settings: &Settings,
+    issue: Issue,
+) -> Result<Value, HydrateError> {
+    let now = surface.now()?;
+    let view = lease::analyze(&issue, settings, &settings.instance, now);
+    let progress = state::newest_marker(&issue, MarkerKind::TaskProgress);
+    let branch = view
+        .holder
+        .as_ref()
+        .and_then(|h| h.branch.clone())
+        .or_else(|| {
+            progress
+                .as_ref()
+                .and_then(|p| p.marker.str_field("branch").map(str::to_owned))
+        });
+    let tasks_json = match tasks::locate(&issue) {
+        Some(found) => json!({
+            "comment_id": found.comment.id,
+            "done": found.tasks.iter().filter(|t| t.done).count(),
+            "total": found.tasks.len(),
+            "next": tasks::next_task(&found.tasks).map(|t| t.number),
+            "list": found.tasks,
+        }),
+        None => Value::Null,
+    };
+    let pulls = surface.open_pulls()?;
+    let pull = pulls
+        .iter()
+        .find(|pr| pull_is_for(pr, issue.number, branch.as_deref()));
+    let ci = ci_by_sha(surface, pull)?;
+    Ok(json!({
+        "issue": issue.number,
+        "open": issue.open,
+        "labels": issue.labels,
+        "blocked_by": view.blocked_by,
+        "decision": view.decision,
+        "claim": claim_json(&view),
+        "branch": branch,
+        "task_progress": progress.map_or(Value::Null, |p| Value::Object(p.marker.payload)),
+        "tasks": tasks_json,
+        "pull": pull.map_or(Value::Null, |p| pull_json(p, &ci)),
+        "hydrated": {
+            "at": now.to_string(),
+            "surface": settings.surface,
+            "instance_id": settings.instance,
+        },
+    }))
+}
+
+/// Writes the hydrated JSON to its file in the worktree root, atomically
+/// (temporary file and rename), keeping it out of `git status`. Returns the path.
+pub fn write_local(git: &Git, hydrated: &Hydrated) -> Result<PathBuf, HydrateError> {
+    let root = PathBuf::from(git.read(["rev-parse", "--show-toplevel"])?);
+    let path = root.join(hydrated.file());
+    let mut bytes = serde_json::to_vec_pretty(hydrated.value()).expect("JSON values serialize");
+    bytes.push(b'\n');
+    crate::record::write_atomically(&path, &bytes).map_err(|source| HydrateError::Write {
+        path: path.clone(),
+        source,
+    })?;
+    exclude(git, &root, hydrated.file())?;
+    Ok(path)
+}
+
+/// Adds `relative` to `info/exclude` unless git already ignores it: the
+/// cache must never be committed by a `git add -A`.
+fn exclude(git: &Git, root: &Path, relative: &str) -> Result<(), HydrateError> {
+    let ignored = git
+        .cmd(["check-ignore", "-q", "--no-index", "--"])
+        .arg(root.join(relative))
+        .output_unchecked()?;
+    if ignored.success() {
+        return Ok(());
+    }
+    let path = PathBuf::from(git.read([
+        "rev-parse",
+        "--path-format=absolute",
+        "--git-path",
+        "info/exclude",
+    ])?);
+    let mut text = std::fs::read_to_string(&path).unwrap_or_default();
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str(&format!("/{relative}\n"));
+    crate::record::write_atomically(&path, text.as_bytes())
+        .map_err(|source| HydrateError::Write { path, source })
+}
+
+fn story_number(key: &str) -> Option<u64> {
+    let digits = key.trim().trim_start_matches('#');
+    (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| digits.parse().ok())
+        .flatten()
+}
+
+/// Each story's dependencies, from a `maverick-dag` payload.
+fn dag_deps(payload: &Map<String, Value>) -> BTreeMap<u64, Vec<u64>> {
+    let Some(stories) = payload.get("stories").and_then(Value::as_object) else {
+        return BTreeMap::new();
+    };
+    stories
+        .iter()
+        .filter_map(|(key, node)| {
+            let deps = node
+                .get("deps")
+                .and_then(Value::as_array)
+                .map(|ds| {
+                    ds.iter()
+                        .filter_map(|d| match d {
+                            Value::Number(n) => n.as_u64(),
+                            Value::String(s) => story_number(s),
+                            _ => None,
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            Some((story_number(key)?, deps))
+        })
+        .collect()
+}
+
+/// A story's state when the epic state does not record it, from its labels.
+fn derive_state(
+    summary: Option<&IssueSummary>,
+    blocked_by: &[u64],
+    in_progress: &str,
+) -> &'static str {
+    match summary {
+        _ if !blocked_by.is_empty() => StoryState::Blocked.as_str(),
+        Some(s) if !s.open => StoryState::Merged.as_str(),
+        Some(s) if s.labels.iter().any(|l| l == in_progress) => StoryState::InFlight.as_str(),
+        _ => StoryState::Pending.as_str(),
+    }
+}
+
+/// Whether a pull request works on `story`: its head is the story's claimed
+/// branch or a branch named for it, or its description closes the story.
+fn pull_is_for(pr: &PullRequest, story: u64, branch: Option<&str>) -> bool {
+    if branch == Some(pr.head_ref.as_str()) {
+        return true;
+    }
+    if tasks::issue_of_branch_name(&pr.head_ref) == Some(story) {
+        return true;
+    }
+    closes(&pr.body).contains(&story)
+}
+
+/// The issues a description closes (`Closes #142`, `fixes #7`, `Resolves: #9`).
+fn closes(body: &str) -> Vec<u64> {
+    let lower = body.to_ascii_lowercase();
+    let words = [
+        "close", "closes", "closed", "fix", "fixes", "fixed", "resolve", "resolves", "resolved",
+    ];
+    let mut found = Vec::new();
+    let tokens: Vec<&str> = lower.split_whitespace().collect();
+    for pair in tokens.windows(2) {
+        let word = pair[0].trim_end_matches(':');
+        if !words.contains(&word) {
+            continue;
+        }
+        let target = pair[1].trim_end_matches([',', '.', ';', ')']);
+        if let Some(n) = target.strip_prefix('#').and_then(|d| d.parse().ok()) {
+            found.push(n);
+        }
+    }
+    found
+}
+
+fn ci_by_sha<'a>(
+    surface: &dyn Surface,
+    pulls: impl IntoIterator<Item = &'a PullRequest>,
+) -> Result<BTreeMap<String, CiStatus>, HydrateError> {
+    let shas: Vec<String> = pulls
+        .into_iter()
+        .map(|p| p.head_sha.clone())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    if shas.is_empty() {
+        return Ok(BTreeMap::new());
+    }
+    let statuses = surface.ci_status(&shas)?;
+    Ok(shas
+        .into_iter()
+        .zip(statuses)
+        .filter_map(|(sha, status)| Some((sha, status?)))
+        .collect())
+}
+
+fn pull_json(pr: &PullRequest, ci: &BTreeMap<String, CiStatus>) -> Value {
+    json!({
+        "number": pr.number,
+        "title": pr.title,
+        "head_ref": pr.head_ref,
+        "head_sha": pr.head_sha,
+        "base_ref": pr.base_ref,
+        "draft": pr.draft,
+        "labels": pr.labels,
+        "ci": ci.get(&pr.head_sha),
+    })
+}
+
+fn claim_json(view: &IssueView) -> Value {
+    match &view.holder {
+        Some(h) => json!({
+            "instance_id": h.instance_id,
+            "host": h.host,
+            "branch": h.branch,
+            "generation": h.generation,
+            "claimed_at": h.claimed_at,
+            "expires_at": view.expires_at,
+            "live": view.expires_at.is_some_and(|e| view.now < e),
+            "ours": view.decision == Decision::Ours,
+        }),
+        None => Value::Null,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::timefmt::Timestamp;
+
+    use std::cell::RefCell;
+
+    use crate::surface::{Applied, Comment, Guard, Write};
+
+    /// An in-memory surface that counts what hydrate asks of it.
+    struct Counting {
+        issues: BTreeMap<u64, Issue>,
+        pulls: Vec<PullRequest>,
+        calls: RefCell<Vec<String>>,
+    }
+
+    impl Surface for Counting {
+        fn describe(&self) -> String {
+            "counting".into()
+        }
+        fn now(&self) -> Result<Timestamp, SurfaceError> {
+            Ok(Timestamp(1_800_000_000))
+        }
+        fn me(&self) -> &str {
+            "me"
+        }
+        fn issues(&self, numbers: &[u64]) -> Result<Vec<Issue>, SurfaceError> {
+            for n in numbers {
+                self.calls.borrow_mut().push(format!("comments #{n}"));
+            }
+            Ok(numbers.iter().map(|n| self.issues[n].clone()).collect())
+        }
+        fn summaries(&self, numbers: &[u64]) -> Result<Vec<IssueSummary>, SurfaceError> {
+            self.calls.borrow_mut().push("summaries".into());
+            Ok(numbers
+                .iter()
+                .map(|n| {
+                    let i = &self.issues[n];
+                    IssueSummary {
+                        number: i.number,
+                        open: i.open,
+                        is_pull: false,
+                        labels: i.labels.clone(),
+                        assignees: Vec::new(),
+                    }
+                })
+                .collect())
+        }
+        fn list(&self, _: &[&str], _: bool) -> Result<Vec<IssueSummary>, SurfaceError> {
+            unimplemented!("hydrate does not list")
+        }
+        fn write(
+            &self,
+            _: &[Write],
+            _: Option<Guard<'_>>,
+        ) -> Result<Option<Vec<Vec<Applied>>>, SurfaceError> {
+            unimplemented!("hydrate does not write")
+        }
+        fn open_pulls(&self) -> Result<Vec<PullRequest>, SurfaceError> {
+            self.calls.borrow_mut().push("pulls".into());
+            Ok(self.pulls.clone())
+        }
+        fn ci_status(&self, shas: &[String]) -> Result<Vec<Option<CiStatus>>, SurfaceError> {
+            self.calls.borrow_mut().push(format!("ci x{}", shas.len()));
+            Ok(shas
+                .iter()
+                .map(|sha| {
+                    Some(CiStatus {
+                        sha: sha.clone(),
+                        state: "success".into(),
+                        combined: Some("success".into()),
+                        check_runs: Vec::new(),
+                    })
+                })
+                .collect())
+        }
+    }
+
+    fn comment(id: u64, body: String) -> Comment {
+        Comment {
+            id,
+            author: "bot".into(),
+            trusted: true,
+            body,
+            created_at: Timestamp(1_799_999_000),
+            updated_at: Timestamp(1_799_999_000),
+        }
+    }
+
+    fn settings() -> Settings {
+        use std::time::Duration;
+        Settings {
+            surface: crate::config::SurfaceKind::Github,
+            remote: "origin".into(),
+            remote_url: None,
+            repo: Some("acme/widgets".into()),
+            github_api_url: "http://127.0.0.1:1".into(),
+            lease_ttl: Duration::from_secs(600),
+            heartbeat_interval: Duration::from_secs(120),
+            settle_delay: Duration::ZERO,
+            worktree_dir: ".maverick/worktrees".into(),
+            dispatch_slots: 3,
+            dispatch_stale: Duration::from_secs(4 * 3600),
+            labels: crate::config::Labels {
+                in_progress: "claude-in-progress".into(),
+                blocked_prefix: "blocked-by:#".into(),
+                wip: "agent-wip".into(),
+                pr: "agent-pr".into(),
+                frontier: "agent-ready".into(),
+            },
+            trusted_authors: Vec::new(),
+            instance: "me".into(),
+        }
+    }
+
+    #[test]
+    fn a_50_story_epic_reads_comments_of_the_epic_and_the_stories_in_flight_only() {
+        use crate::markers::{render_marker, Marker};
+        let stories: Vec<u64> = (200..250).collect();
+        let dag: Map<String, Value> = stories
+            .iter()
+            .map(|n| (n.to_string(), json!({"deps": []})))
+            .collect();
+        let dag = Marker::new(
+            MarkerKind::Dag,
+            json!({"epic": 1, "stories": dag})
+                .as_object()
+                .unwrap()
+                .clone(),
+        );
+        let mut issues = BTreeMap::new();
+        issues.insert(
+            1,
+            Issue {
+                number: 1,
+                open: true,
+                is_pull: false,
+                labels: Vec::new(),
+                assignees: Vec::new(),
+                comments: vec![comment(1, render_marker(&dag))],
+            },
+        );
+        let in_flight = [203, 217, 240];
+        for &n in &stories {
+            let labelled = in_flight.contains(&n);
+            let claim = Marker::new(
+                MarkerKind::Claim,
+                json!({"instance_id": "other", "branch": format!("maverick/{n}-x"), "generation": 1})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+            );
+            issues.insert(
+                n,
+                Issue {
+                    number: n,
+                    open: true,
+                    is_pull: false,
+                    labels: if labelled {
+                        vec!["claude-in-progress".into()]
+                    } else {
+                        Vec::new()
+                    },
+                    assignees: Vec::new(),
+                    comments: if labelled {
+                        vec![comment(10 + n, render_marker(&claim))]
+                    } else {
+                        Vec::new()
+                    },
+                },
+            );
+        }
+        let pulls = in_flight
+            .iter()
+            .map(|n| PullRequest {
+                number: 1000 + n,
+                title: format!("story {n}"),
+                head_ref: format!("maverick/{n}-x"),
+                head_sha: format!("{n:040}"),
+                base_ref: "main".into(),
+                draft: true,
+                labels: Vec::new(),
+                body: String::new(),
+            })
+            .collect();
+        let surface = Counting {
+            issues,
+            pulls,
+            calls: RefCell::new(Vec::new()),
+        };
+        let Hydrated::Epic(value) = hydrate(&surface, &settings(), 1).unwrap() else {
+            panic!("an epic");
+        };
+        assert_eq!(
+            *surface.calls.borrow(),
+            [
+                "comments #1",
+                "summaries",
+                "comments #203",
+                "comments #217",
+                "comments #240",
+                "pulls",
+                "ci x3",
+            ]
+        );
+        assert_eq!(value["issues"]["217"]["claim"]["instance_id"], "other");
+        assert_eq!(value["issues"]["217"]["pull"]["ci"]["state"], "success");
+        assert_eq!(value["issues"]["218"]["pull"], Value::Null);
+        assert_eq!(value["ready"].as_array().unwrap().len(), 47);
+    }
+
+    #[test]
+    fn closing_keywords() {
+        assert_eq!(closes("Closes #142\nfixes: #7, resolves #9."), [142, 7, 9]);
+        assert!(closes("see #142").is_empty());
+    }
+
+    #[test]
+    fn ci_verdicts() {
+        use crate::surface::CheckRun;
+        let run = |status: &str, conclusion: Option<&str>| CheckRun {
+            name: "ci".into(),
+            status: status.into(),
+            conclusion: conclusion.map(str::to_owned),
+        };
+        assert_eq!(CiStatus::verdict(None, &[]), "none");
+        assert_eq!(
+            CiStatus::verdict(Some("success"), &[run("completed", Some("success"))]),
+            "success"
+        );
+        assert_eq!(
+            CiStatus::verdict(None, &[run("in_progress", None)]),
+            "pending"
+        );
+        assert_eq!(CiStatus::verdict(Some("pending"), &[]), "pending");
+        assert_eq!(
+            CiStatus::verdict(Some("success"), &[run("completed", Some("failure"))]),
+            "failure"
+        );
+    }
+}

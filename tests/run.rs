@@ -1,0 +1,640 @@
+//! `git maverick run` and `coord release-all` end to end: the real binary,
+//! real commands in their own process groups, a real bare origin.
+//!
+//! Durations are short (ttl 4s, heartbeat 1s, grace 1s) and every wait is a
+//! bounded poll for a file, a ref or a process, never a bare sleep.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use serde_json::Value;
+use support::{Repo, Run, TestEnv};
+
+const TIMING: [&str; 6] = [
+    "--lease-ttl",
+    "4s",
+    "--heartbeat-interval",
+    "1s",
+    "--grace",
+    "1s",
+];
+const HEARTBEAT: Duration = Duration::from_secs(1);
+const GRACE: Duration = Duration::from_secs(1);
+
+/// `git maverick run TIMING ARGS -- sh -c SCRIPT` as `repo`'s instance.
+fn run_command(repo: &Repo<'_>, args: &[&str], script: &str) -> Command {
+    run_command_timed(repo, &TIMING, args, script)
+}
+
+fn run_command_timed(repo: &Repo<'_>, timing: &[&str], args: &[&str], script: &str) -> Command {
+    let mut all: Vec<&str> = timing.to_vec();
+    all.extend(args);
+    run_command_argv(repo, &all, &["sh", "-c", script])
+}
+
+/// `git maverick run ARGS -- ARGV` as `repo`'s instance.
+fn run_command_argv(repo: &Repo<'_>, args: &[&str], argv: &[&str]) -> Command {
+    let mut all: Vec<&str> = vec!["run"];
+    all.extend(args);
+    all.push("--");
+    all.extend(argv);
+    let mut cmd = repo.maverick_command(&all);
+    cmd.env("MAVERICK_INSTANCE", &repo.instance);
+    cmd
+}
+
+fn run_to_end(repo: &Repo<'_>, args: &[&str], script: &str) -> Run {
+    let out = run_command(repo, args, script)
+        .output()
+        .expect("git-maverick runs");
+    Run::from_output(&["run"], out)
+}
+
+fn spawn(mut cmd: Command) -> Child {
+    cmd.stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("git-maverick starts")
+}
+
+fn finish(child: Child) -> Run {
+    Run::from_output(
+        &["run"],
+        child.wait_with_output().expect("git-maverick ends"),
+    )
+}
+
+/// Polls until `path` exists; returns when it was written (its mtime), so
+/// that a file made while the test was busy elsewhere is timed right.
+#[track_caller]
+fn wait_for_file(path: &Path, within: Duration) -> SystemTime {
+    let end = Instant::now() + within;
+    while Instant::now() < end {
+        if let Ok(meta) = std::fs::metadata(path) {
+            return meta.modified().expect("mtime");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("{} did not appear within {within:?}", path.display());
+}
+
+/// `later - earlier` as seconds, negative when `later` came first.
+fn seconds_between(earlier: SystemTime, later: SystemTime) -> f64 {
+    match later.duration_since(earlier) {
+        Ok(d) => d.as_secs_f64(),
+        Err(e) => -e.duration().as_secs_f64(),
+    }
+}
+
+/// Polls until `child` has exited; returns when it was first seen gone.
+#[track_caller]
+fn wait_for_exit(child: &mut Child, within: Duration) -> SystemTime {
+    let end = Instant::now() + within;
+    while Instant::now() < end {
+        if child.try_wait().expect("try_wait").is_some() {
+            return SystemTime::now();
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = child.kill();
+    panic!("git-maverick did not exit within {within:?}");
+}
+
+/// Polls until the main thread of `parent` has a child named `name`.
+#[track_caller]
+fn wait_for_child_named(parent: u32, name: &str, within: Duration) -> i32 {
+    let end = Instant::now() + within;
+    while Instant::now() < end {
+        let children = std::fs::read_to_string(format!("/proc/{parent}/task/{parent}/children"))
+            .unwrap_or_default();
+        for pid in children.split_whitespace() {
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            if comm.trim() == name {
+                return pid.parse().unwrap();
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("no {name} under process {parent} within {within:?}");
+}
+
+/// Polls until process `pid` is dead (gone, or a zombie not yet reaped).
+#[track_caller]
+fn wait_for_death(pid: i32, within: Duration) -> SystemTime {
+    let end = Instant::now() + within;
+    while Instant::now() < end {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let state = stat
+            .rsplit_once(") ")
+            .and_then(|(_, rest)| rest.chars().next());
+        if matches!(state, None | Some('Z') | Some('X')) {
+            return SystemTime::now();
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    panic!("process {pid} still alive after {within:?}");
+}
+
+fn marker_dir(env: &TestEnv, name: &str) -> PathBuf {
+    let dir = env.path().join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A script that writes `started` and then waits, exiting 0 on SIGTERM
+/// after writing `term`.
+fn stoppable(dir: &Path) -> String {
+    format!(
+        "trap 'touch {d}/term; exit 0' TERM; touch {d}/started; while :; do sleep 0.05; done",
+        d = dir.display()
+    )
+}
+
+fn record_path(repo: &Repo<'_>, instance: &str, issue: u64) -> PathBuf {
+    repo.dir
+        .join(".git/maverick/claims")
+        .join(instance)
+        .join(format!("{issue}.json"))
+}
+
+fn record(repo: &Repo<'_>, instance: &str, issue: u64) -> Option<Value> {
+    std::fs::read(record_path(repo, instance, issue))
+        .ok()
+        .map(|b| serde_json::from_slice(&b).unwrap())
+}
+
+fn read_json(repo: &Repo<'_>, instance: &str, issue: u64) -> (i32, Value) {
+    let run = repo.maverick_as(instance, &["coord", "read", "--json", &issue.to_string()]);
+    (run.code, run.json())
+}
+
+#[test]
+fn exit_0_and_3_pass_through_and_release_with_the_right_reason() {
+    let env = TestEnv::new();
+    let alice = env.clone("alice");
+    let dir = marker_dir(&env, "env");
+    let script = format!(
+        "echo \"$MAVERICK_ISSUE $MAVERICK_INSTANCE $MAVERICK_GENERATION\" > {}/vars; \
+         git maverick coord read 40 >/dev/null; echo $? > {}/read; exit 0",
+        dir.display(),
+        dir.display()
+    );
+    let mut cmd = run_command(
+        &alice,
+        &["--json", "--branch", "maverick/40-x", "40"],
+        &script,
+    );
+    // `git maverick` inside CMD is the same instance: the claim is its own.
+    let bin_dir = Path::new(support::BIN).parent().unwrap();
+    let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap());
+    cmd.env("PATH", path);
+    let ok = Run::from_output(&["run"], cmd.output().unwrap());
+    ok.expect(0);
+    let json = ok.json();
+    assert_eq!(json["released"], serde_json::json!([40]));
+    assert_eq!(json["reason"], "merged");
+    assert_eq!(json["status"], serde_json::json!({"exited": 0}));
+    assert_eq!(
+        std::fs::read_to_string(dir.join("vars")).unwrap().trim(),
+        "40 alice 1"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("read")).unwrap().trim(),
+        "0"
+    );
+    assert!(!env.labels(40).contains(&"claude-in-progress".to_owned()));
+    env.assert_released_once(40, "alice", "merged");
+    assert!(
+        record(&alice, "alice", 40).is_none(),
+        "the record goes with the claim"
+    );
+
+    let failed = run_to_end(&alice, &["41"], "exit 3");
+    failed.expect(3);
+    assert!(
+        failed.stderr.contains("released #41 (abort)"),
+        "{}",
+        failed.stderr
+    );
+    assert!(env.labels(41).is_empty());
+    env.assert_released_once(41, "alice", "abort");
+
+    let ejected = run_to_end(
+        &alice,
+        &["--success-reason", "ejected", "--scope", "43", "42"],
+        "true",
+    );
+    ejected.expect(0);
+    for issue in [42, 43] {
+        env.assert_released_once(issue, "alice", "ejected");
+        assert!(env.labels(issue).is_empty());
+    }
+
+    let killed = run_to_end(&alice, &["44"], "kill -KILL $$");
+    killed.expect(128 + 9);
+    env.assert_released_once(44, "alice", "abort");
+}
+
+#[test]
+fn a_signal_to_maverick_reaches_the_command_then_releases_and_exits_128_plus_n() {
+    let env = TestEnv::new();
+    let alice = env.clone("alice");
+    for (issue, signal, name) in [
+        (50, libc::SIGTERM, "TERM"),
+        (51, libc::SIGINT, "INT"),
+        (52, libc::SIGHUP, "HUP"),
+    ] {
+        let dir = marker_dir(&env, name);
+        let script = format!(
+            "trap 'touch {d}/got-{name}; exit 0' {name}; touch {d}/started; \
+             while :; do sleep 0.05; done",
+            d = dir.display()
+        );
+        let mut child = spawn(run_command(&alice, &[&issue.to_string()], &script));
+        wait_for_file(&dir.join("started"), Duration::from_secs(10));
+        // SAFETY: a plain kill(2) of our own child.
+        unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+        wait_for_exit(&mut child, Duration::from_secs(10));
+        let run = finish(child);
+        run.expect(128 + signal);
+        assert!(
+            dir.join(format!("got-{name}")).exists(),
+            "the command got SIG{name}"
+        );
+        assert!(env.labels(issue).is_empty());
+        env.assert_released_once(issue, "alice", "abort");
+    }
+
+    // A command with no handler dies of the signal, as it would without
+    // maverick in between: the signals maverick waits for are not blocked
+    // in the command.
+    let mut child = spawn(run_command_argv(&alice, &["53"], &["sleep", "30"]));
+    let pid = wait_for_child_named(child.id(), "sleep", Duration::from_secs(10));
+    let sent = SystemTime::now();
+    // SAFETY: a plain kill(2) of our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    wait_for_death(pid, Duration::from_secs(5));
+    wait_for_exit(&mut child, Duration::from_secs(10));
+    eprintln!(
+        "SIGTERM to maverick -> plain command dead and run exited: {:.3}s",
+        seconds_between(sent, SystemTime::now())
+    );
+    finish(child).expect(128 + libc::SIGTERM);
+    env.assert_released_once(53, "alice", "abort");
+}
+#[test]
+fn a_lost_claim_stops_the_command_within_one_heartbeat_and_leaves_the_new_holder_alone() {
+    let env = TestEnv::new();
+    let alice = env.clone("alice");
+    let bob = env.clone("bob");
+    let dir = marker_dir(&env, "lost");
+    // A 2s grace leaves room for a slow heartbeat on a loaded machine; the
+    // bound asserted is the issue's: grace + one heartbeat interval.
+    let grace = Duration::from_secs(2);
+    let timing = [
+        "--lease-ttl",
+        "5s",
+        "--heartbeat-interval",
+        "1s",
+        "--grace",
+        "2s",
+    ];
+    let mut child = spawn(run_command_timed(
+        &alice,
+        &timing,
+        &["60"],
+        &stoppable(&dir),
+    ));
+    wait_for_file(&dir.join("started"), Duration::from_secs(10));
+
+    // Someone drops the label and bob claims the free issue.
+    let lost_at = SystemTime::now();
+    bob.maverick(&["coord", "label", "remove", "60", "claude-in-progress"])
+        .expect(0);
+    bob.maverick(&["coord", "claim", "60"]).expect(0);
+    let stopped_at = wait_for_file(
+        &dir.join("term"),
+        HEARTBEAT + grace + Duration::from_secs(5),
+    );
+    let latency = seconds_between(lost_at, stopped_at);
+    eprintln!("claim lost -> command got SIGTERM: {latency:.3}s");
+    assert!(
+        latency <= (HEARTBEAT + grace).as_secs_f64(),
+        "the command was stopped {latency:.3}s after the loss; the bound is {:?}",
+        HEARTBEAT + grace
+    );
+    wait_for_exit(&mut child, Duration::from_secs(10));
+    let run = finish(child);
+    run.expect(7);
+    assert!(run.stderr.contains("claim lost"), "{}", run.stderr);
+
+    // Bob's claim is untouched: labelled, his, generation 2, never released.
+    let (code, view) = read_json(&bob, "bob", 60);
+    assert_eq!(code, 0);
+    assert_eq!(view["decision"], "ours");
+    assert_eq!(view["holder"]["generation"], 2);
+    assert!(env.labels(60).contains(&"claude-in-progress".to_owned()));
+    assert!(env.releases(60).iter().all(|(who, _)| who != "bob"));
+    assert_eq!(read_json(&alice, "alice", 60).0, 4);
+    // Alice's record no longer says she holds #60: it is marked lost, or gone
+    // with the release of her dangling claim when her heartbeat came between
+    // the label's removal and bob's claim.
+    if let Some(rec) = record(&alice, "alice", 60) {
+        assert!(rec["lost"].is_string(), "{rec}");
+    }
+}
+
+#[test]
+fn a_takeover_while_heartbeats_fail_finds_the_command_already_stopped() {
+    let env = TestEnv::new();
+    let alice = env.clone("alice");
+    let bob = env.clone("bob");
+    let dir = marker_dir(&env, "takeover");
+    // One second more ttl than the tightest the arithmetic allows, so that
+    // "stopped before the takeover" holds on a loaded machine too.
+    let timing = [
+        "--lease-ttl",
+        "5s",
+        "--heartbeat-interval",
+        "1s",
+        "--grace",
+        "1s",
+    ];
+    let mut child = spawn(run_command_timed(
+        &alice,
+        &timing,
+        &["70"],
+        &stoppable(&dir),
+    ));
+    wait_for_file(&dir.join("started"), Duration::from_secs(10));
+
+    // Alice's surface goes away: every heartbeat from now on fails.
+    let missing = env.path().join("gone.git");
+    alice.git(&["remote", "set-url", "origin", missing.to_str().unwrap()]);
+
+    // Bob waits for the lease to go stale, then takes over.
+    let end = Instant::now() + Duration::from_secs(15);
+    loop {
+        let (code, _) = read_json(&bob, "bob", 70);
+        if code == 5 {
+            break;
+        }
+        assert_eq!(code, 4, "held live until stale");
+        assert!(Instant::now() < end, "the lease never went stale");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let lost_at = SystemTime::now();
+    bob.maverick(&["coord", "takeover", "70"]).expect(0);
+
+    let stopped_at = wait_for_file(&dir.join("term"), Duration::from_secs(10));
+    let latency = seconds_between(lost_at, stopped_at);
+    eprintln!("takeover -> command got SIGTERM: {latency:+.3}s");
+    assert!(
+        latency <= (HEARTBEAT + GRACE).as_secs_f64(),
+        "the command was stopped {latency:.3}s after the takeover"
+    );
+    wait_for_exit(&mut child, Duration::from_secs(10));
+    let run = finish(child);
+    run.expect(7);
+    assert!(run.stderr.contains("claim lost"), "{}", run.stderr);
+    assert!(run.stderr.contains("heartbeat"), "{}", run.stderr);
+    // The arithmetic's point: the command was gone before the lease could
+    // go stale, so no takeover ever ran beside it.
+    assert!(
+        latency < 0.0,
+        "the command outlived the lease by {latency:.3}s"
+    );
+
+    alice.git(&["remote", "set-url", "origin", env.origin.to_str().unwrap()]);
+    let (code, view) = read_json(&bob, "bob", 70);
+    assert_eq!(code, 0);
+    assert_eq!(view["holder"]["instance_id"], "bob");
+    assert_eq!(view["holder"]["generation"], 2);
+    assert!(env.releases(70).is_empty(), "nobody released anything");
+    let rec = record(&alice, "alice", 70).expect("alice keeps a record of the loss");
+    assert!(rec["lost"].as_str().unwrap().contains("heartbeat"), "{rec}");
+}
+
+#[test]
+fn a_command_that_ignores_sigterm_is_killed_after_the_grace_period() {
+    let env = TestEnv::new();
+    let alice = env.clone("alice");
+    let bob = env.clone("bob");
+    let dir = marker_dir(&env, "stubborn");
+    let script = format!(
+        "trap 'touch {d}/term' TERM; echo $$ > {d}/pid; touch {d}/started; \
+         while :; do sleep 0.05; done",
+        d = dir.display()
+    );
+    let mut child = spawn(run_command(&alice, &["80"], &script));
+    wait_for_file(&dir.join("started"), Duration::from_secs(10));
+    let pid: i32 = std::fs::read_to_string(dir.join("pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    bob.maverick(&["coord", "label", "remove", "80", "claude-in-progress"])
+        .expect(0);
+    let term_at = wait_for_file(&dir.join("term"), HEARTBEAT + Duration::from_secs(5));
+    let dead_at = wait_for_death(pid, GRACE + Duration::from_secs(5));
+    let took = seconds_between(term_at, dead_at);
+    eprintln!("SIGTERM -> SIGKILL: {took:.3}s");
+    let grace = GRACE.as_secs_f64();
+    assert!(
+        took >= grace - 0.1 && took <= grace + 0.5,
+        "SIGKILL came {took:.3}s after SIGTERM; the grace is {GRACE:?}"
+    );
+    wait_for_exit(&mut child, Duration::from_secs(10));
+    let run = finish(child);
+    run.expect(7);
+    assert!(run.stderr.contains("SIGKILL"), "{}", run.stderr);
+    assert_eq!(run.code, 7);
+}
+
+/// Watches origin's surface ref and notes when each write lands, until
+/// `stop` is set.
+fn watch_surface(env: &TestEnv, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Vec<Instant>> {
+    let ref_file = env.origin.join("refs/maverick/issues");
+    std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        let mut last = None;
+        while !stop.load(Ordering::SeqCst) {
+            let now = std::fs::read(&ref_file).ok();
+            if now.is_some() && now != last {
+                seen.push(Instant::now());
+                last = now;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        seen
+    })
+}
+
+#[test]
+fn a_command_printing_megabytes_does_not_delay_the_heartbeats() {
+    let env = TestEnv::new();
+    let alice = env.clone("alice");
+    let dir = marker_dir(&env, "flood");
+    let script = format!(
+        "touch {d}/started; while [ ! -e {d}/stop ]; do head -c 2000000 /dev/zero; sleep 0.01; done",
+        d = dir.display()
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    let watcher = watch_surface(&env, stop.clone());
+    let started = Instant::now();
+    // A roomy ttl: this test is about the schedule, not the arithmetic; with
+    // the tightest ttl one slow write on a loaded machine is a real loss.
+    let timing = [
+        "--lease-ttl",
+        "10s",
+        "--heartbeat-interval",
+        "1s",
+        "--grace",
+        "1s",
+    ];
+    let mut child = spawn(run_command_timed(&alice, &timing, &["90"], &script));
+    let mut stdout = child.stdout.take().unwrap();
+    let reader =
+        std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()).unwrap());
+    wait_for_file(&dir.join("started"), Duration::from_secs(10));
+    // Let it flood for four heartbeat intervals: poll the clock, not the CMD.
+    let flood_from = Instant::now();
+    while flood_from.elapsed() < HEARTBEAT * 4 {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::fs::write(dir.join("stop"), "").unwrap();
+    wait_for_exit(&mut child, Duration::from_secs(10));
+    let bytes = reader.join().unwrap();
+    let run = finish(child);
+    run.expect(0);
+    stop.store(true, Ordering::SeqCst);
+    let writes = watcher.join().unwrap();
+    assert!(bytes > 20_000_000, "only {bytes} bytes of output");
+    // claim, heartbeats..., release
+    let beats: Vec<Duration> = writes.windows(2).map(|w| w[1] - w[0]).collect();
+    eprintln!(
+        "{} MB of output; surface writes at {:?} after start, gaps {beats:?}",
+        bytes / 1_000_000,
+        writes.iter().map(|w| *w - started).collect::<Vec<_>>()
+    );
+    assert!(
+        writes.len() >= 2 + 4,
+        "too few heartbeats: {} writes",
+        writes.len()
+    );
+    // Every gap but the last (heartbeat to release) is one heartbeat
+    // interval, give or take how long one write takes: none was skipped.
+    for gap in &beats[..beats.len() - 1] {
+        assert!(
+            *gap <= HEARTBEAT + Duration::from_millis(900),
+            "a heartbeat came {gap:?} after the one before; gaps {beats:?}"
+        );
+    }
+}
+
+#[test]
+fn run_refuses_what_coord_claim_refuses_and_checks_its_arithmetic_first() {
+    let env = TestEnv::new();
+    let alice = env.clone("alice");
+    let bob = env.clone("bob");
+    let ran = env.path().join("ran");
+    let script = format!("touch {}", ran.display());
+
+    let bad = alice.maverick(&[
+        "run",
+        "--lease-ttl",
+        "3s",
+        "--heartbeat-interval",
+        "1s",
+        "--grace",
+        "1s",
+        "100",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    bad.expect(2);
+    assert!(
+        bad.stderr
+            .contains("must be longer than two heartbeat intervals"),
+        "{}",
+        bad.stderr
+    );
+    assert!(env.surface_head().is_none(), "nothing was claimed");
+
+    bob.maverick(&["coord", "claim", "100"]).expect(0);
+    let held = run_to_end(&alice, &["100"], &script);
+    held.expect(4);
+    bob.maverick(&["coord", "block", "101", "--by", "100"])
+        .expect(0);
+    run_to_end(&alice, &["101"], &script).expect(3);
+    assert!(!ran.exists(), "the command never ran");
+
+    let missing = alice.maverick(&["run", "102", "--", "no-such-command-here"]);
+    missing.expect(127);
+    env.assert_released_once(102, "alice", "abort");
+}
+
+#[test]
+fn a_claim_held_before_run_is_renewed_and_kept() {
+    let env = TestEnv::new();
+    let alice = env.clone("alice");
+    alice
+        .maverick(&["coord", "claim", "110", "--branch", "maverick/110-x"])
+        .expect(0);
+    let run = run_to_end(&alice, &["110"], "exit 0");
+    run.expect(0);
+    assert!(run.stderr.contains("kept #110"), "{}", run.stderr);
+    let (code, view) = read_json(&alice, "alice", 110);
+    assert_eq!(code, 0);
+    assert_eq!(view["decision"], "ours");
+    assert!(env.releases(110).is_empty());
+    let rec = record(&alice, "alice", 110).unwrap();
+    assert_eq!(rec["branch"], "maverick/110-x");
+}
+
+#[test]
+fn release_all_releases_this_instances_claims_and_none_of_anothers() {
+    let env = TestEnv::new();
+    let alice = env.clone("alice");
+    let bob = env.clone("bob");
+    alice.maverick(&["coord", "claim", "120"]).expect(0);
+    alice
+        .maverick(&["coord", "claim", "121", "--scope", "122"])
+        .expect(0);
+    // Another instance in the same clone, and one in another clone.
+    alice
+        .maverick_as("carol", &["coord", "claim", "123"])
+        .expect(0);
+    bob.maverick(&["coord", "claim", "124"]).expect(0);
+
+    let run = alice.maverick(&["coord", "release-all", "--reason", "abort", "--json"]);
+    run.expect(0);
+    let json = run.json();
+    assert_eq!(json["released"], serde_json::json!([120, 121, 122]));
+    for issue in [120, 121, 122] {
+        env.assert_released_once(issue, "alice", "abort");
+        assert!(env.labels(issue).is_empty());
+        assert!(record(&alice, "alice", issue).is_none());
+    }
+    for (issue, holder) in [(123, "carol"), (124, "bob")] {
+        assert!(env.releases(issue).is_empty(), "#{issue} was released");
+        assert_eq!(read_json(&alice, holder, issue).1["decision"], "ours");
+    }
+    assert!(record(&alice, "carol", 123).is_some());
+
+    // Nothing left: a second sweep is a no-op.
+    let again = alice.maverick(&["coord", "release-all"]);
+    again.expect(0);
+    assert!(
+        again.stdout.contains("nothing to release"),
+        "{}",
+        again.stdout
+    );
+}

@@ -1,0 +1,604 @@
+//! Push-per-task end to end: the real binary, real git, a bare origin, and
+//! the surface the harness gives (`on_surfaces!`).
+
+mod support;
+
+use serde_json::Value;
+use support::surfaces::SurfaceSetup;
+use support::Repo;
+
+const STORY: u64 = 142;
+const BRANCH: &str = "maverick/142-parser";
+
+const THREE_TASKS: &str = "\
+Parse marker blocks — fenced JSON in comments
+Upsert markers in place — PATCH the newest of a kind
+Verify after writing
+";
+
+/// Writes `text` to a file outside every clone; returns its path.
+fn input_file(s: &dyn SurfaceSetup, name: &str, text: &str) -> String {
+    let path = s.env().path().join(name);
+    std::fs::write(&path, text).unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
+/// A clone on the story's branch, with the story's tasks comment written.
+fn start_story<'a>(s: &'a dyn SurfaceSetup, name: &str, tasks: &str) -> Repo<'a> {
+    let repo = s.clone(name);
+    repo.git(&["switch", "--quiet", "-c", BRANCH]);
+    let file = input_file(s, "tasks.md", tasks);
+    s.maverick(&repo, &["task", "init", "142", &file]).expect(0);
+    repo
+}
+
+/// Another machine: a clone that follows the story's branch on origin.
+fn join_story<'a>(s: &'a dyn SurfaceSetup, name: &str) -> Repo<'a> {
+    let repo = s.clone(name);
+    repo.git(&["switch", "--quiet", BRANCH]);
+    repo
+}
+
+fn stage(repo: &Repo<'_>, path: &str, content: &str) {
+    repo.write_file(path, content);
+    repo.git(&["add", path]);
+}
+
+fn tasks_body(s: &dyn SurfaceSetup) -> String {
+    s.comment_starting_with(STORY, "## Tasks")
+        .expect("the story has a tasks comment")
+        .body
+}
+
+/// `(checked, sha)` of each task line of the tasks comment.
+fn marks(body: &str) -> Vec<(bool, Option<String>)> {
+    maverick::tasks::parse_tasks(body)
+        .into_iter()
+        .map(|t| (t.done, t.sha))
+        .collect()
+}
+
+/// The commits of the branch on origin beyond main, oldest first:
+/// `(sha, subject, Maverick-Issue, Maverick-Task)`.
+fn remote_commits(s: &dyn SurfaceSetup) -> Vec<(String, String, String, String)> {
+    let exists = s.env().git_output_in(
+        &s.env().origin,
+        &["rev-parse", "--verify", "--quiet", BRANCH],
+    );
+    if !exists.status.success() {
+        return Vec::new();
+    }
+    let out = s.env().git_in(
+        &s.env().origin,
+        &[
+            "log",
+            "--reverse",
+            "--format=%H%x1f%s%x1f%(trailers:key=Maverick-Issue,valueonly)%x1f%(trailers:key=Maverick-Task,valueonly)%x1e",
+            &format!("main..{BRANCH}"),
+        ],
+    );
+    out.split('\x1e')
+        .map(|r| r.trim())
+        .filter(|r| !r.is_empty())
+        .map(|r| {
+            let f: Vec<&str> = r.split('\x1f').map(str::trim).collect();
+            (
+                f[0].to_owned(),
+                f[1].to_owned(),
+                f[2].to_owned(),
+                f[3].to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn three_tasks_done_in_a_row(s: &dyn SurfaceSetup) {
+    let a = start_story(s, "alpha", THREE_TASKS);
+    for (n, subject) in [
+        "feat(markers): parse blocks",
+        "feat(markers): upsert in place",
+        "test(markers): verify after writing",
+    ]
+    .iter()
+    .enumerate()
+    {
+        stage(
+            &a,
+            &format!("src/step{}.rs", n + 1),
+            &format!("// step {}\n", n + 1),
+        );
+        let run = s.maverick(&a, &["task", "done", "-m", subject]);
+        run.expect(0);
+        assert!(
+            run.stdout.contains(&format!("task {} of #142 done", n + 1)),
+            "{}",
+            run.screen()
+        );
+    }
+    let commits = remote_commits(s);
+    assert_eq!(
+        commits.len(),
+        3,
+        "three commits on the remote branch: {commits:?}"
+    );
+    for (i, (sha, subject, issue, task)) in commits.iter().enumerate() {
+        assert_eq!(issue, "142", "{subject}");
+        assert_eq!(task, &(i + 1).to_string(), "{subject}");
+        let (checked, mark) = &marks(&tasks_body(s))[i];
+        assert!(checked, "task {} is checked", i + 1);
+        let mark = mark.as_deref().expect("the check mark names the commit");
+        assert!(sha.starts_with(mark), "task {}: {mark} is not {sha}", i + 1);
+    }
+    assert_eq!(
+        a.git(&["rev-parse", "HEAD"]),
+        commits[2].0,
+        "the local branch is what was pushed"
+    );
+
+    let list = s.maverick(&a, &["task", "list"]);
+    list.expect(0);
+    assert!(
+        list.stdout.contains("#142: 3/3 tasks done"),
+        "{}",
+        list.screen()
+    );
+    assert!(
+        list.stdout.contains("next: none, all tasks are done"),
+        "{}",
+        list.screen()
+    );
+    let json = s.maverick(&a, &["--json", "task", "list", "142"]).json();
+    assert_eq!(json["done"], 3);
+    assert_eq!(json["next"], Value::Null);
+    assert_eq!(json["reconciled"], serde_json::json!([]));
+
+    let progress = s
+        .maverick(&a, &["--json", "state", "get", "task-progress", "142"])
+        .json();
+    assert_eq!(progress["marker"]["phase"], "implement");
+    assert_eq!(progress["marker"]["branch"], BRANCH);
+    assert_eq!(progress["marker"]["task"], 3);
+    assert_eq!(progress["marker"]["instance_id"], "alpha");
+}
+
+fn crash_between_push_and_comment_heals_on_another_machine(s: &dyn SurfaceSetup) {
+    let a = start_story(s, "alpha", THREE_TASKS);
+    stage(&a, "src/one.rs", "// one\n");
+    s.maverick(&a, &["task", "done", "-m", "feat: one"])
+        .expect(0);
+    // The crash: task 2 committed and pushed, the check-off never written.
+    stage(&a, "src/two.rs", "// two\n");
+    a.git(&[
+        "commit",
+        "--quiet",
+        "-m",
+        "feat: two",
+        "--trailer",
+        "Maverick-Issue: 142",
+        "--trailer",
+        "Maverick-Task: 2",
+    ]);
+    a.git(&["push", "--quiet", "origin", BRANCH]);
+    let two = a.git(&["rev-parse", "HEAD"]);
+    assert_eq!(marks(&tasks_body(s))[1], (false, None));
+
+    let b = s.clone("beta");
+    let list = s.maverick(&b, &["task", "list", "142"]);
+    list.expect(0);
+    let short = &two[..7];
+    assert!(
+        list.stdout
+            .contains(&format!("checked off task 2 from {short}")),
+        "{}",
+        list.screen()
+    );
+    assert!(
+        list.stdout.contains("#142: 2/3 tasks done"),
+        "{}",
+        list.screen()
+    );
+    assert!(
+        list.stdout.contains("next: task 3 — Verify after writing"),
+        "{}",
+        list.screen()
+    );
+    let (checked, mark) = marks(&tasks_body(s))[1].clone();
+    assert!(checked);
+    assert!(two.starts_with(&mark.unwrap()));
+
+    // Once healed, nothing more to do; and the first machine carries on.
+    let again = s.maverick(&b, &["--json", "task", "list", "142"]).json();
+    assert_eq!(again["reconciled"], serde_json::json!([]));
+    assert_eq!(again["next"]["number"], 3);
+    stage(&a, "src/three.rs", "// three\n");
+    s.maverick(&a, &["task", "done", "-m", "test: three"])
+        .expect(0);
+    assert!(marks(&tasks_body(s)).iter().all(|(c, _)| *c));
+}
+
+fn crash_before_push_leaves_the_next_machine_at_that_task(s: &dyn SurfaceSetup) {
+    let a = start_story(s, "alpha", THREE_TASKS);
+    stage(&a, "src/one.rs", "// one\n");
+    s.maverick(&a, &["task", "done", "-m", "feat: one"])
+        .expect(0);
+    // The crash: task 2 committed, never pushed.
+    stage(&a, "src/two.rs", "// two, alpha's\n");
+    a.git(&[
+        "commit",
+        "--quiet",
+        "-m",
+        "feat: two",
+        "--trailer",
+        "Maverick-Issue: 142",
+        "--trailer",
+        "Maverick-Task: 2",
+    ]);
+
+    let b = join_story(s, "beta");
+    let json = s.maverick(&b, &["--json", "task", "list"]).json();
+    assert_eq!(json["done"], 1);
+    assert_eq!(json["next"]["number"], 2);
+    assert_eq!(
+        json["ahead"],
+        serde_json::json!([]),
+        "nothing on the issue claims more than the remote has"
+    );
+    let remote = remote_commits(s);
+    assert_eq!(remote.len(), 1);
+    for (checked, mark) in marks(&tasks_body(s)) {
+        if checked {
+            assert!(remote
+                .iter()
+                .any(|c| c.0.starts_with(mark.as_deref().unwrap())));
+        }
+    }
+
+    // The next machine does task 2 ...
+    stage(&b, "src/two.rs", "// two, beta's\n");
+    let run = s.maverick(&b, &["task", "done", "-m", "feat: two again"]);
+    run.expect(0);
+    assert!(
+        run.stdout.contains("task 2 of #142 done"),
+        "{}",
+        run.screen()
+    );
+    let beta_two = b.git(&["rev-parse", "HEAD"]);
+
+    // ... and the first machine, back, must not overwrite it.
+    let late = s.maverick(&a, &["task", "done"]);
+    late.expect(8);
+    assert!(late.stdout.contains("stays local"), "{}", late.screen());
+    assert!(
+        late.stderr.contains("do not merge or overwrite"),
+        "{}",
+        late.screen()
+    );
+    assert_eq!(
+        s.env().git_in(&s.env().origin, &["rev-parse", BRANCH]),
+        beta_two
+    );
+    let (checked, mark) = marks(&tasks_body(s))[1].clone();
+    assert!(checked);
+    assert!(
+        beta_two.starts_with(&mark.unwrap()),
+        "task 2 keeps beta's commit"
+    );
+}
+
+fn refuses_bad_messages_an_empty_index_and_tasks_out_of_range(s: &dyn SurfaceSetup) {
+    let a = start_story(s, "alpha", THREE_TASKS);
+    let head = a.git(&["rev-parse", "HEAD"]);
+
+    let empty = s.maverick(&a, &["task", "done", "-m", "feat: nothing"]);
+    empty.expect(1);
+    assert!(
+        empty.stderr.contains("nothing is staged"),
+        "{}",
+        empty.screen()
+    );
+    assert!(empty.stderr.contains("hint: stage"), "{}", empty.screen());
+
+    stage(&a, "src/x.rs", "// x\n");
+    for bad in [
+        "added the parser",
+        "Feat: parser",
+        "feat(): parser",
+        "feat:parser",
+        "feat: x\nno blank line",
+    ] {
+        let run = s.maverick(&a, &["task", "done", "-m", bad]);
+        run.expect(2);
+        assert!(run.stderr.starts_with("error: "), "{}", run.screen());
+        assert!(
+            run.stderr.contains("nothing was committed"),
+            "{}",
+            run.screen()
+        );
+    }
+    // No -m and a title that is not a conventional message.
+    let untitled = s.maverick(&a, &["task", "done"]);
+    untitled.expect(2);
+    assert!(
+        untitled
+            .stderr
+            .contains("not a Conventional Commits message"),
+        "{}",
+        untitled.screen()
+    );
+    assert_eq!(a.git(&["rev-parse", "HEAD"]), head, "nothing was committed");
+
+    let out_of_range = s.maverick(&a, &["task", "done", "--task", "4", "-m", "feat: x"]);
+    out_of_range.expect(2);
+    assert!(
+        out_of_range
+            .stderr
+            .contains("task 4 is out of range: the tasks comment of #142 has 3 tasks"),
+        "{}",
+        out_of_range.screen()
+    );
+    s.maverick(&a, &["task", "check", "142", "0"]).expect(2);
+    s.maverick(&a, &["task", "check", "142", "9"]).expect(2);
+    assert_eq!(a.git(&["rev-parse", "HEAD"]), head);
+    assert!(remote_commits(s).is_empty(), "nothing was pushed");
+
+    // Which issue: the branch name, unless a flag disagrees; none on main.
+    let disagree = s.maverick(&a, &["task", "done", "--issue", "7", "-m", "feat: x"]);
+    disagree.expect(2);
+    assert!(
+        disagree.stderr.contains("belongs to #142"),
+        "{}",
+        disagree.screen()
+    );
+    let b = s.clone("beta");
+    let nowhere = s.maverick(&b, &["task", "list"]);
+    nowhere.expect(2);
+    assert!(
+        nowhere.stderr.contains("cannot tell which issue"),
+        "{}",
+        nowhere.screen()
+    );
+    let none = s.maverick(&b, &["task", "list", "143"]);
+    none.expect(1);
+    assert!(
+        none.stderr.contains("#143 has no tasks comment"),
+        "{}",
+        none.screen()
+    );
+    assert!(
+        none.stderr.contains("git maverick task init 143"),
+        "{}",
+        none.screen()
+    );
+    let no_tasks = input_file(s, "empty.md", "\n\n");
+    s.maverick(&b, &["task", "init", "143", &no_tasks])
+        .expect(2);
+
+    // Init twice with the same tasks: nothing changes; with others: refused.
+    let same = input_file(s, "same.md", THREE_TASKS);
+    s.maverick(&b, &["task", "init", "142", &same]).expect(0);
+    let other = input_file(s, "other.md", "Something else\n");
+    let refused = s.maverick(&b, &["task", "init", "142", &other]);
+    refused.expect(1);
+    assert!(refused.stderr.contains("--replace"), "{}", refused.screen());
+    assert_eq!(
+        s.comments(STORY)
+            .iter()
+            .filter(|c| c.body.starts_with("## Tasks"))
+            .count(),
+        1
+    );
+}
+
+fn parses_a_persons_edits_and_loses_no_check_mark(s: &dyn SurfaceSetup) {
+    let a = start_story(s, "alpha", THREE_TASKS);
+    let comment = s.comment_starting_with(STORY, "## Tasks").unwrap();
+    let edited = "\
+## Tasks
+
+Plan agreed with @carol on Monday.
+
+- [X] **Parse marker blocks** — done by hand before the tool
+  - [ ] a sub-step the person added
+  - a note, not a task
+- [ ] **Upsert markers in place** — PATCH the newest of a kind
+    ```
+    - [ ] not a task: inside code
+    ```
+* [ ] **Verify after writing**
+
+## Notes
+- [ ] a checkbox outside the tasks section
+";
+    s.edit_comment(STORY, comment.id, edited);
+
+    let json = s.maverick(&a, &["--json", "task", "list"]).json();
+    assert_eq!(json["total"], 3, "{json}");
+    assert_eq!(json["done"], 1);
+    assert_eq!(json["tasks"][0]["title"], "Parse marker blocks");
+    assert_eq!(json["tasks"][2]["title"], "Verify after writing");
+    assert_eq!(json["next"]["number"], 2);
+
+    stage(&a, "src/two.rs", "// two\n");
+    s.maverick(
+        &a,
+        &["task", "done", "-m", "feat(markers): upsert in place"],
+    )
+    .expect(0);
+    let short = a.git(&["rev-parse", "--short", "HEAD"]);
+    let expected = edited.replace(
+        "- [ ] **Upsert markers in place** — PATCH the newest of a kind\n",
+        &format!("- [x] **Upsert markers in place** — PATCH the newest of a kind (`{short}`)\n"),
+    );
+    assert_eq!(tasks_body(s), expected, "only task 2's line changed");
+
+    // A check mark with a sha a person wrote is kept as it is.
+    s.maverick(&a, &["task", "check", "142", "2", "--sha", "abcdef0"])
+        .expect(0);
+    assert_eq!(tasks_body(s), expected);
+}
+
+fn two_instances_checking_at_once_both_win(s: &dyn SurfaceSetup) {
+    let a = start_story(s, "alpha", "T1\nT2\nT3\nT4\nT5\nT6\n");
+    let b = s.clone("beta");
+    for (x, y) in [("1", "2"), ("3", "4"), ("6", "5")] {
+        let mut first = s.command(&a, &["task", "check", "142", x]);
+        let mut second = s.command(&b, &["task", "check", "142", y]);
+        let first = first
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let second = second
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        for (task, child) in [(x, first), (y, second)] {
+            let out = child.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "task check {task}: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let body = tasks_body(s);
+        for task in [x, y] {
+            let n: usize = task.parse().unwrap();
+            assert!(
+                marks(&body)[n - 1].0,
+                "task {task} lost its check mark:\n{body}"
+            );
+        }
+    }
+    assert!(marks(&tasks_body(s)).iter().all(|(c, _)| *c));
+}
+
+fn the_claim_names_the_issue_and_fences_task_done(s: &dyn SurfaceSetup) {
+    let a = s.clone("alpha");
+    // A branch whose name says nothing: the claim says which issue it is.
+    a.git(&["switch", "--quiet", "-c", "parser-work"]);
+    s.maverick(
+        &a,
+        &[
+            "--lease-ttl",
+            "1s",
+            "coord",
+            "claim",
+            "142",
+            "--branch",
+            "parser-work",
+        ],
+    )
+    .expect(0);
+    let file = input_file(s, "tasks.md", THREE_TASKS);
+    s.maverick(&a, &["task", "init", "142", &file]).expect(0);
+    stage(&a, "src/one.rs", "// one\n");
+    let run = s.maverick(&a, &["--json", "task", "done", "-m", "feat: one"]);
+    let json = run.expect(0).json();
+    assert_eq!(json["issue"], 142);
+    assert_eq!(json["issue_source"], "claim");
+
+    // Another instance takes the stale claim over: alpha's next task is refused.
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    let b = s.clone("beta");
+    s.maverick(&b, &["coord", "claim", "142", "--takeover"])
+        .expect(0);
+    stage(&a, "src/two.rs", "// two\n");
+    let head = a.git(&["rev-parse", "HEAD"]);
+    let fenced = s.maverick(&a, &["task", "done", "-m", "feat: two"]);
+    fenced.expect(7);
+    assert!(
+        fenced.stdout.contains("claim lost: #142 is held by beta"),
+        "{}",
+        fenced.screen()
+    );
+    assert_eq!(a.git(&["rev-parse", "HEAD"]), head, "nothing was committed");
+}
+
+fn a_refused_push_leaves_the_commit_local_and_a_rerun_pushes_it(s: &dyn SurfaceSetup) {
+    let a = start_story(s, "alpha", THREE_TASKS);
+    // The remote refuses branch pushes for a while (maverick's own refs pass).
+    let hook = s.env().origin.join("hooks/pre-receive");
+    std::fs::write(
+        &hook,
+        "#!/bin/sh\nwhile read old new ref; do case \"$ref\" in refs/heads/*) echo \"branch pushes are closed\" >&2; exit 1;; esac; done\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    stage(&a, "src/one.rs", "// one\n");
+    let refused = s.maverick(&a, &["task", "done", "-m", "feat: one"]);
+    refused.expect(1);
+    let short = a.git(&["rev-parse", "--short", "HEAD"]);
+    assert!(
+        refused
+            .stderr
+            .contains(&format!("committed {short} locally but could not push it")),
+        "{}",
+        refused.screen()
+    );
+    assert!(
+        refused.stderr.contains("task 1 of #142 stays unchecked"),
+        "{}",
+        refused.screen()
+    );
+    assert!(remote_commits(s).is_empty());
+    assert_eq!(marks(&tasks_body(s))[0], (false, None));
+
+    std::fs::remove_file(&hook).unwrap();
+    let rerun = s.maverick(&a, &["task", "done"]);
+    rerun.expect(0);
+    assert!(
+        rerun.stdout.contains("task 1 of #142 done"),
+        "{}",
+        rerun.screen()
+    );
+    assert!(
+        rerun
+            .stdout
+            .contains("was committed earlier; this run pushed it"),
+        "{}",
+        rerun.screen()
+    );
+    assert_eq!(remote_commits(s).len(), 1);
+    assert_eq!(marks(&tasks_body(s))[0], (true, Some(short)));
+}
+
+fn what_a_person_sees(s: &dyn SurfaceSetup) {
+    let a = s.clone("alpha");
+    a.git(&["switch", "--quiet", "-c", BRANCH]);
+    let file = input_file(s, "tasks.md", THREE_TASKS);
+    let mut screens = Vec::new();
+    let mut show = |args: &[&str], run: support::Run| {
+        screens.push(format!(
+            "$ git maverick {}\n{}",
+            args.join(" "),
+            run.screen()
+        ));
+    };
+    let args = ["task", "init", "142", "tasks.md"];
+    show(&args, s.maverick(&a, &["task", "init", "142", &file]));
+    stage(&a, "src/one.rs", "// one\n");
+    for args in [
+        &["task", "done", "-m", "feat(markers): parse blocks"][..],
+        &["task", "done", "-m", "parse blocks"],
+        &["task", "done", "-m", "feat: nothing staged"],
+        &["task", "check", "142", "4"],
+        &["task", "list"],
+    ] {
+        show(args, s.maverick(&a, args));
+    }
+    insta::assert_snapshot!(format!("task_screens_{}", s.name()), screens.join("\n"));
+}
+
+on_surfaces!(
+    a_refused_push_leaves_the_commit_local_and_a_rerun_pushes_it,
+    the_claim_names_the_issue_and_fences_task_done,
+    what_a_person_sees,
+    three_tasks_done_in_a_row,
+    crash_between_push_and_comment_heals_on_another_machine,
+    crash_before_push_leaves_the_next_machine_at_that_task,
+    refuses_bad_messages_an_empty_index_and_tasks_out_of_range,
+    parses_a_persons_edits_and_loses_no_check_mark,
+    two_instances_checking_at_once_both_win,
+);
