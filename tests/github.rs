@@ -910,3 +910,44 @@ fn labels_assignees_and_lists_through_the_library() {
         .collect();
     assert_eq!(ready, [12]);
 }
+
+#[test]
+fn pull_requests_ci_and_summaries_through_the_library() {
+    use maverick::surface::Surface as _;
+    let env = github_env();
+    let fake = env.github();
+    let sha = "3dca65fa3e8d4b3da3f3d056c59aee1c50f41390";
+    let other = "0123456789abcdef0123456789abcdef01234567";
+    fake.create_issue(20, "story", &["claude-in-progress"]);
+    fake.create_pull(21, "Closes #20", &["agent-pr"], sha);
+    fake.set_draft(21, true);
+    fake.create_pull(22, "another", &[], other);
+    fake.close(22);
+    fake.set_check_runs(sha, &[("ci", "completed", Some("success")), ("lint", "in_progress", None)]);
+    fake.set_commit_status(sha, "success");
+    let surface = library_surface(&env, &[]);
+
+    let pulls = surface.open_pulls().unwrap();
+    assert_eq!(pulls.len(), 1, "{pulls:?}");
+    assert_eq!(pulls[0].number, 21);
+    assert_eq!(pulls[0].head_sha, sha);
+    assert_eq!(pulls[0].head_ref, "pr-21");
+    assert_eq!(pulls[0].base_ref, "main");
+    assert!(pulls[0].draft);
+    assert_eq!(pulls[0].labels, ["agent-pr"]);
+
+    let ci = surface.ci_status(&[sha.to_owned(), other.to_owned()]).unwrap();
+    let first = ci[0].as_ref().unwrap();
+    assert_eq!(first.combined.as_deref(), Some("success"));
+    assert_eq!(first.check_runs.len(), 2);
+    assert_eq!(first.state, "pending", "a check run is still running");
+    let second = ci[1].as_ref().unwrap();
+    assert_eq!((second.combined.as_deref(), second.state.as_str()), (None, "none"));
+
+    fake.reset_count();
+    let summaries = surface.summaries(&[20, 21]).unwrap();
+    assert_eq!(summaries[0].labels, ["claude-in-progress"]);
+    assert!(summaries[1].is_pull);
+    assert!(fake.requests().iter().all(|r| !r.path.contains("/comments")));
+    assert_eq!(fake.request_count(), 2);
+}

@@ -36,7 +36,10 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{Applied, Comment, Guard, Issue, IssueSummary, Op, Surface, SurfaceError, Write};
+use super::{
+    Applied, CheckRun, CiStatus, Comment, Guard, Issue, IssueSummary, Op, PullRequest, Surface,
+    SurfaceError, Write,
+};
 use crate::timefmt::Timestamp;
 
 /// The most a page holds; an epic's comments come 100 at a time.
@@ -377,6 +380,45 @@ struct ApiComment {
     body: Option<String>,
     created_at: String,
     updated_at: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ApiBranch {
+    #[serde(rename = "ref")]
+    name: String,
+    sha: String,
+}
+
+#[derive(Deserialize)]
+struct ApiPull {
+    number: u64,
+    title: Option<String>,
+    head: ApiBranch,
+    base: ApiBranch,
+    #[serde(default)]
+    draft: Option<bool>,
+    #[serde(default)]
+    labels: Vec<ApiLabel>,
+    body: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ApiCombinedStatus {
+    state: String,
+    #[serde(default)]
+    total_count: u64,
+}
+
+#[derive(Deserialize)]
+struct ApiCheckRuns {
+    check_runs: Vec<ApiCheckRun>,
+}
+
+#[derive(Deserialize)]
+struct ApiCheckRun {
+    name: String,
+    status: String,
+    conclusion: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -1219,6 +1261,128 @@ impl Surface for GithubSurface {
 
     fn issues(&self, numbers: &[u64]) -> Result<Vec<Issue>, SurfaceError> {
         numbers.iter().map(|&n| self.read_issue(n)).collect()
+    }
+
+    /// One request per issue, without its comments (a list of the whole
+    /// repository could be many pages, and would miss nothing only with
+    /// closed issues in it).
+    fn summaries(&self, numbers: &[u64]) -> Result<Vec<IssueSummary>, SurfaceError> {
+        numbers
+            .iter()
+            .map(|&number| {
+                let what = format!("reading issue #{number}");
+                let reply = self.call(
+                    Method::GET,
+                    &self.repo_path(&format!("issues/{number}")),
+                    None,
+                    &what,
+                    None,
+                )?;
+                match reply.status {
+                    StatusCode::OK => {}
+                    StatusCode::NOT_FOUND | StatusCode::GONE => {
+                        return Err(self.missing_issue(number))
+                    }
+                    _ => return Err(self.unexpected(&what, &reply).into()),
+                }
+                let api: ApiIssue = self.parse(&what, &reply)?;
+                let updated_at = api.updated_at.as_deref().and_then(Timestamp::parse);
+                let mut issue = Issue {
+                    number,
+                    open: api.state != "closed",
+                    is_pull: api.pull_request.is_some(),
+                    labels: api.labels.into_iter().filter_map(ApiLabel::into_name).collect(),
+                    assignees: api
+                        .assignees
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|u| u.login)
+                        .collect(),
+                    comments: Vec::new(),
+                };
+                self.show_own_writes(&mut issue, updated_at);
+                issue.comments.clear();
+                Ok(IssueSummary::from(issue))
+            })
+            .collect()
+    }
+
+    fn open_pulls(&self) -> Result<Vec<PullRequest>, SurfaceError> {
+        let pulls: Vec<ApiPull> = self.get_pages(
+            format!("{}?state=open&per_page={PER_PAGE}", self.repo_path("pulls")),
+            "listing open pull requests",
+        )?;
+        Ok(pulls
+            .into_iter()
+            .map(|p| PullRequest {
+                number: p.number,
+                title: p.title.unwrap_or_default(),
+                head_ref: p.head.name,
+                head_sha: p.head.sha,
+                base_ref: p.base.name,
+                draft: p.draft.unwrap_or(false),
+                labels: p.labels.into_iter().filter_map(ApiLabel::into_name).collect(),
+                body: p.body.unwrap_or_default(),
+            })
+            .collect())
+    }
+
+    /// The combined commit status and the check runs of each commit: two
+    /// requests a commit (more for over 100 check runs).
+    fn ci_status(&self, shas: &[String]) -> Result<Vec<Option<CiStatus>>, SurfaceError> {
+        shas.iter()
+            .map(|sha| {
+                let sha_path = percent_encode(sha);
+                let what = format!("reading the commit status of {sha}");
+                let reply = self.call(
+                    Method::GET,
+                    &self.repo_path(&format!("commits/{sha_path}/status")),
+                    None,
+                    &what,
+                    None,
+                )?;
+                if reply.status == StatusCode::NOT_FOUND
+                    || reply.status == StatusCode::UNPROCESSABLE_ENTITY
+                {
+                    // GitHub does not know the commit: nothing reported on it.
+                    return Ok(None);
+                }
+                if !reply.success() {
+                    return Err(self.unexpected(&what, &reply).into());
+                }
+                let combined: ApiCombinedStatus = self.parse(&what, &reply)?;
+                let combined = (combined.total_count > 0).then_some(combined.state);
+                let what = format!("reading the check runs of {sha}");
+                let mut runs = Vec::new();
+                let mut next = Some(format!(
+                    "{}?per_page={PER_PAGE}",
+                    self.repo_path(&format!("commits/{sha_path}/check-runs"))
+                ));
+                while let Some(uri) = next.take() {
+                    let reply = self.call(Method::GET, &uri, None, &what, None)?;
+                    if !reply.success() {
+                        return Err(self.unexpected(&what, &reply).into());
+                    }
+                    let page: ApiCheckRuns = self.parse(&what, &reply)?;
+                    runs.extend(page.check_runs.into_iter().map(|r| CheckRun {
+                        name: r.name,
+                        status: r.status,
+                        conclusion: r.conclusion,
+                    }));
+                    if let Some(link) = reply.header("link").and_then(next_link) {
+                        if runs.len() < 10_000 {
+                            next = Some(self.same_origin(&link, &what)?);
+                        }
+                    }
+                }
+                Ok(Some(CiStatus {
+                    sha: sha.clone(),
+                    state: CiStatus::verdict(combined.as_deref(), &runs).to_owned(),
+                    combined,
+                    check_runs: runs,
+                }))
+            })
+            .collect()
     }
 
     fn list(
