@@ -923,7 +923,13 @@ fn pull_requests_ci_and_summaries_through_the_library() {
     fake.set_draft(21, true);
     fake.create_pull(22, "another", &[], other);
     fake.close(22);
-    fake.set_check_runs(sha, &[("ci", "completed", Some("success")), ("lint", "in_progress", None)]);
+    fake.set_check_runs(
+        sha,
+        &[
+            ("ci", "completed", Some("success")),
+            ("lint", "in_progress", None),
+        ],
+    );
     fake.set_commit_status(sha, "success");
     let surface = library_surface(&env, &[]);
 
@@ -936,18 +942,26 @@ fn pull_requests_ci_and_summaries_through_the_library() {
     assert!(pulls[0].draft);
     assert_eq!(pulls[0].labels, ["agent-pr"]);
 
-    let ci = surface.ci_status(&[sha.to_owned(), other.to_owned()]).unwrap();
+    let ci = surface
+        .ci_status(&[sha.to_owned(), other.to_owned()])
+        .unwrap();
     let first = ci[0].as_ref().unwrap();
     assert_eq!(first.combined.as_deref(), Some("success"));
     assert_eq!(first.check_runs.len(), 2);
     assert_eq!(first.state, "pending", "a check run is still running");
     let second = ci[1].as_ref().unwrap();
-    assert_eq!((second.combined.as_deref(), second.state.as_str()), (None, "none"));
+    assert_eq!(
+        (second.combined.as_deref(), second.state.as_str()),
+        (None, "none")
+    );
 
     fake.reset_count();
     let summaries = surface.summaries(&[20, 21]).unwrap();
     assert_eq!(summaries[0].labels, ["claude-in-progress"]);
     assert!(summaries[1].is_pull);
-    assert!(fake.requests().iter().all(|r| !r.path.contains("/comments")));
+    assert!(fake
+        .requests()
+        .iter()
+        .all(|r| !r.path.contains("/comments")));
     assert_eq!(fake.request_count(), 2);
 }

@@ -946,8 +946,11 @@ impl GithubSurface {
             let stale = issue_updated_at.is_none_or(|read| read <= write.at);
             match &write.op {
                 OwnOp::Comment(mine) => match issue.comments.iter_mut().find(|c| c.id == mine.id) {
+                    // Only a listed version older than ours is stale: within
+                    // one second, another writer's edit may be the newer
+                    // one, and read-back checks must see it.
                     Some(listed) => {
-                        if listed.updated_at <= mine.updated_at && listed.body != mine.body {
+                        if listed.updated_at < mine.updated_at && listed.body != mine.body {
                             *listed = mine.clone();
                         }
                     }
@@ -1291,7 +1294,11 @@ impl Surface for GithubSurface {
                     number,
                     open: api.state != "closed",
                     is_pull: api.pull_request.is_some(),
-                    labels: api.labels.into_iter().filter_map(ApiLabel::into_name).collect(),
+                    labels: api
+                        .labels
+                        .into_iter()
+                        .filter_map(ApiLabel::into_name)
+                        .collect(),
                     assignees: api
                         .assignees
                         .unwrap_or_default()
@@ -1321,7 +1328,11 @@ impl Surface for GithubSurface {
                 head_sha: p.head.sha,
                 base_ref: p.base.name,
                 draft: p.draft.unwrap_or(false),
-                labels: p.labels.into_iter().filter_map(ApiLabel::into_name).collect(),
+                labels: p
+                    .labels
+                    .into_iter()
+                    .filter_map(ApiLabel::into_name)
+                    .collect(),
                 body: p.body.unwrap_or_default(),
             })
             .collect())

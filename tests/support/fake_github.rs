@@ -174,6 +174,26 @@ impl FakeGithub {
             .unwrap_or_else(|| panic!("fake GitHub: no issue #{issue} to comment on"))
     }
 
+    /// Replaces a comment's body as a person editing it in the browser
+    /// would; visible at once whatever the lag.
+    pub fn edit_comment(&self, id: u64, body: &str) {
+        let mut state = self.state();
+        let now = state.now_secs();
+        let stored = state
+            .comments
+            .get_mut(&id)
+            .unwrap_or_else(|| panic!("fake GitHub: no comment {id}"));
+        let mut comment = stored
+            .history
+            .latest()
+            .cloned()
+            .unwrap_or_else(|| panic!("fake GitHub: comment {id} was deleted"));
+        comment.body = body.to_string();
+        comment.updated_at = now;
+        // Seeded history keeps its order: the edit replaces what lag would show.
+        stored.history.versions = vec![(SEEDED, Some(comment))];
+    }
+
     /// The true comments of an issue (no lag), ascending id.
     pub fn comments(&self, issue: u64) -> Vec<FakeComment> {
         let state = self.state();
