@@ -106,6 +106,31 @@ expect 0 alice git maverick coord claim 165
 expect 0 alice git maverick coord release-all
 expect 0 bob git maverick coord read 164
 
+step "dispatch: at most 2 agent cycles in flight, each claimed at dispatch time"
+expect 0 alice git maverick coord label add 201 agent-ready
+expect 0 alice git maverick coord label add 202 agent-ready
+expect 0 alice git maverick coord label add 203 agent-ready
+expect 0 alice git maverick dispatch --slots 2 --dry-run
+expect 0 alice git maverick dispatch --slots 2
+expect 0 bob git maverick dispatch --slots 2
+expect 9 bob git maverick dispatch --slots 2
+expect 0 bob git maverick dispatch status --slots 2
+
+step "#201's cycle opens draft PR #301 (the PR takes its slot); #202's gives up"
+expect 0 alice git maverick dispatch release 201 --pr 301
+expect 0 bob git maverick dispatch release 202 --give-up needs-human
+expect 0 bob git maverick dispatch --slots 2
+expect 9 alice git maverick dispatch --slots 2
+
+step "a dispatcher dies between its claim comment and its label: busy while fresh, cleared once stale"
+expect 0 bob git maverick dispatch release 203
+expect 0 alice git maverick coord label add 204 agent-ready
+expect 0 alice git maverick dispatch --slots 3
+expect 0 alice git maverick coord label remove 204 agent-wip
+expect 9 bob git maverick dispatch --slots 2
+wait_exit 0 bob git maverick dispatch --slots 2 --dispatch-stale 2s --dry-run
+expect 0 bob git maverick dispatch --slots 2 --dispatch-stale 2s
+
 step "everything above lives on the remote"
 git -C "$work/origin.git" log --oneline -5 refs/maverick/issues
 printf '\ndemo finished: every step exited as expected\n'

@@ -6,6 +6,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 
 use crate::commands::coord::CoordArgs;
+use crate::commands::dispatch::DispatchArgs;
 use crate::commands::hydrate::HydrateArgs;
 use crate::commands::run::RunArgs;
 use crate::commands::state::StateArgs;
@@ -78,7 +79,13 @@ pub struct GlobalArgs {
     )]
     pub worktree_dir: Option<PathBuf>,
     /// Agent cycles in flight at once (maverick.dispatchSlots, default 3)
-    #[arg(long, value_name = "N", global = true, help_heading = "Configuration")]
+    #[arg(
+        long,
+        alias = "slots",
+        value_name = "N",
+        global = true,
+        help_heading = "Configuration"
+    )]
     pub dispatch_slots: Option<u32>,
     /// Age after which a dispatch claim is cleared (maverick.dispatchStale, default 4h)
     #[arg(long, value_name = "DURATION", value_parser = duration, global = true, help_heading = "Configuration")]
@@ -128,6 +135,16 @@ pub enum Command {
     Hydrate(HydrateArgs),
     /// Hold a claim for the life of a command: claim, run CMD, heartbeat, release
     Run(RunArgs),
+    /// Start an agent cycle in a free dispatch slot, at most dispatchSlots at once
+    ///
+    /// Claims the lowest eligible issue of the frontier (open, labelled with the
+    /// frontier label, unassigned, unblocked, not already claimed) with a claim
+    /// comment and the agent-wip label, then settles against every other claim:
+    /// open agent PRs first, then the earliest claim comment. Prints the issue,
+    /// the claim comment and the slot. Exit 9 when every slot is busy, 3 when
+    /// nothing on the frontier is eligible, 6 when every attempt lost the settle.
+    /// Slots: --dispatch-slots N (or --slots N); stale age: --dispatch-stale.
+    Dispatch(DispatchArgs),
 }
 
 pub(crate) fn duration(text: &str) -> Result<Duration, String> {

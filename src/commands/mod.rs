@@ -1,6 +1,7 @@
 //! The only code that knows about clap, terminals and exit codes.
 
 pub mod coord;
+pub mod dispatch;
 pub mod hydrate;
 pub mod run;
 pub mod state;
@@ -165,6 +166,7 @@ pub fn run(cli: Cli) -> Result<Outcome, CommandError> {
         Command::State(args) => state::run(&cli.global, args),
         Command::Hydrate(args) => hydrate::run(&cli.global, args),
         Command::Run(args) => run::run(&cli.global, args),
+        Command::Dispatch(args) => dispatch::run(&cli.global, args),
     }
 }
 

@@ -529,12 +529,19 @@ impl Surface for GitSurface {
             }
             let mut files = BTreeMap::new();
             files.insert("meta.json".to_owned(), to_json(&meta));
-            for issue in &stored {
+            // An issue named only so that the guard sees it (no ops) is
+            // read, not rewritten: the swap of the one ref covers it anyway.
+            let changed: Vec<u64> = writes
+                .iter()
+                .filter(|w| !w.ops.is_empty())
+                .map(|w| w.issue)
+                .collect();
+            for issue in stored.iter().filter(|i| changed.contains(&i.number)) {
                 files.insert(issue_file(issue.number), to_json(issue));
             }
             let message = format!(
                 "maverick: {} by {}",
-                numbers
+                changed
                     .iter()
                     .map(|n| format!("#{n}"))
                     .collect::<Vec<_>>()

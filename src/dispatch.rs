@@ -1,0 +1,1366 @@
+//! The dispatch slot (SPEC 9): "claim the slot at dispatch time", written
+//! once above the surface trait.
+//!
+//! A scheduler (cron, a loop, several people's laptops) runs `dispatch` to
+//! start an agent cycle; at most `dispatchSlots` cycles may be in flight and
+//! never two on one issue. The shared state is the *ledger*:
+//!
+//! - open items labelled `agent-pr` (the agent's pull requests; on the git
+//!   surface, which has no pull requests, any number carrying the label
+//!   stands for one);
+//! - open issues labelled `agent-wip` or the frontier label, with their
+//!   `maverick-dispatch` comments: a claim (`"action": "claim"`) is closed by
+//!   a later withdrawal, clearing or release that names its `marker_id`.
+//!
+//! The settle is a pure function of the ledger, so every dispatcher that
+//! reads the same data reaches the same verdict: open PRs hold slots first,
+//! then issues labelled `agent-wip` without any claim (put there by hand or
+//! another tool), then fresh live claims in the order the surface gave their
+//! comments (`created_at`, then comment id); the first `slots` hold, and one
+//! issue holds at most one. A claim's verdict depends only on what the surface
+//! ordered before it, so a claim written later can never unseat it.
+//!
+//! On the git surface the claim (comment and label) is one compare-and-swap
+//! whose guard re-runs the settle over every item of the ledger, so a claim
+//! that would not hold is never written; on GitHub the guard sees a fresh
+//! read only, and the settle after the write resolves the race.
+
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+use std::collections::{BTreeSet, HashSet};
+
+use crate::config::Settings;
+use crate::markers::{self, Marker, MarkerKind};
+use crate::surface::{Applied, Comment, Issue, Op, Surface, SurfaceError, Write};
+use crate::timefmt::{format_duration, Timestamp};
+
+/// A guard that fails means someone else wrote first; a lost settle means an
+/// earlier claim appeared. Each costs one attempt; both are rare.
+const MAX_ATTEMPTS: usize = 24;
+
+const ACTION_CLAIM: &str = "claim";
+const ACTION_WITHDRAW: &str = "withdraw";
+const ACTION_CLEAR: &str = "clear";
+const ACTION_RELEASE: &str = "release";
+
+/// What the dispatcher reads from the surface.
+#[derive(Clone, Debug)]
+pub struct Ledger {
+    pub now: Timestamp,
+    /// Open items labelled `agent-pr`.
+    pub pulls: BTreeSet<u64>,
+    /// Open issues labelled `agent-wip` or the frontier label, with every comment.
+    pub issues: Vec<Issue>,
+}
+
+impl Ledger {
+    /// The ledger of fully read items, each placed by its labels: what a
+    /// guard sees inside the compare-and-swap.
+    pub fn from_items(
+        now: Timestamp,
+        items: &[Issue],
+        settings: &Settings,
+        frontier: &str,
+    ) -> Ledger {
+        let labels = &settings.labels;
+        let pulls = items
+            .iter()
+            .filter(|i| i.open && i.has_label(&labels.pr))
+            .map(|i| i.number)
+            .collect::<BTreeSet<_>>();
+        let issues = items
+            .iter()
+            .filter(|i| i.open && !i.is_pull && !pulls.contains(&i.number))
+            .filter(|i| i.has_label(&labels.wip) || i.has_label(frontier))
+            .cloned()
+            .collect();
+        Ledger { now, pulls, issues }
+    }
+
+    /// Every number the ledger covers, pulls included.
+    fn numbers(&self) -> Vec<u64> {
+        let mut numbers: Vec<u64> = self.pulls.iter().copied().collect();
+        numbers.extend(self.issues.iter().map(|i| i.number));
+        numbers.sort_unstable();
+        numbers.dedup();
+        numbers
+    }
+}
+
+/// Why a live claim does not hold a slot.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum Verdict {
+    Holds {
+        slot: u32,
+    },
+    /// `slots` others were ordered before it.
+    NoSlot,
+    /// An earlier claim holds the same issue.
+    IssueTaken {
+        by_comment: u64,
+    },
+    /// The issue's agent PR is open: open PRs beat any claim.
+    PullOpen {
+        pr: u64,
+    },
+    /// Older than `dispatchStale`: the next dispatch clears it.
+    Stale,
+}
+
+/// One unclosed dispatch claim and the settle's verdict on it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SlotClaim {
+    pub issue: u64,
+    pub comment_id: u64,
+    /// The marker's `marker_id`, or `comment-<id>` for a claim without one.
+    pub marker_id: String,
+    pub instance_id: String,
+    pub host: Option<String>,
+    /// The surface's time of the claim comment: what orders claims.
+    pub claimed_at: Timestamp,
+    /// Whether its issue carries `agent-wip`.
+    pub labelled: bool,
+    #[serde(flatten)]
+    pub verdict: Verdict,
+}
+
+impl SlotClaim {
+    pub fn holds(&self) -> bool {
+        matches!(self.verdict, Verdict::Holds { .. })
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HolderKind {
+    /// An open agent PR.
+    PullRequest,
+    /// An issue labelled `agent-wip` without any live claim.
+    Labelled,
+    /// A fresh claim that won the settle.
+    Claim,
+}
+
+/// One busy slot.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Holder {
+    pub slot: u32,
+    pub kind: HolderKind,
+    /// The issue, or the pull request for [`HolderKind::PullRequest`].
+    pub number: u64,
+    pub instance_id: Option<String>,
+    pub since: Option<Timestamp>,
+    pub comment_id: Option<u64>,
+}
+
+/// Why a frontier issue cannot be dispatched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Skip {
+    Assigned,
+    InProgress,
+    Claimed,
+    Blocked,
+    PullOpen,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FrontierIssue {
+    pub issue: u64,
+    /// `None` when it is eligible.
+    pub skip: Option<Skip>,
+}
+
+/// The slots as the settle sees them.
+#[derive(Clone, Debug, Serialize)]
+pub struct SlotView {
+    pub now: Timestamp,
+    pub slots: u32,
+    pub frontier_label: String,
+    pub busy: u32,
+    pub free: u32,
+    pub holders: Vec<Holder>,
+    /// Every unclosed claim, in the settle's order (stale ones last).
+    pub claims: Vec<SlotClaim>,
+    /// The frontier, lowest first.
+    pub frontier: Vec<FrontierIssue>,
+}
+
+impl SlotView {
+    /// The eligible frontier issues, lowest first.
+    pub fn eligible(&self) -> impl Iterator<Item = u64> + '_ {
+        self.frontier
+            .iter()
+            .filter(|f| f.skip.is_none())
+            .map(|f| f.issue)
+    }
+
+    pub fn stale(&self) -> impl Iterator<Item = &SlotClaim> {
+        self.claims.iter().filter(|c| c.verdict == Verdict::Stale)
+    }
+
+    pub fn claim(&self, marker_id: &str) -> Option<&SlotClaim> {
+        self.claims.iter().find(|c| c.marker_id == marker_id)
+    }
+
+    /// Whether the losing `claim` may take `agent-wip` off its issue: only
+    /// when no other claim holds the issue (then the label is the winner's)
+    /// and no earlier live claim sits there (then it is that claim's to take
+    /// off or keep, so that two losers never disagree about it).
+    fn label_is_left_to(&self, claim: &SlotClaim) -> bool {
+        let order = |c: &SlotClaim| (c.claimed_at, c.comment_id);
+        !self.claims.iter().any(|c| {
+            c.issue == claim.issue
+                && c.marker_id != claim.marker_id
+                && (c.holds() || (c.verdict != Verdict::Stale && order(c) < order(claim)))
+        })
+    }
+}
+
+/// A claim as its comment states it, before the settle.
+#[derive(Clone, Debug)]
+struct ParsedClaim {
+    comment_id: u64,
+    key: String,
+    instance_id: String,
+    host: Option<String>,
+    claimed_at: Timestamp,
+}
+
+/// The dispatch markers of one issue.
+struct IssueMarks {
+    /// Unclosed claims, in comment order.
+    live: Vec<ParsedClaim>,
+    /// PRs its releases recorded.
+    linked_prs: Vec<u64>,
+}
+
+fn claim_key(marker: &Marker, comment: &Comment) -> String {
+    marker
+        .marker_id()
+        .map_or_else(|| format!("comment-{}", comment.id), str::to_owned)
+}
+
+fn issue_marks(issue: &Issue) -> IssueMarks {
+    let mut seen = HashSet::new();
+    let mut claims: Vec<ParsedClaim> = Vec::new();
+    let mut closed: HashSet<String> = HashSet::new();
+    let mut linked_prs = Vec::new();
+    for comment in issue.comments.iter().filter(|c| c.trusted) {
+        for marker in markers::parse_markers(&comment.body).into_iter().flatten() {
+            if marker.kind != MarkerKind::Dispatch {
+                continue;
+            }
+            // A POST retried after the surface had committed it shows up
+            // twice; the first copy is the one that counts.
+            if let Some(id) = marker.marker_id() {
+                if !seen.insert(id.to_owned()) {
+                    continue;
+                }
+            }
+            match marker.str_field("action") {
+                Some(ACTION_CLAIM) => {
+                    let Some(instance_id) = marker.str_field("instance_id") else {
+                        continue;
+                    };
+                    claims.push(ParsedClaim {
+                        comment_id: comment.id,
+                        key: claim_key(&marker, comment),
+                        instance_id: instance_id.to_owned(),
+                        host: marker.str_field("host").map(str::to_owned),
+                        claimed_at: comment.created_at,
+                    });
+                }
+                Some(ACTION_WITHDRAW | ACTION_CLEAR | ACTION_RELEASE) => {
+                    if let Some(pr) = marker.u64_field("pr") {
+                        linked_prs.push(pr);
+                    }
+                    match marker.payload.get("claims") {
+                        Some(Value::Array(keys)) => {
+                            closed.extend(keys.iter().filter_map(Value::as_str).map(str::to_owned));
+                        }
+                        // Another tool's closing that names no claim closes
+                        // every claim before it.
+                        _ => closed.extend(
+                            claims
+                                .iter()
+                                .filter(|c| c.comment_id < comment.id)
+                                .map(|c| c.key.clone()),
+                        ),
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    claims.retain(|c| !closed.contains(&c.key));
+    IssueMarks {
+        live: claims,
+        linked_prs,
+    }
+}
+
+/// Settles the ledger: who holds the slots, which claims lose or are stale,
+/// and what can be dispatched next.
+pub fn analyze(ledger: &Ledger, settings: &Settings, frontier_label: &str) -> SlotView {
+    let labels = &settings.labels;
+    let now = ledger.now;
+    let fresh = |c: &ParsedClaim| now.since(c.claimed_at) < settings.dispatch_stale;
+    let marks: Vec<(&Issue, IssueMarks)> =
+        ledger.issues.iter().map(|i| (i, issue_marks(i))).collect();
+    let open_pr = |m: &IssueMarks| {
+        m.linked_prs
+            .iter()
+            .copied()
+            .find(|p| ledger.pulls.contains(p))
+    };
+
+    let mut holders: Vec<Holder> = ledger
+        .pulls
+        .iter()
+        .map(|&pr| Holder {
+            slot: 0,
+            kind: HolderKind::PullRequest,
+            number: pr,
+            instance_id: None,
+            since: None,
+            comment_id: None,
+        })
+        .collect();
+    for (issue, m) in &marks {
+        if issue.has_label(&labels.wip) && m.live.is_empty() && open_pr(m).is_none() {
+            holders.push(Holder {
+                slot: 0,
+                kind: HolderKind::Labelled,
+                number: issue.number,
+                instance_id: None,
+                since: None,
+                comment_id: None,
+            });
+        }
+    }
+
+    let mut claims: Vec<SlotClaim> = Vec::new();
+    let mut stale: Vec<SlotClaim> = Vec::new();
+    let mut candidates: Vec<(&ParsedClaim, u64, bool)> = Vec::new();
+    for (issue, m) in &marks {
+        let labelled = issue.has_label(&labels.wip);
+        for c in &m.live {
+            let verdict = match open_pr(m) {
+                Some(pr) => Some(Verdict::PullOpen { pr }),
+                None if !fresh(c) => Some(Verdict::Stale),
+                None => None,
+            };
+            match verdict {
+                Some(v) => {
+                    let view = slot_claim(c, issue.number, labelled, v);
+                    if view.verdict == Verdict::Stale {
+                        stale.push(view);
+                    } else {
+                        claims.push(view);
+                    }
+                }
+                None => candidates.push((c, issue.number, labelled)),
+            }
+        }
+    }
+    candidates.sort_by_key(|(c, _, _)| (c.claimed_at, c.comment_id));
+    let mut holding: Vec<(u64, u64)> = Vec::new();
+    for (c, issue, labelled) in candidates {
+        let held = holders.len() as u32;
+        let verdict = if let Some((_, by)) = holding.iter().find(|(n, _)| *n == issue) {
+            Verdict::IssueTaken { by_comment: *by }
+        } else if held < settings.dispatch_slots {
+            holding.push((issue, c.comment_id));
+            holders.push(Holder {
+                slot: 0,
+                kind: HolderKind::Claim,
+                number: issue,
+                instance_id: Some(c.instance_id.clone()),
+                since: Some(c.claimed_at),
+                comment_id: Some(c.comment_id),
+            });
+            Verdict::Holds { slot: held + 1 }
+        } else {
+            Verdict::NoSlot
+        };
+        claims.push(slot_claim(c, issue, labelled, verdict));
+    }
+    for (index, holder) in holders.iter_mut().enumerate() {
+        holder.slot = index as u32 + 1;
+    }
+    claims.sort_by_key(|c| (c.claimed_at, c.comment_id));
+    stale.sort_by_key(|c| (c.claimed_at, c.comment_id));
+    claims.extend(stale);
+
+    let mut frontier: Vec<FrontierIssue> = marks
+        .iter()
+        .filter(|(issue, _)| issue.has_label(frontier_label))
+        .map(|(issue, m)| {
+            // A label backed only by stale claims goes with them.
+            let wip =
+                issue.has_label(&labels.wip) && (m.live.is_empty() || m.live.iter().any(fresh));
+            let skip = if open_pr(m).is_some() {
+                Some(Skip::PullOpen)
+            } else if wip || m.live.iter().any(fresh) {
+                Some(Skip::Claimed)
+            } else if issue.has_label(&labels.in_progress) {
+                Some(Skip::InProgress)
+            } else if !issue.assignees.is_empty() {
+                Some(Skip::Assigned)
+            } else if issue
+                .labels
+                .iter()
+                .any(|l| l.starts_with(&labels.blocked_prefix))
+            {
+                Some(Skip::Blocked)
+            } else {
+                None
+            };
+            FrontierIssue {
+                issue: issue.number,
+                skip,
+            }
+        })
+        .collect();
+    frontier.sort_by_key(|f| f.issue);
+
+    let busy = holders.len() as u32;
+    SlotView {
+        now,
+        slots: settings.dispatch_slots,
+        frontier_label: frontier_label.to_owned(),
+        busy,
+        free: settings.dispatch_slots.saturating_sub(busy),
+        holders,
+        claims,
+        frontier,
+    }
+}
+
+fn slot_claim(c: &ParsedClaim, issue: u64, labelled: bool, verdict: Verdict) -> SlotClaim {
+    SlotClaim {
+        issue,
+        comment_id: c.comment_id,
+        marker_id: c.key.clone(),
+        instance_id: c.instance_id.clone(),
+        host: c.host.clone(),
+        claimed_at: c.claimed_at,
+        labelled,
+        verdict,
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DispatchResult {
+    /// A slot is ours: start the agent cycle on `issue`.
+    Dispatched,
+    /// `--dry-run`: this is the issue a dispatch would claim; nothing was written.
+    WouldDispatch,
+    /// Every slot is busy (exit 9).
+    NoSlot,
+    /// A slot is free but nothing on the frontier is eligible.
+    Idle,
+    /// Every attempt lost the settle to an earlier claim (exit 6).
+    Lost,
+}
+
+/// What one `dispatch` came to.
+#[derive(Clone, Debug, Serialize)]
+pub struct DispatchReport {
+    pub result: DispatchResult,
+    pub issue: Option<u64>,
+    pub comment_id: Option<u64>,
+    pub slot: Option<u32>,
+    pub marker_id: Option<String>,
+    pub instance_id: String,
+    pub dry_run: bool,
+    /// Stale claims this dispatch cleared (with `--dry-run`: would clear).
+    pub cleared: Vec<SlotClaim>,
+    /// Claims of this dispatch that lost the settle and were withdrawn.
+    pub withdrawn: Vec<SlotClaim>,
+    /// The slots as the last read saw them.
+    pub view: SlotView,
+}
+
+/// How a cycle ends for `dispatch release`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReleaseHow {
+    /// The cycle ended without a PR; the issue goes back to the frontier.
+    Done,
+    /// The agent's draft PR opened: it gets `agent-pr` and takes the slot.
+    PullRequest(u64),
+    /// The give-up path: the issue leaves the frontier with this label.
+    GiveUp(String),
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ReleaseReport {
+    pub issue: u64,
+    pub pr: Option<u64>,
+    pub give_up: Option<String>,
+    /// The claims this release closed.
+    pub released: Vec<SlotClaim>,
+    pub labels: Vec<String>,
+    /// Whether anything was written.
+    pub changed: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DispatchError {
+    #[error(transparent)]
+    Surface(#[from] SurfaceError),
+    #[error("#{0} cannot be its own pull request")]
+    SelfPull(u64),
+    #[error("the surface did not return the new claim comment on #{0}")]
+    NoClaimComment(u64),
+}
+
+/// The dispatch protocol over any surface.
+pub struct Dispatcher<'a> {
+    pub surface: &'a dyn Surface,
+    pub settings: &'a Settings,
+    pub frontier_label: String,
+    pub host: String,
+}
+
+impl<'a> Dispatcher<'a> {
+    pub fn new(
+        surface: &'a dyn Surface,
+        settings: &'a Settings,
+        frontier_label: Option<&str>,
+    ) -> Dispatcher<'a> {
+        Dispatcher {
+            surface,
+            settings,
+            frontier_label: frontier_label
+                .unwrap_or(&settings.labels.frontier)
+                .to_owned(),
+            host: crate::config::short_hostname(),
+        }
+    }
+
+    fn me(&self) -> &str {
+        &self.settings.instance
+    }
+
+    fn wip(&self) -> &str {
+        &self.settings.labels.wip
+    }
+
+    /// Reads the ledger: the agent PRs, then every `agent-wip` and frontier
+    /// issue in full. One list of everything open serves all three labels.
+    pub fn read(&self) -> Result<Ledger, DispatchError> {
+        let now = self.surface.now()?;
+        let labels = &self.settings.labels;
+        let open = self.surface.list(&[], false)?;
+        let has = |labels_of: &[String], label: &str| labels_of.iter().any(|l| l == label);
+        let pulls: BTreeSet<u64> = open
+            .iter()
+            .filter(|i| has(&i.labels, &labels.pr))
+            .map(|i| i.number)
+            .collect();
+        let numbers: Vec<u64> = open
+            .iter()
+            .filter(|i| !i.is_pull && !pulls.contains(&i.number))
+            .filter(|i| has(&i.labels, &labels.wip) || has(&i.labels, &self.frontier_label))
+            .map(|i| i.number)
+            .collect();
+        let issues: Vec<Issue> = self
+            .surface
+            .issues(&numbers)?
+            .into_iter()
+            .filter(|i| i.open)
+            .collect();
+        // A list can lag a label by seconds (GitHub): the PRs that releases
+        // recorded are read one by one, or a slot that just passed from a
+        // claim to its PR would look free.
+        let mut linked: Vec<u64> = issues
+            .iter()
+            .flat_map(|i| issue_marks(i).linked_prs)
+            .filter(|pr| !pulls.contains(pr))
+            .collect();
+        linked.sort_unstable();
+        linked.dedup();
+        let mut pulls = pulls;
+        if !linked.is_empty() {
+            pulls.extend(
+                self.surface
+                    .issues(&linked)?
+                    .into_iter()
+                    .filter(|p| p.open && p.has_label(&labels.pr))
+                    .map(|p| p.number),
+            );
+        }
+        Ok(Ledger { now, pulls, issues })
+    }
+
+    pub fn status(&self) -> Result<SlotView, DispatchError> {
+        let ledger = self.read()?;
+        Ok(analyze(&ledger, self.settings, &self.frontier_label))
+    }
+
+    fn marker_body(&self, text: String, payload: Map<String, Value>) -> String {
+        format!(
+            "{text}\n\n{}",
+            markers::render_marker(&Marker::new(MarkerKind::Dispatch, payload))
+        )
+    }
+
+    fn claim_body(&self, issue: u64, marker_id: &str, now: Timestamp) -> String {
+        let mut payload = Map::new();
+        payload.insert("action".into(), json!(ACTION_CLAIM));
+        payload.insert("instance_id".into(), json!(self.me()));
+        payload.insert("host".into(), json!(self.host));
+        payload.insert("issue".into(), json!(issue));
+        payload.insert("claimed_at".into(), json!(now.to_string()));
+        payload.insert("slots".into(), json!(self.settings.dispatch_slots));
+        payload.insert("marker_id".into(), json!(marker_id));
+        self.marker_body(
+            format!("Dispatch slot claimed by `{}` for #{issue}.", self.me()),
+            payload,
+        )
+    }
+
+    /// A withdrawal, clearing or release closing `claims` on `issue`.
+    fn closing_body(
+        &self,
+        action: &str,
+        issue: u64,
+        claims: &[&SlotClaim],
+        now: Timestamp,
+        text: String,
+        extra: Map<String, Value>,
+    ) -> String {
+        let mut payload = extra;
+        payload.insert("action".into(), json!(action));
+        payload.insert("instance_id".into(), json!(self.me()));
+        payload.insert("issue".into(), json!(issue));
+        payload.insert(
+            "claims".into(),
+            json!(claims
+                .iter()
+                .map(|c| c.marker_id.as_str())
+                .collect::<Vec<_>>()),
+        );
+        let at = match action {
+            ACTION_WITHDRAW => "withdrawn_at",
+            ACTION_CLEAR => "cleared_at",
+            _ => "released_at",
+        };
+        payload.insert(at.into(), json!(now.to_string()));
+        payload.insert("marker_id".into(), json!(markers::new_marker_id()));
+        self.marker_body(text, payload)
+    }
+
+    /// Dispatches one agent cycle: clear what is stale, pick the lowest
+    /// eligible issue, claim it (comment, then label), and settle.
+    pub fn dispatch(&self, dry_run: bool) -> Result<DispatchReport, DispatchError> {
+        let mut cleared: Vec<SlotClaim> = Vec::new();
+        let mut withdrawn: Vec<SlotClaim> = Vec::new();
+        let report = |result,
+                      view: SlotView,
+                      cleared: Vec<SlotClaim>,
+                      withdrawn: Vec<SlotClaim>| DispatchReport {
+            result,
+            issue: None,
+            comment_id: None,
+            slot: None,
+            marker_id: None,
+            instance_id: self.me().to_owned(),
+            dry_run,
+            cleared,
+            withdrawn,
+            view,
+        };
+        let mut last_view = None;
+        for _ in 0..MAX_ATTEMPTS {
+            let ledger = self.read()?;
+            let mut view = analyze(&ledger, self.settings, &self.frontier_label);
+            let stale: Vec<SlotClaim> = view.stale().cloned().collect();
+            if !stale.is_empty() {
+                if dry_run {
+                    cleared.extend(stale);
+                } else {
+                    cleared.extend(self.clear(&ledger, &view)?);
+                    continue;
+                }
+            }
+            if view.free == 0 {
+                return Ok(report(DispatchResult::NoSlot, view, cleared, withdrawn));
+            }
+            let Some(issue) = view.eligible().next() else {
+                return Ok(report(DispatchResult::Idle, view, cleared, withdrawn));
+            };
+            if dry_run {
+                let mut r = report(DispatchResult::WouldDispatch, view, cleared, withdrawn);
+                r.issue = Some(issue);
+                r.slot = Some(r.view.busy + 1);
+                return Ok(r);
+            }
+            let Some((marker_id, comment)) = self.claim(&ledger, issue)? else {
+                // The guard saw the ledger move: read it again.
+                continue;
+            };
+            if !self.settings.settle_delay.is_zero() {
+                std::thread::sleep(self.settings.settle_delay);
+            }
+            let ledger = self.with_own_claim(self.read()?, issue, &comment)?;
+            view = analyze(&ledger, self.settings, &self.frontier_label);
+            match view.claim(&marker_id).cloned() {
+                Some(claim) if claim.holds() => {
+                    // A loser that read before us may have taken the label
+                    // off; the holder puts it back.
+                    if !claim.labelled {
+                        self.surface.write_unguarded(
+                            issue,
+                            vec![Op::AddLabels(vec![self.wip().to_owned()])],
+                        )?;
+                    }
+                    let slot = match claim.verdict {
+                        Verdict::Holds { slot } => slot,
+                        _ => unreachable!("holds"),
+                    };
+                    let mut r = report(DispatchResult::Dispatched, view, cleared, withdrawn);
+                    r.issue = Some(issue);
+                    r.comment_id = Some(comment.id);
+                    r.slot = Some(slot);
+                    r.marker_id = Some(marker_id);
+                    return Ok(r);
+                }
+                found => {
+                    let claim = found.unwrap_or_else(|| SlotClaim {
+                        issue,
+                        comment_id: comment.id,
+                        marker_id: marker_id.clone(),
+                        instance_id: self.me().to_owned(),
+                        host: Some(self.host.clone()),
+                        claimed_at: comment.created_at,
+                        labelled: true,
+                        verdict: Verdict::NoSlot,
+                    });
+                    self.withdraw(&view, &claim)?;
+                    withdrawn.push(claim);
+                }
+            }
+            last_view = Some(view);
+        }
+        let view = match last_view {
+            Some(view) => view,
+            None => self.status()?,
+        };
+        Ok(report(DispatchResult::Lost, view, cleared, withdrawn))
+    }
+
+    /// The ledger with our own claim comment in it, even where a lagging
+    /// list or comment page does not show it yet: a claimant that cannot see
+    /// its own claim would withdraw a claim others may already count.
+    fn with_own_claim(
+        &self,
+        mut ledger: Ledger,
+        issue: u64,
+        comment: &Comment,
+    ) -> Result<Ledger, DispatchError> {
+        let mut own = comment.clone();
+        own.trusted = true;
+        let index = match ledger.issues.iter().position(|i| i.number == issue) {
+            Some(index) => index,
+            None => {
+                let current = self.surface.issue(issue)?;
+                if !current.open {
+                    return Ok(ledger);
+                }
+                ledger.issues.push(current);
+                ledger.issues.len() - 1
+            }
+        };
+        let comments = &mut ledger.issues[index].comments;
+        if !comments.iter().any(|c| c.id == own.id) {
+            comments.push(own);
+            comments.sort_by_key(|c| c.id);
+        }
+        Ok(ledger)
+    }
+
+    /// Posts the claim comment and adds `agent-wip`, in one write whose guard
+    /// re-settles every item of the ledger: on the git surface nobody can
+    /// write between that check and the claim.
+    fn claim(
+        &self,
+        ledger: &Ledger,
+        issue: u64,
+    ) -> Result<Option<(String, Comment)>, DispatchError> {
+        let marker_id = markers::new_marker_id();
+        let mut writes = vec![Write {
+            issue,
+            ops: vec![
+                Op::CreateComment(self.claim_body(issue, &marker_id, ledger.now)),
+                Op::AddLabels(vec![self.wip().to_owned()]),
+            ],
+        }];
+        writes.extend(
+            ledger
+                .numbers()
+                .into_iter()
+                .filter(|n| *n != issue)
+                .map(|n| Write {
+                    issue: n,
+                    ops: Vec::new(),
+                }),
+        );
+        let mut guard = |current: &[Issue], now: Timestamp| {
+            let ledger = Ledger::from_items(now, current, self.settings, &self.frontier_label);
+            let view = analyze(&ledger, self.settings, &self.frontier_label);
+            view.free > 0 && view.eligible().any(|n| n == issue)
+        };
+        let Some(applied) = self.surface.write(&writes, Some(&mut guard))? else {
+            return Ok(None);
+        };
+        let comment = applied
+            .into_iter()
+            .next()
+            .and_then(|ops| ops.into_iter().next())
+            .and_then(|a| match a {
+                Applied::Comment(c) => Some(c),
+                _ => None,
+            })
+            .ok_or(DispatchError::NoClaimComment(issue))?;
+        Ok(Some((marker_id, comment)))
+    }
+
+    /// Withdraws our losing claim. The label comes off first (so a crash in
+    /// between leaves an orphan claim, which goes stale, rather than a label
+    /// nobody claims), and only when it is ours to take off.
+    fn withdraw(&self, view: &SlotView, claim: &SlotClaim) -> Result<(), DispatchError> {
+        let mut ops = Vec::new();
+        if view.label_is_left_to(claim) {
+            ops.push(Op::RemoveLabel(self.wip().to_owned()));
+        }
+        let why = match &claim.verdict {
+            Verdict::IssueTaken { by_comment } => {
+                format!(
+                    "an earlier claim (comment {by_comment}) holds #{}",
+                    claim.issue
+                )
+            }
+            Verdict::PullOpen { pr } => format!("its pull request #{pr} is open"),
+            _ => format!(
+                "all {} slots were taken first",
+                self.settings.dispatch_slots
+            ),
+        };
+        let mut extra = Map::new();
+        extra.insert("reason".into(), json!("lost-settle"));
+        ops.push(Op::CreateComment(self.closing_body(
+            ACTION_WITHDRAW,
+            claim.issue,
+            &[claim],
+            view.now,
+            format!("Dispatch claim withdrawn by `{}`: {why}.", self.me()),
+            extra,
+        )));
+        self.surface.write_unguarded(claim.issue, ops)?;
+        Ok(())
+    }
+
+    /// Clears the stale claims of `view`, one write per issue, each guarded
+    /// by the issue's claims being as this read saw them.
+    fn clear(&self, ledger: &Ledger, view: &SlotView) -> Result<Vec<SlotClaim>, DispatchError> {
+        let mut cleared = Vec::new();
+        let mut issues: Vec<u64> = view.stale().map(|c| c.issue).collect();
+        issues.dedup();
+        for issue in issues {
+            let stale: Vec<&SlotClaim> = view.stale().filter(|c| c.issue == issue).collect();
+            let live_keys = |i: &Issue| -> Vec<String> {
+                issue_marks(i).live.into_iter().map(|c| c.key).collect()
+            };
+            let Some(before) = ledger.issues.iter().find(|i| i.number == issue) else {
+                continue;
+            };
+            let expected = live_keys(before);
+            // Only stale claims live: the label goes with them.
+            let remove_label = expected.len() == stale.len();
+            let mut ops = Vec::new();
+            if remove_label {
+                ops.push(Op::RemoveLabel(self.wip().to_owned()));
+            }
+            let oldest = stale.iter().map(|c| c.claimed_at).min().unwrap_or(view.now);
+            let mut extra = Map::new();
+            extra.insert("reason".into(), json!("stale"));
+            let who: Vec<String> = stale
+                .iter()
+                .map(|c| format!("`{}`", c.instance_id))
+                .collect();
+            ops.push(Op::CreateComment(self.closing_body(
+                ACTION_CLEAR,
+                issue,
+                &stale,
+                view.now,
+                format!(
+                    "Stale dispatch claim by {} cleared by `{}`: claimed at {oldest}, {} ago, with no open agent PR (dispatchStale is {}).",
+                    who.join(", "),
+                    self.me(),
+                    format_duration(view.now.since(oldest)),
+                    format_duration(self.settings.dispatch_stale)
+                ),
+                extra,
+            )));
+            let mut guard = |current: &[Issue], _now: Timestamp| {
+                current.iter().all(|i| live_keys(i) == expected)
+            };
+            let writes = [Write { issue, ops }];
+            if self.surface.write(&writes, Some(&mut guard))?.is_some() {
+                cleared.extend(stale.into_iter().cloned());
+            }
+        }
+        Ok(cleared)
+    }
+
+    /// Ends a cycle: `agent-wip` comes off and the issue's live claims are
+    /// closed; with a PR, the PR gets `agent-pr` first, so the slot passes
+    /// from the claim to the PR without ever being free in between.
+    pub fn release(&self, issue: u64, how: &ReleaseHow) -> Result<ReleaseReport, DispatchError> {
+        let labels = &self.settings.labels;
+        if let ReleaseHow::PullRequest(pr) = how {
+            if *pr == issue {
+                return Err(DispatchError::SelfPull(issue));
+            }
+        }
+        let now = self.surface.now()?;
+        let current = self.surface.issue(issue)?;
+        let ledger = Ledger {
+            now,
+            pulls: BTreeSet::new(),
+            issues: vec![current.clone()],
+        };
+        let released: Vec<SlotClaim> = analyze(&ledger, self.settings, &self.frontier_label)
+            .claims
+            .into_iter()
+            .filter(|c| c.issue == issue)
+            .collect();
+        let (pr, give_up) = match how {
+            ReleaseHow::Done => (None, None),
+            ReleaseHow::PullRequest(pr) => (Some(*pr), None),
+            ReleaseHow::GiveUp(label) => (None, Some(label.clone())),
+        };
+        if let Some(pr) = pr {
+            self.surface
+                .write_unguarded(pr, vec![Op::AddLabels(vec![labels.pr.clone()])])?;
+        }
+        let mut ops = Vec::new();
+        if current.has_label(&labels.wip) {
+            ops.push(Op::RemoveLabel(labels.wip.clone()));
+        }
+        if let Some(label) = &give_up {
+            if current.has_label(&self.frontier_label) {
+                ops.push(Op::RemoveLabel(self.frontier_label.clone()));
+            }
+            ops.push(Op::AddLabels(vec![label.clone()]));
+        }
+        if !released.is_empty() || pr.is_some() || give_up.is_some() {
+            let mut extra = Map::new();
+            let text = match (&pr, &give_up) {
+                (Some(pr), _) => {
+                    extra.insert("pr".into(), json!(pr));
+                    extra.insert("reason".into(), json!("pr-opened"));
+                    format!(
+                        "Dispatch slot of #{issue} passed to pull request #{pr} by `{}`.",
+                        self.me()
+                    )
+                }
+                (None, Some(label)) => {
+                    extra.insert("give_up".into(), json!(label));
+                    extra.insert("reason".into(), json!("give-up"));
+                    format!("Dispatch cycle on #{issue} gave up (labelled `{label}`); released by `{}`.", self.me())
+                }
+                (None, None) => {
+                    extra.insert("reason".into(), json!("done"));
+                    format!("Dispatch slot of #{issue} released by `{}`.", self.me())
+                }
+            };
+            let claims: Vec<&SlotClaim> = released.iter().collect();
+            ops.push(Op::CreateComment(self.closing_body(
+                ACTION_RELEASE,
+                issue,
+                &claims,
+                now,
+                text,
+                extra,
+            )));
+        }
+        let changed = !ops.is_empty() || pr.is_some();
+        let labels_after = if ops.is_empty() {
+            current.labels.clone()
+        } else {
+            let applied = self.surface.write_unguarded(issue, ops)?;
+            applied
+                .into_iter()
+                .rev()
+                .find_map(|a| match a {
+                    Applied::Labels(l) => Some(l),
+                    _ => None,
+                })
+                .unwrap_or(current.labels)
+        };
+        Ok(ReleaseReport {
+            issue,
+            pr,
+            give_up,
+            released,
+            labels: labels_after,
+            changed,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Labels, SurfaceKind};
+
+    fn settings(slots: u32) -> Settings {
+        Settings {
+            surface: SurfaceKind::Git,
+            remote: "origin".into(),
+            remote_url: None,
+            repo: None,
+            github_api_url: String::new(),
+            lease_ttl: std::time::Duration::from_secs(600),
+            heartbeat_interval: std::time::Duration::from_secs(120),
+            settle_delay: std::time::Duration::ZERO,
+            worktree_dir: ".maverick/worktrees".into(),
+            dispatch_slots: slots,
+            dispatch_stale: std::time::Duration::from_secs(4 * 3600),
+            labels: Labels {
+                in_progress: "claude-in-progress".into(),
+                blocked_prefix: "blocked-by:#".into(),
+                wip: "agent-wip".into(),
+                pr: "agent-pr".into(),
+                frontier: "agent-ready".into(),
+            },
+            trusted_authors: Vec::new(),
+            instance: "me".into(),
+        }
+    }
+
+    const T0: i64 = 1_800_000_000;
+
+    fn marker(payload: Value) -> String {
+        let Value::Object(map) = payload else {
+            panic!("an object")
+        };
+        markers::render_marker(&Marker::new(MarkerKind::Dispatch, map))
+    }
+
+    fn comment(id: u64, at: i64, body: String) -> Comment {
+        Comment {
+            id,
+            author: "someone".into(),
+            trusted: true,
+            body,
+            created_at: Timestamp(at),
+            updated_at: Timestamp(at),
+        }
+    }
+
+    fn claim(id: u64, at: i64, key: &str) -> Comment {
+        comment(
+            id,
+            at,
+            marker(json!({"action": "claim", "instance_id": format!("i-{key}"), "marker_id": key})),
+        )
+    }
+
+    fn closing(id: u64, action: &str, keys: &[&str]) -> Comment {
+        comment(
+            id,
+            T0,
+            marker(
+                json!({"action": action, "instance_id": "x", "claims": keys, "marker_id": format!("close-{id}")}),
+            ),
+        )
+    }
+
+    fn issue(number: u64, labels: &[&str], comments: Vec<Comment>) -> Issue {
+        Issue {
+            number,
+            open: true,
+            is_pull: false,
+            labels: labels.iter().map(|l| l.to_string()).collect(),
+            assignees: Vec::new(),
+            comments,
+        }
+    }
+
+    fn view(slots: u32, pulls: &[u64], issues: Vec<Issue>, now: i64) -> SlotView {
+        let ledger = Ledger {
+            now: Timestamp(now),
+            pulls: pulls.iter().copied().collect(),
+            issues,
+        };
+        analyze(&ledger, &settings(slots), "agent-ready")
+    }
+
+    fn verdict(view: &SlotView, key: &str) -> Verdict {
+        view.claim(key).expect(key).verdict.clone()
+    }
+
+    #[test]
+    fn the_earliest_claims_hold_and_a_same_second_tie_goes_to_the_lower_comment_id() {
+        let v = view(
+            2,
+            &[],
+            vec![
+                issue(
+                    1,
+                    &["agent-ready", "agent-wip"],
+                    vec![claim(9, T0 + 5, "late")],
+                ),
+                issue(
+                    2,
+                    &["agent-ready", "agent-wip"],
+                    vec![claim(7, T0 + 3, "tie-high")],
+                ),
+                issue(
+                    3,
+                    &["agent-ready", "agent-wip"],
+                    vec![claim(4, T0 + 3, "tie-low")],
+                ),
+            ],
+            T0 + 10,
+        );
+        assert_eq!(verdict(&v, "tie-low"), Verdict::Holds { slot: 1 });
+        assert_eq!(verdict(&v, "tie-high"), Verdict::Holds { slot: 2 });
+        assert_eq!(verdict(&v, "late"), Verdict::NoSlot);
+        assert_eq!((v.busy, v.free), (2, 0));
+    }
+
+    #[test]
+    fn open_prs_and_unclaimed_labels_hold_before_any_claim() {
+        let v = view(
+            3,
+            &[40],
+            vec![
+                issue(5, &["agent-wip"], vec![]),
+                issue(
+                    1,
+                    &["agent-ready", "agent-wip"],
+                    vec![claim(1, T0, "first")],
+                ),
+                issue(
+                    2,
+                    &["agent-ready", "agent-wip"],
+                    vec![claim(2, T0, "second")],
+                ),
+            ],
+            T0 + 1,
+        );
+        let kinds: Vec<(HolderKind, u64, u32)> = v
+            .holders
+            .iter()
+            .map(|h| (h.kind, h.number, h.slot))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                (HolderKind::PullRequest, 40, 1),
+                (HolderKind::Labelled, 5, 2),
+                (HolderKind::Claim, 1, 3)
+            ]
+        );
+        assert_eq!(verdict(&v, "second"), Verdict::NoSlot);
+    }
+
+    #[test]
+    fn one_issue_holds_at_most_one_claim_and_its_open_pr_beats_them() {
+        let v = view(
+            3,
+            &[30],
+            vec![
+                issue(
+                    1,
+                    &["agent-ready", "agent-wip"],
+                    vec![claim(1, T0, "a"), claim(2, T0, "b")],
+                ),
+                issue(
+                    2,
+                    &["agent-ready"],
+                    vec![
+                        comment(
+                            3,
+                            T0,
+                            marker(
+                                json!({"action": "release", "instance_id": "x", "claims": [], "pr": 30, "marker_id": "r"}),
+                            ),
+                        ),
+                        claim(4, T0, "c"),
+                    ],
+                ),
+            ],
+            T0 + 1,
+        );
+        assert_eq!(verdict(&v, "a"), Verdict::Holds { slot: 2 });
+        assert_eq!(verdict(&v, "b"), Verdict::IssueTaken { by_comment: 1 });
+        assert_eq!(verdict(&v, "c"), Verdict::PullOpen { pr: 30 });
+        assert_eq!(v.frontier[1].skip, Some(Skip::PullOpen));
+    }
+
+    #[test]
+    fn closed_stale_duplicate_and_untrusted_claims() {
+        let mut untrusted = claim(6, T0, "forged");
+        untrusted.trusted = false;
+        let mut duplicate = claim(3, T0, "a");
+        duplicate.body = duplicate.body.replace("i-a", "i-dup");
+        let stale = 4 * 3600;
+        let v = view(
+            3,
+            &[],
+            vec![
+                issue(
+                    1,
+                    &["agent-ready", "agent-wip"],
+                    vec![claim(1, T0, "a"), duplicate],
+                ),
+                issue(
+                    2,
+                    &["agent-ready"],
+                    vec![claim(2, T0, "b"), closing(4, "withdraw", &["b"])],
+                ),
+                // Another tool's closing that names no claim closes those before it.
+                issue(
+                    3,
+                    &["agent-ready"],
+                    vec![
+                        claim(5, T0, "c"),
+                        comment(
+                            7,
+                            T0,
+                            marker(json!({"action": "clear", "instance_id": "x"})),
+                        ),
+                    ],
+                ),
+                issue(4, &["agent-ready"], vec![untrusted]),
+                issue(
+                    5,
+                    &["agent-ready", "agent-wip"],
+                    vec![claim(8, T0 - stale, "old")],
+                ),
+            ],
+            T0 + 1,
+        );
+        let keys: Vec<(&str, &str)> = v
+            .claims
+            .iter()
+            .map(|c| (c.marker_id.as_str(), c.instance_id.as_str()))
+            .collect();
+        assert_eq!(keys, [("a", "i-a"), ("old", "i-old")]);
+        assert_eq!(verdict(&v, "old"), Verdict::Stale);
+        assert_eq!(v.busy, 1);
+        // A label backed only by a stale claim goes with it.
+        let eligible: Vec<u64> = v.eligible().collect();
+        assert_eq!(eligible, [2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn frontier_skips() {
+        let mut assigned = issue(1, &["agent-ready"], vec![]);
+        assigned.assignees.push("octocat".into());
+        let v = view(
+            3,
+            &[],
+            vec![
+                assigned,
+                issue(2, &["agent-ready", "blocked-by:#1"], vec![]),
+                issue(3, &["agent-ready", "claude-in-progress"], vec![]),
+                issue(4, &["agent-ready", "agent-wip"], vec![]),
+                issue(5, &["agent-ready"], vec![claim(1, T0, "orphan")]),
+                issue(6, &["agent-wip"], vec![]),
+                issue(7, &["agent-ready"], vec![]),
+            ],
+            T0 + 1,
+        );
+        let skips: Vec<(u64, Option<Skip>)> =
+            v.frontier.iter().map(|f| (f.issue, f.skip)).collect();
+        assert_eq!(
+            skips,
+            [
+                (1, Some(Skip::Assigned)),
+                (2, Some(Skip::Blocked)),
+                (3, Some(Skip::InProgress)),
+                (4, Some(Skip::Claimed)),
+                (5, Some(Skip::Claimed)),
+                (7, None)
+            ]
+        );
+        // The orphan claim (no label) still holds a slot.
+        assert_eq!(verdict(&v, "orphan"), Verdict::Holds { slot: 3 });
+    }
+
+    /// Two losing claims on one issue: only the earlier one may take the
+    /// label off, so that they never disagree; nobody takes a winner's.
+    #[test]
+    fn the_label_is_left_to_the_earliest_losing_claim_and_never_taken_from_a_winner() {
+        let v = view(
+            1,
+            &[],
+            vec![
+                issue(
+                    1,
+                    &["agent-ready", "agent-wip"],
+                    vec![claim(1, T0, "holder")],
+                ),
+                issue(
+                    2,
+                    &["agent-ready", "agent-wip"],
+                    vec![claim(2, T0, "early"), claim(3, T0, "late")],
+                ),
+            ],
+            T0 + 1,
+        );
+        let c = |key| v.claim(key).unwrap();
+        assert!(c("holder").holds());
+        assert!(v.label_is_left_to(c("early")));
+        assert!(!v.label_is_left_to(c("late")));
+        let v = view(
+            2,
+            &[],
+            vec![issue(
+                1,
+                &["agent-ready", "agent-wip"],
+                vec![claim(1, T0, "win"), claim(2, T0, "lose")],
+            )],
+            T0 + 1,
+        );
+        assert!(!v.label_is_left_to(v.claim("lose").unwrap()));
+    }
+
+    /// A claim's verdict depends only on what was ordered before it: adding
+    /// later claims never changes an earlier one's.
+    #[test]
+    fn a_later_claim_never_unseats_an_earlier_one() {
+        let mut issues: Vec<Issue> = (1..=6)
+            .map(|n| issue(n, &["agent-ready"], vec![]))
+            .collect();
+        let mut verdicts: Vec<(String, Verdict)> = Vec::new();
+        for (id, target) in [3u64, 1, 3, 5, 2, 6, 1, 4, 4, 2].into_iter().enumerate() {
+            let key = format!("k{id}");
+            issues[target as usize - 1].comments.push(claim(
+                id as u64 + 1,
+                T0 + id as i64 / 3,
+                &key,
+            ));
+            let v = view(3, &[], issues.clone(), T0 + 10);
+            for (earlier, seen) in &verdicts {
+                assert_eq!(&verdict(&v, earlier), seen, "{earlier} changed after {key}");
+            }
+            verdicts.push((key.clone(), verdict(&v, &key)));
+        }
+        let holding = verdicts
+            .iter()
+            .filter(|(_, v)| matches!(v, Verdict::Holds { .. }))
+            .count();
+        assert_eq!(holding, 3);
+    }
+}
