@@ -357,6 +357,14 @@ impl FakeGithub {
         self.state().slow.extend(vec![delay; n]);
     }
 
+    /// The primary limit per hour (GitHub's 5,000 for a user token by
+    /// default); what is left of it starts full.
+    pub fn set_rate_limit(&self, per_hour: u64) {
+        let mut state = self.state();
+        state.rate_limit = per_hour;
+        state.rate_remaining = per_hour;
+    }
+
     pub fn request_count(&self) -> usize {
         self.state().requests.len()
     }
@@ -526,6 +534,7 @@ struct State {
     issues_on_demand: bool,
     echo_authorization: bool,
     slow: VecDeque<Duration>,
+    rate_limit: u64,
     rate_remaining: u64,
     rate_reset: i64,
     requests: Vec<RecordedRequest>,
@@ -555,6 +564,7 @@ impl State {
             issues_on_demand: false,
             echo_authorization: false,
             slow: VecDeque::new(),
+            rate_limit: RATE_LIMIT,
             rate_remaining: RATE_LIMIT,
             rate_reset: 0,
             requests: Vec::new(),
@@ -707,7 +717,7 @@ impl State {
     fn respond(&mut self, request: &Request) -> Response {
         let now = self.now_secs();
         if now >= self.rate_reset {
-            self.rate_remaining = RATE_LIMIT;
+            self.rate_remaining = self.rate_limit;
             self.rate_reset = now + 3600;
         }
         let matching = self
@@ -814,10 +824,13 @@ impl State {
                 format!("FAKE:{:08X}", self.request_serial),
             ),
             ("x-github-api-version-selected", "2022-11-28".to_string()),
-            ("x-ratelimit-limit", RATE_LIMIT.to_string()),
+            ("x-ratelimit-limit", self.rate_limit.to_string()),
             ("x-ratelimit-remaining", remaining.to_string()),
             ("x-ratelimit-reset", reset.to_string()),
-            ("x-ratelimit-used", (RATE_LIMIT - remaining).to_string()),
+            (
+                "x-ratelimit-used",
+                (self.rate_limit - remaining).to_string(),
+            ),
             ("x-ratelimit-resource", "core".to_string()),
         ]
         .into_iter()
@@ -1319,8 +1332,8 @@ impl State {
 
     fn rate_limit_json(&self) -> Value {
         let core = json!({
-            "limit": RATE_LIMIT, "remaining": self.rate_remaining, "reset": self.rate_reset,
-            "used": RATE_LIMIT - self.rate_remaining, "resource": "core"
+            "limit": self.rate_limit, "remaining": self.rate_remaining, "reset": self.rate_reset,
+            "used": self.rate_limit - self.rate_remaining, "resource": "core"
         });
         json!({ "resources": { "core": core }, "rate": core })
     }

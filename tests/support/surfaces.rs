@@ -67,6 +67,22 @@ pub trait SurfaceSetup {
         cmd
     }
 
+    /// Opens pull request `number` carrying `labels`. (The git surface has
+    /// no pull requests: there an issue carrying the labels stands for one.)
+    fn open_pull(&self, repo: &Repo<'_>, number: u64, labels: &[&str]) {
+        let n = number.to_string();
+        let mut args = vec!["coord", "label", "add", n.as_str()];
+        args.extend(labels);
+        self.maverick(repo, &args).expect(0);
+    }
+
+    /// Closes an issue or pull request (on the git surface: the `closed` label).
+    fn close(&self, repo: &Repo<'_>, number: u64) {
+        let n = number.to_string();
+        self.maverick(repo, &["coord", "label", "add", &n, "closed"])
+            .expect(0);
+    }
+
     /// The body of the issue's comment that starts with `prefix`, newest first.
     fn comment_starting_with(&self, issue: u64, prefix: &str) -> Option<StoredComment> {
         self.comments(issue)
@@ -213,9 +229,11 @@ pub struct GithubSetup {
 
 impl GithubSetup {
     pub fn new() -> GithubSetup {
-        GithubSetup {
-            env: TestEnv::with_surface(Surface::Github),
-        }
+        let env = TestEnv::with_surface(Surface::Github);
+        // Tests that run dozens of processes would spend GitHub's hourly
+        // 5,000 requests; tests/github.rs tests the limit itself.
+        env.github().set_rate_limit(100_000);
+        GithubSetup { env }
     }
 }
 
@@ -263,6 +281,17 @@ impl SurfaceSetup for GithubSetup {
         let fake = self.env.github();
         fake.add_user(author, "MEMBER");
         fake.add_comment_as(issue, author, body)
+    }
+
+    fn open_pull(&self, _repo: &Repo<'_>, number: u64, labels: &[&str]) {
+        let head = format!("{number:040x}");
+        self.env
+            .github()
+            .create_pull(number, &format!("Pull request {number}"), labels, &head);
+    }
+
+    fn close(&self, _repo: &Repo<'_>, number: u64) {
+        self.env.github().close(number);
     }
 }
 
