@@ -24,12 +24,13 @@ export GIT_COMMITTER_NAME=demo GIT_COMMITTER_EMAIL=demo@example.com
 unset GH_TOKEN GITHUB_TOKEN GITHUB_API_URL MAVERICK_INSTANCE MAVERICK_INSTANCE_ID CLAUDE_CODE_SESSION_ID
 
 step() { printf '\n== %s\n' "$*"; }
-# expect CODE NAME CMD...: like `as`, and stop the demo if the exit code differs.
+# expect CODE NAME CMD...: run CMD in $work/NAME as instance NAME (its first path
+# part), show it and its exit code, and stop the demo if the exit code differs.
 expect() {
   local want=$1 who=$2; shift 2
   printf '%s$ %s\n' "$who" "$*"
   local rc=0 out
-  out=$(cd "$work/$who" && MAVERICK_INSTANCE=$who "$@" 2>&1) || rc=$?
+  out=$(cd "$work/$who" && MAVERICK_INSTANCE=${who%%/*} "$@" 2>&1) || rc=$?
   [ -n "$out" ] && printf '%s\n' "$out" | sed 's/^/    /'
   printf '    [exit %d]\n' "$rc"
   if [ "$rc" != "$want" ]; then
@@ -42,7 +43,7 @@ wait_exit() {
   local want=$1 who=$2; shift 2
   for _ in $(seq 300); do
     local rc=0
-    (cd "$work/$who" && MAVERICK_INSTANCE=$who "$@" >/dev/null 2>&1) || rc=$?
+    (cd "$work/$who" && MAVERICK_INSTANCE=${who%%/*} "$@" >/dev/null 2>&1) || rc=$?
     [ "$rc" = "$want" ] && return 0
     sleep 0.1
   done
@@ -130,6 +131,46 @@ expect 0 alice git maverick coord label remove 204 agent-wip
 expect 9 bob git maverick dispatch --slots 2
 wait_exit 0 bob git maverick dispatch --slots 2 --dispatch-stale 2s --dry-run
 expect 0 bob git maverick dispatch --slots 2 --dispatch-stale 2s
+
+step "push per task: alice works #143 as a list of tasks, one pushed commit each"
+expect 0 alice git maverick hook install
+expect 0 alice git maverick coord claim 143 --branch maverick/143-parser
+expect 0 alice git switch --quiet -c maverick/143-parser
+printf 'Parse marker blocks — fenced JSON\nUpsert markers in place\nVerify after writing\n' > "$work/tasks.md"
+expect 0 alice git maverick task init 143 "$work/tasks.md"
+echo 'pub fn parse() {}' > "$work/alice/parse.rs"
+expect 0 alice git add parse.rs
+expect 0 alice git maverick task done -m "feat(markers): parse blocks"
+
+step "alice's laptop dies right after pushing task 2, before checking it off"
+echo 'pub fn upsert() {}' > "$work/alice/upsert.rs"
+expect 0 alice git add upsert.rs
+expect 0 alice git commit --quiet -m "feat(markers): upsert in place" --trailer "Maverick-Issue: 143" --trailer "Maverick-Task: 2"
+expect 0 alice git push --quiet origin maverick/143-parser
+expect 0 alice git maverick coord heartbeat 143 --lease-ttl 1s
+rm -rf "$work/alice"
+
+step "carol, on a fresh clone, resumes the branch from origin: task 2 is checked off, task 3 is next"
+git clone --quiet "$work/origin.git" "$work/carol"
+wait_exit 5 carol git maverick coord read 143
+expect 5 carol git maverick resume maverick/143-parser
+expect 0 carol git maverick resume maverick/143-parser --takeover
+expect 0 carol git maverick resume maverick/143-parser
+expect 0 carol git maverick hook install
+tree=carol/.maverick/worktrees/maverick-143-parser
+echo 'pub fn verify() {}' > "$work/$tree/verify.rs"
+expect 0 "$tree" git add verify.rs
+expect 0 "$tree" git maverick task done -m "test(markers): verify after writing"
+
+step "one writer per branch: bob, who holds no claim, pushes to carol's branch; carol's next push is refused by the hook (git push exits 1)"
+expect 0 bob git fetch --quiet origin
+expect 0 bob git switch --quiet maverick/143-parser
+expect 0 bob git commit --quiet --allow-empty -m "feat: bob was here"
+expect 0 bob git push --quiet origin maverick/143-parser
+expect 0 "$tree" git commit --quiet --allow-empty -m "docs: notes"
+expect 0 "$tree" git pull --quiet --rebase origin maverick/143-parser
+expect 1 "$tree" git push --quiet origin maverick/143-parser
+expect 0 carol git -C .maverick/worktrees/maverick-143-parser log --oneline -5
 
 step "everything above lives on the remote"
 git -C "$work/origin.git" log --oneline -5 refs/maverick/issues

@@ -135,9 +135,18 @@ pub fn release(
 ) -> Result<ReleaseOutcome, ClaimsError> {
     let outcome = coord.release(issues, reason)?;
     for n in &outcome.released {
-        store.remove(&coord.settings.instance, *n)?;
+        forget(store, &coord.settings.instance, *n)?;
     }
     Ok(outcome)
+}
+
+/// Forgets a released claim's record and its branch's last-seen record: a
+/// released branch is no longer guarded by the pre-push hook.
+fn forget(store: &ClaimStore, instance: &str, issue: u64) -> Result<(), RecordError> {
+    if let Some(branch) = store.load(instance, issue)?.and_then(|r| r.branch) {
+        store.branch_store().remove(&branch)?;
+    }
+    store.remove(instance, issue)
 }
 
 /// Releases every claim this instance holds by its local records (a
@@ -168,7 +177,7 @@ pub fn release_all(
     // holds (lost to a takeover) have nothing left to guard.
     for view in &outcome.views {
         if view.decision != Decision::Ours {
-            store.remove(&coord.settings.instance, view.issue)?;
+            forget(store, &coord.settings.instance, view.issue)?;
         }
     }
     Ok(outcome)

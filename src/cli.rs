@@ -7,7 +7,9 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::commands::coord::CoordArgs;
 use crate::commands::dispatch::DispatchArgs;
+use crate::commands::hook::HookArgs;
 use crate::commands::hydrate::HydrateArgs;
+use crate::commands::resume::ResumeArgs;
 use crate::commands::run::RunArgs;
 use crate::commands::state::StateArgs;
 use crate::commands::task::TaskArgs;
@@ -133,6 +135,10 @@ pub enum Command {
     /// Rebuild local state from the surface: writes .claude/epic-state.json
     /// (.claude/issue-state.json for a story) and prints it
     Hydrate(HydrateArgs),
+    /// Install or remove the pre-push hook that keeps one writer per branch
+    Hook(HookArgs),
+    /// Recreate a branch's worktree from the remote and pick the work up
+    Resume(ResumeArgs),
     /// Hold a claim for the life of a command: claim, run CMD, heartbeat, release
     Run(RunArgs),
     /// Start an agent cycle in a free dispatch slot, at most dispatchSlots at once

@@ -342,14 +342,26 @@ pub fn valid_instance_id(id: &str) -> bool {
         && !id.starts_with(['.', '-'])
 }
 
+/// The instance id the environment names, which beats every other source
+/// (SPEC 2); the pre-push hook uses it to avoid reading the configuration.
+pub fn instance_from_env() -> Option<Result<String, ConfigError>> {
+    let id = ["MAVERICK_INSTANCE", "MAVERICK_INSTANCE_ID"]
+        .iter()
+        .find_map(|var| std::env::var(var).ok().filter(|v| !v.is_empty()))?;
+    Some(if valid_instance_id(&id) {
+        Ok(id)
+    } else {
+        Err(ConfigError::BadInstance(id))
+    })
+}
+
 /// SPEC 2: env, then config, then the agent session, then one generated id
 /// kept in this worktree's git dir.
 fn resolve_instance(git: &Git, keys: &ConfigKeys) -> Result<String, ConfigError> {
-    let explicit = ["MAVERICK_INSTANCE", "MAVERICK_INSTANCE_ID"]
-        .iter()
-        .find_map(|var| std::env::var(var).ok().filter(|v| !v.is_empty()))
-        .or_else(|| keys.get("instance").map(str::to_owned));
-    if let Some(id) = explicit {
+    if let Some(id) = instance_from_env() {
+        return id;
+    }
+    if let Some(id) = keys.get("instance").map(str::to_owned) {
         return if valid_instance_id(&id) {
             Ok(id)
         } else {

@@ -175,3 +175,28 @@ impl From<crate::claims::ClaimsError> for CommandError {
         }
     }
 }
+
+impl From<crate::push::PushError> for CommandError {
+    fn from(err: crate::push::PushError) -> Self {
+        use crate::push::PushError;
+        let (exit, hint) = match &err {
+            PushError::Collision { .. } => (
+                Exit::Collision,
+                "stop and report; do not merge or overwrite".to_owned(),
+            ),
+            PushError::NotFastForward { .. } => (
+                Exit::Collision,
+                "claimed branches move forward only: add commits on top of the remote head"
+                    .to_owned(),
+            ),
+            PushError::NotHolder { hint, .. } => (Exit::ClaimLost, hint.clone()),
+            PushError::Git(e) => return CommandError::from_error(Exit::Error, e),
+            PushError::Record(e) => return CommandError::from_error(Exit::Error, e),
+            PushError::Refused { .. } => (
+                Exit::Error,
+                "see what the remote (or a pre-push hook) said above".to_owned(),
+            ),
+        };
+        CommandError::from_error(exit, &err).hint(hint)
+    }
+}

@@ -3,8 +3,16 @@
 //! non-forced refspec: the push goes through only if the remote's head is
 //! still the one this writer last saw, and only as a fast-forward. A
 //! rejection is a collision, never retried by merging.
+//!
+//! git forces any update whose lease matches (`force_ref_update` in
+//! `remote.c`), refspec or not, so "only as a fast-forward" is checked here
+//! before the push: the lease pins the remote to `expected`, and the pushed
+//! commit must descend from it. When this clone has a claim on the branch,
+//! the pusher must hold it by its records, the same check the pre-push hook
+//! makes.
 
 use crate::git::{Git, GitError};
+use crate::prepush::{self, BranchState};
 use crate::record::{BranchRecord, BranchStore, RecordError};
 use crate::timefmt::Timestamp;
 
@@ -21,6 +29,20 @@ pub enum PushError {
     },
     #[error("the push of {branch} was refused: {reason}")]
     Refused { branch: String, reason: String },
+    #[error(
+        "{sha} does not descend from {expected}, the remote's {branch}: the push would rewrite it"
+    )]
+    NotFastForward {
+        branch: String,
+        expected: String,
+        sha: String,
+    },
+    #[error("the push of {branch} was refused: {what}")]
+    NotHolder {
+        branch: String,
+        what: String,
+        hint: String,
+    },
     #[error(transparent)]
     Git(#[from] GitError),
     #[error(transparent)]
@@ -45,6 +67,26 @@ pub fn cas_push(
         "--end-of-options",
         &format!("{rev}^{{commit}}"),
     ])?;
+    let common_dir = git.common_dir()?;
+    let state = BranchState::load(&common_dir, branch)?;
+    if !state.claims.is_empty() {
+        if let Err((_, what, hint)) = prepush::check_holder(branch, &state.claims, instance) {
+            return Err(PushError::NotHolder {
+                branch: branch.to_owned(),
+                what,
+                hint,
+            });
+        }
+    }
+    if let Some(expected) = expected {
+        if !prepush::is_ancestor(git, expected, &sha)? {
+            return Err(PushError::NotFastForward {
+                branch: branch.to_owned(),
+                expected: expected.to_owned(),
+                sha,
+            });
+        }
+    }
     let target = format!("refs/heads/{branch}");
     let lease = format!("--force-with-lease={target}:{}", expected.unwrap_or(""));
     let out = git
@@ -84,12 +126,59 @@ pub fn cas_push(
             },
         });
     }
-    BranchStore::new(&git.common_dir()?).set(&BranchRecord {
+    BranchStore::new(&common_dir).set(&BranchRecord {
         branch: branch.to_owned(),
         last_seen: Some(sha.clone()),
         issue,
         instance_id: Some(instance.to_owned()),
         updated_at: Timestamp::now().to_string(),
+        pending: Vec::new(),
     })?;
     Ok(sha)
+}
+
+/// Maverick's own push of `rev` to `branch`, expecting the remote where this
+/// clone last saw it: at its last-seen head, or, after plain `git push`es
+/// the pre-push hook allowed, at one of the heads they left pending (told
+/// apart with one `ls-remote`). No record: the branch must not exist yet.
+/// Unlike a head that merely descends from the last-seen one, this accepts
+/// only heads this clone pushed, the rule the pre-push hook applies.
+pub fn cas_push_last_seen(
+    git: &Git,
+    remote: &str,
+    rev: &str,
+    branch: &str,
+    issue: Option<u64>,
+    instance: &str,
+) -> Result<String, PushError> {
+    let record = BranchStore::new(&git.common_dir()?).get(branch)?;
+    let expected = match record {
+        None => None,
+        Some(record) if record.pending.is_empty() => record.last_seen,
+        Some(record) => {
+            let head = prepush::remote_head(git, remote, branch)?;
+            let ours = head == record.last_seen
+                || head.as_ref().is_some_and(|h| record.pending.contains(h));
+            if !ours {
+                return Err(PushError::Collision {
+                    branch: branch.to_owned(),
+                    expected: record.pending.last().cloned().or(record.last_seen),
+                    detail: format!(
+                        "the remote is at {}",
+                        head.as_deref().unwrap_or("(no branch)")
+                    ),
+                });
+            }
+            head
+        }
+    };
+    cas_push(
+        git,
+        remote,
+        rev,
+        branch,
+        expected.as_deref(),
+        issue,
+        instance,
+    )
 }

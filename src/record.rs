@@ -65,6 +65,14 @@ impl ClaimStore {
         }
     }
 
+    /// The last-seen records of the same clone.
+    pub fn branch_store(&self) -> BranchStore {
+        let maverick_dir = self.root.parent().unwrap_or(&self.root);
+        BranchStore {
+            root: maverick_dir.join("branches"),
+        }
+    }
+
     fn path(&self, instance: &str, issue: u64) -> PathBuf {
         // Instance ids are validated to be path-safe (config::valid_instance_id).
         self.root.join(instance).join(format!("{issue}.json"))
@@ -106,6 +114,13 @@ impl ClaimStore {
 
     /// Every record of every instance of this clone that names `branch`.
     pub fn for_branch(&self, branch: &str) -> Result<Vec<ClaimRecord>, RecordError> {
+        let mut all = self.all()?;
+        all.retain(|record| record.branch.as_deref() == Some(branch));
+        Ok(all)
+    }
+
+    /// Every record of every instance of this clone.
+    pub fn all(&self) -> Result<Vec<ClaimRecord>, RecordError> {
         let mut found = Vec::new();
         let entries = match std::fs::read_dir(&self.root) {
             Ok(entries) => entries,
@@ -119,11 +134,7 @@ impl ClaimStore {
             }
         };
         for entry in entries.flatten() {
-            for record in read_dir_records(&entry.path())? {
-                if record.branch.as_deref() == Some(branch) {
-                    found.push(record);
-                }
-            }
+            found.extend(read_dir_records(&entry.path())?);
         }
         Ok(found)
     }
@@ -173,6 +184,10 @@ fn read_record(path: &Path) -> Result<Option<ClaimRecord>, RecordError> {
 /// Writes through a temporary file and a rename, so a crash leaves the old
 /// file or the new one, never half of one.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    replace_file(path, bytes, true)
+}
+
+fn replace_file(path: &Path, bytes: &[u8], sync: bool) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
     let name = path
@@ -182,7 +197,9 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
     let mut file = std::fs::File::create(&tmp)?;
     file.write_all(bytes)?;
-    file.sync_all()?;
+    if sync {
+        file.sync_all()?;
+    }
     drop(file);
     std::fs::rename(&tmp, path)
 }
@@ -190,7 +207,7 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// The remote head of a managed branch as this clone's writer last saw it
 /// (SPEC 8): recorded when it claimed, created or resumed the worktree, or
 /// made its own last push. A plain fetch does not move it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BranchRecord {
     pub branch: String,
     /// The remote's head, `None` when the branch did not exist there yet.
@@ -200,6 +217,12 @@ pub struct BranchRecord {
     #[serde(default)]
     pub instance_id: Option<String>,
     pub updated_at: String,
+    /// Commits the pre-push hook let a plain `git push` send that no later
+    /// push has confirmed yet. git has no post-push hook, so the hook cannot
+    /// know whether the push it allowed went through; the remote showing one
+    /// of these next time means it did (see `prepush`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending: Vec<String>,
 }
 
 /// The last-seen records of one clone, one file per branch.
@@ -216,9 +239,17 @@ impl BranchStore {
     }
 
     /// Branch names may hold anything git allows; file names hold only hex.
+    /// A file name holds 255 bytes at most, so a long name's hex is cut into
+    /// directories of 200 digits (`<200>/<rest>.json` never meets `<200>.json`).
     fn path(&self, branch: &str) -> PathBuf {
         let hex: String = branch.bytes().map(|b| format!("{b:02x}")).collect();
-        self.root.join(format!("{hex}.json"))
+        let mut path = self.root.clone();
+        let mut rest = hex.as_str();
+        while rest.len() > 200 {
+            path.push(&rest[..200]);
+            rest = &rest[200..];
+        }
+        path.join(format!("{rest}.json"))
     }
 
     pub fn get(&self, branch: &str) -> Result<Option<BranchRecord>, RecordError> {
@@ -242,10 +273,21 @@ impl BranchStore {
     }
 
     pub fn set(&self, record: &BranchRecord) -> Result<(), RecordError> {
+        self.write(record, true)
+    }
+
+    /// `set` without waiting for the disk: for the pre-push hook, which
+    /// writes on every push. A crash that loses the write fails safe: the
+    /// next push sees a head it has no record of and refuses it.
+    pub fn set_unsynced(&self, record: &BranchRecord) -> Result<(), RecordError> {
+        self.write(record, false)
+    }
+
+    fn write(&self, record: &BranchRecord, sync: bool) -> Result<(), RecordError> {
         let path = self.path(&record.branch);
         let mut bytes = serde_json::to_vec_pretty(record).expect("plain data serializes");
         bytes.push(b'\n');
-        write_atomically(&path, &bytes).map_err(|source| RecordError::Io {
+        replace_file(&path, &bytes, sync).map_err(|source| RecordError::Io {
             action: "write",
             path,
             source,
@@ -262,5 +304,33 @@ impl BranchStore {
             }),
             _ => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_branch_names_have_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = BranchStore::new(dir.path());
+        let long = format!("deep/{}", "x/".repeat(300));
+        let long = long.trim_end_matches('/');
+        for branch in [long, &long[..95], "a"] {
+            store
+                .set(&BranchRecord {
+                    branch: branch.to_owned(),
+                    last_seen: Some(branch.len().to_string()),
+                    ..BranchRecord::default()
+                })
+                .unwrap();
+        }
+        for branch in [long, &long[..95], "a"] {
+            let record = store.get(branch).unwrap().unwrap();
+            assert_eq!(record.last_seen, Some(branch.len().to_string()));
+        }
+        store.remove(long).unwrap();
+        assert_eq!(store.get(long).unwrap(), None);
     }
 }

@@ -21,7 +21,7 @@ const INSTANCE: &str = "claude-5f0c2a9e81d4";
 
 /// Commands of features that are not in this build yet: run, they must be
 /// refused as unknown; once their issue lands this test says to exercise them.
-const PENDING: &[(&str, &str)] = &[("git maverick resume ", "#4 (one writer per branch, resume)")];
+const PENDING: &[(&str, &str)] = &[];
 
 fn skill() -> String {
     std::fs::read_to_string(SKILL).expect("SKILL.md")

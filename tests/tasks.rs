@@ -167,6 +167,9 @@ fn crash_between_push_and_comment_heals_on_another_machine(s: &dyn SurfaceSetup)
     s.maverick(&a, &["task", "done", "-m", "feat: one"])
         .expect(0);
     // The crash: task 2 committed and pushed, the check-off never written.
+    // (The push is a plain `git push` through the pre-push hook, which
+    // records the pushed head as this writer's own, as maverick's push does.)
+    s.maverick(&a, &["hook", "install"]).expect(0);
     stage(&a, "src/two.rs", "// two\n");
     a.git(&[
         "commit",
@@ -591,7 +594,79 @@ fn what_a_person_sees(s: &dyn SurfaceSetup) {
     insta::assert_snapshot!(format!("task_screens_{}", s.name()), screens.join("\n"));
 }
 
+/// Someone else pushed to the branch; the writer fetches and rebases onto it.
+/// Building on a push it never saw is what SPEC 8 forbids: exit 8, nothing
+/// pushed, the task left unchecked.
+fn a_rebase_onto_someone_elses_push_is_a_collision(s: &dyn SurfaceSetup) {
+    let a = start_story(s, "alpha", THREE_TASKS);
+    stage(&a, "src/one.rs", "// one\n");
+    s.maverick(&a, &["task", "done", "-m", "feat: one"])
+        .expect(0);
+    let intruder = join_story(s, "intruder");
+    intruder.commit_file("src/intruder.rs", "// not yours\n", "feat: intruder");
+    intruder.git(&["push", "--quiet", "origin", BRANCH]);
+    let intruded = s.env().git_in(&s.env().origin, &["rev-parse", BRANCH]);
+
+    a.git(&["pull", "--quiet", "--rebase", "origin", BRANCH]);
+    stage(&a, "src/two.rs", "// two\n");
+    let done = s.maverick(&a, &["task", "done", "-m", "feat: two"]);
+    done.expect(8);
+    assert!(
+        done.screen().contains("someone else pushed to it"),
+        "{}",
+        done.screen()
+    );
+    assert_eq!(
+        s.env().git_in(&s.env().origin, &["rev-parse", BRANCH]),
+        intruded
+    );
+    assert_eq!(marks(&tasks_body(s))[1], (false, None));
+}
+
+/// `resume` on another machine heals the crash between push and check-off,
+/// and says where to start.
+fn resume_reconciles_and_names_the_next_task(s: &dyn SurfaceSetup) {
+    let a = start_story(s, "alpha", THREE_TASKS);
+    s.maverick(&a, &["hook", "install"]).expect(0);
+    stage(&a, "src/one.rs", "// one\n");
+    s.maverick(&a, &["task", "done", "-m", "feat: one"])
+        .expect(0);
+    stage(&a, "src/two.rs", "// two\n");
+    a.git(&[
+        "commit",
+        "--quiet",
+        "-m",
+        "feat: two",
+        "--trailer",
+        "Maverick-Issue: 142",
+        "--trailer",
+        "Maverick-Task: 2",
+    ]);
+    a.git(&["push", "--quiet", "origin", BRANCH]);
+    let two = a.git(&["rev-parse", "--short", "HEAD"]);
+
+    let c = s.clone("gamma");
+    let resume = s.maverick(&c, &["--json", "resume", BRANCH]);
+    resume.expect(0);
+    let json = resume.json();
+    assert_eq!(json["tasks"]["reconciled"][0]["task"], 2, "{json}");
+    assert_eq!(json["next_task"]["number"], 3, "{json}");
+    assert_eq!(json["next_task"]["title"], "Verify after writing");
+    assert_eq!(marks(&tasks_body(s))[1], (true, Some(two)));
+    let again = s.maverick(&c, &["resume", BRANCH]);
+    again.expect(0);
+    assert!(
+        again
+            .stdout
+            .contains("next:     task 3 of 3 — Verify after writing"),
+        "{}",
+        again.screen()
+    );
+}
+
 on_surfaces!(
+    resume_reconciles_and_names_the_next_task,
+    a_rebase_onto_someone_elses_push_is_a_collision,
     a_refused_push_leaves_the_commit_local_and_a_rerun_pushes_it,
     the_claim_names_the_issue_and_fences_task_done,
     what_a_person_sees,

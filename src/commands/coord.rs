@@ -233,8 +233,8 @@ fn read(ctx: &Context, coord: &Coordinator<'_>, issue: u64) -> Result<Outcome, C
     Ok(outcome)
 }
 
-/// Claims for `coord claim`, `coord takeover` and `run`: what the protocol
-/// said, and what a person sees of it.
+/// Claims for `coord claim`, `coord takeover`, `run` and `resume`: what the
+/// protocol said, and what a person sees of it.
 pub(crate) fn claim(
     ctx: &Context,
     coord: &Coordinator<'_>,
@@ -266,6 +266,13 @@ pub(crate) fn claim(
         ClaimOutcome::Claimed { views, already_held, .. } => {
             let verb = if *already_held { "already held" } else { "claimed" };
             let mut o = Outcome::new(Exit::Ok, json);
+            if let Some(b) = &branch {
+                if let Some(note) =
+                    super::resume::record_head_at_claim(ctx, b, issue, *already_held)?
+                {
+                    o = o.note(note);
+                }
+            }
             for view in views {
                 o = o.line(format!("{verb} {}", describe(view).trim_start_matches('#')));
             }

@@ -2,7 +2,9 @@
 
 pub mod coord;
 pub mod dispatch;
+pub mod hook;
 pub mod hydrate;
+pub mod resume;
 pub mod run;
 pub mod state;
 pub mod task;
@@ -165,6 +167,8 @@ pub fn run(cli: Cli) -> Result<Outcome, CommandError> {
         Command::Task(args) => task::run(&cli.global, args),
         Command::State(args) => state::run(&cli.global, args),
         Command::Hydrate(args) => hydrate::run(&cli.global, args),
+        Command::Hook(args) => hook::run(&cli.global, args),
+        Command::Resume(args) => resume::run(&cli.global, args),
         Command::Run(args) => run::run(&cli.global, args),
         Command::Dispatch(args) => dispatch::run(&cli.global, args),
     }

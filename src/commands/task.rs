@@ -595,9 +595,9 @@ fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome, CommandError> {
     // 2. Push, as a compare-and-swap against the remote's head. That head
     // must be one our commit descends from (so the push overwrites nothing
     // this clone does not have) and, when this clone recorded a last-seen
-    // head (claim, resume, an earlier push), one that descends from it: a
-    // remote rewound or rebuilt behind our back is a collision. A head that
-    // moved forward only by commits we have is our own plain `git push`.
+    // head (claim, resume, an earlier push), that very head or one its own
+    // plain `git push` left (the pre-push hook records those): anything else
+    // is someone else's push, a collision to report, never to build on.
     // Without a record (this clone never claimed, resumed or pushed the
     // branch), nobody's work can be lost by a fast-forward of what the
     // remote has now, and the swap refuses anything pushed after this look.
@@ -605,12 +605,18 @@ fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome, CommandError> {
     let recorded = store.get(&branch)?;
     let live = remote_head(ctx, &branch)?;
     let seen = recorded.as_ref().and_then(|r| r.last_seen.clone());
+    let pending = recorded
+        .as_ref()
+        .map(|r| r.pending.clone())
+        .unwrap_or_default();
     let collision = match (&live, &seen) {
         (Some(l), _) if !is_ancestor(ctx, l, &sha)? => Some(format!(
             "the remote's {branch} is at {l}, which {short} does not descend from"
         )),
-        (Some(l), Some(s)) if l != s && !is_ancestor(ctx, s, l)? => Some(format!(
-            "the remote's {branch} moved from {s}, last seen by this clone, to {l}, which does not descend from it"
+        // SPEC 8: the remote must be where this writer last saw it, or at a
+        // head its own plain `git push` left (recorded by the pre-push hook).
+        (Some(l), Some(s)) if l != s && !pending.contains(l) => Some(format!(
+            "the remote's {branch} moved from {s}, last seen by this clone, to {l}: someone else pushed to it"
         )),
         (None, Some(s)) => Some(format!(
             "the remote's {branch} is gone; this clone last saw it at {s}"

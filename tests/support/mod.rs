@@ -238,11 +238,28 @@ impl TestEnv {
             .env("LC_ALL", "C")
             .env("LANG", "C")
             .env("NO_COLOR", "1")
+            .env("PATH", path_with_bin())
             .stdin(Stdio::null());
         if let Some(fake) = &self.github {
             cmd.env("GITHUB_API_URL", fake.url())
                 .env("GH_TOKEN", fake.token());
         }
+    }
+
+    /// The head of `branch` on origin, `None` when origin has no such branch.
+    pub fn origin_head(&self, branch: &str) -> Option<String> {
+        let out = self.git_output_in(
+            &self.origin,
+            &[
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                &format!("refs/heads/{branch}^{{commit}}"),
+            ],
+        );
+        out.status
+            .success()
+            .then(|| String::from_utf8(out.stdout).unwrap().trim().to_owned())
     }
 
     pub fn git_in(&self, dir: &Path, args: &[&str]) -> String {
@@ -334,6 +351,18 @@ impl TestEnv {
     }
 }
 
+/// PATH with the built `git-maverick` first, so that git hooks find it.
+pub fn path_with_bin() -> std::ffi::OsString {
+    let bin_dir = Path::new(BIN)
+        .parent()
+        .expect("the binary is in a directory");
+    let mut dirs = vec![bin_dir.to_owned()];
+    if let Some(path) = std::env::var_os("PATH") {
+        dirs.extend(std::env::split_paths(&path));
+    }
+    std::env::join_paths(dirs).expect("PATH entries join")
+}
+
 pub struct Repo<'a> {
     pub env: &'a TestEnv,
     pub dir: PathBuf,
@@ -347,6 +376,47 @@ impl Repo<'_> {
 
     pub fn git_output(&self, args: &[&str]) -> Output {
         self.env.git_output_in(&self.dir, args)
+    }
+
+    /// git as this clone's instance (as the pre-push hook sees it), with
+    /// extra variables (`GIT_TRACE`, `PATH`, ...).
+    pub fn git_as_instance(&self, args: &[&str], envs: &[(&str, &std::ffi::OsStr)]) -> Output {
+        let mut cmd = Command::new("git");
+        cmd.args(args).current_dir(&self.dir);
+        self.env.apply_env(&mut cmd);
+        cmd.env("MAVERICK_INSTANCE", &self.instance);
+        for (key, value) in envs {
+            cmd.env(key, value);
+        }
+        cmd.output().expect("git runs")
+    }
+
+    /// The same instance working in another directory (a linked worktree).
+    pub fn at(&self, dir: impl Into<PathBuf>) -> Repo<'_> {
+        Repo {
+            env: self.env,
+            dir: dir.into(),
+            instance: self.instance.clone(),
+        }
+    }
+
+    /// Runs `git maverick ARGS` until it exits `code`, polling for at most
+    /// `timeout` (a lease running out, for example). Panics on timeout.
+    #[track_caller]
+    pub fn wait_for_exit(&self, args: &[&str], code: i32, timeout: std::time::Duration) -> Run {
+        let start = std::time::Instant::now();
+        loop {
+            let run = self.maverick(args);
+            if run.code == code {
+                return run;
+            }
+            assert!(
+                start.elapsed() < timeout,
+                "git maverick {args:?} did not exit {code} within {timeout:?}; last:\n{}",
+                run.screen()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
     }
 
     /// `git maverick ARGS` as this clone's instance.

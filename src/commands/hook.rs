@@ -1,0 +1,268 @@
+//! `git maverick hook`: the pre-push hook (SPEC 8).
+
+use std::io::Read as _;
+
+use clap::{Args, Subcommand};
+use serde_json::json;
+
+use super::Outcome;
+use crate::cli::GlobalArgs;
+use crate::config::Settings;
+use crate::error::{CommandError, Exit};
+use crate::git::Git;
+use crate::hookfile::{self, Change, HookFileError};
+use crate::prepush::{self, BranchState, PrePushError, RefUpdate};
+use crate::record::BranchStore;
+use crate::timefmt::Timestamp;
+
+#[derive(Debug, Args)]
+pub struct HookArgs {
+    #[command(subcommand)]
+    pub command: HookCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HookCommand {
+    /// Install the pre-push hook where git looks for it (core.hooksPath and
+    /// linked worktrees respected); an existing hook keeps working
+    Install,
+    /// Take maverick's block out of the pre-push hook (the file too, if
+    /// nothing else is in it)
+    Uninstall,
+    /// The check the pre-push hook runs: reads git's ref lines on stdin.
+    /// Call it from other hook managers as `git maverick hook pre-push "$@"`
+    #[command(hide = true)]
+    PrePush(PrePushArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PrePushArgs {
+    /// The remote's name (or its URL when the push named a URL)
+    // Its own id: `remote` is the global --remote option's.
+    #[arg(id = "push_remote", value_name = "REMOTE")]
+    pub remote: String,
+    /// The remote's URL
+    #[arg(id = "push_url", value_name = "URL")]
+    pub url: Option<String>,
+}
+
+pub fn run(global: &GlobalArgs, args: HookArgs) -> Result<Outcome, CommandError> {
+    match args.command {
+        HookCommand::Install => install(),
+        HookCommand::Uninstall => uninstall(),
+        HookCommand::PrePush(a) => pre_push(global, a),
+    }
+}
+
+fn repository() -> Result<Git, CommandError> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| CommandError::tool(format!("cannot read the current directory: {e}")))?;
+    let git = Git::new(cwd);
+    if !git
+        .cmd(["rev-parse", "--git-dir"])
+        .output_unchecked()?
+        .success()
+    {
+        return Err(CommandError::tool("not inside a git repository")
+            .hint("run it from a clone of the project"));
+    }
+    Ok(git)
+}
+
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
+}
+
+impl From<HookFileError> for CommandError {
+    fn from(err: HookFileError) -> Self {
+        let manual =
+            "or call maverick from the hook yourself: `git-maverick hook pre-push \"$@\"` \
+                      (it reads the same stdin; pass it on if the hook reads it too)";
+        let hint = match &err {
+            HookFileError::Symlink { .. } => Some(format!("edit the file it points to, {manual}")),
+            HookFileError::NotExecutable { path } => Some(format!(
+                "make it executable (chmod +x {}) if it should run, or remove it; then install again",
+                path.display()
+            )),
+            HookFileError::NotShell { .. } => Some(format!("add the check to it: {manual}")),
+            HookFileError::Unbalanced { path } => Some(format!(
+                "fix or delete the maverick lines in {} by hand, then install again",
+                path.display()
+            )),
+            _ => None,
+        };
+        let mut e = CommandError::from_error(Exit::Error, &err);
+        e.hints.extend(hint);
+        e
+    }
+}
+
+impl From<PrePushError> for CommandError {
+    fn from(err: PrePushError) -> Self {
+        match err {
+            PrePushError::Git(e) => e.into(),
+            PrePushError::Record(e) => e.into(),
+            other => CommandError::from_error(Exit::Error, &other),
+        }
+    }
+}
+
+fn install() -> Result<Outcome, CommandError> {
+    let git = repository()?;
+    let path = hookfile::hook_path(&git)?;
+    let change = hookfile::install(&path)?;
+    let shown = path.display();
+    let line = match change {
+        Change::Created => format!("installed the pre-push hook: {shown}"),
+        Change::Added => format!("added maverick's block to the existing pre-push hook: {shown}"),
+        Change::Updated => format!("updated maverick's block in {shown}"),
+        _ => format!("already installed: {shown}"),
+    };
+    let mut outcome = Outcome::new(Exit::Ok, json!({"hook": path, "change": change})).line(line);
+    if !on_path("git-maverick") {
+        outcome = outcome.note(
+            "warning: git-maverick is not on PATH, so the hook refuses every push until it is \
+             (the hook runs `git-maverick`, not this binary's path)",
+        );
+    }
+    Ok(outcome)
+}
+
+fn uninstall() -> Result<Outcome, CommandError> {
+    let git = repository()?;
+    let path = hookfile::hook_path(&git)?;
+    let change = hookfile::uninstall(&path)?;
+    let shown = path.display();
+    let line = match change {
+        Change::Removed => {
+            format!("took maverick's block out of {shown}; the rest of the hook stays")
+        }
+        Change::Deleted => format!("removed the pre-push hook: {shown}"),
+        _ => format!("no maverick block in {shown}: nothing to do"),
+    };
+    Ok(Outcome::new(Exit::Ok, json!({"hook": path, "change": change})).line(line))
+}
+
+/// True when the push goes to maverick's remote (by name, or by its URL).
+fn pushes_to_maverick_remote(settings: &Settings, args: &PrePushArgs) -> bool {
+    let url = settings.remote_url.as_deref();
+    args.remote == settings.remote
+        || Some(args.remote.as_str()) == url
+        || (args.url.is_some() && args.url.as_deref() == url)
+}
+
+/// The pusher, when the environment names it and every managed branch has a
+/// claim record of it for the remote this push goes to; `None`: ask the
+/// configuration.
+fn identity_from_records(
+    managed: &[(&RefUpdate, BranchState)],
+    args: &PrePushArgs,
+) -> Result<Option<String>, CommandError> {
+    let Some(me) = crate::config::instance_from_env().transpose()? else {
+        return Ok(None);
+    };
+    let known = managed.iter().all(|(_, state)| {
+        let mine: Vec<_> = state
+            .claims
+            .iter()
+            .filter(|c| c.instance_id == me)
+            .collect();
+        !mine.is_empty() && mine.iter().all(|c| c.remote == args.remote)
+    });
+    Ok(known.then_some(me))
+}
+
+/// The hot path: tags, unmanaged branches and repositories without maverick
+/// leave after a few file stats, with no git process and no network call.
+fn pre_push(global: &GlobalArgs, args: PrePushArgs) -> Result<Outcome, CommandError> {
+    let mut input = String::new();
+    std::io::stdin()
+        .read_to_string(&mut input)
+        .map_err(|e| CommandError::tool(format!("cannot read the pushed refs from stdin: {e}")))?;
+    let updates = prepush::parse_updates(&input)?;
+    let allowed = |checked: Vec<&str>| {
+        Outcome::new(
+            Exit::Ok,
+            json!({"remote": args.remote, "allowed": true, "checked": checked}),
+        )
+    };
+    let branch_updates: Vec<&RefUpdate> = updates.iter().filter(|u| u.branch().is_some()).collect();
+    if branch_updates.is_empty() {
+        return Ok(allowed(vec![]));
+    }
+    let cwd = std::env::current_dir()
+        .map_err(|e| CommandError::tool(format!("cannot read the current directory: {e}")))?;
+    let common_dir = match prepush::locate_common_dir(&cwd) {
+        Some(dir) => dir,
+        None => Git::new(&cwd).common_dir()?,
+    };
+    if prepush::maverick_absent(&common_dir) {
+        return Ok(allowed(vec![]));
+    }
+    let mut managed = Vec::new();
+    for update in branch_updates {
+        let branch = update.branch().expect("filtered to branches");
+        let state = BranchState::load(&common_dir, branch)?;
+        if state.managed() {
+            managed.push((update, state));
+        }
+    }
+    if managed.is_empty() {
+        return Ok(allowed(vec![]));
+    }
+    // A managed branch: the pusher's instance id, and whether this push goes
+    // to maverick's remote. When the environment names the instance and its
+    // claim records name this remote, no configuration needs reading.
+    let git = Git::new(&cwd);
+    let me = match identity_from_records(&managed, &args)? {
+        Some(me) => me,
+        None => {
+            let settings = Settings::load(&git, &global.overrides())?;
+            if !pushes_to_maverick_remote(&settings, &args) {
+                return Ok(allowed(vec![]));
+            }
+            settings.instance
+        }
+    };
+    let now = Timestamp::now();
+    let mut refusals = Vec::new();
+    for (update, state) in &managed {
+        if let Some(refusal) = prepush::check_update(&git, update, state, &me)? {
+            refusals.push(refusal);
+        }
+    }
+    let checked: Vec<&str> = managed.iter().filter_map(|(u, _)| u.branch()).collect();
+    if refusals.is_empty() {
+        let store = BranchStore::new(&common_dir);
+        let mut outcome = allowed(checked.clone());
+        for (update, state) in &managed {
+            prepush::record_allowed(&store, update, state, &me)?;
+            for warning in prepush::lease_warnings(&state.claims, &me, now) {
+                outcome = outcome.note(warning);
+            }
+        }
+        return Ok(outcome);
+    }
+    let exit = if refusals.iter().any(|r| r.kind.exit() == Exit::ClaimLost) {
+        Exit::ClaimLost
+    } else {
+        Exit::Collision
+    };
+    let mut outcome = Outcome::new(
+        exit,
+        json!({
+            "remote": args.remote,
+            "allowed": false,
+            "checked": checked,
+            "instance": me,
+            "refusals": refusals,
+        }),
+    );
+    for refusal in &refusals {
+        for line in refusal.describe(&args.remote) {
+            outcome = outcome.note(line);
+        }
+    }
+    Ok(outcome)
+}

@@ -1,0 +1,336 @@
+//! The installed pre-push hook (SPEC 8): maverick's lines live in one marked
+//! block, so an existing hook keeps working and `uninstall` takes out only
+//! what `install` put in.
+
+use std::path::{Path, PathBuf};
+
+use crate::git::{Git, GitError};
+
+/// The shim, as shipped in `hooks/pre-push`: a shebang and the block.
+pub const SHIM: &str = include_str!("../hooks/pre-push");
+pub const BEGIN: &str = "# >>> git-maverick pre-push >>>";
+pub const END: &str = "# <<< git-maverick pre-push <<<";
+
+/// Maverick's block: from the BEGIN line through the END line and its newline.
+pub fn block() -> &'static str {
+    let start = SHIM.find(BEGIN).expect("the shim has a begin marker");
+    &SHIM[start..]
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum HookFileError {
+    #[error(transparent)]
+    Git(#[from] GitError),
+    #[error("could not {action} {path}: {source}")]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path} is a symbolic link; maverick does not edit the file it points to")]
+    Symlink { path: PathBuf },
+    #[error("{path} is not executable, so git does not run it (and would not run maverick's block in it)")]
+    NotExecutable { path: PathBuf },
+    #[error("{path} is a {interpreter} script; maverick's block is shell")]
+    NotShell { path: PathBuf, interpreter: String },
+    #[error("{path} has a maverick block that is not closed (a line {BEGIN:?} without {END:?})")]
+    Unbalanced { path: PathBuf },
+}
+
+/// What `install` or `uninstall` did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Change {
+    /// A new hook file with the shim.
+    Created,
+    /// The block went into an existing hook.
+    Added,
+    /// An older block was replaced by this version's.
+    Updated,
+    /// The block was already there.
+    Unchanged,
+    /// The block was taken out; the rest of the hook stays.
+    Removed,
+    /// The hook held nothing but the block: the file is gone.
+    Deleted,
+    /// There was no block to take out.
+    Absent,
+}
+
+/// The hook file git actually runs (`git rev-parse --git-path hooks`, which
+/// knows `core.hooksPath` and linked worktrees).
+pub fn hook_path(git: &Git) -> Result<PathBuf, GitError> {
+    let dir = git.read(["rev-parse", "--path-format=absolute", "--git-path", "hooks"])?;
+    Ok(PathBuf::from(dir).join("pre-push"))
+}
+
+/// A BEGIN line without its END line: maverick does not guess where its block stops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UnclosedBlock;
+
+/// Where the block is in `text`: byte range of its lines, end exclusive.
+fn find_block(text: &str) -> Option<Result<(usize, usize), UnclosedBlock>> {
+    let mut offset = 0;
+    let mut start = None;
+    for line in text.split_inclusive('\n') {
+        let bare = line.trim_end_matches(['\n', '\r']);
+        match (start, bare == BEGIN, bare == END) {
+            (None, true, _) => start = Some(offset),
+            (Some(s), _, true) => return Some(Ok((s, offset + line.len()))),
+            _ => {}
+        }
+        offset += line.len();
+    }
+    start.map(|_| Err(UnclosedBlock))
+}
+
+/// The interpreter a shebang names, `None` when the text has no shebang.
+fn interpreter(text: &str) -> Option<String> {
+    let first = text.lines().next()?.strip_prefix("#!")?;
+    let mut words = first.split_whitespace();
+    let program = words.next()?;
+    let name = program.rsplit('/').next().unwrap_or(program);
+    if name == "env" {
+        let arg = words.find(|w| !w.starts_with('-') && !w.contains('='))?;
+        return Some(arg.rsplit('/').next().unwrap_or(arg).to_owned());
+    }
+    Some(name.to_owned())
+}
+
+fn is_shell(interpreter: &str) -> bool {
+    matches!(
+        interpreter,
+        "sh" | "bash" | "dash" | "zsh" | "ksh" | "mksh" | "ash" | "busybox"
+    )
+}
+
+/// `existing` with maverick's block in it: replacing an older block in place,
+/// else right after the shebang, so it runs before anything that could exit.
+pub fn with_block(existing: &str) -> Result<(String, Change), UnclosedBlock> {
+    let block = block();
+    match find_block(existing) {
+        Some(Ok((start, end))) => {
+            if &existing[start..end] == block {
+                return Ok((existing.to_owned(), Change::Unchanged));
+            }
+            let mut text = String::with_capacity(existing.len() + block.len());
+            text.push_str(&existing[..start]);
+            text.push_str(block);
+            text.push_str(&existing[end..]);
+            Ok((text, Change::Updated))
+        }
+        Some(Err(e)) => Err(e),
+        None => {
+            let after_shebang = if existing.starts_with("#!") {
+                existing.find('\n').map_or(existing.len(), |n| n + 1)
+            } else {
+                0
+            };
+            let mut text = String::with_capacity(existing.len() + block.len() + 1);
+            text.push_str(&existing[..after_shebang]);
+            if after_shebang > 0 && !text.ends_with('\n') {
+                text.push('\n');
+            }
+            text.push_str(block);
+            text.push_str(&existing[after_shebang..]);
+            Ok((text, Change::Added))
+        }
+    }
+}
+
+/// `existing` without maverick's block; `None` when nothing else is left
+/// (a shebang alone does not count).
+pub fn without_block(existing: &str) -> Result<(Option<String>, Change), UnclosedBlock> {
+    match find_block(existing) {
+        None => Ok((Some(existing.to_owned()), Change::Absent)),
+        Some(Err(e)) => Err(e),
+        Some(Ok((start, end))) => {
+            let text = format!("{}{}", &existing[..start], &existing[end..]);
+            let rest = text
+                .lines()
+                .filter(|l| !l.starts_with("#!"))
+                .any(|l| !l.trim().is_empty());
+            if rest {
+                Ok((Some(text), Change::Removed))
+            } else {
+                Ok((None, Change::Deleted))
+            }
+        }
+    }
+}
+
+fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> HookFileError {
+    let path = path.to_owned();
+    move |source| HookFileError::Io {
+        action,
+        path,
+        source,
+    }
+}
+
+#[cfg(unix)]
+fn executable(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::PermissionsExt as _;
+    meta.permissions().mode() & 0o111 != 0
+}
+
+#[cfg(not(unix))]
+fn executable(_: &std::fs::Metadata) -> bool {
+    true
+}
+
+fn write_hook(
+    path: &Path,
+    text: &str,
+    mode_from: Option<&std::fs::Metadata>,
+) -> Result<(), HookFileError> {
+    crate::record::write_atomically(path, text.as_bytes()).map_err(io("write", path))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = mode_from.map_or(0o755, |m| m.permissions().mode() & 0o7777);
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+            .map_err(io("make executable", path))?;
+    }
+    #[cfg(not(unix))]
+    let _ = mode_from;
+    Ok(())
+}
+
+/// Installs the block into the hook at `path`; running it twice changes nothing.
+pub fn install(path: &Path) -> Result<Change, HookFileError> {
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(meta) => Some(meta),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(io("read", path)(e)),
+    };
+    let Some(meta) = meta else {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(io("create", dir))?;
+        }
+        write_hook(path, SHIM, None)?;
+        return Ok(Change::Created);
+    };
+    if meta.file_type().is_symlink() {
+        return Err(HookFileError::Symlink {
+            path: path.to_owned(),
+        });
+    }
+    let existing = std::fs::read_to_string(path).map_err(io("read", path))?;
+    if let Some(name) = interpreter(&existing).filter(|i| !is_shell(i)) {
+        return Err(HookFileError::NotShell {
+            path: path.to_owned(),
+            interpreter: name,
+        });
+    }
+    let (text, change) =
+        with_block(&existing).map_err(|UnclosedBlock| HookFileError::Unbalanced {
+            path: path.to_owned(),
+        })?;
+    if change == Change::Unchanged {
+        return Ok(change);
+    }
+    if !executable(&meta) {
+        return Err(HookFileError::NotExecutable {
+            path: path.to_owned(),
+        });
+    }
+    write_hook(path, &text, Some(&meta))?;
+    Ok(change)
+}
+
+/// Takes the block out of the hook at `path`, and the file when nothing else is left.
+pub fn uninstall(path: &Path) -> Result<Change, HookFileError> {
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Change::Absent),
+        Err(e) => return Err(io("read", path)(e)),
+    };
+    if meta.file_type().is_symlink() {
+        return Err(HookFileError::Symlink {
+            path: path.to_owned(),
+        });
+    }
+    let existing = std::fs::read_to_string(path).map_err(io("read", path))?;
+    let (text, change) =
+        without_block(&existing).map_err(|UnclosedBlock| HookFileError::Unbalanced {
+            path: path.to_owned(),
+        })?;
+    match (change, text) {
+        (Change::Absent, _) => Ok(Change::Absent),
+        (_, Some(text)) => {
+            write_hook(path, &text, Some(&meta))?;
+            Ok(Change::Removed)
+        }
+        (_, None) => {
+            std::fs::remove_file(path).map_err(io("remove", path))?;
+            Ok(Change::Deleted)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shim_is_shebang_and_block() {
+        assert!(SHIM.starts_with("#!/bin/sh\n"));
+        assert_eq!(format!("#!/bin/sh\n{}", block()), SHIM);
+        assert!(block().ends_with(&format!("{END}\n")));
+    }
+
+    #[test]
+    fn round_trips_an_existing_hook() {
+        let original = "#!/bin/bash\nset -e\necho existing\nexit 0\n";
+        let (with, change) = with_block(original).unwrap();
+        assert_eq!(change, Change::Added);
+        assert!(with.starts_with(&format!("#!/bin/bash\n{BEGIN}\n")));
+        assert!(with.ends_with("echo existing\nexit 0\n"));
+        assert_eq!(with_block(&with).unwrap().1, Change::Unchanged);
+        let (back, change) = without_block(&with).unwrap();
+        assert_eq!(change, Change::Removed);
+        assert_eq!(back.as_deref(), Some(original));
+    }
+
+    #[test]
+    fn a_hook_without_shebang_or_newline() {
+        let (with, _) = with_block("#!/bin/sh").unwrap();
+        assert_eq!(with, SHIM);
+        assert_eq!(without_block(&with).unwrap(), (None, Change::Deleted));
+        let (with, _) = with_block("echo hi\n").unwrap();
+        assert!(with.starts_with(BEGIN) && with.ends_with("echo hi\n"));
+        assert_eq!(
+            without_block(&with).unwrap().0.as_deref(),
+            Some("echo hi\n")
+        );
+    }
+
+    #[test]
+    fn an_old_block_is_replaced_in_place() {
+        let old = format!("#!/bin/sh\necho before\n{BEGIN}\nold lines\n{END}\necho after\n");
+        let (with, change) = with_block(&old).unwrap();
+        assert_eq!(change, Change::Updated);
+        assert_eq!(
+            with,
+            format!("#!/bin/sh\necho before\n{}echo after\n", block())
+        );
+        assert!(with_block(&format!("{BEGIN}\nno end\n")).is_err());
+    }
+
+    #[test]
+    fn interpreters() {
+        assert_eq!(interpreter("#!/bin/sh\n").as_deref(), Some("sh"));
+        assert_eq!(
+            interpreter("#!/usr/bin/env bash\n").as_deref(),
+            Some("bash")
+        );
+        assert_eq!(
+            interpreter("#!/usr/bin/env -S python3 -u\n").as_deref(),
+            Some("python3")
+        );
+        assert_eq!(interpreter("echo\n"), None);
+        assert!(!is_shell("python3") && is_shell("bash"));
+    }
+}

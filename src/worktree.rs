@@ -1,0 +1,549 @@
+//! One worktree per branch (SPEC 7): at `<worktreeDir>/<branch with / replaced>`
+//! under the main worktree, never outside it whatever the branch is called;
+//! reused when healthy (wherever the branch is already checked out), repaired
+//! when its directory or registration is gone.
+
+use std::path::{Component, Path, PathBuf};
+
+use crate::git::{Git, GitError};
+
+/// Longest directory name made from a branch name, in bytes; longer names
+/// are cut and get a hash of the whole name, so two stay apart.
+const MAX_DIR_NAME: usize = 96;
+
+/// The issue a branch name like `maverick/142-short-title` (any one prefix,
+/// or none: `142-short-title`) names.
+pub fn issue_of_branch_name(branch: &str) -> Option<u64> {
+    let rest = match branch.split_once('/') {
+        Some((_, rest)) => rest,
+        None => branch,
+    };
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    let after = &rest[digits.len()..];
+    if digits.is_empty() || !(after.is_empty() || after.starts_with('-')) {
+        return None;
+    }
+    digits.parse().ok().filter(|n| *n > 0)
+}
+
+fn fnv1a(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, b| {
+        (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// One path component made from a branch name: `/` (and anything a path
+/// could trip on) becomes `-`; never empty, `.`, `..` or dash- or dot-led.
+pub fn dir_name(branch: &str) -> String {
+    let mut name: String = branch
+        .chars()
+        .map(|c| {
+            if c == '/' || c == '\\' || c == '\0' || c.is_control() {
+                '-'
+            } else {
+                c
+            }
+        })
+        .collect();
+    if name.starts_with(['.', '-']) || name.is_empty() {
+        name.insert(0, '_');
+    }
+    if name.len() > MAX_DIR_NAME {
+        let mut cut = MAX_DIR_NAME - 17;
+        while !name.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        name = format!("{}-{:016x}", &name[..cut], fnv1a(branch));
+    }
+    name
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum WorktreeError {
+    #[error(transparent)]
+    Git(#[from] GitError),
+    #[error("the worktree path for {branch:?} would leave {dir}")]
+    Escapes { branch: String, dir: PathBuf },
+    #[error("{path} is the worktree of {other}, not of {branch}")]
+    PathTaken {
+        branch: String,
+        path: PathBuf,
+        other: String,
+    },
+    #[error("{path} exists and is not a worktree of this repository")]
+    PathOccupied { path: PathBuf },
+    #[error("could not {action} {path}: {source}")]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// `<root>/<worktree_dir>/<dir_name(branch)>`, checked to be one level
+/// below the worktree dir.
+pub fn worktree_path(
+    root: &Path,
+    worktree_dir: &Path,
+    branch: &str,
+) -> Result<PathBuf, WorktreeError> {
+    let dir = root.join(worktree_dir);
+    let name = dir_name(branch);
+    let mut components = Path::new(&name).components();
+    match (components.next(), components.next()) {
+        (Some(Component::Normal(_)), None) => Ok(dir.join(name)),
+        _ => Err(WorktreeError::Escapes {
+            branch: branch.to_owned(),
+            dir,
+        }),
+    }
+}
+
+/// Where the worktree of `branch` goes: its readable path, unless a live
+/// worktree of another branch holds it (`a/b` and `a-b` both read `a-b`);
+/// then the readable name with a hash of the branch. A worktree of the
+/// branch already at either place is where it stays.
+pub fn choose_path(
+    git: &Git,
+    root: &Path,
+    worktree_dir: &Path,
+    branch: &str,
+) -> Result<PathBuf, WorktreeError> {
+    let primary = worktree_path(root, worktree_dir, branch)?;
+    let fallback =
+        primary.with_file_name(format!("{}-{:08x}", dir_name(branch), fnv1a(branch) as u32));
+    let refname = format!("refs/heads/{branch}");
+    let entries = list(git)?;
+    let live = || entries.iter().filter(|e| !e.stale());
+    if let Some(own) = live().find(|e| {
+        e.branch.as_deref() == Some(&refname)
+            && (same_path(&e.path, &primary) || same_path(&e.path, &fallback))
+    }) {
+        return Ok(if same_path(&own.path, &primary) {
+            primary
+        } else {
+            fallback
+        });
+    }
+    let taken =
+        live().any(|e| same_path(&e.path, &primary) && e.branch.as_deref() != Some(&refname));
+    Ok(if taken { fallback } else { primary })
+}
+
+/// One entry of `git worktree list --porcelain`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Entry {
+    pub path: PathBuf,
+    pub head: Option<String>,
+    /// `refs/heads/…`, `None` when detached.
+    pub branch: Option<String>,
+    pub bare: bool,
+    pub locked: bool,
+    pub prunable: bool,
+}
+
+impl Entry {
+    /// Its directory is gone, or git says its registration is stale.
+    pub fn stale(&self) -> bool {
+        !self.bare && (self.prunable || !self.path.is_dir())
+    }
+}
+
+pub fn list(git: &Git) -> Result<Vec<Entry>, GitError> {
+    let out = git
+        .cmd(["worktree", "list", "--porcelain", "-z"])
+        .output()?;
+    let mut entries = Vec::new();
+    let mut current: Option<Entry> = None;
+    for field in out.stdout.split(|b| *b == 0) {
+        let field = String::from_utf8_lossy(field);
+        if field.is_empty() {
+            entries.extend(current.take());
+            continue;
+        }
+        let (key, value) = field.split_once(' ').unwrap_or((&field, ""));
+        if key == "worktree" {
+            entries.extend(current.take());
+            current = Some(Entry {
+                path: PathBuf::from(value),
+                ..Entry::default()
+            });
+            continue;
+        }
+        let Some(entry) = current.as_mut() else {
+            continue;
+        };
+        match key {
+            "HEAD" => entry.head = Some(value.to_owned()),
+            "branch" => entry.branch = Some(value.to_owned()),
+            "bare" => entry.bare = true,
+            "locked" => entry.locked = true,
+            "prunable" => entry.prunable = true,
+            _ => {}
+        }
+    }
+    entries.extend(current);
+    Ok(entries)
+}
+
+/// The main worktree's root (the first entry git lists).
+pub fn main_root(git: &Git) -> Result<PathBuf, GitError> {
+    match list(git)?.into_iter().next() {
+        Some(entry) => Ok(entry.path),
+        None => Ok(git.dir().to_owned()),
+    }
+}
+
+pub fn same_path(a: &Path, b: &Path) -> bool {
+    let canon = |p: &Path| {
+        std::fs::canonicalize(p).unwrap_or_else(|_| match (p.parent(), p.file_name()) {
+            (Some(parent), Some(name)) => std::fs::canonicalize(parent)
+                .map(|c| c.join(name))
+                .unwrap_or_else(|_| p.to_owned()),
+            _ => p.to_owned(),
+        })
+    };
+    a == b || canon(a) == canon(b)
+}
+
+/// Makes git ignore the worktree dir through `info/exclude` (not the
+/// project's `.gitignore`). Returns whether the file changed.
+pub fn exclude(common_dir: &Path, worktree_dir: &Path) -> Result<bool, WorktreeError> {
+    let inside = worktree_dir.is_relative()
+        && worktree_dir
+            .components()
+            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
+    if !inside {
+        return Ok(false);
+    }
+    let relative: Vec<String> = worktree_dir
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(part) => Some(part.to_string_lossy().into_owned()),
+            _ => None,
+        })
+        .collect();
+    let pattern = match relative.first() {
+        Some(first) if first == ".maverick" => "/.maverick/".to_owned(),
+        Some(_) => format!("/{}/", relative.join("/")),
+        None => return Ok(false),
+    };
+    let path = common_dir.join("info").join("exclude");
+    let io = |action| {
+        let path = path.clone();
+        move |source| WorktreeError::Io {
+            action,
+            path,
+            source,
+        }
+    };
+    let existing = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(io("read")(e)),
+    };
+    if existing
+        .lines()
+        .any(|l| l.trim() == pattern || l.trim() == &pattern[1..])
+    {
+        return Ok(false);
+    }
+    let mut text = existing;
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str("# git maverick's worktrees\n");
+    text.push_str(&pattern);
+    text.push('\n');
+    crate::record::write_atomically(&path, text.as_bytes()).map_err(io("write"))?;
+    Ok(true)
+}
+
+/// Where the local branch stands against the remote head.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LocalBranch {
+    Absent,
+    AtRemote,
+    /// Behind the remote head, with nothing of its own: it may fast-forward.
+    Behind {
+        local: String,
+    },
+    /// It has commits the remote lacks (`%h %s` lines): it is never moved.
+    Ahead {
+        local: String,
+        commits: Vec<String>,
+    },
+}
+
+/// What `apply` will do, decided before anything changes.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub branch: String,
+    pub path: PathBuf,
+    pub remote_head: String,
+    /// A healthy worktree at `path` on the branch.
+    pub existing: Option<Entry>,
+    /// Stale registrations to prune first (a deleted worktree directory).
+    pub prune: bool,
+    /// A leftover directory at `path` whose registration is gone: it is
+    /// moved aside (never deleted: it may hold uncommitted work).
+    pub move_aside: Option<PathBuf>,
+    pub local: LocalBranch,
+}
+
+/// What `apply` did.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Applied {
+    pub created: bool,
+    pub repaired: bool,
+    pub fast_forwarded: bool,
+    pub moved_aside: Option<PathBuf>,
+}
+
+fn local_branch(git: &Git, branch: &str, remote_head: &str) -> Result<LocalBranch, GitError> {
+    let out = git
+        .cmd(["rev-parse", "--verify", "--quiet"])
+        .arg(format!("refs/heads/{branch}^{{commit}}"))
+        .output_unchecked()?;
+    if !out.success() {
+        return Ok(LocalBranch::Absent);
+    }
+    let local = out.stdout_text()?.trim().to_owned();
+    if local == remote_head {
+        return Ok(LocalBranch::AtRemote);
+    }
+    let log = git.read([
+        "log",
+        "--no-decorate",
+        "--format=%h %s",
+        "--end-of-options",
+        &format!("{remote_head}..{local}"),
+    ])?;
+    let commits: Vec<String> = log.lines().map(str::to_owned).collect();
+    Ok(if commits.is_empty() {
+        LocalBranch::Behind { local }
+    } else {
+        LocalBranch::Ahead { local, commits }
+    })
+}
+
+/// Decides how to bring the worktree of `branch` to `remote_head`.
+pub fn plan(
+    git: &Git,
+    path: &Path,
+    branch: &str,
+    remote_head: &str,
+) -> Result<Plan, WorktreeError> {
+    let refname = format!("refs/heads/{branch}");
+    let entries = list(git)?;
+    let (stale, live): (Vec<Entry>, Vec<Entry>) = entries.into_iter().partition(Entry::stale);
+    let prune = stale
+        .iter()
+        .any(|e| same_path(&e.path, path) || e.branch.as_deref() == Some(&refname));
+    let live: Vec<Entry> = if prune {
+        live
+    } else {
+        // Stale entries we leave alone still hold their branch.
+        live.into_iter().chain(stale).collect()
+    };
+    // The branch checked out in a healthy worktree elsewhere (the main one,
+    // where a restarted session finds it): that is its worktree. git would
+    // not check it out twice, and nothing needs making.
+    if let Some(elsewhere) = live
+        .iter()
+        .find(|e| e.branch.as_deref() == Some(&refname) && !same_path(&e.path, path))
+    {
+        return Ok(Plan {
+            branch: branch.to_owned(),
+            path: elsewhere.path.clone(),
+            remote_head: remote_head.to_owned(),
+            existing: Some(elsewhere.clone()),
+            prune,
+            move_aside: None,
+            local: local_branch(git, branch, remote_head)?,
+        });
+    }
+    let existing = live.iter().find(|e| same_path(&e.path, path)).cloned();
+    if let Some(entry) = &existing {
+        if entry.branch.as_deref() != Some(&refname) {
+            return Err(WorktreeError::PathTaken {
+                branch: branch.to_owned(),
+                path: path.to_owned(),
+                other: entry
+                    .branch
+                    .as_deref()
+                    .map_or("a detached HEAD".to_owned(), |b| {
+                        b.trim_start_matches("refs/heads/").to_owned()
+                    }),
+            });
+        }
+    }
+    let mut move_aside = None;
+    if existing.is_none() {
+        match std::fs::symlink_metadata(path) {
+            Ok(meta) if meta.is_dir() => {
+                let empty = std::fs::read_dir(path)
+                    .map(|mut d| d.next().is_none())
+                    .unwrap_or(false);
+                if !empty {
+                    if path.join(".git").is_file() {
+                        move_aside = Some(aside_path(path));
+                    } else {
+                        return Err(WorktreeError::PathOccupied {
+                            path: path.to_owned(),
+                        });
+                    }
+                }
+            }
+            Ok(_) => {
+                return Err(WorktreeError::PathOccupied {
+                    path: path.to_owned(),
+                })
+            }
+            Err(_) => {}
+        }
+    }
+    Ok(Plan {
+        branch: branch.to_owned(),
+        path: path.to_owned(),
+        remote_head: remote_head.to_owned(),
+        existing,
+        prune,
+        move_aside,
+        local: local_branch(git, branch, remote_head)?,
+    })
+}
+
+fn aside_path(path: &Path) -> PathBuf {
+    let stamp = crate::timefmt::Timestamp::now().0;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    (0..)
+        .map(|n| {
+            let suffix = if n == 0 {
+                String::new()
+            } else {
+                format!("-{n}")
+            };
+            path.with_file_name(format!("{name}.stale-{stamp}{suffix}"))
+        })
+        .find(|p| !p.exists())
+        .expect("some name is free")
+}
+
+/// Carries out a plan whose local branch is not ahead of the remote.
+pub fn apply(git: &Git, plan: &Plan, remote: &str) -> Result<Applied, WorktreeError> {
+    let mut applied = Applied::default();
+    let branch = plan.branch.as_str();
+    let refname = format!("refs/heads/{branch}");
+    let head = plan.remote_head.as_str();
+    if plan.prune {
+        git.cmd(["worktree", "prune"]).output()?;
+        applied.repaired = true;
+    }
+    if let Some(aside) = &plan.move_aside {
+        std::fs::rename(&plan.path, aside).map_err(|source| WorktreeError::Io {
+            action: "move aside",
+            path: plan.path.clone(),
+            source,
+        })?;
+        applied.repaired = true;
+        applied.moved_aside = Some(aside.clone());
+    }
+    if let Some(parent) = plan.path.parent() {
+        std::fs::create_dir_all(parent).map_err(|source| WorktreeError::Io {
+            action: "create",
+            path: parent.to_owned(),
+            source,
+        })?;
+    }
+    match (&plan.existing, &plan.local) {
+        (_, LocalBranch::Ahead { .. }) => {
+            unreachable!("a branch ahead of its remote is refused before apply")
+        }
+        (Some(_), LocalBranch::Behind { .. }) => {
+            Git::new(&plan.path)
+                .cmd(["merge", "--ff-only", "--quiet", head])
+                .output()?;
+            applied.fast_forwarded = true;
+        }
+        (Some(_), _) => {}
+        (None, LocalBranch::Absent) => {
+            git.cmd(["worktree", "add", "--quiet", "--no-track", "-b", branch])
+                .arg(&plan.path)
+                .arg(head)
+                .output()?;
+            git.cmd(["config", &format!("branch.{branch}.remote"), remote])
+                .output()?;
+            git.cmd(["config", &format!("branch.{branch}.merge"), &refname])
+                .output()?;
+            applied.created = true;
+        }
+        (None, local) => {
+            if let LocalBranch::Behind { local } = local {
+                // A compare-and-swap on the local ref: nothing moves it meanwhile.
+                git.cmd([
+                    "update-ref",
+                    "-m",
+                    "git maverick resume: fast-forward",
+                    &refname,
+                    head,
+                    local,
+                ])
+                .output()?;
+                applied.fast_forwarded = true;
+            }
+            git.cmd(["worktree", "add", "--quiet"])
+                .arg(&plan.path)
+                .arg(branch)
+                .output()?;
+            applied.created = true;
+        }
+    }
+    Ok(applied)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn issues_from_branch_names() {
+        assert_eq!(issue_of_branch_name("maverick/142-short-title"), Some(142));
+        assert_eq!(issue_of_branch_name("story/140"), Some(140));
+        assert_eq!(issue_of_branch_name("142-x"), Some(142));
+        assert_eq!(issue_of_branch_name("maverick/x-142"), None);
+        assert_eq!(issue_of_branch_name("maverick/142x"), None);
+        assert_eq!(issue_of_branch_name("main"), None);
+        assert_eq!(issue_of_branch_name("a/0-x"), None);
+    }
+
+    #[test]
+    fn dir_names_stay_one_component() {
+        let root = Path::new("/repo");
+        let dir = Path::new(".maverick/worktrees");
+        for branch in [
+            "maverick/142-x",
+            "a/b/c/d/e/f/g/h/i/j/k",
+            "ünïcode/ß/日本",
+            "x/-y",
+            "-x",
+            ".x",
+            "..",
+            "a/../../b",
+            "",
+            &"deep/".repeat(200),
+        ] {
+            let path = worktree_path(root, dir, branch).unwrap();
+            assert_eq!(path.parent(), Some(root.join(dir).as_path()), "{branch:?}");
+            let name = path.file_name().unwrap().to_str().unwrap();
+            assert!(name.len() <= MAX_DIR_NAME, "{branch:?}");
+            assert!(!name.starts_with(['.', '-']), "{branch:?}");
+        }
+        assert_eq!(dir_name("maverick/142-x"), "maverick-142-x");
+        assert_ne!(dir_name(&"a/".repeat(100)), dir_name(&"a-".repeat(100)));
+    }
+}

@@ -1,0 +1,175 @@
+//! Maverick's own push (`push::cas_push`), the compare-and-swap the remote
+//! enforces, against a real bare origin with the hook installed.
+//!
+//! `cas_push` runs git with this process's environment, so this file holds a
+//! single test that makes the process hermetic first.
+
+mod support;
+
+use maverick::git::Git;
+use maverick::push::{cas_push, cas_push_last_seen, PushError};
+use maverick::record::BranchStore;
+use support::TestEnv;
+
+const BRANCH: &str = "maverick/142-parser";
+
+#[test]
+fn cas_push_refuses_a_remote_that_moved_and_a_rewrite() {
+    let env = TestEnv::new();
+    let hermetic = env.path().join("no-global-config");
+    for (key, value) in [
+        ("GIT_CONFIG_GLOBAL", hermetic.as_os_str()),
+        ("GIT_CONFIG_NOSYSTEM", "1".as_ref()),
+        ("MAVERICK_INSTANCE", "a".as_ref()),
+        ("PATH", support::path_with_bin().as_os_str()),
+    ] {
+        std::env::set_var(key, value);
+    }
+    for key in [
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_TRACE",
+        "CLAUDE_CODE_SESSION_ID",
+    ] {
+        std::env::remove_var(key);
+    }
+
+    let a = env.clone("a");
+    a.maverick(&["hook", "install"]).expect(0);
+    a.maverick(&["coord", "claim", "142", "--branch", BRANCH])
+        .expect(0);
+    a.git(&["switch", "--quiet", "-c", BRANCH]);
+    let git = Git::new(&a.dir);
+    let store = BranchStore::new(&git.common_dir().unwrap());
+    // The claim recorded the branch's absence on origin as last seen.
+    assert_eq!(store.get(BRANCH).unwrap().unwrap().last_seen, None);
+
+    let first = a.commit_file("one.rs", "1\n", "feat: one");
+    let pushed = cas_push(&git, "origin", "HEAD", BRANCH, None, Some(142), "a").unwrap();
+    assert_eq!(pushed, first);
+    assert_eq!(env.origin_head(BRANCH), Some(first.clone()));
+    assert_eq!(
+        store.get(BRANCH).unwrap().unwrap().last_seen,
+        Some(first.clone())
+    );
+
+    // The holder fetches; another clone pushes; the holder's swap fails.
+    a.git(&["fetch", "--quiet", "origin"]);
+    let b = env.clone("b");
+    b.git(&["switch", "--quiet", BRANCH]);
+    let intruder = b.commit_file("b.rs", "b\n", "feat: someone else");
+    b.git(&["push", "--quiet", "origin", BRANCH]);
+    a.commit_file("two.rs", "2\n", "feat: two");
+    let err = cas_push(&git, "origin", "HEAD", BRANCH, Some(&first), Some(142), "a").unwrap_err();
+    assert!(matches!(err, PushError::Collision { .. }), "{err:?}");
+    assert!(err.to_string().contains("someone else pushed"), "{err}");
+    assert_eq!(env.origin_head(BRANCH), Some(intruder.clone()));
+    // Not retried, not merged: last seen stays where this writer saw it.
+    assert_eq!(
+        store.get(BRANCH).unwrap().unwrap().last_seen,
+        Some(first.clone())
+    );
+
+    // A rewrite of what was pushed is refused before any push, even with a
+    // lease that matches (git would force it).
+    a.git(&["reset", "--quiet", "--hard", "main"]);
+    a.commit_file("one.rs", "rewritten\n", "feat: one, rewritten");
+    let err = cas_push(
+        &git,
+        "origin",
+        "HEAD",
+        BRANCH,
+        Some(&intruder),
+        Some(142),
+        "a",
+    )
+    .unwrap_err();
+    assert!(matches!(err, PushError::NotFastForward { .. }), "{err:?}");
+    assert_eq!(env.origin_head(BRANCH), Some(intruder.clone()));
+
+    // Only the holder pushes a managed branch.
+    a.git(&["fetch", "--quiet", "origin"]);
+    a.git(&["reset", "--quiet", "--hard", &intruder]);
+    let mine = a.commit_file("three.rs", "3\n", "feat: three");
+    let err = cas_push(
+        &git,
+        "origin",
+        "HEAD",
+        BRANCH,
+        Some(&intruder),
+        Some(142),
+        "intruder",
+    )
+    .unwrap_err();
+    assert!(matches!(err, PushError::NotHolder { .. }), "{err:?}");
+
+    // Even the holder's push is refused by its hook while this clone has
+    // not accepted the intruder's head as last seen...
+    let err = cas_push(
+        &git,
+        "origin",
+        "HEAD",
+        BRANCH,
+        Some(&intruder),
+        Some(142),
+        "a",
+    )
+    .unwrap_err();
+    assert!(matches!(err, PushError::Refused { .. }), "{err:?}");
+    assert!(err.to_string().contains("moved on the remote"), "{err}");
+    // ...until whoever owns the work decides to build on it.
+    maverick::prepush::record_seen(
+        &git.common_dir().unwrap(),
+        BRANCH,
+        Some(&intruder),
+        Some(142),
+        "a",
+    )
+    .unwrap();
+    // On top of the head it now expects, the holder's push goes through.
+    let pushed = cas_push(
+        &git,
+        "origin",
+        "HEAD",
+        BRANCH,
+        Some(&intruder),
+        Some(142),
+        "a",
+    )
+    .unwrap();
+    assert_eq!(pushed, mine);
+    assert_eq!(env.origin_head(BRANCH), Some(mine.clone()));
+    // And a plain `git push` after it raises no false alarm.
+    let next = a.commit_file("four.rs", "4\n", "feat: four");
+    let out = a.git_as_instance(&["push", "--quiet", "origin", BRANCH], &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(env.origin_head(BRANCH), Some(next.clone()));
+    // The plain push left its head pending; maverick's next push finds it.
+    let fifth = a.commit_file("five.rs", "5\n", "feat: five");
+    let pushed = cas_push_last_seen(&git, "origin", "HEAD", BRANCH, Some(142), "a").unwrap();
+    assert_eq!(pushed, fifth);
+    assert_eq!(
+        store.get(BRANCH).unwrap().unwrap().last_seen,
+        Some(fifth.clone())
+    );
+    // A plain push, then someone else's: maverick's push sees the collision.
+    let sixth = a.commit_file("six.rs", "6\n", "feat: six");
+    let out = a.git_as_instance(&["push", "--quiet", "origin", BRANCH], &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    b.git(&["pull", "--quiet", "--ff-only", "origin", BRANCH]);
+    let late = b.commit_file("late.rs", "late\n", "feat: late intrusion");
+    b.git(&["push", "--quiet", "origin", BRANCH]);
+    a.commit_file("seven.rs", "7\n", "feat: seven");
+    let err = cas_push_last_seen(&git, "origin", "HEAD", BRANCH, Some(142), "a").unwrap_err();
+    assert!(matches!(err, PushError::Collision { .. }), "{err:?}");
+    assert!(err.to_string().contains(&sixth), "{err}");
+    assert_eq!(env.origin_head(BRANCH), Some(late));
+}

@@ -1,0 +1,609 @@
+//! The pre-push hook against real pushes: the real binary on PATH, a real
+//! bare origin, real `git push` (SPEC 8).
+
+mod support;
+
+use std::ffi::OsStr;
+use std::io::Write as _;
+use std::process::{Output, Stdio};
+
+use support::{Repo, TestEnv, BIN};
+
+const BRANCH: &str = "maverick/142-parser";
+
+/// A clone with the hook installed, holding #142 with BRANCH checked out.
+fn holder<'a>(env: &'a TestEnv, name: &str) -> Repo<'a> {
+    let repo = env.clone(name);
+    repo.maverick(&["hook", "install"]).expect(0);
+    repo.maverick(&["coord", "claim", "142", "--branch", BRANCH])
+        .expect(0);
+    repo.git(&["switch", "--quiet", "-c", BRANCH]);
+    repo
+}
+
+fn push(repo: &Repo, args: &[&str]) -> Output {
+    let mut full = vec!["push"];
+    full.extend_from_slice(args);
+    repo.git_as_instance(&full, &[])
+}
+
+#[track_caller]
+fn allowed(out: &Output) {
+    assert!(
+        out.status.success(),
+        "push refused:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The push failed; returns what git and the hook printed.
+#[track_caller]
+fn refused(out: &Output) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "push went through:\n{stderr}");
+    assert!(
+        stderr.contains("stop and report; do not merge or overwrite"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("branch:          {BRANCH}")),
+        "{stderr}"
+    );
+    stderr
+}
+
+#[test]
+fn first_push_of_a_new_claimed_branch() {
+    let env = TestEnv::new();
+    let a = holder(&env, "a");
+    let head = a.commit_file("parser.rs", "fn parse() {}\n", "feat: parser");
+    allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
+    assert_eq!(env.origin_head(BRANCH), Some(head));
+}
+
+#[test]
+fn fast_forward_push() {
+    let env = TestEnv::new();
+    let a = holder(&env, "a");
+    a.commit_file("parser.rs", "fn parse() {}\n", "feat: parser");
+    allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
+    let head = a.commit_file("parser.rs", "fn parse() { todo!() }\n", "feat: parse more");
+    allowed(&push(&a, &["--quiet", "origin", BRANCH]));
+    assert_eq!(env.origin_head(BRANCH), Some(head));
+}
+
+#[test]
+fn two_plain_pushes_in_a_row_raise_no_false_alarm() {
+    let env = TestEnv::new();
+    let a = holder(&env, "a");
+    a.commit_file("one.rs", "1\n", "feat: one");
+    allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
+    for n in 2..5 {
+        a.commit_file(
+            &format!("f{n}.rs"),
+            &format!("{n}\n"),
+            &format!("feat: {n}"),
+        );
+        allowed(&push(&a, &["--quiet"]));
+    }
+    // Nothing new: git does not even ask the hook.
+    allowed(&push(&a, &["--quiet"]));
+    assert_eq!(env.origin_head(BRANCH), Some(a.git(&["rev-parse", "HEAD"])));
+}
+
+#[test]
+fn a_push_the_remote_rejected_raises_no_false_alarm() {
+    let env = TestEnv::new();
+    let a = holder(&env, "a");
+    a.commit_file("one.rs", "1\n", "feat: one");
+    allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
+    // The remote turns the next push down after the hook allowed it.
+    let gate = env.path().join("reject-once");
+    std::fs::write(&gate, "").unwrap();
+    let hook = env.origin.join("hooks/pre-receive");
+    std::fs::write(
+        &hook,
+        format!(
+            "#!/bin/sh\nif [ -e '{0}' ]; then rm '{0}'; echo 'not today' >&2; exit 1; fi\n",
+            gate.display()
+        ),
+    )
+    .unwrap();
+    make_executable(&hook);
+    a.commit_file("two.rs", "2\n", "feat: two");
+    let out = push(&a, &["--quiet"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not today"));
+    a.commit_file("three.rs", "3\n", "feat: three");
+    allowed(&push(&a, &["--quiet"]));
+    a.commit_file("four.rs", "4\n", "feat: four");
+    allowed(&push(&a, &["--quiet"]));
+    assert_eq!(env.origin_head(BRANCH), Some(a.git(&["rev-parse", "HEAD"])));
+}
+
+#[test]
+fn the_pusher_s_instance_can_come_from_git_config() {
+    let env = TestEnv::new();
+    let a = holder(&env, "a");
+    a.commit_file("one.rs", "1\n", "feat: one");
+    // `git_output` runs git without MAVERICK_INSTANCE: the hook asks config.
+    a.git(&["config", "maverick.instance", "a"]);
+    let out = a.git_output(&["push", "--quiet", "-u", "origin", BRANCH]);
+    allowed(&out);
+    a.commit_file("two.rs", "2\n", "feat: two");
+    a.git(&["config", "maverick.instance", "somebody-else"]);
+    let out = a.git_output(&["push", "origin", BRANCH]);
+    let stderr = refused(&out);
+    assert!(
+        stderr.contains("claimed by a (#142, generation 1), not by somebody-else"),
+        "{stderr}"
+    );
+    // Pushed by URL instead of by name: still maverick's remote.
+    a.git(&["config", "maverick.instance", "a"]);
+    let url = env.origin.to_str().unwrap();
+    allowed(&a.git_output(&["push", "--quiet", url, BRANCH]));
+    a.git(&["reset", "--quiet", "--hard", "HEAD~1"]);
+    refused(&a.git_output(&["push", "--force", url, BRANCH]));
+}
+
+#[test]
+fn a_second_clone_pushes_then_the_holders_push_is_refused_as_a_moved_head() {
+    let env = TestEnv::new();
+    let a = holder(&env, "a");
+    a.commit_file("parser.rs", "fn parse() {}\n", "feat: parser");
+    allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
+    let last_seen = a.git(&["rev-parse", "HEAD"]);
+
+    // Another clone, no claim: for it the branch is unmanaged, so it pushes.
+    let b = env.clone("b");
+    b.maverick(&["hook", "install"]).expect(0);
+    b.git(&["switch", "--quiet", BRANCH]);
+    let intruder = b.commit_file("other.rs", "intrusion\n", "feat: someone else");
+    allowed(&push(&b, &["--quiet", "origin", BRANCH]));
+
+    // The holder fetches, rebases and pushes: the head moved behind its back.
+    a.commit_file("parser.rs", "fn parse() { 1 }\n", "feat: more parser");
+    a.git(&["fetch", "--quiet", "origin"]);
+    a.git(&["rebase", "--quiet", &format!("origin/{BRANCH}")]);
+    let stderr = refused(&push(&a, &["origin", BRANCH]));
+    assert!(stderr.contains("moved on the remote"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("remote head:     {intruder}")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("last seen here:  {last_seen}")),
+        "{stderr}"
+    );
+    assert_eq!(env.origin_head(BRANCH), Some(intruder));
+}
+
+#[test]
+fn force_pushes_are_refused() {
+    let env = TestEnv::new();
+    let a = holder(&env, "a");
+    a.commit_file("one.rs", "1\n", "feat: one");
+    let pushed = a.commit_file("two.rs", "2\n", "feat: two");
+    allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
+    a.git(&["reset", "--quiet", "--hard", "HEAD~1"]);
+    a.commit_file("two.rs", "rewritten\n", "feat: two, rewritten");
+
+    let stderr = refused(&push(&a, &["--force", "origin", BRANCH]));
+    assert!(stderr.contains("not a fast-forward"), "{stderr}");
+    let stderr = refused(&push(&a, &["origin", &format!("+{BRANCH}")]));
+    assert!(stderr.contains("not a fast-forward"), "{stderr}");
+    let stderr = refused(&push(&a, &["--force-with-lease", "origin", BRANCH]));
+    assert!(stderr.contains("not a fast-forward"), "{stderr}");
+    assert_eq!(env.origin_head(BRANCH), Some(pushed));
+}
+
+#[test]
+fn deleting_the_branch_is_refused() {
+    let env = TestEnv::new();
+    let a = holder(&env, "a");
+    let head = a.commit_file("one.rs", "1\n", "feat: one");
+    allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
+    let stderr = refused(&push(&a, &["origin", "--delete", BRANCH]));
+    assert!(stderr.contains("not deleted by a push"), "{stderr}");
+    assert!(
+        stderr.contains("git maverick coord release 142"),
+        "{stderr}"
+    );
+    refused(&push(&a, &["origin", &format!(":{BRANCH}")]));
+    assert_eq!(env.origin_head(BRANCH), Some(head));
+}
+
+#[test]
+fn a_released_branch_is_no_longer_guarded() {
+    let env = TestEnv::new();
+    let a = holder(&env, "a");
+    a.commit_file("one.rs", "1\n", "feat: one");
+    allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
+    a.maverick(&["coord", "release", "142", "--reason", "merged"])
+        .expect(0);
+    allowed(&push(&a, &["--quiet", "origin", "--delete", BRANCH]));
+    assert_eq!(env.origin_head(BRANCH), None);
+}
+
+#[test]
+fn tags_are_allowed() {
+    let env = TestEnv::new();
+    let a = holder(&env, "a");
+    a.commit_file("one.rs", "1\n", "feat: one");
+    allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
+    a.git(&["tag", "v1"]);
+    allowed(&push(&a, &["--quiet", "origin", "v1"]));
+    a.git(&["tag", "-f", "v1", "main"]);
+    allowed(&push(&a, &["--quiet", "--force", "origin", "v1"]));
+}
+
+/// Every git command a push ran, from a `GIT_TRACE` log.
+fn traced_push(repo: &Repo, args: &[&str]) -> (Output, String) {
+    let log = repo
+        .env
+        .path()
+        .join(format!("trace-{}.log", args.join("-").replace('/', "_")));
+    let mut full = vec!["push"];
+    full.extend_from_slice(args);
+    let out = repo.git_as_instance(&full, &[("GIT_TRACE", log.as_os_str())]);
+    (out, std::fs::read_to_string(&log).unwrap_or_default())
+}
+
+#[test]
+fn unmanaged_branches_cost_no_git_process_and_no_network() {
+    let env = TestEnv::new();
+    let a = holder(&env, "a");
+    a.git(&["switch", "--quiet", "-c", "feature/unmanaged", "main"]);
+    a.commit_file("x.rs", "x\n", "feat: x");
+    let (out, trace) = traced_push(&a, &["--quiet", "origin", "feature/unmanaged"]);
+    allowed(&out);
+    assert!(trace.contains("pre-push"), "the hook ran:\n{trace}");
+    for command in ["ls-remote", "fetch", "config", "rev-parse", "merge-base"] {
+        assert!(!trace.contains(command), "{command} ran:\n{trace}");
+    }
+    // A managed branch: the hook reads the graph (is it a fast-forward?), and
+    // with the instance named by the environment, no configuration; offline.
+    a.git(&["switch", "--quiet", BRANCH]);
+    a.commit_file("y.rs", "y\n", "feat: y");
+    allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
+    a.commit_file("z.rs", "z\n", "feat: z");
+    let (out, trace) = traced_push(&a, &["--quiet", "origin", BRANCH]);
+    allowed(&out);
+    assert!(trace.contains("merge-base"), "{trace}");
+    for command in ["ls-remote", "fetch", "config"] {
+        assert!(!trace.contains(command), "{command} ran:\n{trace}");
+    }
+}
+
+#[test]
+fn a_repository_without_maverick_state_pushes_untouched() {
+    let env = TestEnv::new();
+    let b = env.clone("b");
+    b.maverick(&["hook", "install"]).expect(0);
+    b.git(&["switch", "--quiet", "-c", BRANCH]);
+    b.commit_file("x.rs", "x\n", "feat: x");
+    let (out, trace) = traced_push(&b, &["--quiet", "origin", BRANCH]);
+    allowed(&out);
+    assert!(!trace.contains("config"), "{trace}");
+    assert!(!b.dir.join(".git/maverick").exists());
+}
+
+#[test]
+fn a_push_from_a_linked_worktree_is_checked() {
+    let env = TestEnv::new();
+    let a = env.clone("a");
+    a.maverick(&["coord", "claim", "142", "--branch", BRANCH])
+        .expect(0);
+    let wt_dir = env.path().join("a-linked");
+    a.git(&[
+        "worktree",
+        "add",
+        "--quiet",
+        "-b",
+        BRANCH,
+        wt_dir.to_str().unwrap(),
+    ]);
+    let wt = a.at(&wt_dir);
+    // Installed from the linked worktree, it lands where git looks for it.
+    let run = wt.maverick(&["--json", "hook", "install"]);
+    run.expect(0);
+    assert_eq!(
+        std::fs::canonicalize(run.json()["hook"].as_str().unwrap()).unwrap(),
+        std::fs::canonicalize(a.dir.join(".git/hooks/pre-push")).unwrap()
+    );
+    wt.commit_file("one.rs", "1\n", "feat: one");
+    allowed(&push(&wt, &["--quiet", "-u", "origin", BRANCH]));
+    let head = wt.commit_file("two.rs", "2\n", "feat: two");
+    allowed(&push(&wt, &["--quiet"]));
+    assert_eq!(env.origin_head(BRANCH), Some(head.clone()));
+    wt.git(&["reset", "--quiet", "--hard", "HEAD~1"]);
+    wt.commit_file("two.rs", "other\n", "feat: two again");
+    refused(&push(&wt, &["--force"]));
+    assert_eq!(env.origin_head(BRANCH), Some(head));
+}
+
+#[test]
+fn core_hooks_path_is_respected() {
+    let env = TestEnv::new();
+    let a = env.clone("a");
+    a.git(&["config", "core.hooksPath", ".githooks"]);
+    a.maverick(&["hook", "install"]).expect(0);
+    assert!(a.dir.join(".githooks/pre-push").is_file());
+    assert!(!a.dir.join(".git/hooks/pre-push").exists());
+    a.maverick(&["coord", "claim", "142", "--branch", BRANCH])
+        .expect(0);
+    a.git(&["switch", "--quiet", "-c", BRANCH]);
+    let head = a.commit_file("one.rs", "1\n", "feat: one");
+    allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
+    refused(&push(&a, &["origin", "--delete", BRANCH]));
+    assert_eq!(env.origin_head(BRANCH), Some(head));
+}
+
+const EXISTING_HOOK: &str = "#!/bin/sh\n# the team's own pre-push hook\nwhile read local_ref local_sha remote_ref remote_sha; do\n  echo \"$1 $remote_ref\" >> \"$(git rev-parse --git-dir)/existing-hook-saw\"\ndone\nexit 0\n";
+
+fn make_executable(path: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn an_existing_hook_still_runs_with_the_same_input() {
+    let env = TestEnv::new();
+    let a = env.clone("a");
+    let hook = a.dir.join(".git/hooks/pre-push");
+    std::fs::write(&hook, EXISTING_HOOK).unwrap();
+    make_executable(&hook);
+    let run = a.maverick(&["--json", "hook", "install"]);
+    run.expect(0);
+    assert_eq!(run.json()["change"], "added");
+    a.maverick(&["coord", "claim", "142", "--branch", BRANCH])
+        .expect(0);
+    a.git(&["switch", "--quiet", "-c", BRANCH]);
+    a.commit_file("one.rs", "1\n", "feat: one");
+    allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
+    a.git(&["tag", "v1"]);
+    allowed(&push(&a, &["--quiet", "origin", "v1"]));
+    let saw = std::fs::read_to_string(a.dir.join(".git/existing-hook-saw")).unwrap();
+    assert_eq!(
+        saw,
+        format!("origin refs/heads/{BRANCH}\norigin refs/tags/v1\n")
+    );
+    // Maverick still refuses what it must.
+    refused(&push(&a, &["origin", "--delete", BRANCH]));
+}
+
+#[test]
+fn install_twice_changes_nothing_and_uninstall_restores_the_existing_hook() {
+    let env = TestEnv::new();
+    let a = env.clone("a");
+    let hook = a.dir.join(".git/hooks/pre-push");
+    std::fs::write(&hook, EXISTING_HOOK).unwrap();
+    make_executable(&hook);
+    a.maverick(&["hook", "install"]).expect(0);
+    let installed = std::fs::read_to_string(&hook).unwrap();
+    let run = a.maverick(&["--json", "hook", "install"]);
+    assert_eq!(run.json()["change"], "unchanged");
+    assert_eq!(std::fs::read_to_string(&hook).unwrap(), installed);
+
+    let run = a.maverick(&["--json", "hook", "uninstall"]);
+    run.expect(0);
+    assert_eq!(run.json()["change"], "removed");
+    assert_eq!(std::fs::read_to_string(&hook).unwrap(), EXISTING_HOOK);
+    use std::os::unix::fs::PermissionsExt as _;
+    assert_eq!(
+        std::fs::metadata(&hook).unwrap().permissions().mode() & 0o777,
+        0o755
+    );
+    assert_eq!(
+        a.maverick(&["--json", "hook", "uninstall"]).json()["change"],
+        "absent"
+    );
+
+    // A hook maverick created alone goes away entirely.
+    std::fs::remove_file(&hook).unwrap();
+    assert_eq!(
+        a.maverick(&["--json", "hook", "install"]).json()["change"],
+        "created"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&hook).unwrap(),
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/hooks/pre-push")).unwrap()
+    );
+    assert_eq!(
+        a.maverick(&["--json", "hook", "uninstall"]).json()["change"],
+        "deleted"
+    );
+    assert!(!hook.exists());
+}
+
+#[test]
+fn a_hook_in_another_language_is_left_alone() {
+    let env = TestEnv::new();
+    let a = env.clone("a");
+    let hook = a.dir.join(".git/hooks/pre-push");
+    let python = "#!/usr/bin/env python3\nprint('hi')\n";
+    std::fs::write(&hook, python).unwrap();
+    make_executable(&hook);
+    let run = a.maverick(&["hook", "install"]);
+    run.expect(1);
+    assert!(run.stderr.contains("python3 script"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("git-maverick hook pre-push"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(std::fs::read_to_string(&hook).unwrap(), python);
+}
+
+#[test]
+fn a_pusher_whose_claim_was_taken_over_is_refused() {
+    let env = TestEnv::new();
+    let a = env.clone("a");
+    a.maverick(&["hook", "install"]).expect(0);
+    a.maverick(&[
+        "--lease-ttl",
+        "1s",
+        "coord",
+        "claim",
+        "142",
+        "--branch",
+        BRANCH,
+    ])
+    .expect(0);
+    a.git(&["switch", "--quiet", "-c", BRANCH]);
+    a.commit_file("one.rs", "1\n", "feat: one");
+
+    let b = env.clone("b");
+    b.wait_for_exit(
+        &["coord", "read", "142"],
+        5,
+        std::time::Duration::from_secs(30),
+    );
+    b.maverick(&["coord", "claim", "142", "--takeover", "--branch", BRANCH])
+        .expect(0);
+
+    // a's heartbeat learns that the claim is gone; its push names why.
+    a.maverick(&["coord", "heartbeat", "142"]).expect(7);
+    let stderr = refused(&push(&a, &["-u", "origin", BRANCH]));
+    assert!(stderr.contains("claim lost: stop and report"), "{stderr}");
+    assert!(stderr.contains("was lost: #142 is held by b"), "{stderr}");
+    assert_eq!(env.origin_head(BRANCH), None);
+}
+
+#[test]
+fn a_stale_lease_is_a_warning_and_the_generation_the_fence() {
+    let env = TestEnv::new();
+    let a = env.clone("a");
+    a.maverick(&["hook", "install"]).expect(0);
+    a.maverick(&[
+        "--lease-ttl",
+        "1s",
+        "coord",
+        "claim",
+        "142",
+        "--branch",
+        BRANCH,
+    ])
+    .expect(0);
+    a.git(&["switch", "--quiet", "-c", BRANCH]);
+    a.commit_file("one.rs", "1\n", "feat: one");
+    env.clone("watch").wait_for_exit(
+        &["coord", "read", "142"],
+        5,
+        std::time::Duration::from_secs(30),
+    );
+    // Nobody took it over: still a's claim (no network call tells the hook
+    // otherwise), so the push goes through with a warning.
+    let out = push(&a, &["--quiet", "-u", "origin", BRANCH]);
+    allowed(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("warning: the lease of a on #142 expired"),
+        "{stderr}"
+    );
+    // Another instance of the same clone takes over: its higher generation
+    // in this clone's records fences a without any heartbeat.
+    a.maverick_as(
+        "c",
+        &["coord", "claim", "142", "--takeover", "--branch", BRANCH],
+    )
+    .expect(0);
+    a.commit_file("two.rs", "2\n", "feat: two");
+    let stderr = refused(&push(&a, &["origin", BRANCH]));
+    assert!(
+        stderr.contains("#142 was taken over by c (generation 2)"),
+        "{stderr}"
+    );
+}
+
+/// The hook's own exit codes, called as hook managers call it.
+#[test]
+fn the_hook_command_exits_7_and_8() {
+    let env = TestEnv::new();
+    let a = holder(&env, "a");
+    let first = a.commit_file("one.rs", "1\n", "feat: one");
+    allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
+    let second = a.commit_file("two.rs", "2\n", "feat: two");
+    let url = env.origin.to_str().unwrap();
+    let zero = "0".repeat(40);
+    let run_hook = |instance: &str, line: String| {
+        let mut cmd = a.maverick_command(&["hook", "pre-push", "origin", url]);
+        cmd.env("MAVERICK_INSTANCE", instance).stdin(Stdio::piped());
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(line.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let line = |local: &str, remote: &str| {
+        format!("refs/heads/{BRANCH} {local} refs/heads/{BRANCH} {remote}\n")
+    };
+    assert_eq!(run_hook("a", line(&second, &first)).status.code(), Some(0));
+    let garbage = run_hook("a", "not what git writes\n".to_owned());
+    assert_eq!(
+        garbage.status.code(),
+        Some(1),
+        "a line it cannot read fails closed"
+    );
+    assert_eq!(run_hook("a", line(&zero, &first)).status.code(), Some(8));
+    assert_eq!(
+        run_hook("a", line(&second, &"e".repeat(40))).status.code(),
+        Some(8)
+    );
+    assert_eq!(
+        run_hook("intruder", line(&second, &first)).status.code(),
+        Some(7)
+    );
+    let tag = format!("refs/tags/v1 {second} refs/tags/v1 {zero}\n");
+    assert_eq!(run_hook("intruder", tag).status.code(), Some(0));
+}
+
+#[test]
+fn pushes_to_another_remote_are_not_maverick_s_business() {
+    let env = TestEnv::new();
+    let a = holder(&env, "a");
+    a.commit_file("one.rs", "1\n", "feat: one");
+    allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
+    env.git_in(env.path(), &["init", "--quiet", "--bare", "mirror.git"]);
+    a.git(&[
+        "remote",
+        "add",
+        "mirror",
+        env.path().join("mirror.git").to_str().unwrap(),
+    ]);
+    a.git(&["reset", "--quiet", "--hard", "HEAD~1"]);
+    allowed(&push(&a, &["--quiet", "--force", "mirror", BRANCH]));
+}
+
+#[test]
+fn the_shim_fails_closed_without_git_maverick_on_path() {
+    let env = TestEnv::new();
+    let a = holder(&env, "a");
+    a.commit_file("one.rs", "1\n", "feat: one");
+    // A PATH with git and nothing of maverick's.
+    let bin = env.path().join("bin-without-maverick");
+    std::fs::create_dir_all(&bin).unwrap();
+    let real_git = std::process::Command::new("sh")
+        .args(["-c", "command -v git"])
+        .output()
+        .unwrap();
+    let real_git = String::from_utf8(real_git.stdout).unwrap();
+    std::os::unix::fs::symlink(real_git.trim(), bin.join("git")).unwrap();
+    assert!(!bin.join("git-maverick").exists() && std::path::Path::new(BIN).exists());
+    let out = a.git_as_instance(
+        &["push", "origin", BRANCH],
+        &[("PATH", OsStr::new(bin.to_str().unwrap()))],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("git-maverick is not on PATH"), "{stderr}");
+    assert!(stderr.contains("git push --no-verify"), "{stderr}");
+    assert_eq!(env.origin_head(BRANCH), None);
+}

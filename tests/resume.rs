@@ -1,0 +1,390 @@
+//! `git maverick resume BRANCH` against a real bare origin (SPEC 7).
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use support::{Repo, TestEnv};
+
+const BRANCH: &str = "maverick/142-parser";
+
+fn worktrees_dir(repo: &Repo) -> PathBuf {
+    repo.dir.join(".maverick/worktrees")
+}
+
+/// `repo` pushes a new commit of `branch` with plain git, no claim (the
+/// branch is unmanaged in that clone): returns the pushed head.
+fn push_unclaimed(repo: &Repo, branch: &str, file: &str) -> String {
+    repo.git(&["switch", "--quiet", "-C", branch, "origin/main"]);
+    let head = repo.commit_file(file, &format!("{file}\n"), &format!("feat: {file}"));
+    repo.git(&[
+        "push",
+        "--quiet",
+        "origin",
+        &format!("HEAD:refs/heads/{branch}"),
+    ]);
+    repo.git(&["switch", "--quiet", "main"]);
+    head
+}
+
+#[test]
+fn a_deleted_clone_s_branch_is_resumed_elsewhere_with_every_pushed_commit() {
+    let env = TestEnv::new();
+    let a = env.clone("a");
+    a.maverick(&["hook", "install"]).expect(0);
+    a.maverick(&["coord", "claim", "142", "--branch", BRANCH])
+        .expect(0);
+    a.git(&["switch", "--quiet", "-c", BRANCH]);
+    let mut pushed = Vec::new();
+    for n in 1..=3 {
+        pushed.push(a.commit_file(&format!("f{n}.rs"), "x\n", &format!("feat: part {n}")));
+        a.git_as_instance(&["push", "--quiet", "-u", "origin", BRANCH], &[]);
+    }
+    assert_eq!(env.origin_head(BRANCH).as_ref(), pushed.last());
+    // The laptop dies: its lease runs out and its clone is gone.
+    a.maverick(&["--lease-ttl", "1s", "coord", "heartbeat", "142"])
+        .expect(0);
+    std::fs::remove_dir_all(&a.dir).unwrap();
+
+    let b = env.clone("b");
+    b.maverick(&["hook", "install"]).expect(0);
+    b.wait_for_exit(&["coord", "read", "142"], 5, Duration::from_secs(30));
+    let run = b.maverick(&["resume", BRANCH]);
+    run.expect(5);
+    assert!(run.stderr.contains("--takeover"), "{}", run.stderr);
+    assert!(!worktrees_dir(&b).exists());
+
+    let run = b.maverick(&["--json", "resume", BRANCH, "--takeover"]);
+    run.expect(0);
+    let json = run.json();
+    assert_eq!(json["claim"], "taken_over");
+    assert_eq!(json["issue"], 142);
+    assert_eq!(json["branch"], BRANCH);
+    assert_eq!(json["generation"], 2);
+    assert_eq!(json["worktree_state"], "created");
+    let worktree = PathBuf::from(json["worktree"].as_str().unwrap());
+    assert_eq!(worktree, worktrees_dir(&b).join("maverick-142-parser"));
+    assert_eq!(json["head"].as_str(), pushed.last().map(String::as_str));
+    let wt = b.at(&worktree);
+    for commit in &pushed {
+        wt.git(&["merge-base", "--is-ancestor", commit, "HEAD"]);
+    }
+    assert_eq!(wt.git(&["rev-parse", "--abbrev-ref", "HEAD"]), BRANCH);
+    assert_eq!(
+        wt.git(&["rev-parse", "--abbrev-ref", "@{upstream}"]),
+        format!("origin/{BRANCH}")
+    );
+    // The main worktree does not see the worktree dir.
+    assert_eq!(b.git(&["status", "--porcelain"]), "");
+    let exclude = std::fs::read_to_string(b.dir.join(".git/info/exclude")).unwrap();
+    assert!(exclude.lines().any(|l| l == "/.maverick/"), "{exclude}");
+
+    // The work goes on from there, guarded by the hook.
+    let next = wt.commit_file("f4.rs", "x\n", "feat: part 4");
+    let out = wt.git_as_instance(&["push", "--quiet"], &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(env.origin_head(BRANCH), Some(next));
+    let out = wt.git_as_instance(&["push", "--quiet", "origin", &format!(":{BRANCH}")], &[]);
+    assert!(!out.status.success(), "a resumed branch is guarded");
+}
+
+#[test]
+fn resume_run_twice_does_no_harm() {
+    let env = TestEnv::new();
+    let c = env.clone("c");
+    let head = push_unclaimed(&c, BRANCH, "one.rs");
+    let b = env.clone("b");
+    let first = b.maverick(&["--json", "resume", BRANCH]);
+    first.expect(0);
+    let first = first.json();
+    assert_eq!(first["claim"], "none");
+    assert_eq!(first["head"], head.as_str());
+    let second = b.maverick(&["--json", "resume", BRANCH]);
+    second.expect(0);
+    let second = second.json();
+    assert_eq!(second["claim"], "none");
+    assert_eq!(second["worktree_state"], "reused");
+    for key in ["worktree", "head", "branch", "issue", "generation"] {
+        assert_eq!(first[key], second[key], "{key}");
+    }
+    let exclude = std::fs::read_to_string(b.dir.join(".git/info/exclude")).unwrap();
+    assert_eq!(exclude.matches("/.maverick/").count(), 1);
+    let plain = b.maverick(&["resume", BRANCH]);
+    plain.expect(0);
+    assert!(
+        plain.stdout.contains(&format!("head:     {}", &head[..12])),
+        "{}",
+        plain.stdout
+    );
+}
+
+#[test]
+fn resume_is_refused_while_the_lease_is_live() {
+    let env = TestEnv::new();
+    let a = env.clone("a");
+    a.maverick(&["coord", "claim", "142", "--branch", BRANCH])
+        .expect(0);
+    push_unclaimed(&env.clone("c"), BRANCH, "one.rs");
+    let b = env.clone("b");
+    let run = b.maverick(&["resume", BRANCH]);
+    run.expect(4);
+    assert!(run.stdout.contains("held by a"), "{}", run.stdout);
+    let run = b.maverick(&["resume", BRANCH, "--takeover"]);
+    run.expect(4);
+    assert!(!worktrees_dir(&b).exists());
+}
+
+#[test]
+fn the_holder_resumes_its_own_branch_on_another_clone() {
+    let env = TestEnv::new();
+    let a = env.clone("a");
+    a.maverick(&["coord", "claim", "142", "--branch", BRANCH])
+        .expect(0);
+    let head = push_unclaimed(&env.clone("c"), BRANCH, "one.rs");
+    // Its lease runs out while no machine works on it.
+    a.maverick(&["--lease-ttl", "1s", "coord", "heartbeat", "142"])
+        .expect(0);
+    env.clone("watcher")
+        .wait_for_exit(&["coord", "read", "142"], 5, Duration::from_secs(30));
+    // The same instance on a new clone (its records are not there): resume
+    // renews the lease, and its pushes go through the hook.
+    let fresh = Repo {
+        instance: "a".to_owned(),
+        ..env.clone("a2")
+    };
+    fresh.maverick(&["hook", "install"]).expect(0);
+    let run = fresh.maverick(&["--json", "resume", BRANCH]);
+    run.expect(0);
+    assert_eq!(run.json()["claim"], "held");
+    assert_eq!(run.json()["head"], head.as_str());
+    env.clone("watcher2")
+        .maverick(&["coord", "read", "142"])
+        .expect(4);
+    let wt = fresh.at(run.json()["worktree"].as_str().unwrap());
+    let next = wt.commit_file("two.rs", "2\n", "feat: two");
+    let out = wt.git_as_instance(&["push", "--quiet"], &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(env.origin_head(BRANCH), Some(next));
+}
+
+#[test]
+fn a_local_branch_with_unpushed_commits_is_never_moved() {
+    let env = TestEnv::new();
+    let c = env.clone("c");
+    push_unclaimed(&c, BRANCH, "one.rs");
+    let b = env.clone("b");
+    b.git(&["switch", "--quiet", "-c", BRANCH, "origin/main"]);
+    let mine = b.commit_file("mine.rs", "mine\n", "feat: only here");
+    b.git(&["switch", "--quiet", "main"]);
+    let run = b.maverick(&["--json", "resume", BRANCH]);
+    run.expect(8);
+    let json = run.json();
+    assert_eq!(
+        json["unpushed"][0],
+        format!("{} feat: only here", &mine[..7])
+    );
+    let run = b.maverick(&["resume", BRANCH]);
+    run.expect(8);
+    assert!(run.stderr.contains("feat: only here"), "{}", run.stderr);
+    assert!(run.stderr.contains("stop and report"), "{}", run.stderr);
+    assert_eq!(b.git(&["rev-parse", BRANCH]), mine);
+    assert!(!worktrees_dir(&b).exists());
+    // Nothing was claimed either.
+    b.maverick(&["coord", "read", "142"]).expect(0);
+    assert!(b
+        .maverick(&["coord", "read", "142"])
+        .stdout
+        .contains("free"));
+}
+
+#[test]
+fn a_branch_checked_out_in_the_main_worktree_is_resumed_there() {
+    let env = TestEnv::new();
+    let c = env.clone("c");
+    push_unclaimed(&c, BRANCH, "one.rs");
+    let b = env.clone("b");
+    b.git(&["switch", "--quiet", BRANCH]);
+    // The branch moves on origin while b's session is gone.
+    c.git(&["fetch", "--quiet"]);
+    c.git(&[
+        "switch",
+        "--quiet",
+        "-C",
+        BRANCH,
+        &format!("origin/{BRANCH}"),
+    ]);
+    let newer = c.commit_file("two.rs", "2\n", "feat: two");
+    c.git(&["push", "--quiet", "origin", BRANCH]);
+    let run = b.maverick(&["--json", "resume", BRANCH]);
+    run.expect(0);
+    let json = run.json();
+    assert_eq!(
+        std::fs::canonicalize(json["worktree"].as_str().unwrap()).unwrap(),
+        std::fs::canonicalize(&b.dir).unwrap()
+    );
+    assert_eq!(json["worktree_state"], "reused");
+    assert_eq!(json["fast_forwarded"], true);
+    assert_eq!(b.git(&["rev-parse", "HEAD"]), newer);
+    assert!(!worktrees_dir(&b).exists());
+    assert!(
+        run.stderr.is_empty() || run.stderr.contains("nobody holds #142"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_local_branch_behind_the_remote_is_fast_forwarded() {
+    let env = TestEnv::new();
+    let c = env.clone("c");
+    push_unclaimed(&c, BRANCH, "one.rs");
+    let b = env.clone("b");
+    let run = b.maverick(&["--json", "resume", BRANCH]);
+    run.expect(0);
+    let worktree = PathBuf::from(run.json()["worktree"].as_str().unwrap());
+    // The branch moves on origin (pushed by the instance's other clone).
+    c.git(&["fetch", "--quiet"]);
+    c.git(&[
+        "switch",
+        "--quiet",
+        "-C",
+        BRANCH,
+        &format!("origin/{BRANCH}"),
+    ]);
+    let newer = c.commit_file("two.rs", "2\n", "feat: two");
+    c.git(&["push", "--quiet", "origin", BRANCH]);
+    let run = b.maverick(&["--json", "resume", BRANCH]);
+    run.expect(0);
+    assert_eq!(run.json()["fast_forwarded"], true);
+    assert_eq!(run.json()["head"], newer.as_str());
+    assert_eq!(b.at(&worktree).git(&["rev-parse", "HEAD"]), newer);
+}
+
+#[test]
+fn a_stale_worktree_is_repaired() {
+    let env = TestEnv::new();
+    let head = push_unclaimed(&env.clone("c"), BRANCH, "one.rs");
+    let b = env.clone("b");
+    let run = b.maverick(&["--json", "resume", BRANCH]);
+    run.expect(0);
+    let worktree = PathBuf::from(run.json()["worktree"].as_str().unwrap());
+
+    // Its directory deleted: git still lists it until pruned.
+    std::fs::remove_dir_all(&worktree).unwrap();
+    let run = b.maverick(&["--json", "resume", BRANCH]);
+    run.expect(0);
+    assert_eq!(run.json()["worktree_state"], "repaired");
+    assert_eq!(b.at(&worktree).git(&["rev-parse", "HEAD"]), head);
+
+    // Its registration pruned while the directory (with a file in it) stays.
+    std::fs::write(worktree.join("notes.txt"), "uncommitted\n").unwrap();
+    let admin = b.dir.join(".git/worktrees");
+    for entry in std::fs::read_dir(&admin).unwrap() {
+        std::fs::remove_dir_all(entry.unwrap().path()).unwrap();
+    }
+    let run = b.maverick(&["--json", "resume", BRANCH]);
+    run.expect(0);
+    let json = run.json();
+    assert_eq!(json["worktree_state"], "repaired");
+    let aside = PathBuf::from(json["moved_aside"].as_str().unwrap());
+    assert_eq!(
+        std::fs::read_to_string(aside.join("notes.txt")).unwrap(),
+        "uncommitted\n"
+    );
+    assert_eq!(aside.parent(), Some(worktrees_dir(&b).as_path()));
+    assert_eq!(b.at(&worktree).git(&["rev-parse", "HEAD"]), head);
+}
+
+/// Every path under `dir`, for "nothing was created outside".
+fn tree(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if entry.file_type().unwrap().is_dir()
+                && !path.ends_with(".git")
+                && !path.ends_with(".maverick")
+            {
+                stack.push(path.clone());
+            }
+            found.push(path);
+        }
+    }
+    found.sort();
+    found
+}
+
+#[test]
+fn hostile_branch_names_never_leave_the_worktree_dir() {
+    let env = TestEnv::new();
+    let c = env.clone("c");
+    let b = env.clone("b");
+    let outside_before = tree(env.path());
+
+    for bad in [
+        "-x",
+        "a/../../escape",
+        "../escape",
+        "a..b",
+        "/abs",
+        "HEAD",
+        "a/./b",
+        "x\ny",
+    ] {
+        let run = b.maverick(&["resume", "--issue", "7", "--", bad]);
+        run.expect(2);
+        assert!(
+            run.stderr.contains("not a valid branch name"),
+            "{bad:?}: {}",
+            run.stderr
+        );
+    }
+    assert_eq!(tree(env.path()), outside_before);
+
+    let deep = format!("deep/{}leaf-9", "x/".repeat(60));
+    for (n, name) in [
+        "ünïcode/ß-日本",
+        "a/b/c/d/e/f/g",
+        "x/-y",
+        deep.as_str(),
+        "p/q",
+        "p-q",
+    ]
+    .iter()
+    .enumerate()
+    {
+        push_unclaimed(&c, name, &format!("f{n}.rs"));
+        let issue = (100 + n).to_string();
+        let run = b.maverick(&["--json", "resume", name, "--issue", &issue]);
+        run.expect(0);
+        let worktree = PathBuf::from(run.json()["worktree"].as_str().unwrap());
+        assert_eq!(
+            worktree.parent(),
+            Some(worktrees_dir(&b).as_path()),
+            "{name}"
+        );
+        assert!(worktree.is_dir(), "{name}");
+        assert_eq!(
+            b.at(&worktree).git(&["rev-parse", "--abbrev-ref", "HEAD"]),
+            *name
+        );
+    }
+    // p/q and p-q would share a directory name: the second got its own.
+    assert!(worktrees_dir(&b).join("p-q").is_dir());
+    let entries: Vec<_> = std::fs::read_dir(worktrees_dir(&b))
+        .unwrap()
+        .flatten()
+        .collect();
+    assert_eq!(entries.len(), 6);
+    assert_eq!(b.git(&["status", "--porcelain"]), "");
+}
