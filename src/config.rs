@@ -146,7 +146,7 @@ impl ConfigKeys {
             .map(String::as_str)
     }
 
-    fn duration(&self, key: &'static str) -> Result<Option<Duration>, ConfigError> {
+    pub fn duration(&self, key: &'static str) -> Result<Option<Duration>, ConfigError> {
         self.get(key)
             .map(|v| parse_duration(v).map_err(|source| ConfigError::Duration { key, source }))
             .transpose()
@@ -157,6 +157,9 @@ pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(600);
 pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(120);
 /// GitHub's lists can lag a write by seconds; the git surface is exact.
 pub const DEFAULT_GITHUB_SETTLE: Duration = Duration::from_secs(3);
+/// How long one GitHub request may take before it is retried
+/// (`maverick.httpTimeout`).
+pub const DEFAULT_HTTP_TIMEOUT: Duration = Duration::from_secs(30);
 
 impl Settings {
     pub fn load(git: &Git, overrides: &Overrides) -> Result<Settings, ConfigError> {
@@ -178,7 +181,9 @@ impl Settings {
                     expected: "git or github",
                 })
             }
-            (None, None) if overrides.repo.is_some() => SurfaceKind::Github,
+            (None, None) if overrides.repo.is_some() || keys.get("repo").is_some() => {
+                SurfaceKind::Github
+            }
             (None, None) => match remote_url.as_deref().and_then(github_repo_of_url) {
                 Some(_) => SurfaceKind::Github,
                 None => SurfaceKind::Git,
@@ -190,7 +195,17 @@ impl Settings {
         let repo = match &overrides.repo {
             Some(r) if valid_repo(r) => Some(r.clone()),
             Some(r) => return Err(ConfigError::BadRepo(r.clone())),
-            None => remote_url.as_deref().and_then(github_repo_of_url),
+            None => match keys.get("repo") {
+                Some(r) if valid_repo(r) => Some(r.to_owned()),
+                Some(r) => {
+                    return Err(ConfigError::Invalid {
+                        key: "repo",
+                        value: r.to_owned(),
+                        expected: "OWNER/NAME",
+                    })
+                }
+                None => remote_url.as_deref().and_then(github_repo_of_url),
+            },
         };
         let github_api_url = std::env::var("GITHUB_API_URL")
             .ok()

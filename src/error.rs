@@ -138,10 +138,16 @@ impl From<crate::surface::SurfaceError> for CommandError {
                 "the remote must accept pushes to refs/maverick/*; allow them, or use `git config maverick.surface github`",
             ),
             SurfaceError::Contended { .. } => Some("another writer kept winning; run the command again"),
+            SurfaceError::NoSuchIssue(_) => Some(
+                "on GitHub an issue must exist before it is claimed: check the number and the repository (-R OWNER/NAME)",
+            ),
             _ => None,
         };
         let mut e = CommandError::from_error(Exit::Error, &err);
         e.hints.extend(hint.map(str::to_owned));
+        if let SurfaceError::Github(github) = &err {
+            e.hints.extend(github.hint());
+        }
         e
     }
 }

@@ -43,6 +43,9 @@ pub struct ClaimView {
     pub claimed_at: Timestamp,
     pub takeover_of: Option<String>,
     pub comment_id: u64,
+    /// Who wrote the claim comment (a GitHub login; the instance on git).
+    #[serde(skip)]
+    pub author: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -131,6 +134,7 @@ fn claim_view(at: &MarkerAt<'_>) -> Option<ClaimView> {
         claimed_at: at.comment.created_at,
         takeover_of: m.str_field("takeover_of").map(str::to_owned),
         comment_id: at.comment.id,
+        author: at.comment.author.clone(),
     })
 }
 
@@ -342,8 +346,9 @@ impl<'a> Coordinator<'a> {
         issues: &[u64],
         written: &[(u64, Comment)],
     ) -> Result<Vec<IssueView>, LeaseError> {
-        let now = self.surface.now()?;
+        // Read first, then the time: GitHub's clock is the Date of that answer.
         let mut read = self.surface.issues(issues)?;
+        let now = self.surface.now()?;
         for issue in &mut read {
             for (_, comment) in written.iter().filter(|(n, _)| *n == issue.number) {
                 if !issue.comments.iter().any(|c| c.id == comment.id) {
@@ -508,8 +513,13 @@ impl<'a> Coordinator<'a> {
                     })
                 })
             };
-            let Some(applied) = self.surface.write(&writes, Some(&mut guard))? else {
-                continue;
+            let applied = match self.surface.write(&writes, Some(&mut guard)) {
+                Ok(Some(applied)) => applied,
+                Ok(None) => continue,
+                Err(err) => {
+                    self.abandon(&req.issues, generation);
+                    return Err(err.into());
+                }
             };
             let written: Vec<(u64, Comment)> = writes
                 .iter()
@@ -525,6 +535,25 @@ impl<'a> Coordinator<'a> {
         }
         let views = self.read(&req.issues)?;
         Ok(ClaimOutcome::Held { views })
+    }
+
+    /// After a claim's writes failed part way: a surface without
+    /// multi-issue transactions (GitHub) may hold whole claims of this
+    /// `generation` on some issues of the scope, which nobody would ever
+    /// heartbeat. Takes them back, as far as the surface lets it.
+    fn abandon(&self, issues: &[u64], generation: u64) {
+        let Ok(views) = self.read(issues) else { return };
+        let mine: Vec<IssueView> = views
+            .into_iter()
+            .filter(|v| {
+                v.holder
+                    .as_ref()
+                    .is_some_and(|h| h.instance_id == self.me() && h.generation == generation)
+            })
+            .collect();
+        if !mine.is_empty() {
+            let _ = self.withdraw(&mine, "abort", None);
+        }
     }
 
     /// Re-reads after a claim and lets the earliest claim win everywhere.
@@ -630,8 +659,8 @@ impl<'a> Coordinator<'a> {
         issues: &[u64],
         generation: Option<u64>,
     ) -> Result<HeartbeatOutcome, LeaseError> {
-        let now = self.surface.now()?;
         let mut raw = self.surface.issues(issues)?;
+        let now = self.surface.now()?;
         let views: Vec<IssueView> = raw
             .iter()
             .map(|i| analyze(i, self.settings, self.me(), now))
@@ -738,9 +767,14 @@ impl<'a> Coordinator<'a> {
         Ok(HeartbeatOutcome::Renewed { generation, views })
     }
 
+    /// Whether the lease comment `id` may be updated in place: it is the
+    /// lease of our claim, written by the account that wrote the claim (so
+    /// never someone else's comment, and without asking the surface who we
+    /// are, which on GitHub would cost a request).
     fn own_comment(&self, view: &IssueView, id: u64) -> bool {
+        let claimant = view.holder.as_ref().map(|h| h.author.as_str());
         view.lease.as_ref().is_some_and(|l| {
-            l.comment_id == Some(id) && l.author.as_deref() == Some(self.surface.me())
+            l.comment_id == Some(id) && claimant.is_some() && l.author.as_deref() == claimant
         })
     }
 

@@ -155,7 +155,8 @@ pub struct DurationError {
 /// and bounding them keeps every timestamp sum far from overflow.
 pub const MAX_DURATION_SECS: u64 = 366 * 24 * 3600;
 
-/// Parses `600`, `600s`, `10m`, `4h` (at most a year).
+/// Parses `600`, `600s`, `10m`, `4h` (at most a year), and `200ms` for the
+/// short waits of tests.
 pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
     let err = || DurationError {
         text: text.to_owned(),
@@ -169,6 +170,12 @@ pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
         return Err(err());
     }
     let n: u64 = digits.parse().map_err(|_| err())?;
+    if unit == "ms" {
+        return match n.checked_div(1000) {
+            Some(secs) if secs <= MAX_DURATION_SECS => Ok(Duration::from_millis(n)),
+            _ => Err(err()),
+        };
+    }
     let secs = match unit {
         "s" => Some(n),
         "m" => n.checked_mul(60),
@@ -252,6 +259,7 @@ mod tests {
         assert_eq!(parse_duration("600s").unwrap().as_secs(), 600);
         assert_eq!(parse_duration("10m").unwrap().as_secs(), 600);
         assert_eq!(parse_duration("4h").unwrap().as_secs(), 14_400);
+        assert_eq!(parse_duration("200ms").unwrap(), Duration::from_millis(200));
         for bad in [
             "",
             "m",
@@ -262,6 +270,7 @@ mod tests {
             "18446744073709551615",
             "367d",
             "8785h",
+            "99999999999999ms",
         ] {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }

@@ -2,7 +2,17 @@
 
 mod support;
 
-use support::{Run, TestEnv, BIN};
+use support::{Run, Surface, TestEnv, BIN};
+
+// What does not depend on where state lives runs on both surfaces.
+on_both_surfaces!(
+    a_non_numeric_issue_is_a_usage_error,
+    an_unknown_reason_is_a_usage_error_and_releases_nothing,
+    a_malformed_duration_says_how_to_write_one,
+    a_bad_instance_id_is_refused,
+    a_hostile_branch_name_is_refused,
+    the_instance_id_is_generated_once_per_worktree,
+);
 
 /// Every command path of the clap tree, hidden ones included.
 fn command_paths(cmd: &clap::Command, prefix: Vec<String>, out: &mut Vec<Vec<String>>) {
@@ -51,9 +61,8 @@ fn help_of_every_command() {
     insta::assert_snapshot!("help", screens);
 }
 
-#[test]
-fn a_non_numeric_issue_is_a_usage_error() {
-    let env = TestEnv::new();
+fn a_non_numeric_issue_is_a_usage_error(surface: Surface) {
+    let env = TestEnv::with_surface(surface);
     let repo = env.clone("alice");
     let run = repo.maverick(&["coord", "read", "abc"]);
     run.expect(2);
@@ -78,12 +87,11 @@ fn a_non_numeric_issue_is_a_usage_error() {
     );
 }
 
-#[test]
-fn an_unknown_reason_is_a_usage_error_and_releases_nothing() {
-    let env = TestEnv::new();
+fn an_unknown_reason_is_a_usage_error_and_releases_nothing(surface: Surface) {
+    let env = TestEnv::with_surface(surface);
     let repo = env.clone("alice");
     repo.maverick(&["coord", "claim", "5"]).expect(0);
-    let head = env.surface_head();
+    let writes = env.write_count();
     let run = repo.maverick(&["coord", "release", "5", "--reason", "bored"]);
     run.expect(2);
     assert!(
@@ -91,13 +99,12 @@ fn an_unknown_reason_is_a_usage_error_and_releases_nothing() {
         "{}",
         run.stderr
     );
-    assert_eq!(env.surface_head(), head);
+    assert_eq!(env.write_count(), writes);
     repo.maverick(&["coord", "read", "5", "--json"]).expect(0);
 }
 
-#[test]
-fn a_malformed_duration_says_how_to_write_one() {
-    let env = TestEnv::new();
+fn a_malformed_duration_says_how_to_write_one(surface: Surface) {
+    let env = TestEnv::with_surface(surface);
     let repo = env.clone("alice");
     let flag = repo.maverick(&["coord", "claim", "5", "--lease-ttl", "ten minutes"]);
     flag.expect(2);
@@ -137,7 +144,7 @@ fn a_malformed_duration_says_how_to_write_one() {
         "{}",
         key.stderr
     );
-    assert_eq!(env.surface_head(), None, "nothing was written");
+    assert_eq!(env.write_count(), 0, "nothing was written");
 }
 
 #[test]
@@ -237,9 +244,8 @@ fn an_unreachable_remote_is_an_error_not_a_decision() {
     );
 }
 
-#[test]
-fn a_bad_instance_id_is_refused() {
-    let env = TestEnv::new();
+fn a_bad_instance_id_is_refused(surface: Surface) {
+    let env = TestEnv::with_surface(surface);
     let repo = env.clone("alice");
     let run = repo.maverick_as("../../etc", &["coord", "claim", "5"]);
     run.expect(1);
@@ -249,12 +255,11 @@ fn a_bad_instance_id_is_refused() {
         "{}",
         run.stderr
     );
-    assert_eq!(env.surface_head(), None);
+    assert_eq!(env.write_count(), 0);
 }
 
-#[test]
-fn a_hostile_branch_name_is_refused() {
-    let env = TestEnv::new();
+fn a_hostile_branch_name_is_refused(surface: Surface) {
+    let env = TestEnv::with_surface(surface);
     let repo = env.clone("alice");
     for bad in [
         "--branch=-rf",
@@ -270,12 +275,11 @@ fn a_hostile_branch_name_is_refused() {
             run.stderr
         );
     }
-    assert_eq!(env.surface_head(), None);
+    assert_eq!(env.write_count(), 0);
 }
 
-#[test]
-fn the_instance_id_is_generated_once_per_worktree() {
-    let env = TestEnv::new();
+fn the_instance_id_is_generated_once_per_worktree(surface: Surface) {
+    let env = TestEnv::with_surface(surface);
     let repo = env.clone("alice");
     let first = repo
         .maverick_command(&["coord", "claim", "5", "--json"])

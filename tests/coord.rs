@@ -1,12 +1,28 @@
 //! `git maverick coord` end to end: the real binary, real clones of a real
-//! bare origin, the git surface.
+//! bare origin, on both surfaces: every test runs on the git surface and on
+//! the github surface (a fake GitHub server), as `name::git` and `name::github`.
 
 mod support;
 
 use std::process::Child;
 use std::time::{Duration, Instant};
 
-use support::{Run, TestEnv};
+use support::{Run, Surface, TestEnv};
+
+on_both_surfaces!(
+    read_of_an_unclaimed_issue_is_free,
+    claim_then_read_ours_then_held_by_another,
+    claim_twice_is_idempotent,
+    blocked_issue_reads_3_and_refuses_a_claim,
+    stale_lease_reads_5_refuses_a_claim_and_is_taken_over,
+    heartbeat_pushes_the_lease_forward_in_place,
+    release_removes_the_label_and_frees_the_issue,
+    a_claim_scoped_to_three_issues_labels_and_leases_all_three,
+    a_scope_overlapping_a_held_issue_claims_nothing,
+    a_block_never_hides_who_holds_an_issue,
+    a_claim_taken_over_before_its_settle_exits_6,
+    sixteen_instances_race_for_one_issue_and_exactly_one_wins_each_round,
+);
 
 fn wait_all(children: Vec<(String, Child)>) -> Vec<(String, Run)> {
     children
@@ -36,9 +52,8 @@ fn wait_for_read_exit(repo: &support::Repo<'_>, issue: &str, code: i32) {
     }
 }
 
-#[test]
-fn read_of_an_unclaimed_issue_is_free() {
-    let env = TestEnv::new();
+fn read_of_an_unclaimed_issue_is_free(surface: Surface) {
+    let env = TestEnv::with_surface(surface);
     let alice = env.clone("alice");
     let run = alice.maverick(&["coord", "read", "142", "--json"]);
     run.expect(0);
@@ -50,12 +65,11 @@ fn read_of_an_unclaimed_issue_is_free() {
         "#142: free\n"
     );
     // A read writes nothing.
-    assert_eq!(env.surface_head(), None);
+    assert_eq!(env.write_count(), 0);
 }
 
-#[test]
-fn claim_then_read_ours_then_held_by_another() {
-    let env = TestEnv::new();
+fn claim_then_read_ours_then_held_by_another(surface: Surface) {
+    let env = TestEnv::with_surface(surface);
     let alice = env.clone("alice");
     let bob = env.clone("bob");
     let claim = alice.maverick(&[
@@ -84,43 +98,35 @@ fn claim_then_read_ours_then_held_by_another() {
     assert!(held.stderr.contains("hint:"), "{}", held.stderr);
 
     // Bob's claim is refused and writes nothing.
-    let before = env.surface_head();
+    let before = env.write_count();
     bob.maverick(&["coord", "claim", "142"]).expect(4);
-    assert_eq!(env.surface_head(), before);
+    assert_eq!(env.write_count(), before);
 
     // The issue carries the label, a claim and a lease, in that order.
-    let stored = env.stored_issue(142).unwrap();
-    assert_eq!(stored["labels"], serde_json::json!(["claude-in-progress"]));
-    let bodies: Vec<&str> = stored["comments"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["body"].as_str().unwrap())
-        .collect();
+    assert_eq!(env.labels(142), ["claude-in-progress"]);
+    let bodies = env.comment_bodies(142);
     assert_eq!(bodies.len(), 2);
     assert!(bodies[0].contains("```maverick-claim"));
     assert!(bodies[1].contains("```maverick-lease"));
 }
 
-#[test]
-fn claim_twice_is_idempotent() {
-    let env = TestEnv::new();
+fn claim_twice_is_idempotent(surface: Surface) {
+    let env = TestEnv::with_surface(surface);
     let alice = env.clone("alice");
     alice.maverick(&["coord", "claim", "7"]).expect(0);
-    let head = env.surface_head();
+    let writes = env.write_count();
     let again = alice.maverick(&["coord", "claim", "7", "--json"]);
     again.expect(0);
     assert_eq!(again.json()["already_held"], true);
     assert_eq!(
-        env.surface_head(),
-        head,
+        env.write_count(),
+        writes,
         "a second claim wrote to the surface"
     );
 }
 
-#[test]
-fn blocked_issue_reads_3_and_refuses_a_claim() {
-    let env = TestEnv::new();
+fn blocked_issue_reads_3_and_refuses_a_claim(surface: Surface) {
+    let env = TestEnv::with_surface(surface);
     let alice = env.clone("alice");
     alice
         .maverick(&["coord", "block", "150", "--by", "142"])
@@ -129,11 +135,7 @@ fn blocked_issue_reads_3_and_refuses_a_claim() {
     read.expect(3);
     assert_eq!(read.json()["blocked_by"], serde_json::json!([142]));
     alice.maverick(&["coord", "claim", "150"]).expect(3);
-    assert!(!env.stored_issue(150).unwrap()["labels"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|l| l == "claude-in-progress"));
+    assert!(!env.labels(150).iter().any(|l| l == "claude-in-progress"));
     alice
         .maverick(&["coord", "unblock", "150", "--by", "142"])
         .expect(0);
@@ -141,9 +143,8 @@ fn blocked_issue_reads_3_and_refuses_a_claim() {
     alice.maverick(&["coord", "claim", "150"]).expect(0);
 }
 
-#[test]
-fn stale_lease_reads_5_refuses_a_claim_and_is_taken_over() {
-    let env = TestEnv::new();
+fn stale_lease_reads_5_refuses_a_claim_and_is_taken_over(surface: Surface) {
+    let env = TestEnv::with_surface(surface);
     let alice = env.clone("alice");
     let bob = env.clone("bob");
     alice
@@ -162,12 +163,9 @@ fn stale_lease_reads_5_refuses_a_claim_and_is_taken_over() {
         json["generation"], 2,
         "takeover bumps the generation by one"
     );
-    let stored = env.stored_issue(142).unwrap();
-    let takeover_body = stored["comments"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["body"].as_str().unwrap())
+    let takeover_body = env
+        .comment_bodies(142)
+        .into_iter()
         .find(|b| b.contains("takeover_of"))
         .expect("a takeover comment");
     assert!(
@@ -196,9 +194,8 @@ fn stale_lease_reads_5_refuses_a_claim_and_is_taken_over() {
     assert_eq!(read.json()["generation"], 2);
 }
 
-#[test]
-fn heartbeat_pushes_the_lease_forward_in_place() {
-    let env = TestEnv::new();
+fn heartbeat_pushes_the_lease_forward_in_place(surface: Surface) {
+    let env = TestEnv::with_surface(surface);
     let alice = env.clone("alice");
     alice
         .maverick(&["coord", "claim", "142", "--lease-ttl", "2s"])
@@ -211,18 +208,11 @@ fn heartbeat_pushes_the_lease_forward_in_place() {
         .maverick(&["coord", "read", "142"])
         .expect(4);
     // Upserted: still one claim and one lease comment.
-    assert_eq!(
-        env.stored_issue(142).unwrap()["comments"]
-            .as_array()
-            .unwrap()
-            .len(),
-        2
-    );
+    assert_eq!(env.comment_bodies(142).len(), 2);
 }
 
-#[test]
-fn release_removes_the_label_and_frees_the_issue() {
-    let env = TestEnv::new();
+fn release_removes_the_label_and_frees_the_issue(surface: Surface) {
+    let env = TestEnv::with_surface(surface);
     let alice = env.clone("alice");
     let bob = env.clone("bob");
     alice.maverick(&["coord", "claim", "142"]).expect(0);
@@ -231,14 +221,12 @@ fn release_removes_the_label_and_frees_the_issue() {
     let release = alice.maverick(&["coord", "release", "142", "--reason", "merged", "--json"]);
     release.expect(0);
     assert_eq!(release.json()["released"], serde_json::json!([142]));
-    let stored = env.stored_issue(142).unwrap();
-    assert_eq!(stored["labels"], serde_json::json!([]));
-    assert!(
-        stored["comments"].as_array().unwrap().last().unwrap()["body"]
-            .as_str()
-            .unwrap()
-            .contains("\"reason\": \"merged\"")
-    );
+    assert!(env.labels(142).is_empty());
+    assert!(env
+        .comment_bodies(142)
+        .last()
+        .unwrap()
+        .contains("\"reason\": \"merged\""));
     let read = bob.maverick(&["coord", "read", "142", "--json"]);
     read.expect(0);
     assert_eq!(read.json()["decision"], "free");
@@ -248,9 +236,8 @@ fn release_removes_the_label_and_frees_the_issue() {
     assert_eq!(claim.json()["generation"], 2);
 }
 
-#[test]
-fn a_claim_scoped_to_three_issues_labels_and_leases_all_three() {
-    let env = TestEnv::new();
+fn a_claim_scoped_to_three_issues_labels_and_leases_all_three(surface: Surface) {
+    let env = TestEnv::with_surface(surface);
     let alice = env.clone("alice");
     let bob = env.clone("bob");
     alice
@@ -287,9 +274,8 @@ fn a_claim_scoped_to_three_issues_labels_and_leases_all_three() {
     }
 }
 
-#[test]
-fn a_block_never_hides_who_holds_an_issue() {
-    let env = TestEnv::new();
+fn a_block_never_hides_who_holds_an_issue(surface: Surface) {
+    let env = TestEnv::with_surface(surface);
     let alice = env.clone("alice");
     let bob = env.clone("bob");
     alice.maverick(&["coord", "claim", "150"]).expect(0);
@@ -303,9 +289,8 @@ fn a_block_never_hides_who_holds_an_issue() {
     alice.maverick(&["coord", "read", "150"]).expect(0);
 }
 
-#[test]
-fn a_scope_overlapping_a_held_issue_claims_nothing() {
-    let env = TestEnv::new();
+fn a_scope_overlapping_a_held_issue_claims_nothing(surface: Surface) {
+    let env = TestEnv::with_surface(surface);
     let alice = env.clone("alice");
     let bob = env.clone("bob");
     alice.maverick(&["coord", "claim", "141"]).expect(0);
@@ -313,14 +298,14 @@ fn a_scope_overlapping_a_held_issue_claims_nothing() {
         .expect(4);
     bob.maverick(&["coord", "read", "140"]).expect(0);
     bob.maverick(&["coord", "read", "142"]).expect(0);
-    assert_eq!(env.stored_issue(140), None);
+    assert!(env.labels(140).is_empty());
+    assert!(env.comment_bodies(140).is_empty());
 }
 
 /// The settle can be lost on the git surface too: a claim whose lease ran
 /// out before its re-read was taken over in between.
-#[test]
-fn a_claim_taken_over_before_its_settle_exits_6() {
-    let env = TestEnv::new();
+fn a_claim_taken_over_before_its_settle_exits_6(surface: Surface) {
+    let env = TestEnv::with_surface(surface);
     let alice = env.clone("alice");
     let bob = env.clone("bob");
     let slow = alice
@@ -352,14 +337,19 @@ fn a_claim_taken_over_before_its_settle_exits_6() {
     assert_eq!(read.json()["holder"]["instance_id"], "bob");
 }
 
-#[test]
-fn sixteen_instances_race_for_one_issue_and_exactly_one_wins_each_round() {
-    let env = TestEnv::new();
+fn sixteen_instances_race_for_one_issue_and_exactly_one_wins_each_round(surface: Surface) {
+    let env = TestEnv::with_surface(surface);
     let racers: Vec<_> = (0..16)
         .map(|i| env.clone(&format!("racer-{i:02}")))
         .collect();
     let referee = env.clone("referee");
-    for round in 0..20 {
+    // On git the claim is one compare-and-swap: a loser sees the holder (4).
+    // On GitHub, without a CAS, a loser may also find out at its settle (6).
+    let (rounds, losing_codes): (u64, &[i32]) = match surface {
+        Surface::Git => (20, &[4]),
+        Surface::Github => (6, &[4, 6]),
+    };
+    for round in 0..rounds {
         let issue = (1000 + round).to_string();
         let children: Vec<(String, Child)> = racers
             .iter()
@@ -387,7 +377,7 @@ fn sixteen_instances_race_for_one_issue_and_exactly_one_wins_each_round() {
         );
         for (name, run) in &results {
             assert!(
-                run.code == 0 || run.code == 4,
+                run.code == 0 || losing_codes.contains(&run.code),
                 "round {round}: {name} exited {}: {}",
                 run.code,
                 run.stderr

@@ -77,12 +77,12 @@ fn issue(s: &dyn SurfaceSetup, repo: &Repo<'_>, number: u64, labels: &[&str]) {
 /// An open pull request labelled `agent-pr`. (On the git surface, which has
 /// no pull requests, any number carrying the label stands for one.)
 fn agent_pull(s: &dyn SurfaceSetup, repo: &Repo<'_>, number: u64) {
-    issue(s, repo, number, &["agent-pr"]);
+    s.open_pull(repo, number, &["agent-pr"]);
 }
 
 /// Closes an issue or pull request (on the git surface: the `closed` label).
 fn close(s: &dyn SurfaceSetup, repo: &Repo<'_>, number: u64) {
-    issue(s, repo, number, &["closed"]);
+    s.close(repo, number);
 }
 
 /// The labels (as `coord read` reports them) and comments of an issue.

@@ -21,7 +21,8 @@ use crate::error::{CommandError, Exit};
 use crate::git::Git;
 use crate::record::ClaimStore;
 use crate::surface::git::GitSurface;
-use crate::surface::Surface;
+use crate::surface::github::{resolve_token, GithubConfig, GithubError, GithubSurface};
+use crate::surface::{Surface, SurfaceError};
 
 /// What a command came to: an exit code, one JSON object, and lines for people.
 #[derive(Debug)]
@@ -135,16 +136,28 @@ fn print_json(value: &Value) {
 }
 
 fn init_tracing(verbose: u8) {
+    use tracing_subscriber::filter::{LevelFilter, Targets};
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
     let level = match verbose {
         0 => return,
-        1 => tracing::Level::INFO,
-        _ => tracing::Level::DEBUG,
+        1 => LevelFilter::INFO,
+        _ => LevelFilter::DEBUG,
     };
-    let _ = tracing_subscriber::fmt()
-        .with_max_level(level)
-        .with_writer(std::io::stderr)
-        .without_time()
-        .with_target(false)
+    // Only maverick's own lines: a dependency's debug output could carry
+    // request headers, and so the token.
+    let filter = Targets::new()
+        .with_target("maverick", level)
+        .with_target("git_maverick", level)
+        .with_default(LevelFilter::OFF);
+    let _ = tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .without_time()
+                .with_target(false),
+        )
+        .with(filter)
         .try_init();
 }
 
@@ -189,11 +202,33 @@ impl Context {
                 self.settings.remote_url.as_deref().unwrap_or_default(),
                 &self.settings.instance,
             ))),
-            SurfaceKind::Github => Err(CommandError::tool(
-                "the github surface is not part of this build yet",
-            )
-            .hint("use the git surface: `git config maverick.surface git`")),
+            SurfaceKind::Github => Ok(Box::new(self.github_surface()?)),
         }
+    }
+
+    /// The GitHub surface of this repository. Never a fallback to the git
+    /// surface: a missing token or repository is an error that says so.
+    pub fn github_surface(&self) -> Result<GithubSurface, CommandError> {
+        let settings = &self.settings;
+        let repo = settings.repo.clone().ok_or_else(|| GithubError::NoRepo {
+            remote: settings.remote.clone(),
+        });
+        let timeout = crate::config::ConfigKeys::read(&self.git)?
+            .duration("httpTimeout")?
+            .filter(|d| !d.is_zero())
+            .unwrap_or(crate::config::DEFAULT_HTTP_TIMEOUT);
+        let config = repo.and_then(|repo| {
+            Ok(GithubConfig {
+                api_url: settings.github_api_url.clone(),
+                repo,
+                token: resolve_token(&settings.github_api_url)?,
+                trusted_authors: settings.trusted_authors.clone(),
+                timeout,
+            })
+        });
+        config
+            .and_then(GithubSurface::new)
+            .map_err(|e| SurfaceError::from(e).into())
     }
 
     pub fn claims(&self) -> Result<ClaimStore, CommandError> {

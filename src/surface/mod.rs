@@ -5,6 +5,7 @@
 //! assignees and comments, and tells the time.
 
 pub mod git;
+pub mod github;
 
 use crate::timefmt::Timestamp;
 
@@ -161,7 +162,8 @@ pub enum Applied {
 /// A precondition on the issues a write touches. Given their state and the
 /// surface's clock, it says whether the write may go ahead. Where the surface
 /// has a compare-and-swap (git), nobody can write between the check and the
-/// write; elsewhere (GitHub) it is checked on a fresh read, and the settle
+/// write; elsewhere (GitHub) it is checked on a read made just before the
+/// write (this process's own, when it is a moment old), and the settle
 /// that follows every claim resolves what slipped through.
 pub type Guard<'a> = &'a mut dyn FnMut(&[Issue], Timestamp) -> bool;
 
@@ -185,6 +187,8 @@ pub enum SurfaceError {
     PushRejected { refname: String, reason: String },
     #[error("maverick's state on the remote is damaged ({what}): {detail}")]
     Corrupt { what: String, detail: String },
+    #[error(transparent)]
+    Github(Box<github::GithubError>),
     #[error("{0}")]
     Other(String),
 }

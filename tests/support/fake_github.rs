@@ -1,7 +1,7 @@
 //! A stateful fake of the GitHub REST API (version 2022-11-28), for tests only.
 //!
 //! The real binary reaches it through `GITHUB_API_URL`. It answers with
-//! GitHub's own shapes (they validate against `shared/github-api/schemas/`)
+//! GitHub's own shapes (they validate against `fixtures/github-api/schemas/`)
 //! and reproduces the behaviours the product must survive: ids above 2^31,
 //! second-precision timestamps, absolute `link` headers to
 //! `/repositories/{id}/…`, ETags and 304s, replication lag on reads, 5xx
@@ -125,6 +125,13 @@ impl FakeGithub {
         }
     }
 
+    /// When on, any issue a request names springs into existence (open,
+    /// unlabelled), so tests written for the git surface, where every number
+    /// is an issue, run unchanged. Off by default, as on GitHub.
+    pub fn create_issues_on_demand(&self, on: bool) {
+        self.state().issues_on_demand = on;
+    }
+
     pub fn create_issue(&self, number: u64, title: &str, labels: &[&str]) {
         self.state().seed_issue(number, title, labels, None);
     }
@@ -165,6 +172,26 @@ impl FakeGithub {
         state
             .insert_comment(issue, login, body, SEEDED)
             .unwrap_or_else(|| panic!("fake GitHub: no issue #{issue} to comment on"))
+    }
+
+    /// Replaces a comment's body as a person editing it in the browser
+    /// would; visible at once whatever the lag.
+    pub fn edit_comment(&self, id: u64, body: &str) {
+        let mut state = self.state();
+        let now = state.now_secs();
+        let stored = state
+            .comments
+            .get_mut(&id)
+            .unwrap_or_else(|| panic!("fake GitHub: no comment {id}"));
+        let mut comment = stored
+            .history
+            .latest()
+            .cloned()
+            .unwrap_or_else(|| panic!("fake GitHub: comment {id} was deleted"));
+        comment.body = body.to_string();
+        comment.updated_at = now;
+        // Seeded history keeps its order: the edit replaces what lag would show.
+        stored.history.versions = vec![(SEEDED, Some(comment))];
     }
 
     /// The true comments of an issue (no lag), ascending id.
@@ -271,9 +298,44 @@ impl FakeGithub {
         self.state().fail_always = Some(status);
     }
 
+    /// Every `method` request whose path contains `path_part` answers
+    /// `status` and changes nothing, until `clear_faults`.
+    pub fn fail_always_matching(&self, method: &str, path_part: &str, status: u16) {
+        self.state().fail_matching.push(MatchingFault {
+            method: method.to_string(),
+            path_part: path_part.to_string(),
+            fault: Fault::Status(status),
+            remaining: None,
+        });
+    }
+
+    /// The next `n` such requests are carried out, then answered `status`:
+    /// a committed POST whose answer is lost, aimed at one kind of request.
+    pub fn fail_next_matching_after_commit(
+        &self,
+        method: &str,
+        path_part: &str,
+        n: usize,
+        status: u16,
+    ) {
+        self.state().fail_matching.push(MatchingFault {
+            method: method.to_string(),
+            path_part: path_part.to_string(),
+            fault: Fault::AfterCommit(status),
+            remaining: Some(n),
+        });
+    }
+
+    /// Error answers quote the request's `Authorization` header, as a
+    /// broken proxy might: the client must keep it out of its output anyway.
+    pub fn echo_authorization_in_errors(&self, on: bool) {
+        self.state().echo_authorization = on;
+    }
+
     pub fn clear_faults(&self) {
         let mut state = self.state();
         state.fail_always = None;
+        state.fail_matching.clear();
         state.faults.clear();
         state.slow.clear();
     }
@@ -293,6 +355,14 @@ impl FakeGithub {
     /// not the client is still waiting (as a slow GitHub does).
     pub fn slow_next(&self, n: usize, delay: Duration) {
         self.state().slow.extend(vec![delay; n]);
+    }
+
+    /// The primary limit per hour (GitHub's 5,000 for a user token by
+    /// default); what is left of it starts full.
+    pub fn set_rate_limit(&self, per_hour: u64) {
+        let mut state = self.state();
+        state.rate_limit = per_hour;
+        state.rate_remaining = per_hour;
     }
 
     pub fn request_count(&self) -> usize {
@@ -343,6 +413,14 @@ fn duration_ms(duration: Duration) -> i64 {
 
 // ---------------------------------------------------------------------------
 // State
+
+struct MatchingFault {
+    method: String,
+    path_part: String,
+    fault: Fault,
+    /// `None`: every time.
+    remaining: Option<usize>,
+}
 
 #[derive(Clone, Copy, Debug)]
 enum Fault {
@@ -452,7 +530,11 @@ struct State {
     get_lag_ms: i64,
     faults: VecDeque<Fault>,
     fail_always: Option<u16>,
+    fail_matching: Vec<MatchingFault>,
+    issues_on_demand: bool,
+    echo_authorization: bool,
     slow: VecDeque<Duration>,
+    rate_limit: u64,
     rate_remaining: u64,
     rate_reset: i64,
     requests: Vec<RecordedRequest>,
@@ -478,7 +560,11 @@ impl State {
             get_lag_ms: 0,
             faults: VecDeque::new(),
             fail_always: None,
+            fail_matching: Vec::new(),
+            issues_on_demand: false,
+            echo_authorization: false,
             slow: VecDeque::new(),
+            rate_limit: RATE_LIMIT,
             rate_remaining: RATE_LIMIT,
             rate_reset: 0,
             requests: Vec::new(),
@@ -631,14 +717,37 @@ impl State {
     fn respond(&mut self, request: &Request) -> Response {
         let now = self.now_secs();
         if now >= self.rate_reset {
-            self.rate_remaining = RATE_LIMIT;
+            self.rate_remaining = self.rate_limit;
             self.rate_reset = now + 3600;
         }
+        let matching = self
+            .fail_matching
+            .iter_mut()
+            .find(|f| {
+                f.remaining != Some(0)
+                    && request.method.eq_ignore_ascii_case(&f.method)
+                    && request.path().contains(f.path_part.as_str())
+            })
+            .map(|f| {
+                if let Some(n) = &mut f.remaining {
+                    *n -= 1;
+                }
+                f.fault
+            });
         let fault = self
             .fail_always
             .map(Fault::Status)
+            .or(matching)
             .or_else(|| self.faults.pop_front());
-        let answer = self.answer(request, fault, now);
+        let mut answer = self.answer(request, fault, now);
+        if self.echo_authorization && answer.status >= 400 {
+            if let (Some(auth), Some(body)) = (request.header("authorization"), &mut answer.body) {
+                body["message"] = json!(format!(
+                    "{} (you sent: {auth})",
+                    body["message"].as_str().unwrap_or("")
+                ));
+            }
+        }
         let response = self.finish(request, answer, now);
         self.requests.push(RecordedRequest {
             method: request.method.clone(),
@@ -715,10 +824,13 @@ impl State {
                 format!("FAKE:{:08X}", self.request_serial),
             ),
             ("x-github-api-version-selected", "2022-11-28".to_string()),
-            ("x-ratelimit-limit", RATE_LIMIT.to_string()),
+            ("x-ratelimit-limit", self.rate_limit.to_string()),
             ("x-ratelimit-remaining", remaining.to_string()),
             ("x-ratelimit-reset", reset.to_string()),
-            ("x-ratelimit-used", (RATE_LIMIT - remaining).to_string()),
+            (
+                "x-ratelimit-used",
+                (self.rate_limit - remaining).to_string(),
+            ),
             ("x-ratelimit-resource", "core".to_string()),
         ]
         .into_iter()
@@ -757,6 +869,15 @@ impl State {
             ["repositories", id, rest @ ..] if *id == REPO_ID.to_string() => rest,
             _ => return Answer::not_found(DOCS),
         };
+        if self.issues_on_demand {
+            if let ["issues", number, ..] = rest {
+                if let Ok(number) = number.parse::<u64>() {
+                    if !self.issues.contains_key(&number) {
+                        self.seed_issue(number, &format!("Issue {number}"), &[], None);
+                    }
+                }
+            }
+        }
         let query = parse_query(request.query());
         let rest_path = rest.join("/");
         match (method, rest) {
@@ -1211,8 +1332,8 @@ impl State {
 
     fn rate_limit_json(&self) -> Value {
         let core = json!({
-            "limit": RATE_LIMIT, "remaining": self.rate_remaining, "reset": self.rate_reset,
-            "used": RATE_LIMIT - self.rate_remaining, "resource": "core"
+            "limit": self.rate_limit, "remaining": self.rate_remaining, "reset": self.rate_reset,
+            "used": self.rate_limit - self.rate_remaining, "resource": "core"
         });
         json!({ "resources": { "core": core }, "rate": core })
     }

@@ -55,7 +55,7 @@ const ANNOTATIONS: &[&str] = &[
 ];
 
 impl Schema {
-    /// A schema file in `shared/github-api/schemas/`, such as `issue.trimmed.schema.json`.
+    /// A schema file in `fixtures/github-api/schemas/`, such as `issue.trimmed.schema.json`.
     pub fn load(file: &str) -> Schema {
         Schema::from_value(file, load_github_api_json(&format!("schemas/{file}")))
     }

@@ -2,14 +2,52 @@
 //! repositories (a bare origin and clones in a temp dir), hermetic like jj's
 //! `TestEnvironment`: fake HOME, no global or system git config, fixed dates,
 //! UTC, C locale, and none of the caller's maverick or GitHub variables.
+//!
+//! One suite, two surfaces: `TestEnv::with_surface(Surface::Github)` starts a
+//! fake GitHub server and points every clone at it, and the accessors
+//! `labels`, `comment_bodies` and `write_count` read either surface, so a
+//! test written once runs on both (`on_both_surfaces!`).
 #![allow(dead_code)]
 
+pub mod fake_github;
 pub mod surfaces;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
+
+pub use fake_github::FakeGithub;
+
+/// The repository the fake GitHub serves.
+pub const GITHUB_REPO: &str = "acme/widgets";
+
+/// Where a test's shared state lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Surface {
+    Git,
+    Github,
+}
+
+/// Turns each `fn name(surface: Surface)` into two tests, `name::git` and
+/// `name::github`.
+#[macro_export]
+macro_rules! on_both_surfaces {
+    ($($name:ident),+ $(,)?) => {
+        $(
+            mod $name {
+                #[test]
+                fn git() {
+                    super::$name($crate::support::Surface::Git)
+                }
+                #[test]
+                fn github() {
+                    super::$name($crate::support::Surface::Github)
+                }
+            }
+        )+
+    };
+}
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_git-maverick");
 
@@ -35,6 +73,7 @@ pub struct TestEnv {
     pub root: tempfile::TempDir,
     pub origin: PathBuf,
     home: PathBuf,
+    github: Option<FakeGithub>,
 }
 
 impl Default for TestEnv {
@@ -44,8 +83,15 @@ impl Default for TestEnv {
 }
 
 impl TestEnv {
-    /// A bare `origin` with one commit on `main`.
+    /// A bare `origin` with one commit on `main`; the git surface.
     pub fn new() -> TestEnv {
+        TestEnv::with_surface(Surface::Git)
+    }
+
+    /// On `Surface::Github`, clones coordinate through a fake GitHub server
+    /// (issues spring into existence when named, as any number is an issue
+    /// on the git surface) with a 200 ms settle delay.
+    pub fn with_surface(surface: Surface) -> TestEnv {
         let root = tempfile::Builder::new()
             .prefix("maverick-test-")
             .tempdir()
@@ -53,7 +99,18 @@ impl TestEnv {
         let home = root.path().join("home");
         std::fs::create_dir_all(&home).unwrap();
         let origin = root.path().join("origin.git");
-        let env = TestEnv { root, origin, home };
+        let github = (surface == Surface::Github).then(|| {
+            let (owner, name) = GITHUB_REPO.split_once('/').unwrap();
+            let fake = FakeGithub::start(owner, name);
+            fake.create_issues_on_demand(true);
+            fake
+        });
+        let env = TestEnv {
+            root,
+            origin,
+            home,
+            github,
+        };
         env.git_in(
             env.root.path(),
             &[
@@ -84,6 +141,85 @@ impl TestEnv {
         self.root.path()
     }
 
+    pub fn surface(&self) -> Surface {
+        if self.github.is_some() {
+            Surface::Github
+        } else {
+            Surface::Git
+        }
+    }
+
+    /// The fake GitHub server (github surface only).
+    #[track_caller]
+    pub fn github(&self) -> &FakeGithub {
+        self.github
+            .as_ref()
+            .expect("this test environment is on the git surface")
+    }
+
+    /// The labels of an issue, on whichever surface.
+    pub fn labels(&self, issue: u64) -> Vec<String> {
+        match &self.github {
+            Some(fake) => fake.labels(issue),
+            None => self
+                .stored_issue(issue)
+                .and_then(|i| {
+                    i["labels"].as_array().map(|labels| {
+                        labels
+                            .iter()
+                            .filter_map(|l| l.as_str().map(str::to_owned))
+                            .collect()
+                    })
+                })
+                .unwrap_or_default(),
+        }
+    }
+
+    /// The comment bodies of an issue in comment order, on whichever surface.
+    pub fn comment_bodies(&self, issue: u64) -> Vec<String> {
+        match &self.github {
+            Some(fake) => fake.comments(issue).into_iter().map(|c| c.body).collect(),
+            None => self
+                .stored_issue(issue)
+                .and_then(|i| {
+                    i["comments"].as_array().map(|comments| {
+                        comments
+                            .iter()
+                            .filter_map(|c| c["body"].as_str().map(str::to_owned))
+                            .collect()
+                    })
+                })
+                .unwrap_or_default(),
+        }
+    }
+
+    /// How many writes the surface took: commits of the surface ref on git,
+    /// successful non-GET requests on GitHub.
+    pub fn write_count(&self) -> usize {
+        match &self.github {
+            Some(fake) => fake
+                .requests()
+                .iter()
+                .filter(|r| r.method != "GET" && (200..300).contains(&r.status))
+                .count(),
+            None => {
+                let out = self.git_output_in(
+                    &self.origin,
+                    &["rev-list", "--count", "refs/maverick/issues", "--"],
+                );
+                if out.status.success() {
+                    String::from_utf8(out.stdout)
+                        .unwrap()
+                        .trim()
+                        .parse()
+                        .unwrap()
+                } else {
+                    0
+                }
+            }
+        }
+    }
+
     /// The hermetic environment every git and maverick process gets.
     pub fn apply_env(&self, cmd: &mut Command) {
         for var in SCRUBBED {
@@ -104,6 +240,10 @@ impl TestEnv {
             .env("NO_COLOR", "1")
             .env("PATH", path_with_bin())
             .stdin(Stdio::null());
+        if let Some(fake) = &self.github {
+            cmd.env("GITHUB_API_URL", fake.url())
+                .env("GH_TOKEN", fake.token());
+        }
     }
 
     /// The head of `branch` on origin, `None` when origin has no such branch.
@@ -146,11 +286,18 @@ impl TestEnv {
             self.root.path(),
             &["clone", "--quiet", self.origin.to_str().unwrap(), name],
         );
-        Repo {
+        let repo = Repo {
             env: self,
             dir: self.root.path().join(name),
             instance: name.to_owned(),
+        };
+        if self.github.is_some() {
+            repo.git(&["config", "maverick.surface", "github"]);
+            repo.git(&["config", "maverick.repo", GITHUB_REPO]);
+            repo.git(&["config", "maverick.settleDelay", "200ms"]);
+            repo.git(&["config", "maverick.httpTimeout", "5s"]);
         }
+        repo
     }
 
     /// The surface's state of one issue as stored on origin (git surface).
@@ -164,23 +311,12 @@ impl TestEnv {
             .then(|| serde_json::from_slice(&out.stdout).expect("stored issue is JSON"))
     }
 
-    /// The labels of one issue as stored on origin (git surface).
-    pub fn labels(&self, issue: u64) -> Vec<String> {
-        self.stored_issue(issue)
-            .and_then(|i| serde_json::from_value(i["labels"].clone()).ok())
-            .unwrap_or_default()
-    }
-
-    /// The releases written on one issue, in order: (instance, reason).
+    /// The releases written on one issue, in order: (instance, reason), on
+    /// whichever surface.
     pub fn releases(&self, issue: u64) -> Vec<(String, String)> {
-        let Some(stored) = self.stored_issue(issue) else {
-            return Vec::new();
-        };
-        stored["comments"]
-            .as_array()
-            .expect("comments")
+        self.comment_bodies(issue)
             .iter()
-            .flat_map(|c| maverick::markers::parse_markers(c["body"].as_str().unwrap_or_default()))
+            .flat_map(|body| maverick::markers::parse_markers(body))
             .flatten()
             .filter(|m| {
                 m.kind == maverick::markers::MarkerKind::Lease

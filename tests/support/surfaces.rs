@@ -1,6 +1,5 @@
 //! The surface a test runs against, so one test body can run on every
-//! surface: the git surface here; the GitHub surface (against the fake
-//! server) implements the same trait.
+//! surface: the git surface, and the GitHub surface against the fake server.
 //!
 //! A test body takes `&dyn SurfaceSetup`, makes its clones with
 //! [`SurfaceSetup::clone`] and runs maverick with [`SurfaceSetup::maverick`],
@@ -13,7 +12,7 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
-use super::{Repo, Run, TestEnv};
+use super::{Repo, Run, Surface, TestEnv};
 
 /// A comment as the surface stores it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,6 +65,22 @@ pub trait SurfaceSetup {
             cmd.env(k, v);
         }
         cmd
+    }
+
+    /// Opens pull request `number` carrying `labels`. (The git surface has
+    /// no pull requests: there an issue carrying the labels stands for one.)
+    fn open_pull(&self, repo: &Repo<'_>, number: u64, labels: &[&str]) {
+        let n = number.to_string();
+        let mut args = vec!["coord", "label", "add", n.as_str()];
+        args.extend(labels);
+        self.maverick(repo, &args).expect(0);
+    }
+
+    /// Closes an issue or pull request (on the git surface: the `closed` label).
+    fn close(&self, repo: &Repo<'_>, number: u64) {
+        let n = number.to_string();
+        self.maverick(repo, &["coord", "label", "add", &n, "closed"])
+            .expect(0);
     }
 
     /// The body of the issue's comment that starts with `prefix`, newest first.
@@ -205,6 +220,81 @@ impl SurfaceSetup for GitSetup {
     }
 }
 
+/// The github surface: issues, labels and comments on the fake GitHub
+/// server; clones reach it through `GITHUB_API_URL` and `GH_TOKEN` (set by
+/// `TestEnv` for every process).
+pub struct GithubSetup {
+    pub env: TestEnv,
+}
+
+impl GithubSetup {
+    pub fn new() -> GithubSetup {
+        let env = TestEnv::with_surface(Surface::Github);
+        // Tests that run dozens of processes would spend GitHub's hourly
+        // 5,000 requests; tests/github.rs tests the limit itself.
+        env.github().set_rate_limit(100_000);
+        GithubSetup { env }
+    }
+}
+
+impl Default for GithubSetup {
+    fn default() -> Self {
+        GithubSetup::new()
+    }
+}
+
+impl SurfaceSetup for GithubSetup {
+    fn name(&self) -> &'static str {
+        "github"
+    }
+
+    fn env(&self) -> &TestEnv {
+        &self.env
+    }
+
+    fn configure(&self, _repo: &Repo<'_>) {
+        // `TestEnv::clone` has pointed it at the fake already.
+    }
+
+    fn process_env(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
+
+    fn comments(&self, issue: u64) -> Vec<StoredComment> {
+        self.env
+            .github()
+            .comments(issue)
+            .into_iter()
+            .map(|c| StoredComment {
+                id: c.id,
+                author: c.user,
+                body: c.body,
+            })
+            .collect()
+    }
+
+    fn edit_comment(&self, _issue: u64, id: u64, body: &str) {
+        self.env.github().edit_comment(id, body);
+    }
+
+    fn add_comment(&self, issue: u64, author: &str, body: &str) -> u64 {
+        let fake = self.env.github();
+        fake.add_user(author, "MEMBER");
+        fake.add_comment_as(issue, author, body)
+    }
+
+    fn open_pull(&self, _repo: &Repo<'_>, number: u64, labels: &[&str]) {
+        let head = format!("{number:040x}");
+        self.env
+            .github()
+            .create_pull(number, &format!("Pull request {number}"), labels, &head);
+    }
+
+    fn close(&self, _repo: &Repo<'_>, number: u64) {
+        self.env.github().close(number);
+    }
+}
+
 /// Runs each named test body (`fn name(setup: &dyn SurfaceSetup)`) on every
 /// surface: `on_surfaces!(three_tasks_done_in_a_row, …);`
 #[macro_export]
@@ -215,6 +305,15 @@ macro_rules! on_surfaces {
                 #[test]
                 fn $name() {
                     let setup = $crate::support::surfaces::GitSetup::new();
+                    super::$name(&setup);
+                }
+            )*
+        }
+        mod github_surface {
+            $(
+                #[test]
+                fn $name() {
+                    let setup = $crate::support::surfaces::GithubSetup::new();
                     super::$name(&setup);
                 }
             )*

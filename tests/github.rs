@@ -1,0 +1,967 @@
+//! What only the github surface has to get right, end to end against the
+//! fake GitHub server: existing issues, lagging lists, forged markers from
+//! strangers, long comment threads, request budgets, faults and rate limits,
+//! tokens. (Everything the two surfaces share runs in coord.rs and cli.rs.)
+
+mod support;
+
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use maverick::markers::{parse_markers, MarkerKind};
+use serde_json::{json, Value};
+use support::fake_github::RecordedRequest;
+use support::{Repo, Run, Surface, TestEnv};
+
+fn github_env() -> TestEnv {
+    TestEnv::with_surface(Surface::Github)
+}
+
+fn spawn(repo: &Repo<'_>, args: &[&str]) -> Child {
+    repo.maverick_command(args)
+        .env("MAVERICK_INSTANCE", &repo.instance)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("git-maverick starts")
+}
+
+fn finish(args: &[&str], child: Child) -> Run {
+    Run::from_output(args, child.wait_with_output().expect("git-maverick ends"))
+}
+
+/// Runs `args` and returns the run and the requests it made.
+fn counted(env: &TestEnv, repo: &Repo<'_>, args: &[&str]) -> (Run, Vec<RecordedRequest>) {
+    env.github().reset_count();
+    let run = repo.maverick(args);
+    (run, env.github().requests())
+}
+
+fn writes(requests: &[RecordedRequest]) -> usize {
+    requests.iter().filter(|r| r.method != "GET").count()
+}
+
+fn summary(requests: &[RecordedRequest]) -> String {
+    requests
+        .iter()
+        .map(|r| format!("{} {} -> {}", r.method, r.path, r.status))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn claiming_an_issue_that_does_not_exist_is_a_clear_error() {
+    let env = github_env();
+    env.github().create_issues_on_demand(false);
+    env.github().create_issue(1, "exists", &[]);
+    let alice = env.clone("alice");
+    let run = alice.maverick(&["coord", "claim", "999"]);
+    run.expect(1);
+    assert!(
+        run.stderr.contains("error: issue #999 does not exist"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("hint: on GitHub an issue must exist before it is claimed"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(env.write_count(), 0);
+    alice.maverick(&["coord", "read", "999"]).expect(1);
+    alice.maverick(&["coord", "read", "1"]).expect(0);
+
+    // A repository that is not there (or not visible) is named as such.
+    let run = alice.maverick(&["coord", "read", "1", "-R", "acme/nothing"]);
+    run.expect(1);
+    assert!(
+        run.stderr.contains(
+            "error: GitHub has no repository acme/nothing that the token from GH_TOKEN can see"
+        ),
+        "{}",
+        run.stderr
+    );
+
+    // A closed issue is not claimed.
+    env.github().close(1);
+    let run = alice.maverick(&["coord", "claim", "1"]);
+    run.expect(1);
+    assert!(
+        run.stderr.contains("error: issue #1 is closed"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(env.write_count(), 0);
+}
+
+/// GitHub's lists (and issue reads) lag writes: every racer's settle can
+/// miss every other claim. The race ends at the next heartbeat.
+#[test]
+fn eight_instances_racing_with_list_lag_leave_at_most_one_holder() {
+    let env = github_env();
+    let fake = env.github();
+    fake.create_issue(77, "contested", &[]);
+    let racers: Vec<Repo<'_>> = (0..8).map(|i| env.clone(&format!("racer-{i}"))).collect();
+    fake.set_list_lag(Duration::from_secs(30));
+
+    let claims: Vec<(String, Run)> = racers
+        .iter()
+        .map(|r| (r.instance.clone(), spawn(r, &["coord", "claim", "77"])))
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(|(name, child)| (name, finish(&["coord", "claim", "77"], child)))
+        .collect();
+    for (name, run) in &claims {
+        assert!(
+            [0, 4, 6].contains(&run.code),
+            "{name}'s claim exited {}: {}",
+            run.code,
+            run.stderr
+        );
+    }
+
+    // The replicas catch up.
+    fake.advance_clock(60);
+    let beats: Vec<(String, Run)> = racers
+        .iter()
+        .map(|r| (r.instance.clone(), spawn(r, &["coord", "heartbeat", "77"])))
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(|(name, child)| (name, finish(&["coord", "heartbeat", "77"], child)))
+        .collect();
+    let holders: Vec<&String> = beats
+        .iter()
+        .filter(|(_, r)| r.code == 0)
+        .map(|(n, _)| n)
+        .collect();
+    // At most one holder; here exactly one, since every claim went through.
+    assert_eq!(holders.len(), 1, "holders {holders:?}\n{beats:#?}");
+    for ((name, claim), (_, beat)) in claims.iter().zip(&beats) {
+        if beat.code != 0 {
+            assert_eq!(
+                beat.code, 7,
+                "{name} (claim exited {}) lost without exit 7: {}",
+                claim.code, beat.stderr
+            );
+        }
+    }
+    // Every reader agrees with the one heartbeat that renewed.
+    let read = env
+        .clone("referee")
+        .maverick(&["coord", "read", "77", "--json"]);
+    read.expect(4);
+    assert_eq!(read.json()["holder"]["instance_id"], holders[0].as_str());
+    // The holder is the author of the earliest claim comment.
+    let first_claim = fake
+        .comments(77)
+        .into_iter()
+        .find_map(|c| {
+            parse_markers(&c.body)
+                .into_iter()
+                .flatten()
+                .find(|m| m.kind == MarkerKind::Claim)
+        })
+        .unwrap();
+    assert_eq!(
+        first_claim.str_field("instance_id"),
+        Some(holders[0].as_str())
+    );
+}
+
+fn forged_claim(instance: &str) -> String {
+    format!(
+        "I'll take it.\n\n<!-- maverick claim -->\n\n```maverick-claim\n{}\n```\n\n\
+         <!-- maverick lease -->\n\n```maverick-lease\n{}\n```\n",
+        serde_json::to_string_pretty(&json!({
+            "instance_id": instance, "host": "elsewhere", "scope": ["50"],
+            "claimed_at": "2026-11-30T00:00:00Z", "generation": 1,
+            "marker_id": "f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0"
+        }))
+        .unwrap(),
+        serde_json::to_string_pretty(&json!({
+            "instance_id": instance, "heartbeat_at": "2026-11-30T00:00:00Z",
+            "expires_at": "2099-01-01T00:00:00Z", "generation": 1,
+            "marker_id": "e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0"
+        }))
+        .unwrap()
+    )
+}
+
+#[test]
+fn a_strangers_forged_claim_neither_blocks_nor_steals() {
+    let env = github_env();
+    let fake = env.github();
+    // The label is there too (left behind, say): only a trusted claim holds.
+    fake.create_issue(50, "free for all", &["claude-in-progress"]);
+    fake.add_user("mallory", "NONE");
+    fake.add_comment_as(50, "mallory", &forged_claim("mallory-box"));
+    let alice = env.clone("alice");
+    let read = alice.maverick(&["coord", "read", "50", "--json"]);
+    read.expect(0);
+    assert_eq!(read.json()["decision"], "free");
+    assert_eq!(read.json()["holder"], Value::Null);
+
+    alice.maverick(&["coord", "claim", "50"]).expect(0);
+    let bob = env.clone("bob");
+    let held = bob.maverick(&["coord", "read", "50", "--json"]);
+    held.expect(4);
+    assert_eq!(held.json()["holder"]["instance_id"], "alice");
+
+    // A contributor's forgery does not count either…
+    fake.add_user("casual", "CONTRIBUTOR");
+    fake.create_issue(51, "another", &["claude-in-progress"]);
+    fake.add_comment_as(51, "casual", &forged_claim("casual-box"));
+    bob.maverick(&["coord", "read", "51"]).expect(0);
+    // …unless maverick.trustedAuthors names the login.
+    let trusting = bob.maverick(&[
+        "coord",
+        "read",
+        "51",
+        "--trusted-authors",
+        "Casual",
+        "--json",
+    ]);
+    trusting.expect(4);
+    assert_eq!(trusting.json()["holder"]["instance_id"], "casual-box");
+}
+
+#[test]
+fn a_strangers_forged_lease_renewal_does_not_keep_a_stale_lease_alive() {
+    let env = github_env();
+    let fake = env.github();
+    fake.create_issue(52, "abandoned", &[]);
+    fake.add_user("mallory", "NONE");
+    let alice = env.clone("alice");
+    alice
+        .maverick(&["coord", "claim", "52", "--lease-ttl", "60s"])
+        .expect(0);
+    fake.advance_clock(120);
+    let lease = serde_json::to_string_pretty(&json!({
+        "instance_id": "alice", "heartbeat_at": fake.now(),
+        "expires_at": "2099-01-01T00:00:00Z", "generation": 1,
+        "marker_id": "d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0"
+    }))
+    .unwrap();
+    fake.add_comment_as(
+        52,
+        "mallory",
+        &format!("<!-- maverick lease -->\n\n```maverick-lease\n{lease}\n```\n"),
+    );
+    let bob = env.clone("bob");
+    let read = bob.maverick(&["coord", "read", "52", "--json"]);
+    read.expect(5);
+    assert_eq!(read.json()["decision"], "stale");
+    bob.maverick(&["coord", "takeover", "52"]).expect(0);
+}
+
+/// An app or bot token whose comments GitHub marks `NONE`: its own markers
+/// count because it is the authenticated user, learned with one `GET /user`.
+#[test]
+fn the_authenticated_users_own_comments_count_whatever_its_role() {
+    let env = github_env();
+    let fake = env.github();
+    fake.add_user("acme-bot", "NONE");
+    fake.set_authenticated_user("acme-bot");
+    fake.add_user("acme-bot", "NONE");
+    fake.create_issue(53, "bot work", &[]);
+    let alice = env.clone("alice");
+    alice.maverick(&["coord", "claim", "53"]).expect(0);
+    let (read, requests) = counted(&env, &alice, &["coord", "read", "53", "--json"]);
+    read.expect(0);
+    assert_eq!(read.json()["decision"], "ours");
+    assert_eq!(
+        requests.iter().filter(|r| r.path == "/user").count(),
+        1,
+        "{}",
+        summary(&requests)
+    );
+    // A heartbeat renews without asking who it is: the lease's author is the claim's.
+    let (beat, requests) = counted(&env, &alice, &["coord", "heartbeat", "53"]);
+    beat.expect(0);
+    assert!(requests.len() <= 4, "{}", summary(&requests));
+    assert_eq!(
+        env.comment_bodies(53).len(),
+        2,
+        "the lease was updated in place"
+    );
+}
+
+#[test]
+fn a_thousand_comments_are_read_in_eleven_requests() {
+    let env = github_env();
+    let fake = env.github();
+    fake.create_issue(60, "a long epic", &["claude-in-progress"]);
+    fake.add_user("zed", "COLLABORATOR");
+    for i in 0..997 {
+        fake.add_comment_as(60, "zed", &format!("progress note {i}"));
+    }
+    // The claim is on the last page: a reader that stops early sees none.
+    let claim = forged_claim("zed-laptop").replace("\"50\"", "\"60\"");
+    fake.add_comment_as(60, "zed", &claim);
+    fake.add_comment_as(60, "zed", "almost done");
+    fake.add_comment_as(60, "zed", "done soon");
+    assert_eq!(fake.comments(60).len(), 1000);
+    let alice = env.clone("alice");
+    let (read, requests) = counted(&env, &alice, &["coord", "read", "60", "--json"]);
+    read.expect(4);
+    let json = read.json();
+    assert_eq!(json["holder"]["instance_id"], "zed-laptop");
+    assert_eq!(requests.len(), 11, "{}", summary(&requests));
+    assert!(
+        requests[1].path.contains("per_page=100"),
+        "{}",
+        summary(&requests)
+    );
+    // Pages after the first follow GitHub's link header to /repositories/{id}/….
+    assert!(
+        requests[2..].iter().all(|r| r
+            .path
+            .starts_with(&format!("/repositories/{}/", fake.repo_id()))),
+        "{}",
+        summary(&requests)
+    );
+}
+
+#[test]
+fn read_claim_heartbeat_and_release_stay_within_their_request_budgets() {
+    let env = github_env();
+    env.github().create_issue(70, "budgeted", &[]);
+    let alice = env.clone("alice");
+
+    let (read, requests) = counted(&env, &alice, &["coord", "read", "70"]);
+    eprintln!("read:\n{}", summary(&requests));
+    read.expect(0);
+    assert!(requests.len() <= 2, "read:\n{}", summary(&requests));
+
+    let (claim, requests) = counted(&env, &alice, &["coord", "claim", "70"]);
+    eprintln!("claim:\n{}", summary(&requests));
+    claim.expect(0);
+    assert!(writes(&requests) <= 5, "claim:\n{}", summary(&requests));
+    // Reads: one before the writes, one after the settle; no GET /user.
+    assert!(
+        requests.len() - writes(&requests) <= 4,
+        "claim:\n{}",
+        summary(&requests)
+    );
+
+    let (beat, requests) = counted(&env, &alice, &["coord", "heartbeat", "70"]);
+    eprintln!("heartbeat:\n{}", summary(&requests));
+    beat.expect(0);
+    assert!(requests.len() <= 3, "heartbeat:\n{}", summary(&requests));
+
+    let (release, requests) = counted(&env, &alice, &["coord", "release", "70"]);
+    eprintln!("release:\n{}", summary(&requests));
+    release.expect(0);
+    assert!(requests.len() <= 6, "release:\n{}", summary(&requests));
+    assert!(env.labels(70).is_empty());
+}
+
+#[test]
+fn a_burst_of_502s_is_retried_and_the_claim_succeeds() {
+    let env = github_env();
+    let fake = env.github();
+    fake.create_issue(80, "flaky", &[]);
+    let alice = env.clone("alice");
+    fake.reset_count();
+    fake.fail_next(3, 502);
+    alice.maverick(&["coord", "claim", "80"]).expect(0);
+    let requests = fake.requests();
+    assert_eq!(
+        requests.iter().filter(|r| r.status == 502).count(),
+        3,
+        "{}",
+        summary(&requests)
+    );
+    assert_eq!(env.labels(80), ["claude-in-progress"]);
+    assert_eq!(env.comment_bodies(80).len(), 2);
+}
+
+#[test]
+fn a_secondary_rate_limit_is_waited_out_as_retry_after_says() {
+    let env = github_env();
+    let fake = env.github();
+    fake.create_issue(81, "busy", &[]);
+    let alice = env.clone("alice");
+    fake.secondary_rate_limit_next(1, 2);
+    let started = Instant::now();
+    let run = alice.maverick(&["coord", "read", "81", "-v"]);
+    run.expect(0);
+    assert!(
+        started.elapsed() >= Duration::from_secs(2),
+        "waited only {:?}",
+        started.elapsed()
+    );
+    assert!(
+        run.stderr.contains("secondary rate limit; waiting 2s"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn an_exhausted_rate_limit_waits_for_its_reset_or_says_when_to_come_back() {
+    let env = github_env();
+    let fake = env.github();
+    fake.create_issue(86, "popular", &[]);
+    let alice = env.clone("alice");
+    fake.primary_rate_limit_next(1, 2);
+    let started = Instant::now();
+    alice.maverick(&["coord", "read", "86"]).expect(0);
+    assert!(started.elapsed() >= Duration::from_secs(2));
+
+    // An hour away is too long to wait: an error that says until when.
+    fake.primary_rate_limit_next(1, 3600);
+    let started = Instant::now();
+    let run = alice.maverick(&["coord", "read", "86"]);
+    run.expect(1);
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert!(
+        run.stderr.contains("primary rate limit holds until"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("hint: run the command again after"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_request_that_times_out_is_retried() {
+    let env = github_env();
+    let fake = env.github();
+    fake.create_issue(82, "slow", &[]);
+    let alice = env.clone("alice");
+    alice.git(&["config", "maverick.httpTimeout", "1s"]);
+    fake.slow_next(1, Duration::from_secs(3));
+    let started = Instant::now();
+    let run = alice.maverick(&["coord", "read", "82", "-v"]);
+    run.expect(0);
+    assert!(started.elapsed() >= Duration::from_secs(1));
+    assert!(run.stderr.contains("no answer within 1s"), "{}", run.stderr);
+}
+
+#[test]
+fn a_permanent_fault_is_a_clear_error_and_leaves_no_label_without_its_claim() {
+    let env = github_env();
+    let fake = env.github();
+    fake.create_issue(83, "down", &[]);
+    fake.create_issue(84, "half down", &[]);
+    let alice = env.clone("alice");
+
+    fake.fail_always(502);
+    let run = alice.maverick(&["coord", "claim", "83"]);
+    run.expect(1);
+    assert!(
+        run.stderr.contains(
+            "reading issue #83: no usable answer after 5 attempts (last: 502 Bad Gateway)"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("hint: GitHub may be down"),
+        "{}",
+        run.stderr
+    );
+    fake.clear_faults();
+    assert!(env.labels(83).is_empty());
+
+    // Labels go on, comments do not: the label comes off again.
+    fake.fail_always_matching("POST", "/comments", 502);
+    let run = alice.maverick(&["coord", "claim", "84", "--json"]);
+    run.expect(1);
+    assert!(
+        run.json()["error"]
+            .as_str()
+            .unwrap()
+            .contains("commenting on #84: no usable answer"),
+        "{}",
+        run.stdout
+    );
+    fake.clear_faults();
+    assert!(env.labels(84).is_empty(), "{:?}", env.labels(84));
+    assert!(env.comment_bodies(84).is_empty());
+    alice.maverick(&["coord", "read", "84"]).expect(0);
+    alice.maverick(&["coord", "claim", "84"]).expect(0);
+
+    // A scope whose second issue fails: the first one's whole claim, which
+    // nobody would heartbeat, is taken back too.
+    fake.create_issue(88, "first of two", &[]);
+    fake.create_issue(89, "second of two", &[]);
+    fake.fail_always_matching("POST", "/issues/89/comments", 502);
+    alice
+        .maverick(&["coord", "claim", "88", "--scope", "89"])
+        .expect(1);
+    fake.clear_faults();
+    assert!(env.labels(88).is_empty(), "{:?}", env.labels(88));
+    assert!(env.labels(89).is_empty(), "{:?}", env.labels(89));
+    let read = env
+        .clone("bob")
+        .maverick(&["coord", "read", "88", "--json"]);
+    read.expect(0);
+    assert_eq!(read.json()["decision"], "free");
+}
+
+/// GitHub commits a comment and the answer is lost: the retry must not
+/// leave two claims, and if a copy slips through, its marker_id gives it away.
+#[test]
+fn a_comment_committed_before_its_answer_was_lost_is_not_posted_twice() {
+    let env = github_env();
+    let fake = env.github();
+    fake.create_issue(85, "lossy", &[]);
+    let alice = env.clone("alice");
+    fake.fail_next_matching_after_commit("POST", "/issues/85/comments", 1, 502);
+    alice.maverick(&["coord", "claim", "85"]).expect(0);
+    let bodies = env.comment_bodies(85);
+    assert_eq!(bodies.len(), 2, "{bodies:#?}");
+    let read = env
+        .clone("bob")
+        .maverick(&["coord", "read", "85", "--json"]);
+    read.expect(4);
+    assert_eq!(read.json()["holder"]["instance_id"], "alice");
+
+    // With the list lagging, the look-up misses it and a copy is posted:
+    // one claim all the same, and the heartbeat carries on.
+    fake.create_issue(87, "lossy and lagging", &[]);
+    fake.set_list_lag(Duration::from_secs(30));
+    fake.fail_next_matching_after_commit("POST", "/issues/87/comments", 1, 502);
+    alice.maverick(&["coord", "claim", "87"]).expect(0);
+    fake.set_list_lag(Duration::ZERO);
+    let claims = env
+        .comment_bodies(87)
+        .iter()
+        .filter(|b| b.contains("```maverick-claim"))
+        .count();
+    assert_eq!(claims, 2, "the duplicate this test is about");
+    alice.maverick(&["coord", "heartbeat", "87"]).expect(0);
+    let read = env
+        .clone("carol")
+        .maverick(&["coord", "read", "87", "--json"]);
+    read.expect(4);
+    assert_eq!(read.json()["holder"]["instance_id"], "alice");
+    assert_eq!(read.json()["generation"], 1);
+}
+
+#[test]
+fn without_a_token_the_error_names_both_ways_out() {
+    let env = github_env();
+    let alice = env.clone("alice");
+    let out = alice
+        .maverick_command(&["coord", "read", "5"])
+        .env_remove("GH_TOKEN")
+        .env("MAVERICK_INSTANCE", "alice")
+        .output()
+        .unwrap();
+    let run = Run::from_output(&["coord", "read", "5"], out);
+    run.expect(1);
+    assert!(run.stderr.contains("GH_TOKEN"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains(
+            "hint: or coordinate through the git remote instead: `git config maverick.surface git`"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(env.github().request_count(), 0);
+
+    // GITHUB_TOKEN is the second place to look.
+    let out = alice
+        .maverick_command(&["coord", "read", "5"])
+        .env_remove("GH_TOKEN")
+        .env("GITHUB_TOKEN", env.github().token())
+        .env("MAVERICK_INSTANCE", "alice")
+        .output()
+        .unwrap();
+    Run::from_output(&["coord", "read", "5"], out).expect(0);
+}
+
+#[test]
+fn the_gh_cli_is_asked_for_a_token_last() {
+    let env = github_env();
+    let alice = env.clone("alice");
+    let bin = env.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let gh = bin.join("gh");
+    let args_file = env.path().join("gh-args");
+    std::fs::write(
+        &gh,
+        format!(
+            "#!/bin/sh\necho \"$@\" > '{}'\necho '{}'\n",
+            args_file.display(),
+            env.github().token()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&gh, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let out = alice
+        .maverick_command(&["coord", "read", "5"])
+        .env_remove("GH_TOKEN")
+        .env("PATH", path)
+        .env("MAVERICK_INSTANCE", "alice")
+        .output()
+        .unwrap();
+    Run::from_output(&["coord", "read", "5"], out).expect(0);
+    assert_eq!(
+        std::fs::read_to_string(&args_file).unwrap().trim(),
+        "auth token --hostname 127.0.0.1"
+    );
+}
+
+fn assert_no_token(run: &Run, token: &str) {
+    assert!(
+        !run.stdout.contains(token) && !run.stderr.contains(token),
+        "the token leaked:\n{}",
+        run.screen()
+    );
+    // Nor a recognisable piece of it.
+    assert!(!run.stderr.contains(&token[4..20]), "{}", run.stderr);
+}
+
+#[test]
+fn the_token_never_shows_even_at_full_verbosity() {
+    let env = github_env();
+    let fake = env.github();
+    fake.echo_authorization_in_errors(true);
+    let alice = env.clone("alice");
+    let token = fake.token().to_owned();
+
+    // A working run, at full verbosity.
+    let ok = alice.maverick(&["coord", "claim", "90", "-vvv"]);
+    ok.expect(0);
+    assert!(
+        ok.stderr
+            .contains("GET /repos/acme/widgets/issues/90 -> 200"),
+        "{}",
+        ok.stderr
+    );
+    assert_no_token(&ok, &token);
+
+    // Failing requests whose error bodies quote the Authorization header.
+    fake.fail_always(502);
+    let failed = alice.maverick(&["coord", "heartbeat", "90", "-vvv", "--json"]);
+    failed.expect(1);
+    assert!(failed.stderr.contains("[token]"), "{}", failed.stderr);
+    assert_no_token(&failed, &token);
+    fake.clear_faults();
+
+    // A token GitHub refuses.
+    let wrong = "ghp_WRONGtoken9876543210zyxwvuSECRET";
+    let out = alice
+        .maverick_command(&["coord", "read", "90", "-vvv"])
+        .env("GH_TOKEN", wrong)
+        .env("MAVERICK_INSTANCE", "alice")
+        .output()
+        .unwrap();
+    let refused = Run::from_output(&["coord", "read"], out);
+    refused.expect(1);
+    assert!(
+        refused
+            .stderr
+            .contains("GitHub refused the token from GH_TOKEN"),
+        "{}",
+        refused.stderr
+    );
+    assert_no_token(&refused, wrong);
+}
+
+#[test]
+fn an_unreachable_api_is_an_error_not_a_decision() {
+    let env = github_env();
+    let alice = env.clone("alice");
+    // A port nothing listens on.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", dead.local_addr().unwrap());
+    drop(dead);
+    let out = alice
+        .maverick_command(&["coord", "read", "5", "--json"])
+        .env("GITHUB_API_URL", &url)
+        .env("MAVERICK_INSTANCE", "alice")
+        .output()
+        .unwrap();
+    let run = Run::from_output(&["coord", "read"], out);
+    run.expect(1);
+    assert!(
+        run.json()["error"]
+            .as_str()
+            .unwrap()
+            .contains("reading issue #5: no usable answer after 5 attempts"),
+        "{}",
+        run.stdout
+    );
+}
+
+/// Maverick's Python plugin and this surface read each other's markers.
+#[test]
+fn markers_written_here_have_maverick_plugins_shape_and_its_comments_are_read() {
+    let env = github_env();
+    let fake = env.github();
+    let alice = env.clone("alice");
+    alice
+        .maverick(&[
+            "coord",
+            "claim",
+            "140",
+            "--scope",
+            "142",
+            "--branch",
+            "story/140-parser",
+        ])
+        .expect(0);
+    let fixture = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/comments/claim-and-lease.md"
+    ))
+    .unwrap();
+    let theirs: Vec<_> = parse_markers(&fixture).into_iter().flatten().collect();
+    let ours: Vec<_> = fake
+        .comments(140)
+        .iter()
+        .flat_map(|c| parse_markers(&c.body).into_iter().flatten())
+        .collect();
+    for kind in [MarkerKind::Claim, MarkerKind::Lease] {
+        let their = theirs.iter().find(|m| m.kind == kind).unwrap();
+        let our = ours.iter().find(|m| m.kind == kind).unwrap();
+        for key in their.payload.keys() {
+            assert!(
+                our.payload.contains_key(key),
+                "{kind:?} lacks {key}: {our:?}"
+            );
+            assert_eq!(
+                std::mem::discriminant(&their.payload[key]),
+                std::mem::discriminant(&our.payload[key]),
+                "{kind:?}.{key} has another JSON type"
+            );
+        }
+    }
+    // The shape: preamble, blank line, tagged fence, two-space indent, sorted keys.
+    let claim_body = &fake.comments(140)[0].body;
+    assert!(
+        claim_body.contains("<!-- maverick claim -->\n\n```maverick-claim\n{\n  \"branch\": \"story/140-parser\",\n  \"claimed_at\": "),
+        "{claim_body}"
+    );
+
+    // The plugin's own comment, by a member, holds the issue.
+    fake.create_issue(150, "story", &["claude-in-progress"]);
+    fake.add_user("alice-person", "MEMBER");
+    fake.add_comment_as(150, "alice-person", &fixture);
+    let read = env
+        .clone("bob")
+        .maverick(&["coord", "read", "150", "--json"]);
+    read.expect(4);
+    let json = read.json();
+    assert_eq!(json["holder"]["instance_id"], "alice-mbp-3f9a12c0");
+    assert_eq!(json["holder"]["scope"], json!([140, 142]));
+    assert_eq!(json["holder"]["branch"], "story/140-parser");
+}
+
+/// Octocrab's models and GitHub's own payloads agree on what maverick reads.
+#[test]
+fn octocrab_models_parse_githubs_examples_and_recordings() {
+    use octocrab::models::issues::{Comment, Issue};
+    use octocrab::models::Label;
+    let load = |path: &str| -> Value {
+        let full = format!("{}/fixtures/github-api/{path}", env!("CARGO_MANIFEST_DIR"));
+        serde_json::from_str(&std::fs::read_to_string(&full).unwrap()).unwrap()
+    };
+    serde_json::from_value::<Issue>(load("examples/issue.json")).unwrap();
+    serde_json::from_value::<Vec<Issue>>(load("examples/issue-items.json")).unwrap();
+    serde_json::from_value::<Comment>(load("examples/issue-comment.json")).unwrap();
+    serde_json::from_value::<Vec<Comment>>(load("examples/issue-comment-items.json")).unwrap();
+    serde_json::from_value::<Label>(load("examples/label.json")).unwrap();
+    serde_json::from_value::<Vec<Label>>(load("examples/label-items.json")).unwrap();
+    let recorded = |name: &str, method: &str, status: u64| -> Vec<Value> {
+        load(&format!("recorded/{name}.json"))
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["method"] == method && e["status"] == status)
+            .map(|e| e["response"].clone())
+            .collect()
+    };
+    for labels in recorded("add-labels-to-issue", "post", 200) {
+        serde_json::from_value::<Vec<Label>>(labels).unwrap();
+    }
+    for issue in recorded("add-labels-to-issue", "post", 201) {
+        serde_json::from_value::<Issue>(issue).unwrap();
+    }
+    let pages = recorded("paginate-issues", "get", 200);
+    assert_eq!(pages.len(), 5);
+    for page in pages {
+        serde_json::from_value::<Vec<Issue>>(page).unwrap();
+    }
+    // And the fake's answers, which the surface reads, parse the same way.
+    let env = github_env();
+    let fake = env.github();
+    fake.create_issue(3, "parsed", &["a label"]);
+    fake.add_comment_as(3, "maverick-bot", "hello");
+    let surface = library_surface(&env, &[]);
+    let issue = surface
+        .get_json("/repos/acme/widgets/issues/3", "reading")
+        .unwrap();
+    serde_json::from_value::<Issue>(issue).unwrap();
+    let comments = surface
+        .get_list("/repos/acme/widgets/issues/3/comments", "reading")
+        .unwrap();
+    serde_json::from_value::<Vec<Comment>>(Value::Array(comments)).unwrap();
+}
+
+fn library_surface(env: &TestEnv, trusted: &[&str]) -> maverick::surface::github::GithubSurface {
+    use maverick::surface::github::{GithubConfig, GithubSurface, Token, TokenSource};
+    GithubSurface::new(GithubConfig {
+        api_url: env.github().url(),
+        repo: support::GITHUB_REPO.to_owned(),
+        token: Token::new(env.github().token(), TokenSource::Given).unwrap(),
+        trusted_authors: trusted.iter().map(|s| s.to_string()).collect(),
+        timeout: Duration::from_secs(5),
+    })
+    .unwrap()
+}
+
+#[test]
+fn a_repeated_read_is_conditional_and_costs_no_rate_limit() {
+    use maverick::surface::Surface as _;
+    let env = github_env();
+    let fake = env.github();
+    fake.create_issue(4, "watched", &["x"]);
+    fake.add_comment_as(4, "maverick-bot", "hello");
+    let surface = library_surface(&env, &[]);
+    let first = surface.issue(4).unwrap();
+    fake.reset_count();
+    let again = surface.issue(4).unwrap();
+    assert_eq!(first, again);
+    let statuses: Vec<u16> = fake.requests().iter().map(|r| r.status).collect();
+    assert_eq!(statuses, [304, 304]);
+}
+
+#[test]
+fn labels_assignees_and_lists_through_the_library() {
+    use maverick::surface::{Applied, Op, Surface as _};
+    let env = github_env();
+    let fake = env.github();
+    fake.create_issue(10, "story", &["agent-ready"]);
+    fake.create_pull(
+        11,
+        "draft",
+        &["agent-pr"],
+        "3dca65fa3e8d4b3da3f3d056c59aee1c50f41390",
+    );
+    fake.create_issue(12, "closed one", &["agent-ready"]);
+    fake.close(12);
+    let surface = library_surface(&env, &[]);
+
+    let odd = "blocked-by:#9 / ü";
+    let applied = surface
+        .write_unguarded(
+            10,
+            vec![
+                Op::AddLabels(vec![odd.to_owned()]),
+                Op::RemoveLabel("agent-ready".into()),
+                Op::RemoveLabel("never-there".into()),
+            ],
+        )
+        .unwrap();
+    assert_eq!(
+        applied[0],
+        Applied::Labels(vec!["agent-ready".into(), odd.into()])
+    );
+    assert_eq!(applied[2], Applied::Labels(vec![odd.into()]));
+    assert_eq!(fake.labels(10), [odd]);
+    surface
+        .write_unguarded(10, vec![Op::RemoveLabel(odd.to_owned())])
+        .unwrap();
+    assert!(fake.labels(10).is_empty());
+
+    surface
+        .write_unguarded(10, vec![Op::Assign(vec!["maverick-bot".into()])])
+        .unwrap();
+    assert_eq!(fake.assignees(10), ["maverick-bot"]);
+    let refused = surface
+        .write_unguarded(10, vec![Op::Assign(vec!["nobody-here".into()])])
+        .unwrap_err();
+    assert!(
+        refused.to_string().contains("did not assign nobody-here"),
+        "{refused}"
+    );
+    surface
+        .write_unguarded(10, vec![Op::Unassign(vec!["maverick-bot".into()])])
+        .unwrap();
+    assert!(fake.assignees(10).is_empty());
+
+    let open: Vec<u64> = surface
+        .list(&[], false)
+        .unwrap()
+        .iter()
+        .map(|i| i.number)
+        .collect();
+    assert_eq!(open, [11, 10]);
+    let prs = surface.list(&["agent-pr"], false).unwrap();
+    assert_eq!(prs.len(), 1);
+    assert!(prs[0].is_pull);
+    let ready: Vec<u64> = surface
+        .list(&["agent-ready"], true)
+        .unwrap()
+        .iter()
+        .map(|i| i.number)
+        .collect();
+    assert_eq!(ready, [12]);
+}
+
+#[test]
+fn pull_requests_ci_and_summaries_through_the_library() {
+    use maverick::surface::Surface as _;
+    let env = github_env();
+    let fake = env.github();
+    let sha = "3dca65fa3e8d4b3da3f3d056c59aee1c50f41390";
+    let other = "0123456789abcdef0123456789abcdef01234567";
+    fake.create_issue(20, "story", &["claude-in-progress"]);
+    fake.create_pull(21, "Closes #20", &["agent-pr"], sha);
+    fake.set_draft(21, true);
+    fake.create_pull(22, "another", &[], other);
+    fake.close(22);
+    fake.set_check_runs(
+        sha,
+        &[
+            ("ci", "completed", Some("success")),
+            ("lint", "in_progress", None),
+        ],
+    );
+    fake.set_commit_status(sha, "success");
+    let surface = library_surface(&env, &[]);
+
+    let pulls = surface.open_pulls().unwrap();
+    assert_eq!(pulls.len(), 1, "{pulls:?}");
+    assert_eq!(pulls[0].number, 21);
+    assert_eq!(pulls[0].head_sha, sha);
+    assert_eq!(pulls[0].head_ref, "pr-21");
+    assert_eq!(pulls[0].base_ref, "main");
+    assert!(pulls[0].draft);
+    assert_eq!(pulls[0].labels, ["agent-pr"]);
+
+    let ci = surface
+        .ci_status(&[sha.to_owned(), other.to_owned()])
+        .unwrap();
+    let first = ci[0].as_ref().unwrap();
+    assert_eq!(first.combined.as_deref(), Some("success"));
+    assert_eq!(first.check_runs.len(), 2);
+    assert_eq!(first.state, "pending", "a check run is still running");
+    let second = ci[1].as_ref().unwrap();
+    assert_eq!(
+        (second.combined.as_deref(), second.state.as_str()),
+        (None, "none")
+    );
+
+    fake.reset_count();
+    let summaries = surface.summaries(&[20, 21]).unwrap();
+    assert_eq!(summaries[0].labels, ["claude-in-progress"]);
+    assert!(summaries[1].is_pull);
+    assert!(fake
+        .requests()
+        .iter()
+        .all(|r| !r.path.contains("/comments")));
+    assert_eq!(fake.request_count(), 2);
+}
