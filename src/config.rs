@@ -212,6 +212,7 @@ impl Settings {
             .filter(|v| !v.is_empty())
             .or_else(|| keys.get("githubApiUrl").map(str::to_owned))
             .unwrap_or_else(|| "https://api.github.com".to_owned());
+        let default_labels = Labels::default();
         let label = |key: &str, default: &str| keys.get(key).unwrap_or(default).to_owned();
         let dispatch_slots = match overrides.dispatch_slots {
             Some(n) => n,
@@ -282,15 +283,53 @@ impl Settings {
                 Duration::from_secs(4 * 3600),
             ),
             labels: Labels {
-                in_progress: label("inProgressLabel", "claude-in-progress"),
-                blocked_prefix: label("blockedLabelPrefix", "blocked-by:#"),
-                wip: label("wipLabel", "agent-wip"),
-                pr: label("prLabel", "agent-pr"),
-                frontier: label("frontierLabel", "agent-ready"),
+                in_progress: label("inProgressLabel", &default_labels.in_progress),
+                blocked_prefix: label("blockedLabelPrefix", &default_labels.blocked_prefix),
+                wip: label("wipLabel", &default_labels.wip),
+                pr: label("prLabel", &default_labels.pr),
+                frontier: label("frontierLabel", &default_labels.frontier),
             },
             trusted_authors,
             instance: resolve_instance(git, &keys)?,
         })
+    }
+}
+
+impl Default for Labels {
+    fn default() -> Labels {
+        Labels {
+            in_progress: "claude-in-progress".to_owned(),
+            blocked_prefix: "blocked-by:#".to_owned(),
+            wip: "agent-wip".to_owned(),
+            pr: "agent-pr".to_owned(),
+            frontier: "agent-ready".to_owned(),
+        }
+    }
+}
+
+impl Settings {
+    /// Every setting at its documented default, for `instance` on `surface`
+    /// (the protocols' own tests start from these).
+    pub fn defaults(surface: SurfaceKind, instance: &str) -> Settings {
+        Settings {
+            surface,
+            remote: "origin".to_owned(),
+            remote_url: None,
+            repo: None,
+            github_api_url: "https://api.github.com".to_owned(),
+            lease_ttl: DEFAULT_LEASE_TTL,
+            heartbeat_interval: DEFAULT_HEARTBEAT,
+            settle_delay: match surface {
+                SurfaceKind::Git => Duration::ZERO,
+                SurfaceKind::Github => DEFAULT_GITHUB_SETTLE,
+            },
+            worktree_dir: PathBuf::from(".maverick/worktrees"),
+            dispatch_slots: 3,
+            dispatch_stale: Duration::from_secs(4 * 3600),
+            labels: Labels::default(),
+            trusted_authors: Vec::new(),
+            instance: instance.to_owned(),
+        }
     }
 }
 

@@ -1018,30 +1018,12 @@ impl<'a> Dispatcher<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{Labels, SurfaceKind};
+    use crate::config::SurfaceKind;
 
     fn settings(slots: u32) -> Settings {
         Settings {
-            surface: SurfaceKind::Git,
-            remote: "origin".into(),
-            remote_url: None,
-            repo: None,
-            github_api_url: String::new(),
-            lease_ttl: std::time::Duration::from_secs(600),
-            heartbeat_interval: std::time::Duration::from_secs(120),
-            settle_delay: std::time::Duration::ZERO,
-            worktree_dir: ".maverick/worktrees".into(),
             dispatch_slots: slots,
-            dispatch_stale: std::time::Duration::from_secs(4 * 3600),
-            labels: Labels {
-                in_progress: "claude-in-progress".into(),
-                blocked_prefix: "blocked-by:#".into(),
-                wip: "agent-wip".into(),
-                pr: "agent-pr".into(),
-                frontier: "agent-ready".into(),
-            },
-            trusted_authors: Vec::new(),
-            instance: "me".into(),
+            ..Settings::defaults(SurfaceKind::Git, "me")
         }
     }
 

@@ -551,28 +551,10 @@ mod tests {
     }
 
     fn settings() -> Settings {
-        use std::time::Duration;
         Settings {
-            surface: crate::config::SurfaceKind::Github,
-            remote: "origin".into(),
-            remote_url: None,
             repo: Some("acme/widgets".into()),
-            github_api_url: "http://127.0.0.1:1".into(),
-            lease_ttl: Duration::from_secs(600),
-            heartbeat_interval: Duration::from_secs(120),
-            settle_delay: Duration::ZERO,
-            worktree_dir: ".maverick/worktrees".into(),
-            dispatch_slots: 3,
-            dispatch_stale: Duration::from_secs(4 * 3600),
-            labels: crate::config::Labels {
-                in_progress: "claude-in-progress".into(),
-                blocked_prefix: "blocked-by:#".into(),
-                wip: "agent-wip".into(),
-                pr: "agent-pr".into(),
-                frontier: "agent-ready".into(),
-            },
-            trusted_authors: Vec::new(),
-            instance: "me".into(),
+            settle_delay: std::time::Duration::ZERO,
+            ..Settings::defaults(crate::config::SurfaceKind::Github, "me")
         }
     }
 

@@ -10,11 +10,10 @@
 //! `MAVERICK_SEED=<seed> cargo test --test dispatch_schedule`.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use maverick::config::{Labels, Settings, SurfaceKind};
+use maverick::config::{Settings, SurfaceKind};
 use maverick::dispatch::{analyze, DispatchResult, Dispatcher, Ledger, ReleaseHow};
 use maverick::surface::{
     Applied, Comment, Guard, Issue, IssueSummary, Op, Surface, SurfaceError, Write,
@@ -267,26 +266,9 @@ impl Surface for Handle {
 
 fn settings(instance: &str) -> Settings {
     Settings {
-        surface: SurfaceKind::Github,
-        remote: "origin".into(),
-        remote_url: None,
-        repo: None,
-        github_api_url: String::new(),
-        lease_ttl: Duration::from_secs(600),
-        heartbeat_interval: Duration::from_secs(120),
         settle_delay: Duration::ZERO,
-        worktree_dir: PathBuf::from(".maverick/worktrees"),
         dispatch_slots: SLOTS,
-        dispatch_stale: Duration::from_secs(4 * 3600),
-        labels: Labels {
-            in_progress: "claude-in-progress".into(),
-            blocked_prefix: "blocked-by:#".into(),
-            wip: "agent-wip".into(),
-            pr: "agent-pr".into(),
-            frontier: "agent-ready".into(),
-        },
-        trusted_authors: Vec::new(),
-        instance: instance.to_owned(),
+        ..Settings::defaults(SurfaceKind::Github, instance)
     }
 }
 

@@ -9,11 +9,10 @@
 //! computes, and every other claimant lost (exit 6 or 7).
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use maverick::config::{Labels, Settings, SurfaceKind};
+use maverick::config::{Settings, SurfaceKind};
 use maverick::lease::{
     analyze, ClaimOutcome, ClaimRequest, Coordinator, Decision, HeartbeatOutcome,
 };
@@ -245,26 +244,10 @@ impl Surface for SimSurface {
 
 fn settings(instance: &str) -> Settings {
     Settings {
-        surface: SurfaceKind::Github,
-        remote: "origin".into(),
-        remote_url: None,
         repo: Some("acme/widgets".into()),
-        github_api_url: "http://127.0.0.1:1".into(),
-        lease_ttl: Duration::from_secs(600),
-        heartbeat_interval: Duration::from_secs(120),
+        // The lag is modelled in steps; the re-read happens at once.
         settle_delay: Duration::ZERO,
-        worktree_dir: PathBuf::from(".maverick/worktrees"),
-        dispatch_slots: 3,
-        dispatch_stale: Duration::from_secs(4 * 3600),
-        labels: Labels {
-            in_progress: "claude-in-progress".into(),
-            blocked_prefix: "blocked-by:#".into(),
-            wip: "agent-wip".into(),
-            pr: "agent-pr".into(),
-            frontier: "agent-ready".into(),
-        },
-        trusted_authors: Vec::new(),
-        instance: instance.into(),
+        ..Settings::defaults(SurfaceKind::Github, instance)
     }
 }
 
