@@ -5,8 +5,10 @@
 //! pre-push hook and `task done` read without a network call are always
 //! those of the last answer the surface gave.
 
+use crate::config::Settings;
 use crate::lease::{
-    ClaimOutcome, ClaimRequest, Coordinator, Decision, HeartbeatOutcome, LeaseError, ReleaseOutcome,
+    ClaimOutcome, ClaimRequest, Coordinator, Decision, HeartbeatOutcome, IssueView, LeaseError,
+    ReleaseOutcome,
 };
 use crate::record::{ClaimRecord, ClaimStore, RecordError};
 
@@ -32,29 +34,41 @@ pub fn claim(
         let settings = coord.settings;
         for view in views {
             let existing = store.load(&settings.instance, view.issue)?;
-            store.save(&ClaimRecord {
-                issue: view.issue,
-                instance_id: settings.instance.clone(),
-                generation: *generation,
-                branch: req
-                    .branch
-                    .map(str::to_owned)
-                    .or_else(|| existing.and_then(|r| r.branch)),
-                scope: req.issues.clone(),
-                surface: settings.surface.to_string(),
-                remote: settings.remote.clone(),
-                claimed_at: view
-                    .holder
-                    .as_ref()
-                    .map_or(view.now, |h| h.claimed_at)
-                    .to_string(),
-                last_confirmed: view.now.to_string(),
-                expires_at: view.expires_at.unwrap_or(view.now).to_string(),
-                lost: None,
-            })?;
+            let mut record = record_of(settings, view);
+            record.generation = *generation;
+            record.branch = req
+                .branch
+                .map(str::to_owned)
+                .or_else(|| existing.and_then(|r| r.branch));
+            record.scope = req.issues.clone();
+            store.save(&record)?;
         }
     }
     Ok(outcome)
+}
+
+/// The record of a claim this instance holds as `view` shows it.
+pub fn record_of(settings: &Settings, view: &IssueView) -> ClaimRecord {
+    ClaimRecord {
+        issue: view.issue,
+        instance_id: settings.instance.clone(),
+        generation: view.generation,
+        branch: view.holder.as_ref().and_then(|h| h.branch.clone()),
+        scope: view
+            .holder
+            .as_ref()
+            .map_or_else(Vec::new, |h| h.scope.clone()),
+        surface: settings.surface.to_string(),
+        remote: settings.remote.clone(),
+        claimed_at: view
+            .holder
+            .as_ref()
+            .map_or(view.now, |h| h.claimed_at)
+            .to_string(),
+        last_confirmed: view.now.to_string(),
+        expires_at: view.expires_at.unwrap_or(view.now).to_string(),
+        lost: None,
+    }
 }
 
 /// The issues a command about `issue` acts on: the whole scope it was

@@ -133,24 +133,9 @@ fn adopt_claim(ctx: &Context, view: &IssueView, branch: &str) -> Result<(), Comm
     let mut record = match store.load(me, view.issue)? {
         Some(r) => r,
         None => ClaimRecord {
-            issue: view.issue,
-            instance_id: me.clone(),
-            generation: view.generation,
+            // The branch is checked and set below.
             branch: None,
-            scope: view
-                .holder
-                .as_ref()
-                .map_or_else(Vec::new, |h| h.scope.clone()),
-            surface: ctx.settings.surface.to_string(),
-            remote: ctx.settings.remote.clone(),
-            claimed_at: view
-                .holder
-                .as_ref()
-                .map_or(view.now, |h| h.claimed_at)
-                .to_string(),
-            last_confirmed: view.now.to_string(),
-            expires_at: view.expires_at.unwrap_or(view.now).to_string(),
-            lost: None,
+            ..crate::claims::record_of(&ctx.settings, view)
         },
     };
     match record.branch.as_deref() {

@@ -372,6 +372,28 @@ struct ApiIssue {
     updated_at: Option<String>,
 }
 
+impl ApiIssue {
+    fn into_issue(self, number: u64, comments: Vec<Comment>) -> Issue {
+        Issue {
+            number,
+            open: self.state != "closed",
+            is_pull: self.pull_request.is_some(),
+            labels: self
+                .labels
+                .into_iter()
+                .filter_map(ApiLabel::into_name)
+                .collect(),
+            assignees: self
+                .assignees
+                .unwrap_or_default()
+                .into_iter()
+                .map(|u| u.login)
+                .collect(),
+            comments,
+        }
+    }
+}
+
 #[derive(Deserialize)]
 struct ApiComment {
     id: u64,
@@ -886,23 +908,7 @@ impl GithubSurface {
                 }
             }
         }
-        let mut issue = Issue {
-            number,
-            open: api.state != "closed",
-            is_pull: api.pull_request.is_some(),
-            labels: api
-                .labels
-                .into_iter()
-                .filter_map(ApiLabel::into_name)
-                .collect(),
-            assignees: api
-                .assignees
-                .unwrap_or_default()
-                .into_iter()
-                .map(|u| u.login)
-                .collect(),
-            comments,
-        };
+        let mut issue = api.into_issue(number, comments);
         self.show_own_writes(&mut issue, issue_updated_at);
         issue.comments.sort_by_key(|c| c.id);
         self.learn_labels(number, &issue.labels);
@@ -1290,23 +1296,7 @@ impl Surface for GithubSurface {
                 }
                 let api: ApiIssue = self.parse(&what, &reply)?;
                 let updated_at = api.updated_at.as_deref().and_then(Timestamp::parse);
-                let mut issue = Issue {
-                    number,
-                    open: api.state != "closed",
-                    is_pull: api.pull_request.is_some(),
-                    labels: api
-                        .labels
-                        .into_iter()
-                        .filter_map(ApiLabel::into_name)
-                        .collect(),
-                    assignees: api
-                        .assignees
-                        .unwrap_or_default()
-                        .into_iter()
-                        .map(|u| u.login)
-                        .collect(),
-                    comments: Vec::new(),
-                };
+                let mut issue = api.into_issue(number, Vec::new());
                 self.show_own_writes(&mut issue, updated_at);
                 issue.comments.clear();
                 Ok(IssueSummary::from(issue))
