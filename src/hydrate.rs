@@ -510,14 +510,14 @@ mod tests {
                 .collect())
         }
         fn list(&self, _: &[&str], _: bool) -> Result<Vec<IssueSummary>, SurfaceError> {
-            unimplemented!("hydrate does not list")
+            unreachable!("hydrate never lists")
         }
         fn write(
             &self,
             _: &[Write],
             _: Option<Guard<'_>>,
         ) -> Result<Option<Vec<Vec<Applied>>>, SurfaceError> {
-            unimplemented!("hydrate does not write")
+            unreachable!("hydrate never writes")
         }
         fn open_pulls(&self) -> Result<Vec<PullRequest>, SurfaceError> {
             self.calls.borrow_mut().push("pulls".into());

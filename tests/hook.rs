@@ -67,7 +67,7 @@ fn fast_forward_push() {
     let a = holder(&env, "a");
     a.commit_file("parser.rs", "fn parse() {}\n", "feat: parser");
     allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
-    let head = a.commit_file("parser.rs", "fn parse() { todo!() }\n", "feat: parse more");
+    let head = a.commit_file("parser.rs", "fn parse() -> u8 { 2 }\n", "feat: parse more");
     allowed(&push(&a, &["--quiet", "origin", BRANCH]));
     assert_eq!(env.origin_head(BRANCH), Some(head));
 }
