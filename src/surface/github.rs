@@ -868,7 +868,8 @@ impl GithubSurface {
         ))
     }
 
-    fn read_issue(&self, number: u64) -> Result<Issue, SurfaceError> {
+    /// `GET issues/{number}`: the issue without its comments.
+    fn get_issue(&self, number: u64) -> Result<ApiIssue, SurfaceError> {
         let what = format!("reading issue #{number}");
         let reply = self.call(
             Method::GET,
@@ -882,7 +883,11 @@ impl GithubSurface {
             StatusCode::NOT_FOUND | StatusCode::GONE => return Err(self.missing_issue(number)),
             _ => return Err(self.unexpected(&what, &reply).into()),
         }
-        let api: ApiIssue = self.parse(&what, &reply)?;
+        Ok(self.parse(&what, &reply)?)
+    }
+
+    fn read_issue(&self, number: u64) -> Result<Issue, SurfaceError> {
+        let api = self.get_issue(number)?;
         let issue_updated_at = api.updated_at.as_deref().and_then(Timestamp::parse);
         let what = format!("reading the comments of #{number}");
         let listed: Vec<ApiComment> = self.get_pages(
@@ -1279,22 +1284,7 @@ impl Surface for GithubSurface {
         numbers
             .iter()
             .map(|&number| {
-                let what = format!("reading issue #{number}");
-                let reply = self.call(
-                    Method::GET,
-                    &self.repo_path(&format!("issues/{number}")),
-                    None,
-                    &what,
-                    None,
-                )?;
-                match reply.status {
-                    StatusCode::OK => {}
-                    StatusCode::NOT_FOUND | StatusCode::GONE => {
-                        return Err(self.missing_issue(number))
-                    }
-                    _ => return Err(self.unexpected(&what, &reply).into()),
-                }
-                let api: ApiIssue = self.parse(&what, &reply)?;
+                let api = self.get_issue(number)?;
                 let updated_at = api.updated_at.as_deref().and_then(Timestamp::parse);
                 let mut issue = api.into_issue(number, Vec::new());
                 self.show_own_writes(&mut issue, updated_at);
