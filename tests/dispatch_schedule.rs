@@ -16,7 +16,8 @@ use std::time::Duration;
 use maverick::config::{Settings, SurfaceKind};
 use maverick::dispatch::{analyze, DispatchResult, Dispatcher, Ledger, ReleaseHow};
 use maverick::surface::{
-    Applied, Comment, Guard, Issue, IssueSummary, Op, Surface, SurfaceError, Write,
+    apply_membership, Applied, Comment, Guard, Issue, IssueSummary, Op, Surface, SurfaceError,
+    Write,
 };
 use maverick::timefmt::Timestamp;
 
@@ -230,19 +231,11 @@ impl Surface for Handle {
                 store.next_comment_id += 1;
                 let id = store.next_comment_id;
                 let issue = store.issue_mut(write.issue);
+                if let Some(done) = apply_membership(op, &mut issue.labels, &mut issue.assignees) {
+                    applied.push(done);
+                    continue;
+                }
                 applied.push(match op {
-                    Op::AddLabels(labels) => {
-                        for l in labels {
-                            if !issue.labels.contains(l) {
-                                issue.labels.push(l.clone());
-                            }
-                        }
-                        Applied::Labels(issue.labels.clone())
-                    }
-                    Op::RemoveLabel(l) => {
-                        issue.labels.retain(|x| x != l);
-                        Applied::Labels(issue.labels.clone())
-                    }
                     Op::CreateComment(body) => {
                         let comment = Comment {
                             id,

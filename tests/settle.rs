@@ -17,7 +17,8 @@ use maverick::lease::{
     analyze, ClaimOutcome, ClaimRequest, Coordinator, Decision, HeartbeatOutcome,
 };
 use maverick::surface::{
-    Applied, Comment, Guard, Issue, IssueSummary, Op, Surface, SurfaceError, Write,
+    apply_membership, Applied, Comment, Guard, Issue, IssueSummary, Op, Surface, SurfaceError,
+    Write,
 };
 use maverick::timefmt::Timestamp;
 
@@ -195,45 +196,36 @@ impl Surface for SimSurface {
             // Each op is its own request, as it is on GitHub.
             for op in &write.ops {
                 let me = self.me.clone();
-                applied.push(self.call(|w| match op {
-                    Op::AddLabels(labels) => {
-                        for l in labels {
-                            if !w.labels.contains(l) {
-                                w.labels.push(l.clone());
-                            }
+                applied.push(self.call(|w| {
+                    match op {
+                        Op::CreateComment(body) => {
+                            w.next_id += 1 + xorshift(&mut w.rng) % 3;
+                            let lag = (xorshift(&mut w.rng) % (w.max_lag + 1)) as i64;
+                            let comment = Comment {
+                                id: w.next_id,
+                                author: me,
+                                trusted: true,
+                                body: body.clone(),
+                                created_at: w.now(),
+                                updated_at: w.now(),
+                            };
+                            w.comments.push((comment.clone(), w.tick + lag));
+                            Applied::Comment(comment)
                         }
-                        Applied::Labels(w.labels.clone())
+                        Op::UpdateComment { id, body } => {
+                            let now = w.now();
+                            let (c, _) = w
+                                .comments
+                                .iter_mut()
+                                .find(|(c, _)| c.id == *id)
+                                .expect("comment exists");
+                            c.body = body.clone();
+                            c.updated_at = now;
+                            Applied::Comment(c.clone())
+                        }
+                        membership => apply_membership(membership, &mut w.labels, &mut Vec::new())
+                            .expect("a label or assignee op"),
                     }
-                    Op::RemoveLabel(l) => {
-                        w.labels.retain(|x| x != l);
-                        Applied::Labels(w.labels.clone())
-                    }
-                    Op::CreateComment(body) => {
-                        w.next_id += 1 + xorshift(&mut w.rng) % 3;
-                        let lag = (xorshift(&mut w.rng) % (w.max_lag + 1)) as i64;
-                        let comment = Comment {
-                            id: w.next_id,
-                            author: me,
-                            trusted: true,
-                            body: body.clone(),
-                            created_at: w.now(),
-                            updated_at: w.now(),
-                        };
-                        w.comments.push((comment.clone(), w.tick + lag));
-                        Applied::Comment(comment)
-                    }
-                    Op::UpdateComment { id, body } => {
-                        let now = w.now();
-                        let (c, _) = w
-                            .comments
-                            .iter_mut()
-                            .find(|(c, _)| c.id == *id)
-                            .expect("comment exists");
-                        c.body = body.clone();
-                        c.updated_at = now;
-                        Applied::Comment(c.clone())
-                    }
-                    Op::Assign(_) | Op::Unassign(_) => Applied::Assignees(Vec::new()),
                 }));
             }
             results.push(applied);

@@ -13,7 +13,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Applied, Comment, Guard, Issue, IssueSummary, Op, Surface, SurfaceError, Write};
+use super::{
+    apply_membership, Applied, Comment, Guard, Issue, IssueSummary, Op, Surface, SurfaceError,
+    Write,
+};
 use crate::git::Git;
 use crate::timefmt::Timestamp;
 
@@ -373,31 +376,10 @@ fn apply_op(
     now: Timestamp,
     me: &str,
 ) -> Result<Applied, SurfaceError> {
+    if let Some(applied) = apply_membership(op, &mut issue.labels, &mut issue.assignees) {
+        return Ok(applied);
+    }
     Ok(match op {
-        Op::AddLabels(labels) => {
-            for label in labels {
-                if !issue.labels.contains(label) {
-                    issue.labels.push(label.clone());
-                }
-            }
-            Applied::Labels(issue.labels.clone())
-        }
-        Op::RemoveLabel(label) => {
-            issue.labels.retain(|l| l != label);
-            Applied::Labels(issue.labels.clone())
-        }
-        Op::Assign(users) => {
-            for user in users {
-                if !issue.assignees.contains(user) {
-                    issue.assignees.push(user.clone());
-                }
-            }
-            Applied::Assignees(issue.assignees.clone())
-        }
-        Op::Unassign(users) => {
-            issue.assignees.retain(|a| !users.contains(a));
-            Applied::Assignees(issue.assignees.clone())
-        }
         Op::CreateComment(body) => {
             meta.next_comment_id = meta.next_comment_id.max(1);
             let id = meta.next_comment_id;
@@ -422,6 +404,9 @@ fn apply_op(
             issue.comments[index].body = body.clone();
             issue.comments[index].updated_at = now.to_string();
             Applied::Comment(issue.to_issue().comments.swap_remove(index))
+        }
+        Op::AddLabels(_) | Op::RemoveLabel(_) | Op::Assign(_) | Op::Unassign(_) => {
+            unreachable!("applied by apply_membership above")
         }
     })
 }

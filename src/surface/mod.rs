@@ -151,6 +151,42 @@ pub struct Write {
     pub ops: Vec<Op>,
 }
 
+/// Applies a label or assignee op the way GitHub does: adding what is there
+/// and removing what is not are no-ops. `None` for comment ops, which each
+/// surface applies itself.
+pub fn apply_membership(
+    op: &Op,
+    labels: &mut Vec<String>,
+    assignees: &mut Vec<String>,
+) -> Option<Applied> {
+    fn add(set: &mut Vec<String>, items: &[String]) {
+        for item in items {
+            if !set.contains(item) {
+                set.push(item.clone());
+            }
+        }
+    }
+    Some(match op {
+        Op::AddLabels(items) => {
+            add(labels, items);
+            Applied::Labels(labels.clone())
+        }
+        Op::RemoveLabel(label) => {
+            labels.retain(|l| l != label);
+            Applied::Labels(labels.clone())
+        }
+        Op::Assign(users) => {
+            add(assignees, users);
+            Applied::Assignees(assignees.clone())
+        }
+        Op::Unassign(users) => {
+            assignees.retain(|a| !users.contains(a));
+            Applied::Assignees(assignees.clone())
+        }
+        Op::CreateComment(_) | Op::UpdateComment { .. } => return None,
+    })
+}
+
 /// What each op left behind, in the order of the ops.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Applied {
