@@ -874,8 +874,11 @@ pub fn reconcile(
     })
 }
 
-/// The issue a branch name carries: `maverick/142-short-title` (any prefix
-/// path, the issue number first in its last part).
+/// The issue a branch name carries, the one rule every command uses: the
+/// leading number of the branch's last path component, followed by nothing,
+/// `-` or `_` (`maverick/142-short-title`, `team/7-infra/142-parser`,
+/// `maverick/142_parser`, `142`). Folders above it (`team/7-infra/`) group
+/// branches; the last component is the branch's own name.
 pub fn issue_of_branch_name(branch: &str) -> Option<u64> {
     let last = branch.rsplit('/').next()?;
     let digits = last.bytes().take_while(u8::is_ascii_digit).count();
@@ -1099,6 +1102,15 @@ A note about the plan.
         assert_eq!(issue_of_branch_name("maverick/v2-thing"), None);
         assert_eq!(issue_of_branch_name("maverick/12abc"), None);
         assert_eq!(issue_of_branch_name("maverick/0-x"), None);
+        // The last component decides, however deep the folders are.
+        assert_eq!(issue_of_branch_name("team/7-infra/142-parser"), Some(142));
+        assert_eq!(issue_of_branch_name("maverick/142_parser"), Some(142));
+        assert_eq!(issue_of_branch_name("a/b/142-x"), Some(142));
+        assert_eq!(issue_of_branch_name("story/140"), Some(140));
+        assert_eq!(issue_of_branch_name("142-x"), Some(142));
+        assert_eq!(issue_of_branch_name("team/7-infra/parser"), None);
+        assert_eq!(issue_of_branch_name("maverick/x-142"), None);
+        assert_eq!(issue_of_branch_name("maverick/142.x"), None);
     }
 
     #[test]

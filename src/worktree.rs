@@ -11,21 +11,6 @@ use crate::git::{Git, GitError};
 /// are cut and get a hash of the whole name, so two stay apart.
 const MAX_DIR_NAME: usize = 96;
 
-/// The issue a branch name like `maverick/142-short-title` (any one prefix,
-/// or none: `142-short-title`) names.
-pub fn issue_of_branch_name(branch: &str) -> Option<u64> {
-    let rest = match branch.split_once('/') {
-        Some((_, rest)) => rest,
-        None => branch,
-    };
-    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-    let after = &rest[digits.len()..];
-    if digits.is_empty() || !(after.is_empty() || after.starts_with('-')) {
-        return None;
-    }
-    digits.parse().ok().filter(|n| *n > 0)
-}
-
 fn fnv1a(text: &str) -> u64 {
     text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, b| {
         (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
@@ -509,17 +494,6 @@ pub fn apply(git: &Git, plan: &Plan, remote: &str) -> Result<Applied, WorktreeEr
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn issues_from_branch_names() {
-        assert_eq!(issue_of_branch_name("maverick/142-short-title"), Some(142));
-        assert_eq!(issue_of_branch_name("story/140"), Some(140));
-        assert_eq!(issue_of_branch_name("142-x"), Some(142));
-        assert_eq!(issue_of_branch_name("maverick/x-142"), None);
-        assert_eq!(issue_of_branch_name("maverick/142x"), None);
-        assert_eq!(issue_of_branch_name("main"), None);
-        assert_eq!(issue_of_branch_name("a/0-x"), None);
-    }
 
     #[test]
     fn dir_names_stay_one_component() {

@@ -11,6 +11,7 @@ use crate::git::is_valid_branch_name;
 use crate::lease::{Coordinator, Decision, HeartbeatOutcome, IssueView};
 use crate::prepush;
 use crate::record::{BranchStore, ClaimRecord};
+use crate::tasks::{self, IssueSource};
 use crate::worktree::{self, LocalBranch, WorktreeError};
 
 #[derive(Debug, Args)]
@@ -49,23 +50,19 @@ impl From<WorktreeError> for CommandError {
 /// else the branch name (`maverick/142-…`). A flag that contradicts the
 /// claim record is a usage error, not a silent choice.
 fn issue_of(ctx: &Context, branch: &str, flag: Option<u64>) -> Result<u64, CommandError> {
-    let records = ctx.claims()?.for_branch(branch)?;
-    let recorded = records
-        .iter()
-        .find(|r| r.instance_id == ctx.settings.instance)
-        .or(records.first())
-        .map(|r| r.issue);
-    match (recorded, flag) {
-        (Some(r), Some(f)) if r != f => Err(CommandError::usage(format!(
+    let found = tasks::issue_of_branch(&ctx.claims()?, &ctx.settings.instance, branch)?;
+    match (found, flag) {
+        (Some((r, IssueSource::Claim)), Some(f)) if r != f => Err(CommandError::usage(format!(
             "{branch} belongs to #{r} by this clone's claim record, not #{f}"
         ))
         .hint(format!("drop --issue, or resume #{f}'s own branch"))),
-        (Some(r), _) => Ok(r),
-        (None, Some(f)) => Ok(f),
-        (None, None) => worktree::issue_of_branch_name(branch).ok_or_else(|| {
-            CommandError::usage(format!("cannot tell which issue {branch} belongs to"))
-                .hint(format!("name it: git maverick resume {branch} --issue N"))
-        }),
+        (Some((r, IssueSource::Claim)), _) => Ok(r),
+        (_, Some(f)) => Ok(f),
+        (Some((n, _)), None) => Ok(n),
+        (None, None) => Err(CommandError::usage(format!(
+            "cannot tell which issue {branch} belongs to"
+        ))
+        .hint(format!("name it: git maverick resume {branch} --issue N"))),
     }
 }
 
@@ -164,9 +161,9 @@ fn reconcile_tasks(
     ctx: &Context,
     issue: u64,
     branch: &str,
-) -> Result<Option<crate::tasks::TaskListView>, CommandError> {
+) -> Result<Option<tasks::TaskListView>, CommandError> {
     let surface = ctx.surface()?;
-    let view = crate::tasks::reconcile(
+    let view = tasks::reconcile(
         surface.as_ref(),
         &ctx.git,
         &ctx.settings,
