@@ -23,15 +23,14 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use crate::config::Settings;
-use crate::git::{Git, GitError};
+use crate::git::{Git, GitError, Order};
 use crate::markers::{Marker, MarkerKind};
 use crate::record::ClaimStore;
 use crate::state::{self, StateError};
 use crate::surface::{write_if_unchanged, Comment, Conditional, Issue, Op, Surface, SurfaceError};
 
 /// The trailers `task done` writes and reconcile reads.
-pub const ISSUE_TRAILER: &str = "Maverick-Issue";
-pub const TASK_TRAILER: &str = "Maverick-Task";
+pub use crate::git::{ISSUE_TRAILER, TASK_TRAILER};
 
 /// How many times a check-off is re-applied on a newer body before giving up.
 const MAX_CHECK_ATTEMPTS: u32 = 20;
@@ -695,56 +694,28 @@ pub fn read_remote_branch(
     branch: &str,
     issue: u64,
 ) -> Result<RemoteBranch, TaskError> {
-    let tracking = format!("refs/remotes/{remote}/{branch}");
-    let out = git
-        .cmd(["fetch", "--no-tags", "--quiet", "--no-write-fetch-head"])
-        .args(["--end-of-options", remote])
-        .arg(format!("+refs/heads/{branch}:{tracking}"))
-        .output_unchecked()?;
-    if !out.success() {
-        if out.stderr.contains("couldn't find remote ref") {
-            return Ok(RemoteBranch {
-                name: branch.to_owned(),
-                head: None,
-                commits: Vec::new(),
-                history: Vec::new(),
-            });
-        }
-        return Err(out.into_error().into());
-    }
-    let head = git.read(["rev-parse", "--verify", "--end-of-options", &tracking])?;
-    let format = format!(
-        "--format=%H%x1f%h%x1f%(trailers:key={ISSUE_TRAILER},valueonly,separator=%x2C)%x1f%(trailers:key={TASK_TRAILER},valueonly,separator=%x2C)%x1e"
-    );
-    let log = git
-        .cmd(["log", &format, &format!("--max-count={MAX_HISTORY}")])
-        .args(["--end-of-options", &head])
-        .output()?;
-    let text = log.stdout_text()?;
+    let Some(head) = git.fetch_branch(remote, branch)? else {
+        return Ok(RemoteBranch {
+            name: branch.to_owned(),
+            head: None,
+            commits: Vec::new(),
+            history: Vec::new(),
+        });
+    };
     let mut commits: BTreeMap<usize, TaskCommit> = BTreeMap::new();
     let mut history = Vec::new();
-    for record in text.split('\x1e') {
-        let fields: Vec<&str> = record.trim_matches('\n').split('\x1f').collect();
-        let [sha, short, issues, tasks] = fields[..] else {
-            continue;
-        };
-        history.push(sha.to_owned());
-        let names_issue = issues
-            .split(',')
-            .any(|v| v.trim().trim_start_matches('#').parse() == Ok(issue));
-        if !names_issue {
+    for commit in git.task_trailers(&head, MAX_HISTORY, Order::NewestFirst)? {
+        history.push(commit.sha.clone());
+        if !commit.names_issue(issue) {
             continue;
         }
-        for task in tasks
-            .split(',')
-            .filter_map(|t| t.trim().parse::<usize>().ok())
-        {
+        for &task in &commit.tasks {
             // The log runs newest first: the oldest commit of a task wins.
             commits.insert(
                 task,
                 TaskCommit {
-                    sha: sha.to_owned(),
-                    short: short.to_owned(),
+                    sha: commit.sha.clone(),
+                    short: commit.short.clone(),
                     task,
                 },
             );

@@ -9,7 +9,7 @@ use super::Outcome;
 use crate::cli::GlobalArgs;
 use crate::config::Settings;
 use crate::error::{CommandError, Exit};
-use crate::git::Git;
+use crate::git::{Git, GitEnv};
 use crate::hookfile::{self, Change, HookFileError};
 use crate::prepush::{self, BranchState, PrePushError, RefUpdate};
 use crate::record::BranchStore;
@@ -57,12 +57,8 @@ pub fn run(global: &GlobalArgs, args: HookArgs) -> Result<Outcome, CommandError>
 fn repository() -> Result<Git, CommandError> {
     let cwd = std::env::current_dir()
         .map_err(|e| CommandError::tool(format!("cannot read the current directory: {e}")))?;
-    let git = Git::new(cwd);
-    if !git
-        .cmd(["rev-parse", "--git-dir"])
-        .output_unchecked()?
-        .success()
-    {
+    let git = Git::new(cwd, GitEnv::inherit());
+    if !git.is_repository()? {
         return Err(CommandError::tool("not inside a git repository")
             .hint("run it from a clone of the project"));
     }
@@ -193,9 +189,11 @@ fn pre_push(global: &GlobalArgs, args: PrePushArgs) -> Result<Outcome, CommandEr
     }
     let cwd = std::env::current_dir()
         .map_err(|e| CommandError::tool(format!("cannot read the current directory: {e}")))?;
-    let common_dir = match prepush::locate_common_dir(&cwd) {
+    // What git told the hook (GIT_DIR and the rest) passes on to git explicitly.
+    let git = Git::new(&cwd, GitEnv::inherit());
+    let common_dir = match prepush::locate_common_dir(&cwd, git.env()) {
         Some(dir) => dir,
-        None => Git::new(&cwd).common_dir()?,
+        None => git.common_dir()?,
     };
     if prepush::maverick_absent(&common_dir) {
         return Ok(allowed(vec![]));
@@ -214,7 +212,6 @@ fn pre_push(global: &GlobalArgs, args: PrePushArgs) -> Result<Outcome, CommandEr
     // A managed branch: the pusher's instance id, and whether this push goes
     // to maverick's remote. When the environment names the instance and its
     // claim records name this remote, no configuration needs reading.
-    let git = Git::new(&cwd);
     let me = match identity_from_records(&managed, &args)? {
         Some(me) => me,
         None => {

@@ -79,7 +79,7 @@ pub(crate) fn record_head_at_claim(
     if already_held && BranchStore::new(&common_dir).get(branch)?.is_some() {
         return Ok(None);
     }
-    match prepush::remote_head(&ctx.git, &ctx.settings.remote, branch) {
+    match ctx.git.remote_head(&ctx.settings.remote, branch) {
         Ok(head) => {
             prepush::record_seen(&common_dir, branch, head.as_deref(), Some(issue), &ctx.settings.instance)?;
             Ok(None)
@@ -95,31 +95,9 @@ pub(crate) fn record_head_at_claim(
 /// has no such branch.
 fn fetch(ctx: &Context, branch: &str) -> Result<Option<String>, CommandError> {
     let remote = &ctx.settings.remote;
-    let tracking = format!("refs/remotes/{remote}/{branch}");
-    let out = ctx
-        .git
-        .cmd([
-            "fetch",
-            "--no-tags",
-            "--quiet",
-            "--no-recurse-submodules",
-            "--end-of-options",
-            remote,
-        ])
-        .arg(format!("+refs/heads/{branch}:{tracking}"))
-        .output_unchecked()?;
-    if !out.success() {
-        if out.stderr.contains("couldn't find remote ref") {
-            return Ok(None);
-        }
-        return Err(CommandError::from(out.into_error())
-            .hint(format!("check that `git fetch {remote}` works from here")));
-    }
-    Ok(Some(ctx.git.read([
-        "rev-parse",
-        "--verify",
-        &format!("{tracking}^{{commit}}"),
-    ])?))
+    ctx.git.fetch_branch(remote, branch).map_err(|e| {
+        CommandError::from(e).hint(format!("check that `git fetch {remote}` works from here"))
+    })
 }
 
 /// Makes sure this clone has a claim record for an issue the surface says
@@ -299,7 +277,7 @@ pub fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome, CommandErro
     worktree::exclude(&common_dir, &ctx.settings.worktree_dir)?;
     let applied = worktree::apply(&ctx.git, &plan, &ctx.settings.remote)?;
     let path = plan.path.clone();
-    let wt_git = crate::git::Git::new(&path);
+    let wt_git = ctx.git.at(&path);
     let instance_file = wt_git.git_dir()?.join("maverick").join("instance");
     if applied.created && !instance_file.exists() {
         // The new worktree works for the instance that resumed it: a
@@ -312,8 +290,8 @@ pub fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome, CommandErro
             CommandError::tool(format!("could not write {}: {e}", instance_file.display()))
         })?;
     }
-    let head = wt_git.read(["rev-parse", "HEAD"])?;
-    let subject = wt_git.read(["log", "-1", "--format=%s", "HEAD"])?;
+    let head = wt_git.commit_of("HEAD")?;
+    let subject = wt_git.subject("HEAD")?;
 
     // 5. Last seen: where the remote was when this writer picked it up.
     prepush::record_seen(
