@@ -180,17 +180,12 @@ fn a_git_older_than_a_feature_needs_is_named_with_the_version_needed() {
     // A git that says it is 2.30 and otherwise is the real one.
     let bin = env.path().join("old-git");
     std::fs::create_dir_all(&bin).unwrap();
-    let real_git = std::process::Command::new("sh")
-        .args(["-c", "command -v git"])
-        .output()
-        .unwrap();
-    let real_git = String::from_utf8(real_git.stdout).unwrap();
     let script = bin.join("git");
     std::fs::write(
         &script,
         format!(
             "#!/bin/sh\nfor arg in \"$@\"; do [ \"$arg\" = version ] && {{ echo 'git version 2.30.2'; exit 0; }}; done\nexec {} \"$@\"\n",
-            real_git.trim()
+            support::real_git().display()
         ),
     )
     .unwrap();
