@@ -322,3 +322,18 @@ impl From<crate::durable::tasks::TaskError> for CommandError {
         }
     }
 }
+
+impl From<crate::coord::hold::TimingError> for CommandError {
+    fn from(err: crate::coord::hold::TimingError) -> Self {
+        use crate::coord::hold::TimingError;
+        let hint = match err {
+            TimingError::ZeroHeartbeat => {
+                "set --heartbeat-interval (maverick.heartbeatInterval) to a positive duration"
+            }
+            TimingError::TtlTooShort { .. } => {
+                "raise --lease-ttl, or lower --heartbeat-interval or --grace"
+            }
+        };
+        CommandError::from_error(Exit::Usage, &err).hint(hint)
+    }
+}
