@@ -13,7 +13,7 @@ use crate::error::{CommandError, Exit};
 use crate::git::is_valid_branch_name;
 use crate::writer::branch_record::BranchStore;
 use crate::writer::prepush;
-use crate::writer::worktree::{self, LocalBranch, WorktreeError};
+use crate::writer::worktree::{self, LocalBranch};
 
 #[derive(Debug, Args)]
 pub struct ResumeArgs {
@@ -25,26 +25,6 @@ pub struct ResumeArgs {
     /// The branch's issue, when neither a claim record nor the branch name tells
     #[arg(long, value_name = "N", value_parser = issue_number)]
     pub issue: Option<u64>,
-}
-
-impl From<WorktreeError> for CommandError {
-    fn from(err: WorktreeError) -> Self {
-        let hint = match &err {
-            WorktreeError::PathTaken { path, .. } | WorktreeError::PathOccupied { path } => {
-                Some(format!(
-                    "move {} away (or set maverick.worktreeDir) and resume again",
-                    path.display()
-                ))
-            }
-            _ => None,
-        };
-        let mut e = match err {
-            WorktreeError::Git(git) => CommandError::from(git),
-            other => CommandError::from_error(Exit::Error, &other),
-        };
-        e.hints.extend(hint);
-        e
-    }
 }
 
 /// The issue of `branch`: the claim record that names it, else `--issue`,

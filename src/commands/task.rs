@@ -88,32 +88,6 @@ pub struct DoneArgs {
     pub issue: Option<u64>,
 }
 
-impl From<TaskError> for CommandError {
-    fn from(err: TaskError) -> Self {
-        match err {
-            TaskError::Surface(e) => e.into(),
-            TaskError::Git(e) => e.into(),
-            TaskError::Record(e) => e.into(),
-            TaskError::State(e) => e.into(),
-            TaskError::OutOfRange { .. } | TaskError::NoTasks => {
-                CommandError::from_error(Exit::Usage, &err)
-            }
-            TaskError::NoTasksComment { issue } => CommandError::from_error(Exit::Error, &err)
-                .hint(format!(
-                    "write it with `git maverick task init {issue} FILE` (one task per line)"
-                )),
-            TaskError::AlreadyInitialised { issue, .. } => {
-                CommandError::from_error(Exit::Error, &err).hint(format!(
-                    "leave it, or rewrite it with `git maverick task init {issue} FILE --replace`"
-                ))
-            }
-            TaskError::Contended { .. } => {
-                CommandError::from_error(Exit::Error, &err).hint("run the command again")
-            }
-        }
-    }
-}
-
 pub fn run(global: &GlobalArgs, args: TaskArgs) -> Result<Outcome, CommandError> {
     let ctx = Context::load(global)?;
     match args.command {
