@@ -4,12 +4,10 @@
 //! `cas_push` runs git with this process's environment, so this file holds a
 //! single test that makes the process hermetic first.
 
-mod support;
-
+use crate::support::TestEnv;
 use maverick::git::Git;
 use maverick::push::{cas_push, cas_push_last_seen, PushError};
 use maverick::record::BranchStore;
-use support::TestEnv;
 
 const BRANCH: &str = "maverick/142-parser";
 
@@ -21,7 +19,7 @@ fn cas_push_refuses_a_remote_that_moved_and_a_rewrite() {
         ("GIT_CONFIG_GLOBAL", hermetic.as_os_str()),
         ("GIT_CONFIG_NOSYSTEM", "1".as_ref()),
         ("MAVERICK_INSTANCE", "a".as_ref()),
-        ("PATH", support::path_with_bin().as_os_str()),
+        ("PATH", crate::support::path_with_bin().as_os_str()),
     ] {
         std::env::set_var(key, value);
     }

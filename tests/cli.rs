@@ -1,8 +1,6 @@
 //! What a person sees: the full `--help` tree, bad input, and `--json`.
 
-mod support;
-
-use support::{Run, Surface, TestEnv, BIN};
+use crate::support::{Run, Surface, TestEnv, BIN};
 
 // What does not depend on where state lives runs on both surfaces.
 on_both_surfaces!(

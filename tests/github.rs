@@ -3,15 +3,13 @@
 //! strangers, long comment threads, request budgets, faults and rate limits,
 //! tokens. (Everything the two surfaces share runs in coord.rs and cli.rs.)
 
-mod support;
-
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::support::fake_github::RecordedRequest;
+use crate::support::{Repo, Run, Surface, TestEnv};
 use maverick::markers::{parse_markers, MarkerKind};
 use serde_json::{json, Value};
-use support::fake_github::RecordedRequest;
-use support::{Repo, Run, Surface, TestEnv};
 
 fn github_env() -> TestEnv {
     TestEnv::with_surface(Surface::Github)
@@ -814,7 +812,7 @@ fn library_surface(env: &TestEnv, trusted: &[&str]) -> maverick::surface::github
     use maverick::surface::github::{GithubConfig, GithubSurface, Token, TokenSource};
     GithubSurface::new(GithubConfig {
         api_url: env.github().url(),
-        repo: support::GITHUB_REPO.to_owned(),
+        repo: crate::support::GITHUB_REPO.to_owned(),
         token: Token::new(env.github().token(), TokenSource::Given).unwrap(),
         trusted_authors: trusted.iter().map(|s| s.to_string()).collect(),
         timeout: Duration::from_secs(5),

@@ -1,13 +1,11 @@
 //! The pre-push hook against real pushes: the real binary on PATH, a real
 //! bare origin, real `git push` (SPEC 8).
 
-mod support;
-
 use std::ffi::OsStr;
 use std::io::Write as _;
 use std::process::{Output, Stdio};
 
-use support::{Repo, TestEnv, BIN};
+use crate::support::{Repo, TestEnv, BIN};
 
 const BRANCH: &str = "maverick/142-parser";
 
@@ -442,7 +440,7 @@ fn a_pusher_whose_claim_was_taken_over_is_refused() {
     a.maverick(&["hook", "install"]).expect(0);
     a.maverick(&[
         "--lease-ttl",
-        "1s",
+        "60s",
         "coord",
         "claim",
         "142",
@@ -454,11 +452,9 @@ fn a_pusher_whose_claim_was_taken_over_is_refused() {
     a.commit_file("one.rs", "1\n", "feat: one");
 
     let b = env.clone("b");
-    b.wait_for_exit(
-        &["coord", "read", "142"],
-        5,
-        std::time::Duration::from_secs(30),
-    );
+    b.maverick(&["coord", "read", "142"]).expect(4);
+    env.advance_clock(61);
+    b.maverick(&["coord", "read", "142"]).expect(5);
     b.maverick(&["coord", "claim", "142", "--takeover", "--branch", BRANCH])
         .expect(0);
 
@@ -477,7 +473,7 @@ fn a_stale_lease_is_a_warning_and_the_generation_the_fence() {
     a.maverick(&["hook", "install"]).expect(0);
     a.maverick(&[
         "--lease-ttl",
-        "1s",
+        "60s",
         "coord",
         "claim",
         "142",
@@ -487,11 +483,10 @@ fn a_stale_lease_is_a_warning_and_the_generation_the_fence() {
     .expect(0);
     a.git(&["switch", "--quiet", "-c", BRANCH]);
     a.commit_file("one.rs", "1\n", "feat: one");
-    env.clone("watch").wait_for_exit(
-        &["coord", "read", "142"],
-        5,
-        std::time::Duration::from_secs(30),
-    );
+    env.advance_clock(61);
+    env.clone("watch")
+        .maverick(&["coord", "read", "142"])
+        .expect(5);
     // Nobody took it over: still a's claim (no network call tells the hook
     // otherwise), so the push goes through with a warning.
     let out = push(&a, &["--quiet", "-u", "origin", BRANCH]);
