@@ -9,7 +9,7 @@ use maverick::git::Git;
 use maverick::push::{cas_push, cas_push_last_seen, PushError};
 use maverick::record::BranchStore;
 
-const BRANCH: &str = "maverick/142-parser";
+use crate::support::STORY_BRANCH as BRANCH;
 
 #[test]
 fn cas_push_refuses_a_remote_that_moved_and_a_rewrite() {
@@ -32,11 +32,7 @@ fn cas_push_refuses_a_remote_that_moved_and_a_rewrite() {
         std::env::remove_var(key);
     }
 
-    let a = env.clone("a");
-    a.maverick(&["hook", "install"]).expect(0);
-    a.maverick(&["coord", "claim", "142", "--branch", BRANCH])
-        .expect(0);
-    a.git(&["switch", "--quiet", "-c", BRANCH]);
+    let a = env.claimed_clone("a");
     let git = Git::new(&a.dir);
     let store = BranchStore::new(&git.common_dir().unwrap());
     // The claim recorded the branch's absence on origin as last seen.

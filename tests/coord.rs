@@ -318,7 +318,7 @@ fn a_claim_taken_over_before_its_settle_exits_6(surface: Surface) {
             "--lease-ttl",
             "60s",
             "--settle-delay",
-            "5s",
+            "8s",
             "--json",
         ])
         .env("MAVERICK_INSTANCE", "alice")
@@ -326,10 +326,10 @@ fn a_claim_taken_over_before_its_settle_exits_6(surface: Surface) {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Alice's lease runs out while she waits to re-read: bob sees it stale
-    // as soon as her claim is there.
+    // Alice's lease runs out while she waits to re-read.
+    wait_for_read_exit(&bob, "142", 4);
     env.advance_clock(61);
-    wait_for_read_exit(&bob, "142", 5);
+    bob.maverick(&["coord", "read", "142"]).expect(5);
     bob.maverick(&["coord", "takeover", "142"]).expect(0);
     let lost = Run::from_output(&["coord", "claim"], slow.wait_with_output().unwrap());
     lost.expect(6);

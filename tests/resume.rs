@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use crate::support::{Repo, TestEnv};
 
-const BRANCH: &str = "maverick/142-parser";
+use crate::support::STORY_BRANCH as BRANCH;
 
 fn worktrees_dir(repo: &Repo) -> PathBuf {
     repo.dir.join(".maverick/worktrees")
@@ -28,11 +28,7 @@ fn push_unclaimed(repo: &Repo, branch: &str, file: &str) -> String {
 #[test]
 fn a_deleted_clone_s_branch_is_resumed_elsewhere_with_every_pushed_commit() {
     let env = TestEnv::new();
-    let a = env.clone("a");
-    a.maverick(&["hook", "install"]).expect(0);
-    a.maverick(&["coord", "claim", "142", "--branch", BRANCH])
-        .expect(0);
-    a.git(&["switch", "--quiet", "-c", BRANCH]);
+    let a = env.claimed_clone("a");
     let mut pushed = Vec::new();
     for n in 1..=3 {
         pushed.push(a.commit_file(&format!("f{n}.rs"), "x\n", &format!("feat: part {n}")));

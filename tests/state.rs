@@ -6,10 +6,9 @@ use serde_json::{json, Value};
 
 const EPIC: u64 = 123;
 
+/// Writes `value` as a JSON file outside every clone; returns its path.
 fn input_file(s: &TestEnv, name: &str, value: &Value) -> String {
-    let path = s.path().join(name);
-    std::fs::write(&path, serde_json::to_vec_pretty(value).unwrap()).unwrap();
-    path.to_str().unwrap().to_owned()
+    s.input_file(name, &serde_json::to_string_pretty(value).unwrap())
 }
 
 fn put(s: &TestEnv, repo: &Repo<'_>, kind: &str, issue: u64, payload: Value) -> Value {

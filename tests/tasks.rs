@@ -4,30 +4,13 @@
 use crate::support::{Repo, Surface, TestEnv};
 use serde_json::Value;
 
-const STORY: u64 = 142;
-const BRANCH: &str = "maverick/142-parser";
+use crate::support::{STORY, STORY_BRANCH as BRANCH};
 
 const THREE_TASKS: &str = "\
 Parse marker blocks — fenced JSON in comments
 Upsert markers in place — PATCH the newest of a kind
 Verify after writing
 ";
-
-/// Writes `text` to a file outside every clone; returns its path.
-fn input_file(s: &TestEnv, name: &str, text: &str) -> String {
-    let path = s.path().join(name);
-    std::fs::write(&path, text).unwrap();
-    path.to_str().unwrap().to_owned()
-}
-
-/// A clone on the story's branch, with the story's tasks comment written.
-fn start_story<'a>(s: &'a TestEnv, name: &str, tasks: &str) -> Repo<'a> {
-    let repo = s.clone(name);
-    repo.git(&["switch", "--quiet", "-c", BRANCH]);
-    let file = input_file(s, "tasks.md", tasks);
-    repo.maverick(&["task", "init", "142", &file]).expect(0);
-    repo
-}
 
 /// Another machine: a clone that follows the story's branch on origin.
 fn join_story<'a>(s: &'a TestEnv, name: &str) -> Repo<'a> {
@@ -88,7 +71,7 @@ fn remote_commits(s: &TestEnv) -> Vec<(String, String, String, String)> {
 
 fn three_tasks_done_in_a_row(surface: Surface) {
     let s = &TestEnv::with_surface(surface);
-    let a = start_story(s, "alpha", THREE_TASKS);
+    let a = s.story_clone("alpha", THREE_TASKS);
     for (n, subject) in [
         "feat(markers): parse blocks",
         "feat(markers): upsert in place",
@@ -158,7 +141,7 @@ fn three_tasks_done_in_a_row(surface: Surface) {
 
 fn crash_between_push_and_comment_heals_on_another_machine(surface: Surface) {
     let s = &TestEnv::with_surface(surface);
-    let a = start_story(s, "alpha", THREE_TASKS);
+    let a = s.story_clone("alpha", THREE_TASKS);
     stage(&a, "src/one.rs", "// one\n");
     a.maverick(&["task", "done", "-m", "feat: one"]).expect(0);
     // The crash: task 2 committed and pushed, the check-off never written.
@@ -215,7 +198,7 @@ fn crash_between_push_and_comment_heals_on_another_machine(surface: Surface) {
 
 fn crash_before_push_leaves_the_next_machine_at_that_task(surface: Surface) {
     let s = &TestEnv::with_surface(surface);
-    let a = start_story(s, "alpha", THREE_TASKS);
+    let a = s.story_clone("alpha", THREE_TASKS);
     stage(&a, "src/one.rs", "// one\n");
     a.maverick(&["task", "done", "-m", "feat: one"]).expect(0);
     // The crash: task 2 committed, never pushed.
@@ -281,7 +264,7 @@ fn crash_before_push_leaves_the_next_machine_at_that_task(surface: Surface) {
 
 fn refuses_bad_messages_an_empty_index_and_tasks_out_of_range(surface: Surface) {
     let s = &TestEnv::with_surface(surface);
-    let a = start_story(s, "alpha", THREE_TASKS);
+    let a = s.story_clone("alpha", THREE_TASKS);
     let head = a.git(&["rev-parse", "HEAD"]);
 
     let empty = a.maverick(&["task", "done", "-m", "feat: nothing"]);
@@ -364,13 +347,13 @@ fn refuses_bad_messages_an_empty_index_and_tasks_out_of_range(surface: Surface) 
         "{}",
         none.screen()
     );
-    let no_tasks = input_file(s, "empty.md", "\n\n");
+    let no_tasks = s.input_file("empty.md", "\n\n");
     b.maverick(&["task", "init", "143", &no_tasks]).expect(2);
 
     // Init twice with the same tasks: nothing changes; with others: refused.
-    let same = input_file(s, "same.md", THREE_TASKS);
+    let same = s.input_file("same.md", THREE_TASKS);
     b.maverick(&["task", "init", "142", &same]).expect(0);
-    let other = input_file(s, "other.md", "Something else\n");
+    let other = s.input_file("other.md", "Something else\n");
     let refused = b.maverick(&["task", "init", "142", &other]);
     refused.expect(1);
     assert!(refused.stderr.contains("--replace"), "{}", refused.screen());
@@ -385,7 +368,7 @@ fn refuses_bad_messages_an_empty_index_and_tasks_out_of_range(surface: Surface) 
 
 fn parses_a_persons_edits_and_loses_no_check_mark(surface: Surface) {
     let s = &TestEnv::with_surface(surface);
-    let a = start_story(s, "alpha", THREE_TASKS);
+    let a = s.story_clone("alpha", THREE_TASKS);
     let comment = s.comment_starting_with(STORY, "## Tasks").unwrap();
     let edited = "\
 ## Tasks
@@ -431,7 +414,7 @@ Plan agreed with @carol on Monday.
 
 fn two_instances_checking_at_once_both_win(surface: Surface) {
     let s = &TestEnv::with_surface(surface);
-    let a = start_story(s, "alpha", "T1\nT2\nT3\nT4\nT5\nT6\n");
+    let a = s.story_clone("alpha", "T1\nT2\nT3\nT4\nT5\nT6\n");
     let b = s.clone("beta");
     for (x, y) in [("1", "2"), ("3", "4"), ("6", "5")] {
         let mut first = a.command(&["task", "check", "142", x]);
@@ -482,7 +465,7 @@ fn the_claim_names_the_issue_and_fences_task_done(surface: Surface) {
         "parser-work",
     ])
     .expect(0);
-    let file = input_file(s, "tasks.md", THREE_TASKS);
+    let file = s.input_file("tasks.md", THREE_TASKS);
     a.maverick(&["task", "init", "142", &file]).expect(0);
     stage(&a, "src/one.rs", "// one\n");
     let run = a.maverick(&["--json", "task", "done", "-m", "feat: one"]);
@@ -509,7 +492,7 @@ fn the_claim_names_the_issue_and_fences_task_done(surface: Surface) {
 
 fn a_refused_push_leaves_the_commit_local_and_a_rerun_pushes_it(surface: Surface) {
     let s = &TestEnv::with_surface(surface);
-    let a = start_story(s, "alpha", THREE_TASKS);
+    let a = s.story_clone("alpha", THREE_TASKS);
     // The remote refuses branch pushes for a while (maverick's own refs pass).
     let hook = s.origin.join("hooks/pre-receive");
     std::fs::write(
@@ -560,7 +543,7 @@ fn what_a_person_sees(surface: Surface) {
     let s = &TestEnv::with_surface(surface);
     let a = s.clone("alpha");
     a.git(&["switch", "--quiet", "-c", BRANCH]);
-    let file = input_file(s, "tasks.md", THREE_TASKS);
+    let file = s.input_file("tasks.md", THREE_TASKS);
     let mut screens = Vec::new();
     let mut show = |args: &[&str], run: crate::support::Run| {
         screens.push(format!(
@@ -589,7 +572,7 @@ fn what_a_person_sees(surface: Surface) {
 /// pushed, the task left unchecked.
 fn a_rebase_onto_someone_elses_push_is_a_collision(surface: Surface) {
     let s = &TestEnv::with_surface(surface);
-    let a = start_story(s, "alpha", THREE_TASKS);
+    let a = s.story_clone("alpha", THREE_TASKS);
     stage(&a, "src/one.rs", "// one\n");
     a.maverick(&["task", "done", "-m", "feat: one"]).expect(0);
     let intruder = join_story(s, "intruder");
@@ -614,7 +597,7 @@ fn a_rebase_onto_someone_elses_push_is_a_collision(surface: Surface) {
 /// and says where to start.
 fn resume_reconciles_and_names_the_next_task(surface: Surface) {
     let s = &TestEnv::with_surface(surface);
-    let a = start_story(s, "alpha", THREE_TASKS);
+    let a = s.story_clone("alpha", THREE_TASKS);
     a.maverick(&["hook", "install"]).expect(0);
     stage(&a, "src/one.rs", "// one\n");
     a.maverick(&["task", "done", "-m", "feat: one"]).expect(0);
@@ -671,7 +654,7 @@ fn a_branch_someone_else_created_after_the_claim_is_a_collision(surface: Surface
         BRANCH,
         &format!("origin/{BRANCH}"),
     ]);
-    let file = input_file(s, "tasks.md", THREE_TASKS);
+    let file = s.input_file("tasks.md", THREE_TASKS);
     a.maverick(&["task", "init", "142", &file]).expect(0);
     stage(&a, "src/one.rs", "// one\n");
     let done = a.maverick(&["task", "done", "-m", "feat: one"]);

@@ -22,12 +22,17 @@ use std::cell::Cell;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+use assert_fs::fixture::{FileWriteStr, PathChild};
 use serde_json::{json, Value};
 
 pub use fake_github::FakeGithub;
 
 /// The repository the fake GitHub serves.
 pub const GITHUB_REPO: &str = "acme/widgets";
+
+/// The story most tests work on, and its branch.
+pub const STORY: u64 = 142;
+pub const STORY_BRANCH: &str = "maverick/142-parser";
 
 /// Where a test's shared state lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,7 +82,7 @@ const SCRUBBED: &[&str] = &[
 ];
 
 pub struct TestEnv {
-    pub root: tempfile::TempDir,
+    pub root: assert_fs::TempDir,
     pub origin: PathBuf,
     home: PathBuf,
     github: Option<FakeGithub>,
@@ -113,10 +118,7 @@ impl TestEnv {
     /// test that runs dozens of processes spends (tests/github.rs tests the
     /// limit itself).
     pub fn with_surface(surface: Surface) -> TestEnv {
-        let root = tempfile::Builder::new()
-            .prefix("maverick-test-")
-            .tempdir()
-            .expect("temp dir");
+        let root = assert_fs::TempDir::new().expect("temp dir");
         let home = root.path().join("home");
         std::fs::create_dir_all(&home).unwrap();
         let origin = root.path().join("origin.git");
@@ -330,6 +332,34 @@ impl TestEnv {
             repo.git(&["config", "maverick.httpTimeout", "5s"]);
         }
         repo
+    }
+
+    /// A clone with the pre-push hook installed, holding #142 with
+    /// [`STORY_BRANCH`] checked out: where most push tests start.
+    pub fn claimed_clone(&self, name: &str) -> Repo<'_> {
+        let repo = self.clone(name);
+        repo.maverick(&["hook", "install"]).expect(0);
+        repo.maverick(&["coord", "claim", "142", "--branch", STORY_BRANCH])
+            .expect(0);
+        repo.git(&["switch", "--quiet", "-c", STORY_BRANCH]);
+        repo
+    }
+
+    /// A clone on [`STORY_BRANCH`] that wrote #142's tasks comment from
+    /// `tasks` (one task a line).
+    pub fn story_clone(&self, name: &str, tasks: &str) -> Repo<'_> {
+        let repo = self.clone(name);
+        repo.git(&["switch", "--quiet", "-c", STORY_BRANCH]);
+        let file = self.input_file("tasks.md", tasks);
+        repo.maverick(&["task", "init", "142", &file]).expect(0);
+        repo
+    }
+
+    /// Writes `text` to a file outside every clone; returns its path.
+    pub fn input_file(&self, name: &str, text: &str) -> String {
+        let file = self.root.child(name);
+        file.write_str(text).unwrap();
+        file.path().to_str().unwrap().to_owned()
     }
 
     /// The surface's state of one issue as stored on origin (git surface).
@@ -580,25 +610,6 @@ impl Repo<'_> {
         }
     }
 
-    /// Runs `git maverick ARGS` until it exits `code`, polling for at most
-    /// `timeout` (a lease running out, for example). Panics on timeout.
-    #[track_caller]
-    pub fn wait_for_exit(&self, args: &[&str], code: i32, timeout: std::time::Duration) -> Run {
-        let start = std::time::Instant::now();
-        loop {
-            let run = self.maverick(args);
-            if run.code == code {
-                return run;
-            }
-            assert!(
-                start.elapsed() < timeout,
-                "git maverick {args:?} did not exit {code} within {timeout:?}; last:\n{}",
-                run.screen()
-            );
-            std::thread::sleep(std::time::Duration::from_millis(200));
-        }
-    }
-
     /// `git maverick ARGS` as this clone's instance.
     pub fn maverick(&self, args: &[&str]) -> Run {
         self.maverick_as(&self.instance, args)
@@ -627,9 +638,9 @@ impl Repo<'_> {
     }
 
     pub fn write_file(&self, path: &str, content: &str) {
-        let full = self.dir.join(path);
-        std::fs::create_dir_all(full.parent().unwrap()).unwrap();
-        std::fs::write(full, content).unwrap();
+        assert_fs::fixture::ChildPath::new(self.dir.join(path))
+            .write_str(content)
+            .unwrap();
     }
 
     /// Writes, stages and commits one file; returns the new head.
