@@ -152,33 +152,33 @@ impl From<crate::surface::SurfaceError> for CommandError {
     }
 }
 
-impl From<crate::lease::LeaseError> for CommandError {
-    fn from(err: crate::lease::LeaseError) -> Self {
+impl From<crate::coord::lease::LeaseError> for CommandError {
+    fn from(err: crate::coord::lease::LeaseError) -> Self {
         match err {
-            crate::lease::LeaseError::Surface(e) => e.into(),
+            crate::coord::lease::LeaseError::Surface(e) => e.into(),
             other => CommandError::from_error(Exit::Error, &other),
         }
     }
 }
 
-impl From<crate::record::RecordError> for CommandError {
-    fn from(err: crate::record::RecordError) -> Self {
+impl From<crate::files::RecordError> for CommandError {
+    fn from(err: crate::files::RecordError) -> Self {
         CommandError::from_error(Exit::Error, &err)
     }
 }
 
-impl From<crate::claims::ClaimsError> for CommandError {
-    fn from(err: crate::claims::ClaimsError) -> Self {
+impl From<crate::coord::claims::ClaimsError> for CommandError {
+    fn from(err: crate::coord::claims::ClaimsError) -> Self {
         match err {
-            crate::claims::ClaimsError::Lease(e) => e.into(),
-            crate::claims::ClaimsError::Record(e) => e.into(),
+            crate::coord::claims::ClaimsError::Lease(e) => e.into(),
+            crate::coord::claims::ClaimsError::Record(e) => e.into(),
         }
     }
 }
 
-impl From<crate::push::PushError> for CommandError {
-    fn from(err: crate::push::PushError) -> Self {
-        use crate::push::PushError;
+impl From<crate::writer::push::PushError> for CommandError {
+    fn from(err: crate::writer::push::PushError) -> Self {
+        use crate::writer::push::PushError;
         let (exit, hint) = match &err {
             PushError::Collision { .. } => (
                 Exit::Collision,
@@ -198,5 +198,142 @@ impl From<crate::push::PushError> for CommandError {
             ),
         };
         CommandError::from_error(exit, &err).hint(hint)
+    }
+}
+
+impl From<crate::durable::state::StateError> for CommandError {
+    fn from(err: crate::durable::state::StateError) -> Self {
+        use crate::durable::state::StateError;
+        match err {
+            StateError::Surface(e) => e.into(),
+            StateError::NotState(_)
+            | StateError::TooLarge { .. }
+            | StateError::BadStoryState { .. } => CommandError::from_error(Exit::Usage, &err),
+            StateError::Contended { .. } | StateError::ReadBack { .. } => {
+                CommandError::from_error(Exit::Error, &err).hint("run the command again")
+            }
+        }
+    }
+}
+
+impl From<crate::writer::worktree::WorktreeError> for CommandError {
+    fn from(err: crate::writer::worktree::WorktreeError) -> Self {
+        use crate::writer::worktree::WorktreeError;
+        let hint = match &err {
+            WorktreeError::PathTaken { path, .. } | WorktreeError::PathOccupied { path } => {
+                Some(format!(
+                    "move {} away (or set maverick.worktreeDir) and resume again",
+                    path.display()
+                ))
+            }
+            _ => None,
+        };
+        let mut e = match err {
+            WorktreeError::Git(git) => CommandError::from(git),
+            other => CommandError::from_error(Exit::Error, &other),
+        };
+        e.hints.extend(hint);
+        e
+    }
+}
+
+impl From<crate::writer::hookfile::HookFileError> for CommandError {
+    fn from(err: crate::writer::hookfile::HookFileError) -> Self {
+        use crate::writer::hookfile::HookFileError;
+        let manual =
+            "or call maverick from the hook yourself: `git-maverick hook pre-push \"$@\"` \
+                      (it reads the same stdin; pass it on if the hook reads it too)";
+        let hint = match &err {
+            HookFileError::Symlink { .. } => Some(format!("edit the file it points to, {manual}")),
+            HookFileError::NotExecutable { path } => Some(format!(
+                "make it executable (chmod +x {}) if it should run, or remove it; then install again",
+                path.display()
+            )),
+            HookFileError::NotShell { .. } => Some(format!("add the check to it: {manual}")),
+            HookFileError::Unbalanced { path } => Some(format!(
+                "fix or delete the maverick lines in {} by hand, then install again",
+                path.display()
+            )),
+            _ => None,
+        };
+        let mut e = CommandError::from_error(Exit::Error, &err);
+        e.hints.extend(hint);
+        e
+    }
+}
+
+impl From<crate::writer::prepush::PrePushError> for CommandError {
+    fn from(err: crate::writer::prepush::PrePushError) -> Self {
+        use crate::writer::prepush::PrePushError;
+        match err {
+            PrePushError::Git(e) => e.into(),
+            PrePushError::Record(e) => e.into(),
+            other => CommandError::from_error(Exit::Error, &other),
+        }
+    }
+}
+
+impl From<crate::coord::dispatch::DispatchError> for CommandError {
+    fn from(err: crate::coord::dispatch::DispatchError) -> Self {
+        use crate::coord::dispatch::DispatchError;
+        match err {
+            DispatchError::Surface(e) => e.into(),
+            DispatchError::SelfPull(_) => CommandError::from_error(Exit::Usage, &err)
+                .hint("name the pull request with --pr N, not the issue"),
+            other => CommandError::from_error(Exit::Error, &other),
+        }
+    }
+}
+
+impl From<crate::durable::hydrate::HydrateError> for CommandError {
+    fn from(err: crate::durable::hydrate::HydrateError) -> Self {
+        use crate::durable::hydrate::HydrateError;
+        match err {
+            HydrateError::Surface(e) => e.into(),
+            HydrateError::Git(e) => e.into(),
+            other => CommandError::from_error(Exit::Error, &other),
+        }
+    }
+}
+
+impl From<crate::durable::tasks::TaskError> for CommandError {
+    fn from(err: crate::durable::tasks::TaskError) -> Self {
+        use crate::durable::tasks::TaskError;
+        match err {
+            TaskError::Surface(e) => e.into(),
+            TaskError::Git(e) => e.into(),
+            TaskError::Record(e) => e.into(),
+            TaskError::State(e) => e.into(),
+            TaskError::OutOfRange { .. } | TaskError::NoTasks => {
+                CommandError::from_error(Exit::Usage, &err)
+            }
+            TaskError::NoTasksComment { issue } => CommandError::from_error(Exit::Error, &err)
+                .hint(format!(
+                    "write it with `git maverick task init {issue} FILE` (one task per line)"
+                )),
+            TaskError::AlreadyInitialised { issue, .. } => {
+                CommandError::from_error(Exit::Error, &err).hint(format!(
+                    "leave it, or rewrite it with `git maverick task init {issue} FILE --replace`"
+                ))
+            }
+            TaskError::Contended { .. } => {
+                CommandError::from_error(Exit::Error, &err).hint("run the command again")
+            }
+        }
+    }
+}
+
+impl From<crate::coord::hold::TimingError> for CommandError {
+    fn from(err: crate::coord::hold::TimingError) -> Self {
+        use crate::coord::hold::TimingError;
+        let hint = match err {
+            TimingError::ZeroHeartbeat => {
+                "set --heartbeat-interval (maverick.heartbeatInterval) to a positive duration"
+            }
+            TimingError::TtlTooShort { .. } => {
+                "raise --lease-ttl, or lower --heartbeat-interval or --grace"
+            }
+        };
+        CommandError::from_error(Exit::Usage, &err).hint(hint)
     }
 }

@@ -4,10 +4,10 @@
 //! `cas_push` runs git with this process's environment, so this file holds a
 //! single test that makes the process hermetic first.
 
+use crate::support::mav::branch_record::BranchStore;
+use crate::support::mav::git::Git;
+use crate::support::mav::push::{cas_push, cas_push_last_seen, PushError};
 use crate::support::TestEnv;
-use maverick::git::Git;
-use maverick::push::{cas_push, cas_push_last_seen, PushError};
-use maverick::record::BranchStore;
 
 use crate::support::STORY_BRANCH as BRANCH;
 
@@ -112,7 +112,7 @@ fn cas_push_refuses_a_remote_that_moved_and_a_rewrite() {
     assert!(matches!(err, PushError::Refused { .. }), "{err:?}");
     assert!(err.to_string().contains("moved on the remote"), "{err}");
     // ...until whoever owns the work decides to build on it.
-    maverick::prepush::record_seen(
+    crate::support::mav::prepush::record_seen(
         &git.common_dir().unwrap(),
         BRANCH,
         Some(&intruder),

@@ -33,7 +33,7 @@ fn run_in(dir: &std::path::Path, env: &TestEnv, args: &[&str]) -> Run {
 fn help_of_every_command() {
     let env = TestEnv::new();
     let mut paths = Vec::new();
-    command_paths(&maverick::cli::command(), Vec::new(), &mut paths);
+    command_paths(&crate::support::mav::cli::command(), Vec::new(), &mut paths);
     assert!(paths.len() > 5);
     let mut screens = String::new();
     for path in &paths {

@@ -8,8 +8,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::{Child, Stdio};
 
+use crate::support::mav::markers::{parse_markers, Marker, MarkerKind};
 use crate::support::{Repo, Run, Surface, TestEnv};
-use maverick::markers::{parse_markers, Marker, MarkerKind};
 use serde_json::Value;
 
 /// One issue as the surface shows it.

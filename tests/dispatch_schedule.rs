@@ -13,8 +13,8 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use maverick::config::{Settings, SurfaceKind};
-use maverick::dispatch::{analyze, DispatchResult, Dispatcher, Ledger, ReleaseHow};
+use crate::support::mav::config::{Settings, SurfaceKind};
+use crate::support::mav::dispatch::{analyze, DispatchResult, Dispatcher, Ledger, ReleaseHow};
 
 use crate::support::sim::{for_each_seed, Lag, Schedule, SimSurface, World};
 

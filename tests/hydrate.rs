@@ -3,11 +3,11 @@
 //! stories in flight only, one list of summaries, one of pull requests and
 //! one CI query.
 
-use maverick::config::{Settings, SurfaceKind};
-use maverick::hydrate::{hydrate, Hydrated};
-use maverick::markers::{render_marker, Marker, MarkerKind};
-use maverick::surface::{Comment, PullRequest};
-use maverick::timefmt::Timestamp;
+use crate::support::mav::config::{Settings, SurfaceKind};
+use crate::support::mav::hydrate::{hydrate, Hydrated};
+use crate::support::mav::markers::{render_marker, Marker, MarkerKind};
+use crate::support::mav::surface::{Comment, PullRequest};
+use crate::support::mav::timefmt::Timestamp;
 use serde_json::{json, Map, Value};
 
 use crate::support::sim::{SimSurface, World};

@@ -11,12 +11,12 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use maverick::config::{Settings, SurfaceKind};
-use maverick::lease::{
+use crate::support::mav::config::{Settings, SurfaceKind};
+use crate::support::mav::lease::{
     analyze, ClaimOutcome, ClaimRequest, Coordinator, Decision, HeartbeatOutcome,
 };
-use maverick::surface::Comment;
-use maverick::timefmt::Timestamp;
+use crate::support::mav::surface::Comment;
+use crate::support::mav::timefmt::Timestamp;
 
 use crate::support::sim::{for_each_seed, Lag, Schedule, SimSurface, World};
 

@@ -10,10 +10,10 @@ use crate::cli::GlobalArgs;
 use crate::config::Settings;
 use crate::error::{CommandError, Exit};
 use crate::git::Git;
-use crate::hookfile::{self, Change, HookFileError};
-use crate::prepush::{self, BranchState, PrePushError, RefUpdate};
-use crate::record::BranchStore;
 use crate::timefmt::Timestamp;
+use crate::writer::branch_record::BranchStore;
+use crate::writer::hookfile::{self, Change};
+use crate::writer::prepush::{self, BranchState, RefUpdate, RefusalKind};
 
 #[derive(Debug, Args)]
 pub struct HookArgs {
@@ -72,40 +72,6 @@ fn repository() -> Result<Git, CommandError> {
 fn on_path(program: &str) -> bool {
     std::env::var_os("PATH")
         .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
-}
-
-impl From<HookFileError> for CommandError {
-    fn from(err: HookFileError) -> Self {
-        let manual =
-            "or call maverick from the hook yourself: `git-maverick hook pre-push \"$@\"` \
-                      (it reads the same stdin; pass it on if the hook reads it too)";
-        let hint = match &err {
-            HookFileError::Symlink { .. } => Some(format!("edit the file it points to, {manual}")),
-            HookFileError::NotExecutable { path } => Some(format!(
-                "make it executable (chmod +x {}) if it should run, or remove it; then install again",
-                path.display()
-            )),
-            HookFileError::NotShell { .. } => Some(format!("add the check to it: {manual}")),
-            HookFileError::Unbalanced { path } => Some(format!(
-                "fix or delete the maverick lines in {} by hand, then install again",
-                path.display()
-            )),
-            _ => None,
-        };
-        let mut e = CommandError::from_error(Exit::Error, &err);
-        e.hints.extend(hint);
-        e
-    }
-}
-
-impl From<PrePushError> for CommandError {
-    fn from(err: PrePushError) -> Self {
-        match err {
-            PrePushError::Git(e) => e.into(),
-            PrePushError::Record(e) => e.into(),
-            other => CommandError::from_error(Exit::Error, &other),
-        }
-    }
 }
 
 fn install() -> Result<Outcome, CommandError> {
@@ -244,7 +210,10 @@ fn pre_push(global: &GlobalArgs, args: PrePushArgs) -> Result<Outcome, CommandEr
         }
         return Ok(outcome);
     }
-    let exit = if refusals.iter().any(|r| r.kind.exit() == Exit::ClaimLost) {
+    let exit = if refusals
+        .iter()
+        .any(|r| refusal_exit(r.kind) == Exit::ClaimLost)
+    {
         Exit::ClaimLost
     } else {
         Exit::Collision
@@ -265,4 +234,33 @@ fn pre_push(global: &GlobalArgs, args: PrePushArgs) -> Result<Outcome, CommandEr
         }
     }
     Ok(outcome)
+}
+
+/// SPEC 10: a push refused for the claim exits 7, one refused for the branch
+/// itself 8; several refusals exit with the claim's code when any names it.
+fn refusal_exit(kind: RefusalKind) -> Exit {
+    if kind.claim_lost() {
+        Exit::ClaimLost
+    } else {
+        Exit::Collision
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_map_to_spec_exit_codes() {
+        assert_eq!(refusal_exit(RefusalKind::NotHolder), Exit::ClaimLost);
+        assert_eq!(refusal_exit(RefusalKind::ClaimLost), Exit::ClaimLost);
+        for kind in [
+            RefusalKind::Deletion,
+            RefusalKind::MovedHead,
+            RefusalKind::NeverSeen,
+            RefusalKind::NonFastForward,
+        ] {
+            assert_eq!(refusal_exit(kind), Exit::Collision);
+        }
+    }
 }

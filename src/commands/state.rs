@@ -5,9 +5,9 @@ use serde_json::{json, Map, Value};
 
 use super::{Context, Outcome};
 use crate::cli::{issue_number, GlobalArgs};
+use crate::durable::markers::MarkerKind;
+use crate::durable::state::{self, StateError, StoryState};
 use crate::error::{CommandError, Exit};
-use crate::markers::MarkerKind;
-use crate::state::{self, StateError, StoryState};
 
 #[derive(Debug, Args)]
 pub struct StateArgs {
@@ -67,20 +67,6 @@ pub struct StoryArgs {
 
 fn marker_kind(text: &str) -> Result<MarkerKind, String> {
     text.parse::<MarkerKind>().map_err(|e| e.to_string())
-}
-
-impl From<StateError> for CommandError {
-    fn from(err: StateError) -> Self {
-        match err {
-            StateError::Surface(e) => e.into(),
-            StateError::NotState(_)
-            | StateError::TooLarge { .. }
-            | StateError::BadStoryState { .. } => CommandError::from_error(Exit::Usage, &err),
-            StateError::Contended { .. } | StateError::ReadBack { .. } => {
-                CommandError::from_error(Exit::Error, &err).hint("run the command again")
-            }
-        }
-    }
 }
 
 pub fn run(global: &GlobalArgs, args: StateArgs) -> Result<Outcome, CommandError> {

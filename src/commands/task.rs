@@ -7,11 +7,11 @@ use serde_json::{json, Map};
 
 use super::{Context, Outcome};
 use crate::cli::{issue_number, GlobalArgs};
+use crate::coord::lease::{self, Decision};
+use crate::durable::tasks::{self, IssueSource, Task, TaskError, TaskListView};
 use crate::error::{CommandError, Exit};
-use crate::lease::{self, Decision};
-use crate::push::{self, PushError};
-use crate::record::BranchStore;
-use crate::tasks::{self, IssueSource, Task, TaskError, TaskListView};
+use crate::writer::branch_record::BranchStore;
+use crate::writer::push::{self, PushError};
 
 #[derive(Debug, Args)]
 pub struct TaskArgs {
@@ -85,32 +85,6 @@ pub struct DoneArgs {
     /// The story, when neither a claim nor the branch name tells it
     #[arg(long = "issue", value_name = "N", value_parser = issue_number)]
     pub issue: Option<u64>,
-}
-
-impl From<TaskError> for CommandError {
-    fn from(err: TaskError) -> Self {
-        match err {
-            TaskError::Surface(e) => e.into(),
-            TaskError::Git(e) => e.into(),
-            TaskError::Record(e) => e.into(),
-            TaskError::State(e) => e.into(),
-            TaskError::OutOfRange { .. } | TaskError::NoTasks => {
-                CommandError::from_error(Exit::Usage, &err)
-            }
-            TaskError::NoTasksComment { issue } => CommandError::from_error(Exit::Error, &err)
-                .hint(format!(
-                    "write it with `git maverick task init {issue} FILE` (one task per line)"
-                )),
-            TaskError::AlreadyInitialised { issue, .. } => {
-                CommandError::from_error(Exit::Error, &err).hint(format!(
-                    "leave it, or rewrite it with `git maverick task init {issue} FILE --replace`"
-                ))
-            }
-            TaskError::Contended { .. } => {
-                CommandError::from_error(Exit::Error, &err).hint("run the command again")
-            }
-        }
-    }
 }
 
 pub fn run(global: &GlobalArgs, args: TaskArgs) -> Result<Outcome, CommandError> {

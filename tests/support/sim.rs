@@ -20,11 +20,11 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use maverick::surface::{
+use crate::support::mav::surface::{
     apply_membership, Applied, CiStatus, Comment, Guard, Issue, IssueSummary, Op, PullRequest,
     Surface, SurfaceError, Write,
 };
-use maverick::timefmt::Timestamp;
+use crate::support::mav::timefmt::Timestamp;
 
 /// xorshift64*: small, fast, and the same on every machine.
 #[derive(Clone, Debug)]

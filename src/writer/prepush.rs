@@ -32,10 +32,11 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::error::Exit;
+use crate::coord::record::{ClaimRecord, ClaimStore};
+use crate::files::RecordError;
 use crate::git::{Git, GitError};
-use crate::record::{BranchRecord, BranchStore, ClaimRecord, ClaimStore, RecordError};
 use crate::timefmt::Timestamp;
+use crate::writer::branch_record::{BranchRecord, BranchStore};
 
 /// What this writer keeps pending at most (one per allowed push in a row
 /// that the remote never confirmed).
@@ -189,11 +190,11 @@ pub enum RefusalKind {
 }
 
 impl RefusalKind {
-    pub fn exit(self) -> Exit {
-        match self {
-            RefusalKind::NotHolder | RefusalKind::ClaimLost => Exit::ClaimLost,
-            _ => Exit::Collision,
-        }
+    /// Whether the pusher lost (or never had) the claim, as opposed to a
+    /// collision on the branch itself. The command layer maps this to an
+    /// exit code.
+    pub fn claim_lost(self) -> bool {
+        matches!(self, RefusalKind::NotHolder | RefusalKind::ClaimLost)
     }
 }
 
@@ -226,11 +227,10 @@ impl Refusal {
             ),
             format!("  last seen here:  {}", head(&self.last_seen)),
             format!("  this push:       {}", head(&self.pushed)),
-            match self.kind.exit() {
-                Exit::ClaimLost => {
-                    "maverick: claim lost: stop and report; do not merge or overwrite.".to_owned()
-                }
-                _ => "maverick: stop and report; do not merge or overwrite.".to_owned(),
+            if self.kind.claim_lost() {
+                "maverick: claim lost: stop and report; do not merge or overwrite.".to_owned()
+            } else {
+                "maverick: stop and report; do not merge or overwrite.".to_owned()
             },
             format!("hint: {}", self.hint),
         ]
@@ -543,8 +543,8 @@ mod tests {
         assert!(check_holder(b, &stale, "me").is_ok());
         assert_eq!(lease_warnings(&stale, "me", now).len(), 1);
         assert!(lease_warnings(&[claim("me", 1, 1, live)], "me", now).is_empty());
-        assert_eq!(RefusalKind::NotHolder.exit(), Exit::ClaimLost);
-        assert_eq!(RefusalKind::MovedHead.exit(), Exit::Collision);
+        assert!(RefusalKind::NotHolder.claim_lost());
+        assert!(!RefusalKind::MovedHead.claim_lost());
     }
 
     #[test]
