@@ -426,19 +426,7 @@ fn a_hook_in_another_language_is_left_alone() {
 #[test]
 fn a_pusher_whose_claim_was_taken_over_is_refused() {
     let env = TestEnv::new();
-    let a = env.clone("a");
-    a.maverick(&["hook", "install"]).expect(0);
-    a.maverick(&[
-        "--lease-ttl",
-        "60s",
-        "coord",
-        "claim",
-        "142",
-        "--branch",
-        BRANCH,
-    ])
-    .expect(0);
-    a.git(&["switch", "--quiet", "-c", BRANCH]);
+    let a = env.claimed_clone_with_ttl("a", "60s");
     a.commit_file("one.rs", "1\n", "feat: one");
 
     let b = env.clone("b");
@@ -459,19 +447,7 @@ fn a_pusher_whose_claim_was_taken_over_is_refused() {
 #[test]
 fn a_stale_lease_is_a_warning_and_the_generation_the_fence() {
     let env = TestEnv::new();
-    let a = env.clone("a");
-    a.maverick(&["hook", "install"]).expect(0);
-    a.maverick(&[
-        "--lease-ttl",
-        "60s",
-        "coord",
-        "claim",
-        "142",
-        "--branch",
-        BRANCH,
-    ])
-    .expect(0);
-    a.git(&["switch", "--quiet", "-c", BRANCH]);
+    let a = env.claimed_clone_with_ttl("a", "60s");
     a.commit_file("one.rs", "1\n", "feat: one");
     env.advance_clock(61);
     env.clone("watch")

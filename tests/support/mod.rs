@@ -350,10 +350,24 @@ impl TestEnv {
     /// A clone with the pre-push hook installed, holding #142 with
     /// [`STORY_BRANCH`] checked out: where most push tests start.
     pub fn claimed_clone(&self, name: &str) -> Repo<'_> {
+        self.claimed_clone_with_ttl(name, "10m")
+    }
+
+    /// [`TestEnv::claimed_clone`] with a lease of `ttl` (one that a test
+    /// lets run out with [`TestEnv::advance_clock`]).
+    pub fn claimed_clone_with_ttl(&self, name: &str, ttl: &str) -> Repo<'_> {
         let repo = self.clone(name);
         repo.maverick(&["hook", "install"]).expect(0);
-        repo.maverick(&["coord", "claim", "142", "--branch", STORY_BRANCH])
-            .expect(0);
+        repo.maverick(&[
+            "--lease-ttl",
+            ttl,
+            "coord",
+            "claim",
+            "142",
+            "--branch",
+            STORY_BRANCH,
+        ])
+        .expect(0);
         repo.git(&["switch", "--quiet", "-c", STORY_BRANCH]);
         repo
     }
