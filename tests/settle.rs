@@ -1,9 +1,10 @@
 //! The settle rule under GitHub's conditions, replayed deterministically.
 //!
-//! A simulated surface without compare-and-swap whose comment lists lag
-//! writes by a random number of steps, and a seeded scheduler that decides
-//! which instance's next surface call runs: every interleaving is a seed, so
-//! a failing one can be replayed exactly. The property is the one the spec
+//! The simulator (`support::sim`): a surface without compare-and-swap whose
+//! reads show a new comment a random number of steps late, and a seeded
+//! schedule that decides which instance's next surface call runs: every
+//! interleaving is a seed, so a failing one is replayed exactly
+//! (`MAVERICK_SEED=<seed>`). The property is the one the spec
 //! promises for GitHub: after every claimant's next heartbeat, at most one
 //! instance believes it holds the issue, it is the holder every reader
 //! computes, and every other claimant lost (exit 6 or 7).
