@@ -713,12 +713,28 @@ pub fn read_remote_branch(
         return Err(out.into_error().into());
     }
     let head = git.read(["rev-parse", "--verify", "--end-of-options", &tracking])?;
+    let (history, commits) = task_commits(git, &head, issue)?;
+    Ok(RemoteBranch {
+        name: branch.to_owned(),
+        head: Some(head),
+        commits,
+        history,
+    })
+}
+
+/// The history of `rev` (newest first, at most `MAX_HISTORY` commits) and the
+/// oldest commit of each task of `issue` on it, by its trailers.
+pub fn task_commits(
+    git: &Git,
+    rev: &str,
+    issue: u64,
+) -> Result<(Vec<String>, Vec<TaskCommit>), TaskError> {
     let format = format!(
         "--format=%H%x1f%h%x1f%(trailers:key={ISSUE_TRAILER},valueonly,separator=%x2C)%x1f%(trailers:key={TASK_TRAILER},valueonly,separator=%x2C)%x1e"
     );
     let log = git
         .cmd(["log", &format, &format!("--max-count={MAX_HISTORY}")])
-        .args(["--end-of-options", &head])
+        .args(["--end-of-options", rev])
         .output()?;
     let text = log.stdout_text()?;
     let mut commits: BTreeMap<usize, TaskCommit> = BTreeMap::new();
@@ -750,12 +766,7 @@ pub fn read_remote_branch(
             );
         }
     }
-    Ok(RemoteBranch {
-        name: branch.to_owned(),
-        head: Some(head),
-        commits: commits.into_values().collect(),
-        history,
-    })
+    Ok((history, commits.into_values().collect()))
 }
 
 /// The tasks of an issue after reconciling them with the remote branch.

@@ -1,0 +1,175 @@
+//! Crash and fault safety (issue 12): what a `kill -9` leaves behind, and the
+//! next run that heals it, through the real binary on a bare origin and on
+//! the fake GitHub server.
+
+mod support;
+
+use support::surfaces::SurfaceSetup;
+use support::Repo;
+
+const STORY: u64 = 142;
+const BRANCH: &str = "maverick/142-parser";
+
+const FOUR_TASKS: &str = "\
+Parse marker blocks
+Upsert markers in place
+Verify after writing
+Document the format
+";
+
+/// A clone on the story's branch, with the story's tasks comment written.
+fn start_story<'a>(s: &'a dyn SurfaceSetup, name: &str) -> Repo<'a> {
+    let repo = s.clone(name);
+    repo.git(&["switch", "--quiet", "-c", BRANCH]);
+    let path = s.env().path().join("tasks.md");
+    std::fs::write(&path, FOUR_TASKS).unwrap();
+    s.maverick(&repo, &["task", "init", "142", path.to_str().unwrap()])
+        .expect(0);
+    repo
+}
+
+fn stage(repo: &Repo<'_>, path: &str) {
+    repo.write_file(path, &format!("// {path}\n"));
+    repo.git(&["add", path]);
+}
+
+/// Commits what is staged as `task done` would, with its trailers.
+fn commit_as_task(repo: &Repo<'_>, task: usize, subject: &str) -> String {
+    repo.git(&[
+        "commit",
+        "--quiet",
+        "-m",
+        subject,
+        "--trailer",
+        &format!("Maverick-Issue: {STORY}"),
+        "--trailer",
+        &format!("Maverick-Task: {task}"),
+    ]);
+    repo.git(&["rev-parse", "HEAD"])
+}
+
+/// `(checked, sha)` of each task line of the tasks comment.
+fn marks(s: &dyn SurfaceSetup) -> Vec<(bool, Option<String>)> {
+    let body = s
+        .comment_starting_with(STORY, "## Tasks")
+        .expect("the story has a tasks comment")
+        .body;
+    maverick::tasks::parse_tasks(&body)
+        .into_iter()
+        .map(|t| (t.done, t.sha))
+        .collect()
+}
+
+/// The `Maverick-Task` trailer of each commit of the branch on origin
+/// beyond main, oldest first, with its sha.
+fn remote_tasks(s: &dyn SurfaceSetup) -> Vec<(String, String)> {
+    let out = s.env().git_in(
+        &s.env().origin,
+        &[
+            "log",
+            "--reverse",
+            "--format=%H %(trailers:key=Maverick-Task,valueonly,separator=%x2C)",
+            &format!("main..{BRANCH}"),
+        ],
+    );
+    out.lines()
+        .map(|l| {
+            let (sha, task) = l.split_once(' ').unwrap_or((l, ""));
+            (sha.to_owned(), task.trim().to_owned())
+        })
+        .collect()
+}
+
+/// Asserts each task's check mark names the one commit on origin that
+/// carries its number, and that no two commits carry one number.
+#[track_caller]
+fn assert_marks_follow_the_branch(s: &dyn SurfaceSetup, done: usize) {
+    let commits = remote_tasks(s);
+    let mut numbers: Vec<&str> = commits.iter().map(|(_, t)| t.as_str()).collect();
+    numbers.sort_unstable();
+    numbers.dedup();
+    assert_eq!(
+        numbers.len(),
+        commits.len(),
+        "one commit per task: {commits:?}"
+    );
+    let marks = marks(s);
+    for (i, (checked, sha)) in marks.iter().enumerate() {
+        let number = (i + 1).to_string();
+        let commit = commits.iter().find(|(_, t)| *t == number);
+        match commit {
+            Some((full, _)) => {
+                assert!(
+                    checked,
+                    "task {number} has a commit on origin but is unchecked"
+                );
+                let sha = sha.as_deref().expect("the check mark names its commit");
+                assert!(full.starts_with(sha), "task {number}: {sha} is not {full}");
+            }
+            None => assert!(
+                !checked,
+                "task {number} is checked with no commit on origin"
+            ),
+        }
+    }
+    assert_eq!(marks.iter().filter(|(c, _)| *c).count(), done, "{marks:?}");
+}
+
+fn task_done_after_a_crash_between_push_and_check_off(s: &dyn SurfaceSetup) {
+    let a = start_story(s, "alpha");
+    stage(&a, "src/one.rs");
+    s.maverick(&a, &["task", "done", "-m", "feat: one"])
+        .expect(0);
+    // What `kill -9` of `task done` leaves between its push and its check
+    // mark: task 2 on origin, unchecked. (The pre-push hook records the
+    // plain push as this writer's own, as maverick's push does.)
+    s.maverick(&a, &["hook", "install"]).expect(0);
+    stage(&a, "src/two.rs");
+    commit_as_task(&a, 2, "feat: two");
+    a.git(&["push", "--quiet", "origin", BRANCH]);
+    assert_eq!(marks(s)[1], (false, None));
+
+    // The same clone carries on: the new work is task 3, not task 2 again.
+    stage(&a, "src/three.rs");
+    let run = s.maverick(&a, &["--json", "task", "done", "-m", "feat: three"]);
+    run.expect(0);
+    assert_eq!(run.json()["task"], 3, "{}", run.screen());
+    assert_marks_follow_the_branch(s, 3);
+    stage(&a, "src/four.rs");
+    let run = s.maverick(&a, &["--json", "task", "done", "-m", "docs: four"]);
+    assert_eq!(run.json()["task"], 4, "{}", run.screen());
+    assert_marks_follow_the_branch(s, 4);
+}
+
+fn task_done_never_reuses_a_task_of_an_unpushed_commit(s: &dyn SurfaceSetup) {
+    let a = start_story(s, "alpha");
+    stage(&a, "src/one.rs");
+    s.maverick(&a, &["task", "done", "-m", "feat: one"])
+        .expect(0);
+    // A crash after the commit of task 2, then a plain commit on top.
+    stage(&a, "src/two.rs");
+    commit_as_task(&a, 2, "feat: two");
+    stage(&a, "src/wip.rs");
+    a.git(&["commit", "--quiet", "-m", "chore: wip"]);
+
+    stage(&a, "src/three.rs");
+    let run = s.maverick(&a, &["--json", "task", "done", "-m", "feat: three"]);
+    run.expect(0);
+    assert_eq!(run.json()["task"], 3, "{}", run.screen());
+    // The push brought task 2's commit too, and checked it off with its own sha.
+    assert_marks_follow_the_branch(s, 3);
+
+    // Unless --task says so: more work on task 1.
+    stage(&a, "src/one-more.rs");
+    let run = s.maverick(
+        &a,
+        &["--json", "task", "done", "--task", "1", "-m", "fix: one"],
+    );
+    run.expect(0);
+    assert_eq!(run.json()["task"], 1, "{}", run.screen());
+}
+
+on_surfaces!(
+    task_done_after_a_crash_between_push_and_check_off,
+    task_done_never_reuses_a_task_of_an_unpushed_commit,
+);
