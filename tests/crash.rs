@@ -4,8 +4,11 @@
 
 mod support;
 
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
 use support::surfaces::SurfaceSetup;
-use support::Repo;
+use support::{Repo, Surface, TestEnv};
 
 const STORY: u64 = 142;
 const BRANCH: &str = "maverick/142-parser";
@@ -173,3 +176,160 @@ on_surfaces!(
     task_done_after_a_crash_between_push_and_check_off,
     task_done_never_reuses_a_task_of_an_unpushed_commit,
 );
+
+/// Polls until `path` exists and holds a line; returns it.
+#[track_caller]
+fn wait_for_line(path: &std::path::Path, within: Duration) -> String {
+    let end = Instant::now() + within;
+    while Instant::now() < end {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            if text.ends_with('\n') {
+                return text.trim().to_owned();
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("{} did not appear within {within:?}", path.display());
+}
+
+/// Whether process `pid` is alive (a zombie is not).
+fn alive(pid: i32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let state = stat
+        .rsplit_once(") ")
+        .and_then(|(_, rest)| rest.chars().next());
+    !matches!(state, None | Some('Z') | Some('X'))
+}
+
+/// `git maverick run ARGS -- sh -c SCRIPT` as `repo`'s instance, started.
+fn spawn_run(repo: &Repo<'_>, args: &[&str], script: &str) -> Child {
+    let mut all = vec!["run"];
+    all.extend(args);
+    all.extend(["--", "sh", "-c", script]);
+    let mut cmd = repo.maverick_command(&all);
+    cmd.env("MAVERICK_INSTANCE", &repo.instance)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd.spawn().expect("git-maverick starts")
+}
+
+#[test]
+fn run_killed_with_sigkill_takes_its_command_with_it() {
+    let env = TestEnv::new();
+    let a = env.clone("alpha");
+    let pid_file = env.path().join("command.pid");
+    let mut run = spawn_run(
+        &a,
+        &[
+            "--lease-ttl",
+            "4s",
+            "--heartbeat-interval",
+            "1s",
+            "--grace",
+            "1s",
+            "7",
+        ],
+        &format!("echo $$ > {}; exec sleep 1000", pid_file.display()),
+    );
+    let command: i32 = wait_for_line(&pid_file, Duration::from_secs(30))
+        .parse()
+        .unwrap();
+    assert!(alive(command));
+
+    run.kill().unwrap(); // SIGKILL: run can stop nothing itself.
+    run.wait().unwrap();
+    let end = Instant::now() + Duration::from_secs(5);
+    while alive(command) && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(!alive(command), "the command outlived `run`");
+
+    // Nothing released, so the claim blocks others until its lease goes
+    // stale; then the documented takeover recovers the issue.
+    let b = env.clone("beta");
+    b.maverick(&["coord", "read", "7"]).expect(4);
+    b.wait_for_exit(&["coord", "read", "7"], 5, Duration::from_secs(30));
+    b.maverick(&["coord", "claim", "7", "--takeover"]).expect(0);
+}
+
+/// GitHub's lists lag longer than the settle delay: both racers' claims
+/// succeed and both commands start. The first heartbeat settles again a few
+/// settle delays later, so one of them stops within seconds, not minutes.
+#[test]
+fn a_race_hidden_by_list_lag_ends_at_the_early_first_heartbeat() {
+    let env = TestEnv::with_surface(Surface::Github);
+    let fake = env.github();
+    fake.create_issue(77, "contested", &[]);
+    let racers: Vec<Repo<'_>> = ["racer-a", "racer-b"]
+        .iter()
+        .map(|n| env.clone(n))
+        .collect();
+    for r in &racers {
+        r.git(&["config", "maverick.settleDelay", "1s"]);
+    }
+    fake.set_list_lag(Duration::from_secs(2));
+    let dir = env.path().to_owned();
+    let mut runs: Vec<Child> = racers
+        .iter()
+        .map(|r| {
+            spawn_run(
+                r,
+                &["77"],
+                &format!(
+                    "echo $$ > {d}/{n}.pid; trap 'exit 0' TERM; while :; do sleep 0.05; done",
+                    d = dir.display(),
+                    n = r.instance
+                ),
+            )
+        })
+        .collect();
+    for r in &racers {
+        wait_for_line(
+            &dir.join(format!("{}.pid", r.instance)),
+            Duration::from_secs(30),
+        );
+    }
+
+    // Well within the 120s heartbeat interval, one run exits 7.
+    let end = Instant::now() + Duration::from_secs(20);
+    let loser = loop {
+        if let Some(i) = runs
+            .iter_mut()
+            .position(|c| c.try_wait().unwrap().is_some())
+        {
+            break i;
+        }
+        assert!(Instant::now() < end, "both racers still run their commands");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let lost = runs.remove(loser).wait_with_output().unwrap();
+    assert_eq!(
+        lost.status.code(),
+        Some(7),
+        "{}",
+        String::from_utf8_lossy(&lost.stderr)
+    );
+    let winner = &racers[1 - loser];
+    let read = winner.maverick(&["--json", "coord", "read", "77"]);
+    read.expect(0);
+    assert_eq!(read.json()["holder"]["instance_id"], winner.instance);
+
+    // The winner carries on; SIGTERM ends it and releases.
+    let mut winner_run = runs.pop().unwrap();
+    assert!(
+        winner_run.try_wait().unwrap().is_none(),
+        "the winner runs on"
+    );
+    let term = std::process::Command::new("kill")
+        .args(["-TERM", &winner_run.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    let out = winner_run.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(143),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
