@@ -71,12 +71,55 @@ pub struct IssueView {
     pub expires_at: Option<Timestamp>,
     pub decision: Decision,
     pub now: Timestamp,
+    /// Writers whose stamps on this issue lead `now` by more than
+    /// `maxClockSkew`: their clock or this one is wrong (SPEC 2).
+    pub clock_skew: Vec<ClockSkew>,
     /// This instance's claim of the current generation, if it has one that
     /// does not hold (it lost the settle).
     #[serde(skip)]
     pub my_losing_claim: Option<ClaimView>,
     #[serde(skip)]
     my_lease_comment: Option<(u64, Map<String, Value>)>,
+}
+
+/// A writer whose clock runs ahead of the reader's by more than allowed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ClockSkew {
+    pub instance_id: String,
+    /// Its stamp furthest ahead.
+    pub stamp: Timestamp,
+    pub ahead_secs: i64,
+}
+
+/// The writers of claim and lease markers whose stamps (the comment's time
+/// and the payload's own) lead `now` by more than `max_skew`.
+fn clocks_ahead(markers: &[MarkerAt<'_>], now: Timestamp, max_skew: Duration) -> Vec<ClockSkew> {
+    let limit = now.plus(max_skew);
+    let mut found: Vec<ClockSkew> = Vec::new();
+    for at in markers {
+        let Some(instance) = at.marker.str_field("instance_id") else {
+            continue;
+        };
+        let stamps = ["claimed_at", "heartbeat_at", "released_at"]
+            .iter()
+            .filter_map(|k| at.marker.str_field(k).and_then(Timestamp::parse))
+            .chain([at.comment.created_at, at.comment.updated_at]);
+        for stamp in stamps.filter(|s| *s > limit) {
+            match found.iter_mut().find(|f| f.instance_id == instance) {
+                Some(f) if f.stamp >= stamp => {}
+                Some(f) => {
+                    f.stamp = stamp;
+                    f.ahead_secs = stamp.0 - now.0;
+                }
+                None => found.push(ClockSkew {
+                    instance_id: instance.to_owned(),
+                    stamp,
+                    ahead_secs: stamp.0 - now.0,
+                }),
+            }
+        }
+    }
+    found
 }
 
 struct MarkerAt<'a> {
@@ -239,6 +282,12 @@ pub fn analyze(issue: &Issue, settings: &Settings, me: &str, now: Timestamp) -> 
         }
         None => (None, None),
     };
+    // Flagged, not overruled: from here a clock far ahead and this clock
+    // far behind look the same, and a reader that is behind must not judge
+    // every live lease stale. What keeps one wrong clock from misjudging
+    // everyone's leases is that no writer follows it (the git surface's
+    // stamps, `surface::git`).
+    let clock_skew = clocks_ahead(&markers, now, settings.max_clock_skew);
     let expires_at = lease.as_ref().map(|l| l.expires_at);
     let blocked_by: Vec<u64> = issue
         .labels
@@ -266,6 +315,7 @@ pub fn analyze(issue: &Issue, settings: &Settings, me: &str, now: Timestamp) -> 
         expires_at,
         decision,
         now,
+        clock_skew,
         my_losing_claim,
         my_lease_comment,
     }

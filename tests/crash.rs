@@ -8,7 +8,7 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use support::surfaces::SurfaceSetup;
-use support::{Repo, Surface, TestEnv};
+use support::{Repo, Run, Surface, TestEnv};
 
 const STORY: u64 = 142;
 const BRANCH: &str = "maverick/142-parser";
@@ -332,4 +332,226 @@ fn a_race_hidden_by_list_lag_ends_at_the_early_first_heartbeat() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// `git maverick ARGS` as `repo`'s instance with its clock moved by
+/// `offset` (faketime's `-f` syntax: `+365d`, `-1d`), through the real
+/// `faketime` (Debian's package; `.ci/run` installs it).
+fn maverick_at(repo: &Repo<'_>, offset: &str, args: &[&str]) -> Run {
+    let cmd = repo.maverick_command(args);
+    let program = cmd.get_program().to_owned();
+    let mut faked = std::process::Command::new("faketime");
+    faked
+        .arg("-f")
+        .arg(offset)
+        .arg(program)
+        .args(cmd.get_args());
+    faked.current_dir(&repo.dir);
+    for (key, value) in cmd.get_envs() {
+        match value {
+            Some(v) => faked.env(key, v),
+            None => faked.env_remove(key),
+        };
+    }
+    faked.env("MAVERICK_INSTANCE", &repo.instance);
+    let out = faked
+        .stdin(Stdio::null())
+        .output()
+        .expect("faketime runs (apt-get install faketime)");
+    Run::from_output(args, out)
+}
+
+fn epoch_of(value: &serde_json::Value) -> i64 {
+    maverick::timefmt::Timestamp::parse(value.as_str().expect("a timestamp"))
+        .expect("RFC 3339")
+        .0
+}
+
+fn real_now() -> i64 {
+    maverick::timefmt::Timestamp::now().0
+}
+
+#[test]
+fn a_clock_a_year_ahead_poisons_nobody_elses_leases() {
+    let env = TestEnv::new();
+    let ahead = env.clone("ahead");
+    let beta = env.clone("beta");
+    let gamma = env.clone("gamma");
+    // The issue's reproduction: one label written a year ahead.
+    maverick_at(&ahead, "+365d", &["coord", "label", "add", "9", "triage"]).expect(0);
+
+    // A correct clock claims afterwards: its lease lives one ttl, not a year.
+    beta.maverick(&["--lease-ttl", "3s", "coord", "claim", "5"])
+        .expect(0);
+    let read = gamma.maverick(&["--json", "coord", "read", "5"]);
+    read.expect(4);
+    let expires = epoch_of(&read.json()["expires_at"]);
+    assert!(
+        expires <= real_now() + 3 + 2,
+        "the lease lives a ttl, not a year: {}",
+        read.stdout
+    );
+    // beta dies without a release: its issue goes stale within the ttl, and
+    // the documented takeover recovers it.
+    gamma.wait_for_exit(&["coord", "read", "5"], 5, Duration::from_secs(30));
+    gamma
+        .maverick(&["coord", "claim", "5", "--takeover"])
+        .expect(0);
+
+    // The wrong clock's own claim is flagged: it misjudges its own lease
+    // (as others read it, it lives a year), nobody else's.
+    maverick_at(&ahead, "+365d", &["coord", "claim", "6"]).expect(0);
+    let read = gamma.maverick(&["coord", "read", "6"]);
+    read.expect(4);
+    assert!(
+        read.stderr.contains("warning: ahead's clock runs 36")
+            && read.stderr.contains("maverick.maxClockSkew is 5m")
+            && read.stderr.contains("fix it (NTP)"),
+        "{}",
+        read.screen()
+    );
+    let json = gamma.maverick(&["--json", "coord", "read", "6"]).json();
+    assert_eq!(json["clock_skew"][0]["instance_id"], "ahead", "{json}");
+    assert!(json["clock_skew"][0]["ahead_secs"].as_i64().unwrap() > 364 * 86400);
+    assert_eq!(json["warnings"].as_array().unwrap().len(), 1, "{json}");
+    // Within the bound, nothing is flagged.
+    let relaxed = gamma
+        .maverick(&["--json", "--max-clock-skew", "8784h", "coord", "read", "6"])
+        .json();
+    assert_eq!(relaxed["decision"], "held", "{relaxed}");
+    assert_eq!(relaxed["clock_skew"], serde_json::json!([]));
+    // Its writes never drag the others' stamps along: another correct
+    // writer's lease still lives one ttl.
+    maverick_at(&ahead, "+365d", &["coord", "heartbeat", "6"]).expect(0);
+    beta.maverick(&["coord", "claim", "10"]).expect(0);
+    let read = gamma.maverick(&["--json", "coord", "read", "10"]);
+    read.expect(4);
+    let left = epoch_of(&read.json()["expires_at"]) - real_now();
+    assert!((590..=602).contains(&left), "{}", read.stdout);
+}
+
+#[test]
+fn a_clock_a_day_behind_misjudges_only_its_own_leases() {
+    let env = TestEnv::new();
+    let behind = env.clone("behind");
+    let beta = env.clone("beta");
+    beta.maverick(&["coord", "claim", "5"]).expect(0);
+    // The slow clock sees beta's lease as live (longer than it is: safe),
+    // and says that one of the two clocks is wrong.
+    let read = maverick_at(&behind, "-1d", &["coord", "read", "5"]);
+    read.expect(4);
+    assert!(
+        read.stderr.contains("warning: beta's clock runs"),
+        "{}",
+        read.screen()
+    );
+    maverick_at(&behind, "-1d", &["coord", "claim", "5"]).expect(4);
+    // Its own claim looks expired to everyone else: it can be taken over,
+    // and then its next heartbeat says the claim is lost.
+    maverick_at(&behind, "-1d", &["coord", "claim", "7"]).expect(0);
+    beta.maverick(&["coord", "read", "7"]).expect(5);
+    beta.maverick(&["coord", "claim", "7", "--takeover"])
+        .expect(0);
+    maverick_at(&behind, "-1d", &["coord", "heartbeat", "7"]).expect(7);
+    // And it moved nobody's clock: beta's leases are judged right.
+    beta.maverick(&["coord", "claim", "8"]).expect(0);
+    let read = env
+        .clone("gamma")
+        .maverick(&["--json", "coord", "read", "8"]);
+    read.expect(4);
+    let left = epoch_of(&read.json()["expires_at"]) - real_now();
+    assert!((590..=602).contains(&left), "{}", read.stdout);
+}
+
+#[test]
+fn a_clock_jumping_back_mid_lease_never_leaves_two_holders() {
+    let env = TestEnv::new();
+    let beta = env.clone("beta");
+    let gamma = env.clone("gamma");
+    beta.maverick(&["coord", "claim", "5"]).expect(0);
+    gamma.maverick(&["coord", "read", "5"]).expect(4);
+    // beta's clock jumps back a day, then it renews.
+    maverick_at(&beta, "-1d", &["coord", "heartbeat", "5"]).expect(0);
+    // Its renewal is stamped with its wrong clock: the lease looks expired
+    // to others, who may take it over; beta, back or not, then loses it.
+    gamma.maverick(&["coord", "read", "5"]).expect(5);
+    gamma
+        .maverick(&["coord", "claim", "5", "--takeover"])
+        .expect(0);
+    beta.maverick(&["coord", "heartbeat", "5"]).expect(7);
+    maverick_at(&beta, "-1d", &["coord", "heartbeat", "5"]).expect(7);
+    let read = beta.maverick(&["--json", "coord", "read", "5"]);
+    read.expect(4);
+    assert_eq!(read.json()["holder"]["instance_id"], "gamma");
+    // The surface's clock was not dragged back for others.
+    let left = epoch_of(&read.json()["expires_at"]) - real_now();
+    assert!((590..=602).contains(&left), "{}", read.stdout);
+}
+
+#[test]
+fn lease_durations_are_whole_seconds_and_at_least_one() {
+    let env = TestEnv::new();
+    let a = env.clone("alpha");
+    for (flag, value) in [
+        ("--lease-ttl", "500ms"),
+        ("--lease-ttl", "0"),
+        ("--heartbeat-interval", "0s"),
+        ("--heartbeat-interval", "1500ms"),
+        ("--max-clock-skew", "0"),
+    ] {
+        let run = a.maverick(&[flag, value, "coord", "claim", "5"]);
+        run.expect(2);
+        assert!(
+            run.stderr.contains(&format!("for '{flag} <DURATION>'"))
+                && run.stderr.contains("at least 1s"),
+            "{}",
+            run.screen()
+        );
+    }
+    let grace = a.maverick(&["run", "--grace", "0", "5", "--", "true"]);
+    grace.expect(2);
+    assert!(
+        grace.stderr.contains("'--grace <DURATION>'") && grace.stderr.contains("at least 1s"),
+        "{}",
+        grace.screen()
+    );
+    assert_eq!(env.write_count(), 0, "nothing was written");
+
+    for (key, value) in [
+        ("leaseTtl", "500ms"),
+        ("leaseTtl", "0"),
+        ("heartbeatInterval", "0"),
+        ("maxClockSkew", "10ms"),
+    ] {
+        a.git(&["config", &format!("maverick.{key}"), value]);
+        let run = a.maverick(&["coord", "claim", "5"]);
+        run.expect(1);
+        assert!(
+            run.stderr.contains(&format!(
+                "error: maverick.{key} = \"{value}\" is not valid: a whole number of seconds, at least 1s"
+            )),
+            "{}",
+            run.screen()
+        );
+        a.git(&["config", "--unset", &format!("maverick.{key}")]);
+    }
+    assert_eq!(env.write_count(), 0, "nothing was written");
+
+    // The least values are stated where people look.
+    let help = a.maverick(&["--help"]);
+    assert!(
+        help.stdout.contains("default 10m, at least 1s")
+            && help.stdout.contains("default 2m, at least 1s"),
+        "{}",
+        help.stdout
+    );
+    let run_help = a.maverick(&["run", "--help"]);
+    assert!(
+        run_help.stdout.contains("at least 1s"),
+        "{}",
+        run_help.stdout
+    );
+    // The least values work.
+    a.maverick(&["--lease-ttl", "1s", "coord", "claim", "5"])
+        .expect(0);
 }
