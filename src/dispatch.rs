@@ -405,7 +405,11 @@ pub fn analyze(ledger: &Ledger, settings: &Settings, frontier_label: &str) -> Sl
                 Some(Skip::PullOpen)
             } else if wip || m.live.iter().any(fresh) {
                 Some(Skip::Claimed)
-            } else if issue.has_label(&labels.in_progress) {
+            } else if issue.has_label(&labels.in_progress)
+                && !crate::lease::analyze(issue, settings, "", now).orphan_label
+            {
+                // A claim label with no unreleased claim behind it is an
+                // orphan (a release that failed part way): the issue is free.
                 Some(Skip::InProgress)
             } else if !issue.assignees.is_empty() {
                 Some(Skip::Assigned)

@@ -74,6 +74,15 @@ pub struct IssueView {
     /// Writers whose stamps on this issue lead `now` by more than
     /// `maxClockSkew`: their clock or this one is wrong (SPEC 2).
     pub clock_skew: Vec<ClockSkew>,
+    /// The claim label left behind by released claims, with no unreleased
+    /// claim behind it (a release that removed its label only in part):
+    /// free to claim and to dispatch (SPEC 4). A label that no claim ever
+    /// backed is not one: it may be a claim whose comment is on its way.
+    pub orphan_label: bool,
+    /// Whether the newest claim of the current generation is this
+    /// instance's own, released: an orphan label is its release unfinished.
+    #[serde(skip)]
+    my_release_unfinished: bool,
     /// This instance's claim of the current generation, if it has one that
     /// does not hold (it lost the settle).
     #[serde(skip)]
@@ -288,6 +297,13 @@ pub fn analyze(issue: &Issue, settings: &Settings, me: &str, now: Timestamp) -> 
     // everyone's leases is that no writer follows it (the git surface's
     // stamps, `surface::git`).
     let clock_skew = clocks_ahead(&markers, now, settings.max_clock_skew);
+    let newest_claim = claims
+        .iter()
+        .map(|(c, _)| c)
+        .filter(|c| c.generation == generation)
+        .max_by_key(|c| c.comment_id);
+    let orphan_label = labelled && live_claims.is_empty() && newest_claim.is_some();
+    let my_release_unfinished = orphan_label && newest_claim.is_some_and(|c| c.instance_id == me);
     let expires_at = lease.as_ref().map(|l| l.expires_at);
     let blocked_by: Vec<u64> = issue
         .labels
@@ -316,6 +332,8 @@ pub fn analyze(issue: &Issue, settings: &Settings, me: &str, now: Timestamp) -> 
         decision,
         now,
         clock_skew,
+        orphan_label,
+        my_release_unfinished,
         my_losing_claim,
         my_lease_comment,
     }
@@ -656,6 +674,7 @@ impl<'a> Coordinator<'a> {
         for _ in 0..8 {
             let now = self.surface.now()?;
             let mut held: Vec<(u64, u64)> = Vec::new();
+            let mut orphans: Vec<u64> = Vec::new();
             let writes: Vec<Write> = views
                 .iter()
                 .filter_map(|v| {
@@ -673,6 +692,11 @@ impl<'a> Coordinator<'a> {
                     if let Some(claim) = ours {
                         held.push((v.issue, claim.comment_id));
                         ops.push(Op::RemoveLabel(self.settings.labels.in_progress.clone()));
+                    } else if v.my_release_unfinished {
+                        // An earlier release wrote its marker but failed to
+                        // remove the label: a rerun finishes it.
+                        orphans.push(v.issue);
+                        ops.push(Op::RemoveLabel(self.settings.labels.in_progress.clone()));
                     }
                     (!ops.is_empty()).then_some(Write {
                         issue: v.issue,
@@ -685,12 +709,11 @@ impl<'a> Coordinator<'a> {
             }
             let mut guard = |current: &[Issue], now: Timestamp| {
                 current.iter().all(|issue| {
+                    let v = || analyze(issue, self.settings, self.me(), now);
                     held.iter()
                         .filter(|(n, _)| *n == issue.number)
-                        .all(|(_, id)| {
-                            let v = analyze(issue, self.settings, self.me(), now);
-                            v.holder.is_some_and(|h| h.comment_id == *id)
-                        })
+                        .all(|(_, id)| v().holder.is_some_and(|h| h.comment_id == *id))
+                        && (!orphans.contains(&issue.number) || v().holder.is_none())
                 })
             };
             if self.surface.write(&writes, Some(&mut guard))?.is_some() {

@@ -555,3 +555,64 @@ fn lease_durations_are_whole_seconds_and_at_least_one() {
     a.maverick(&["--lease-ttl", "1s", "coord", "claim", "5"])
         .expect(0);
 }
+
+/// The label removal of a release fails past its retries: the release
+/// marker is written, the label stays. The label is an orphan: free to
+/// read, claim and dispatch, and the release converges when rerun.
+#[test]
+fn a_release_that_failed_part_way_converges_and_its_label_is_free() {
+    let env = TestEnv::with_surface(Surface::Github);
+    let fake = env.github();
+    let alpha = env.clone("alpha");
+    let beta = env.clone("beta");
+    for n in [5, 6] {
+        fake.create_issue(n, "story", &["agent-ready"]);
+        alpha
+            .maverick(&["coord", "claim", &n.to_string()])
+            .expect(0);
+        fake.fail_always_matching("DELETE", "/labels/", 502);
+        let failed = alpha.maverick(&["coord", "release", &n.to_string()]);
+        failed.expect(1);
+        fake.clear_faults();
+        assert!(env.labels(n).contains(&"claude-in-progress".to_owned()));
+    }
+
+    // read: free, and says why the label is there.
+    let read = beta.maverick(&["coord", "read", "5"]);
+    read.expect(0);
+    assert!(read.stdout.contains("#5: free"), "{}", read.screen());
+    assert!(
+        read.stderr.contains("has no unreleased claim behind it"),
+        "{}",
+        read.screen()
+    );
+    let json = beta.maverick(&["--json", "coord", "read", "5"]).json();
+    assert_eq!(json["decision"], "free");
+    assert_eq!(json["orphan_label"], true);
+
+    // dispatch: the lowest eligible issue is the orphan-labelled #5.
+    let dispatched = beta.maverick(&["--json", "dispatch"]);
+    dispatched.expect(0);
+    assert_eq!(dispatched.json()["issue"], 5, "{}", dispatched.screen());
+
+    // The rerun of the release finishes it, once.
+    alpha.maverick(&["coord", "release", "5"]).expect(0);
+    assert!(!env.labels(5).contains(&"claude-in-progress".to_owned()));
+    env.assert_released_once(5, "alpha", "abort");
+    let again = alpha.maverick(&["coord", "release", "5"]);
+    again.expect(0);
+    assert!(
+        again.stdout.contains("nothing to release"),
+        "{}",
+        again.screen()
+    );
+
+    // claim: an orphan label is no claim; the new claim is backed.
+    beta.maverick(&["coord", "claim", "6"]).expect(0);
+    let json = alpha.maverick(&["--json", "coord", "read", "6"]).json();
+    assert_eq!(json["holder"]["instance_id"], "beta");
+    assert_eq!(json["orphan_label"], false);
+    // And alpha's rerun leaves beta's claim and label alone.
+    alpha.maverick(&["coord", "release", "6"]).expect(7);
+    assert!(env.labels(6).contains(&"claude-in-progress".to_owned()));
+}

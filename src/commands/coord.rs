@@ -250,6 +250,13 @@ fn read(ctx: &Context, coord: &Coordinator<'_>, issue: u64) -> Result<Outcome, C
         Decision::Blocked => outcome.note("hint: work on the blocking issues first"),
         _ => outcome,
     };
+    if view.orphan_label {
+        outcome = outcome.note(format!(
+            "note: the {} label of #{issue} has no unreleased claim behind it (a release that \
+             failed part way): the issue is free; rerunning that release, or the next claim, cleans it",
+            ctx.settings.labels.in_progress
+        ));
+    }
     Ok(outcome)
 }
 
