@@ -74,10 +74,11 @@ pub struct IssueView {
     /// Writers whose stamps on this issue lead `now` by more than
     /// `maxClockSkew`: their clock or this one is wrong (SPEC 2).
     pub clock_skew: Vec<ClockSkew>,
-    /// The claim label left behind by released claims, with no unreleased
-    /// claim behind it (a release that removed its label only in part):
-    /// free to claim and to dispatch (SPEC 4). A label that no claim ever
-    /// backed is not one: it may be a claim whose comment is on its way.
+    /// The claim label with no unreleased claim behind it (a release that
+    /// removed it only in part, a claim that died after adding it): free to
+    /// claim and to dispatch (SPEC 4). A claim on its way between its label
+    /// and its comment looks the same for that moment; it still settles
+    /// against whoever claims meanwhile.
     pub orphan_label: bool,
     /// Whether the newest claim of the current generation is this
     /// instance's own, released: an orphan label is its release unfinished.
@@ -302,7 +303,7 @@ pub fn analyze(issue: &Issue, settings: &Settings, me: &str, now: Timestamp) -> 
         .map(|(c, _)| c)
         .filter(|c| c.generation == generation)
         .max_by_key(|c| c.comment_id);
-    let orphan_label = labelled && live_claims.is_empty() && newest_claim.is_some();
+    let orphan_label = labelled && live_claims.is_empty();
     let my_release_unfinished = orphan_label && newest_claim.is_some_and(|c| c.instance_id == me);
     let expires_at = lease.as_ref().map(|l| l.expires_at);
     let blocked_by: Vec<u64> = issue
@@ -581,6 +582,16 @@ impl<'a> Coordinator<'a> {
                     })
                 })
             };
+            let steps = if views.iter().any(|v| v.decision == Decision::Stale) {
+                ["", "takeover", ""]
+            } else {
+                [
+                    "claim-after-label",
+                    "claim-after-claim-comment",
+                    "claim-after-lease",
+                ]
+            };
+            crate::failpoint::name_ops(&steps);
             let applied = match self.surface.write(&writes, Some(&mut guard)) {
                 Ok(Some(applied)) => applied,
                 Ok(None) => continue,
@@ -716,6 +727,8 @@ impl<'a> Coordinator<'a> {
                         && (!orphans.contains(&issue.number) || v().holder.is_none())
                 })
             };
+            // A crash between the marker and the label leaves an orphan label.
+            crate::failpoint::name_ops(&["release"]);
             if self.surface.write(&writes, Some(&mut guard))?.is_some() {
                 return Ok(writes.iter().map(|w| w.issue).collect());
             }
@@ -801,6 +814,7 @@ impl<'a> Coordinator<'a> {
                 v.decision == Decision::Ours && v.generation == expected
             })
         };
+        crate::failpoint::name_ops(&["heartbeat"]);
         let Some(applied) = self.surface.write(&writes, Some(&mut guard))? else {
             let views = self.read(issues)?;
             let reason = views

@@ -10,6 +10,7 @@ pub mod commands;
 pub mod config;
 pub mod dispatch;
 pub mod error;
+pub mod failpoint;
 pub mod git;
 pub mod hookfile;
 pub mod hydrate;

@@ -476,6 +476,7 @@ pub fn apply(git: &Git, plan: &Plan, remote: &str) -> Result<Applied, WorktreeEr
                 .arg(&plan.path)
                 .arg(head)
                 .output()?;
+            crate::failpoint::hit("resume-after-worktree-add");
             git.cmd(["config", &format!("branch.{branch}.remote"), remote])
                 .output()?;
             git.cmd(["config", &format!("branch.{branch}.merge"), &refname])
@@ -500,6 +501,7 @@ pub fn apply(git: &Git, plan: &Plan, remote: &str) -> Result<Applied, WorktreeEr
                 .arg(&plan.path)
                 .arg(branch)
                 .output()?;
+            crate::failpoint::hit("resume-after-worktree-add");
             applied.created = true;
         }
     }

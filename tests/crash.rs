@@ -616,3 +616,330 @@ fn a_release_that_failed_part_way_converges_and_its_label_is_free() {
     alpha.maverick(&["coord", "release", "6"]).expect(7);
     assert!(env.labels(6).contains(&"claude-in-progress".to_owned()));
 }
+
+// -- A kill at every step (MAVERICK_FAILPOINT) -------------------------------
+
+/// Runs `git maverick ARGS` in `repo` set to die at `point`, and checks that
+/// it died there, by SIGKILL, as `kill -9` would have killed it.
+#[track_caller]
+fn crash_at(s: &dyn SurfaceSetup, repo: &Repo<'_>, point: &str, args: &[&str]) {
+    use std::os::unix::process::ExitStatusExt as _;
+    assert!(maverick::failpoint::ALL.contains(&point), "{point}");
+    let out = s
+        .command(repo, args)
+        .env(maverick::failpoint::ENV, point)
+        .output()
+        .expect("git-maverick runs");
+    assert_eq!(
+        out.status.signal(),
+        Some(9), // SIGKILL
+        "{point}: {args:?} did not die there ({:?})\n{}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Every file of the git surface's ref still parses (the git surface);
+/// on GitHub, the fake's issue still reads.
+#[track_caller]
+fn assert_surface_parses(s: &dyn SurfaceSetup, reader: &Repo<'_>, issue: u64) {
+    if s.name() == "git" {
+        let origin = &s.env().origin;
+        let files = s.env().git_in(
+            origin,
+            &["ls-tree", "-r", "--name-only", "refs/maverick/issues"],
+        );
+        for file in files.lines() {
+            let text = s
+                .env()
+                .git_in(origin, &["show", &format!("refs/maverick/issues:{file}")]);
+            serde_json::from_str::<serde_json::Value>(&text)
+                .unwrap_or_else(|e| panic!("{file} does not parse: {e}"));
+        }
+    }
+    let read = s.maverick(reader, &["--json", "coord", "read", &issue.to_string()]);
+    assert!([0, 4, 5].contains(&read.code), "{}", read.screen());
+    read.json();
+}
+
+/// After a crash that left a claim, or part of one, on #5: nothing blocks
+/// others beyond the lease ttl, and the documented takeover recovers it;
+/// the crashed instance then hears that its claim is lost.
+fn recover_claim(s: &dyn SurfaceSetup, crashed: &Repo<'_>, rescuer: &Repo<'_>) {
+    assert_surface_parses(s, rescuer, 5);
+    let end = Instant::now() + Duration::from_secs(30);
+    loop {
+        let read = s.maverick(rescuer, &["--lease-ttl", "2s", "coord", "read", "5"]);
+        if [0, 5].contains(&read.code) {
+            break;
+        }
+        assert!(Instant::now() < end, "#5 still blocked: {}", read.screen());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    s.maverick(
+        rescuer,
+        &["--lease-ttl", "2s", "coord", "claim", "5", "--takeover"],
+    )
+    .expect(0);
+    let read = s
+        .maverick(crashed, &["--json", "coord", "read", "5"])
+        .json();
+    assert_eq!(read["holder"]["instance_id"], rescuer.instance.as_str());
+    s.maverick(crashed, &["coord", "heartbeat", "5"]).expect(7);
+}
+
+fn crash_in_claim(s: &dyn SurfaceSetup, point: &str) {
+    let alpha = s.clone("alpha");
+    let beta = s.clone("beta");
+    crash_at(
+        s,
+        &alpha,
+        point,
+        &["--lease-ttl", "2s", "coord", "claim", "5"],
+    );
+    recover_claim(s, &alpha, &beta);
+}
+
+fn killed_in_claim_after_label(s: &dyn SurfaceSetup) {
+    crash_in_claim(s, "claim-after-label");
+}
+
+fn killed_in_claim_after_claim_comment(s: &dyn SurfaceSetup) {
+    crash_in_claim(s, "claim-after-claim-comment");
+}
+
+fn killed_in_claim_after_lease(s: &dyn SurfaceSetup) {
+    crash_in_claim(s, "claim-after-lease");
+}
+
+fn killed_in_heartbeat(s: &dyn SurfaceSetup) {
+    let alpha = s.clone("alpha");
+    let beta = s.clone("beta");
+    s.maverick(&alpha, &["--lease-ttl", "2s", "coord", "claim", "5"])
+        .expect(0);
+    crash_at(
+        s,
+        &alpha,
+        "heartbeat",
+        &["--lease-ttl", "2s", "coord", "heartbeat", "5"],
+    );
+    recover_claim(s, &alpha, &beta);
+}
+
+fn killed_in_takeover(s: &dyn SurfaceSetup) {
+    let alpha = s.clone("alpha");
+    let beta = s.clone("beta");
+    let gamma = s.clone("gamma");
+    s.maverick(&alpha, &["--lease-ttl", "2s", "coord", "claim", "5"])
+        .expect(0);
+    beta.wait_for_exit(
+        &["--lease-ttl", "2s", "coord", "read", "5"],
+        5,
+        Duration::from_secs(30),
+    );
+    crash_at(
+        s,
+        &beta,
+        "takeover",
+        &["--lease-ttl", "2s", "coord", "claim", "5", "--takeover"],
+    );
+    recover_claim(s, &beta, &gamma);
+    s.maverick(&alpha, &["coord", "heartbeat", "5"]).expect(7);
+}
+
+fn killed_in_release(s: &dyn SurfaceSetup) {
+    let alpha = s.clone("alpha");
+    let beta = s.clone("beta");
+    s.maverick(&alpha, &["coord", "claim", "5"]).expect(0);
+    crash_at(s, &alpha, "release", &["coord", "release", "5"]);
+    assert_surface_parses(s, &beta, 5);
+    // The release marker is written: the issue is free at once, label or not.
+    s.maverick(&beta, &["coord", "read", "5"]).expect(0);
+    // The rerun converges, and writes no second release.
+    s.maverick(&alpha, &["coord", "release", "5"]).expect(0);
+    assert!(!s.env().labels(5).contains(&"claude-in-progress".to_owned()));
+    s.env().assert_released_once(5, "alpha", "abort");
+    s.maverick(&beta, &["coord", "claim", "5"]).expect(0);
+}
+
+fn crash_in_task_done(s: &dyn SurfaceSetup, point: &str, pushed: bool) {
+    let a = start_story(s, "alpha");
+    stage(&a, "src/one.rs");
+    s.maverick(&a, &["task", "done", "-m", "feat: one"])
+        .expect(0);
+    stage(&a, "src/two.rs");
+    crash_at(s, &a, point, &["task", "done", "-m", "feat: two"]);
+
+    // No pushed commit is lost, and the comment is never ahead of the branch.
+    let on_origin = remote_tasks(s);
+    assert_eq!(on_origin.len(), if pushed { 2 } else { 1 }, "{on_origin:?}");
+    for (i, (checked, sha)) in marks(s).iter().enumerate() {
+        if *checked {
+            let sha = sha.as_deref().unwrap();
+            assert!(
+                on_origin.iter().any(|(full, _)| full.starts_with(sha)),
+                "task {} is checked ahead of the branch",
+                i + 1
+            );
+        }
+    }
+    // The next `task list`, anywhere, heals the comment.
+    let b = s.clone("beta");
+    s.maverick(&b, &["task", "list", "142", "--branch", BRANCH])
+        .expect(0);
+    assert_marks_follow_the_branch(s, if pushed { 2 } else { 1 });
+    // The crashed clone carries on with the documented command.
+    if !pushed {
+        let run = s.maverick(&a, &["--json", "task", "done"]);
+        run.expect(0);
+        assert_eq!(run.json()["task"], 2, "{}", run.screen());
+    }
+    stage(&a, "src/three.rs");
+    let run = s.maverick(&a, &["--json", "task", "done", "-m", "feat: three"]);
+    run.expect(0);
+    assert_eq!(run.json()["task"], 3, "{}", run.screen());
+    assert_marks_follow_the_branch(s, 3);
+    let progress = s
+        .maverick(&a, &["--json", "state", "get", "task-progress", "142"])
+        .json();
+    assert_eq!(progress["marker"]["task"], 3);
+}
+
+fn killed_in_task_done_after_commit(s: &dyn SurfaceSetup) {
+    crash_in_task_done(s, "task-done-after-commit", false);
+}
+
+fn killed_in_task_done_after_push(s: &dyn SurfaceSetup) {
+    crash_in_task_done(s, "task-done-after-push", true);
+}
+
+fn killed_in_task_done_after_check_off(s: &dyn SurfaceSetup) {
+    crash_in_task_done(s, "task-done-after-check-off", true);
+}
+
+fn killed_in_task_done_before_progress(s: &dyn SurfaceSetup) {
+    crash_in_task_done(s, "task-done-before-progress", true);
+}
+
+fn crash_in_resume(s: &dyn SurfaceSetup, point: &str) {
+    let a = start_story(s, "alpha");
+    stage(&a, "src/one.rs");
+    s.maverick(&a, &["task", "done", "-m", "feat: one"])
+        .expect(0);
+    let b = s.clone("beta");
+    crash_at(s, &b, point, &["resume", BRANCH]);
+    // Run again, it does no harm and finishes the job.
+    let run = s.maverick(&b, &["--json", "resume", BRANCH]);
+    run.expect(0);
+    let json = run.json();
+    let worktree = std::path::PathBuf::from(json["worktree"].as_str().expect("a worktree"));
+    assert_eq!(
+        s.env().git_in(&worktree, &["rev-parse", "HEAD"]),
+        s.env().origin_head(BRANCH).unwrap()
+    );
+    assert_eq!(json["next_task"]["number"], 2, "{json}");
+    // And the work goes on from there.
+    let wt = b.at(&worktree);
+    stage(&wt, "src/two.rs");
+    let done = s.maverick(&wt, &["--json", "task", "done", "-m", "feat: two"]);
+    done.expect(0);
+    assert_eq!(done.json()["task"], 2, "{}", done.screen());
+    assert_marks_follow_the_branch(s, 2);
+}
+
+fn killed_in_resume_after_fetch(s: &dyn SurfaceSetup) {
+    crash_in_resume(s, "resume-after-fetch");
+}
+
+fn killed_in_resume_after_worktree_add(s: &dyn SurfaceSetup) {
+    crash_in_resume(s, "resume-after-worktree-add");
+}
+
+fn crash_in_dispatch(s: &dyn SurfaceSetup, point: &str) {
+    let alpha = s.clone("alpha");
+    let beta = s.clone("beta");
+    s.maverick(&alpha, &["coord", "label", "add", "3", "agent-ready"])
+        .expect(0);
+    crash_at(s, &alpha, point, &["dispatch"]);
+    assert_surface_parses(s, &beta, 3);
+    // The dead dispatcher's claim blocks #3 no longer than dispatchStale.
+    let end = Instant::now() + Duration::from_secs(30);
+    loop {
+        let run = s.maverick(&beta, &["--json", "--dispatch-stale", "2s", "dispatch"]);
+        if run.code == 0 {
+            assert_eq!(run.json()["issue"], 3, "{}", run.screen());
+            break;
+        }
+        assert!(Instant::now() < end, "#3 still blocked: {}", run.screen());
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let status = s
+        .maverick(
+            &beta,
+            &["--json", "--dispatch-stale", "2s", "dispatch", "status"],
+        )
+        .json();
+    let holders = status["holders"].as_array().expect("holders");
+    assert_eq!(holders.len(), 1, "{status}");
+    assert_eq!(holders[0]["instance_id"], "beta", "{status}");
+}
+
+fn killed_in_dispatch_after_comment(s: &dyn SurfaceSetup) {
+    crash_in_dispatch(s, "dispatch-after-comment");
+}
+
+fn killed_in_dispatch_after_label(s: &dyn SurfaceSetup) {
+    crash_in_dispatch(s, "dispatch-after-label");
+}
+
+fn killed_in_state_put(s: &dyn SurfaceSetup) {
+    let alpha = s.clone("alpha");
+    let file = s.env().path().join("state.json");
+    std::fs::write(
+        &file,
+        r#"{"epic": 100, "stories": {"140": "in_flight"}, "updated_at": "2026-11-30T10:00:00Z"}"#,
+    )
+    .unwrap();
+    let file = file.to_str().unwrap();
+    crash_at(
+        s,
+        &alpha,
+        "state-put",
+        &["state", "put", "state", "100", file],
+    );
+    let got = s.maverick(&alpha, &["--json", "state", "get", "state", "100"]);
+    got.expect(0);
+    assert_eq!(got.json()["marker"]["stories"]["140"], "in_flight");
+    // The rerun converges on the one marker.
+    s.maverick(&alpha, &["state", "put", "state", "100", file])
+        .expect(0);
+    let states = s
+        .comments(100)
+        .iter()
+        .filter(|c| c.body.contains("```maverick-state"))
+        .count();
+    assert_eq!(states, 1);
+}
+
+mod failpoints {
+    use super::*;
+
+    on_surfaces!(
+        killed_in_claim_after_label,
+        killed_in_claim_after_claim_comment,
+        killed_in_claim_after_lease,
+        killed_in_heartbeat,
+        killed_in_takeover,
+        killed_in_release,
+        killed_in_task_done_after_commit,
+        killed_in_task_done_after_push,
+        killed_in_task_done_after_check_off,
+        killed_in_task_done_before_progress,
+        killed_in_resume_after_fetch,
+        killed_in_resume_after_worktree_add,
+        killed_in_dispatch_after_comment,
+        killed_in_dispatch_after_label,
+        killed_in_state_put,
+    );
+}

@@ -626,7 +626,9 @@ fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome, CommandError> {
                 return Err(CommandError::from_error(Exit::Error, &out.into_error())
                     .hint("nothing was committed or pushed; fix what git says and run `git maverick task done` again"));
             }
-            ctx.git.read(["rev-parse", "HEAD"])?
+            let sha = ctx.git.read(["rev-parse", "HEAD"])?;
+            crate::failpoint::hit("task-done-after-commit");
+            sha
         }
     };
     let short = ctx.git.read(["rev-parse", "--short", &sha])?;
@@ -696,7 +698,7 @@ fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome, CommandError> {
         Some(issue),
         &instance,
     ) {
-        Ok(_) => {}
+        Ok(_) => crate::failpoint::hit("task-done-after-push"),
         Err(err @ PushError::Collision { .. }) => {
             return Ok(not_pushed(
                 Exit::Collision,
@@ -768,9 +770,11 @@ fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome, CommandError> {
     };
     let checked = tasks::check_tasks(surface.as_ref(), &ctx.settings, issue, &checks)
         .map_err(|e| after_push(e.into()))?;
+    crate::failpoint::hit("task-done-after-check-off");
     let mut extra = Map::new();
     extra.insert("task".into(), json!(number));
     extra.insert("head".into(), json!(sha));
+    crate::failpoint::hit("task-done-before-progress");
     tasks::update_progress(
         surface.as_ref(),
         &ctx.settings,

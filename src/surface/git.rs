@@ -512,6 +512,7 @@ impl Surface for GitSurface {
                         fresh = true;
                         continue;
                     }
+                    crate::failpoint::end_write();
                     return Ok(None);
                 }
             }
@@ -554,6 +555,10 @@ impl Surface for GitSurface {
             );
             let new = self.commit_files(&snapshot, &files, &message)?;
             if self.swap(snapshot.commit.as_deref(), &new)? {
+                for _ in writes.iter().flat_map(|w| &w.ops) {
+                    crate::failpoint::after_op();
+                }
+                crate::failpoint::end_write();
                 return Ok(Some(results));
             }
             last_conflict = format!("attempt {attempt} lost the compare-and-swap");
