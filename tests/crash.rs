@@ -943,3 +943,32 @@ mod failpoints {
         killed_in_state_put,
     );
 }
+
+/// A dispatcher that lost the settle dies before its withdrawal: its losing
+/// claim holds no slot and blocks nobody; the winner keeps #3. (Only GitHub
+/// lets two dispatch claims on one issue happen: its lists lag.)
+#[test]
+fn killed_in_dispatch_before_withdrawal() {
+    let s = support::surfaces::GithubSetup::new();
+    let fake = s.env().github();
+    let alpha = s.clone("alpha");
+    let beta = s.clone("beta");
+    fake.create_issue(3, "story", &["agent-ready"]);
+    alpha.git(&["config", "maverick.settleDelay", "3s"]);
+    // beta's claim is hidden from alpha's first look, not from its settle.
+    fake.set_list_lag(Duration::from_secs(1));
+    fake.set_get_lag(Duration::from_secs(1));
+    s.maverick(&beta, &["dispatch"]).expect(0);
+    crash_at(&s, &alpha, "dispatch-before-withdrawal", &["dispatch"]);
+    fake.set_list_lag(Duration::ZERO);
+    fake.set_get_lag(Duration::ZERO);
+
+    let status = s.maverick(&beta, &["--json", "dispatch", "status"]).json();
+    let holders = status["holders"].as_array().expect("holders");
+    assert_eq!(holders.len(), 1, "{status}");
+    assert_eq!(holders[0]["instance_id"], "beta", "{status}");
+    assert!(fake.labels(3).contains(&"agent-wip".to_owned()));
+    // alpha, back, dispatches nothing over beta's claim.
+    let again = s.maverick(&alpha, &["--json", "dispatch"]);
+    assert_ne!(again.json()["issue"], 3, "{}", again.screen());
+}
