@@ -57,7 +57,7 @@ fn marks(s: &dyn SurfaceSetup) -> Vec<(bool, Option<String>)> {
         .comment_starting_with(STORY, "## Tasks")
         .expect("the story has a tasks comment")
         .body;
-    maverick::tasks::parse_tasks(&body)
+    maverick::durable::tasks::parse_tasks(&body)
         .into_iter()
         .map(|t| (t.done, t.sha))
         .collect()

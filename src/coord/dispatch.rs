@@ -30,7 +30,7 @@ use serde_json::{json, Map, Value};
 use std::collections::{BTreeSet, HashSet};
 
 use crate::config::Settings;
-use crate::markers::{self, Marker, MarkerKind};
+use crate::durable::markers::{self, Marker, MarkerKind};
 use crate::surface::{Applied, Comment, Issue, Op, Surface, SurfaceError, Write};
 use crate::timefmt::{format_duration, Timestamp};
 
@@ -406,7 +406,7 @@ pub fn analyze(ledger: &Ledger, settings: &Settings, frontier_label: &str) -> Sl
             } else if wip || m.live.iter().any(fresh) {
                 Some(Skip::Claimed)
             } else if issue.has_label(&labels.in_progress)
-                && !crate::lease::analyze(issue, settings, "", now).orphan_label
+                && !crate::coord::lease::analyze(issue, settings, "", now).orphan_label
             {
                 // A claim label with no unreleased claim behind it is an
                 // orphan (a release that failed part way): the issue is free.
