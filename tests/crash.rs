@@ -371,6 +371,16 @@ fn real_now() -> i64 {
     maverick::timefmt::Timestamp::now().0
 }
 
+/// Asserts that `reader` sees #`issue` held with a lease of one default ttl
+/// (600s) from now: no clock dragged it along.
+#[track_caller]
+fn assert_lease_lives_one_ttl(reader: &Repo<'_>, issue: u64) {
+    let read = reader.maverick(&["--json", "coord", "read", &issue.to_string()]);
+    read.expect(4);
+    let left = epoch_of(&read.json()["expires_at"]) - real_now();
+    assert!((590..=602).contains(&left), "{}", read.stdout);
+}
+
 #[test]
 fn a_clock_a_year_ahead_poisons_nobody_elses_leases() {
     let env = TestEnv::new();
@@ -424,10 +434,7 @@ fn a_clock_a_year_ahead_poisons_nobody_elses_leases() {
     // writer's lease still lives one ttl.
     maverick_at(&ahead, "+365d", &["coord", "heartbeat", "6"]).expect(0);
     beta.maverick(&["coord", "claim", "10"]).expect(0);
-    let read = gamma.maverick(&["--json", "coord", "read", "10"]);
-    read.expect(4);
-    let left = epoch_of(&read.json()["expires_at"]) - real_now();
-    assert!((590..=602).contains(&left), "{}", read.stdout);
+    assert_lease_lives_one_ttl(&gamma, 10);
 }
 
 #[test]
@@ -455,12 +462,7 @@ fn a_clock_a_day_behind_misjudges_only_its_own_leases() {
     maverick_at(&behind, "-1d", &["coord", "heartbeat", "7"]).expect(7);
     // And it moved nobody's clock: beta's leases are judged right.
     beta.maverick(&["coord", "claim", "8"]).expect(0);
-    let read = env
-        .clone("gamma")
-        .maverick(&["--json", "coord", "read", "8"]);
-    read.expect(4);
-    let left = epoch_of(&read.json()["expires_at"]) - real_now();
-    assert!((590..=602).contains(&left), "{}", read.stdout);
+    assert_lease_lives_one_ttl(&env.clone("gamma"), 8);
 }
 
 #[test]
@@ -480,12 +482,10 @@ fn a_clock_jumping_back_mid_lease_never_leaves_two_holders() {
         .expect(0);
     beta.maverick(&["coord", "heartbeat", "5"]).expect(7);
     maverick_at(&beta, "-1d", &["coord", "heartbeat", "5"]).expect(7);
-    let read = beta.maverick(&["--json", "coord", "read", "5"]);
-    read.expect(4);
-    assert_eq!(read.json()["holder"]["instance_id"], "gamma");
+    let read = beta.maverick(&["--json", "coord", "read", "5"]).json();
+    assert_eq!(read["holder"]["instance_id"], "gamma");
     // The surface's clock was not dragged back for others.
-    let left = epoch_of(&read.json()["expires_at"]) - real_now();
-    assert!((590..=602).contains(&left), "{}", read.stdout);
+    assert_lease_lives_one_ttl(&beta, 5);
 }
 
 #[test]
