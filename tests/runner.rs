@@ -8,6 +8,7 @@ mod support;
 mod cas_push;
 mod cli;
 mod coord;
+mod crash;
 mod demo;
 mod dispatch;
 mod dispatch_schedule;

@@ -34,6 +34,7 @@ pub mod mav {
     pub use maverick::config;
     pub use maverick::coord::{dispatch, lease};
     pub use maverick::durable::{hydrate, markers, tasks};
+    pub use maverick::failpoint;
     pub use maverick::git;
     pub use maverick::surface;
     pub use maverick::timefmt;
