@@ -63,12 +63,15 @@ pub struct GlobalArgs {
         help_heading = "Configuration"
     )]
     pub surface: Option<SurfaceKind>,
-    /// How long a lease lives without a heartbeat (maverick.leaseTtl, default 10m)
-    #[arg(long, alias = "ttl", value_name = "DURATION", value_parser = duration, global = true, help_heading = "Configuration")]
+    /// How long a lease lives without a heartbeat (maverick.leaseTtl, default 10m, at least 1s)
+    #[arg(long, alias = "ttl", value_name = "DURATION", value_parser = lease_duration, global = true, help_heading = "Configuration")]
     pub lease_ttl: Option<Duration>,
-    /// How often `run` renews its lease (maverick.heartbeatInterval, default 2m)
-    #[arg(long, alias = "heartbeat", value_name = "DURATION", value_parser = duration, global = true, help_heading = "Configuration")]
+    /// How often `run` renews its lease (maverick.heartbeatInterval, default 2m, at least 1s)
+    #[arg(long, alias = "heartbeat", value_name = "DURATION", value_parser = lease_duration, global = true, help_heading = "Configuration")]
     pub heartbeat_interval: Option<Duration>,
+    /// How far the stored clock may lead this one and still be followed; writers further ahead are flagged (maverick.maxClockSkew, default 5m)
+    #[arg(long, value_name = "DURATION", value_parser = lease_duration, global = true, help_heading = "Configuration")]
+    pub max_clock_skew: Option<Duration>,
     /// How long a claim waits before its re-read (maverick.settleDelay; github 3s, git 0)
     #[arg(long, value_name = "DURATION", value_parser = duration, global = true, help_heading = "Configuration")]
     pub settle_delay: Option<Duration>,
@@ -110,6 +113,7 @@ impl GlobalArgs {
             repo: self.repo.clone(),
             lease_ttl: self.lease_ttl,
             heartbeat_interval: self.heartbeat_interval,
+            max_clock_skew: self.max_clock_skew,
             settle_delay: self.settle_delay,
             worktree_dir: self.worktree_dir.clone(),
             dispatch_slots: self.dispatch_slots,
@@ -155,6 +159,14 @@ pub enum Command {
 
 pub(crate) fn duration(text: &str) -> Result<Duration, String> {
     crate::timefmt::parse_duration(text).map_err(|e| e.to_string())
+}
+
+/// A lease duration: whole seconds, at least 1s.
+pub(crate) fn lease_duration(text: &str) -> Result<Duration, String> {
+    let d = duration(text)?;
+    crate::timefmt::check_lease_duration(d)
+        .map_err(|expected| format!("{text:?} is not {expected}"))?;
+    Ok(d)
 }
 
 /// An issue number: `142` or `#142`.

@@ -33,6 +33,7 @@ pub struct Overrides {
     pub repo: Option<String>,
     pub lease_ttl: Option<Duration>,
     pub heartbeat_interval: Option<Duration>,
+    pub max_clock_skew: Option<Duration>,
     pub settle_delay: Option<Duration>,
     pub worktree_dir: Option<PathBuf>,
     pub dispatch_slots: Option<u32>,
@@ -72,6 +73,8 @@ pub struct Settings {
     pub github_api_url: String,
     pub lease_ttl: Duration,
     pub heartbeat_interval: Duration,
+    /// How far a stamp may lead a clock before it is not believed (SPEC 2).
+    pub max_clock_skew: Duration,
     pub settle_delay: Duration,
     pub worktree_dir: PathBuf,
     pub dispatch_slots: u32,
@@ -141,6 +144,7 @@ impl ConfigKeys {
 
 pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(600);
 pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(120);
+pub const DEFAULT_MAX_CLOCK_SKEW: Duration = Duration::from_secs(300);
 /// GitHub's lists can lag a write by seconds; the git surface is exact.
 pub const DEFAULT_GITHUB_SETTLE: Duration = Duration::from_secs(3);
 /// How long one GitHub request may take before it is retried
@@ -232,15 +236,30 @@ impl Settings {
             keys.duration("heartbeatInterval")?,
             DEFAULT_HEARTBEAT,
         );
-        for (key, value) in [
-            ("leaseTtl", lease_ttl),
-            ("heartbeatInterval", heartbeat_interval),
+        let max_clock_skew = pick(
+            overrides.max_clock_skew,
+            keys.duration("maxClockSkew")?,
+            DEFAULT_MAX_CLOCK_SKEW,
+        );
+        // A flag's value was checked by its parser (exit 2, naming the flag);
+        // a key's is checked here (exit 1, naming the key).
+        for (key, flag, value) in [
+            ("leaseTtl", overrides.lease_ttl, lease_ttl),
+            (
+                "heartbeatInterval",
+                overrides.heartbeat_interval,
+                heartbeat_interval,
+            ),
+            ("maxClockSkew", overrides.max_clock_skew, max_clock_skew),
         ] {
-            if value.is_zero() {
+            if flag.is_some() {
+                continue;
+            }
+            if let Err(expected) = crate::timefmt::check_lease_duration(value) {
                 return Err(ConfigError::Invalid {
                     key,
-                    value: "0".to_owned(),
-                    expected: "a duration of at least 1s",
+                    value: keys.get(key).unwrap_or_default().to_owned(),
+                    expected,
                 });
             }
         }
@@ -252,6 +271,7 @@ impl Settings {
             github_api_url,
             lease_ttl,
             heartbeat_interval,
+            max_clock_skew,
             settle_delay: pick(
                 overrides.settle_delay,
                 keys.duration("settleDelay")?,
@@ -305,6 +325,7 @@ impl Settings {
             github_api_url: "https://api.github.com".to_owned(),
             lease_ttl: DEFAULT_LEASE_TTL,
             heartbeat_interval: DEFAULT_HEARTBEAT,
+            max_clock_skew: DEFAULT_MAX_CLOCK_SKEW,
             settle_delay: match surface {
                 SurfaceKind::Git => Duration::ZERO,
                 SurfaceKind::Github => DEFAULT_GITHUB_SETTLE,

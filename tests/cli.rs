@@ -120,11 +120,13 @@ fn a_malformed_duration_says_how_to_write_one(surface: Surface) {
         run.expect(2);
         assert!(run.stderr.contains("at most a year"), "{}", run.stderr);
     }
+    // A bad flag is a usage error that names the flag (issue 12).
     let zero = repo.maverick(&["coord", "claim", "5", "--lease-ttl", "0"]);
-    zero.expect(1);
+    zero.expect(2);
     assert!(
-        zero.stderr
-            .contains("maverick.leaseTtl = \"0\" is not valid: a duration of at least 1s"),
+        zero.stderr.contains(
+            "for '--lease-ttl <DURATION>': \"0\" is not a whole number of seconds, at least 1s"
+        ),
         "{}",
         zero.stderr
     );

@@ -185,7 +185,9 @@ fn dispatch_claims_the_lowest_eligible_issue(s: &dyn SurfaceSetup) {
     issue(s, &alice, 3, &["agent-ready"]);
     issue(s, &alice, 5, &["agent-ready"]);
     issue(s, &alice, 2, &["agent-ready", "blocked-by:#1"]);
-    issue(s, &alice, 1, &["agent-ready", "claude-in-progress"]);
+    issue(s, &alice, 1, &["agent-ready"]);
+    s.maverick(&s.clone("bob"), &["coord", "claim", "1"])
+        .expect(0);
     issue(s, &alice, 4, &["bug"]);
     let run = s.maverick(&alice, &["dispatch", "--json"]);
     run.expect(0);

@@ -196,12 +196,15 @@ impl Context {
 
     pub fn surface(&self) -> Result<Box<dyn Surface>, CommandError> {
         match self.settings.surface {
-            SurfaceKind::Git => Ok(Box::new(GitSurface::new(
-                self.git.clone(),
-                &self.settings.remote,
-                self.settings.remote_url.as_deref().unwrap_or_default(),
-                &self.settings.instance,
-            ))),
+            SurfaceKind::Git => Ok(Box::new(
+                GitSurface::new(
+                    self.git.clone(),
+                    &self.settings.remote,
+                    self.settings.remote_url.as_deref().unwrap_or_default(),
+                    &self.settings.instance,
+                )
+                .with_max_clock_skew(self.settings.max_clock_skew),
+            )),
             SurfaceKind::Github => Ok(Box::new(self.github_surface()?)),
         }
     }

@@ -200,6 +200,7 @@ pub fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome, CommandErro
         ))
         .hint("check the name (git ls-remote --heads REMOTE), or claim the issue and start the branch"));
     };
+    crate::failpoint::hit("resume-after-fetch");
     let root = worktree::main_root(&ctx.git)?;
     let path = worktree::choose_path(&ctx.git, &root, &ctx.settings.worktree_dir, &branch)?;
     let plan = worktree::plan(&ctx.git, &path, &branch, &remote_head)?;

@@ -426,8 +426,30 @@ fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome, CommandError> {
         }));
     }
 
-    let found = tasks::locate(&current).ok_or(TaskError::NoTasksComment { issue })?;
-    let total = found.tasks.len();
+    // Heal first (SPEC 6): a crash between an earlier push and its check
+    // mark leaves that task unchecked; picking it again would label the new
+    // work with its number and shift every later task by one.
+    let healed = tasks::reconcile(
+        surface.as_ref(),
+        &ctx.git,
+        &ctx.settings,
+        issue,
+        Some(&branch),
+    )?;
+    if healed.comment_id.is_none() {
+        return Err(TaskError::NoTasksComment { issue }.into());
+    }
+    let total = healed.tasks.len();
+    // Tasks that already have a commit on this branch, pushed or not: the
+    // next task is never one of them unless --task names it.
+    let committed: Vec<usize> = match &head {
+        Some(h) => tasks::task_commits(&ctx.git, h, issue)?
+            .1
+            .into_iter()
+            .map(|c| c.task)
+            .collect(),
+        None => Vec::new(),
+    };
     let number = match (args.task, unpushed_task) {
         (Some(k), _) if k == 0 || k > total => {
             return Err(TaskError::OutOfRange {
@@ -441,23 +463,40 @@ fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome, CommandError> {
             return Err(CommandError::usage(format!(
                 "HEAD is task {u}'s commit, not yet pushed, and nothing is staged for task {k}"
             ))
-            .hint(format!("run `git maverick task done` to push task {u} first")));
+            .hint(format!(
+                "run `git maverick task done` to push task {u} first"
+            )));
         }
         (Some(k), _) => k,
         (None, Some(u)) => u,
-        (None, None) => match tasks::next_task(&found.tasks) {
+        (None, None) => match healed
+            .tasks
+            .iter()
+            .find(|t| !t.done && !committed.contains(&t.number))
+        {
             Some(t) => t.number,
             None => {
-                return Err(CommandError::tool(format!(
-                    "all {total} tasks of #{issue} are checked off"
-                ))
+                let open: Vec<usize> = healed
+                    .tasks
+                    .iter()
+                    .filter(|t| !t.done)
+                    .map(|t| t.number)
+                    .collect();
+                return Err(CommandError::tool(if open.is_empty() {
+                    format!("all {total} tasks of #{issue} are checked off")
+                } else {
+                    format!(
+                        "every unchecked task of #{issue} ({}) already has a commit on {branch}",
+                        join(&open)
+                    )
+                })
                 .hint(format!(
                     "to add work to a task, name it: `git maverick task done --task N`; to add tasks, `git maverick task init {issue} FILE --replace`"
-                )))
+                )));
             }
         },
     };
-    let task = &found.tasks[number - 1];
+    let task = &healed.tasks[number - 1];
 
     // 1. Commit.
     let sha = match unpushed_task {
@@ -478,7 +517,9 @@ fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome, CommandError> {
                 CommandError::from_error(Exit::Error, &e)
                     .hint("nothing was committed or pushed; fix what git says and run `git maverick task done` again")
             })?;
-            ctx.git.commit_of("HEAD")?
+            let sha = ctx.git.commit_of("HEAD")?;
+            crate::failpoint::hit("task-done-after-commit");
+            sha
         }
     };
     let short = ctx.git.short_name(&sha)?;
@@ -548,7 +589,7 @@ fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome, CommandError> {
         Some(issue),
         &instance,
     ) {
-        Ok(_) => {}
+        Ok(_) => crate::failpoint::hit("task-done-after-push"),
         Err(err @ PushError::Collision { .. }) => {
             return Ok(not_pushed(
                 Exit::Collision,
@@ -604,9 +645,11 @@ fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome, CommandError> {
     };
     let checked = tasks::check_tasks(surface.as_ref(), &ctx.settings, issue, &checks)
         .map_err(|e| after_push(e.into()))?;
+    crate::failpoint::hit("task-done-after-check-off");
     let mut extra = Map::new();
     extra.insert("task".into(), json!(number));
     extra.insert("head".into(), json!(sha));
+    crate::failpoint::hit("task-done-before-progress");
     tasks::update_progress(
         surface.as_ref(),
         &ctx.settings,

@@ -71,12 +71,65 @@ pub struct IssueView {
     pub expires_at: Option<Timestamp>,
     pub decision: Decision,
     pub now: Timestamp,
+    /// Writers whose stamps on this issue lead `now` by more than
+    /// `maxClockSkew`: their clock or this one is wrong (SPEC 2).
+    pub clock_skew: Vec<ClockSkew>,
+    /// The claim label with no unreleased claim behind it (a release that
+    /// removed it only in part, a claim that died after adding it): free to
+    /// claim and to dispatch (SPEC 4). A claim on its way between its label
+    /// and its comment looks the same for that moment; it still settles
+    /// against whoever claims meanwhile.
+    pub orphan_label: bool,
+    /// Whether the newest claim of the current generation is this
+    /// instance's own, released: an orphan label is its release unfinished.
+    #[serde(skip)]
+    my_release_unfinished: bool,
     /// This instance's claim of the current generation, if it has one that
     /// does not hold (it lost the settle).
     #[serde(skip)]
     pub my_losing_claim: Option<ClaimView>,
     #[serde(skip)]
     my_lease_comment: Option<(u64, Map<String, Value>)>,
+}
+
+/// A writer whose clock runs ahead of the reader's by more than allowed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ClockSkew {
+    pub instance_id: String,
+    /// Its stamp furthest ahead.
+    pub stamp: Timestamp,
+    pub ahead_secs: i64,
+}
+
+/// The writers of claim and lease markers whose stamps (the comment's time
+/// and the payload's own) lead `now` by more than `max_skew`.
+fn clocks_ahead(markers: &[MarkerAt<'_>], now: Timestamp, max_skew: Duration) -> Vec<ClockSkew> {
+    let limit = now.plus(max_skew);
+    let mut found: Vec<ClockSkew> = Vec::new();
+    for at in markers {
+        let Some(instance) = at.marker.str_field("instance_id") else {
+            continue;
+        };
+        let stamps = ["claimed_at", "heartbeat_at", "released_at"]
+            .iter()
+            .filter_map(|k| at.marker.str_field(k).and_then(Timestamp::parse))
+            .chain([at.comment.created_at, at.comment.updated_at]);
+        for stamp in stamps.filter(|s| *s > limit) {
+            match found.iter_mut().find(|f| f.instance_id == instance) {
+                Some(f) if f.stamp >= stamp => {}
+                Some(f) => {
+                    f.stamp = stamp;
+                    f.ahead_secs = stamp.0 - now.0;
+                }
+                None => found.push(ClockSkew {
+                    instance_id: instance.to_owned(),
+                    stamp,
+                    ahead_secs: stamp.0 - now.0,
+                }),
+            }
+        }
+    }
+    found
 }
 
 struct MarkerAt<'a> {
@@ -239,6 +292,19 @@ pub fn analyze(issue: &Issue, settings: &Settings, me: &str, now: Timestamp) -> 
         }
         None => (None, None),
     };
+    // Flagged, not overruled: from here a clock far ahead and this clock
+    // far behind look the same, and a reader that is behind must not judge
+    // every live lease stale. What keeps one wrong clock from misjudging
+    // everyone's leases is that no writer follows it (the git surface's
+    // stamps, `surface::git`).
+    let clock_skew = clocks_ahead(&markers, now, settings.max_clock_skew);
+    let newest_claim = claims
+        .iter()
+        .map(|(c, _)| c)
+        .filter(|c| c.generation == generation)
+        .max_by_key(|c| c.comment_id);
+    let orphan_label = labelled && live_claims.is_empty();
+    let my_release_unfinished = orphan_label && newest_claim.is_some_and(|c| c.instance_id == me);
     let expires_at = lease.as_ref().map(|l| l.expires_at);
     let blocked_by: Vec<u64> = issue
         .labels
@@ -266,6 +332,9 @@ pub fn analyze(issue: &Issue, settings: &Settings, me: &str, now: Timestamp) -> 
         expires_at,
         decision,
         now,
+        clock_skew,
+        orphan_label,
+        my_release_unfinished,
         my_losing_claim,
         my_lease_comment,
     }
@@ -513,6 +582,16 @@ impl<'a> Coordinator<'a> {
                     })
                 })
             };
+            let steps = if views.iter().any(|v| v.decision == Decision::Stale) {
+                ["", "takeover", ""]
+            } else {
+                [
+                    "claim-after-label",
+                    "claim-after-claim-comment",
+                    "claim-after-lease",
+                ]
+            };
+            crate::failpoint::name_ops(&steps);
             let applied = match self.surface.write(&writes, Some(&mut guard)) {
                 Ok(Some(applied)) => applied,
                 Ok(None) => continue,
@@ -606,6 +685,7 @@ impl<'a> Coordinator<'a> {
         for _ in 0..8 {
             let now = self.surface.now()?;
             let mut held: Vec<(u64, u64)> = Vec::new();
+            let mut orphans: Vec<u64> = Vec::new();
             let writes: Vec<Write> = views
                 .iter()
                 .filter_map(|v| {
@@ -623,6 +703,11 @@ impl<'a> Coordinator<'a> {
                     if let Some(claim) = ours {
                         held.push((v.issue, claim.comment_id));
                         ops.push(Op::RemoveLabel(self.settings.labels.in_progress.clone()));
+                    } else if v.my_release_unfinished {
+                        // An earlier release wrote its marker but failed to
+                        // remove the label: a rerun finishes it.
+                        orphans.push(v.issue);
+                        ops.push(Op::RemoveLabel(self.settings.labels.in_progress.clone()));
                     }
                     (!ops.is_empty()).then_some(Write {
                         issue: v.issue,
@@ -635,14 +720,15 @@ impl<'a> Coordinator<'a> {
             }
             let mut guard = |current: &[Issue], now: Timestamp| {
                 current.iter().all(|issue| {
+                    let v = || analyze(issue, self.settings, self.me(), now);
                     held.iter()
                         .filter(|(n, _)| *n == issue.number)
-                        .all(|(_, id)| {
-                            let v = analyze(issue, self.settings, self.me(), now);
-                            v.holder.is_some_and(|h| h.comment_id == *id)
-                        })
+                        .all(|(_, id)| v().holder.is_some_and(|h| h.comment_id == *id))
+                        && (!orphans.contains(&issue.number) || v().holder.is_none())
                 })
             };
+            // A crash between the marker and the label leaves an orphan label.
+            crate::failpoint::name_ops(&["release"]);
             if self.surface.write(&writes, Some(&mut guard))?.is_some() {
                 return Ok(writes.iter().map(|w| w.issue).collect());
             }
@@ -728,6 +814,7 @@ impl<'a> Coordinator<'a> {
                 v.decision == Decision::Ours && v.generation == expected
             })
         };
+        crate::failpoint::name_ops(&["heartbeat"]);
         let Some(applied) = self.surface.write(&writes, Some(&mut guard))? else {
             let views = self.read(issues)?;
             let reason = views

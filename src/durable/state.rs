@@ -140,6 +140,8 @@ pub fn upsert(
             current = newer;
             continue;
         }
+        // Written, not yet read back (every upsert: `state put`, progress).
+        crate::failpoint::hit("state-put");
         if !settings.settle_delay.is_zero() {
             std::thread::sleep(settings.settle_delay);
         }

@@ -35,6 +35,8 @@ pub struct GitSurface {
     remote_url: String,
     /// Whether this process has fetched the surface ref already.
     fetched: std::sync::atomic::AtomicBool,
+    /// How far the stored clock may lead this one and still be followed.
+    max_clock_skew: Duration,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -89,6 +91,7 @@ impl GitSurface {
             cache_ref: format!("refs/maverick-cache/{safe_remote}/issues"),
             remote_url: remote_url.to_owned(),
             fetched: std::sync::atomic::AtomicBool::new(false),
+            max_clock_skew: crate::config::DEFAULT_MAX_CLOCK_SKEW,
         }
     }
 
@@ -275,9 +278,25 @@ impl GitSurface {
         Err(error.into())
     }
 
+    /// Sets `maverick.maxClockSkew` (default: the documented one).
+    pub fn with_max_clock_skew(mut self, skew: Duration) -> GitSurface {
+        self.max_clock_skew = skew;
+        self
+    }
+
+    /// The stamp of a write: this clock, or the stored clock (the newest
+    /// stamp written) when that leads this one by no more than
+    /// `maxClockSkew`, so that stamps stay in order across clocks that differ
+    /// a little. A stored clock further ahead was written by a clock that is
+    /// wrong: following it would make every later lease live as long, so it
+    /// is not followed, and this write puts it right.
     fn surface_now(&self, meta: &Meta) -> Timestamp {
+        let mine = Timestamp::now();
         let last = meta.clock.as_deref().and_then(Timestamp::parse);
-        Timestamp::now().max(last.unwrap_or(Timestamp(0)))
+        match last {
+            Some(last) if last <= mine.plus(self.max_clock_skew) => mine.max(last),
+            _ => mine,
+        }
     }
 }
 
@@ -455,6 +474,7 @@ impl Surface for GitSurface {
                         fresh = true;
                         continue;
                     }
+                    crate::failpoint::end_write();
                     return Ok(None);
                 }
             }
@@ -497,6 +517,10 @@ impl Surface for GitSurface {
             );
             let new = self.commit_files(&snapshot, &files, &message)?;
             if self.swap(snapshot.commit.as_deref(), &new)? {
+                for _ in writes.iter().flat_map(|w| &w.ops) {
+                    crate::failpoint::after_op();
+                }
+                crate::failpoint::end_write();
                 return Ok(Some(results));
             }
             last_conflict = format!("attempt {attempt} lost the compare-and-swap");

@@ -442,6 +442,7 @@ pub fn apply(git: &Git, plan: &Plan, remote: &str) -> Result<Applied, WorktreeEr
         (Some(_), _) => {}
         (None, LocalBranch::Absent) => {
             git.worktree_add_new_branch(&plan.path, branch, head)?;
+            crate::failpoint::hit("resume-after-worktree-add");
             git.config_set(&format!("branch.{branch}.remote"), remote)?;
             git.config_set(&format!("branch.{branch}.merge"), &refname)?;
             applied.created = true;
@@ -458,6 +459,7 @@ pub fn apply(git: &Git, plan: &Plan, remote: &str) -> Result<Applied, WorktreeEr
                 applied.fast_forwarded = true;
             }
             git.worktree_add(&plan.path, branch)?;
+            crate::failpoint::hit("resume-after-worktree-add");
             applied.created = true;
         }
     }

@@ -756,6 +756,7 @@ impl Surface for GithubSurface {
             }
             let now = self.now()?;
             if !guard(&current, now) {
+                crate::failpoint::end_write();
                 return Ok(None);
             }
         }
@@ -781,12 +782,17 @@ impl Surface for GithubSurface {
                             );
                         }
                         applied.push(result);
+                        crate::failpoint::after_op();
                     }
-                    Err(e) => return Err(self.undo_labels(write.issue, &added, e)),
+                    Err(e) => {
+                        crate::failpoint::end_write();
+                        return Err(self.undo_labels(write.issue, &added, e));
+                    }
                 }
             }
             results.push(applied);
         }
+        crate::failpoint::end_write();
         Ok(Some(results))
     }
 }
