@@ -163,7 +163,9 @@ impl From<crate::lease::LeaseError> for CommandError {
 
 impl From<crate::record::RecordError> for CommandError {
     fn from(err: crate::record::RecordError) -> Self {
-        CommandError::from_error(Exit::Error, &err)
+        let mut e = CommandError::from_error(Exit::Error, &err);
+        e.hints.extend(err.hint());
+        e
     }
 }
 
@@ -191,7 +193,11 @@ impl From<crate::push::PushError> for CommandError {
             ),
             PushError::NotHolder { hint, .. } => (Exit::ClaimLost, hint.clone()),
             PushError::Git(e) => return CommandError::from_error(Exit::Error, e),
-            PushError::Record(e) => return CommandError::from_error(Exit::Error, e),
+            PushError::Record(e) => {
+                let mut out = CommandError::from_error(Exit::Error, e);
+                out.hints.extend(e.hint());
+                return out;
+            }
             PushError::Refused { .. } => (
                 Exit::Error,
                 "see what the remote (or a pre-push hook) said above".to_owned(),

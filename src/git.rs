@@ -265,6 +265,26 @@ fn finish(
     })
 }
 
+/// A branch name as it enters maverick (claim, run, resume): `refs/heads/`
+/// stripped once, then checked with git's own rules (`git check-ref-format
+/// --branch`), so that the name recorded is the name a push carries.
+/// `None` when git refuses it.
+pub fn normalise_branch(git: &Git, input: &str) -> Result<Option<String>, GitError> {
+    let name = input.strip_prefix("refs/heads/").unwrap_or(input);
+    // `@{-1}` and friends are expanded by `--branch`; a name is never one.
+    if !is_valid_branch_name(name) || name == "HEAD" {
+        return Ok(None);
+    }
+    let out = git
+        .cmd(["check-ref-format", "--branch", name])
+        .output_unchecked()?;
+    if !out.success() {
+        return Ok(None);
+    }
+    let checked = out.stdout_text()?.trim_end_matches('\n');
+    Ok((checked == name).then(|| name.to_owned()))
+}
+
 /// True when `name` is a full ref name git would accept (`git check-ref-format`),
 /// checked in-process because hostile names must never reach a command line
 /// unchecked.

@@ -14,6 +14,7 @@ pub mod git;
 pub mod hookfile;
 pub mod hydrate;
 pub mod lease;
+pub mod location;
 pub mod markers;
 pub mod prepush;
 pub mod push;

@@ -11,8 +11,8 @@ use crate::config::Settings;
 use crate::error::{CommandError, Exit};
 use crate::git::Git;
 use crate::hookfile::{self, Change, HookFileError};
+use crate::location;
 use crate::prepush::{self, BranchState, PrePushError, RefUpdate};
-use crate::record::BranchStore;
 use crate::timefmt::Timestamp;
 
 #[derive(Debug, Args)]
@@ -144,35 +144,6 @@ fn uninstall() -> Result<Outcome, CommandError> {
     Ok(Outcome::new(Exit::Ok, json!({"hook": path, "change": change})).line(line))
 }
 
-/// True when the push goes to maverick's remote (by name, or by its URL).
-fn pushes_to_maverick_remote(settings: &Settings, args: &PrePushArgs) -> bool {
-    let url = settings.remote_url.as_deref();
-    args.remote == settings.remote
-        || Some(args.remote.as_str()) == url
-        || (args.url.is_some() && args.url.as_deref() == url)
-}
-
-/// The pusher, when the environment names it and every managed branch has a
-/// claim record of it for the remote this push goes to; `None`: ask the
-/// configuration.
-fn identity_from_records(
-    managed: &[(&RefUpdate, BranchState)],
-    args: &PrePushArgs,
-) -> Result<Option<String>, CommandError> {
-    let Some(me) = crate::config::instance_from_env().transpose()? else {
-        return Ok(None);
-    };
-    let known = managed.iter().all(|(_, state)| {
-        let mine: Vec<_> = state
-            .claims
-            .iter()
-            .filter(|c| c.instance_id == me)
-            .collect();
-        !mine.is_empty() && mine.iter().all(|c| c.remote == args.remote)
-    });
-    Ok(known.then_some(me))
-}
-
 /// The hot path: tags, unmanaged branches and repositories without maverick
 /// leave after a few file stats, with no git process and no network call.
 fn pre_push(global: &GlobalArgs, args: PrePushArgs) -> Result<Outcome, CommandError> {
@@ -211,20 +182,35 @@ fn pre_push(global: &GlobalArgs, args: PrePushArgs) -> Result<Outcome, CommandEr
     if managed.is_empty() {
         return Ok(allowed(vec![]));
     }
-    // A managed branch: the pusher's instance id, and whether this push goes
-    // to maverick's remote. When the environment names the instance and its
-    // claim records name this remote, no configuration needs reading.
+    // A managed branch: whether this push goes to the repository it is
+    // managed on (however the push spells it), and the pusher's instance id.
+    // Records name their remote's location and the environment names the
+    // instance, so usually no configuration needs reading.
     let git = Git::new(&cwd);
-    let me = match identity_from_records(&managed, &args)? {
-        Some(me) => me,
-        None => {
+    let destination = location::normalise(args.url.as_deref().unwrap_or(&args.remote), &cwd);
+    let recorded = |state: &BranchState| state.seen.as_ref().and_then(|s| s.location.clone());
+    let env_me = crate::config::instance_from_env().transpose()?;
+    // The record's location, or maverick's remote as configured now (its
+    // URL may have changed since): read only when the record does not
+    // settle it, so a push to the recorded place costs no process.
+    let settled = managed
+        .iter()
+        .all(|(_, s)| recorded(s).as_deref() == Some(destination.as_str()));
+    let (me, configured) = match env_me {
+        Some(me) if settled => (me, None),
+        env_me => {
             let settings = Settings::load(&git, &global.overrides())?;
-            if !pushes_to_maverick_remote(&settings, &args) {
-                return Ok(allowed(vec![]));
-            }
-            settings.instance
+            let configured = prepush::SeenOn::of_settings(&git, &settings).location;
+            (env_me.unwrap_or(settings.instance), configured)
         }
     };
+    managed.retain(|(_, state)| {
+        recorded(state).as_deref() == Some(destination.as_str())
+            || configured.as_deref() == Some(destination.as_str())
+    });
+    if managed.is_empty() {
+        return Ok(allowed(vec![]));
+    }
     let now = Timestamp::now();
     let mut refusals = Vec::new();
     for (update, state) in &managed {
@@ -234,10 +220,9 @@ fn pre_push(global: &GlobalArgs, args: PrePushArgs) -> Result<Outcome, CommandEr
     }
     let checked: Vec<&str> = managed.iter().filter_map(|(u, _)| u.branch()).collect();
     if refusals.is_empty() {
-        let store = BranchStore::new(&common_dir);
         let mut outcome = allowed(checked.clone());
         for (update, state) in &managed {
-            prepush::record_allowed(&store, update, state, &me)?;
+            prepush::record_allowed(&common_dir, update, state, &me, &args.remote)?;
             for warning in prepush::lease_warnings(&state.claims, &me, now) {
                 outcome = outcome.note(warning);
             }

@@ -235,3 +235,13 @@ impl Context {
         Ok(ClaimStore::new(&self.git.common_dir()?))
     }
 }
+
+/// A branch name given on the command line, normalised and checked once
+/// (`refs/heads/` stripped, git's own rules): what claim, run and resume
+/// record is what a push of the branch names.
+pub(crate) fn branch_arg(git: &Git, input: &str) -> Result<String, CommandError> {
+    crate::git::normalise_branch(git, input)?.ok_or_else(|| {
+        CommandError::usage(format!("{input:?} is not a valid branch name"))
+            .hint("use a name `git check-ref-format --branch` accepts, like maverick/142-short-title")
+    })
+}

@@ -7,7 +7,6 @@ use serde_json::json;
 use super::{Context, Outcome};
 use crate::cli::{issue_number, GlobalArgs};
 use crate::error::{CommandError, Exit};
-use crate::git::is_valid_branch_name;
 use crate::lease::{Coordinator, Decision, HeartbeatOutcome, IssueView};
 use crate::prepush;
 use crate::record::{BranchStore, ClaimRecord};
@@ -84,7 +83,8 @@ pub(crate) fn record_head_at_claim(
     }
     match prepush::remote_head(&ctx.git, &ctx.settings.remote, branch) {
         Ok(head) => {
-            prepush::record_seen(&common_dir, branch, head.as_deref(), Some(issue), &ctx.settings.instance)?;
+            let on = prepush::SeenOn::of_settings(&ctx.git, &ctx.settings);
+            prepush::record_seen(&common_dir, branch, head.as_deref(), Some(issue), &ctx.settings.instance, &on)?;
             Ok(None)
         }
         Err(e) => Ok(Some(format!(
@@ -185,18 +185,8 @@ fn refused(exit: Exit, view: &IssueView, what: String, hint: String) -> Outcome 
 }
 
 pub fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome, CommandError> {
-    let branch = args
-        .branch
-        .strip_prefix("refs/heads/")
-        .unwrap_or(&args.branch)
-        .to_owned();
-    if !is_valid_branch_name(&branch) || branch == "HEAD" {
-        return Err(
-            CommandError::usage(format!("{branch:?} is not a valid branch name"))
-                .hint("name the branch as the remote does, like maverick/142-short-title"),
-        );
-    }
     let ctx = Context::load(global)?;
+    let branch = super::branch_arg(&ctx.git, &args.branch)?;
     let issue = issue_of(&ctx, &branch, args.issue)?;
     let surface = ctx.surface()?;
     let coord = Coordinator::new(surface.as_ref(), &ctx.settings);
@@ -325,6 +315,7 @@ pub fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome, CommandErro
         Some(&remote_head),
         Some(issue),
         &ctx.settings.instance,
+        &prepush::SeenOn::of_settings(&ctx.git, &ctx.settings),
     )?;
     let generation = match claim {
         "none" => None,
