@@ -12,6 +12,7 @@ pub mod dispatch;
 pub mod error;
 pub mod git;
 pub mod hookfile;
+pub mod hookmanager;
 pub mod hydrate;
 pub mod lease;
 pub mod location;

@@ -229,6 +229,12 @@ pub fn exclude(common_dir: &Path, worktree_dir: &Path) -> Result<bool, WorktreeE
         Some(_) => format!("/{}/", relative.join("/")),
         None => return Ok(false),
     };
+    exclude_pattern(common_dir, &pattern, "git maverick's worktrees")
+}
+
+/// Adds `pattern` (`/…`, anchored at the top level) to `.git/info/exclude`
+/// under a `# why` line, unless it is there; true when it was added.
+pub fn exclude_pattern(common_dir: &Path, pattern: &str, why: &str) -> Result<bool, WorktreeError> {
     let path = common_dir.join("info").join("exclude");
     let io = |action| {
         let path = path.clone();
@@ -253,8 +259,8 @@ pub fn exclude(common_dir: &Path, worktree_dir: &Path) -> Result<bool, WorktreeE
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
     }
-    text.push_str("# git maverick's worktrees\n");
-    text.push_str(&pattern);
+    text.push_str(&format!("# {why}\n"));
+    text.push_str(pattern);
     text.push('\n');
     crate::record::write_atomically(&path, text.as_bytes()).map_err(io("write"))?;
     Ok(true)

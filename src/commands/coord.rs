@@ -273,6 +273,9 @@ pub(crate) fn claim(
             for view in views {
                 o = o.line(format!("{verb} {}", describe(view).trim_start_matches('#')));
             }
+            if branch.is_some() {
+                o = super::warn_if_guard_off(&ctx.git, o);
+            }
             o
         }
         ClaimOutcome::Blocked { views } => refused(json, Exit::Blocked, views, "hint: it waits for other issues; work on those first"),

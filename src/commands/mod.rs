@@ -245,3 +245,28 @@ pub(crate) fn branch_arg(git: &Git, input: &str) -> Result<String, CommandError>
             .hint("use a name `git check-ref-format --branch` accepts, like maverick/142-short-title")
     })
 }
+
+/// Adds a warning, once per clone until it is fixed, when the pre-push
+/// guard is off here (SPEC 8): `task done`, `resume` and `claim --branch`
+/// rely on it to stop plain `git push`es that would rewrite the branch.
+pub(crate) fn warn_if_guard_off(git: &Git, outcome: Outcome) -> Outcome {
+    use crate::hookmanager::{self, Setup};
+    let Ok(setup) = Setup::detect(git) else {
+        return outcome;
+    };
+    let status = hookmanager::status(&setup);
+    let marker = hookmanager::warned_marker(&setup);
+    if status.on || marker.exists() {
+        return outcome;
+    }
+    let why = status.why_not.unwrap_or_default();
+    let _ = crate::record::write_atomically(&marker, format!("{why}\n").as_bytes());
+    outcome
+        .note(format!(
+            "warning: the pre-push guard is off in this clone, so a plain `git push` is not checked: {why}"
+        ))
+        .note(format!(
+            "hint: {} (`git maverick hook status` tells when it is on; this warning is shown once)",
+            status.fix.unwrap_or_else(|| "git maverick hook install".to_owned())
+        ))
+}

@@ -384,6 +384,7 @@ pub fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome, CommandErro
             aside.display()
         ));
     }
+    outcome = super::warn_if_guard_off(&wt_git, outcome);
     if claim == "none" {
         outcome = outcome.note(format!(
             "note: nobody holds #{issue}; claim it before working on it: \

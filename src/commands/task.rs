@@ -119,7 +119,7 @@ pub fn run(global: &GlobalArgs, args: TaskArgs) -> Result<Outcome, CommandError>
         TaskCommand::Init(a) => init(&ctx, a),
         TaskCommand::List(a) => list(&ctx, a),
         TaskCommand::Check(a) => check(&ctx, a),
-        TaskCommand::Done(a) => done(&ctx, a),
+        TaskCommand::Done(a) => done(&ctx, a).map(|o| super::warn_if_guard_off(&ctx.git, o)),
     }
 }
 
