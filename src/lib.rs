@@ -8,6 +8,7 @@ pub mod claims;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod confine;
 pub mod dispatch;
 pub mod error;
 pub mod git;

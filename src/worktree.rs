@@ -79,6 +79,8 @@ pub enum WorktreeError {
         #[source]
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Confine(#[from] crate::confine::ConfineError),
 }
 
 /// `<root>/<worktree_dir>/<dir_name(branch)>`, checked to be one level
@@ -92,7 +94,12 @@ pub fn worktree_path(
     let name = dir_name(branch);
     let mut components = Path::new(&name).components();
     match (components.next(), components.next()) {
-        (Some(Component::Normal(_)), None) => Ok(dir.join(name)),
+        // Inside the repository, or inside the directory the configuration
+        // names outside it: no symbolic link on the way (SPEC 7).
+        (Some(Component::Normal(_)), None) if worktree_dir.is_relative() => {
+            Ok(crate::confine::inside(root, &worktree_dir.join(&name))?)
+        }
+        (Some(Component::Normal(_)), None) => Ok(crate::confine::inside(&dir, Path::new(&name))?),
         _ => Err(WorktreeError::Escapes {
             branch: branch.to_owned(),
             dir,

@@ -369,3 +369,52 @@ fn a_damaged_record_of_this_branch_says_it_is_safe_to_remove() {
     a.git(&["switch", "--quiet", "-c", "feature/x"]);
     allowed(&push(&a, &["origin", "feature/x"]));
 }
+
+// Item 8: resume and hydrate never write outside the repository.
+
+/// Someone commits `link -> ../outside` on main; `a` pulls it.
+fn tracked_symlink(env: &TestEnv, a: &Repo, link: &str) -> std::path::PathBuf {
+    let outside = env.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let b = env.clone("b");
+    let full = b.dir.join(link);
+    std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+    let depth = link.matches('/').count() + 1;
+    let target = format!("{}outside", "../".repeat(depth));
+    std::os::unix::fs::symlink(&target, &full).unwrap();
+    b.git(&["add", link]);
+    b.git(&["commit", "--quiet", "-m", "chore: a link"]);
+    b.git(&["push", "--quiet", "origin", "main"]);
+    a.git(&["switch", "--quiet", "main"]);
+    a.git(&["pull", "--quiet", "--ff-only", "origin", "main"]);
+    assert!(std::fs::symlink_metadata(a.dir.join(link))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    outside
+}
+
+#[test]
+fn resume_refuses_a_tracked_worktrees_symlink() {
+    let env = TestEnv::new();
+    let a = writer(&env, "a");
+    a.commit_file("one.rs", "1\n", "feat: one");
+    allowed(&push(&a, &["-u", "origin", BRANCH]));
+    let outside = tracked_symlink(&env, &a, ".maverick/worktrees");
+    a.git(&["branch", "--quiet", "-D", BRANCH]);
+    let run = a.maverick(&["resume", BRANCH]);
+    run.expect(1);
+    assert!(run.stderr.contains(".maverick/worktrees is a symbolic link"), "{}", run.stderr);
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+}
+
+#[test]
+fn hydrate_refuses_a_tracked_claude_symlink() {
+    let env = TestEnv::new();
+    let a = writer(&env, "a");
+    let outside = tracked_symlink(&env, &a, ".claude");
+    let run = a.maverick(&["hydrate", ISSUE]);
+    run.expect(1);
+    assert!(run.stderr.contains(".claude is a symbolic link"), "{}", run.stderr);
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+}
