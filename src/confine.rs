@@ -70,7 +70,9 @@ mod tests {
         std::fs::create_dir_all(root.join(".maverick")).unwrap();
         std::os::unix::fs::symlink(dir.path(), root.join(".maverick/worktrees")).unwrap();
         let err = inside(&root, Path::new(".maverick/worktrees/x")).unwrap_err();
-        assert!(matches!(err, ConfineError::Symlink { ref path, .. } if path.ends_with(".maverick/worktrees")));
+        assert!(
+            matches!(err, ConfineError::Symlink { ref path, .. } if path.ends_with(".maverick/worktrees"))
+        );
         assert!(inside(&root, Path::new(".maverick/other/x")).is_ok());
         assert!(inside(&root, Path::new("../x")).is_err());
         std::fs::write(root.join("file"), "").unwrap();

@@ -211,14 +211,26 @@ pub fn status(setup: &Setup) -> Status {
     };
     let install = "git maverick hook install".to_owned();
     let hook = setup.hook_file();
-    let shown = |p: &Path| p.display().to_string();
+    // Paths in the worktree read relative to it, as a person types them.
+    let shown = |p: &Path| {
+        p.strip_prefix(&setup.top)
+            .unwrap_or(p)
+            .display()
+            .to_string()
+    };
     let found = match setup.manager {
         Manager::None => {
             let text = read(&hook);
             if !hook.exists() {
-                Err((format!("there is no pre-push hook in {}", shown(&setup.hooks_dir)), install))
+                Err((
+                    format!("there is no pre-push hook in {}", shown(&setup.hooks_dir)),
+                    install,
+                ))
             } else if !calls_guard(&text) {
-                Err((format!("{} does not call git-maverick", shown(&hook)), install))
+                Err((
+                    format!("{} does not call git-maverick", shown(&hook)),
+                    install,
+                ))
             } else if !executable_file(&hook) {
                 Err((
                     format!("{} is not executable, so git does not run it", shown(&hook)),
@@ -231,14 +243,24 @@ pub fn status(setup: &Setup) -> Status {
         Manager::Husky => {
             let own = setup.husky_file();
             if std::env::var_os("HUSKY").is_some_and(|v| v == "0") {
-                Err(("HUSKY=0 turns husky's hooks off".to_owned(), "unset HUSKY".to_owned()))
+                Err((
+                    "HUSKY=0 turns husky's hooks off".to_owned(),
+                    "unset HUSKY".to_owned(),
+                ))
             } else if !hook.is_file() {
                 Err((
                     format!("husky has no pre-push hook in {}", shown(&setup.hooks_dir)),
-                    "run husky's install (`npx husky`), then `git maverick hook install`".to_owned(),
+                    "run husky's install (`npx husky`), then `git maverick hook install`"
+                        .to_owned(),
                 ))
             } else if !calls_guard(&read(&own)) {
-                Err((format!("husky runs {}, which does not call git-maverick", shown(&own)), install))
+                Err((
+                    format!(
+                        "husky runs {}, which does not call git-maverick",
+                        shown(&own)
+                    ),
+                    install,
+                ))
             } else {
                 Ok(own)
             }
@@ -246,17 +268,26 @@ pub fn status(setup: &Setup) -> Status {
         Manager::Lefthook => {
             let local = setup.lefthook_local();
             if std::env::var_os("LEFTHOOK").is_some_and(|v| v == "0") {
-                Err(("LEFTHOOK=0 turns lefthook's hooks off".to_owned(), "unset LEFTHOOK".to_owned()))
+                Err((
+                    "LEFTHOOK=0 turns lefthook's hooks off".to_owned(),
+                    "unset LEFTHOOK".to_owned(),
+                ))
             } else if !hookfile::has_block(&read(&local))
                 || !calls_guard(&read(&setup.lefthook_script()))
             {
                 Err((
-                    format!("lefthook's config here ({}) does not run git-maverick", shown(&local)),
+                    format!(
+                        "lefthook's config here ({}) does not run git-maverick",
+                        shown(&local)
+                    ),
                     install,
                 ))
             } else if !read(&hook).contains("lefthook") || !executable_file(&hook) {
                 Err((
-                    format!("lefthook has not installed its pre-push hook in {}", shown(&setup.hooks_dir)),
+                    format!(
+                        "lefthook has not installed its pre-push hook in {}",
+                        shown(&setup.hooks_dir)
+                    ),
                     "run `lefthook install`".to_owned(),
                 ))
             } else {
@@ -269,7 +300,10 @@ pub fn status(setup: &Setup) -> Status {
             let installed = read(&hook).contains(PRE_COMMIT_MARK) && executable_file(&hook);
             if !installed {
                 Err((
-                    format!("pre-commit has not installed its pre-push hook in {}", shown(&setup.hooks_dir)),
+                    format!(
+                        "pre-commit has not installed its pre-push hook in {}",
+                        shown(&setup.hooks_dir)
+                    ),
                     "run `pre-commit install --hook-type pre-push`".to_owned(),
                 ))
             } else if read(&config).contains("git-maverick") {
@@ -280,7 +314,10 @@ pub fn status(setup: &Setup) -> Status {
             } else {
                 Err((
                     format!("{} has no git-maverick hook", shown(&config)),
-                    format!("add these lines under `repos:` in {}:\n{PRE_COMMIT_LINES}", shown(&config)),
+                    format!(
+                        "add these lines under `repos:` in {}:\n{PRE_COMMIT_LINES}",
+                        shown(&config)
+                    ),
                 ))
             }
         }
@@ -312,10 +349,14 @@ pub fn install(setup: &Setup) -> Result<Report, ManagerError> {
     let mut report = Report::default();
     let hook = setup.hook_file();
     match setup.manager {
-        Manager::None => report.changes.push((hook.clone(), hookfile::install(&hook)?)),
+        Manager::None => report
+            .changes
+            .push((hook.clone(), hookfile::install(&hook)?)),
         Manager::Husky => {
             let own = setup.husky_file();
-            report.changes.push((own.clone(), hookfile::install_script(&own)?));
+            report
+                .changes
+                .push((own.clone(), hookfile::install_script(&own)?));
         }
         Manager::Lefthook => {
             // A block left in a hook lefthook renamed (or will rename) never runs.
@@ -328,7 +369,9 @@ pub fn install(setup: &Setup) -> Result<Report, ManagerError> {
                 }
             }
             let script = setup.lefthook_script();
-            report.changes.push((script.clone(), hookfile::install(&script)?));
+            report
+                .changes
+                .push((script.clone(), hookfile::install(&script)?));
             let local = setup.lefthook_local();
             let text = read(&local);
             if hookfile::has_block(&text) {
@@ -364,7 +407,10 @@ pub fn install(setup: &Setup) -> Result<Report, ManagerError> {
             }
         }
         Manager::PreCommit => {
-            report.lines_to_add = Some((setup.top.join(PRE_COMMIT_CONFIG), PRE_COMMIT_LINES.to_owned()));
+            report.lines_to_add = Some((
+                setup.top.join(PRE_COMMIT_CONFIG),
+                PRE_COMMIT_LINES.to_owned(),
+            ));
         }
     }
     Ok(report)

@@ -203,7 +203,10 @@ impl Expected {
 
     /// The head to name as "last seen" when it does not.
     pub fn newest(&self) -> Option<&str> {
-        self.pending.last().or(self.current.as_ref()).map(String::as_str)
+        self.pending
+            .last()
+            .or(self.current.as_ref())
+            .map(String::as_str)
     }
 }
 
@@ -214,12 +217,7 @@ fn tracking_log(common_dir: &Path, name: &str, branch: &str) -> Option<PathBuf> 
         && !name.contains(':')
         && !name.starts_with(['/', '.'])
         && crate::git::is_valid_branch_name(name);
-    plain.then(|| {
-        common_dir
-            .join("logs/refs/remotes")
-            .join(name)
-            .join(branch)
-    })
+    plain.then(|| common_dir.join("logs/refs/remotes").join(name).join(branch))
 }
 
 /// How long that reflog is now (0 when there is none): the mark a record
@@ -442,9 +440,63 @@ pub fn is_ancestor(git: &Git, ancestor: &str, descendant: &str) -> Result<bool, 
     }
 }
 
+/// The parents of `sha` when it is a loose commit object of this clone (a
+/// commit just made is one), read without a git process; `None` otherwise.
+fn loose_parents(common_dir: &Path, sha: &str) -> Option<Vec<String>> {
+    if sha.len() != 40 || !sha.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let path = common_dir.join("objects").join(&sha[..2]).join(&sha[2..]);
+    let bytes = std::fs::read(path).ok()?;
+    let data = miniz_oxide::inflate::decompress_to_vec_zlib_with_limit(&bytes, 1 << 20).ok()?;
+    let nul = data.iter().position(|b| *b == 0)?;
+    if !data.starts_with(b"commit ") {
+        return None;
+    }
+    let header = &data[nul + 1..];
+    let header = &header[..header
+        .windows(2)
+        .position(|w| w == b"\n\n")
+        .unwrap_or(header.len())];
+    let header = std::str::from_utf8(header).ok()?;
+    Some(
+        header
+            .lines()
+            .filter_map(|l| l.strip_prefix("parent "))
+            .map(str::to_owned)
+            .collect(),
+    )
+}
+
+/// `is_ancestor` for the common case without a process: the pushed commits
+/// are loose and reach the remote head within a few steps (a fast-forward
+/// of commits just made). Anything else asks git.
+pub fn is_ancestor_here(
+    git: &Git,
+    common_dir: &Path,
+    ancestor: &str,
+    descendant: &str,
+) -> Result<bool, GitError> {
+    let mut todo = vec![descendant.to_owned()];
+    let mut read = 0;
+    while let Some(commit) = todo.pop() {
+        if commit == ancestor {
+            return Ok(true);
+        }
+        read += 1;
+        match loose_parents(common_dir, &commit) {
+            Some(parents) if read <= 64 => todo.extend(parents),
+            _ => return is_ancestor(git, ancestor, descendant),
+        }
+    }
+    // Every path ended at a root commit without meeting it.
+    Ok(false)
+}
+
 /// Checks one update of a managed branch. `me` is the pushing instance.
 pub fn check_update(
     git: &Git,
+    common_dir: &Path,
     update: &RefUpdate,
     state: &BranchState,
     me: &str,
@@ -515,7 +567,7 @@ pub fn check_update(
         )));
     }
     if let Some(remote) = &update.remote_sha {
-        if !is_ancestor(git, remote, pushed)? {
+        if !is_ancestor_here(git, common_dir, remote, pushed)? {
             return Ok(Some(refusal(
                 RefusalKind::NonFastForward,
                 "this push would rewrite it (not a fast-forward: a forced push)".to_owned(),
@@ -775,6 +827,38 @@ mod tests {
         assert_eq!(after.current.as_deref(), Some(p1.as_str()));
         assert!(after.pending.is_empty());
         assert!(!after.accepts(Some(&l0)) && after.accepts(Some(&p1)));
+    }
+
+    #[test]
+    fn loose_commits_reach_their_ancestors_without_git() {
+        let dir = tempfile::tempdir().unwrap();
+        let git = Git::new(dir.path());
+        let run = |args: &[&str]| {
+            git.cmd(args)
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .env("GIT_AUTHOR_NAME", "a")
+                .env("GIT_AUTHOR_EMAIL", "a@example.com")
+                .env("GIT_COMMITTER_NAME", "a")
+                .env("GIT_COMMITTER_EMAIL", "a@example.com")
+                .read()
+                .unwrap()
+        };
+        run(&["init", "--quiet"]);
+        let mut commits = Vec::new();
+        for n in 0..3 {
+            run(&["commit", "--quiet", "--allow-empty", "-m", &format!("c{n}")]);
+            commits.push(run(&["rev-parse", "HEAD"]));
+        }
+        let common = dir.path().join(".git");
+        assert_eq!(
+            loose_parents(&common, &commits[2]),
+            Some(vec![commits[1].clone()])
+        );
+        assert_eq!(loose_parents(&common, &commits[0]), Some(vec![]));
+        // Git is never asked: a directory without git would fail if it were.
+        let nowhere = Git::new(dir.path().join("missing"));
+        assert!(is_ancestor_here(&nowhere, &common, &commits[0], &commits[2]).unwrap());
+        assert!(!is_ancestor_here(&nowhere, &common, &commits[2], &commits[0]).unwrap());
     }
 
     #[test]

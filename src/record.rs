@@ -235,7 +235,9 @@ impl DamagedClaim {
 fn branch_in_damaged(text: &[u8]) -> Option<String> {
     let text = String::from_utf8_lossy(text);
     let at = text.find("\"branch\"")?;
-    let rest = text[at + "\"branch\"".len()..].trim_start().strip_prefix(':')?;
+    let rest = text[at + "\"branch\"".len()..]
+        .trim_start()
+        .strip_prefix(':')?;
     let rest = rest.trim_start().strip_prefix('"')?;
     let end = rest.find('"')?;
     Some(rest[..end].to_owned()).filter(|b| !b.contains('\\'))

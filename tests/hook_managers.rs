@@ -17,9 +17,8 @@ const BRANCH: &str = "maverick/21-managed";
 /// Fails, naming the `.ci/run` step, when a manager is missing: never a skip.
 #[track_caller]
 fn require(tool: &str, step: &str) {
-    let found = std::env::var_os("PATH").is_some_and(|path| {
-        std::env::split_paths(&path).any(|dir| dir.join(tool).is_file())
-    });
+    let found = std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(tool).is_file()));
     assert!(
         found,
         "{tool} is not on PATH; the tests drive the real {tool}: run `.ci/run` (its step `{step}`) \
@@ -33,7 +32,9 @@ fn tool(repo: &Repo, program: &str, args: &[&str]) -> Output {
     let mut cmd = Command::new(program);
     cmd.args(args).current_dir(&repo.dir);
     repo.env.apply_env(&mut cmd);
-    let out = cmd.output().unwrap_or_else(|e| panic!("{program} runs: {e}"));
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("{program} runs: {e}"));
     assert!(
         out.status.success(),
         "{program} {args:?} failed:\n{}\n{}",
@@ -80,7 +81,10 @@ fn the_guard_holds(env: &TestEnv, a: &Repo) {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(!out.status.success(), "the force push went through:\n{said}");
+    assert!(
+        !out.status.success(),
+        "the force push went through:\n{said}"
+    );
     assert!(said.contains("not a fast-forward"), "{said}");
     assert_eq!(env.origin_head(BRANCH), Some(two.clone()));
     // Back on the remote head, a fast-forward passes.
@@ -119,7 +123,10 @@ fn lefthook_runs_the_guard_from_its_config() {
     require("lefthook", "npm install lefthook husky");
     let env = TestEnv::new();
     let a = env.clone("a");
-    a.write_file("lefthook.yml", "pre-commit:\n  commands:\n    lint:\n      run: echo ok\n");
+    a.write_file(
+        "lefthook.yml",
+        "pre-commit:\n  commands:\n    lint:\n      run: echo ok\n",
+    );
     tool(&a, "lefthook", &["install"]);
     // lefthook has no pre-push hook yet: install says so and fails.
     let run = a.maverick(&["hook", "install"]);
@@ -132,7 +139,16 @@ fn lefthook_runs_the_guard_from_its_config() {
     assert_eq!(on["manager"], "lefthook");
     assert!(on["via"].as_str().unwrap().ends_with("lefthook-local.yml"));
     // The clone's own config stays out of commits.
-    assert_eq!(a.git(&["status", "--porcelain", "--", "lefthook-local.yml", ".lefthook-local"]), "");
+    assert_eq!(
+        a.git(&[
+            "status",
+            "--porcelain",
+            "--",
+            "lefthook-local.yml",
+            ".lefthook-local"
+        ]),
+        ""
+    );
     the_guard_holds(&env, &a);
 }
 
@@ -142,12 +158,18 @@ fn lefthook_installed_over_maverick_s_hook_is_reported_and_fixed() {
     let env = TestEnv::new();
     let a = env.clone("a");
     a.maverick(&["hook", "install"]).expect(0);
-    a.write_file("lefthook.yml", "pre-push:\n  commands:\n    test:\n      run: echo ok\n");
+    a.write_file(
+        "lefthook.yml",
+        "pre-push:\n  commands:\n    test:\n      run: echo ok\n",
+    );
     tool(&a, "lefthook", &["install"]);
     // lefthook renamed maverick's hook to pre-push.old and never runs it.
     assert!(a.dir.join(".git/hooks/pre-push.old").exists());
     let off = status(&a, 1);
-    assert!(off["why_not"].as_str().unwrap().contains("lefthook"), "{off}");
+    assert!(
+        off["why_not"].as_str().unwrap().contains("lefthook"),
+        "{off}"
+    );
     // The main config has a pre-push section; the clone's local one does not.
     a.maverick(&["hook", "install"]).expect(0);
     the_guard_holds(&env, &a);
@@ -164,7 +186,10 @@ fn a_lefthook_local_config_with_its_own_pre_push_gets_the_lines_to_add() {
     require("lefthook", "npm install lefthook husky");
     let env = TestEnv::new();
     let a = env.clone("a");
-    a.write_file("lefthook.yml", "pre-commit:\n  commands:\n    lint:\n      run: echo ok\n");
+    a.write_file(
+        "lefthook.yml",
+        "pre-commit:\n  commands:\n    lint:\n      run: echo ok\n",
+    );
     a.write_file(
         "lefthook-local.yml",
         "pre-push:\n  commands:\n    mine:\n      run: echo ok\n",
@@ -186,14 +211,20 @@ fn husky_runs_the_guard_from_its_own_hook_file() {
     require("husky", "npm install lefthook husky");
     let env = TestEnv::new();
     let a = env.clone("a");
-    a.write_file("package.json", "{\"name\": \"widgets\", \"version\": \"1.0.0\"}\n");
+    a.write_file(
+        "package.json",
+        "{\"name\": \"widgets\", \"version\": \"1.0.0\"}\n",
+    );
     tool(&a, "husky", &[]);
     assert_eq!(a.git(&["config", "core.hooksPath"]), ".husky/_");
     status(&a, 1);
     a.maverick(&["hook", "install"]).expect(0);
     let on = status(&a, 0);
     assert_eq!(on["manager"], "husky");
-    assert!(on["via"].as_str().unwrap().ends_with(".husky/pre-push"), "{on}");
+    assert!(
+        on["via"].as_str().unwrap().ends_with(".husky/pre-push"),
+        "{on}"
+    );
     // husky regenerates .husky/_ on every install: the guard stays.
     tool(&a, "husky", &[]);
     status(&a, 0);
@@ -234,7 +265,9 @@ fn pre_commit_runs_the_guard_from_the_project_s_hook_definition() {
     let (repo, rev) = hook_repository(&env);
     a.write_file(
         ".pre-commit-config.yaml",
-        &format!("repos:\n  - repo: {repo}\n    rev: {rev}\n    hooks:\n      - id: git-maverick\n"),
+        &format!(
+            "repos:\n  - repo: {repo}\n    rev: {rev}\n    hooks:\n      - id: git-maverick\n"
+        ),
     );
     a.git(&["commit", "--quiet", "-am", "chore: the one-writer guard"]);
     assert_eq!(status(&a, 0)["manager"], "pre-commit");
@@ -298,20 +331,41 @@ fn status_says_why_the_guard_is_off_and_commands_warn_once() {
     let a = env.clone("a");
     let off = status(&a, 1);
     assert_eq!(off["on"], false);
-    assert!(off["why_not"].as_str().unwrap().contains("no pre-push hook"), "{off}");
+    assert!(
+        off["why_not"]
+            .as_str()
+            .unwrap()
+            .contains("no pre-push hook"),
+        "{off}"
+    );
     let text = a.maverick(&["hook", "status"]);
     text.expect(1);
-    assert!(text.stderr.contains("error: the guard is off"), "{}", text.stderr);
-    assert!(text.stderr.contains("hint: git maverick hook install"), "{}", text.stderr);
+    assert!(
+        text.stderr.contains("error: the guard is off"),
+        "{}",
+        text.stderr
+    );
+    assert!(
+        text.stderr.contains("hint: git maverick hook install"),
+        "{}",
+        text.stderr
+    );
     let claim = a.maverick(&["coord", "claim", "21", "--branch", BRANCH]);
     claim.expect(0);
-    assert!(claim.stderr.contains("warning: the pre-push guard is off"), "{}", claim.stderr);
+    assert!(
+        claim.stderr.contains("warning: the pre-push guard is off"),
+        "{}",
+        claim.stderr
+    );
     let again = a.maverick(&["coord", "claim", "21", "--branch", BRANCH]);
     again.expect(0);
     assert!(!again.stderr.contains("guard is off"), "{}", again.stderr);
     a.maverick(&["hook", "install"]).expect(0);
     let on = status(&a, 0);
-    assert!(on["via"].as_str().unwrap().ends_with(".git/hooks/pre-push"), "{on}");
+    assert!(
+        on["via"].as_str().unwrap().ends_with(".git/hooks/pre-push"),
+        "{on}"
+    );
     // Off again: warned again, once.
     std::fs::remove_file(a.dir.join(".git/hooks/pre-push")).unwrap();
     let claim = a.maverick(&["coord", "claim", "21", "--branch", BRANCH]);
@@ -327,7 +381,9 @@ fn uninstall_removes_the_copy_pre_commit_keeps_as_legacy() {
     a.write_file(".pre-commit-config.yaml", "repos: []\n");
     tool(&a, "pre-commit", &["install", "--hook-type", "pre-push"]);
     let legacy = a.dir.join(".git/hooks/pre-push.legacy");
-    assert!(std::fs::read_to_string(&legacy).unwrap().contains("git-maverick"));
+    assert!(std::fs::read_to_string(&legacy)
+        .unwrap()
+        .contains("git-maverick"));
     a.maverick(&["hook", "uninstall"]).expect(0);
     no_block_under(&a.dir.join(".git/hooks"));
     // With git-maverick gone from PATH, pushes still work.
@@ -335,6 +391,9 @@ fn uninstall_removes_the_copy_pre_commit_keeps_as_legacy() {
     a.commit_file("x.rs", "x\n", "feat: x");
     let path = std::env::var_os("PATH").unwrap();
     assert!(!std::env::split_paths(&path).any(|d| d.join("git-maverick").exists()));
-    let out = a.git_as_instance(&["push", "--quiet", "origin", "feature/x"], &[("PATH", &path)]);
+    let out = a.git_as_instance(
+        &["push", "--quiet", "origin", "feature/x"],
+        &[("PATH", &path)],
+    );
     allowed(&out);
 }

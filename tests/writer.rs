@@ -233,7 +233,12 @@ fn an_ssh_push_to_an_https_origin_is_checked() {
     let (a, pushed) = rewriter(&env);
     let base = a.git(&["rev-parse", "HEAD"]);
     // The origin moved to GitHub since the claim; a second remote names it by ssh.
-    a.git(&["remote", "set-url", "origin", "https://github.com/acme/widgets.git"]);
+    a.git(&[
+        "remote",
+        "set-url",
+        "origin",
+        "https://github.com/acme/widgets.git",
+    ]);
     let line = format!("refs/heads/{BRANCH} {base} refs/heads/{BRANCH} {pushed}\n");
     let hook = |remote: &str, url: &str| {
         let mut cmd = a.maverick_command(&["hook", "pre-push", remote, url]);
@@ -312,7 +317,14 @@ fn a_claim_of_refs_heads_guards_the_branch() {
 fn bad_branch_names_are_refused_where_they_enter() {
     let env = TestEnv::new();
     let a = env.clone("a");
-    for bad in ["maverick/8-y.lock", "HEAD", "a b", "a..b", "x@{-1}", "refs/heads/"] {
+    for bad in [
+        "maverick/8-y.lock",
+        "HEAD",
+        "a b",
+        "a..b",
+        "x@{-1}",
+        "refs/heads/",
+    ] {
         for args in [
             vec!["coord", "claim", "8", "--branch", bad],
             vec!["run", "8", "--branch", bad, "--", "true"],
@@ -320,7 +332,11 @@ fn bad_branch_names_are_refused_where_they_enter() {
         ] {
             let run = a.maverick(&args);
             run.expect(2);
-            assert!(run.stderr.contains("is not a valid branch name"), "{args:?}: {}", run.stderr);
+            assert!(
+                run.stderr.contains("is not a valid branch name"),
+                "{args:?}: {}",
+                run.stderr
+            );
             assert!(run.stderr.contains("hint:"), "{}", run.stderr);
         }
     }
@@ -341,7 +357,11 @@ fn a_damaged_record_of_another_issue_stops_nothing_else() {
     let (a, _) = rewriter(&env);
     let damaged = claim_dir(&a).join("someone").join("99.json");
     std::fs::create_dir_all(damaged.parent().unwrap()).unwrap();
-    std::fs::write(&damaged, "{\"issue\": 99, \"branch\": \"maverick/99-other\", \"gen").unwrap();
+    std::fs::write(
+        &damaged,
+        "{\"issue\": 99, \"branch\": \"maverick/99-other\", \"gen",
+    )
+    .unwrap();
     // main is not managed: pushed untouched.
     a.git(&["switch", "--quiet", "main"]);
     a.commit_file("readme.md", "x\n", "docs: readme");
@@ -404,7 +424,12 @@ fn resume_refuses_a_tracked_worktrees_symlink() {
     a.git(&["branch", "--quiet", "-D", BRANCH]);
     let run = a.maverick(&["resume", BRANCH]);
     run.expect(1);
-    assert!(run.stderr.contains(".maverick/worktrees is a symbolic link"), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains(".maverick/worktrees is a symbolic link"),
+        "{}",
+        run.stderr
+    );
     assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
 }
 
@@ -415,6 +440,10 @@ fn hydrate_refuses_a_tracked_claude_symlink() {
     let outside = tracked_symlink(&env, &a, ".claude");
     let run = a.maverick(&["hydrate", ISSUE]);
     run.expect(1);
-    assert!(run.stderr.contains(".claude is a symbolic link"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains(".claude is a symbolic link"),
+        "{}",
+        run.stderr
+    );
     assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
 }

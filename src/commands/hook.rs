@@ -215,7 +215,9 @@ fn status() -> Result<Outcome, CommandError> {
 /// What pre-commit hands its hooks instead of git's stdin (it reads that
 /// itself): the first ref of the push, without the remote's head, which
 /// pre-commit replaces with a local guess when it lacks the object.
-fn pre_commit_update(git: &Git) -> Result<Option<(String, Option<String>, RefUpdate)>, CommandError> {
+fn pre_commit_update(
+    git: &Git,
+) -> Result<Option<(String, Option<String>, RefUpdate)>, CommandError> {
     let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
     let Some(remote_ref) = var("PRE_COMMIT_REMOTE_BRANCH") else {
         return Ok(None);
@@ -225,7 +227,12 @@ fn pre_commit_update(git: &Git) -> Result<Option<(String, Option<String>, RefUpd
     let local_ref = var("PRE_COMMIT_LOCAL_BRANCH").unwrap_or_else(|| "HEAD".to_owned());
     let local_sha = match var("PRE_COMMIT_TO_REF") {
         Some(sha) => sha,
-        None => git.read(["rev-parse", "--verify", "--end-of-options", &format!("{local_ref}^{{commit}}")])?,
+        None => git.read([
+            "rev-parse",
+            "--verify",
+            "--end-of-options",
+            &format!("{local_ref}^{{commit}}"),
+        ])?,
     };
     Ok(Some((
         remote,
@@ -259,13 +266,10 @@ fn pre_push(global: &GlobalArgs, args: PrePushArgs) -> Result<Outcome, CommandEr
             })?;
             (remote, args.url, prepush::parse_updates(&input)?)
         }
-        (None, None) => {
-            return Err(
-                CommandError::usage("no remote named, and no PRE_COMMIT_* variables").hint(
-                    "git runs this as `git maverick hook pre-push REMOTE URL` with the refs on stdin",
-                ),
-            )
-        }
+        (None, None) => return Err(CommandError::usage(
+            "no remote named, and no PRE_COMMIT_* variables",
+        )
+        .hint("git runs this as `git maverick hook pre-push REMOTE URL` with the refs on stdin")),
     };
     let allowed = |checked: Vec<&str>| {
         Outcome::new(
@@ -336,7 +340,7 @@ fn pre_push(global: &GlobalArgs, args: PrePushArgs) -> Result<Outcome, CommandEr
     let now = Timestamp::now();
     let mut refusals = Vec::new();
     for (update, state) in &managed {
-        if let Some(refusal) = prepush::check_update(&git, update, state, &me)? {
+        if let Some(refusal) = prepush::check_update(&git, &common_dir, update, state, &me)? {
             refusals.push(refusal);
         }
     }

@@ -241,8 +241,9 @@ impl Context {
 /// record is what a push of the branch names.
 pub(crate) fn branch_arg(git: &Git, input: &str) -> Result<String, CommandError> {
     crate::git::normalise_branch(git, input)?.ok_or_else(|| {
-        CommandError::usage(format!("{input:?} is not a valid branch name"))
-            .hint("use a name `git check-ref-format --branch` accepts, like maverick/142-short-title")
+        CommandError::usage(format!("{input:?} is not a valid branch name")).hint(
+            "use a name `git check-ref-format --branch` accepts, like maverick/142-short-title",
+        )
     })
 }
 
