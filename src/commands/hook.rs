@@ -10,11 +10,11 @@ use crate::cli::GlobalArgs;
 use crate::config::Settings;
 use crate::error::{CommandError, Exit};
 use crate::git::Git;
-use crate::hookfile::{Change, HookFileError};
-use crate::hookmanager::{self, ManagerError, Setup, Status};
-use crate::location;
-use crate::prepush::{self, BranchState, PrePushError, RefUpdate};
 use crate::timefmt::Timestamp;
+use crate::writer::hookfile::{Change, HookFileError};
+use crate::writer::hookmanager::{self, ManagerError, Setup, Status};
+use crate::writer::location;
+use crate::writer::prepush::{self, BranchState, PrePushError, RefUpdate};
 
 #[derive(Debug, Args)]
 pub struct HookArgs {

@@ -17,9 +17,9 @@ use serde_json::Value;
 
 use crate::cli::{Cli, Command, GlobalArgs};
 use crate::config::{Settings, SurfaceKind};
+use crate::coord::record::ClaimStore;
 use crate::error::{CommandError, Exit};
 use crate::git::Git;
-use crate::record::ClaimStore;
 use crate::surface::git::GitSurface;
 use crate::surface::github::{resolve_token, GithubConfig, GithubError, GithubSurface};
 use crate::surface::{Surface, SurfaceError};
@@ -251,7 +251,7 @@ pub(crate) fn branch_arg(git: &Git, input: &str) -> Result<String, CommandError>
 /// guard is off here (SPEC 8): `task done`, `resume` and `claim --branch`
 /// rely on it to stop plain `git push`es that would rewrite the branch.
 pub(crate) fn warn_if_guard_off(git: &Git, outcome: Outcome) -> Outcome {
-    use crate::hookmanager::{self, Setup};
+    use crate::writer::hookmanager::{self, Setup};
     let Ok(setup) = Setup::detect(git) else {
         return outcome;
     };
@@ -261,7 +261,7 @@ pub(crate) fn warn_if_guard_off(git: &Git, outcome: Outcome) -> Outcome {
         return outcome;
     }
     let why = status.why_not.unwrap_or_default();
-    let _ = crate::record::write_atomically(&marker, format!("{why}\n").as_bytes());
+    let _ = crate::files::write_atomically(&marker, format!("{why}\n").as_bytes());
     outcome
         .note(format!(
             "warning: the pre-push guard is off in this clone, so a plain `git push` is not checked: {why}"

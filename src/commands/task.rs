@@ -7,11 +7,11 @@ use serde_json::{json, Map};
 
 use super::{Context, Outcome};
 use crate::cli::{issue_number, GlobalArgs};
+use crate::coord::lease::{self, Decision};
+use crate::durable::tasks::{self, IssueSource, Task, TaskError, TaskListView};
 use crate::error::{CommandError, Exit};
-use crate::lease::{self, Decision};
-use crate::push::{self, PushError};
-use crate::record::BranchStore;
-use crate::tasks::{self, IssueSource, Task, TaskError, TaskListView};
+use crate::writer::branch_record::BranchStore;
+use crate::writer::push::{self, PushError};
 
 #[derive(Debug, Args)]
 pub struct TaskArgs {
@@ -601,7 +601,7 @@ fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome, CommandError> {
     // it on the remote-tracking ref; or one the hook left pending).
     let expected_here = recorded
         .as_ref()
-        .map(|r| crate::prepush::expected(&common_dir, r));
+        .map(|r| crate::writer::prepush::expected(&common_dir, r));
     let seen = expected_here.as_ref().and_then(|e| e.current.clone());
     let collision = match (&live, &expected_here) {
         (Some(l), _) if !is_ancestor(ctx, l, &sha)? => Some(format!(

@@ -32,10 +32,12 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::coord::record::{ClaimRecord, ClaimStore};
 use crate::error::Exit;
+use crate::files::RecordError;
 use crate::git::{Git, GitError};
-use crate::record::{BranchRecord, BranchStore, ClaimRecord, ClaimStore, RecordError};
 use crate::timefmt::Timestamp;
+use crate::writer::branch_record::{BranchRecord, BranchStore};
 
 /// What this writer keeps pending at most (one per allowed push in a row
 /// that the remote never confirmed).
@@ -648,7 +650,7 @@ impl<'a> SeenOn<'a> {
             .ok();
         SeenOn {
             name,
-            location: url.map(|url| crate::location::normalise(&url, &toplevel(git))),
+            location: url.map(|url| crate::writer::location::normalise(&url, &toplevel(git))),
         }
     }
 }

@@ -11,9 +11,10 @@
 //! the pusher must hold it by its records, the same check the pre-push hook
 //! makes.
 
+use crate::files::RecordError;
 use crate::git::{Git, GitError};
-use crate::prepush::{self, BranchState};
-use crate::record::{BranchStore, RecordError};
+use crate::writer::branch_record::BranchStore;
+use crate::writer::prepush::{self, BranchState};
 
 #[derive(Debug, thiserror::Error)]
 pub enum PushError {

@@ -1,10 +1,75 @@
-//! Paths maverick creates or writes inside a repository (`resume`'s
-//! worktrees, `hydrate`'s `.claude/` files) stay inside it (SPEC 7, issue
-//! 11): a tracked symlink on the way (`.maverick/worktrees -> /elsewhere`,
-//! `.claude -> ~`) is refused, never followed, since anyone who can push to
-//! the main branch can commit one.
+//! Files this clone keeps for itself (claim and branch records, hook files,
+//! hydrated state): written whole or not at all, and the error of reading
+//! or writing a local record.
 
+use std::io::Write as _;
 use std::path::{Component, Path, PathBuf};
+
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    #[error("could not {action} {path}: {source}")]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the local record {path} is damaged: {detail}")]
+    Damaged {
+        path: PathBuf,
+        detail: String,
+        /// What removing it loses, and how maverick gets it back.
+        loses: String,
+    },
+}
+
+impl RecordError {
+    /// The way out of a damaged record: it may be removed, and what that costs.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            RecordError::Damaged { path, loses, .. } => Some(format!(
+                "it is safe to remove ({}): that loses {loses}",
+                shell_rm(path)
+            )),
+            RecordError::Io { .. } => None,
+        }
+    }
+}
+
+/// `rm -- PATH`, quoted for a POSIX shell.
+pub fn shell_rm(path: &Path) -> String {
+    let text = path.to_string_lossy();
+    format!("rm -- '{}'", text.replace('\'', "'\\''"))
+}
+
+/// Writes through a temporary file and a rename, so a crash leaves the old
+/// file or the new one, never half of one.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    replace_file(path, bytes, true)
+}
+
+pub(crate) fn replace_file(path: &Path, bytes: &[u8], sync: bool) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("record");
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let mut file = std::fs::File::create(&tmp)?;
+    file.write_all(bytes)?;
+    if sync {
+        file.sync_all()?;
+    }
+    drop(file);
+    std::fs::rename(&tmp, path)
+}
+
+// Paths maverick creates or writes inside a repository (`resume`'s
+// worktrees, `hydrate`'s `.claude/` files) stay inside it (SPEC 7, issue
+// 11): a tracked symlink on the way (`.maverick/worktrees -> /elsewhere`,
+// `.claude -> ~`) is refused, never followed, since anyone who can push to
+// the main branch can commit one.
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfineError {

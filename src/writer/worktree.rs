@@ -80,7 +80,7 @@ pub enum WorktreeError {
         source: std::io::Error,
     },
     #[error(transparent)]
-    Confine(#[from] crate::confine::ConfineError),
+    Confine(#[from] crate::files::ConfineError),
 }
 
 /// `<root>/<worktree_dir>/<dir_name(branch)>`, checked to be one level
@@ -97,9 +97,9 @@ pub fn worktree_path(
         // Inside the repository, or inside the directory the configuration
         // names outside it: no symbolic link on the way (SPEC 7).
         (Some(Component::Normal(_)), None) if worktree_dir.is_relative() => {
-            Ok(crate::confine::inside(root, &worktree_dir.join(&name))?)
+            Ok(crate::files::inside(root, &worktree_dir.join(&name))?)
         }
-        (Some(Component::Normal(_)), None) => Ok(crate::confine::inside(&dir, Path::new(&name))?),
+        (Some(Component::Normal(_)), None) => Ok(crate::files::inside(&dir, Path::new(&name))?),
         _ => Err(WorktreeError::Escapes {
             branch: branch.to_owned(),
             dir,
@@ -269,7 +269,7 @@ pub fn exclude_pattern(common_dir: &Path, pattern: &str, why: &str) -> Result<bo
     text.push_str(&format!("# {why}\n"));
     text.push_str(pattern);
     text.push('\n');
-    crate::record::write_atomically(&path, text.as_bytes()).map_err(io("write"))?;
+    crate::files::write_atomically(&path, text.as_bytes()).map_err(io("write"))?;
     Ok(true)
 }
 

@@ -20,7 +20,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::git::{Git, GitError};
-use crate::hookfile::{self, Change, HookFileError};
+use crate::writer::hookfile::{self, Change, HookFileError};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -101,7 +101,7 @@ pub enum ManagerError {
     #[error(transparent)]
     HookFile(#[from] HookFileError),
     #[error(transparent)]
-    Worktree(#[from] crate::worktree::WorktreeError),
+    Worktree(#[from] crate::writer::worktree::WorktreeError),
 }
 
 fn read(path: &Path) -> String {
@@ -384,7 +384,7 @@ pub fn install(setup: &Setup) -> Result<Report, ManagerError> {
                     new.push('\n');
                 }
                 new.push_str(&lefthook_block());
-                crate::record::write_atomically(&local, new.as_bytes()).map_err(|source| {
+                crate::files::write_atomically(&local, new.as_bytes()).map_err(|source| {
                     HookFileError::Io {
                         action: "write",
                         path: local.clone(),
@@ -399,7 +399,7 @@ pub fn install(setup: &Setup) -> Result<Report, ManagerError> {
                 report.changes.push((local, change));
             }
             for pattern in ["/lefthook-local.yml", "/.lefthook-local/"] {
-                crate::worktree::exclude_pattern(
+                crate::writer::worktree::exclude_pattern(
                     &setup.common_dir,
                     pattern,
                     "git maverick's pre-push guard for lefthook (this clone only)",
