@@ -170,7 +170,9 @@ impl From<crate::coord::lease::LeaseError> for CommandError {
 
 impl From<crate::files::RecordError> for CommandError {
     fn from(err: crate::files::RecordError) -> Self {
-        CommandError::from_error(Exit::Error, &err)
+        let mut e = CommandError::from_error(Exit::Error, &err);
+        e.hints.extend(err.hint());
+        e
     }
 }
 
@@ -198,7 +200,11 @@ impl From<crate::writer::push::PushError> for CommandError {
             ),
             PushError::NotHolder { hint, .. } => (Exit::ClaimLost, hint.clone()),
             PushError::Git(e) => return CommandError::from_error(Exit::Error, e),
-            PushError::Record(e) => return CommandError::from_error(Exit::Error, e),
+            PushError::Record(e) => {
+                let mut out = CommandError::from_error(Exit::Error, e);
+                out.hints.extend(e.hint());
+                return out;
+            }
             PushError::Refused { .. } => (
                 Exit::Error,
                 "see what the remote (or a pre-push hook) said above".to_owned(),
@@ -276,6 +282,17 @@ impl From<crate::writer::prepush::PrePushError> for CommandError {
             PrePushError::Git(e) => e.into(),
             PrePushError::Record(e) => e.into(),
             other => CommandError::from_error(Exit::Error, &other),
+        }
+    }
+}
+
+impl From<crate::writer::hookmanager::ManagerError> for CommandError {
+    fn from(err: crate::writer::hookmanager::ManagerError) -> Self {
+        use crate::writer::hookmanager::ManagerError;
+        match err {
+            ManagerError::Git(e) => e.into(),
+            ManagerError::HookFile(e) => e.into(),
+            ManagerError::Worktree(e) => e.into(),
         }
     }
 }

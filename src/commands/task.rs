@@ -94,7 +94,7 @@ pub fn run(global: &GlobalArgs, args: TaskArgs) -> Result<Outcome, CommandError>
         TaskCommand::Init(a) => init(&ctx, a),
         TaskCommand::List(a) => list(&ctx, a),
         TaskCommand::Check(a) => check(&ctx, a),
-        TaskCommand::Done(a) => done(&ctx, a),
+        TaskCommand::Done(a) => done(&ctx, a).map(|o| super::warn_if_guard_off(&ctx.git, o)),
     }
 }
 
@@ -113,20 +113,11 @@ pub fn read_input(file: Option<&str>) -> Result<String, CommandError> {
     }
 }
 
-fn check_branch_name(branch: &str) -> Result<(), CommandError> {
-    if crate::git::is_valid_branch_name(branch) {
-        Ok(())
-    } else {
-        Err(CommandError::usage(format!(
-            "{branch:?} is not a valid branch name"
-        )))
-    }
-}
-
-fn init(ctx: &Context, args: InitArgs) -> Result<Outcome, CommandError> {
-    if let Some(b) = &args.branch {
-        check_branch_name(b)?;
-    }
+fn init(ctx: &Context, mut args: InitArgs) -> Result<Outcome, CommandError> {
+    args.branch = args
+        .branch
+        .map(|b| super::branch_arg(&ctx.git, &b))
+        .transpose()?;
     let text = read_input(args.file.as_deref())?;
     let new = tasks::parse_task_input(&text)?;
     let surface = ctx.surface()?;
@@ -207,10 +198,11 @@ fn issue_here(
     }
 }
 
-fn list(ctx: &Context, args: ListArgs) -> Result<Outcome, CommandError> {
-    if let Some(b) = &args.branch {
-        check_branch_name(b)?;
-    }
+fn list(ctx: &Context, mut args: ListArgs) -> Result<Outcome, CommandError> {
+    args.branch = args
+        .branch
+        .map(|b| super::branch_arg(&ctx.git, &b))
+        .transpose()?;
     let here = ctx.git.current_branch()?;
     let issue = match args.issue {
         Some(n) => n,
@@ -533,29 +525,32 @@ fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome, CommandError> {
     // Without a record (this clone never claimed, resumed or pushed the
     // branch), nobody's work can be lost by a fast-forward of what the
     // remote has now, and the swap refuses anything pushed after this look.
-    let store = BranchStore::new(&ctx.git.common_dir()?);
-    let recorded = store.get(&branch)?;
+    let common_dir = ctx.git.common_dir()?;
+    let recorded = BranchStore::new(&common_dir).get(&branch)?;
     let live = ctx.git.remote_head(&remote, &branch)?;
-    let seen = recorded.as_ref().and_then(|r| r.last_seen.clone());
-    let pending = recorded
+    // Where this writer left the remote: the head it last saw, or a push of
+    // its own since (a plain `git push`, with or without the hook: git logs
+    // it on the remote-tracking ref; or one the hook left pending).
+    let expected_here = recorded
         .as_ref()
-        .map(|r| r.pending.clone())
-        .unwrap_or_default();
-    let collision = match (&live, &seen) {
+        .map(|r| crate::writer::prepush::expected(&common_dir, r));
+    let seen = expected_here.as_ref().and_then(|e| e.current.clone());
+    let collision = match (&live, &expected_here) {
         (Some(l), _) if !ctx.git.is_ancestor(l, &sha)? => Some(format!(
             "the remote's {branch} is at {l}, which {short} does not descend from"
         )),
-        // SPEC 8: the remote must be where this writer last saw it, or at a
-        // head its own plain `git push` left (recorded by the pre-push hook).
-        (Some(l), Some(s)) if l != s && !pending.contains(l) => Some(format!(
-            "the remote's {branch} moved from {s}, last seen by this clone, to {l}: someone else pushed to it"
-        )),
-        (Some(l), None) if recorded.is_some() && !pending.contains(l) => Some(format!(
-            "the remote's {branch} appeared at {l}, where this clone last saw no branch: someone else pushed to it"
-        )),
-        (None, Some(s)) => Some(format!(
-            "the remote's {branch} is gone; this clone last saw it at {s}"
-        )),
+        (l, Some(e)) if !e.accepts(l.as_deref()) => Some(match (l, &seen) {
+            (Some(l), Some(s)) => format!(
+                "the remote's {branch} moved from {s}, last seen by this clone, to {l}: someone else pushed to it"
+            ),
+            (Some(l), None) => format!(
+                "the remote's {branch} appeared at {l}, where this clone last saw no branch: someone else pushed to it"
+            ),
+            (None, _) => format!(
+                "the remote's {branch} is gone; this clone last saw it at {}",
+                e.newest().unwrap_or("(no branch)")
+            ),
+        }),
         _ => None,
     };
     if let Some(why) = collision {
@@ -568,16 +563,6 @@ fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome, CommandError> {
             &branch,
             why,
         ));
-    }
-    if let (Some(r), Some(l)) = (&recorded, &live) {
-        if seen.as_ref() != Some(l) {
-            // Adopt the head our own plain push left, so that the pre-push
-            // hook, which compares with the record, agrees.
-            let mut adopted = r.clone();
-            adopted.last_seen = Some(l.clone());
-            adopted.updated_at = crate::timefmt::Timestamp::now().to_string();
-            store.set(&adopted)?;
-        }
     }
     let expected = live;
     match push::cas_push(
