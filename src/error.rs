@@ -347,6 +347,66 @@ impl From<crate::durable::tasks::TaskError> for CommandError {
     }
 }
 
+impl From<crate::durable::task_done::DoneError> for CommandError {
+    fn from(err: crate::durable::task_done::DoneError) -> Self {
+        use crate::durable::task_done::DoneError;
+        let again = "run `git maverick task done` again";
+        match err {
+            DoneError::NothingStaged => CommandError::tool(err.to_string()).hint(format!(
+                "stage the task's changes with `git add PATH…`, then {again}"
+            )),
+            DoneError::UnpushedOther { unpushed, .. } => CommandError::usage(err.to_string())
+                .hint(format!(
+                    "run `git maverick task done` to push task {unpushed} first"
+                )),
+            DoneError::AllChecked { issue, .. } | DoneError::AllCommitted { issue, .. } => {
+                CommandError::tool(err.to_string()).hint(format!(
+                    "to add work to a task, name it: `git maverick task done --task N`; to add tasks, `git maverick task init {issue} FILE --replace`"
+                ))
+            }
+            DoneError::NotConventional { .. } => CommandError::usage(err.to_string())
+                .hint("nothing was committed; pass -m \"type(scope): subject\""),
+            DoneError::Commit(e) => CommandError::from_error(Exit::Error, &e).hint(format!(
+                "nothing was committed or pushed; fix what git says and {again}"
+            )),
+            DoneError::Push {
+                short,
+                number,
+                issue,
+                source,
+            } => {
+                let mut e = CommandError::from_error(Exit::Error, &source);
+                e.message = format!(
+                    "committed {short} locally but could not push it: {}; task {number} of #{issue} stays unchecked",
+                    e.message
+                );
+                e.hint("fix the cause and run `git maverick task done` again: it pushes the commit it left")
+            }
+            DoneError::CheckOff {
+                short,
+                remote,
+                branch,
+                number,
+                issue,
+                source,
+            } => {
+                let mut e = CommandError::from(source);
+                e.message = format!(
+                    "pushed {short} to {remote}/{branch}, but could not check task {number} off: {}",
+                    e.message
+                );
+                e.hint(format!(
+                    "the commit is safe on the remote; `git maverick task list {issue}` checks it off from its trailer"
+                ))
+            }
+            DoneError::Task(e) => e.into(),
+            DoneError::Git(e) => e.into(),
+            DoneError::Surface(e) => e.into(),
+            DoneError::Record(e) => e.into(),
+        }
+    }
+}
+
 impl From<crate::coord::hold::TimingError> for CommandError {
     fn from(err: crate::coord::hold::TimingError) -> Self {
         use crate::coord::hold::TimingError;
