@@ -5,12 +5,10 @@
 //! says whether the guard runs, and `install` never claims a guard that will
 //! not run.
 
-mod support;
-
 use std::path::Path;
 use std::process::{Command, Output};
 
-use support::{Repo, TestEnv};
+use crate::support::{Repo, TestEnv};
 
 const BRANCH: &str = "maverick/21-managed";
 

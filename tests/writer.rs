@@ -3,11 +3,9 @@
 //! damaged records, rewinds, and paths that lead out of the repository.
 //! Each case on its own bare origin, with the real binary and real pushes.
 
-mod support;
-
 use std::process::Output;
 
-use support::{Repo, TestEnv};
+use crate::support::{Repo, TestEnv};
 
 const ISSUE: &str = "12";
 const BRANCH: &str = "maverick/12-t";
