@@ -375,7 +375,7 @@ impl From<crate::durable::task_done::DoneError> for CommandError {
                 issue,
                 source,
             } => {
-                let mut e = CommandError::from_error(Exit::Error, &source);
+                let mut e = CommandError::from_error(Exit::Error, &*source);
                 e.message = format!(
                     "committed {short} locally but could not push it: {}; task {number} of #{issue} stays unchecked",
                     e.message
@@ -390,7 +390,7 @@ impl From<crate::durable::task_done::DoneError> for CommandError {
                 issue,
                 source,
             } => {
-                let mut e = CommandError::from(source);
+                let mut e = CommandError::from(*source);
                 e.message = format!(
                     "pushed {short} to {remote}/{branch}, but could not check task {number} off: {}",
                     e.message

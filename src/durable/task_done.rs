@@ -87,7 +87,7 @@ pub enum DoneError {
         short: String,
         number: usize,
         issue: u64,
-        source: PushError,
+        source: Box<PushError>,
     },
     #[error(
         "pushed {short} to {remote}/{branch}, but could not check task {number} off: {source}"
@@ -98,7 +98,7 @@ pub enum DoneError {
         branch: String,
         number: usize,
         issue: u64,
-        source: TaskError,
+        source: Box<TaskError>,
     },
     #[error(transparent)]
     Task(#[from] TaskError),
@@ -354,7 +354,7 @@ pub fn task_done(
                 short,
                 number,
                 issue,
-                source,
+                source: Box::new(source),
             })
         }
     }
@@ -382,7 +382,7 @@ pub fn task_done(
         branch: branch.to_owned(),
         number,
         issue,
-        source,
+        source: Box::new(source),
     };
     let checked = tasks::check_tasks(surface, settings, issue, &checks).map_err(after_push)?;
     crate::failpoint::hit("task-done-after-check-off");
