@@ -273,7 +273,7 @@ pub fn list_outcome(view: &TaskListView, remote: &str) -> Outcome {
         o = o.note(format!(
             "warning: task{} {} {} checked with a commit that {remote}/{} does not have",
             plural(view.ahead.len()),
-            join(&view.ahead),
+            tasks::join_numbers(&view.ahead),
             if view.ahead.len() == 1 { "is" } else { "are" },
             branch.unwrap_or_default()
         ));
@@ -285,14 +285,6 @@ pub fn list_outcome(view: &TaskListView, remote: &str) -> Outcome {
         ));
     }
     o
-}
-
-fn join(numbers: &[usize]) -> String {
-    numbers
-        .iter()
-        .map(usize::to_string)
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 fn valid_sha(sha: &str) -> bool {

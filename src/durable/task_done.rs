@@ -110,14 +110,6 @@ pub enum DoneError {
     Record(#[from] RecordError),
 }
 
-fn join(numbers: &[usize]) -> String {
-    numbers
-        .iter()
-        .map(usize::to_string)
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 /// What `task done` commits: the index, or a task commit an earlier run
 /// made but could not push. Read before the surface is reached, so that an
 /// empty index is reported first.
@@ -259,7 +251,7 @@ pub fn task_done(
                 } else {
                     DoneError::AllCommitted {
                         issue,
-                        open: join(&open),
+                        open: tasks::join_numbers(&open),
                         branch: branch.to_owned(),
                     }
                 });
