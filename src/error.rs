@@ -170,7 +170,9 @@ impl From<crate::coord::lease::LeaseError> for CommandError {
 
 impl From<crate::files::RecordError> for CommandError {
     fn from(err: crate::files::RecordError) -> Self {
-        CommandError::from_error(Exit::Error, &err)
+        let mut e = CommandError::from_error(Exit::Error, &err);
+        e.hints.extend(err.hint());
+        e
     }
 }
 
@@ -198,7 +200,11 @@ impl From<crate::writer::push::PushError> for CommandError {
             ),
             PushError::NotHolder { hint, .. } => (Exit::ClaimLost, hint.clone()),
             PushError::Git(e) => return CommandError::from_error(Exit::Error, e),
-            PushError::Record(e) => return CommandError::from_error(Exit::Error, e),
+            PushError::Record(e) => {
+                let mut out = CommandError::from_error(Exit::Error, e);
+                out.hints.extend(e.hint());
+                return out;
+            }
             PushError::Refused { .. } => (
                 Exit::Error,
                 "see what the remote (or a pre-push hook) said above".to_owned(),
@@ -280,6 +286,17 @@ impl From<crate::writer::prepush::PrePushError> for CommandError {
     }
 }
 
+impl From<crate::writer::hookmanager::ManagerError> for CommandError {
+    fn from(err: crate::writer::hookmanager::ManagerError) -> Self {
+        use crate::writer::hookmanager::ManagerError;
+        match err {
+            ManagerError::Git(e) => e.into(),
+            ManagerError::HookFile(e) => e.into(),
+            ManagerError::Worktree(e) => e.into(),
+        }
+    }
+}
+
 impl From<crate::coord::dispatch::DispatchError> for CommandError {
     fn from(err: crate::coord::dispatch::DispatchError) -> Self {
         use crate::coord::dispatch::DispatchError;
@@ -326,6 +343,66 @@ impl From<crate::durable::tasks::TaskError> for CommandError {
             TaskError::Contended { .. } => {
                 CommandError::from_error(Exit::Error, &err).hint("run the command again")
             }
+        }
+    }
+}
+
+impl From<crate::durable::task_done::DoneError> for CommandError {
+    fn from(err: crate::durable::task_done::DoneError) -> Self {
+        use crate::durable::task_done::DoneError;
+        let again = "run `git maverick task done` again";
+        match err {
+            DoneError::NothingStaged => CommandError::tool(err.to_string()).hint(format!(
+                "stage the task's changes with `git add PATH…`, then {again}"
+            )),
+            DoneError::UnpushedOther { unpushed, .. } => CommandError::usage(err.to_string())
+                .hint(format!(
+                    "run `git maverick task done` to push task {unpushed} first"
+                )),
+            DoneError::AllChecked { issue, .. } | DoneError::AllCommitted { issue, .. } => {
+                CommandError::tool(err.to_string()).hint(format!(
+                    "to add work to a task, name it: `git maverick task done --task N`; to add tasks, `git maverick task init {issue} FILE --replace`"
+                ))
+            }
+            DoneError::NotConventional { .. } => CommandError::usage(err.to_string())
+                .hint("nothing was committed; pass -m \"type(scope): subject\""),
+            DoneError::Commit(e) => CommandError::from_error(Exit::Error, &e).hint(format!(
+                "nothing was committed or pushed; fix what git says and {again}"
+            )),
+            DoneError::Push {
+                short,
+                number,
+                issue,
+                source,
+            } => {
+                let mut e = CommandError::from_error(Exit::Error, &*source);
+                e.message = format!(
+                    "committed {short} locally but could not push it: {}; task {number} of #{issue} stays unchecked",
+                    e.message
+                );
+                e.hint("fix the cause and run `git maverick task done` again: it pushes the commit it left")
+            }
+            DoneError::CheckOff {
+                short,
+                remote,
+                branch,
+                number,
+                issue,
+                source,
+            } => {
+                let mut e = CommandError::from(*source);
+                e.message = format!(
+                    "pushed {short} to {remote}/{branch}, but could not check task {number} off: {}",
+                    e.message
+                );
+                e.hint(format!(
+                    "the commit is safe on the remote; `git maverick task list {issue}` checks it off from its trailer"
+                ))
+            }
+            DoneError::Task(e) => e.into(),
+            DoneError::Git(e) => e.into(),
+            DoneError::Surface(e) => e.into(),
+            DoneError::Record(e) => e.into(),
         }
     }
 }

@@ -564,6 +564,12 @@ impl Git {
 
     // The remote.
 
+    /// The URL a push to the remote `name` goes to (`insteadOf` and
+    /// `pushurl` applied).
+    pub fn push_url(&self, name: &str) -> Result<String, GitError> {
+        self.read(["remote", "get-url", "--push", "--end-of-options", name])
+    }
+
     /// The remote's head of `branch` by `git ls-remote` (a network call:
     /// never from the hook). `None` when the remote has no such branch.
     pub fn remote_head(&self, remote: &str, branch: &str) -> Result<Option<String>, GitError> {
@@ -909,6 +915,26 @@ fn finish(
         stdout: out.stdout,
         stderr,
     })
+}
+
+/// A branch name as it enters maverick (claim, run, resume): `refs/heads/`
+/// stripped once, then checked with git's own rules (`git check-ref-format
+/// --branch`), so that the name recorded is the name a push carries.
+/// `None` when git refuses it.
+pub fn normalise_branch(git: &Git, input: &str) -> Result<Option<String>, GitError> {
+    let name = input.strip_prefix("refs/heads/").unwrap_or(input);
+    // `@{-1}` and friends are expanded by `--branch`; a name is never one.
+    if !is_valid_branch_name(name) || name == "HEAD" {
+        return Ok(None);
+    }
+    let out = git
+        .cmd(["check-ref-format", "--branch", name])
+        .output_unchecked()?;
+    if !out.success() {
+        return Ok(None);
+    }
+    let checked = out.stdout_text()?.trim_end_matches('\n');
+    Ok((checked == name).then(|| name.to_owned()))
 }
 
 /// True when `name` is a full ref name git would accept (`git check-ref-format`),

@@ -249,16 +249,17 @@ fn unmanaged_branches_cost_no_git_process_and_no_network() {
     for command in ["ls-remote", "fetch", "config", "rev-parse", "merge-base"] {
         assert!(!trace.contains(command), "{command} ran:\n{trace}");
     }
-    // A managed branch: the hook reads the graph (is it a fast-forward?), and
-    // with the instance named by the environment, no configuration; offline.
+    // A managed branch: the hook reads the graph (is it a fast-forward?)
+    // from the commits just made, and with the instance named by the
+    // environment, no configuration: no git process at all, offline.
     a.git(&["switch", "--quiet", BRANCH]);
     a.commit_file("y.rs", "y\n", "feat: y");
     allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
     a.commit_file("z.rs", "z\n", "feat: z");
     let (out, trace) = traced_push(&a, &["--quiet", "origin", BRANCH]);
     allowed(&out);
-    assert!(trace.contains("merge-base"), "{trace}");
-    for command in ["ls-remote", "fetch", "config"] {
+    assert!(trace.contains("pre-push"), "the hook ran:\n{trace}");
+    for command in ["ls-remote", "fetch", "config", "rev-parse", "merge-base"] {
         assert!(!trace.contains(command), "{command} ran:\n{trace}");
     }
 }

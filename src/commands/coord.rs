@@ -279,12 +279,9 @@ pub(crate) fn claim(
     branch: Option<String>,
     takeover: bool,
 ) -> Result<(ClaimOutcome, Outcome), CommandError> {
-    if let Some(b) = &branch {
-        if !crate::git::is_valid_branch_name(b) {
-            return Err(CommandError::usage(format!("{b:?} is not a valid branch name"))
-                .hint("use a name `git check-ref-format --branch` accepts, like maverick/142-short-title"));
-        }
-    }
+    let branch = branch
+        .map(|b| super::branch_arg(&ctx.git, &b))
+        .transpose()?;
     let mut issues = vec![issue];
     for n in scope {
         if !issues.contains(&n) {
@@ -311,6 +308,9 @@ pub(crate) fn claim(
             }
             for view in views {
                 o = o.line(format!("{verb} {}", describe(view).trim_start_matches('#')));
+            }
+            if branch.is_some() {
+                o = super::warn_if_guard_off(&ctx.git, o);
             }
             o
         }

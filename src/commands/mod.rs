@@ -238,3 +238,39 @@ impl Context {
         Ok(ClaimStore::new(&self.git.common_dir()?))
     }
 }
+
+/// A branch name given on the command line, normalised and checked once
+/// (`refs/heads/` stripped, git's own rules): what claim, run and resume
+/// record is what a push of the branch names.
+pub(crate) fn branch_arg(git: &Git, input: &str) -> Result<String, CommandError> {
+    crate::git::normalise_branch(git, input)?.ok_or_else(|| {
+        CommandError::usage(format!("{input:?} is not a valid branch name")).hint(
+            "use a name `git check-ref-format --branch` accepts, like maverick/142-short-title",
+        )
+    })
+}
+
+/// Adds a warning, once per clone until it is fixed, when the pre-push
+/// guard is off here (SPEC 8): `task done`, `resume` and `claim --branch`
+/// rely on it to stop plain `git push`es that would rewrite the branch.
+pub(crate) fn warn_if_guard_off(git: &Git, outcome: Outcome) -> Outcome {
+    use crate::writer::hookmanager::{self, Setup};
+    let Ok(setup) = Setup::detect(git) else {
+        return outcome;
+    };
+    let status = hookmanager::status(&setup);
+    let marker = hookmanager::warned_marker(&setup);
+    if status.on || marker.exists() {
+        return outcome;
+    }
+    let why = status.why_not.unwrap_or_default();
+    let _ = crate::files::write_atomically(&marker, format!("{why}\n").as_bytes());
+    outcome
+        .note(format!(
+            "warning: the pre-push guard is off in this clone, so a plain `git push` is not checked: {why}"
+        ))
+        .note(format!(
+            "hint: {} (`git maverick hook status` tells when it is on; this warning is shown once)",
+            status.fix.unwrap_or_else(|| "git maverick hook install".to_owned())
+        ))
+}

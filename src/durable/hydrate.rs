@@ -40,6 +40,8 @@ pub enum HydrateError {
         #[source]
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Confine(#[from] crate::files::ConfineError),
 }
 
 /// What `hydrate` found: an epic (it has a DAG or an epic state) or a story.
@@ -295,7 +297,7 @@ fn hydrate_story(
 /// (temporary file and rename), keeping it out of `git status`. Returns the path.
 pub fn write_local(git: &Git, hydrated: &Hydrated) -> Result<PathBuf, HydrateError> {
     let root = git.toplevel()?;
-    let path = root.join(hydrated.file());
+    let path = crate::files::inside(&root, Path::new(hydrated.file()))?;
     let mut bytes = serde_json::to_vec_pretty(hydrated.value()).expect("JSON values serialize");
     bytes.push(b'\n');
     crate::files::write_atomically(&path, &bytes).map_err(|source| HydrateError::Write {

@@ -452,6 +452,15 @@ fn tasks_comment_id(marker: &Marker) -> Option<u64> {
     }
 }
 
+/// Task numbers as people read them: `1, 3, 4`.
+pub fn join_numbers(numbers: &[usize]) -> String {
+    numbers
+        .iter()
+        .map(usize::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// The first unchecked task.
 pub fn next_task(tasks: &[Task]) -> Option<&Task> {
     tasks.iter().find(|t| !t.done)

@@ -4,6 +4,8 @@
 
 pub mod branch_record;
 pub mod hookfile;
+pub mod hookmanager;
+pub mod location;
 pub mod prepush;
 pub mod push;
 pub mod worktree;
