@@ -44,6 +44,11 @@ pub trait SurfaceSetup {
     /// Adds a comment by a trusted person; returns its id.
     fn add_comment(&self, issue: u64, author: &str, body: &str) -> u64;
 
+    /// Lets `secs` pass for what `issue` stores, as far as every reader's
+    /// lease arithmetic goes: the fake GitHub's clock moves; on the git
+    /// surface, whose clock is its writers', the issue's stamps move back.
+    fn let_time_pass(&self, issue: u64, secs: u64);
+
     /// A clone of origin named `name` (its instance id too), set up for this surface.
     fn clone<'a>(&'a self, name: &str) -> Repo<'a> {
         let repo = self.env().clone(name);
@@ -196,6 +201,21 @@ impl SurfaceSetup for GitSetup {
                 .find(|c| c["id"] == id)
                 .unwrap_or_else(|| panic!("no comment {id} on #{issue}"));
             comment["body"] = json!(body);
+            // As on GitHub, an edit is stamped with when it was made.
+            comment["updated_at"] = json!(maverick::timefmt::Timestamp::now().to_string());
+        });
+    }
+
+    fn let_time_pass(&self, issue: u64, secs: u64) {
+        let back = |stamp: &Value| {
+            let at = maverick::timefmt::Timestamp::parse(stamp.as_str().unwrap()).unwrap();
+            json!(at.minus(std::time::Duration::from_secs(secs)).to_string())
+        };
+        self.edit_surface(issue, |_, stored| {
+            for comment in stored["comments"].as_array_mut().unwrap() {
+                comment["created_at"] = back(&comment["created_at"]);
+                comment["updated_at"] = back(&comment["updated_at"]);
+            }
         });
     }
 
@@ -281,6 +301,10 @@ impl SurfaceSetup for GithubSetup {
         let fake = self.env.github();
         fake.add_user(author, "MEMBER");
         fake.add_comment_as(issue, author, body)
+    }
+
+    fn let_time_pass(&self, _issue: u64, secs: u64) {
+        self.env.github().advance_clock(secs as i64);
     }
 
     fn open_pull(&self, _repo: &Repo<'_>, number: u64, labels: &[&str]) {
