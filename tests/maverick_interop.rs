@@ -7,7 +7,7 @@
 
 mod support;
 
-use maverick::markers::{parse_markers, Marker, MarkerKind};
+use maverick::durable::markers::{parse_markers, Marker, MarkerKind};
 use serde_json::{json, Value};
 use support::surfaces::{StoredComment, SurfaceSetup};
 use support::Repo;
