@@ -14,12 +14,16 @@ use chrono::{DateTime, SecondsFormat, Utc};
 pub struct Timestamp(pub i64);
 
 impl Timestamp {
+    /// The writer's clock: the one place the product reads the system
+    /// clock. `MAVERICK_CLOCK_OFFSET` (signed seconds, read once per
+    /// process) shifts it, so that a test can let a lease run out by moving
+    /// time instead of waiting for it; it is a test knob, not a setting.
     pub fn now() -> Timestamp {
         let secs = match SystemTime::now().duration_since(UNIX_EPOCH) {
             Ok(d) => d.as_secs() as i64,
             Err(e) => -(e.duration().as_secs() as i64),
         };
-        Timestamp(secs)
+        Timestamp(secs.saturating_add(clock_offset()))
     }
 
     pub fn plus(self, d: Duration) -> Timestamp {
@@ -58,6 +62,18 @@ impl Timestamp {
             DateTime::<Utc>::MAX_UTC
         })
     }
+}
+
+/// Seconds `MAVERICK_CLOCK_OFFSET` moves the writer's clock; 0 when unset
+/// or not a whole number.
+fn clock_offset() -> i64 {
+    static OFFSET: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
+    *OFFSET.get_or_init(|| {
+        std::env::var("MAVERICK_CLOCK_OFFSET")
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    })
 }
 
 impl fmt::Display for Timestamp {

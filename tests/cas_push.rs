@@ -4,23 +4,17 @@
 //! `cas_push` runs git with the environment its `Git` carries: the test
 //! passes a hermetic one explicitly and leaves its own process alone.
 
-mod support;
+use crate::support::mav::branch_record::BranchStore;
+use crate::support::mav::git::{Git, GitEnv};
+use crate::support::mav::push::{cas_push, cas_push_last_seen, PushError};
+use crate::support::TestEnv;
 
-use maverick::git::{Git, GitEnv};
-use maverick::writer::branch_record::BranchStore;
-use maverick::writer::push::{cas_push, cas_push_last_seen, PushError};
-use support::TestEnv;
-
-const BRANCH: &str = "maverick/142-parser";
+use crate::support::STORY_BRANCH as BRANCH;
 
 #[test]
 fn cas_push_refuses_a_remote_that_moved_and_a_rewrite() {
     let env = TestEnv::new();
-    let a = env.clone("a");
-    a.maverick(&["hook", "install"]).expect(0);
-    a.maverick(&["coord", "claim", "142", "--branch", BRANCH])
-        .expect(0);
-    a.git(&["switch", "--quiet", "-c", BRANCH]);
+    let a = env.claimed_clone("a");
     let home = env.path().join("cas-home");
     std::fs::create_dir_all(&home).unwrap();
     let git_env = GitEnv::empty()
@@ -30,7 +24,7 @@ fn cas_push_refuses_a_remote_that_moved_and_a_rewrite() {
         .set("LC_ALL", "C")
         .set("TZ", "UTC")
         // The pre-push hook runs `git-maverick` from PATH, as this instance.
-        .set("PATH", support::path_with_bin())
+        .set("PATH", crate::support::path_with_bin())
         .set("MAVERICK_INSTANCE", "a");
     let git = Git::new(&a.dir, git_env);
     let store = BranchStore::new(&git.common_dir().unwrap());
@@ -111,7 +105,7 @@ fn cas_push_refuses_a_remote_that_moved_and_a_rewrite() {
     assert!(matches!(err, PushError::Refused { .. }), "{err:?}");
     assert!(err.to_string().contains("moved on the remote"), "{err}");
     // ...until whoever owns the work decides to build on it.
-    maverick::writer::prepush::record_seen(
+    crate::support::mav::prepush::record_seen(
         &git.common_dir().unwrap(),
         BRANCH,
         Some(&intruder),

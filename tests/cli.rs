@@ -1,8 +1,6 @@
 //! What a person sees: the full `--help` tree, bad input, and `--json`.
 
-mod support;
-
-use support::{Run, Surface, TestEnv, BIN};
+use crate::support::{Run, Surface, TestEnv, BIN};
 
 // What does not depend on where state lives runs on both surfaces.
 on_both_surfaces!(
@@ -35,7 +33,7 @@ fn run_in(dir: &std::path::Path, env: &TestEnv, args: &[&str]) -> Run {
 fn help_of_every_command() {
     let env = TestEnv::new();
     let mut paths = Vec::new();
-    command_paths(&maverick::cli::command(), Vec::new(), &mut paths);
+    command_paths(&crate::support::mav::cli::command(), Vec::new(), &mut paths);
     assert!(paths.len() > 5);
     let mut screens = String::new();
     for path in &paths {
@@ -185,7 +183,7 @@ fn a_git_older_than_a_feature_needs_is_named_with_the_version_needed() {
         &script,
         format!(
             "#!/bin/sh\nfor arg in \"$@\"; do [ \"$arg\" = version ] && {{ echo 'git version 2.30.2'; exit 0; }}; done\nexec {} \"$@\"\n",
-            support::real_git().display()
+            crate::support::real_git().display()
         ),
     )
     .unwrap();
@@ -193,7 +191,7 @@ fn a_git_older_than_a_feature_needs_is_named_with_the_version_needed() {
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
     let mut path = bin.into_os_string();
     path.push(":");
-    path.push(support::path_with_bin());
+    path.push(crate::support::path_with_bin());
 
     let mut cmd = a.maverick_command(&["coord", "read", "142"]);
     cmd.env("PATH", &path);

@@ -5,12 +5,10 @@
 //! and its verdict is a model of its rule: the holder is the instance of the
 //! newest claim comment. Every test runs on both surfaces.
 
-mod support;
-
-use maverick::durable::markers::{parse_markers, Marker, MarkerKind};
+use crate::support::mav::markers::{parse_markers, Marker, MarkerKind};
+use crate::support::mav::timefmt::Timestamp;
+use crate::support::{Repo, Run, StoredComment, Surface, TestEnv};
 use serde_json::{json, Value};
-use support::surfaces::{StoredComment, SurfaceSetup};
-use support::Repo;
 
 /// The Maverick instance of the fixtures: the first 10 hex digits of the
 /// SHA-256 of `MAVERICK_SESSION`.
@@ -24,7 +22,7 @@ const LABEL: &str = "claude-in-progress";
 /// Past Maverick's ten-minute lease and git maverick's default ttl.
 const PAST_A_LEASE: u64 = 11 * 60;
 
-on_surfaces!(
+on_both_surfaces!(
     every_mixed_interleaving_ends_with_at_most_one_holder,
     a_session_running_both_tools_is_one_instance,
     a_lease_maverick_patched_over_a_git_maverick_comment_counts_for_maverick,
@@ -62,7 +60,7 @@ fn maverick_holder(comments: &[StoredComment]) -> Option<String> {
 
 /// Maverick's CLI, as the facts of SPEC.md §3 describe what it writes.
 struct MaverickCli<'a> {
-    setup: &'a dyn SurfaceSetup,
+    setup: &'a TestEnv,
     /// Labels are labels whoever sets them: set through this clone.
     labeller: &'a Repo<'a>,
     instance: &'static str,
@@ -71,8 +69,8 @@ struct MaverickCli<'a> {
 impl MaverickCli<'_> {
     fn label(&self, issue: u64, verb: &str) {
         let n = issue.to_string();
-        self.setup
-            .maverick(self.labeller, &["coord", "label", verb, &n, LABEL])
+        self.labeller
+            .maverick(&["coord", "label", verb, &n, LABEL])
             .expect(0);
     }
 
@@ -129,7 +127,7 @@ impl MaverickCli<'_> {
 }
 
 struct Team<'a> {
-    setup: &'a dyn SurfaceSetup,
+    setup: &'a TestEnv,
     alice: &'a Repo<'a>,
     carol: &'a Repo<'a>,
     maverick: MaverickCli<'a>,
@@ -138,20 +136,20 @@ struct Team<'a> {
 
 impl Team<'_> {
     fn alice(&self, args: &[&str], code: i32) {
-        self.setup.maverick(self.alice, args).expect(code);
+        self.alice.maverick(args).expect(code);
     }
 
     /// What git maverick decides, read by a third instance.
     fn read(&self, issue: u64) -> Value {
-        self.setup
-            .maverick(self.carol, &["coord", "read", &issue.to_string(), "--json"])
+        self.carol
+            .maverick(&["coord", "read", &issue.to_string(), "--json"])
             .json()
     }
 
     fn alice_holds(&self, issue: u64) -> bool {
         let run = self
-            .setup
-            .maverick(self.alice, &["coord", "read", &issue.to_string(), "--json"]);
+            .alice
+            .maverick(&["coord", "read", &issue.to_string(), "--json"]);
         run.json()["decision"] == "ours"
     }
 }
@@ -168,7 +166,9 @@ struct Row {
     maverick_holder: Option<&'static str>,
 }
 
-fn every_mixed_interleaving_ends_with_at_most_one_holder(setup: &dyn SurfaceSetup) {
+fn every_mixed_interleaving_ends_with_at_most_one_holder(surface: Surface) {
+    let env = TestEnv::with_surface(surface);
+    let setup = &env;
     let alice = setup.clone("alice");
     let carol = setup.clone("carol");
     let team = Team {
@@ -246,7 +246,7 @@ fn every_mixed_interleaving_ends_with_at_most_one_holder(setup: &dyn SurfaceSetu
                 let n_ = n.to_string();
                 assert!(t.maverick.claim(n, None));
                 t.alice(&["coord", "claim", &n_], 4);
-                t.setup.let_time_pass(n, PAST_A_LEASE);
+                t.setup.advance_clock(PAST_A_LEASE as i64);
                 t.alice(&["coord", "claim", &n_], 5);
                 t.alice(&["coord", "takeover", &n_], 0);
             },
@@ -260,7 +260,7 @@ fn every_mixed_interleaving_ends_with_at_most_one_holder(setup: &dyn SurfaceSetu
             play: |t, n| {
                 let n_ = n.to_string();
                 t.alice(&["coord", "claim", &n_], 0);
-                t.setup.let_time_pass(n, PAST_A_LEASE);
+                t.setup.advance_clock(PAST_A_LEASE as i64);
                 assert!(t.maverick.claim(n, Some("alice")));
                 t.alice(&["coord", "heartbeat", &n_], 7);
             },
@@ -351,7 +351,9 @@ fn every_mixed_interleaving_ends_with_at_most_one_holder(setup: &dyn SurfaceSetu
     }
 }
 
-fn a_session_running_both_tools_is_one_instance(setup: &dyn SurfaceSetup) {
+fn a_session_running_both_tools_is_one_instance(surface: Surface) {
+    let env = TestEnv::with_surface(surface);
+    let setup = &env;
     let carol = setup.clone("carol");
     let maverick = MaverickCli {
         setup,
@@ -361,10 +363,7 @@ fn a_session_running_both_tools_is_one_instance(setup: &dyn SurfaceSetup) {
     assert!(maverick.claim(142, None));
     for var in ["CLAUDE_CODE_SESSION_ID", "CLAUDE_SESSION_ID"] {
         let mut cmd = carol.maverick_command(&["coord", "read", "142", "--json"]);
-        for (k, v) in setup.process_env() {
-            cmd.env(k, v);
-        }
-        let run = support::Run::from_output(
+        let run = Run::from_output(
             &["coord", "read"],
             cmd.env(var, MAVERICK_SESSION).output().unwrap(),
         );
@@ -377,24 +376,23 @@ fn a_session_running_both_tools_is_one_instance(setup: &dyn SurfaceSetup) {
     let mut cmd = carol.maverick_command(&["coord", "read", "142", "--json"]);
     cmd.env("CLAUDE_SESSION_ID", MAVERICK_SESSION)
         .env("MAVERICK_INSTANCE_ID", "pinned-1");
-    let run = support::Run::from_output(&["coord", "read"], cmd.output().unwrap());
+    let run = Run::from_output(&["coord", "read"], cmd.output().unwrap());
     run.expect(4);
     assert_eq!(run.json()["instance"], "pinned-1");
 }
 
 /// Makes sure the issue has a record to comment on, on either surface.
-fn touch(setup: &dyn SurfaceSetup, repo: &Repo<'_>, issue: u64) {
+fn touch(repo: &Repo<'_>, issue: u64) {
     let n = issue.to_string();
     for verb in ["add", "remove"] {
-        setup
-            .maverick(repo, &["coord", "label", verb, &n, "touched"])
+        repo.maverick(&["coord", "label", verb, &n, "touched"])
             .expect(0);
     }
 }
 
 /// The comment id of the issue's git maverick lease (the newest comment
 /// with a lease block).
-fn lease_comment(setup: &dyn SurfaceSetup, issue: u64) -> StoredComment {
+fn lease_comment(setup: &TestEnv, issue: u64) -> StoredComment {
     setup
         .comments(issue)
         .into_iter()
@@ -403,9 +401,9 @@ fn lease_comment(setup: &dyn SurfaceSetup, issue: u64) -> StoredComment {
         .expect("a lease comment")
 }
 
-fn a_lease_maverick_patched_over_a_git_maverick_comment_counts_for_maverick(
-    setup: &dyn SurfaceSetup,
-) {
+fn a_lease_maverick_patched_over_a_git_maverick_comment_counts_for_maverick(surface: Surface) {
+    let env = TestEnv::with_surface(surface);
+    let setup = &env;
     let alice = setup.clone("alice");
     let carol = setup.clone("carol");
     let maverick = MaverickCli {
@@ -413,9 +411,9 @@ fn a_lease_maverick_patched_over_a_git_maverick_comment_counts_for_maverick(
         labeller: &carol,
         instance: MAVERICK,
     };
-    setup.maverick(&alice, &["coord", "claim", "142"]).expect(0);
+    alice.maverick(&["coord", "claim", "142"]).expect(0);
     let theirs = lease_comment(setup, 142);
-    setup.let_time_pass(142, PAST_A_LEASE);
+    setup.advance_clock(PAST_A_LEASE as i64);
     assert!(maverick.claim(142, Some("alice")));
     // Maverick's lease went over alice's comment, whole.
     let patched = lease_comment(setup, 142);
@@ -432,23 +430,20 @@ fn a_lease_maverick_patched_over_a_git_maverick_comment_counts_for_maverick(
         fixture("lease-over-git-maverick")
     );
 
-    let view = setup
-        .maverick(&carol, &["coord", "read", "142", "--json"])
+    let view = carol
+        .maverick(&["coord", "read", "142", "--json"])
         .expect(4)
         .json();
     assert_eq!(view["holder"]["instance_id"], MAVERICK);
     assert_eq!(view["lease"]["instance_id"], MAVERICK);
     assert_eq!(view["lease"]["comment_id"], theirs.id);
     // Ten minutes from the PATCH, on the surface's clock.
-    let now = maverick::timefmt::Timestamp::parse(view["now"].as_str().unwrap()).unwrap();
-    let expires =
-        maverick::timefmt::Timestamp::parse(view["expires_at"].as_str().unwrap()).unwrap();
+    let now = Timestamp::parse(view["now"].as_str().unwrap()).unwrap();
+    let expires = Timestamp::parse(view["expires_at"].as_str().unwrap()).unwrap();
     assert!(expires > now, "{view}");
     assert!(expires.since(now).as_secs() <= 600, "{view}");
     // alice's claim is over, and it never writes into Maverick's lease.
-    setup
-        .maverick(&alice, &["coord", "heartbeat", "142"])
-        .expect(7);
+    alice.maverick(&["coord", "heartbeat", "142"]).expect(7);
     assert_eq!(
         lease_comment(setup, 142).body,
         fixture("lease-over-git-maverick")
@@ -458,19 +453,21 @@ fn a_lease_maverick_patched_over_a_git_maverick_comment_counts_for_maverick(
     // longer keeps the holder alive. alice holds #143; Maverick's lease
     // lands on alice's lease comment (its upsert on another claim of the
     // issue, say) and alice is judged by its claim alone.
-    setup.maverick(&alice, &["coord", "claim", "143"]).expect(0);
-    setup.let_time_pass(143, 300);
+    alice.maverick(&["coord", "claim", "143"]).expect(0);
+    setup.advance_clock(300 as i64);
     maverick.upsert_lease(143, "lease");
-    setup.let_time_pass(143, 301);
-    let view = setup
-        .maverick(&carol, &["coord", "read", "143", "--json"])
+    setup.advance_clock(301 as i64);
+    let view = carol
+        .maverick(&["coord", "read", "143", "--json"])
         .expect(5)
         .json();
     assert_eq!(view["holder"]["instance_id"], "alice");
     assert_eq!(view["lease"]["comment_id"], Value::Null, "{view}");
 }
 
-fn a_holder_without_a_lease_lives_the_ttl_its_claim_declared(setup: &dyn SurfaceSetup) {
+fn a_holder_without_a_lease_lives_the_ttl_its_claim_declared(surface: Surface) {
+    let env = TestEnv::with_surface(surface);
+    let setup = &env;
     let alice = setup.clone("alice");
     let carol = setup.clone("carol");
     let maverick = MaverickCli {
@@ -479,17 +476,17 @@ fn a_holder_without_a_lease_lives_the_ttl_its_claim_declared(setup: &dyn Surface
         instance: MAVERICK,
     };
     // alice declares 20 minutes; her lease is then overwritten.
-    setup
-        .maverick(&alice, &["coord", "claim", "142", "--lease-ttl", "20m"])
+    alice
+        .maverick(&["coord", "claim", "142", "--lease-ttl", "20m"])
         .expect(0);
     let claim = setup.comments(142)[0].body.clone();
     assert!(claim.contains("\"lease_ttl\": 1200"), "{claim}");
     maverick.upsert_lease(142, "lease");
-    setup.let_time_pass(142, PAST_A_LEASE);
+    setup.advance_clock(PAST_A_LEASE as i64);
     // Eleven minutes on, a reader whose own ttl is 10 minutes still sees
     // alice's 20.
-    let view = setup
-        .maverick(&carol, &["coord", "read", "142", "--json"])
+    let view = carol
+        .maverick(&["coord", "read", "142", "--json"])
         .expect(4)
         .json();
     assert_eq!(view["holder"]["instance_id"], "alice");
@@ -498,27 +495,21 @@ fn a_holder_without_a_lease_lives_the_ttl_its_claim_declared(setup: &dyn Surface
     // the claim, whatever ttl the reader sets for itself.
     maverick.label(150, "add");
     setup.add_comment(150, MAVERICK_LOGIN, &maverick.body("claim", 150));
-    let read = |ttl: &str| {
-        setup.maverick(
-            &carol,
-            &["coord", "read", "150", "--lease-ttl", ttl, "--json"],
-        )
-    };
+    let read = |ttl: &str| carol.maverick(&["coord", "read", "150", "--lease-ttl", ttl, "--json"]);
     assert_eq!(read("1h").expect(4).json()["holder"]["writer"], "maverick");
-    setup.let_time_pass(150, PAST_A_LEASE);
+    setup.advance_clock(PAST_A_LEASE as i64);
     read("1h").expect(5);
     read("1m").expect(5);
 }
 
-fn state_put_refuses_what_maverick_cannot_read(setup: &dyn SurfaceSetup) {
+fn state_put_refuses_what_maverick_cannot_read(surface: Surface) {
+    let env = TestEnv::with_surface(surface);
+    let setup = &env;
     let alice = setup.clone("alice");
     let put = |kind: &str, payload: &str| {
         let path = alice.dir.join("payload.json");
         std::fs::write(&path, payload).unwrap();
-        setup.maverick(
-            &alice,
-            &["state", "put", kind, "120", path.to_str().unwrap()],
-        )
+        alice.maverick(&["state", "put", kind, "120", path.to_str().unwrap()])
     };
     for (kind, payload, named) in [
         ("state", r#"{"stories": {"142": "in_flight"}}"#, "`epic`"),
@@ -562,29 +553,28 @@ fn state_put_refuses_what_maverick_cannot_read(setup: &dyn SurfaceSetup) {
     // `--replace` is checked too: it would drop the epic.
     let path = alice.dir.join("payload.json");
     std::fs::write(&path, r#"{"stories": {}}"#).unwrap();
-    setup
-        .maverick(
-            &alice,
-            &[
-                "state",
-                "put",
-                "state",
-                "120",
-                path.to_str().unwrap(),
-                "--replace",
-            ],
-        )
+    alice
+        .maverick(&[
+            "state",
+            "put",
+            "state",
+            "120",
+            path.to_str().unwrap(),
+            "--replace",
+        ])
         .expect(2);
     assert_eq!(setup.comments(120)[0].body, comments[0].body);
 }
 
-fn maverick_state_markers_read_and_update_in_place(setup: &dyn SurfaceSetup) {
+fn maverick_state_markers_read_and_update_in_place(surface: Surface) {
+    let env = TestEnv::with_surface(surface);
+    let setup = &env;
     let alice = setup.clone("alice");
-    touch(setup, &alice, 120);
+    touch(&alice, 120);
     for name in ["dag", "state", "bprop"] {
         setup.add_comment(120, MAVERICK_LOGIN, &fixture(name));
     }
-    touch(setup, &alice, 142);
+    touch(&alice, 142);
     setup.add_comment(142, MAVERICK_LOGIN, &fixture("task-progress"));
     for (kind, issue, name) in [
         ("dag", "120", "dag"),
@@ -592,16 +582,16 @@ fn maverick_state_markers_read_and_update_in_place(setup: &dyn SurfaceSetup) {
         ("bprop", "120", "bprop"),
         ("task-progress", "142", "task-progress"),
     ] {
-        let got = setup
-            .maverick(&alice, &["state", "get", kind, issue, "--json"])
+        let got = alice
+            .maverick(&["state", "get", kind, issue, "--json"])
             .expect(0)
             .json();
         let want = maverick_reads(&fixture(name), MarkerKind::from_name(kind).unwrap()).unwrap();
         assert_eq!(got["marker"], Value::Object(want.payload), "{kind}");
     }
     // One story moves: Maverick's comment is PATCHed, in Maverick's shape.
-    setup
-        .maverick(&alice, &["state", "story", "120", "150", "in_flight"])
+    alice
+        .maverick(&["state", "story", "120", "150", "in_flight"])
         .expect(0);
     let comments = setup.comments(120);
     assert_eq!(comments.len(), 3);
@@ -616,11 +606,8 @@ fn maverick_state_markers_read_and_update_in_place(setup: &dyn SurfaceSetup) {
     // The dag keeps Maverick's shape: no preamble.
     let path = alice.dir.join("dag.json");
     std::fs::write(&path, r#"{"stories": {"151": {"deps": ["150"]}}}"#).unwrap();
-    setup
-        .maverick(
-            &alice,
-            &["state", "put", "dag", "120", path.to_str().unwrap()],
-        )
+    alice
+        .maverick(&["state", "put", "dag", "120", path.to_str().unwrap()])
         .expect(0);
     let dag = &setup.comments(120)[0].body;
     assert!(dag.starts_with("```maverick-dag\n"), "{dag}");
@@ -630,7 +617,9 @@ fn maverick_state_markers_read_and_update_in_place(setup: &dyn SurfaceSetup) {
     );
 }
 
-fn a_comment_with_two_blocks_of_a_kind_reads_the_first(setup: &dyn SurfaceSetup) {
+fn a_comment_with_two_blocks_of_a_kind_reads_the_first(surface: Surface) {
+    let env = TestEnv::with_surface(surface);
+    let setup = &env;
     let alice = setup.clone("alice");
     let carol = setup.clone("carol");
     let maverick = MaverickCli {
@@ -646,8 +635,8 @@ fn a_comment_with_two_blocks_of_a_kind_reads_the_first(setup: &dyn SurfaceSetup)
         MAVERICK_LOGIN,
         &format!("{}\nAs mallory once wrote:\n\n{second}", fixture("claim")),
     );
-    let view = setup
-        .maverick(&alice, &["coord", "read", "142", "--json"])
+    let view = alice
+        .maverick(&["coord", "read", "142", "--json"])
         .expect(4)
         .json();
     assert_eq!(view["holder"]["instance_id"], MAVERICK);
@@ -656,15 +645,15 @@ fn a_comment_with_two_blocks_of_a_kind_reads_the_first(setup: &dyn SurfaceSetup)
     // Two state blocks: both tools read the first, and an update goes there.
     let first = fixture("state");
     let other = first.replace("\"140\": \"merged\"", "\"140\": \"ejected\"");
-    touch(setup, &alice, 120);
+    touch(&alice, 120);
     setup.add_comment(120, MAVERICK_LOGIN, &format!("{first}\n{other}"));
-    let got = setup
-        .maverick(&alice, &["state", "get", "state", "120", "--json"])
+    let got = alice
+        .maverick(&["state", "get", "state", "120", "--json"])
         .expect(0)
         .json();
     assert_eq!(got["marker"]["stories"]["140"], "merged");
-    setup
-        .maverick(&alice, &["state", "story", "120", "150", "merged"])
+    alice
+        .maverick(&["state", "story", "120", "150", "merged"])
         .expect(0);
     let body = setup.comments(120)[0].body.clone();
     let blocks: Vec<Marker> = parse_markers(&body).into_iter().flatten().collect();
