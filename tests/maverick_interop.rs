@@ -20,7 +20,7 @@ const MAVERICK_2: &str = "746d2ea6c0";
 const MAVERICK_LOGIN: &str = "dana";
 const LABEL: &str = "claude-in-progress";
 /// Past Maverick's ten-minute lease and git maverick's default ttl.
-const PAST_A_LEASE: u64 = 11 * 60;
+const PAST_A_LEASE: i64 = 11 * 60;
 
 on_both_surfaces!(
     every_mixed_interleaving_ends_with_at_most_one_holder,
@@ -246,7 +246,7 @@ fn every_mixed_interleaving_ends_with_at_most_one_holder(surface: Surface) {
                 let n_ = n.to_string();
                 assert!(t.maverick.claim(n, None));
                 t.alice(&["coord", "claim", &n_], 4);
-                t.setup.advance_clock(PAST_A_LEASE as i64);
+                t.setup.advance_clock(PAST_A_LEASE);
                 t.alice(&["coord", "claim", &n_], 5);
                 t.alice(&["coord", "takeover", &n_], 0);
             },
@@ -260,7 +260,7 @@ fn every_mixed_interleaving_ends_with_at_most_one_holder(surface: Surface) {
             play: |t, n| {
                 let n_ = n.to_string();
                 t.alice(&["coord", "claim", &n_], 0);
-                t.setup.advance_clock(PAST_A_LEASE as i64);
+                t.setup.advance_clock(PAST_A_LEASE);
                 assert!(t.maverick.claim(n, Some("alice")));
                 t.alice(&["coord", "heartbeat", &n_], 7);
             },
@@ -413,7 +413,7 @@ fn a_lease_maverick_patched_over_a_git_maverick_comment_counts_for_maverick(surf
     };
     alice.maverick(&["coord", "claim", "142"]).expect(0);
     let theirs = lease_comment(setup, 142);
-    setup.advance_clock(PAST_A_LEASE as i64);
+    setup.advance_clock(PAST_A_LEASE);
     assert!(maverick.claim(142, Some("alice")));
     // Maverick's lease went over alice's comment, whole.
     let patched = lease_comment(setup, 142);
@@ -454,9 +454,9 @@ fn a_lease_maverick_patched_over_a_git_maverick_comment_counts_for_maverick(surf
     // lands on alice's lease comment (its upsert on another claim of the
     // issue, say) and alice is judged by its claim alone.
     alice.maverick(&["coord", "claim", "143"]).expect(0);
-    setup.advance_clock(300 as i64);
+    setup.advance_clock(300);
     maverick.upsert_lease(143, "lease");
-    setup.advance_clock(301 as i64);
+    setup.advance_clock(301);
     let view = carol
         .maverick(&["coord", "read", "143", "--json"])
         .expect(5)
@@ -482,7 +482,7 @@ fn a_holder_without_a_lease_lives_the_ttl_its_claim_declared(surface: Surface) {
     let claim = setup.comments(142)[0].body.clone();
     assert!(claim.contains("\"lease_ttl\": 1200"), "{claim}");
     maverick.upsert_lease(142, "lease");
-    setup.advance_clock(PAST_A_LEASE as i64);
+    setup.advance_clock(PAST_A_LEASE);
     // Eleven minutes on, a reader whose own ttl is 10 minutes still sees
     // alice's 20.
     let view = carol
@@ -497,7 +497,7 @@ fn a_holder_without_a_lease_lives_the_ttl_its_claim_declared(surface: Surface) {
     setup.add_comment(150, MAVERICK_LOGIN, &maverick.body("claim", 150));
     let read = |ttl: &str| carol.maverick(&["coord", "read", "150", "--lease-ttl", ttl, "--json"]);
     assert_eq!(read("1h").expect(4).json()["holder"]["writer"], "maverick");
-    setup.advance_clock(PAST_A_LEASE as i64);
+    setup.advance_clock(PAST_A_LEASE);
     read("1h").expect(5);
     read("1m").expect(5);
 }
