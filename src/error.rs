@@ -222,6 +222,9 @@ impl From<crate::durable::state::StateError> for CommandError {
             StateError::NotState(_)
             | StateError::TooLarge { .. }
             | StateError::BadStoryState { .. } => CommandError::from_error(Exit::Usage, &err),
+            StateError::Unreadable { .. } => CommandError::from_error(Exit::Usage, &err).hint(
+                "give `epic` (the epic's issue number) and `stories` (a JSON object); `updated_at` is stamped for you",
+            ),
             StateError::Contended { .. } | StateError::ReadBack { .. } => {
                 CommandError::from_error(Exit::Error, &err).hint("run the command again")
             }

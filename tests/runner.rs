@@ -18,6 +18,7 @@ mod hook;
 mod hook_managers;
 mod hydrate;
 mod markers;
+mod maverick_interop;
 mod resume;
 mod run;
 mod settle;

@@ -248,7 +248,7 @@ fn issue_marks(issue: &Issue) -> IssueMarks {
     let mut closed: HashSet<String> = HashSet::new();
     let mut linked_prs = Vec::new();
     for comment in issue.comments.iter().filter(|c| c.trusted) {
-        for marker in markers::parse_markers(&comment.body).into_iter().flatten() {
+        for marker in markers::first_of_each_kind(&comment.body) {
             if marker.kind != MarkerKind::Dispatch {
                 continue;
             }

@@ -5,23 +5,31 @@
 //!
 //! - every claim carries a generation; each fresh claim and each takeover
 //!   takes the highest generation seen plus one, so the generation is a
-//!   fencing token that changes whenever the holder can change;
+//!   fencing token that changes whenever the holder can change. Maverick
+//!   (the Python plugin) writes claims without one: such a claim counts as
+//!   one above every claim before it, so a history Maverick wrote reads as
+//!   Maverick reads it (the newest claim holds) and a mixed race ends with
+//!   the same holder in both tools' views;
 //! - among unreleased claims of the current generation, the one the surface
 //!   ordered first (lowest comment id, then lower instance id) holds the
 //!   issue, provided the in-progress label is on it. A later reader can never
 //!   reverse that verdict, which "lower instance id wins" alone could;
-//! - the holder's lease expires at its lease comment's surface time plus the
-//!   ttl it declared, so client clock skew changes no decision.
+//! - the holder's lease is the newest lease block that names it, wherever it
+//!   sits (Maverick PATCHes its lease into the newest comment carrying one,
+//!   whoever wrote it), and expires at that comment's surface time plus the
+//!   ttl it declared, so client clock skew changes no decision. A holder
+//!   with no lease of its own lives from its claim's surface time for the
+//!   ttl the claim declared, or the default: never a reader's own setting.
 
 use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use crate::config::Settings;
+use crate::config::{Settings, DEFAULT_LEASE_TTL};
 use crate::durable::markers::{self, Marker, MarkerKind};
 use crate::surface::{Applied, Comment, Issue, Op, Surface, SurfaceError, Write};
-use crate::timefmt::{format_duration, Timestamp};
+use crate::timefmt::{format_duration, parse_duration, Timestamp};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -31,6 +39,15 @@ pub enum Decision {
     Blocked,
     Held,
     Stale,
+}
+
+/// Which tool wrote a claim: git maverick stamps every claim with a
+/// generation, Maverick never does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Writer {
+    GitMaverick,
+    Maverick,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -46,6 +63,11 @@ pub struct ClaimView {
     /// Who wrote the claim comment (a GitHub login; the instance on git).
     #[serde(skip)]
     pub author: String,
+    /// `maverick` when the Python plugin wrote the claim, so a skill can tell.
+    pub writer: Writer,
+    /// How long the claim lives without a lease of its own.
+    #[serde(skip)]
+    pub ttl: Duration,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -141,7 +163,7 @@ fn trusted_markers(issue: &Issue) -> Vec<MarkerAt<'_>> {
     let mut seen_ids = std::collections::HashSet::new();
     let mut found = Vec::new();
     for comment in issue.comments.iter().filter(|c| c.trusted) {
-        for marker in markers::parse_markers(&comment.body).into_iter().flatten() {
+        for marker in markers::first_of_each_kind(&comment.body) {
             if !matches!(marker.kind, MarkerKind::Claim | MarkerKind::Lease) {
                 continue;
             }
@@ -158,10 +180,6 @@ fn trusted_markers(issue: &Issue) -> Vec<MarkerAt<'_>> {
     found
 }
 
-fn generation_of(marker: &Marker) -> u64 {
-    marker.u64_field("generation").unwrap_or(1)
-}
-
 fn scope_of(marker: &Marker) -> Vec<u64> {
     match marker.payload.get("scope") {
         Some(Value::Array(items)) => items
@@ -176,18 +194,38 @@ fn scope_of(marker: &Marker) -> Vec<u64> {
     }
 }
 
-fn claim_view(at: &MarkerAt<'_>) -> Option<ClaimView> {
+/// The ttl a claim declares (`lease_ttl`: seconds, or a duration such as
+/// `10m`); Maverick's claims declare none and live its default ten minutes.
+fn declared_ttl(marker: &Marker) -> Duration {
+    match marker.payload.get("lease_ttl") {
+        Some(Value::Number(n)) => n.as_u64().map(Duration::from_secs),
+        Some(Value::String(text)) => parse_duration(text).ok(),
+        _ => None,
+    }
+    .filter(|ttl| !ttl.is_zero())
+    .unwrap_or(DEFAULT_LEASE_TTL)
+}
+
+/// The claim at `at`, given the highest generation of the claims before it:
+/// a claim without a generation (Maverick's) counts as one above them all.
+fn claim_view(at: &MarkerAt<'_>, generation_before: u64) -> Option<ClaimView> {
     let m = &at.marker;
+    let declared = m.u64_field("generation");
     Some(ClaimView {
         instance_id: m.str_field("instance_id")?.to_owned(),
         host: m.str_field("host").map(str::to_owned),
         branch: m.str_field("branch").map(str::to_owned),
-        generation: generation_of(m),
+        generation: declared.unwrap_or_else(|| generation_before.saturating_add(1)),
         scope: scope_of(m),
         claimed_at: at.comment.created_at,
         takeover_of: m.str_field("takeover_of").map(str::to_owned),
         comment_id: at.comment.id,
         author: at.comment.author.clone(),
+        writer: match declared {
+            Some(_) => Writer::GitMaverick,
+            None => Writer::Maverick,
+        },
+        ttl: declared_ttl(m),
     })
 }
 
@@ -198,12 +236,17 @@ fn is_release(m: &Marker) -> bool {
 /// Derives the claim state of `issue` as `me` sees it at surface time `now`.
 pub fn analyze(issue: &Issue, settings: &Settings, me: &str, now: Timestamp) -> IssueView {
     let markers = trusted_markers(issue);
-    let claims: Vec<(ClaimView, &MarkerAt<'_>)> = markers
+    let mut claims: Vec<ClaimView> = Vec::new();
+    let mut generation = 0;
+    for at in markers
         .iter()
         .filter(|m| m.marker.kind == MarkerKind::Claim)
-        .filter_map(|m| claim_view(m).map(|v| (v, m)))
-        .collect();
-    let generation = claims.iter().map(|(c, _)| c.generation).max().unwrap_or(0);
+    {
+        if let Some(claim) = claim_view(at, generation) {
+            generation = generation.max(claim.generation);
+            claims.push(claim);
+        }
+    }
     let leases: Vec<&MarkerAt<'_>> = markers
         .iter()
         .filter(|m| m.marker.kind == MarkerKind::Lease)
@@ -222,7 +265,6 @@ pub fn analyze(issue: &Issue, settings: &Settings, me: &str, now: Timestamp) -> 
     };
     let mut live_claims: Vec<&ClaimView> = claims
         .iter()
-        .map(|(c, _)| c)
         .filter(|c| c.generation == generation && !released(c))
         .collect();
     live_claims.sort_by(|a, b| (a.comment_id, &a.instance_id).cmp(&(b.comment_id, &b.instance_id)));
@@ -241,12 +283,14 @@ pub fn analyze(issue: &Issue, settings: &Settings, me: &str, now: Timestamp) -> 
 
     let (lease, my_lease_comment) = match &holder {
         Some(h) => {
+            // By payload, not by comment: a lease PATCHed into an older
+            // comment (Maverick's upsert) counts from when it was written.
             let newest = leases
                 .iter()
                 .filter(|l| {
                     !is_release(&l.marker)
-                        && l.comment.id > h.comment_id
                         && l.marker.str_field("instance_id") == Some(h.instance_id.as_str())
+                        && (l.comment.id > h.comment_id || l.comment.updated_at >= h.claimed_at)
                 })
                 .max_by_key(|l| (l.comment.updated_at, l.comment.id));
             match newest {
@@ -261,7 +305,7 @@ pub fn analyze(issue: &Issue, settings: &Settings, me: &str, now: Timestamp) -> 
                     let expires_at = match (heartbeat_at, declared_expiry) {
                         (Some(hb), Some(exp)) => l.comment.updated_at.plus(exp.since(hb)),
                         (None, Some(exp)) => exp,
-                        _ => l.comment.updated_at.plus(settings.lease_ttl),
+                        _ => l.comment.updated_at.plus(h.ttl),
                     };
                     let mine =
                         (h.instance_id == me).then(|| (l.comment.id, l.marker.payload.clone()));
@@ -277,12 +321,13 @@ pub fn analyze(issue: &Issue, settings: &Settings, me: &str, now: Timestamp) -> 
                     )
                 }
                 // A claim whose lease was never written (a crash between the
-                // two) lives one ttl from the claim.
+                // two) or was overwritten lives the ttl it declared from the
+                // claim: the reader's own setting says nothing about it.
                 None => (
                     Some(LeaseView {
                         instance_id: h.instance_id.clone(),
                         heartbeat_at: None,
-                        expires_at: h.claimed_at.plus(settings.lease_ttl),
+                        expires_at: h.claimed_at.plus(h.ttl),
                         comment_id: None,
                         author: None,
                     }),
@@ -448,6 +493,7 @@ impl<'a> Coordinator<'a> {
         );
         payload.insert("claimed_at".into(), json!(now.to_string()));
         payload.insert("generation".into(), json!(generation));
+        payload.insert("lease_ttl".into(), json!(self.settings.lease_ttl.as_secs()));
         payload.insert("marker_id".into(), json!(markers::new_marker_id()));
         if let Some(branch) = req.branch {
             payload.insert("branch".into(), json!(branch));
@@ -510,10 +556,16 @@ impl<'a> Coordinator<'a> {
         payload.insert("reason".into(), json!(reason));
         payload.insert("generation".into(), json!(generation));
         payload.insert("marker_id".into(), json!(markers::new_marker_id()));
+        // Maverick's own preamble for a release, so either tool's reader
+        // of the comment sees the same thing.
+        let preamble = format!("maverick lease released: {reason}");
         format!(
             "Released by `{}` ({reason}).\n\n{}",
             self.me(),
-            markers::render_marker(&Marker::new(MarkerKind::Lease, payload))
+            markers::render_with_preamble(
+                &Marker::new(MarkerKind::Lease, payload),
+                Some(&preamble)
+            )
         )
     }
 

@@ -82,6 +82,7 @@ const SCRUBBED: &[&str] = &[
     "MAVERICK_INSTANCE",
     "MAVERICK_INSTANCE_ID",
     "CLAUDE_CODE_SESSION_ID",
+    "CLAUDE_SESSION_ID",
     "GH_TOKEN",
     "GITHUB_TOKEN",
     "GITHUB_API_URL",
@@ -495,6 +496,11 @@ impl TestEnv {
                     .find(|c| c["id"] == id)
                     .unwrap_or_else(|| panic!("no comment {id} on #{issue}"));
                 comment["body"] = json!(body);
+                // As on GitHub, an edit is stamped with when it was made.
+                let now = mav::timefmt::Timestamp(
+                    mav::timefmt::Timestamp::now().0 + self.clock_offset.get(),
+                );
+                comment["updated_at"] = json!(now.to_string());
             }),
         }
     }
