@@ -331,7 +331,7 @@ fn exclude(git: &Git, root: &Path, relative: &str) -> Result<(), HydrateError> {
         .map_err(|source| HydrateError::Write { path, source })
 }
 
-fn story_number(key: &str) -> Option<u64> {
+pub(crate) fn story_number(key: &str) -> Option<u64> {
     let digits = key.trim().trim_start_matches('#');
     (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
         .then(|| digits.parse().ok())
@@ -339,7 +339,7 @@ fn story_number(key: &str) -> Option<u64> {
 }
 
 /// Each story's dependencies, from a `maverick-dag` payload.
-fn dag_deps(payload: &Map<String, Value>) -> BTreeMap<u64, Vec<u64>> {
+pub(crate) fn dag_deps(payload: &Map<String, Value>) -> BTreeMap<u64, Vec<u64>> {
     let Some(stories) = payload.get("stories").and_then(Value::as_object) else {
         return BTreeMap::new();
     };
@@ -365,7 +365,7 @@ fn dag_deps(payload: &Map<String, Value>) -> BTreeMap<u64, Vec<u64>> {
 }
 
 /// A story's state when the epic state does not record it, from its labels.
-fn derive_state(
+pub(crate) fn derive_state(
     summary: Option<&IssueSummary>,
     blocked_by: &[u64],
     in_progress: &str,
@@ -380,7 +380,7 @@ fn derive_state(
 
 /// Whether a pull request works on `story`: its head is the story's claimed
 /// branch or a branch named for it, or its description closes the story.
-fn pull_is_for(pr: &PullRequest, story: u64, branch: Option<&str>) -> bool {
+pub(crate) fn pull_is_for(pr: &PullRequest, story: u64, branch: Option<&str>) -> bool {
     if branch == Some(pr.head_ref.as_str()) {
         return true;
     }
@@ -411,7 +411,7 @@ fn closes(body: &str) -> Vec<u64> {
     found
 }
 
-fn ci_by_sha<'a>(
+pub(crate) fn ci_by_sha<'a>(
     surface: &dyn Surface,
     pulls: impl IntoIterator<Item = &'a PullRequest>,
 ) -> Result<BTreeMap<String, CiStatus>, HydrateError> {

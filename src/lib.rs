@@ -19,6 +19,7 @@ pub mod prepush;
 pub mod push;
 pub mod record;
 pub mod state;
+pub mod status;
 pub mod supervise;
 pub mod surface;
 pub mod tasks;

@@ -35,6 +35,9 @@ pub struct GitSurface {
     remote_url: String,
     /// Whether this process has fetched the surface ref already.
     fetched: std::sync::atomic::AtomicBool,
+    /// Reads answer from the latest fetch instead of fetching again (see
+    /// [`GitSurface::fetch_with_branches`]).
+    pinned: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -89,11 +92,38 @@ impl GitSurface {
             cache_ref: format!("refs/maverick-cache/{safe_remote}/issues"),
             remote_url: remote_url.to_owned(),
             fetched: std::sync::atomic::AtomicBool::new(false),
+            pinned: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// One fetch that brings the surface and the remote's branches (into
+    /// `refs/remotes/<remote>/*`) at once; the reads after it answer from
+    /// that fetch until the next call. For a view of the whole repository
+    /// that costs the remote one round trip (`status`).
+    pub fn fetch_with_branches(&self) -> Result<(), SurfaceError> {
+        let branches = format!("+refs/heads/*:refs/remotes/{}/*", self.remote);
+        self.fetch_refspecs(&[branches])?;
+        self.pinned
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The surface as of a fresh fetch, or as of the pinned one.
+    fn current(&self) -> Result<Option<String>, SurfaceError> {
+        if self.pinned.load(std::sync::atomic::Ordering::Relaxed) {
+            self.cached_commit()
+        } else {
+            self.fetch()
         }
     }
 
     /// Brings the remote's surface ref into the local cache ref; returns its commit.
     fn fetch(&self) -> Result<Option<String>, SurfaceError> {
+        self.fetch_refspecs(&[])
+    }
+
+    /// `fetch` with more refspecs in the same round trip.
+    fn fetch_refspecs(&self, extra: &[String]) -> Result<Option<String>, SurfaceError> {
         let refspec = format!(
             "+refs/maverick/*:{}",
             self.cache_ref.trim_end_matches("issues").to_owned() + "*"
@@ -112,6 +142,7 @@ impl GitSurface {
                 ])
                 .arg(&self.remote)
                 .arg(&refspec)
+                .args(extra)
                 .output_unchecked()?;
             if out.success() {
                 self.fetched
@@ -428,7 +459,7 @@ impl Surface for GitSurface {
     }
 
     fn issues(&self, numbers: &[u64]) -> Result<Vec<Issue>, SurfaceError> {
-        let commit = self.fetch()?;
+        let commit = self.current()?;
         Ok(self
             .read_issues(commit.as_deref(), numbers)?
             .iter()
@@ -441,7 +472,7 @@ impl Surface for GitSurface {
         labels: &[&str],
         include_closed: bool,
     ) -> Result<Vec<IssueSummary>, SurfaceError> {
-        let Some(commit) = self.fetch()? else {
+        let Some(commit) = self.current()? else {
             return Ok(Vec::new());
         };
         let listing = self
