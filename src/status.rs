@@ -575,7 +575,10 @@ fn lease_state(view: &IssueView, issue: u64) -> Option<LeaseState> {
 }
 
 /// A collision on this instance's own branch (SPEC 8): the remote head is a
-/// commit this clone's branch does not contain and this writer never saw.
+/// commit that this writer never saw (its last-seen record does not name
+/// it) and that this clone's branch does not contain, so someone else
+/// pushed it. A remote head the local branch contains is this writer's own
+/// push, recorded by the hook or not.
 fn moved_behind_back(
     git: &Git,
     store: &BranchStore,
@@ -584,22 +587,23 @@ fn moved_behind_back(
     let Some(remote) = &branch.head else {
         return Ok(None);
     };
-    let Some(record) = store.get(&branch.name).ok().flatten() else {
-        return Ok(None);
-    };
-    if record.last_seen.as_ref() == Some(remote) || record.pending.contains(remote) {
-        return Ok(None);
+    // A damaged record affects only its branch: read as no record.
+    if let Some(record) = store.get(&branch.name).ok().flatten() {
+        if record.last_seen.as_ref() == Some(remote) || record.pending.contains(remote) {
+            return Ok(None);
+        }
     }
     let local = git
         .cmd(["rev-parse", "--verify", "--quiet"])
         .arg(format!("refs/heads/{}^{{commit}}", branch.name))
         .output_unchecked()?;
-    if local.success() {
-        let local = local.stdout_text()?.trim().to_owned();
-        if crate::prepush::is_ancestor(git, remote, &local)? {
-            // Our own push that no hook recorded.
-            return Ok(None);
-        }
+    if !local.success() {
+        // No local branch to compare with: nothing to say.
+        return Ok(None);
+    }
+    let local = local.stdout_text()?.trim().to_owned();
+    if crate::prepush::is_ancestor(git, remote, &local)? {
+        return Ok(None);
     }
     Ok(Some(format!(
         "collision: {} moved on the remote to {} behind this writer's back",

@@ -627,7 +627,102 @@ fn watch_redraws_until_ctrl_c(s: &dyn SurfaceSetup) {
     assert_eq!(interrupt(&mut child), 130);
 }
 
-fn the_git_surface_costs_one_fetch(s: &dyn SurfaceSetup) {
+/// On a terminal (a real pseudo-terminal), each round homes the cursor and
+/// clears the screen: a redraw in place.
+fn watch_redraws_in_place_on_a_terminal(s: &dyn SurfaceSetup) {
+    use std::io::Read as _;
+    use std::os::fd::FromRawFd as _;
+    let t = team(s);
+    let (mut master, mut slave) = (0, 0);
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(rc, 0, "openpty");
+    let slave = unsafe { std::fs::File::from_raw_fd(slave) };
+    let mut master = unsafe { std::fs::File::from_raw_fd(master) };
+    let mut child = s
+        .command(&t.alpha, &["status", "--watch", "300ms"])
+        .stdout(Stdio::from(slave.try_clone().unwrap()))
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(slave);
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = master.read(&mut buf) {
+            if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
+                break;
+            }
+        }
+    });
+    let clear = "\x1b[H\x1b[2J";
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut seen = String::new();
+    while seen.matches(clear).count() < 3 {
+        let chunk = rx
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .unwrap_or_else(|_| panic!("fewer than 3 redraws:\n{seen}"));
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    let rounds: Vec<&str> = seen.split(clear).skip(1).collect();
+    for round in &rounds[..2] {
+        assert!(round.contains("#141  ours  alpha (you)"), "{round:?}");
+        assert!(round.contains("every 300ms; Ctrl-C to stop"), "{round:?}");
+    }
+    assert_eq!(interrupt(&mut child), 130);
+}
+
+fn a_head_moved_behind_the_holders_back_is_a_collision(s: &dyn SurfaceSetup) {
+    let t = team(s);
+    // Before: alpha's own plain push is no collision.
+    let before = s.maverick(&t.alpha, &["--json", "status"]).expect(0).json();
+    let expected = if s.name() == "github" {
+        json!(["CI failing"])
+    } else {
+        json!([])
+    };
+    assert_eq!(row(&before, 141)["attention"], expected);
+    // bravo pushes onto alpha's branch, around every guard.
+    t.bravo.git(&["fetch", "--quiet", "origin"]);
+    t.bravo.git(&["switch", "--quiet", BRANCH]);
+    let foreign = t
+        .bravo
+        .commit_file("src/parser.rs", "// rewritten\n", "fix(parser): mine now");
+    t.bravo.git(&["push", "--quiet", "origin", BRANCH]);
+
+    let json = s.maverick(&t.alpha, &["--json", "status"]).expect(0).json();
+    let ours = row(&json, 141);
+    let collision = format!(
+        "collision: {BRANCH} moved on the remote to {} behind this writer's back",
+        &foreign[..7]
+    );
+    assert!(
+        ours["attention"]
+            .as_array()
+            .unwrap()
+            .contains(&json!(collision)),
+        "{ours:#}"
+    );
+    assert_eq!(ours["branch"]["head"], foreign.as_str());
+    let screen = s.maverick(&t.alpha, &["status"]);
+    let line = screen.stdout.lines().find(|l| l.contains("#141")).unwrap();
+    assert!(line.starts_with("! #141"), "{line}");
+    assert!(line.contains(&collision), "{line}");
+    // It is alpha's branch: bravo, who holds nothing there, sees no collision.
+    let theirs = s.maverick(&t.bravo, &["--json", "status"]).expect(0).json();
+    assert!(!row(&theirs, 141)["attention"]
+        .to_string()
+        .contains("collision"));
+}
+
+fn one_git_fetch_per_view(s: &dyn SurfaceSetup) {
     let t = team(s);
     let trace = s.env().path().join("trace.txt");
     let mut cmd = s.command(&t.alpha, &["status", "--epic", "123"]);
@@ -655,7 +750,9 @@ on_surfaces!(
     epic_lists_stories_in_dag_order_by_wave,
     dot_draws_the_epic_and_svg_renders_it,
     watch_redraws_until_ctrl_c,
-    the_git_surface_costs_one_fetch,
+    watch_redraws_in_place_on_a_terminal,
+    a_head_moved_behind_the_holders_back_is_a_collision,
+    one_git_fetch_per_view,
 );
 
 /// The GitHub budget, counted in the fake's request log: for 10 claimed

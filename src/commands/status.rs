@@ -297,10 +297,12 @@ fn watch(
             text.push('\n');
         }
         if terminal {
-            text.push_str(&format!(
-                "every {}; Ctrl-C to stop\n",
+            let every = if interval.subsec_millis() == 0 {
                 crate::timefmt::format_duration(interval)
-            ));
+            } else {
+                format!("{}ms", interval.as_millis())
+            };
+            text.push_str(&format!("every {every}; Ctrl-C to stop\n"));
         } else if !json {
             text.push('\n');
         }
