@@ -11,8 +11,8 @@ use serde_json::Value;
 use super::{Context, Outcome};
 use crate::cli::{duration, issue_number, GlobalArgs};
 use crate::config::SurfaceKind;
+use crate::coord::status::{self, Heads, StatusError, StatusRequest, StatusView};
 use crate::error::{CommandError, Exit};
-use crate::status::{self, Heads, StatusError, StatusRequest, StatusView};
 use crate::surface::git::GitSurface;
 use crate::surface::github::GithubSurface;
 use crate::surface::Surface;
@@ -165,7 +165,7 @@ pub fn run(global: &GlobalArgs, args: StatusArgs) -> Result<Outcome, CommandErro
         // Before the surface exists: the signal thread must be the first.
         let stop = Arc::new(AtomicI32::new(0));
         let flag = Arc::clone(&stop);
-        crate::supervise::watch_signals(move |signal| {
+        crate::coord::supervise::watch_signals(move |signal| {
             flag.store(signal, Ordering::SeqCst);
         })
         .map_err(|e| CommandError::tool(format!("cannot watch for Ctrl-C: {e}")))?;

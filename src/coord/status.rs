@@ -23,16 +23,15 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::config::Settings;
-use crate::dispatch::{self, HolderKind, Ledger, Verdict};
+use crate::coord::dispatch::{self, HolderKind, Ledger, Verdict};
+use crate::coord::lease::{self, Decision, IssueView};
+use crate::durable::hydrate::{self, HydrateError};
+use crate::durable::markers::MarkerKind;
+use crate::durable::{state, tasks};
 use crate::git::{Git, GitError};
-use crate::hydrate::{self, HydrateError};
-use crate::lease::{self, Decision, IssueView};
-use crate::markers::MarkerKind;
-use crate::record::BranchStore;
-use crate::state;
 use crate::surface::{CiStatus, Issue, IssueSummary, PullRequest, Surface, SurfaceError};
-use crate::tasks;
 use crate::timefmt::Timestamp;
+use crate::writer::branch_record::BranchStore;
 
 /// Bumped when a field of the JSON is renamed or removed (SPEC 10).
 pub const SCHEMA_VERSION: u32 = 1;
@@ -602,7 +601,7 @@ fn moved_behind_back(
         return Ok(None);
     }
     let local = local.stdout_text()?.trim().to_owned();
-    if crate::prepush::is_ancestor(git, remote, &local)? {
+    if crate::writer::prepush::is_ancestor(git, remote, &local)? {
         return Ok(None);
     }
     Ok(Some(format!(
