@@ -77,6 +77,21 @@ impl Git {
         }
     }
 
+    /// `git fetch REMOTE REFSPECS…` as maverick fetches: no tags, pruned,
+    /// quiet, no FETCH_HEAD, no submodules.
+    pub fn fetch_cmd(&self, remote: &str, refspecs: &[String]) -> GitCommand {
+        self.cmd([
+            "fetch",
+            "--no-tags",
+            "--prune",
+            "--no-write-fetch-head",
+            "--quiet",
+            "--no-recurse-submodules",
+        ])
+        .arg(remote)
+        .args(refspecs)
+    }
+
     /// Runs `git ARGS` and returns its stdout without the trailing newline.
     pub fn read<I, S>(&self, args: I) -> Result<String, GitError>
     where

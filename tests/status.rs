@@ -541,7 +541,7 @@ fn spawn_watch(
     s: &dyn SurfaceSetup,
     repo: &Repo<'_>,
     args: &[&str],
-) -> (Child, mpsc::Receiver<String>) {
+) -> (Watcher, mpsc::Receiver<String>) {
     let mut child = s
         .command(repo, args)
         .stdout(Stdio::piped())
@@ -557,7 +557,18 @@ fn spawn_watch(
             }
         }
     });
-    (child, rx)
+    (Watcher(child), rx)
+}
+
+/// A spawned `status --watch`, killed should the test fail before it
+/// interrupts it.
+struct Watcher(Child);
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 /// Collects lines until `blocks` lines satisfy `starts_block`.
@@ -578,10 +589,15 @@ fn wait_for_blocks(
     lines
 }
 
-fn interrupt(child: &mut Child) -> i32 {
-    let rc = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+fn interrupt(watcher: &mut Watcher) -> i32 {
+    let rc = unsafe { libc::kill(watcher.0.id() as libc::pid_t, libc::SIGINT) };
     assert_eq!(rc, 0);
-    child.wait().unwrap().code().expect("exited, not killed")
+    watcher
+        .0
+        .wait()
+        .unwrap()
+        .code()
+        .expect("exited, not killed")
 }
 
 fn watch_redraws_until_ctrl_c(s: &dyn SurfaceSetup) {
@@ -644,14 +660,19 @@ fn watch_redraws_in_place_on_a_terminal(s: &dyn SurfaceSetup) {
         )
     };
     assert_eq!(rc, 0, "openpty");
+    // The child gets the slave as its stdout only, never the master.
+    for fd in [master, slave] {
+        unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+    }
     let slave = unsafe { std::fs::File::from_raw_fd(slave) };
     let mut master = unsafe { std::fs::File::from_raw_fd(master) };
-    let mut child = s
-        .command(&t.alpha, &["status", "--watch", "300ms"])
-        .stdout(Stdio::from(slave.try_clone().unwrap()))
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = Watcher(
+        s.command(&t.alpha, &["status", "--watch", "300ms"])
+            .stdout(Stdio::from(slave.try_clone().unwrap()))
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
     drop(slave);
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {

@@ -1,9 +1,7 @@
 //! `git maverick status`: the whole team at a glance, and the epic as a picture.
 
 use std::io::{IsTerminal as _, Write as _};
-use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use serde_json::Value;
@@ -103,16 +101,7 @@ impl Source {
             Source::Github(_) => {
                 let out = ctx
                     .git
-                    .cmd([
-                        "fetch",
-                        "--no-tags",
-                        "--prune",
-                        "--no-write-fetch-head",
-                        "--quiet",
-                        "--no-recurse-submodules",
-                    ])
-                    .arg(remote)
-                    .arg(format!("+refs/heads/*:refs/remotes/{remote}/*"))
+                    .fetch_cmd(remote, &[format!("+refs/heads/*:refs/remotes/{remote}/*")])
                     .output_unchecked()?;
                 Ok((!out.success()).then(|| {
                     format!(
@@ -163,15 +152,18 @@ pub fn run(global: &GlobalArgs, args: StatusArgs) -> Result<Outcome, CommandErro
     };
     if let Some(interval) = args.watch {
         // Before the surface exists: the signal thread must be the first.
-        let stop = Arc::new(AtomicI32::new(0));
-        let flag = Arc::clone(&stop);
-        crate::coord::supervise::watch_signals(move |signal| {
-            flag.store(signal, Ordering::SeqCst);
+        // It ends the process itself, as a shell expects of a signalled
+        // command (128 + the signal: 130 for Ctrl-C), even while the main
+        // thread is stuck writing to a terminal that stopped reading
+        // (Ctrl-S): each round is flushed whole, so nothing is lost.
+        crate::coord::supervise::watch_signals(|signal| {
+            // SAFETY: _exit ends the process at once and touches no lock.
+            unsafe { libc::_exit(128 + signal) }
         })
         .map_err(|e| CommandError::tool(format!("cannot watch for Ctrl-C: {e}")))?;
         let ctx = Context::load(global)?;
         let source = Source::open(&ctx)?;
-        return watch(&ctx, &source, &request, interval, global.json, &stop);
+        return watch(&ctx, &source, &request, interval, global.json);
     }
     let ctx = Context::load(global)?;
     let source = Source::open(&ctx)?;
@@ -259,16 +251,11 @@ fn watch(
     request: &StatusRequest,
     interval: Duration,
     json: bool,
-    stop: &AtomicI32,
 ) -> Result<Outcome, CommandError> {
     let terminal = !json && std::io::stdout().is_terminal();
     let mut first = true;
     loop {
         let gathered = source.gather(ctx, request);
-        let signal = stop.load(Ordering::SeqCst);
-        if signal != 0 {
-            stop_on(signal);
-        }
         let lines = match gathered {
             Ok(view) if json => {
                 let mut value = serde_json::to_value(&view).expect("the view serializes");
@@ -315,20 +302,6 @@ fn watch(
             return Ok(Outcome::new(Exit::Ok, Value::Null));
         }
         drop(stdout);
-        let started = Instant::now();
-        while started.elapsed() < interval {
-            let signal = stop.load(Ordering::SeqCst);
-            if signal != 0 {
-                stop_on(signal);
-            }
-            std::thread::sleep(Duration::from_millis(50).min(interval));
-        }
+        std::thread::sleep(interval);
     }
-}
-
-/// Ends the watch as a shell expects of a signalled command: 128 + the
-/// signal (130 for Ctrl-C).
-fn stop_on(signal: i32) -> ! {
-    let _ = std::io::stdout().flush();
-    std::process::exit(128 + signal);
 }

@@ -645,16 +645,7 @@ fn epic_view(
         ));
     }
     let deps = dag.as_ref().map(hydrate::dag_deps).unwrap_or_default();
-    let recorded: BTreeMap<u64, String> = epic_state
-        .as_ref()
-        .and_then(|p| p.get("stories"))
-        .and_then(serde_json::Value::as_object)
-        .map(|m| {
-            m.iter()
-                .filter_map(|(k, v)| Some((hydrate::story_number(k)?, v.as_str()?.to_owned())))
-                .collect()
-        })
-        .unwrap_or_default();
+    let recorded = hydrate::recorded_states(epic_state.as_ref());
     let stories: BTreeSet<u64> = deps
         .keys()
         .chain(recorded.keys())
@@ -703,22 +694,7 @@ fn epic_view(
     let mut by_wave: BTreeMap<u32, Vec<Story>> = BTreeMap::new();
     for &story in &stories {
         let summary = summaries.get(&story);
-        let blocked_by: Vec<u64> = summary
-            .map(|s| {
-                s.labels
-                    .iter()
-                    .filter_map(|l| settings.labels.blocker(l))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let (state_value, source) = match recorded.get(&story) {
-            Some(s) => (s.clone(), "marker"),
-            None => (
-                hydrate::derive_state(summary, &blocked_by, &settings.labels.in_progress)
-                    .to_owned(),
-                "derived",
-            ),
-        };
+        let status = hydrate::story_status(settings, summary, recorded.get(&story));
         let view = views.get(&story).or_else(|| extra_views.get(&story));
         let holder = view.and_then(|v| v.holder.as_ref()).map(|h| Holder {
             instance_id: h.instance_id.clone(),
@@ -727,13 +703,13 @@ fn epic_view(
         });
         by_wave.entry(waves[&story]).or_default().push(Story {
             issue: story,
-            state: state_value,
-            state_source: source,
+            state: status.state,
+            state_source: status.source,
             deps: deps.get(&story).cloned().unwrap_or_default(),
             open: summary.map(|s| s.open),
             holder,
             stale: view.is_some_and(|v| v.decision == Decision::Stale),
-            blocked_by,
+            blocked_by: status.blocked_by,
         });
     }
     Ok(EpicView {

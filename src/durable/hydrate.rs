@@ -83,16 +83,7 @@ pub fn hydrate(
     let bprop = state::newest_marker(&issue, MarkerKind::Bprop).map(|b| b.marker.payload);
 
     let deps = dag_payload.as_ref().map(dag_deps).unwrap_or_default();
-    let recorded: BTreeMap<u64, String> = state_payload
-        .as_ref()
-        .and_then(|p| p.get("stories"))
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .filter_map(|(k, v)| Some((story_number(k)?, v.as_str()?.to_owned())))
-                .collect()
-        })
-        .unwrap_or_default();
+    let recorded = recorded_states(state_payload.as_ref());
     let stories: Vec<u64> = deps
         .keys()
         .chain(recorded.keys())
@@ -149,21 +140,11 @@ pub fn hydrate(
     let mut effective: BTreeMap<u64, String> = BTreeMap::new();
     for &story in &stories {
         let summary = summaries.get(&story);
-        let blocked_by: Vec<u64> = summary
-            .map(|s| {
-                s.labels
-                    .iter()
-                    .filter_map(|l| settings.labels.blocker(l))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let (state_value, source) = match recorded.get(&story) {
-            Some(s) => (s.clone(), "marker"),
-            None => (
-                derive_state(summary, &blocked_by, in_progress).to_owned(),
-                "derived",
-            ),
-        };
+        let StoryStatus {
+            blocked_by,
+            state: state_value,
+            source,
+        } = story_status(settings, summary, recorded.get(&story));
         effective.insert(story, state_value.clone());
         let view = views.get(&story);
         let pull = story_pulls.get(&story).map(|pr| pull_json(pr, &ci));
@@ -331,7 +312,7 @@ fn exclude(git: &Git, root: &Path, relative: &str) -> Result<(), HydrateError> {
         .map_err(|source| HydrateError::Write { path, source })
 }
 
-pub(crate) fn story_number(key: &str) -> Option<u64> {
+fn story_number(key: &str) -> Option<u64> {
     let digits = key.trim().trim_start_matches('#');
     (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
         .then(|| digits.parse().ok())
@@ -364,8 +345,58 @@ pub(crate) fn dag_deps(payload: &Map<String, Value>) -> BTreeMap<u64, Vec<u64>> 
         .collect()
 }
 
+/// Each story's state as the epic's `maverick-state` payload records it.
+pub(crate) fn recorded_states(payload: Option<&Map<String, Value>>) -> BTreeMap<u64, String> {
+    payload
+        .and_then(|p| p.get("stories"))
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((story_number(k)?, v.as_str()?.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A story of an epic: what blocks it, and its state with where it came from.
+pub(crate) struct StoryStatus {
+    pub blocked_by: Vec<u64>,
+    pub state: String,
+    /// `marker` (recorded in the epic state) or `derived` (from labels).
+    pub source: &'static str,
+}
+
+/// A story's status: its state as the epic state records it, else as its
+/// labels say.
+pub(crate) fn story_status(
+    settings: &Settings,
+    summary: Option<&IssueSummary>,
+    recorded: Option<&String>,
+) -> StoryStatus {
+    let blocked_by: Vec<u64> = summary
+        .map(|s| {
+            s.labels
+                .iter()
+                .filter_map(|l| settings.labels.blocker(l))
+                .collect()
+        })
+        .unwrap_or_default();
+    let (state, source) = match recorded {
+        Some(s) => (s.clone(), "marker"),
+        None => (
+            derive_state(summary, &blocked_by, &settings.labels.in_progress).to_owned(),
+            "derived",
+        ),
+    };
+    StoryStatus {
+        blocked_by,
+        state,
+        source,
+    }
+}
+
 /// A story's state when the epic state does not record it, from its labels.
-pub(crate) fn derive_state(
+fn derive_state(
     summary: Option<&IssueSummary>,
     blocked_by: &[u64],
     in_progress: &str,

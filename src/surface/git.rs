@@ -124,25 +124,16 @@ impl GitSurface {
 
     /// `fetch` with more refspecs in the same round trip.
     fn fetch_refspecs(&self, extra: &[String]) -> Result<Option<String>, SurfaceError> {
-        let refspec = format!(
+        let mut refspecs = vec![format!(
             "+refs/maverick/*:{}",
             self.cache_ref.trim_end_matches("issues").to_owned() + "*"
-        );
+        )];
+        refspecs.extend_from_slice(extra);
         let mut attempt = 0;
         loop {
             let out = self
                 .git
-                .cmd([
-                    "fetch",
-                    "--no-tags",
-                    "--prune",
-                    "--no-write-fetch-head",
-                    "--quiet",
-                    "--no-recurse-submodules",
-                ])
-                .arg(&self.remote)
-                .arg(&refspec)
-                .args(extra)
+                .fetch_cmd(&self.remote, &refspecs)
                 .output_unchecked()?;
             if out.success() {
                 self.fetched
