@@ -174,6 +174,49 @@ fn a_repository_without_a_remote_names_the_way_out() {
 }
 
 #[test]
+fn a_git_older_than_a_feature_needs_is_named_with_the_version_needed() {
+    let env = TestEnv::new();
+    let a = env.clone("a");
+    // A git that says it is 2.30 and otherwise is the real one.
+    let bin = env.path().join("old-git");
+    std::fs::create_dir_all(&bin).unwrap();
+    let script = bin.join("git");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nfor arg in \"$@\"; do [ \"$arg\" = version ] && {{ echo 'git version 2.30.2'; exit 0; }}; done\nexec {} \"$@\"\n",
+            support::real_git().display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut path = bin.into_os_string();
+    path.push(":");
+    path.push(support::path_with_bin());
+
+    let mut cmd = a.maverick_command(&["coord", "read", "142"]);
+    cmd.env("PATH", &path);
+    let run = Run::from_output(&["coord", "read", "142"], cmd.output().unwrap());
+    run.expect(1);
+    assert!(
+        run.stderr.contains(
+            "error: git 2.31.0 or newer is needed for `git rev-parse --path-format`; this is git 2.30.2"
+        ),
+        "{}",
+        run.screen()
+    );
+    assert!(
+        run.stderr.contains("hint: install git 2.31.0 or newer"),
+        "{}",
+        run.screen()
+    );
+
+    // The same clone with the real git works.
+    a.maverick(&["coord", "read", "142"]).expect(0);
+}
+
+#[test]
 fn outside_a_repository_is_a_clear_error() {
     let env = TestEnv::new();
     let run = run_in(env.path(), &env, &["coord", "read", "5"]);

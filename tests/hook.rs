@@ -590,12 +590,7 @@ fn the_shim_fails_closed_without_git_maverick_on_path() {
     // A PATH with git and nothing of maverick's.
     let bin = env.path().join("bin-without-maverick");
     std::fs::create_dir_all(&bin).unwrap();
-    let real_git = std::process::Command::new("sh")
-        .args(["-c", "command -v git"])
-        .output()
-        .unwrap();
-    let real_git = String::from_utf8(real_git.stdout).unwrap();
-    std::os::unix::fs::symlink(real_git.trim(), bin.join("git")).unwrap();
+    std::os::unix::fs::symlink(support::real_git(), bin.join("git")).unwrap();
     assert!(!bin.join("git-maverick").exists() && std::path::Path::new(BIN).exists());
     let out = a.git_as_instance(
         &["push", "origin", BRANCH],

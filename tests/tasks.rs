@@ -696,7 +696,56 @@ fn a_branch_someone_else_created_after_the_claim_is_a_collision(s: &dyn SurfaceS
     assert_eq!(marks(&tasks_body(s))[0], (false, None));
 }
 
+/// One rule names a branch's issue, for `task done` and `resume` alike: the
+/// leading number of the branch's last path component (`-`, `_` or nothing
+/// after it), whatever folders sit above it.
+fn task_done_and_resume_agree_on_the_issue_of_any_branch_name(s: &dyn SurfaceSetup) {
+    for (branch, issue) in [
+        ("team/7-infra/142-parser", 142),
+        ("maverick/143_parser", 143),
+        ("a/b/144-x", 144),
+    ] {
+        let name = issue.to_string();
+        let a = s.clone(&format!("alpha{issue}"));
+        a.git(&["switch", "--quiet", "-c", branch]);
+        let file = input_file(s, &format!("tasks{issue}.md"), THREE_TASKS);
+        s.maverick(&a, &["task", "init", &name, &file]).expect(0);
+        stage(&a, "src/one.rs", "// one\n");
+        let done = s.maverick(&a, &["task", "done", "-m", "feat: one"]);
+        done.expect(0);
+        assert!(
+            done.stdout.contains(&format!("task 1 of #{issue} done")),
+            "{branch}: {}",
+            done.screen()
+        );
+        let trailer = s.env().git_in(
+            &s.env().origin,
+            &[
+                "log",
+                "-1",
+                "--format=%(trailers:key=Maverick-Issue,valueonly)",
+                branch,
+            ],
+        );
+        assert_eq!(trailer.trim(), name, "{branch}");
+        let body = s
+            .comment_starting_with(issue, "## Tasks")
+            .expect("the story has a tasks comment")
+            .body;
+        assert!(marks(&body)[0].0, "{branch}: {body}");
+        assert!(s.comment_starting_with(7, "## Tasks").is_none());
+
+        let c = s.clone(&format!("gamma{issue}"));
+        let resume = s.maverick(&c, &["--json", "resume", branch]);
+        resume.expect(0);
+        let json = resume.json();
+        assert_eq!(json["issue"], issue, "{branch}: {json}");
+        assert_eq!(json["next_task"]["number"], 2, "{branch}: {json}");
+    }
+}
+
 on_surfaces!(
+    task_done_and_resume_agree_on_the_issue_of_any_branch_name,
     a_branch_someone_else_created_after_the_claim_is_a_collision,
     resume_reconciles_and_names_the_next_task,
     a_rebase_onto_someone_elses_push_is_a_collision,

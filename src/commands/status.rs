@@ -99,15 +99,12 @@ impl Source {
                 Ok(None)
             }
             Source::Github(_) => {
-                let out = ctx
-                    .git
-                    .fetch_cmd(remote, &[format!("+refs/heads/*:refs/remotes/{remote}/*")])
-                    .output_unchecked()?;
-                Ok((!out.success()).then(|| {
+                let branches = format!("+refs/heads/*:refs/remotes/{remote}/*");
+                Ok(ctx.git.fetch_pruning(remote, &[branches]).err().map(|e| {
                     format!(
                         "could not fetch the branches from {remote} ({}): heads are as of \
                          the last fetch",
-                        out.stderr.trim()
+                        e.stderr().trim()
                     )
                 }))
             }

@@ -242,21 +242,10 @@ impl Heads {
     /// The remote-tracking refs of `remote`, as the last fetch left them
     /// (one local `git for-each-ref`).
     pub fn read(git: &Git, remote: &str) -> Result<Heads, GitError> {
-        let prefix = format!("refs/remotes/{remote}/");
-        let text = git.read([
-            "for-each-ref",
-            "--format=%(refname)%00%(objectname)%00%(committerdate:unix)",
-            prefix.as_str(),
-        ])?;
-        let by_branch = text
-            .lines()
-            .filter_map(|line| {
-                let mut parts = line.split('\0');
-                let name = parts.next()?.strip_prefix(&prefix)?;
-                let head = parts.next()?;
-                let at = parts.next()?.parse().ok()?;
-                (name != "HEAD").then(|| (name.to_owned(), (head.to_owned(), Timestamp(at))))
-            })
+        let by_branch = git
+            .remote_tracking_heads(remote)?
+            .into_iter()
+            .map(|(name, head, at)| (name, (head, Timestamp(at))))
             .collect();
         Ok(Heads { by_branch })
     }
@@ -592,16 +581,11 @@ fn moved_behind_back(
             return Ok(None);
         }
     }
-    let local = git
-        .cmd(["rev-parse", "--verify", "--quiet"])
-        .arg(format!("refs/heads/{}^{{commit}}", branch.name))
-        .output_unchecked()?;
-    if !local.success() {
+    let Some(local) = git.resolve_commit(&format!("refs/heads/{}", branch.name))? else {
         // No local branch to compare with: nothing to say.
         return Ok(None);
-    }
-    let local = local.stdout_text()?.trim().to_owned();
-    if crate::writer::prepush::is_ancestor(git, remote, &local)? {
+    };
+    if git.is_ancestor(remote, &local)? {
         return Ok(None);
     }
     Ok(Some(format!(

@@ -275,7 +275,7 @@ fn hydrate_story(
 /// Writes the hydrated JSON to its file in the worktree root, atomically
 /// (temporary file and rename), keeping it out of `git status`. Returns the path.
 pub fn write_local(git: &Git, hydrated: &Hydrated) -> Result<PathBuf, HydrateError> {
-    let root = PathBuf::from(git.read(["rev-parse", "--show-toplevel"])?);
+    let root = git.toplevel()?;
     let path = root.join(hydrated.file());
     let mut bytes = serde_json::to_vec_pretty(hydrated.value()).expect("JSON values serialize");
     bytes.push(b'\n');
@@ -290,19 +290,10 @@ pub fn write_local(git: &Git, hydrated: &Hydrated) -> Result<PathBuf, HydrateErr
 /// Adds `relative` to `info/exclude` unless git already ignores it: the
 /// cache must never be committed by a `git add -A`.
 fn exclude(git: &Git, root: &Path, relative: &str) -> Result<(), HydrateError> {
-    let ignored = git
-        .cmd(["check-ignore", "-q", "--no-index", "--"])
-        .arg(root.join(relative))
-        .output_unchecked()?;
-    if ignored.success() {
+    if git.is_ignored(&root.join(relative))? {
         return Ok(());
     }
-    let path = PathBuf::from(git.read([
-        "rev-parse",
-        "--path-format=absolute",
-        "--git-path",
-        "info/exclude",
-    ])?);
+    let path = git.git_path("info/exclude")?;
     let mut text = std::fs::read_to_string(&path).unwrap_or_default();
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');

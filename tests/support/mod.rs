@@ -363,6 +363,15 @@ pub fn path_with_bin() -> std::ffi::OsString {
     std::env::join_paths(dirs).expect("PATH entries join")
 }
 
+/// The git the tests run, for a PATH of a test's own making.
+pub fn real_git() -> PathBuf {
+    let out = Command::new("sh")
+        .args(["-c", "command -v git"])
+        .output()
+        .expect("sh runs");
+    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+}
+
 pub struct Repo<'a> {
     pub env: &'a TestEnv,
     pub dir: PathBuf,
