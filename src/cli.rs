@@ -12,6 +12,7 @@ use crate::commands::hydrate::HydrateArgs;
 use crate::commands::resume::ResumeArgs;
 use crate::commands::run::RunArgs;
 use crate::commands::state::StateArgs;
+use crate::commands::status::StatusArgs;
 use crate::commands::task::TaskArgs;
 use crate::config::{Overrides, SurfaceKind};
 
@@ -155,6 +156,18 @@ pub enum Command {
     /// nothing on the frontier is eligible, 6 when every attempt lost the settle.
     /// Slots: --dispatch-slots N (or --slots N); stale age: --dispatch-stale.
     Dispatch(DispatchArgs),
+    /// The whole team at a glance: every claimed, leased, blocked or
+    /// dispatched issue, one line each, what needs a person first
+    ///
+    /// Each line: the issue, its holder (you are marked), the generation,
+    /// the lease left or how long it has been stale with the takeover
+    /// command, the branch and how long ago its remote head moved, tasks
+    /// done/total and the next one, the pull request and its CI verdict, and
+    /// what blocks it. Then the dispatch slots and the totals. Stale leases,
+    /// failing CI and collisions come first. Reads: one list of open issues,
+    /// one comments read per claimed issue, one list of open pull requests,
+    /// one CI read per pull request head, one git fetch.
+    Status(StatusArgs),
 }
 
 pub(crate) fn duration(text: &str) -> Result<Duration, String> {

@@ -610,8 +610,9 @@ impl Git {
         self.commit_of(&tracking).map(Some)
     }
 
-    /// Fetches what `refspec` names, pruning local refs the remote dropped.
-    pub fn fetch_pruning(&self, remote: &str, refspec: &str) -> Result<(), GitError> {
+    /// Fetches what `refspecs` name (in one round trip), pruning local refs
+    /// the remote dropped.
+    pub fn fetch_pruning(&self, remote: &str, refspecs: &[String]) -> Result<(), GitError> {
         self.cmd([
             "fetch",
             "--no-tags",
@@ -621,10 +622,34 @@ impl Git {
             "--no-recurse-submodules",
             "--end-of-options",
             remote,
-            refspec,
         ])
+        .args(refspecs)
         .output()
         .map(drop)
+    }
+
+    /// Every remote-tracking branch of `remote` as the last fetch left it:
+    /// (branch, head, committer time in Unix seconds).
+    pub fn remote_tracking_heads(
+        &self,
+        remote: &str,
+    ) -> Result<Vec<(String, String, i64)>, GitError> {
+        let prefix = format!("refs/remotes/{remote}/");
+        let text = self.read([
+            "for-each-ref",
+            "--format=%(refname)%00%(objectname)%00%(committerdate:unix)",
+            prefix.as_str(),
+        ])?;
+        Ok(text
+            .lines()
+            .filter_map(|line| {
+                let mut parts = line.split('\0');
+                let name = parts.next()?.strip_prefix(&prefix)?;
+                let head = parts.next()?;
+                let at = parts.next()?.parse().ok()?;
+                (name != "HEAD").then(|| (name.to_owned(), head.to_owned(), at))
+            })
+            .collect())
     }
 
     /// Pushes `src` to `dst_ref` on `remote` if the remote's ref is still at

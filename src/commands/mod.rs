@@ -7,6 +7,7 @@ pub mod hydrate;
 pub mod resume;
 pub mod run;
 pub mod state;
+pub mod status;
 pub mod task;
 
 use std::ffi::OsString;
@@ -171,6 +172,7 @@ pub fn run(cli: Cli) -> Result<Outcome, CommandError> {
         Command::Resume(args) => resume::run(&cli.global, args),
         Command::Run(args) => run::run(&cli.global, args),
         Command::Dispatch(args) => dispatch::run(&cli.global, args),
+        Command::Status(args) => status::run(&cli.global, args),
     }
 }
 

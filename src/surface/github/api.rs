@@ -204,6 +204,13 @@ impl GithubSurface {
     fn read_issue(&self, number: u64) -> Result<Issue, SurfaceError> {
         let api = self.get_issue(number)?;
         let issue_updated_at = api.updated_at.as_deref().and_then(Timestamp::parse);
+        let comments = self.read_comments(number)?;
+        let issue = api.into_issue(number, comments);
+        Ok(self.finish_read(issue, issue_updated_at))
+    }
+
+    /// Every comment of `number`, every page, trusted as SPEC 3 says.
+    fn read_comments(&self, number: u64) -> Result<Vec<Comment>, SurfaceError> {
         let what = format!("reading the comments of #{number}");
         let listed: Vec<ApiComment> = self.get_pages(
             format!(
@@ -228,15 +235,20 @@ impl GithubSurface {
                 }
             }
         }
-        let mut issue = api.into_issue(number, comments);
+        Ok(comments)
+    }
+
+    /// An issue as read: this process's own writes shown, comments in id
+    /// order, labels and the read remembered for guards.
+    fn finish_read(&self, mut issue: Issue, issue_updated_at: Option<Timestamp>) -> Issue {
         self.show_own_writes(&mut issue, issue_updated_at);
         issue.comments.sort_by_key(|c| c.id);
-        self.learn_labels(number, &issue.labels);
+        self.learn_labels(issue.number, &issue.labels);
         self.state
             .borrow_mut()
             .last_read
-            .insert(number, (Instant::now(), issue.clone()));
-        Ok(issue)
+            .insert(issue.number, (Instant::now(), issue.clone()));
+        issue
     }
 
     /// Why GitHub has no issue `number`: a wrong number, or a repository
@@ -575,6 +587,26 @@ impl Surface for GithubSurface {
 
     fn issues(&self, numbers: &[u64]) -> Result<Vec<Issue>, SurfaceError> {
         numbers.iter().map(|&n| self.read_issue(n)).collect()
+    }
+
+    /// One request per issue: its comments, the list having given the rest.
+    fn with_comments(&self, listed: &[IssueSummary]) -> Result<Vec<Issue>, SurfaceError> {
+        listed
+            .iter()
+            .map(|summary| {
+                let issue = Issue {
+                    number: summary.number,
+                    open: summary.open,
+                    is_pull: summary.is_pull,
+                    labels: summary.labels.clone(),
+                    assignees: summary.assignees.clone(),
+                    comments: self.read_comments(summary.number)?,
+                };
+                // A list does not say when the issue last changed: this
+                // process's own label changes are shown over it.
+                Ok(self.finish_read(issue, None))
+            })
+            .collect()
     }
 
     /// One request per issue, without its comments (a list of the whole
