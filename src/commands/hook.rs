@@ -218,7 +218,7 @@ fn pre_push(global: &GlobalArgs, args: PrePushArgs) -> Result<Outcome, CommandEr
     let me = match identity_from_records(&managed, &args)? {
         Some(me) => me,
         None => {
-            let settings = Settings::load(&git, &global.overrides())?;
+            let settings = super::load_settings(&git, global)?;
             if !pushes_to_maverick_remote(&settings, &args) {
                 return Ok(allowed(vec![]));
             }

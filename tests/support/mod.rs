@@ -67,6 +67,13 @@ const SCRUBBED: &[&str] = &[
     "GIT_ASKPASS",
     "SSH_ASKPASS",
     "XDG_CONFIG_HOME",
+    "GH_REPO",
+    "GH_HOST",
+    "COLUMNS",
+    "CLICOLOR",
+    "CLICOLOR_FORCE",
+    "MANPAGER",
+    "PAGER",
 ];
 
 pub struct TestEnv {
@@ -238,6 +245,8 @@ impl TestEnv {
             .env("LC_ALL", "C")
             .env("LANG", "C")
             .env("NO_COLOR", "1")
+            // No installed man page opens for `--help`: the help text prints.
+            .env("MANPATH", self.home.join("no-man-pages"))
             .env("PATH", path_with_bin())
             .stdin(Stdio::null());
         if let Some(fake) = &self.github {
