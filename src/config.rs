@@ -857,14 +857,14 @@ fn resolve_instance(git: &Git, keys: &ConfigKeys) -> Result<(String, Origin), Co
     let id = format!(
         "{}-{}",
         short_hostname(),
-        &crate::markers::new_marker_id()[..8]
+        &crate::durable::markers::new_marker_id()[..8]
     );
     let io_err = |source| ConfigError::InstanceFile {
         path: path.display().to_string(),
         source,
     };
     std::fs::create_dir_all(path.parent().expect("has a parent")).map_err(io_err)?;
-    crate::record::write_atomically(&path, format!("{id}\n").as_bytes()).map_err(io_err)?;
+    crate::files::write_atomically(&path, format!("{id}\n").as_bytes()).map_err(io_err)?;
     Ok((id, kept))
 }
 

@@ -155,33 +155,33 @@ impl From<crate::surface::SurfaceError> for CommandError {
     }
 }
 
-impl From<crate::lease::LeaseError> for CommandError {
-    fn from(err: crate::lease::LeaseError) -> Self {
+impl From<crate::coord::lease::LeaseError> for CommandError {
+    fn from(err: crate::coord::lease::LeaseError) -> Self {
         match err {
-            crate::lease::LeaseError::Surface(e) => e.into(),
+            crate::coord::lease::LeaseError::Surface(e) => e.into(),
             other => CommandError::from_error(Exit::Error, &other),
         }
     }
 }
 
-impl From<crate::record::RecordError> for CommandError {
-    fn from(err: crate::record::RecordError) -> Self {
+impl From<crate::files::RecordError> for CommandError {
+    fn from(err: crate::files::RecordError) -> Self {
         CommandError::from_error(Exit::Error, &err)
     }
 }
 
-impl From<crate::claims::ClaimsError> for CommandError {
-    fn from(err: crate::claims::ClaimsError) -> Self {
+impl From<crate::coord::claims::ClaimsError> for CommandError {
+    fn from(err: crate::coord::claims::ClaimsError) -> Self {
         match err {
-            crate::claims::ClaimsError::Lease(e) => e.into(),
-            crate::claims::ClaimsError::Record(e) => e.into(),
+            crate::coord::claims::ClaimsError::Lease(e) => e.into(),
+            crate::coord::claims::ClaimsError::Record(e) => e.into(),
         }
     }
 }
 
-impl From<crate::push::PushError> for CommandError {
-    fn from(err: crate::push::PushError) -> Self {
-        use crate::push::PushError;
+impl From<crate::writer::push::PushError> for CommandError {
+    fn from(err: crate::writer::push::PushError) -> Self {
+        use crate::writer::push::PushError;
         let (exit, hint) = match &err {
             PushError::Collision { .. } => (
                 Exit::Collision,

@@ -7,8 +7,8 @@
 mod support;
 
 use maverick::git::Git;
-use maverick::push::{cas_push, cas_push_last_seen, PushError};
-use maverick::record::BranchStore;
+use maverick::writer::branch_record::BranchStore;
+use maverick::writer::push::{cas_push, cas_push_last_seen, PushError};
 use support::TestEnv;
 
 const BRANCH: &str = "maverick/142-parser";
@@ -118,7 +118,7 @@ fn cas_push_refuses_a_remote_that_moved_and_a_rewrite() {
     assert!(matches!(err, PushError::Refused { .. }), "{err:?}");
     assert!(err.to_string().contains("moved on the remote"), "{err}");
     // ...until whoever owns the work decides to build on it.
-    maverick::prepush::record_seen(
+    maverick::writer::prepush::record_seen(
         &git.common_dir().unwrap(),
         BRANCH,
         Some(&intruder),

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use maverick::markers::{parse_markers, Marker, MarkerKind};
+use maverick::durable::markers::{parse_markers, Marker, MarkerKind};
 use serde_json::Value;
 use support::surfaces::SurfaceSetup;
 use support::{Repo, Run};

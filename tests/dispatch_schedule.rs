@@ -14,7 +14,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use maverick::config::{Settings, SurfaceKind};
-use maverick::dispatch::{analyze, DispatchResult, Dispatcher, Ledger, ReleaseHow};
+use maverick::coord::dispatch::{analyze, DispatchResult, Dispatcher, Ledger, ReleaseHow};
 use maverick::surface::{
     apply_membership, Applied, Comment, Guard, Issue, IssueSummary, Op, Surface, SurfaceError,
     Write,

@@ -8,7 +8,7 @@ mod support;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use maverick::markers::{parse_markers, MarkerKind};
+use maverick::durable::markers::{parse_markers, MarkerKind};
 use serde_json::{json, Value};
 use support::fake_github::RecordedRequest;
 use support::{Repo, Run, Surface, TestEnv};

@@ -13,7 +13,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use maverick::config::{Settings, SurfaceKind};
-use maverick::lease::{
+use maverick::coord::lease::{
     analyze, ClaimOutcome, ClaimRequest, Coordinator, Decision, HeartbeatOutcome,
 };
 use maverick::surface::{

@@ -52,7 +52,7 @@ fn tasks_body(s: &dyn SurfaceSetup) -> String {
 
 /// `(checked, sha)` of each task line of the tasks comment.
 fn marks(body: &str) -> Vec<(bool, Option<String>)> {
-    maverick::tasks::parse_tasks(body)
+    maverick::durable::tasks::parse_tasks(body)
         .into_iter()
         .map(|t| (t.done, t.sha))
         .collect()

@@ -191,11 +191,11 @@ fn token_entry(s: &Settings) -> Entry {
 
 /// Whether this clone's pre-push hook runs maverick's check.
 fn hook_entry(git: &Git) -> Entry {
-    let (value, origin) = match crate::hookfile::hook_path(git) {
+    let (value, origin) = match crate::writer::hookfile::hook_path(git) {
         Ok(path) => {
             let text = std::fs::read_to_string(&path).unwrap_or_default();
             let shown = Origin::Derived(path.display().to_string());
-            if text.contains(crate::hookfile::BEGIN) {
+            if text.contains(crate::writer::hookfile::BEGIN) {
                 ("installed".to_owned(), shown)
             } else if text.contains("maverick hook pre-push") {
                 ("called by another hook manager".to_owned(), shown)

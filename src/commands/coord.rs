@@ -4,12 +4,12 @@ use clap::{Args, Subcommand, ValueEnum};
 use serde_json::json;
 
 use super::{Context, Outcome};
-use crate::claims;
 use crate::cli::{issue_number, GlobalArgs};
-use crate::error::{CommandError, Exit};
-use crate::lease::{
+use crate::coord::claims;
+use crate::coord::lease::{
     ClaimOutcome, ClaimRequest, Coordinator, Decision, HeartbeatOutcome, IssueView,
 };
+use crate::error::{CommandError, Exit};
 use crate::timefmt::human_duration;
 
 #[derive(Debug, Args)]
@@ -188,7 +188,7 @@ pub fn describe(view: &IssueView) -> String {
     let holder = view.holder.as_ref();
     let who = holder.map_or("nobody", |h| h.instance_id.as_str());
     let generation = view.generation;
-    let expiry = match (view.expires_at, crate::lease::remaining(view)) {
+    let expiry = match (view.expires_at, crate::coord::lease::remaining(view)) {
         (Some(at), Some(left)) if !left.is_zero() => {
             format!("lease until {at} ({} left)", human_duration(left))
         }

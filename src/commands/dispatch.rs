@@ -4,7 +4,7 @@ use clap::{Args, Subcommand};
 
 use super::{Context, Outcome};
 use crate::cli::{issue_number, GlobalArgs};
-use crate::dispatch::{
+use crate::coord::dispatch::{
     DispatchError, DispatchReport, DispatchResult, Dispatcher, HolderKind, ReleaseHow, SlotClaim,
     SlotView, Verdict,
 };

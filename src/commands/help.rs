@@ -196,7 +196,7 @@ pub fn install_man_pages(args: InstallManPagesArgs) -> Result<Outcome, CommandEr
     let mut written = Vec::new();
     for (name, text) in &pages {
         let path = dir.join(name);
-        crate::record::write_atomically(&path, text).map_err(|e| io_err(&path, e))?;
+        crate::files::write_atomically(&path, text).map_err(|e| io_err(&path, e))?;
         written.push(path.display().to_string());
     }
     let mut outcome = Outcome::new(

@@ -10,10 +10,10 @@ use crate::cli::GlobalArgs;
 use crate::config::Settings;
 use crate::error::{CommandError, Exit};
 use crate::git::Git;
-use crate::hookfile::{self, Change, HookFileError};
-use crate::prepush::{self, BranchState, PrePushError, RefUpdate};
-use crate::record::BranchStore;
 use crate::timefmt::Timestamp;
+use crate::writer::branch_record::BranchStore;
+use crate::writer::hookfile::{self, Change, HookFileError};
+use crate::writer::prepush::{self, BranchState, PrePushError, RefUpdate};
 
 #[derive(Debug, Args)]
 pub struct HookArgs {

@@ -5,8 +5,8 @@ use serde_json::{json, Value};
 
 use super::{Context, Outcome};
 use crate::cli::{issue_number, GlobalArgs};
+use crate::durable::hydrate::{self, HydrateError};
 use crate::error::{CommandError, Exit};
-use crate::hydrate::{self, HydrateError};
 
 #[derive(Debug, Args)]
 pub struct HydrateArgs {

@@ -20,9 +20,9 @@ use serde_json::Value;
 
 use crate::cli::{Cli, Command, GlobalArgs};
 use crate::config::{Settings, SurfaceKind, UnknownKey};
+use crate::coord::record::ClaimStore;
 use crate::error::{CommandError, Exit};
 use crate::git::Git;
-use crate::record::ClaimStore;
 use crate::surface::git::GitSurface;
 use crate::surface::github::{resolve_token, GithubConfig, GithubError, GithubSurface};
 use crate::surface::{Surface, SurfaceError};

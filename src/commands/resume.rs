@@ -6,12 +6,13 @@ use serde_json::json;
 
 use super::{Context, Outcome};
 use crate::cli::{issue_number, GlobalArgs};
+use crate::coord::lease::{Coordinator, Decision, HeartbeatOutcome, IssueView};
+use crate::coord::record::ClaimRecord;
 use crate::error::{CommandError, Exit};
 use crate::git::is_valid_branch_name;
-use crate::lease::{Coordinator, Decision, HeartbeatOutcome, IssueView};
-use crate::prepush;
-use crate::record::{BranchStore, ClaimRecord};
-use crate::worktree::{self, LocalBranch, WorktreeError};
+use crate::writer::branch_record::BranchStore;
+use crate::writer::prepush;
+use crate::writer::worktree::{self, LocalBranch, WorktreeError};
 
 #[derive(Debug, Args)]
 pub struct ResumeArgs {
@@ -135,7 +136,7 @@ fn adopt_claim(ctx: &Context, view: &IssueView, branch: &str) -> Result<(), Comm
         None => ClaimRecord {
             // The branch is checked and set below.
             branch: None,
-            ..crate::claims::record_of(&ctx.settings, view)
+            ..crate::coord::claims::record_of(&ctx.settings, view)
         },
     };
     match record.branch.as_deref() {
@@ -164,9 +165,9 @@ fn reconcile_tasks(
     ctx: &Context,
     issue: u64,
     branch: &str,
-) -> Result<Option<crate::tasks::TaskListView>, CommandError> {
+) -> Result<Option<crate::durable::tasks::TaskListView>, CommandError> {
     let surface = ctx.surface()?;
-    let view = crate::tasks::reconcile(
+    let view = crate::durable::tasks::reconcile(
         surface.as_ref(),
         &ctx.git,
         &ctx.settings,
@@ -270,8 +271,12 @@ pub fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome, CommandErro
         Decision::Ours => {
             // Picking the work up renews the lease (it may have run out while
             // no machine worked on it), and confirms the claim is still ours.
-            match crate::claims::heartbeat(&coord, &ctx.claims()?, &[issue], Some(view.generation))?
-            {
+            match crate::coord::claims::heartbeat(
+                &coord,
+                &ctx.claims()?,
+                &[issue],
+                Some(view.generation),
+            )? {
                 HeartbeatOutcome::Renewed { views, .. } => adopt_claim(&ctx, &views[0], &branch)?,
                 HeartbeatOutcome::Lost { reason, views } => {
                     let json =
@@ -307,7 +312,7 @@ pub fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome, CommandErro
     if applied.created && !instance_file.exists() {
         // The new worktree works for the instance that resumed it: a
         // generated id is kept per worktree, and the claim is this instance's.
-        crate::record::write_atomically(
+        crate::files::write_atomically(
             &instance_file,
             format!("{}\n", ctx.settings.instance).as_bytes(),
         )

@@ -18,11 +18,11 @@ use serde_json::json;
 
 use super::coord::{self, ClaimArgs, ReleaseReason};
 use super::{Context, Outcome};
-use crate::claims;
 use crate::cli::{duration, GlobalArgs};
+use crate::coord::claims;
+use crate::coord::lease::{ClaimOutcome, Coordinator, HeartbeatOutcome, LeaseError};
+use crate::coord::supervise::{signal_name, ChildStatus, Group};
 use crate::error::{CommandError, Exit};
-use crate::lease::{ClaimOutcome, Coordinator, HeartbeatOutcome, LeaseError};
-use crate::supervise::{signal_name, ChildStatus, Group};
 use crate::timefmt::format_duration;
 
 #[derive(Debug, Args)]
@@ -104,7 +104,7 @@ pub fn run(global: &GlobalArgs, args: RunArgs) -> Result<Outcome, CommandError> 
     let (events, inbox) = mpsc::channel::<Event>();
     {
         let events = events.clone();
-        crate::supervise::watch_signals(move |signal| {
+        crate::coord::supervise::watch_signals(move |signal| {
             let _ = events.send(Event::Signal(signal));
         })
         .map_err(|e| CommandError::tool(format!("cannot watch for signals: {e}")))?;
@@ -412,7 +412,7 @@ enum Released {
 struct Supervision<'a> {
     ctx: &'a Context,
     coord: &'a Coordinator<'a>,
-    store: crate::record::ClaimStore,
+    store: crate::coord::record::ClaimStore,
     issues: Vec<u64>,
     generation: u64,
     owns_claim: bool,

@@ -7,11 +7,11 @@ use serde_json::{json, Map};
 
 use super::{Context, Outcome};
 use crate::cli::{issue_number, GlobalArgs};
+use crate::coord::lease::{self, Decision};
+use crate::durable::tasks::{self, IssueSource, Task, TaskError, TaskListView};
 use crate::error::{CommandError, Exit};
-use crate::lease::{self, Decision};
-use crate::push::{self, PushError};
-use crate::record::BranchStore;
-use crate::tasks::{self, IssueSource, Task, TaskError, TaskListView};
+use crate::writer::branch_record::BranchStore;
+use crate::writer::push::{self, PushError};
 
 #[derive(Debug, Args)]
 pub struct TaskArgs {

@@ -325,10 +325,10 @@ impl TestEnv {
     pub fn releases(&self, issue: u64) -> Vec<(String, String)> {
         self.comment_bodies(issue)
             .iter()
-            .flat_map(|body| maverick::markers::parse_markers(body))
+            .flat_map(|body| maverick::durable::markers::parse_markers(body))
             .flatten()
             .filter(|m| {
-                m.kind == maverick::markers::MarkerKind::Lease
+                m.kind == maverick::durable::markers::MarkerKind::Lease
                     && m.payload.contains_key("released_at")
             })
             .map(|m| {

@@ -256,7 +256,7 @@ pub fn exclude(common_dir: &Path, worktree_dir: &Path) -> Result<bool, WorktreeE
     text.push_str("# git maverick's worktrees\n");
     text.push_str(&pattern);
     text.push('\n');
-    crate::record::write_atomically(&path, text.as_bytes()).map_err(io("write"))?;
+    crate::files::write_atomically(&path, text.as_bytes()).map_err(io("write"))?;
     Ok(true)
 }
 

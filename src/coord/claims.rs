@@ -6,11 +6,12 @@
 //! those of the last answer the surface gave.
 
 use crate::config::Settings;
-use crate::lease::{
+use crate::coord::lease::{
     ClaimOutcome, ClaimRequest, Coordinator, Decision, HeartbeatOutcome, IssueView, LeaseError,
     ReleaseOutcome,
 };
-use crate::record::{ClaimRecord, ClaimStore, RecordError};
+use crate::coord::record::{ClaimRecord, ClaimStore};
+use crate::files::RecordError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClaimsError {

@@ -23,10 +23,10 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use crate::config::Settings;
+use crate::coord::record::ClaimStore;
+use crate::durable::markers::{Marker, MarkerKind};
+use crate::durable::state::{self, StateError};
 use crate::git::{Git, GitError};
-use crate::markers::{Marker, MarkerKind};
-use crate::record::ClaimStore;
-use crate::state::{self, StateError};
 use crate::surface::{write_if_unchanged, Comment, Conditional, Issue, Op, Surface, SurfaceError};
 
 /// The trailers `task done` writes and reconcile reads.
@@ -47,7 +47,7 @@ pub enum TaskError {
     #[error(transparent)]
     State(#[from] StateError),
     #[error(transparent)]
-    Record(#[from] crate::record::RecordError),
+    Record(#[from] crate::files::RecordError),
     #[error("#{issue} has no tasks comment")]
     NoTasksComment { issue: u64 },
     #[error("task {number} is out of range: the tasks comment of #{issue} has {total} task{}", if *.total == 1 { "" } else { "s" })]

@@ -18,12 +18,12 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Map, Value};
 
 use crate::config::Settings;
+use crate::coord::lease::{self, Decision, IssueView};
+use crate::durable::markers::MarkerKind;
+use crate::durable::state::{self, StoryState};
+use crate::durable::tasks;
 use crate::git::{Git, GitError};
-use crate::lease::{self, Decision, IssueView};
-use crate::markers::MarkerKind;
-use crate::state::{self, StoryState};
 use crate::surface::{CiStatus, Issue, IssueSummary, PullRequest, Surface, SurfaceError};
-use crate::tasks;
 
 pub const EPIC_STATE_FILE: &str = ".claude/epic-state.json";
 pub const ISSUE_STATE_FILE: &str = ".claude/issue-state.json";
@@ -298,7 +298,7 @@ pub fn write_local(git: &Git, hydrated: &Hydrated) -> Result<PathBuf, HydrateErr
     let path = root.join(hydrated.file());
     let mut bytes = serde_json::to_vec_pretty(hydrated.value()).expect("JSON values serialize");
     bytes.push(b'\n');
-    crate::record::write_atomically(&path, &bytes).map_err(|source| HydrateError::Write {
+    crate::files::write_atomically(&path, &bytes).map_err(|source| HydrateError::Write {
         path: path.clone(),
         source,
     })?;
@@ -327,7 +327,7 @@ fn exclude(git: &Git, root: &Path, relative: &str) -> Result<(), HydrateError> {
         text.push('\n');
     }
     text.push_str(&format!("/{relative}\n"));
-    crate::record::write_atomically(&path, text.as_bytes())
+    crate::files::write_atomically(&path, text.as_bytes())
         .map_err(|source| HydrateError::Write { path, source })
 }
 
@@ -560,7 +560,7 @@ mod tests {
 
     #[test]
     fn a_50_story_epic_reads_comments_of_the_epic_and_the_stories_in_flight_only() {
-        use crate::markers::{render_marker, Marker};
+        use crate::durable::markers::{render_marker, Marker};
         let stories: Vec<u64> = (200..250).collect();
         let dag: Map<String, Value> = stories
             .iter()

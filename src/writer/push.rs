@@ -11,10 +11,11 @@
 //! the pusher must hold it by its records, the same check the pre-push hook
 //! makes.
 
+use crate::files::RecordError;
 use crate::git::{Git, GitError};
-use crate::prepush::{self, BranchState};
-use crate::record::{BranchRecord, BranchStore, RecordError};
 use crate::timefmt::Timestamp;
+use crate::writer::branch_record::{BranchRecord, BranchStore};
+use crate::writer::prepush::{self, BranchState};
 
 #[derive(Debug, thiserror::Error)]
 pub enum PushError {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use crate::git::{Git, GitError};
 
 /// The shim, as shipped in `hooks/pre-push`: a shebang and the block.
-pub const SHIM: &str = include_str!("../hooks/pre-push");
+pub const SHIM: &str = include_str!("../../hooks/pre-push");
 pub const BEGIN: &str = "# >>> git-maverick pre-push >>>";
 pub const END: &str = "# <<< git-maverick pre-push <<<";
 
@@ -185,7 +185,7 @@ fn write_hook(
     text: &str,
     mode_from: Option<&std::fs::Metadata>,
 ) -> Result<(), HookFileError> {
-    crate::record::write_atomically(path, text.as_bytes()).map_err(io("write", path))?;
+    crate::files::write_atomically(path, text.as_bytes()).map_err(io("write", path))?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt as _;

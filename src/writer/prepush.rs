@@ -32,10 +32,12 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::coord::record::{ClaimRecord, ClaimStore};
 use crate::error::Exit;
+use crate::files::RecordError;
 use crate::git::{Git, GitError};
-use crate::record::{BranchRecord, BranchStore, ClaimRecord, ClaimStore, RecordError};
 use crate::timefmt::Timestamp;
+use crate::writer::branch_record::{BranchRecord, BranchStore};
 
 /// What this writer keeps pending at most (one per allowed push in a row
 /// that the remote never confirmed).

@@ -1,0 +1,903 @@
+//! The API calls behind the `Surface` trait: GitHub's response shapes (only
+//! the fields maverick reads), reading issues with this process's own writes
+//! shown, label/assignee/comment writes with guards, and who is trusted.
+
+use super::transport::next_link;
+use super::*;
+
+// GitHub's shapes, only the fields maverick reads. Everything GitHub's
+// schemas call nullable is an Option here, so one odd comment (a deleted
+// user's, say) cannot make a whole issue unreadable.
+
+#[derive(Deserialize)]
+struct ApiUser {
+    login: String,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum ApiLabel {
+    Object { name: Option<String> },
+    Name(String),
+}
+
+impl ApiLabel {
+    fn into_name(self) -> Option<String> {
+        match self {
+            ApiLabel::Object { name } => name,
+            ApiLabel::Name(name) => Some(name),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct ApiIssue {
+    number: u64,
+    state: String,
+    #[serde(default)]
+    labels: Vec<ApiLabel>,
+    #[serde(default)]
+    assignees: Option<Vec<ApiUser>>,
+    #[serde(default)]
+    pull_request: Option<serde::de::IgnoredAny>,
+    updated_at: Option<String>,
+}
+
+impl ApiIssue {
+    fn into_issue(self, number: u64, comments: Vec<Comment>) -> Issue {
+        Issue {
+            number,
+            open: self.state != "closed",
+            is_pull: self.pull_request.is_some(),
+            labels: self
+                .labels
+                .into_iter()
+                .filter_map(ApiLabel::into_name)
+                .collect(),
+            assignees: self
+                .assignees
+                .unwrap_or_default()
+                .into_iter()
+                .map(|u| u.login)
+                .collect(),
+            comments,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct ApiComment {
+    id: u64,
+    user: Option<ApiUser>,
+    author_association: Option<String>,
+    body: Option<String>,
+    created_at: String,
+    updated_at: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ApiBranch {
+    #[serde(rename = "ref")]
+    name: String,
+    sha: String,
+}
+
+#[derive(Deserialize)]
+struct ApiPull {
+    number: u64,
+    title: Option<String>,
+    head: ApiBranch,
+    base: ApiBranch,
+    #[serde(default)]
+    draft: Option<bool>,
+    #[serde(default)]
+    labels: Vec<ApiLabel>,
+    body: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ApiCombinedStatus {
+    state: String,
+    #[serde(default)]
+    total_count: u64,
+}
+
+#[derive(Deserialize)]
+struct ApiCheckRuns {
+    check_runs: Vec<ApiCheckRun>,
+}
+
+#[derive(Deserialize)]
+struct ApiCheckRun {
+    name: String,
+    status: String,
+    conclusion: Option<String>,
+}
+
+impl GithubSurface {
+    /// The token's login: from a comment this process wrote, else `GET /user`
+    /// once per process. `None` when GitHub will not say (an app's
+    /// installation token cannot read `/user`).
+    fn identity(&self) -> Result<Option<&str>, GithubError> {
+        if self.identity.get().is_none() && !self.identity_asked.replace(true) {
+            let what = "asking GitHub who the token belongs to";
+            let reply = self.call(Method::GET, "/user", None, what, None)?;
+            if reply.success() {
+                let user: ApiUser = self.parse(what, &reply)?;
+                let _ = self.identity.set(user.login);
+            } else if reply.status == StatusCode::UNAUTHORIZED {
+                return Err(self.unexpected(what, &reply));
+            } else {
+                tracing::info!(
+                    "{what}: GitHub answered {} {}; its comments count only as a member's, collaborator's or maverick.trustedAuthors'",
+                    reply.status.as_u16(),
+                    self.redact(&reply.message())
+                );
+            }
+        }
+        Ok(self.identity.get().map(String::as_str))
+    }
+
+    fn learn_identity(&self, login: &str) {
+        if !login.is_empty() {
+            let _ = self.identity.set(login.to_owned());
+        }
+    }
+
+    /// Trusted by role or by name, without asking who we are.
+    fn trusted_without_identity(&self, login: &str, association: Option<&str>) -> bool {
+        association.is_some_and(|a| TRUSTED_ASSOCIATIONS.contains(&a))
+            || self
+                .trusted_authors
+                .iter()
+                .any(|t| t.eq_ignore_ascii_case(login))
+    }
+
+    fn to_comment(
+        &self,
+        api: ApiComment,
+        what: &str,
+    ) -> Result<(Comment, Option<String>), GithubError> {
+        let bad = |field: &str| GithubError::BadAnswer {
+            what: what.to_owned(),
+            detail: format!("comment {} has no readable {field}", api.id),
+        };
+        let created_at = Timestamp::parse(&api.created_at).ok_or_else(|| bad("created_at"))?;
+        let updated_at = match &api.updated_at {
+            Some(text) => Timestamp::parse(text).ok_or_else(|| bad("updated_at"))?,
+            None => created_at,
+        };
+        // A deleted account's comments belong to GitHub's placeholder user.
+        let author = api.user.map_or_else(|| "ghost".to_owned(), |u| u.login);
+        let trusted = self.trusted_without_identity(&author, api.author_association.as_deref());
+        Ok((
+            Comment {
+                id: api.id,
+                author,
+                trusted,
+                body: api.body.unwrap_or_default(),
+                created_at,
+                updated_at,
+            },
+            api.author_association,
+        ))
+    }
+
+    /// `GET issues/{number}`: the issue without its comments.
+    fn get_issue(&self, number: u64) -> Result<ApiIssue, SurfaceError> {
+        let what = format!("reading issue #{number}");
+        let reply = self.call(
+            Method::GET,
+            &self.repo_path(&format!("issues/{number}")),
+            None,
+            &what,
+            None,
+        )?;
+        match reply.status {
+            StatusCode::OK => {}
+            StatusCode::NOT_FOUND | StatusCode::GONE => return Err(self.missing_issue(number)),
+            _ => return Err(self.unexpected(&what, &reply).into()),
+        }
+        Ok(self.parse(&what, &reply)?)
+    }
+
+    fn read_issue(&self, number: u64) -> Result<Issue, SurfaceError> {
+        let api = self.get_issue(number)?;
+        let issue_updated_at = api.updated_at.as_deref().and_then(Timestamp::parse);
+        let what = format!("reading the comments of #{number}");
+        let listed: Vec<ApiComment> = self.get_pages(
+            format!(
+                "{}?per_page={PER_PAGE}",
+                self.repo_path(&format!("issues/{number}/comments"))
+            ),
+            &what,
+        )?;
+        let mut comments = Vec::with_capacity(listed.len());
+        for api in listed {
+            comments.push(self.to_comment(api, &what)?.0);
+        }
+        // Only a comment that would carry a marker from an author not trusted
+        // by role is worth asking GitHub who we are.
+        let needs_identity = comments
+            .iter()
+            .any(|c| !c.trusted && c.body.contains("maverick-"));
+        if needs_identity {
+            if let Some(me) = self.identity()? {
+                for c in comments.iter_mut().filter(|c| !c.trusted) {
+                    c.trusted = c.author.eq_ignore_ascii_case(me);
+                }
+            }
+        }
+        let mut issue = api.into_issue(number, comments);
+        self.show_own_writes(&mut issue, issue_updated_at);
+        issue.comments.sort_by_key(|c| c.id);
+        self.learn_labels(number, &issue.labels);
+        self.state
+            .borrow_mut()
+            .last_read
+            .insert(number, (Instant::now(), issue.clone()));
+        Ok(issue)
+    }
+
+    /// Why GitHub has no issue `number`: a wrong number, or a repository
+    /// that does not exist or that the token cannot see (one more request,
+    /// on the error path only).
+    fn missing_issue(&self, number: u64) -> SurfaceError {
+        let what = format!("looking for the repository {}", self.repo);
+        match self.call(
+            Method::GET,
+            self.repo_path("").trim_end_matches('/'),
+            None,
+            &what,
+            None,
+        ) {
+            Ok(reply) if reply.status == StatusCode::NOT_FOUND => GithubError::NoSuchRepo {
+                repo: self.repo.clone(),
+                origin: self.token.source,
+            }
+            .into(),
+            _ => SurfaceError::NoSuchIssue(number),
+        }
+    }
+
+    /// Read-your-writes over GitHub's lagging replicas: a comment this
+    /// process wrote is shown (in its newest version) where the list misses
+    /// it, and a label or assignee change where the issue as read is older
+    /// than the change. Another process's writes show when GitHub shows them;
+    /// the settle and the next heartbeat are there for those.
+    fn show_own_writes(&self, issue: &mut Issue, issue_updated_at: Option<Timestamp>) {
+        let state = self.state.borrow();
+        let now = state.clock.map(|(date, at)| date.plus(at.elapsed()));
+        for write in state.own_writes.iter().filter(|w| w.issue == issue.number) {
+            let stale = issue_updated_at.is_none_or(|read| read <= write.at);
+            match &write.op {
+                OwnOp::Comment(mine) => match issue.comments.iter_mut().find(|c| c.id == mine.id) {
+                    // Only a listed version older than ours is stale: within
+                    // one second, another writer's edit may be the newer
+                    // one, and read-back checks must see it.
+                    Some(listed) => {
+                        if listed.updated_at < mine.updated_at && listed.body != mine.body {
+                            *listed = mine.clone();
+                        }
+                    }
+                    None => {
+                        let recent =
+                            now.is_none_or(|now| now.since(mine.created_at) <= OWN_COMMENT_HORIZON);
+                        if recent {
+                            issue.comments.push(mine.clone());
+                        }
+                    }
+                },
+                OwnOp::AddLabels(labels) if stale => add_names(&mut issue.labels, labels),
+                OwnOp::RemoveLabel(label) if stale => {
+                    issue.labels.retain(|l| !l.eq_ignore_ascii_case(label))
+                }
+                OwnOp::Assign(logins) if stale => add_names(&mut issue.assignees, logins),
+                OwnOp::Unassign(logins) if stale => issue
+                    .assignees
+                    .retain(|a| !logins.iter().any(|l| l.eq_ignore_ascii_case(a))),
+                _ => {}
+            }
+        }
+    }
+
+    fn remember(&self, issue: u64, reply: &Reply, op: OwnOp) {
+        let at = reply.date().unwrap_or_else(Timestamp::now);
+        let mut state = self.state.borrow_mut();
+        if let OwnOp::Comment(comment) = &op {
+            // An update replaces what we remember of that comment.
+            state
+                .own_writes
+                .retain(|w| !matches!(&w.op, OwnOp::Comment(c) if c.id == comment.id));
+        }
+        state.own_writes.push(OwnWrite { issue, at, op });
+        state.last_read.remove(&issue);
+    }
+
+    /// The current labels of `issue` as this process last knew them.
+    fn known_labels(&self, issue: u64) -> Vec<String> {
+        self.state
+            .borrow()
+            .labels
+            .get(&issue)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    fn learn_labels(&self, issue: u64, labels: &[String]) {
+        self.state
+            .borrow_mut()
+            .labels
+            .insert(issue, labels.to_vec());
+    }
+
+    fn apply(&self, issue: u64, op: &Op) -> Result<Applied, SurfaceError> {
+        match op {
+            Op::AddLabels(labels) => {
+                let what = format!("adding {} to #{issue}", labels.join(", "));
+                let reply = self.call(
+                    Method::POST,
+                    &self.repo_path(&format!("issues/{issue}/labels")),
+                    Some(&json!({ "labels": labels })),
+                    &what,
+                    None,
+                )?;
+                if reply.status == StatusCode::NOT_FOUND {
+                    return Err(SurfaceError::NoSuchIssue(issue));
+                }
+                if !reply.success() {
+                    return Err(self.unexpected(&what, &reply).into());
+                }
+                let names = self.label_names(&what, &reply)?;
+                self.learn_labels(issue, &names);
+                self.remember(issue, &reply, OwnOp::AddLabels(labels.clone()));
+                Ok(Applied::Labels(names))
+            }
+            Op::RemoveLabel(label) => {
+                let what = format!("removing {label} from #{issue}");
+                let reply = self.call(
+                    Method::DELETE,
+                    &self.repo_path(&format!("issues/{issue}/labels/{}", percent_encode(label))),
+                    None,
+                    &what,
+                    None,
+                )?;
+                let names = if reply.success() {
+                    self.label_names(&what, &reply)?
+                } else if reply.status == StatusCode::NOT_FOUND
+                    && reply.message().eq_ignore_ascii_case("Label does not exist")
+                {
+                    // Not there: what removing it wanted.
+                    let mut names = self.known_labels(issue);
+                    names.retain(|l| !l.eq_ignore_ascii_case(label));
+                    names
+                } else if reply.status == StatusCode::NOT_FOUND {
+                    return Err(SurfaceError::NoSuchIssue(issue));
+                } else {
+                    return Err(self.unexpected(&what, &reply).into());
+                };
+                self.learn_labels(issue, &names);
+                self.remember(issue, &reply, OwnOp::RemoveLabel(label.clone()));
+                Ok(Applied::Labels(names))
+            }
+            Op::CreateComment(body) => {
+                let what = format!("commenting on #{issue}");
+                let payload = json!({ "body": body });
+                let recover = || {
+                    let since = self.clock_now().minus(Duration::from_secs(120));
+                    self.find_created(issue, body, since)
+                };
+                let recover: &dyn Fn() -> Result<Option<Reply>, GithubError> = &recover;
+                let reply = self.call(
+                    Method::POST,
+                    &self.repo_path(&format!("issues/{issue}/comments")),
+                    Some(&payload),
+                    &what,
+                    has_marker_id(body).then_some(recover),
+                )?;
+                if reply.status == StatusCode::NOT_FOUND {
+                    return Err(SurfaceError::NoSuchIssue(issue));
+                }
+                if !reply.success() {
+                    return Err(self.unexpected(&what, &reply).into());
+                }
+                let comment = self.written_comment(&what, &reply)?;
+                self.remember(issue, &reply, OwnOp::Comment(comment.clone()));
+                Ok(Applied::Comment(comment))
+            }
+            Op::UpdateComment { id, body } => {
+                let what = format!("updating comment {id} on #{issue}");
+                let reply = self.call(
+                    Method::PATCH,
+                    &self.repo_path(&format!("issues/comments/{id}")),
+                    Some(&json!({ "body": body })),
+                    &what,
+                    None,
+                )?;
+                if reply.status == StatusCode::NOT_FOUND {
+                    return Err(SurfaceError::NoSuchComment { issue, id: *id });
+                }
+                if !reply.success() {
+                    return Err(self.unexpected(&what, &reply).into());
+                }
+                let comment = self.written_comment(&what, &reply)?;
+                self.remember(issue, &reply, OwnOp::Comment(comment.clone()));
+                Ok(Applied::Comment(comment))
+            }
+            Op::Assign(logins) | Op::Unassign(logins) => {
+                let assign = matches!(op, Op::Assign(_));
+                let verb = if assign { "assign" } else { "unassign" };
+                let what = format!("{verb}ing {} on #{issue}", logins.join(", "));
+                let method = if assign { Method::POST } else { Method::DELETE };
+                let reply = self.call(
+                    method,
+                    &self.repo_path(&format!("issues/{issue}/assignees")),
+                    Some(&json!({ "assignees": logins })),
+                    &what,
+                    None,
+                )?;
+                if reply.status == StatusCode::NOT_FOUND {
+                    return Err(SurfaceError::NoSuchIssue(issue));
+                }
+                if !reply.success() {
+                    return Err(self.unexpected(&what, &reply).into());
+                }
+                let api: ApiIssue = self.parse(&what, &reply)?;
+                let now: Vec<String> = api
+                    .assignees
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|u| u.login)
+                    .collect();
+                // GitHub silently drops logins it cannot assign: check.
+                let missed: Vec<&str> = logins
+                    .iter()
+                    .filter(|l| now.iter().any(|a| a.eq_ignore_ascii_case(l)) != assign)
+                    .map(String::as_str)
+                    .collect();
+                if !missed.is_empty() {
+                    return Err(GithubError::Assignees {
+                        issue,
+                        verb,
+                        logins: missed.join(", "),
+                    }
+                    .into());
+                }
+                let own = if assign {
+                    OwnOp::Assign(logins.clone())
+                } else {
+                    OwnOp::Unassign(logins.clone())
+                };
+                self.remember(issue, &reply, own);
+                Ok(Applied::Assignees(now))
+            }
+        }
+    }
+
+    fn label_names(&self, what: &str, reply: &Reply) -> Result<Vec<String>, GithubError> {
+        Ok(self
+            .parse::<Vec<ApiLabel>>(what, reply)?
+            .into_iter()
+            .filter_map(ApiLabel::into_name)
+            .collect())
+    }
+
+    /// The comment an answer to our own POST or PATCH describes.
+    fn written_comment(&self, what: &str, reply: &Reply) -> Result<Comment, GithubError> {
+        let api: ApiComment = self.parse(what, reply)?;
+        let (mut comment, _) = self.to_comment(api, what)?;
+        self.learn_identity(&comment.author);
+        // We wrote it: it counts whatever our role.
+        comment.trusted = true;
+        Ok(comment)
+    }
+
+    /// After a lost answer to a comment POST: the comment, if GitHub had
+    /// created it after all (the list can lag; a copy that gets past this
+    /// is recognised by its `marker_id` when read).
+    fn find_created(
+        &self,
+        issue: u64,
+        body: &str,
+        since: Timestamp,
+    ) -> Result<Option<Reply>, GithubError> {
+        let what = format!("looking for the comment just posted on #{issue}");
+        let listed: Vec<Value> = self.get_pages(
+            format!(
+                "{}?per_page={PER_PAGE}&since={since}",
+                self.repo_path(&format!("issues/{issue}/comments"))
+            ),
+            &what,
+        )?;
+        let identity = self.identity.get();
+        Ok(listed
+            .into_iter()
+            .rev()
+            .find(|c| {
+                c.get("body").and_then(Value::as_str) == Some(body)
+                    && identity.is_none_or(|me| {
+                        c.pointer("/user/login").and_then(Value::as_str) == Some(me.as_str())
+                    })
+            })
+            .map(|found| Reply {
+                status: StatusCode::CREATED,
+                headers: http::HeaderMap::new(),
+                body: found.to_string().into_bytes(),
+            }))
+    }
+
+    /// Takes off labels a failed write had added, so that no issue carries
+    /// the in-progress label without the claim that explains it.
+    fn undo_labels(&self, issue: u64, added: &[String], cause: SurfaceError) -> SurfaceError {
+        for label in added {
+            if let Err(e) = self.apply(issue, &Op::RemoveLabel(label.clone())) {
+                tracing::info!("taking {label} off #{issue} again failed: {e}");
+                return GithubError::LabelLeftBehind {
+                    issue,
+                    label: label.clone(),
+                    cause: Box::new(cause),
+                }
+                .into();
+            }
+        }
+        cause
+    }
+
+    pub fn repo(&self) -> &str {
+        &self.repo
+    }
+}
+
+impl Surface for GithubSurface {
+    fn describe(&self) -> String {
+        format!("github surface: {} via {}", self.repo, self.api_url)
+    }
+
+    fn now(&self) -> Result<Timestamp, SurfaceError> {
+        if self.state.borrow().clock.is_some() {
+            return Ok(self.clock_now());
+        }
+        // No answer yet to read the time from: ask for the rate limit, which
+        // does not count against it.
+        let reply = self.call(
+            Method::GET,
+            "/rate_limit",
+            None,
+            "reading GitHub's clock",
+            None,
+        )?;
+        Ok(reply.date().unwrap_or_else(Timestamp::now))
+    }
+
+    fn me(&self) -> &str {
+        self.identity().ok().flatten().unwrap_or_default()
+    }
+
+    fn issues(&self, numbers: &[u64]) -> Result<Vec<Issue>, SurfaceError> {
+        numbers.iter().map(|&n| self.read_issue(n)).collect()
+    }
+
+    /// One request per issue, without its comments (a list of the whole
+    /// repository could be many pages, and would miss nothing only with
+    /// closed issues in it).
+    fn summaries(&self, numbers: &[u64]) -> Result<Vec<IssueSummary>, SurfaceError> {
+        numbers
+            .iter()
+            .map(|&number| {
+                let api = self.get_issue(number)?;
+                let updated_at = api.updated_at.as_deref().and_then(Timestamp::parse);
+                let mut issue = api.into_issue(number, Vec::new());
+                self.show_own_writes(&mut issue, updated_at);
+                issue.comments.clear();
+                Ok(IssueSummary::from(issue))
+            })
+            .collect()
+    }
+
+    fn open_pulls(&self) -> Result<Vec<PullRequest>, SurfaceError> {
+        let pulls: Vec<ApiPull> = self.get_pages(
+            format!("{}?state=open&per_page={PER_PAGE}", self.repo_path("pulls")),
+            "listing open pull requests",
+        )?;
+        Ok(pulls
+            .into_iter()
+            .map(|p| PullRequest {
+                number: p.number,
+                title: p.title.unwrap_or_default(),
+                head_ref: p.head.name,
+                head_sha: p.head.sha,
+                base_ref: p.base.name,
+                draft: p.draft.unwrap_or(false),
+                labels: p
+                    .labels
+                    .into_iter()
+                    .filter_map(ApiLabel::into_name)
+                    .collect(),
+                body: p.body.unwrap_or_default(),
+            })
+            .collect())
+    }
+
+    /// The combined commit status and the check runs of each commit: two
+    /// requests a commit (more for over 100 check runs).
+    fn ci_status(&self, shas: &[String]) -> Result<Vec<Option<CiStatus>>, SurfaceError> {
+        shas.iter()
+            .map(|sha| {
+                let sha_path = percent_encode(sha);
+                let what = format!("reading the commit status of {sha}");
+                let reply = self.call(
+                    Method::GET,
+                    &self.repo_path(&format!("commits/{sha_path}/status")),
+                    None,
+                    &what,
+                    None,
+                )?;
+                if reply.status == StatusCode::NOT_FOUND
+                    || reply.status == StatusCode::UNPROCESSABLE_ENTITY
+                {
+                    // GitHub does not know the commit: nothing reported on it.
+                    return Ok(None);
+                }
+                if !reply.success() {
+                    return Err(self.unexpected(&what, &reply).into());
+                }
+                let combined: ApiCombinedStatus = self.parse(&what, &reply)?;
+                let combined = (combined.total_count > 0).then_some(combined.state);
+                let what = format!("reading the check runs of {sha}");
+                let mut runs = Vec::new();
+                let mut next = Some(format!(
+                    "{}?per_page={PER_PAGE}",
+                    self.repo_path(&format!("commits/{sha_path}/check-runs"))
+                ));
+                while let Some(uri) = next.take() {
+                    let reply = self.call(Method::GET, &uri, None, &what, None)?;
+                    if !reply.success() {
+                        return Err(self.unexpected(&what, &reply).into());
+                    }
+                    let page: ApiCheckRuns = self.parse(&what, &reply)?;
+                    runs.extend(page.check_runs.into_iter().map(|r| CheckRun {
+                        name: r.name,
+                        status: r.status,
+                        conclusion: r.conclusion,
+                    }));
+                    if let Some(link) = reply.header("link").and_then(next_link) {
+                        if runs.len() < 10_000 {
+                            next = Some(self.same_origin(&link, &what)?);
+                        }
+                    }
+                }
+                Ok(Some(CiStatus {
+                    sha: sha.clone(),
+                    state: CiStatus::verdict(combined.as_deref(), &runs).to_owned(),
+                    combined,
+                    check_runs: runs,
+                }))
+            })
+            .collect()
+    }
+
+    fn list(
+        &self,
+        labels: &[&str],
+        include_closed: bool,
+    ) -> Result<Vec<IssueSummary>, SurfaceError> {
+        let mut query = format!(
+            "state={}&per_page={PER_PAGE}",
+            if include_closed { "all" } else { "open" }
+        );
+        // GitHub ANDs comma-separated labels; a name with a comma in it can
+        // only be filtered here.
+        let filter: Vec<String> = labels
+            .iter()
+            .filter(|l| !l.contains(','))
+            .map(|l| percent_encode(l))
+            .collect();
+        if !filter.is_empty() {
+            query.push_str(&format!("&labels={}", filter.join(",")));
+        }
+        let what = "listing issues and pull requests";
+        let items: Vec<ApiIssue> =
+            self.get_pages(format!("{}?{query}", self.repo_path("issues")), what)?;
+        Ok(items
+            .into_iter()
+            .map(|api| IssueSummary {
+                number: api.number,
+                open: api.state != "closed",
+                is_pull: api.pull_request.is_some(),
+                labels: api
+                    .labels
+                    .into_iter()
+                    .filter_map(ApiLabel::into_name)
+                    .collect(),
+                assignees: api
+                    .assignees
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|u| u.login)
+                    .collect(),
+            })
+            .filter(|s| include_closed || s.open)
+            .filter(|s| {
+                labels
+                    .iter()
+                    .all(|want| s.labels.iter().any(|l| l.eq_ignore_ascii_case(want)))
+            })
+            .collect())
+    }
+
+    /// GitHub has no compare-and-swap: the guard is judged on a read just
+    /// before the writes, and the settle that follows every claim resolves
+    /// what slips between. That read is this process's own when it is a
+    /// moment old and nothing was written since (a claim or heartbeat reads,
+    /// decides and writes within milliseconds; reading again would narrow no
+    /// window and cost two requests), else a fresh one.
+    fn write(
+        &self,
+        writes: &[Write],
+        guard: Option<Guard<'_>>,
+    ) -> Result<Option<Vec<Vec<Applied>>>, SurfaceError> {
+        let mut numbers: Vec<u64> = writes.iter().map(|w| w.issue).collect();
+        numbers.sort_unstable();
+        numbers.dedup();
+        if let Some(guard) = guard {
+            let mut current = Vec::with_capacity(numbers.len());
+            for &n in &numbers {
+                let recent = self
+                    .state
+                    .borrow()
+                    .last_read
+                    .get(&n)
+                    .filter(|(at, _)| at.elapsed() <= GUARD_READ_MAX_AGE)
+                    .map(|(_, issue)| issue.clone());
+                current.push(match recent {
+                    Some(issue) => issue,
+                    None => self.read_issue(n)?,
+                });
+            }
+            let now = self.now()?;
+            if !guard(&current, now) {
+                return Ok(None);
+            }
+        }
+        let mut results = Vec::with_capacity(writes.len());
+        for write in writes {
+            let before = self
+                .state
+                .borrow()
+                .last_read
+                .get(&write.issue)
+                .map(|(_, i)| i.labels.clone());
+            let mut added: Vec<String> = Vec::new();
+            let mut applied = Vec::with_capacity(write.ops.len());
+            for op in &write.ops {
+                match self.apply(write.issue, op) {
+                    Ok(result) => {
+                        if let (Op::AddLabels(labels), Some(before)) = (op, &before) {
+                            added.extend(
+                                labels
+                                    .iter()
+                                    .filter(|l| !before.iter().any(|b| b.eq_ignore_ascii_case(l)))
+                                    .cloned(),
+                            );
+                        }
+                        applied.push(result);
+                    }
+                    Err(e) => return Err(self.undo_labels(write.issue, &added, e)),
+                }
+            }
+            results.push(applied);
+        }
+        Ok(Some(results))
+    }
+}
+
+/// Every byte but ASCII letters and digits percent-encoded, as octocrab
+/// does for label names.
+fn percent_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+fn add_names(list: &mut Vec<String>, names: &[String]) {
+    for name in names {
+        if !list.iter().any(|l| l.eq_ignore_ascii_case(name)) {
+            list.push(name.clone());
+        }
+    }
+}
+
+fn has_marker_id(body: &str) -> bool {
+    crate::durable::markers::parse_markers(body)
+        .iter()
+        .flatten()
+        .any(|m| m.marker_id().is_some())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn github_api_json(path: &str) -> Vec<u8> {
+        let full = format!("{}/fixtures/github-api/{path}", env!("CARGO_MANIFEST_DIR"));
+        std::fs::read(&full).unwrap_or_else(|e| panic!("{full}: {e}"))
+    }
+
+    /// The fields the surface reads, from GitHub's own examples and from
+    /// recorded traffic (whose labels, users and link headers are real).
+    #[test]
+    fn githubs_payloads_parse_into_what_the_surface_reads() {
+        let issue: ApiIssue =
+            serde_json::from_slice(&github_api_json("examples/issue.json")).unwrap();
+        assert_eq!(issue.number, 1347);
+        assert_eq!(issue.labels.len(), 1);
+        assert!(issue
+            .updated_at
+            .as_deref()
+            .and_then(Timestamp::parse)
+            .is_some());
+        let issues: Vec<ApiIssue> =
+            serde_json::from_slice(&github_api_json("examples/issue-items.json")).unwrap();
+        assert!(!issues.is_empty());
+        let comment: ApiComment =
+            serde_json::from_slice(&github_api_json("examples/issue-comment.json")).unwrap();
+        assert_eq!(comment.user.unwrap().login, "octocat");
+        assert!(Timestamp::parse(&comment.created_at).is_some());
+        let comments: Vec<ApiComment> =
+            serde_json::from_slice(&github_api_json("examples/issue-comment-items.json")).unwrap();
+        assert!(comments.iter().all(|c| c.author_association.is_some()));
+        let labels: Vec<ApiLabel> =
+            serde_json::from_slice(&github_api_json("examples/label-items.json")).unwrap();
+        assert!(labels.into_iter().all(|l| l.into_name().is_some()));
+
+        let recorded: Vec<Value> =
+            serde_json::from_slice(&github_api_json("recorded/paginate-issues.json")).unwrap();
+        let mut pages = 0;
+        for entry in &recorded {
+            let items: Vec<ApiIssue> = serde_json::from_value(entry["response"].clone()).unwrap();
+            assert!(!items.is_empty());
+            pages += 1;
+            let link = entry["headers"]["link"].as_str().unwrap_or_default();
+            let next = next_link(link);
+            if pages < recorded.len() {
+                // Absolute, and to /repositories/{id}/…
+                assert!(
+                    next.as_deref()
+                        .unwrap()
+                        .contains("/repositories/1000/issues"),
+                    "{link}"
+                );
+            } else {
+                assert_eq!(next, None, "{link}");
+            }
+        }
+        let added: Vec<Value> =
+            serde_json::from_slice(&github_api_json("recorded/add-labels-to-issue.json")).unwrap();
+        let answer = added.iter().find(|e| e["status"] == 200).unwrap();
+        let names: Vec<String> =
+            serde_json::from_value::<Vec<ApiLabel>>(answer["response"].clone())
+                .unwrap()
+                .into_iter()
+                .filter_map(ApiLabel::into_name)
+                .collect();
+        assert!(!names.is_empty());
+        // A deleted user's comment (GitHub's schema allows a null user) still parses.
+        let ghost: ApiComment = serde_json::from_value(json!({
+            "id": 1, "user": null, "body": null, "created_at": "2026-01-01T00:00:00Z"
+        }))
+        .unwrap();
+        assert!(ghost.user.is_none());
+    }
+
+    #[test]
+    fn label_names_are_encoded_byte_by_byte() {
+        assert_eq!(percent_encode("blocked-by:#142"), "blocked%2Dby%3A%23142");
+        assert_eq!(percent_encode("a b/ü"), "a%20b%2F%C3%BC");
+    }
+}

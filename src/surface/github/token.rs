@@ -1,0 +1,132 @@
+//! The GitHub token: where it comes from (SPEC 1: `GH_TOKEN`, `GITHUB_TOKEN`,
+//! `gh auth token`) and a type whose `Debug` never shows it.
+
+use std::fmt;
+
+use super::GithubError;
+
+/// Where the token came from, for messages (never the token itself).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TokenSource {
+    GhToken,
+    GithubToken,
+    GhCli,
+    Given,
+}
+
+impl fmt::Display for TokenSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            TokenSource::GhToken => "GH_TOKEN",
+            TokenSource::GithubToken => "GITHUB_TOKEN",
+            TokenSource::GhCli => "`gh auth token`",
+            TokenSource::Given => "the caller",
+        })
+    }
+}
+
+/// A GitHub token. `Debug` shows where it came from, never what it is.
+#[derive(Clone)]
+pub struct Token {
+    pub(super) secret: String,
+    pub(super) source: TokenSource,
+}
+
+impl fmt::Debug for Token {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Token(<redacted>, from {})", self.source)
+    }
+}
+
+impl Token {
+    pub fn new(secret: &str, source: TokenSource) -> Result<Token, GithubError> {
+        let secret = secret.trim();
+        if secret.is_empty() {
+            return Err(GithubError::NoToken);
+        }
+        // It goes into a header: visible ASCII only, or octocrab would panic.
+        if !secret.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(GithubError::BadToken { origin: source });
+        }
+        Ok(Token {
+            secret: secret.to_owned(),
+            source,
+        })
+    }
+
+    pub fn source(&self) -> TokenSource {
+        self.source
+    }
+}
+
+/// SPEC 1: `GH_TOKEN`, else `GITHUB_TOKEN`, else `gh auth token` when `gh`
+/// is installed. Never a fallback to another surface.
+pub fn resolve_token(api_url: &str) -> Result<Token, GithubError> {
+    for (var, source) in [
+        ("GH_TOKEN", TokenSource::GhToken),
+        ("GITHUB_TOKEN", TokenSource::GithubToken),
+    ] {
+        if let Some(value) = std::env::var_os(var) {
+            let value = value.to_string_lossy();
+            if !value.trim().is_empty() {
+                return Token::new(&value, source);
+            }
+        }
+    }
+    let Some(gh) = find_on_path("gh") else {
+        return Err(GithubError::NoToken);
+    };
+    let host = match host_of(api_url) {
+        Some(h) if h.eq_ignore_ascii_case("api.github.com") => "github.com".to_owned(),
+        Some(h) => h,
+        None => "github.com".to_owned(),
+    };
+    let out = std::process::Command::new(gh)
+        .args(["auth", "token", "--hostname", &host])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output();
+    match out {
+        Ok(out) if out.status.success() => {
+            let text = String::from_utf8_lossy(&out.stdout);
+            Token::new(&text, TokenSource::GhCli).map_err(|e| match e {
+                // `gh` printed nothing: it has no login for this host.
+                GithubError::NoToken => GithubError::NoToken,
+                other => other,
+            })
+        }
+        _ => Err(GithubError::NoToken),
+    }
+}
+
+fn find_on_path(program: &str) -> Option<std::path::PathBuf> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| {
+            std::fs::metadata(candidate)
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}
+
+pub(super) fn host_of(url: &str) -> Option<String> {
+    let uri: http::Uri = url.parse().ok()?;
+    uri.host().map(str::to_owned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_hide_in_debug() {
+        let token = Token::new(" ghp_secret123 \n", TokenSource::GhToken).unwrap();
+        assert_eq!(token.secret, "ghp_secret123");
+        assert!(!format!("{token:?}").contains("secret123"));
+        assert!(matches!(
+            Token::new("ghp_a b", TokenSource::GhToken),
+            Err(GithubError::BadToken { .. })
+        ));
+    }
+}

@@ -1,0 +1,9 @@
+//! Promise 3: one writer per branch (SPEC 7, 8). The pre-push checks,
+//! maverick's own compare-and-swap pushes, the last-seen branch records, hook
+//! files and worktrees.
+
+pub mod branch_record;
+pub mod hookfile;
+pub mod prepush;
+pub mod push;
+pub mod worktree;
