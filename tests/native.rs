@@ -10,25 +10,17 @@ use std::process::Command;
 
 use support::{Run, Surface, TestEnv, BIN, GITHUB_REPO};
 
-fn maverick_in(env: &TestEnv, dir: &Path, args: &[&str], vars: &[(&str, &str)]) -> Run {
-    let mut cmd = Command::new(BIN);
-    cmd.args(args).current_dir(dir);
-    env.apply_env(&mut cmd);
-    for (key, value) in vars {
-        cmd.env(key, value);
-    }
-    Run::from_output(args, cmd.output().expect("git-maverick runs"))
-}
-
 // --- version -------------------------------------------------------------
 
 #[test]
 fn version_names_the_commit_and_its_date() {
     let env = TestEnv::new();
-    let run = maverick_in(&env, env.path(), &["--version"], &[]);
+    let run = env.maverick_in(env.path(), &["--version"], &[]);
     run.expect(0);
     let line = run.stdout.trim();
-    let json = maverick_in(&env, env.path(), &["--version", "--json"], &[]).json();
+    let json = env
+        .maverick_in(env.path(), &["--version", "--json"], &[])
+        .json();
     assert_eq!(json["version"], env!("CARGO_PKG_VERSION"));
     assert_eq!(json["name"], "git-maverick");
     // Built from this clone: the commit and date are HEAD's.
@@ -59,7 +51,7 @@ fn version_names_the_commit_and_its_date() {
         );
     }
     // Every subcommand answers the same.
-    let sub = maverick_in(&env, env.path(), &["coord", "--version"], &[]);
+    let sub = env.maverick_in(env.path(), &["coord", "--version"], &[]);
     sub.expect(0);
     assert!(sub
         .stdout
@@ -81,14 +73,14 @@ fn help_prints_what_dash_h_prints() {
         help_args.extend(path);
         let mut h_args: Vec<&str> = path.to_vec();
         h_args.push("-h");
-        let help = maverick_in(&env, env.path(), &help_args, &[]);
+        let help = env.maverick_in(env.path(), &help_args, &[]);
         help.expect(0);
-        let h = maverick_in(&env, env.path(), &h_args, &[]);
+        let h = env.maverick_in(env.path(), &h_args, &[]);
         h.expect(0);
         assert_eq!(help.stdout, h.stdout, "git maverick help {path:?}");
         assert!(help.stdout.contains("Usage: git maverick"));
     }
-    let typo = maverick_in(&env, env.path(), &["help", "coord", "claym"], &[]);
+    let typo = env.maverick_in(env.path(), &["help", "coord", "claym"], &[]);
     typo.expect(2);
     assert!(
         typo.stderr
@@ -107,14 +99,14 @@ fn help_prints_what_dash_h_prints() {
 #[test]
 fn a_mistyped_subcommand_gets_a_suggestion() {
     let env = TestEnv::new();
-    let run = maverick_in(&env, env.path(), &["coord", "raed", "5"], &[]);
+    let run = env.maverick_in(env.path(), &["coord", "raed", "5"], &[]);
     run.expect(2);
     assert!(
         run.stderr.contains("a similar subcommand exists: 'read'"),
         "{}",
         run.stderr
     );
-    let run = maverick_in(&env, env.path(), &["dispach"], &[]);
+    let run = env.maverick_in(env.path(), &["dispach"], &[]);
     run.expect(2);
     assert!(run.stderr.contains("'dispatch'"), "{}", run.stderr);
 }
@@ -303,8 +295,7 @@ fn git_help_maverick_and_dash_dash_help_open_the_installed_man_pages() {
 fn install_man_pages_into_a_named_directory() {
     let env = TestEnv::new();
     let dir = env.path().join("pages");
-    let run = maverick_in(
-        &env,
+    let run = env.maverick_in(
         env.path(),
         &["install-man-pages", dir.to_str().unwrap(), "--json"],
         &[],
@@ -325,8 +316,7 @@ fn install_man_pages_into_a_named_directory() {
 
     let blocked = env.path().join("file");
     std::fs::write(&blocked, "").unwrap();
-    let run = maverick_in(
-        &env,
+    let run = env.maverick_in(
         env.path(),
         &["install-man-pages", blocked.join("man1").to_str().unwrap()],
         &[],
@@ -439,7 +429,7 @@ fn bash_completes_git_maverick_through_gits_own_completion() {
 #[test]
 fn completions_for_zsh_and_fish_name_the_commands() {
     let env = TestEnv::new();
-    let zsh = maverick_in(&env, env.path(), &["completions", "zsh"], &[]);
+    let zsh = env.maverick_in(env.path(), &["completions", "zsh"], &[]);
     zsh.expect(0);
     assert!(
         zsh.stdout.starts_with("#compdef git-maverick"),
@@ -447,14 +437,14 @@ fn completions_for_zsh_and_fish_name_the_commands() {
         &zsh.stdout[..80]
     );
     assert!(zsh.stdout.contains("'coord:Claim, heartbeat"), "zsh script");
-    let fish = maverick_in(&env, env.path(), &["completions", "fish"], &[]);
+    let fish = env.maverick_in(env.path(), &["completions", "fish"], &[]);
     fish.expect(0);
     assert!(
         fish.stdout.contains("complete -c git-maverick"),
         "fish script"
     );
     assert!(fish.stdout.contains("-a \"coord\""), "fish script");
-    let bad = maverick_in(&env, env.path(), &["completions", "tcsh"], &[]);
+    let bad = env.maverick_in(env.path(), &["completions", "tcsh"], &[]);
     bad.expect(2);
     assert!(
         bad.stderr.contains("[possible values: bash, zsh, fish]"),

@@ -227,6 +227,18 @@ impl TestEnv {
         }
     }
 
+    /// `git maverick ARGS` in `dir` (any directory, a repository or not),
+    /// hermetic, with extra variables and no instance id.
+    pub fn maverick_in(&self, dir: &Path, args: &[&str], vars: &[(&str, &str)]) -> Run {
+        let mut cmd = Command::new(BIN);
+        cmd.args(args).current_dir(dir);
+        self.apply_env(&mut cmd);
+        for (key, value) in vars {
+            cmd.env(key, value);
+        }
+        Run::from_output(args, cmd.output().expect("git-maverick runs"))
+    }
+
     /// The hermetic environment every git and maverick process gets.
     pub fn apply_env(&self, cmd: &mut Command) {
         for var in SCRUBBED {
