@@ -3,8 +3,10 @@
 //!
 //! From a clone, git says both. From a crate tarball (no `.git`), cargo's
 //! `.cargo_vcs_info.json` names the commit and `SOURCE_DATE_EPOCH` (when a
-//! packager sets it) gives the time. Neither is required: the version alone
-//! is a valid answer, and a build never fails for want of them.
+//! packager sets it) gives the time. Where git cannot run (a `cross` build
+//! container), `MAVERICK_BUILD_COMMIT` and `SOURCE_DATE_EPOCH` say them.
+//! Neither is required: the version alone is a valid answer, and a build
+//! never fails for want of them.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -12,11 +14,19 @@ use std::process::Command;
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-env-changed=SOURCE_DATE_EPOCH");
+    println!("cargo:rerun-if-env-changed=MAVERICK_BUILD_COMMIT");
     let manifest_dir =
         PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it"));
     let (commit, epoch) = match from_git(&manifest_dir) {
         Some((commit, epoch)) => (Some(commit), Some(epoch)),
-        None => (from_vcs_info(&manifest_dir), None),
+        None => (
+            from_vcs_info(&manifest_dir).or_else(|| {
+                std::env::var("MAVERICK_BUILD_COMMIT")
+                    .ok()
+                    .filter(|c| c.len() >= 7 && c.chars().all(|c| c.is_ascii_hexdigit()))
+            }),
+            None,
+        ),
     };
     let epoch = epoch.or_else(|| {
         std::env::var("SOURCE_DATE_EPOCH")
