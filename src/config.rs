@@ -220,48 +220,20 @@ pub struct ConfigKeys(HashMap<String, ConfigEntry>);
 
 impl ConfigKeys {
     pub fn read(git: &Git) -> Result<ConfigKeys, GitError> {
-        let out = git
-            .cmd([
-                "config",
-                "-z",
-                "--show-scope",
-                "--show-origin",
-                "--get-regexp",
-                r"^maverick\.",
-            ])
-            .output_unchecked()?;
         let mut keys = HashMap::new();
-        match out.code {
-            Some(0) => {
-                // Each entry: scope NUL origin NUL key [LF value] NUL.
-                let mut fields = out.stdout.split(|b| *b == 0);
-                while let (Some(scope), Some(file), Some(entry)) =
-                    (fields.next(), fields.next(), fields.next())
-                {
-                    let entry = String::from_utf8_lossy(entry);
-                    let (key, value) = match entry.split_once('\n') {
-                        Some((key, value)) => (key, value),
-                        // A bare `key` line is boolean true.
-                        None => (entry.as_ref(), "true"),
-                    };
-                    let file = String::from_utf8_lossy(file);
-                    let origin = ConfigOrigin {
-                        key: key.to_ascii_lowercase(),
-                        scope: String::from_utf8_lossy(scope).into_owned(),
-                        file: file.strip_prefix("file:").unwrap_or(&file).to_owned(),
-                    };
-                    keys.insert(
-                        origin.key.clone(),
-                        ConfigEntry {
-                            value: value.to_owned(),
-                            origin,
-                        },
-                    );
-                }
-            }
-            // 1: no such key. Outside a repository git still reads the global files.
-            Some(1) => {}
-            _ => return Err(out.into_error()),
+        for entry in git.config_entries(r"^maverick\.")? {
+            let origin = ConfigOrigin {
+                key: entry.key.to_ascii_lowercase(),
+                scope: entry.scope,
+                file: entry.file,
+            };
+            keys.insert(
+                origin.key.clone(),
+                ConfigEntry {
+                    value: entry.value,
+                    origin,
+                },
+            );
         }
         Ok(ConfigKeys(keys))
     }

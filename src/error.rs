@@ -61,16 +61,23 @@ impl CommandError {
     /// Builds an error from any error value, keeping its cause chain.
     pub fn from_error(exit: Exit, err: &(dyn std::error::Error + 'static)) -> CommandError {
         let mut causes = Vec::new();
-        let mut source = err.source();
-        while let Some(cause) = source {
-            causes.push(cause.to_string());
-            source = cause.source();
+        let mut hints = Vec::new();
+        let chain = std::iter::successors(Some(err), |e| e.source());
+        for (depth, e) in chain.enumerate() {
+            if let Some(crate::git::GitTooOld { needed, .. }) = e.downcast_ref() {
+                hints.push(format!(
+                    "install git {needed} or newer (`git --version` names the git first on PATH)"
+                ));
+            }
+            if depth > 0 {
+                causes.push(e.to_string());
+            }
         }
         CommandError {
             exit,
             message: err.to_string(),
             causes,
-            hints: Vec::new(),
+            hints,
         }
     }
 
@@ -201,5 +208,142 @@ impl From<crate::writer::push::PushError> for CommandError {
             ),
         };
         CommandError::from_error(exit, &err).hint(hint)
+    }
+}
+
+impl From<crate::durable::state::StateError> for CommandError {
+    fn from(err: crate::durable::state::StateError) -> Self {
+        use crate::durable::state::StateError;
+        match err {
+            StateError::Surface(e) => e.into(),
+            StateError::NotState(_)
+            | StateError::TooLarge { .. }
+            | StateError::BadStoryState { .. } => CommandError::from_error(Exit::Usage, &err),
+            StateError::Contended { .. } | StateError::ReadBack { .. } => {
+                CommandError::from_error(Exit::Error, &err).hint("run the command again")
+            }
+        }
+    }
+}
+
+impl From<crate::writer::worktree::WorktreeError> for CommandError {
+    fn from(err: crate::writer::worktree::WorktreeError) -> Self {
+        use crate::writer::worktree::WorktreeError;
+        let hint = match &err {
+            WorktreeError::PathTaken { path, .. } | WorktreeError::PathOccupied { path } => {
+                Some(format!(
+                    "move {} away (or set maverick.worktreeDir) and resume again",
+                    path.display()
+                ))
+            }
+            _ => None,
+        };
+        let mut e = match err {
+            WorktreeError::Git(git) => CommandError::from(git),
+            other => CommandError::from_error(Exit::Error, &other),
+        };
+        e.hints.extend(hint);
+        e
+    }
+}
+
+impl From<crate::writer::hookfile::HookFileError> for CommandError {
+    fn from(err: crate::writer::hookfile::HookFileError) -> Self {
+        use crate::writer::hookfile::HookFileError;
+        let manual =
+            "or call maverick from the hook yourself: `git-maverick hook pre-push \"$@\"` \
+                      (it reads the same stdin; pass it on if the hook reads it too)";
+        let hint = match &err {
+            HookFileError::Symlink { .. } => Some(format!("edit the file it points to, {manual}")),
+            HookFileError::NotExecutable { path } => Some(format!(
+                "make it executable (chmod +x {}) if it should run, or remove it; then install again",
+                path.display()
+            )),
+            HookFileError::NotShell { .. } => Some(format!("add the check to it: {manual}")),
+            HookFileError::Unbalanced { path } => Some(format!(
+                "fix or delete the maverick lines in {} by hand, then install again",
+                path.display()
+            )),
+            _ => None,
+        };
+        let mut e = CommandError::from_error(Exit::Error, &err);
+        e.hints.extend(hint);
+        e
+    }
+}
+
+impl From<crate::writer::prepush::PrePushError> for CommandError {
+    fn from(err: crate::writer::prepush::PrePushError) -> Self {
+        use crate::writer::prepush::PrePushError;
+        match err {
+            PrePushError::Git(e) => e.into(),
+            PrePushError::Record(e) => e.into(),
+            other => CommandError::from_error(Exit::Error, &other),
+        }
+    }
+}
+
+impl From<crate::coord::dispatch::DispatchError> for CommandError {
+    fn from(err: crate::coord::dispatch::DispatchError) -> Self {
+        use crate::coord::dispatch::DispatchError;
+        match err {
+            DispatchError::Surface(e) => e.into(),
+            DispatchError::SelfPull(_) => CommandError::from_error(Exit::Usage, &err)
+                .hint("name the pull request with --pr N, not the issue"),
+            other => CommandError::from_error(Exit::Error, &other),
+        }
+    }
+}
+
+impl From<crate::durable::hydrate::HydrateError> for CommandError {
+    fn from(err: crate::durable::hydrate::HydrateError) -> Self {
+        use crate::durable::hydrate::HydrateError;
+        match err {
+            HydrateError::Surface(e) => e.into(),
+            HydrateError::Git(e) => e.into(),
+            other => CommandError::from_error(Exit::Error, &other),
+        }
+    }
+}
+
+impl From<crate::durable::tasks::TaskError> for CommandError {
+    fn from(err: crate::durable::tasks::TaskError) -> Self {
+        use crate::durable::tasks::TaskError;
+        match err {
+            TaskError::Surface(e) => e.into(),
+            TaskError::Git(e) => e.into(),
+            TaskError::Record(e) => e.into(),
+            TaskError::State(e) => e.into(),
+            TaskError::OutOfRange { .. } | TaskError::NoTasks => {
+                CommandError::from_error(Exit::Usage, &err)
+            }
+            TaskError::NoTasksComment { issue } => CommandError::from_error(Exit::Error, &err)
+                .hint(format!(
+                    "write it with `git maverick task init {issue} FILE` (one task per line)"
+                )),
+            TaskError::AlreadyInitialised { issue, .. } => {
+                CommandError::from_error(Exit::Error, &err).hint(format!(
+                    "leave it, or rewrite it with `git maverick task init {issue} FILE --replace`"
+                ))
+            }
+            TaskError::Contended { .. } => {
+                CommandError::from_error(Exit::Error, &err).hint("run the command again")
+            }
+        }
+    }
+}
+
+impl From<crate::coord::hold::TimingError> for CommandError {
+    fn from(err: crate::coord::hold::TimingError) -> Self {
+        use crate::coord::hold::TimingError;
+        let hint = match err {
+            TimingError::ZeroHeartbeat => {
+                "set --heartbeat-interval (maverick.heartbeatInterval) to a positive duration"
+            }
+            TimingError::TtlTooShort { .. } => {
+                "raise --lease-ttl, or lower --heartbeat-interval or --grace"
+            }
+        };
+        CommandError::from_error(Exit::Usage, &err).hint(hint)
     }
 }

@@ -3,12 +3,10 @@
 //! `--help`, completions through git's own bash completion, and
 //! `git maverick config` with its sources, unknown keys, GH_REPO and GH_HOST.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use support::{Run, Surface, TestEnv, BIN, GITHUB_REPO};
+use crate::support::{Run, Surface, TestEnv, BIN, GITHUB_REPO};
 
 // --- version -------------------------------------------------------------
 

@@ -5,8 +5,8 @@ use clap::{Args, Subcommand};
 use super::{Context, Outcome};
 use crate::cli::{issue_number, GlobalArgs};
 use crate::coord::dispatch::{
-    DispatchError, DispatchReport, DispatchResult, Dispatcher, HolderKind, ReleaseHow, SlotClaim,
-    SlotView, Verdict,
+    DispatchReport, DispatchResult, Dispatcher, HolderKind, ReleaseHow, SlotClaim, SlotView,
+    Verdict,
 };
 use crate::error::{CommandError, Exit};
 use crate::timefmt::format_duration;
@@ -44,17 +44,6 @@ pub struct ReleaseArgs {
     /// The cycle gave up: the issue leaves the frontier with this label
     #[arg(long, value_name = "LABEL")]
     pub give_up: Option<String>,
-}
-
-impl From<DispatchError> for CommandError {
-    fn from(err: DispatchError) -> Self {
-        match err {
-            DispatchError::Surface(e) => e.into(),
-            DispatchError::SelfPull(_) => CommandError::from_error(Exit::Usage, &err)
-                .hint("name the pull request with --pr N, not the issue"),
-            other => CommandError::from_error(Exit::Error, &other),
-        }
-    }
 }
 
 pub fn run(global: &GlobalArgs, args: DispatchArgs) -> Result<Outcome, CommandError> {

@@ -9,11 +9,11 @@ use super::Outcome;
 use crate::cli::GlobalArgs;
 use crate::config::Settings;
 use crate::error::{CommandError, Exit};
-use crate::git::Git;
+use crate::git::{Git, GitEnv};
 use crate::timefmt::Timestamp;
 use crate::writer::branch_record::BranchStore;
-use crate::writer::hookfile::{self, Change, HookFileError};
-use crate::writer::prepush::{self, BranchState, PrePushError, RefUpdate};
+use crate::writer::hookfile::{self, Change};
+use crate::writer::prepush::{self, BranchState, RefUpdate, RefusalKind};
 
 #[derive(Debug, Args)]
 pub struct HookArgs {
@@ -57,12 +57,8 @@ pub fn run(global: &GlobalArgs, args: HookArgs) -> Result<Outcome, CommandError>
 fn repository() -> Result<Git, CommandError> {
     let cwd = std::env::current_dir()
         .map_err(|e| CommandError::tool(format!("cannot read the current directory: {e}")))?;
-    let git = Git::new(cwd);
-    if !git
-        .cmd(["rev-parse", "--git-dir"])
-        .output_unchecked()?
-        .success()
-    {
+    let git = Git::new(cwd, GitEnv::inherit());
+    if !git.is_repository()? {
         return Err(CommandError::tool("not inside a git repository")
             .hint("run it from a clone of the project"));
     }
@@ -72,40 +68,6 @@ fn repository() -> Result<Git, CommandError> {
 fn on_path(program: &str) -> bool {
     std::env::var_os("PATH")
         .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
-}
-
-impl From<HookFileError> for CommandError {
-    fn from(err: HookFileError) -> Self {
-        let manual =
-            "or call maverick from the hook yourself: `git-maverick hook pre-push \"$@\"` \
-                      (it reads the same stdin; pass it on if the hook reads it too)";
-        let hint = match &err {
-            HookFileError::Symlink { .. } => Some(format!("edit the file it points to, {manual}")),
-            HookFileError::NotExecutable { path } => Some(format!(
-                "make it executable (chmod +x {}) if it should run, or remove it; then install again",
-                path.display()
-            )),
-            HookFileError::NotShell { .. } => Some(format!("add the check to it: {manual}")),
-            HookFileError::Unbalanced { path } => Some(format!(
-                "fix or delete the maverick lines in {} by hand, then install again",
-                path.display()
-            )),
-            _ => None,
-        };
-        let mut e = CommandError::from_error(Exit::Error, &err);
-        e.hints.extend(hint);
-        e
-    }
-}
-
-impl From<PrePushError> for CommandError {
-    fn from(err: PrePushError) -> Self {
-        match err {
-            PrePushError::Git(e) => e.into(),
-            PrePushError::Record(e) => e.into(),
-            other => CommandError::from_error(Exit::Error, &other),
-        }
-    }
 }
 
 fn install() -> Result<Outcome, CommandError> {
@@ -193,9 +155,11 @@ fn pre_push(global: &GlobalArgs, args: PrePushArgs) -> Result<Outcome, CommandEr
     }
     let cwd = std::env::current_dir()
         .map_err(|e| CommandError::tool(format!("cannot read the current directory: {e}")))?;
-    let common_dir = match prepush::locate_common_dir(&cwd) {
+    // What git told the hook (GIT_DIR and the rest) passes on to git explicitly.
+    let git = Git::new(&cwd, GitEnv::inherit());
+    let common_dir = match prepush::locate_common_dir(&cwd, git.env()) {
         Some(dir) => dir,
-        None => Git::new(&cwd).common_dir()?,
+        None => git.common_dir()?,
     };
     if prepush::maverick_absent(&common_dir) {
         return Ok(allowed(vec![]));
@@ -214,7 +178,6 @@ fn pre_push(global: &GlobalArgs, args: PrePushArgs) -> Result<Outcome, CommandEr
     // A managed branch: the pusher's instance id, and whether this push goes
     // to maverick's remote. When the environment names the instance and its
     // claim records name this remote, no configuration needs reading.
-    let git = Git::new(&cwd);
     let me = match identity_from_records(&managed, &args)? {
         Some(me) => me,
         None => {
@@ -244,7 +207,10 @@ fn pre_push(global: &GlobalArgs, args: PrePushArgs) -> Result<Outcome, CommandEr
         }
         return Ok(outcome);
     }
-    let exit = if refusals.iter().any(|r| r.kind.exit() == Exit::ClaimLost) {
+    let exit = if refusals
+        .iter()
+        .any(|r| refusal_exit(r.kind) == Exit::ClaimLost)
+    {
         Exit::ClaimLost
     } else {
         Exit::Collision
@@ -265,4 +231,33 @@ fn pre_push(global: &GlobalArgs, args: PrePushArgs) -> Result<Outcome, CommandEr
         }
     }
     Ok(outcome)
+}
+
+/// SPEC 10: a push refused for the claim exits 7, one refused for the branch
+/// itself 8; several refusals exit with the claim's code when any names it.
+fn refusal_exit(kind: RefusalKind) -> Exit {
+    if kind.claim_lost() {
+        Exit::ClaimLost
+    } else {
+        Exit::Collision
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_map_to_spec_exit_codes() {
+        assert_eq!(refusal_exit(RefusalKind::NotHolder), Exit::ClaimLost);
+        assert_eq!(refusal_exit(RefusalKind::ClaimLost), Exit::ClaimLost);
+        for kind in [
+            RefusalKind::Deletion,
+            RefusalKind::MovedHead,
+            RefusalKind::NeverSeen,
+            RefusalKind::NonFastForward,
+        ] {
+            assert_eq!(refusal_exit(kind), Exit::Collision);
+        }
+    }
 }

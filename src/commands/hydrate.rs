@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 
 use super::{Context, Outcome};
 use crate::cli::{issue_number, GlobalArgs};
-use crate::durable::hydrate::{self, HydrateError};
+use crate::durable::hydrate;
 use crate::error::{CommandError, Exit};
 
 #[derive(Debug, Args)]
@@ -13,16 +13,6 @@ pub struct HydrateArgs {
     /// The epic (or a story) to read from the surface (142 or #142)
     #[arg(value_parser = issue_number)]
     pub issue: u64,
-}
-
-impl From<HydrateError> for CommandError {
-    fn from(err: HydrateError) -> Self {
-        match err {
-            HydrateError::Surface(e) => e.into(),
-            HydrateError::Git(e) => e.into(),
-            other => CommandError::from_error(Exit::Error, &other),
-        }
-    }
 }
 
 pub fn run(global: &GlobalArgs, args: HydrateArgs) -> Result<Outcome, CommandError> {

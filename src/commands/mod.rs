@@ -22,7 +22,7 @@ use crate::cli::{Cli, Command, GlobalArgs};
 use crate::config::{Settings, SurfaceKind, UnknownKey};
 use crate::coord::record::ClaimStore;
 use crate::error::{CommandError, Exit};
-use crate::git::Git;
+use crate::git::{Git, GitEnv};
 use crate::surface::git::GitSurface;
 use crate::surface::github::{resolve_token, GithubConfig, GithubError, GithubSurface};
 use crate::surface::{Surface, SurfaceError};
@@ -232,8 +232,8 @@ pub fn warn_unknown_keys(keys: &[UnknownKey]) {
 pub fn repository() -> Result<Git, CommandError> {
     let cwd = std::env::current_dir()
         .map_err(|e| CommandError::tool(format!("cannot read the current directory: {e}")))?;
-    let git = Git::new(cwd);
-    if git.cmd(["rev-parse", "--git-dir"]).output_unchecked()?.code != Some(0) {
+    let git = Git::new(cwd, GitEnv::inherit());
+    if !git.is_repository()? {
         return Err(CommandError::tool("not inside a git repository").hint(
             "run git maverick from a clone of the project (cd into it, or `git clone URL`)",
         ));

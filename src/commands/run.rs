@@ -10,7 +10,7 @@
 
 use std::ffi::OsString;
 use std::os::fd::AsFd;
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use clap::Args;
@@ -20,10 +20,10 @@ use super::coord::{self, ClaimArgs, ReleaseReason};
 use super::{Context, Outcome};
 use crate::cli::{duration, GlobalArgs};
 use crate::coord::claims;
-use crate::coord::lease::{ClaimOutcome, Coordinator, HeartbeatOutcome, LeaseError};
+use crate::coord::hold::{self, HoldEvent};
+use crate::coord::lease::{ClaimOutcome, Coordinator, HeartbeatOutcome};
 use crate::coord::supervise::{signal_name, ChildStatus, Group};
 use crate::error::{CommandError, Exit};
-use crate::timefmt::format_duration;
 
 #[derive(Debug, Args)]
 #[command(after_help = "\
@@ -53,59 +53,19 @@ pub struct RunArgs {
     pub command: Vec<OsString>,
 }
 
-/// What the control loop hears about, from the threads that watch things.
-enum Event {
-    Signal(libc::c_int),
-    Exited(std::io::Result<ChildStatus>),
-    Beat {
-        started: Instant,
-        result: Result<HeartbeatOutcome, LeaseError>,
-    },
-}
-
-/// Checks `ttl > 2 × heartbeat + grace`: the second failed heartbeat and
-/// the grace period both end before the lease can go stale, so a command
-/// that lost its claim is stopped before anyone can take the claim over.
-pub fn check_timing(
-    ttl: Duration,
-    heartbeat: Duration,
-    grace: Duration,
-) -> Result<(), CommandError> {
-    if heartbeat.is_zero() {
-        return Err(
-            CommandError::usage("the heartbeat interval must be at least 1s").hint(
-                "set --heartbeat-interval (maverick.heartbeatInterval) to a positive duration",
-            ),
-        );
-    }
-    let needed = heartbeat * 2 + grace;
-    if ttl <= needed {
-        return Err(CommandError::usage(format!(
-            "the lease ttl ({}) must be longer than two heartbeat intervals plus the grace period \
-             (2 × {} + {} = {}), so that a lost claim is acted on before it can be taken over",
-            format_duration(ttl),
-            format_duration(heartbeat),
-            format_duration(grace),
-            format_duration(needed),
-        ))
-        .hint("raise --lease-ttl, or lower --heartbeat-interval or --grace"));
-    }
-    Ok(())
-}
-
 pub fn run(global: &GlobalArgs, args: RunArgs) -> Result<Outcome, CommandError> {
     let ctx = Context::load(global)?;
     let settings = &ctx.settings;
     let (ttl, interval, grace) = (settings.lease_ttl, settings.heartbeat_interval, args.grace);
-    check_timing(ttl, interval, grace)?;
+    hold::check_timing(ttl, interval, grace)?;
 
     // Before any other thread exists, so that every thread has them blocked;
     // one that arrives while we claim is acted on as soon as we hold it.
-    let (events, inbox) = mpsc::channel::<Event>();
+    let (events, inbox) = mpsc::channel::<HoldEvent>();
     {
         let events = events.clone();
         crate::coord::supervise::watch_signals(move |signal| {
-            let _ = events.send(Event::Signal(signal));
+            let _ = events.send(HoldEvent::Signal(signal));
         })
         .map_err(|e| CommandError::tool(format!("cannot watch for signals: {e}")))?;
     }
@@ -157,7 +117,7 @@ pub fn run(global: &GlobalArgs, args: RunArgs) -> Result<Outcome, CommandError> 
         claim_started
     };
 
-    if let Ok(Event::Signal(signal)) = inbox.try_recv() {
+    if let Ok(HoldEvent::Signal(signal)) = inbox.try_recv() {
         let released = run.release(ReleaseReason::Abort);
         return Ok(run.finish(Ending::SignalBeforeStart(signal, released)));
     }
@@ -192,7 +152,7 @@ pub fn run(global: &GlobalArgs, args: RunArgs) -> Result<Outcome, CommandError> 
         let events = events.clone();
         group
             .watch_exit(move |status| {
-                let _ = events.send(Event::Exited(status));
+                let _ = events.send(HoldEvent::Exited(status));
             })
             .map_err(|e| CommandError::tool(format!("cannot watch the command: {e}")))?;
     }
@@ -206,7 +166,20 @@ pub fn run(global: &GlobalArgs, args: RunArgs) -> Result<Outcome, CommandError> 
         let issues = run.issues.clone();
         std::thread::Builder::new()
             .name("heartbeat".to_owned())
-            .spawn(move || heartbeat_loop(ctx, issues, generation, renewed_at, stopped, events))
+            .spawn(move || {
+                // Built once already by the caller; cannot fail here.
+                if let Ok(surface) = ctx.surface() {
+                    hold::heartbeat_loop(
+                        surface.as_ref(),
+                        &ctx.settings,
+                        &issues,
+                        generation,
+                        renewed_at,
+                        stopped,
+                        events,
+                    );
+                }
+            })
             .map_err(|e| CommandError::tool(format!("cannot start the heartbeat: {e}")))?
     };
     drop(events);
@@ -244,11 +217,11 @@ pub fn run(global: &GlobalArgs, args: RunArgs) -> Result<Outcome, CommandError> 
             );
         }
         match event {
-            Ok(Event::Signal(signal)) => {
+            Ok(HoldEvent::Signal(signal)) => {
                 received = Some(signal);
                 group.signal(signal);
             }
-            Ok(Event::Exited(status)) => {
+            Ok(HoldEvent::Exited(status)) => {
                 let status = reap(&mut group, status)?;
                 group.stop_stragglers(true, Instant::now() + grace);
                 drop(stop_heartbeats);
@@ -264,7 +237,7 @@ pub fn run(global: &GlobalArgs, args: RunArgs) -> Result<Outcome, CommandError> 
                     released,
                 }));
             }
-            Ok(Event::Beat { started, result }) => match result {
+            Ok(HoldEvent::Beat { started, result }) => match result {
                 Ok(outcome) => {
                     if let Err(e) = claims::record_heartbeat(
                         &run.store,
@@ -314,9 +287,9 @@ pub fn run(global: &GlobalArgs, args: RunArgs) -> Result<Outcome, CommandError> 
             kill_at.saturating_duration_since(Instant::now())
         };
         match inbox.recv_timeout(wait) {
-            Ok(Event::Exited(status)) => break reap(&mut group, status)?,
-            Ok(Event::Signal(signal)) => group.signal(signal),
-            Ok(Event::Beat { .. }) => {}
+            Ok(HoldEvent::Exited(status)) => break reap(&mut group, status)?,
+            Ok(HoldEvent::Signal(signal)) => group.signal(signal),
+            Ok(HoldEvent::Beat { .. }) => {}
             Err(RecvTimeoutError::Timeout) if !killed => {
                 group.signal(libc::SIGKILL);
                 killed = true;
@@ -347,40 +320,6 @@ fn reap(
     reported
         .or(reaped)
         .map_err(|e| CommandError::tool(format!("cannot wait for the command: {e}")))
-}
-
-/// Renews the lease every `heartbeatInterval` from `renewed_at` on a fixed
-/// schedule until told to stop or the claim is lost. Only reports: the
-/// control loop keeps the records, so nothing is written after it decided.
-fn heartbeat_loop(
-    ctx: Context,
-    issues: Vec<u64>,
-    generation: u64,
-    renewed_at: Instant,
-    stop: Receiver<()>,
-    events: Sender<Event>,
-) {
-    let interval = ctx.settings.heartbeat_interval;
-    let surface = match ctx.surface() {
-        Ok(surface) => surface,
-        // Built once already by the caller; cannot fail here.
-        Err(_) => return,
-    };
-    let coord = Coordinator::new(surface.as_ref(), &ctx.settings);
-    let mut due = renewed_at + interval;
-    loop {
-        match stop.recv_timeout(due.saturating_duration_since(Instant::now())) {
-            Err(RecvTimeoutError::Timeout) => {}
-            _ => return,
-        }
-        let started = Instant::now();
-        let result = coord.heartbeat(&issues, Some(generation));
-        let lost = matches!(result, Ok(HeartbeatOutcome::Lost { .. }));
-        if events.send(Event::Beat { started, result }).is_err() || lost {
-            return;
-        }
-        due = (due + interval).max(Instant::now());
-    }
 }
 
 enum Ending {

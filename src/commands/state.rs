@@ -69,20 +69,6 @@ fn marker_kind(text: &str) -> Result<MarkerKind, String> {
     text.parse::<MarkerKind>().map_err(|e| e.to_string())
 }
 
-impl From<StateError> for CommandError {
-    fn from(err: StateError) -> Self {
-        match err {
-            StateError::Surface(e) => e.into(),
-            StateError::NotState(_)
-            | StateError::TooLarge { .. }
-            | StateError::BadStoryState { .. } => CommandError::from_error(Exit::Usage, &err),
-            StateError::Contended { .. } | StateError::ReadBack { .. } => {
-                CommandError::from_error(Exit::Error, &err).hint("run the command again")
-            }
-        }
-    }
-}
-
 pub fn run(global: &GlobalArgs, args: StateArgs) -> Result<Outcome, CommandError> {
     let ctx = Context::load(global)?;
     match args.command {

@@ -4,6 +4,7 @@
 
 pub mod claims;
 pub mod dispatch;
+pub mod hold;
 pub mod lease;
 pub mod record;
 pub mod supervise;

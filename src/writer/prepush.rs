@@ -33,9 +33,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::coord::record::{ClaimRecord, ClaimStore};
-use crate::error::Exit;
 use crate::files::RecordError;
-use crate::git::{Git, GitError};
+use crate::git::{Git, GitEnv, GitError};
 use crate::timefmt::Timestamp;
 use crate::writer::branch_record::{BranchRecord, BranchStore};
 
@@ -104,14 +103,14 @@ pub fn parse_updates(input: &str) -> Result<Vec<RefUpdate>, PrePushError> {
 }
 
 /// The repository's common git dir, found from the environment git gives
-/// hooks and the `.git` entry of the working directory, without running git.
-/// `None` when it cannot be told that way (the caller asks git).
-pub fn locate_common_dir(cwd: &Path) -> Option<PathBuf> {
+/// hooks (`env`) and the `.git` entry of the working directory, without
+/// running git. `None` when it cannot be told that way (the caller asks git).
+pub fn locate_common_dir(cwd: &Path, env: &GitEnv) -> Option<PathBuf> {
     let absolute = |p: PathBuf| if p.is_absolute() { p } else { cwd.join(p) };
-    if let Some(dir) = std::env::var_os("GIT_COMMON_DIR").filter(|v| !v.is_empty()) {
+    if let Some(dir) = env.get("GIT_COMMON_DIR") {
         return Some(absolute(PathBuf::from(dir)));
     }
-    let git_dir = match std::env::var_os("GIT_DIR").filter(|v| !v.is_empty()) {
+    let git_dir = match env.get("GIT_DIR") {
         Some(dir) => absolute(PathBuf::from(dir)),
         None => {
             let dot_git = cwd.join(".git");
@@ -191,11 +190,11 @@ pub enum RefusalKind {
 }
 
 impl RefusalKind {
-    pub fn exit(self) -> Exit {
-        match self {
-            RefusalKind::NotHolder | RefusalKind::ClaimLost => Exit::ClaimLost,
-            _ => Exit::Collision,
-        }
+    /// Whether the pusher lost (or never had) the claim, as opposed to a
+    /// collision on the branch itself. The command layer maps this to an
+    /// exit code.
+    pub fn claim_lost(self) -> bool {
+        matches!(self, RefusalKind::NotHolder | RefusalKind::ClaimLost)
     }
 }
 
@@ -228,11 +227,10 @@ impl Refusal {
             ),
             format!("  last seen here:  {}", head(&self.last_seen)),
             format!("  this push:       {}", head(&self.pushed)),
-            match self.kind.exit() {
-                Exit::ClaimLost => {
-                    "maverick: claim lost: stop and report; do not merge or overwrite.".to_owned()
-                }
-                _ => "maverick: stop and report; do not merge or overwrite.".to_owned(),
+            if self.kind.claim_lost() {
+                "maverick: claim lost: stop and report; do not merge or overwrite.".to_owned()
+            } else {
+                "maverick: stop and report; do not merge or overwrite.".to_owned()
             },
             format!("hint: {}", self.hint),
         ]
@@ -315,19 +313,6 @@ pub fn lease_warnings(claims: &[ClaimRecord], me: &str, now: Timestamp) -> Vec<S
         .collect()
 }
 
-/// True when `ancestor` is an ancestor of (or equal to) `descendant`. An
-/// object this clone does not have cannot be an ancestor of one it has.
-pub fn is_ancestor(git: &Git, ancestor: &str, descendant: &str) -> Result<bool, GitError> {
-    let out = git
-        .cmd(["merge-base", "--is-ancestor", ancestor, descendant])
-        .output_unchecked()?;
-    match out.code {
-        Some(0) => Ok(true),
-        Some(1) | Some(128) => Ok(false),
-        _ => Err(out.into_error()),
-    }
-}
-
 /// Checks one update of a managed branch. `me` is the pushing instance.
 pub fn check_update(
     git: &Git,
@@ -407,7 +392,7 @@ pub fn check_update(
         )));
     }
     if let Some(remote) = &update.remote_sha {
-        if !is_ancestor(git, remote, pushed)? {
+        if !git.is_ancestor(remote, pushed)? {
             return Ok(Some(refusal(
                 RefusalKind::NonFastForward,
                 "this push would rewrite it (not a fast-forward: a forced push)".to_owned(),
@@ -475,20 +460,6 @@ pub fn record_seen(
     })
 }
 
-/// The remote's head of `branch` by `git ls-remote` (a network call:
-/// never from the hook).
-pub fn remote_head(git: &Git, remote: &str, branch: &str) -> Result<Option<String>, GitError> {
-    let refname = format!("refs/heads/{branch}");
-    let out = git
-        .cmd(["ls-remote", "--refs", "--end-of-options", remote, &refname])
-        .output()?;
-    let text = out.stdout_text()?;
-    Ok(text.lines().find_map(|line| {
-        let (sha, name) = line.split_once('\t')?;
-        (name == refname).then(|| sha.to_owned())
-    }))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -545,8 +516,8 @@ mod tests {
         assert!(check_holder(b, &stale, "me").is_ok());
         assert_eq!(lease_warnings(&stale, "me", now).len(), 1);
         assert!(lease_warnings(&[claim("me", 1, 1, live)], "me", now).is_empty());
-        assert_eq!(RefusalKind::NotHolder.exit(), Exit::ClaimLost);
-        assert_eq!(RefusalKind::MovedHead.exit(), Exit::Collision);
+        assert!(RefusalKind::NotHolder.claim_lost());
+        assert!(!RefusalKind::MovedHead.claim_lost());
     }
 
     #[test]
@@ -587,8 +558,16 @@ mod tests {
     fn common_dir_of_a_plain_clone() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join(".git")).unwrap();
-        if std::env::var_os("GIT_DIR").is_none() && std::env::var_os("GIT_COMMON_DIR").is_none() {
-            assert_eq!(locate_common_dir(dir.path()), Some(dir.path().join(".git")));
-        }
+        let plain = GitEnv::empty();
+        assert_eq!(
+            locate_common_dir(dir.path(), &plain),
+            Some(dir.path().join(".git"))
+        );
+        // In a hook git names the directories; those win over `.git`.
+        let hook = plain.set("GIT_DIR", "elsewhere/.git");
+        assert_eq!(
+            locate_common_dir(dir.path(), &hook),
+            Some(dir.path().join("elsewhere/.git"))
+        );
     }
 }
