@@ -466,6 +466,8 @@ fn setting<'a>(json: &'a serde_json::Value, name: &str) -> &'a serde_json::Value
 fn config_lists_every_setting_with_its_source() {
     let env = TestEnv::new();
     let repo = env.clone("alice");
+    // The surface as a user's clone has it: chosen from the remote.
+    repo.git(&["config", "--unset", "maverick.surface"]);
     std::fs::write(
         env.path().join("home/.gitconfig-none"),
         "[maverick]\n\tdispatchSlots = 5\n",
@@ -709,6 +711,7 @@ fn gh_repo_names_the_repository_as_in_gh() {
 fn gh_host_makes_an_enterprise_remote_a_github_one() {
     let env = TestEnv::new();
     let repo = env.clone("alice");
+    repo.git(&["config", "--unset", "maverick.surface"]);
     repo.git(&[
         "remote",
         "set-url",
