@@ -5,8 +5,11 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::commands::completions::CompletionsArgs;
+use crate::commands::config::ConfigArgs;
 use crate::commands::coord::CoordArgs;
 use crate::commands::dispatch::DispatchArgs;
+use crate::commands::help::{HelpArgs, InstallManPagesArgs};
 use crate::commands::hook::HookArgs;
 use crate::commands::hydrate::HydrateArgs;
 use crate::commands::resume::ResumeArgs;
@@ -168,6 +171,17 @@ pub enum Command {
     /// one comments read per claimed issue, one list of open pull requests,
     /// one CI read per pull request head, one git fetch.
     Status(StatusArgs),
+    /// Every effective setting and where it came from (default, git config
+    /// file, environment, flag)
+    Config(ConfigArgs),
+    /// The help of a command, as -h prints it
+    Help(HelpArgs),
+    /// Write the man pages where man finds them, so that `git help maverick`
+    /// and `git maverick --help` open them
+    InstallManPages(InstallManPagesArgs),
+    /// Print the completion script for bash (git's own completion included),
+    /// zsh or fish
+    Completions(CompletionsArgs),
 }
 
 pub(crate) fn duration(text: &str) -> Result<Duration, String> {

@@ -119,6 +119,9 @@ impl From<crate::config::ConfigError> for CommandError {
                 Some("set MAVERICK_INSTANCE or `git config maverick.instance` to a simple name".to_owned())
             }
             ConfigError::Duration { key, .. } => Some(format!("fix it with `git config maverick.{key} 10m`")),
+            ConfigError::BadGhRepo(_) => {
+                Some("set GH_REPO=OWNER/NAME (as gh reads it), or unset it".to_owned())
+            }
             _ => None,
         };
         let exit = match err {

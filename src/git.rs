@@ -375,22 +375,49 @@ impl Git {
     /// Every `(key, value)` whose key matches `pattern`, in git's order; a
     /// key without a value (`[maverick] flag`) reads as `true`.
     pub fn config_matching(&self, pattern: &str) -> Result<Vec<(String, String)>, GitError> {
+        Ok(self
+            .config_entries(pattern)?
+            .into_iter()
+            .map(|e| (e.key, e.value))
+            .collect())
+    }
+
+    /// The same, with where each came from (`git config --show-scope
+    /// --show-origin`).
+    pub fn config_entries(&self, pattern: &str) -> Result<Vec<ConfigEntry>, GitError> {
         let out = self
-            .cmd(["config", "-z", "--get-regexp", pattern])
+            .cmd([
+                "config",
+                "-z",
+                "--show-scope",
+                "--show-origin",
+                "--get-regexp",
+                pattern,
+            ])
             .output_unchecked()?;
         match out.code {
-            Some(0) => Ok(out
-                .stdout
-                .split(|b| *b == 0)
-                .filter(|e| !e.is_empty())
-                .map(|entry| {
+            Some(0) => {
+                // Each entry: scope NUL origin NUL key [LF value] NUL.
+                let mut entries = Vec::new();
+                let mut fields = out.stdout.split(|b| *b == 0);
+                while let (Some(scope), Some(file), Some(entry)) =
+                    (fields.next(), fields.next(), fields.next())
+                {
                     let entry = String::from_utf8_lossy(entry);
-                    match entry.split_once('\n') {
+                    let (key, value) = match entry.split_once('\n') {
                         Some((key, value)) => (key.to_owned(), value.to_owned()),
                         None => (entry.into_owned(), "true".to_owned()),
-                    }
-                })
-                .collect()),
+                    };
+                    let file = String::from_utf8_lossy(file);
+                    entries.push(ConfigEntry {
+                        scope: String::from_utf8_lossy(scope).into_owned(),
+                        file: file.strip_prefix("file:").unwrap_or(&file).to_owned(),
+                        key,
+                        value,
+                    });
+                }
+                Ok(entries)
+            }
             // 1: no such key. Outside a repository git still reads the global files.
             Some(1) => Ok(Vec::new()),
             _ => Err(out.into_error()),
@@ -989,6 +1016,16 @@ pub fn is_valid_branch_name(name: &str) -> bool {
         c.is_ascii_control()
             || matches!(c, ' ' | '~' | '^' | ':' | '?' | '*' | '[' | '\\' | '\u{7f}')
     })
+}
+
+/// One config setting and where it came from: its scope (`local`, `global`,
+/// `system`, `worktree`, `command`) and file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigEntry {
+    pub scope: String,
+    pub file: String,
+    pub key: String,
+    pub value: String,
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! What a person sees: the full `--help` tree, bad input, and `--json`.
 
-use crate::support::{Run, Surface, TestEnv, BIN};
+use crate::support::{Run, Surface, TestEnv};
 
 // What does not depend on where state lives runs on both surfaces.
 on_both_surfaces!(
@@ -23,10 +23,7 @@ fn command_paths(cmd: &clap::Command, prefix: Vec<String>, out: &mut Vec<Vec<Str
 }
 
 fn run_in(dir: &std::path::Path, env: &TestEnv, args: &[&str]) -> Run {
-    let mut cmd = std::process::Command::new(BIN);
-    cmd.args(args).current_dir(dir);
-    env.apply_env(&mut cmd);
-    Run::from_output(args, cmd.output().unwrap())
+    env.maverick_in(dir, args, &[])
 }
 
 #[test]

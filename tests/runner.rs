@@ -19,6 +19,7 @@ mod hook_managers;
 mod hydrate;
 mod markers;
 mod maverick_interop;
+mod native;
 mod resume;
 mod run;
 mod settle;

@@ -7,7 +7,6 @@ use serde_json::json;
 
 use super::Outcome;
 use crate::cli::GlobalArgs;
-use crate::config::Settings;
 use crate::error::{CommandError, Exit};
 use crate::git::{Git, GitEnv};
 use crate::timefmt::Timestamp;
@@ -264,7 +263,7 @@ fn pre_push(global: &GlobalArgs, args: PrePushArgs) -> Result<Outcome, CommandEr
     let (me, configured) = match env_me {
         Some(me) if settled => (me, None),
         env_me => {
-            let settings = Settings::load(&git, &global.overrides())?;
+            let settings = super::load_settings(&git, global)?;
             let configured = prepush::SeenOn::of_settings(&git, &settings).location;
             (env_me.unwrap_or(settings.instance), configured)
         }

@@ -1,7 +1,10 @@
 //! The only code that knows about clap, terminals and exit codes.
 
+pub mod completions;
+pub mod config;
 pub mod coord;
 pub mod dispatch;
+pub mod help;
 pub mod hook;
 pub mod hydrate;
 pub mod resume;
@@ -13,11 +16,11 @@ pub mod task;
 use std::ffi::OsString;
 use std::io::Write as _;
 
-use clap::Parser as _;
+use clap::FromArgMatches as _;
 use serde_json::Value;
 
 use crate::cli::{Cli, Command, GlobalArgs};
-use crate::config::{Settings, SurfaceKind};
+use crate::config::{Settings, SurfaceKind, UnknownKey};
 use crate::coord::record::ClaimStore;
 use crate::error::{CommandError, Exit};
 use crate::git::{Git, GitEnv};
@@ -69,10 +72,22 @@ impl Outcome {
 /// Runs the command line `args` and returns the process exit code.
 pub fn main(args: Vec<OsString>) -> u8 {
     let wants_json = args.iter().skip(1).any(|a| a == "--json");
-    let cli = match Cli::try_parse_from(&args) {
+    let parsed = help::command()
+        .try_get_matches_from(&args)
+        .and_then(|matches| Cli::from_arg_matches(&matches));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(err) => {
             use clap::error::ErrorKind;
+            if err.kind() == ErrorKind::DisplayHelp {
+                if let Some(code) = help::open_man_page(&args) {
+                    return code;
+                }
+            }
+            if err.kind() == ErrorKind::DisplayVersion && wants_json {
+                print_json(&help::version_json());
+                return 0;
+            }
             if matches!(
                 err.kind(),
                 ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
@@ -104,6 +119,15 @@ pub fn main(args: Vec<OsString>) -> u8 {
                         map
                     }
                 };
+                let warnings = take_warnings();
+                if !warnings.is_empty() {
+                    let list = object
+                        .entry("warnings")
+                        .or_insert_with(|| Value::Array(Vec::new()));
+                    if let Value::Array(list) = list {
+                        list.extend(warnings.into_iter().map(Value::String));
+                    }
+                }
                 object.insert("ok".into(), Value::Bool(code == 0));
                 object.insert("exit_code".into(), code.into());
                 print_json(&Value::Object(object));
@@ -173,7 +197,57 @@ pub fn run(cli: Cli) -> Result<Outcome, CommandError> {
         Command::Run(args) => run::run(&cli.global, args),
         Command::Dispatch(args) => dispatch::run(&cli.global, args),
         Command::Status(args) => status::run(&cli.global, args),
+        Command::Config(args) => config::run(&cli.global, args),
+        Command::Help(args) => help::help(cli.global.json, args),
+        Command::InstallManPages(args) => help::install_man_pages(args),
+        Command::Completions(args) => completions::run(cli.global.json, args),
     }
+}
+
+/// What did not stop the command, for `--json`'s `warnings`.
+static WARNINGS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// Prints `warning: TEXT` on stderr now, and keeps it for `--json`.
+pub fn warn(text: String) {
+    eprintln!("warning: {text}");
+    if let Ok(mut list) = WARNINGS.lock() {
+        list.push(text);
+    }
+}
+
+fn take_warnings() -> Vec<String> {
+    WARNINGS
+        .lock()
+        .map(|mut list| std::mem::take(&mut *list))
+        .unwrap_or_default()
+}
+
+/// A `maverick.*` key nobody reads is a typo until shown otherwise: one
+/// line each, on every command that reads the configuration.
+pub fn warn_unknown_keys(keys: &[UnknownKey]) {
+    for key in keys {
+        warn(key.to_string());
+    }
+}
+
+/// The repository the current directory is in.
+pub fn repository() -> Result<Git, CommandError> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| CommandError::tool(format!("cannot read the current directory: {e}")))?;
+    let git = Git::new(cwd, GitEnv::inherit());
+    if !git.is_repository()? {
+        return Err(CommandError::tool("not inside a git repository").hint(
+            "run git maverick from a clone of the project (cd into it, or `git clone URL`)",
+        ));
+    }
+    Ok(git)
+}
+
+/// The settings, with a warning for each unknown `maverick.*` key.
+pub fn load_settings(git: &Git, global: &GlobalArgs) -> Result<Settings, CommandError> {
+    let (settings, origins) = Settings::load_explained(git, &global.overrides())?;
+    warn_unknown_keys(&origins.unknown_keys);
+    Ok(settings)
 }
 
 /// What most commands need: the repository, its settings, and its surface.
@@ -184,15 +258,8 @@ pub struct Context {
 
 impl Context {
     pub fn load(global: &GlobalArgs) -> Result<Context, CommandError> {
-        let cwd = std::env::current_dir()
-            .map_err(|e| CommandError::tool(format!("cannot read the current directory: {e}")))?;
-        let git = Git::new(cwd, GitEnv::inherit());
-        if !git.is_repository()? {
-            return Err(CommandError::tool("not inside a git repository").hint(
-                "run git maverick from a clone of the project (cd into it, or `git clone URL`)",
-            ));
-        }
-        let settings = Settings::load(&git, &global.overrides())?;
+        let git = repository()?;
+        let settings = load_settings(&git, global)?;
         Ok(Context { git, settings })
     }
 

@@ -345,7 +345,6 @@ pub fn analyze(issue: &Issue, settings: &Settings, me: &str, now: Timestamp) -> 
     let clock_skew = clocks_ahead(&markers, now, settings.max_clock_skew);
     let newest_claim = claims
         .iter()
-        .map(|(c, _)| c)
         .filter(|c| c.generation == generation)
         .max_by_key(|c| c.comment_id);
     let orphan_label = labelled && live_claims.is_empty();

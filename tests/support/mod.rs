@@ -94,6 +94,13 @@ const SCRUBBED: &[&str] = &[
     "GIT_ASKPASS",
     "SSH_ASKPASS",
     "XDG_CONFIG_HOME",
+    "GH_REPO",
+    "GH_HOST",
+    "COLUMNS",
+    "CLICOLOR",
+    "CLICOLOR_FORCE",
+    "MANPAGER",
+    "PAGER",
 ];
 
 pub struct TestEnv {
@@ -266,6 +273,18 @@ impl TestEnv {
         }
     }
 
+    /// `git maverick ARGS` in `dir` (any directory, a repository or not),
+    /// hermetic, with extra variables and no instance id.
+    pub fn maverick_in(&self, dir: &Path, args: &[&str], vars: &[(&str, &str)]) -> Run {
+        let mut cmd = Command::new(BIN);
+        cmd.args(args).current_dir(dir);
+        self.apply_env(&mut cmd);
+        for (key, value) in vars {
+            cmd.env(key, value);
+        }
+        Run::from_output(args, cmd.output().expect("git-maverick runs"))
+    }
+
     /// The hermetic environment every git and maverick process gets.
     pub fn apply_env(&self, cmd: &mut Command) {
         for var in SCRUBBED {
@@ -284,6 +303,8 @@ impl TestEnv {
             .env("LC_ALL", "C")
             .env("LANG", "C")
             .env("NO_COLOR", "1")
+            // No installed man page opens for `--help`: the help text prints.
+            .env("MANPATH", self.home.join("no-man-pages"))
             .env("PATH", path_with_bin())
             .env("MAVERICK_CLOCK_OFFSET", self.clock_offset.get().to_string())
             .stdin(Stdio::null());
