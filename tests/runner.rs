@@ -25,5 +25,6 @@ mod run;
 mod settle;
 mod skill;
 mod state;
+mod status;
 mod tasks;
 mod writer;

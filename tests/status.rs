@@ -1,19 +1,15 @@
 //! `git maverick status` end to end: the real binary, real clones of a
 //! bare origin, on both surfaces (`on_surfaces!`).
 
-mod support;
-
-#[path = "support/json_schema.rs"]
-mod json_schema;
+use crate::support::json_schema;
 
 use std::io::{BufRead as _, BufReader};
 use std::process::{Child, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use crate::support::{Repo, Run, Surface, TestEnv};
 use serde_json::{json, Value};
-use support::surfaces::SurfaceSetup;
-use support::{Repo, Run};
 
 const EPIC: u64 = 123;
 const BRANCH: &str = "maverick/141-parser";
@@ -39,15 +35,15 @@ fn schema() -> json_schema::Schema {
     json_schema::Schema::from_value("status.schema.json", value)
 }
 
-fn input_file(s: &dyn SurfaceSetup, name: &str, text: &str) -> String {
-    let path = s.env().path().join(name);
+fn input_file(s: &TestEnv, name: &str, text: &str) -> String {
+    let path = s.path().join(name);
     std::fs::write(&path, text).unwrap();
     path.to_str().unwrap().to_owned()
 }
 
-fn put(s: &dyn SurfaceSetup, repo: &Repo<'_>, kind: &str, issue: u64, payload: Value) {
+fn put(s: &TestEnv, repo: &Repo<'_>, kind: &str, issue: u64, payload: Value) {
     let file = input_file(s, &format!("{kind}-{issue}.json"), &payload.to_string());
-    s.maverick(repo, &["state", "put", kind, &issue.to_string(), &file])
+    repo.maverick(&["state", "put", kind, &issue.to_string(), &file])
         .expect(0);
 }
 
@@ -62,7 +58,7 @@ struct Team<'a> {
     charlie: Repo<'a>,
 }
 
-fn team(s: &dyn SurfaceSetup) -> Team<'_> {
+fn team(s: &TestEnv) -> Team<'_> {
     let alpha = s.clone("alpha");
     let bravo = s.clone("bravo");
     let charlie = s.clone("charlie");
@@ -88,53 +84,29 @@ fn team(s: &dyn SurfaceSetup) -> Team<'_> {
         EPIC,
         json!({"epic": EPIC, "stories": {"140": "merged", "146": "ejected"}}),
     );
-    s.maverick(&alpha, &["coord", "read", "140"]);
+    alpha.maverick(&["coord", "read", "140"]);
     s.close(&alpha, 140);
 
-    // bravo's lease runs out: GitHub's clock moves 14 minutes past its
-    // ttl; the git surface has no clock to move yet, so there the lease is
-    // one second long and the test waits until `coord read` says stale.
-    if s.name() == "github" {
-        s.maverick(
-            &bravo,
-            &["coord", "claim", "142", "--branch", "maverick/142-lexer"],
-        )
+    // bravo's lease runs out: the surface's clock moves 14 minutes past its ttl.
+    bravo
+        .maverick(&["coord", "claim", "142", "--branch", "maverick/142-lexer"])
         .expect(0);
-        s.env().github().advance_clock(600 + 14 * 60 + 5);
-    } else {
-        s.maverick(
-            &bravo,
-            &[
-                "coord",
-                "claim",
-                "142",
-                "--branch",
-                "maverick/142-lexer",
-                "--lease-ttl",
-                "1s",
-            ],
-        )
-        .expect(0);
-        let mut watcher = s.command(&alpha, &["coord", "read", "142"]);
-        let start = Instant::now();
-        while watcher.output().unwrap().status.code() != Some(5) {
-            assert!(start.elapsed() < Duration::from_secs(20), "never stale");
-            std::thread::sleep(Duration::from_millis(200));
-        }
-    }
+    s.advance_clock(600 + 14 * 60 + 5);
 
-    s.maverick(&alpha, &["coord", "claim", "141", "--branch", BRANCH])
+    alpha
+        .maverick(&["coord", "claim", "141", "--branch", BRANCH])
         .expect(0);
     alpha.git(&["switch", "--quiet", "-c", BRANCH]);
     let head = alpha.commit_file("src/parser.rs", "// parser\n", "feat(parser): start");
     alpha.git(&["push", "--quiet", "origin", BRANCH]);
     let tasks = input_file(s, "tasks.md", FIVE_TASKS);
-    s.maverick(&alpha, &["task", "init", "141", &tasks, "--branch", BRANCH])
+    alpha
+        .maverick(&["task", "init", "141", &tasks, "--branch", BRANCH])
         .expect(0);
-    s.maverick(&alpha, &["task", "check", "141", "1"]).expect(0);
-    s.maverick(&alpha, &["task", "check", "141", "2"]).expect(0);
+    alpha.maverick(&["task", "check", "141", "1"]).expect(0);
+    alpha.maverick(&["task", "check", "141", "2"]).expect(0);
     if s.name() == "github" {
-        let fake = s.env().github();
+        let fake = s.github();
         fake.create_pull_from(PULL, "Parser", &[], BRANCH, &head);
         fake.set_check_runs(
             &head,
@@ -145,11 +117,13 @@ fn team(s: &dyn SurfaceSetup) -> Team<'_> {
         );
     }
 
-    s.maverick(&alpha, &["coord", "block", "143", "--by", "141"])
+    alpha
+        .maverick(&["coord", "block", "143", "--by", "141"])
         .expect(0);
-    s.maverick(&alpha, &["coord", "label", "add", "144", "agent-ready"])
+    alpha
+        .maverick(&["coord", "label", "add", "144", "agent-ready"])
         .expect(0);
-    s.maverick(&charlie, &["dispatch"]).expect(0);
+    charlie.maverick(&["dispatch"]).expect(0);
     Team {
         alpha,
         bravo,
@@ -221,9 +195,10 @@ fn row(json: &Value, issue: u64) -> Value {
         .unwrap_or_else(|| panic!("no row for #{issue} in {json:#}"))
 }
 
-fn the_screen_puts_what_needs_a_person_first(s: &dyn SurfaceSetup) {
+fn the_screen_puts_what_needs_a_person_first(surface: Surface) {
+    let s = &TestEnv::with_surface(surface);
     let t = team(s);
-    let run = s.maverick(&t.alpha, &["status"]);
+    let run = t.alpha.maverick(&["status"]);
     run.expect(0);
     let lines: Vec<&str> = run.stdout.lines().collect();
     // What needs a person first: the stale lease (and on GitHub, alpha's
@@ -269,16 +244,17 @@ fn the_screen_puts_what_needs_a_person_first(s: &dyn SurfaceSetup) {
     );
 
     // Another instance sees the same team, with itself marked.
-    let seen_by_bravo = s.maverick(&t.bravo, &["status"]);
+    let seen_by_bravo = t.bravo.maverick(&["status"]);
     assert!(seen_by_bravo.stdout.contains("bravo (you)"));
     assert!(!seen_by_bravo.stdout.contains("#141  ours"));
     assert!(seen_by_bravo.stdout.contains("#141  held  alpha  gen 1"));
 }
 
-fn json_validates_against_the_schema(s: &dyn SurfaceSetup) {
+fn json_validates_against_the_schema(surface: Surface) {
+    let s = &TestEnv::with_surface(surface);
     let t = team(s);
     let schema = schema();
-    let json = s.maverick(&t.alpha, &["--json", "status"]).expect(0).json();
+    let json = t.alpha.maverick(&["--json", "status"]).expect(0).json();
     schema.assert_valid(&json);
     assert_eq!(json["schema_version"], 1);
     assert_eq!(json["instance_id"], "alpha");
@@ -296,7 +272,7 @@ fn json_validates_against_the_schema(s: &dyn SurfaceSetup) {
     assert_eq!(ours["branch"]["name"], BRANCH);
     assert_eq!(
         ours["branch"]["head"].as_str().unwrap(),
-        s.env().origin_head(BRANCH).unwrap()
+        s.origin_head(BRANCH).unwrap()
     );
     assert_eq!(ours["tasks"]["done"], 2);
     assert_eq!(ours["tasks"]["total"], 5);
@@ -331,13 +307,15 @@ fn json_validates_against_the_schema(s: &dyn SurfaceSetup) {
     );
 
     // With an epic, and from each instance's side, the schema holds too.
-    let with_epic = s
-        .maverick(&t.charlie, &["--json", "status", "--epic", "123"])
+    let with_epic = t
+        .charlie
+        .maverick(&["--json", "status", "--epic", "123"])
         .expect(0)
         .json();
     schema.assert_valid(&with_epic);
-    let mine = s
-        .maverick(&t.bravo, &["--json", "status", "--mine"])
+    let mine = t
+        .bravo
+        .maverick(&["--json", "status", "--mine"])
         .expect(0)
         .json();
     schema.assert_valid(&mine);
@@ -353,39 +331,45 @@ fn json_validates_against_the_schema(s: &dyn SurfaceSetup) {
     assert!(schema.validate(&broken).is_err());
 }
 
-fn mine_shows_only_this_instances_claims(s: &dyn SurfaceSetup) {
+fn mine_shows_only_this_instances_claims(surface: Surface) {
+    let s = &TestEnv::with_surface(surface);
     let t = team(s);
-    let alpha = s
-        .maverick(&t.alpha, &["--json", "status", "--mine"])
+    let alpha = t
+        .alpha
+        .maverick(&["--json", "status", "--mine"])
         .expect(0)
         .json();
     assert_eq!(issue_numbers(&alpha), [141]);
     assert_eq!(alpha["mine"], true);
-    let bravo = s
-        .maverick(&t.bravo, &["--json", "status", "--mine"])
+    let bravo = t
+        .bravo
+        .maverick(&["--json", "status", "--mine"])
         .expect(0)
         .json();
     assert_eq!(issue_numbers(&bravo), [142]);
-    let charlie = s
-        .maverick(&t.charlie, &["--json", "status", "--mine"])
+    let charlie = t
+        .charlie
+        .maverick(&["--json", "status", "--mine"])
         .expect(0)
         .json();
     assert_eq!(issue_numbers(&charlie), [144]);
     assert_eq!(charlie["dispatch"]["holders"][0]["ours"], true);
-    let screen = s.maverick(&t.charlie, &["status", "--mine"]);
+    let screen = t.charlie.maverick(&["status", "--mine"]);
     assert!(screen.stdout.contains("dispatch claim by charlie (you)"));
     assert!(!screen.stdout.contains("#141"));
 
     let nobody = s.clone("delta");
-    let run = s.maverick(&nobody, &["status", "--mine"]);
+    let run = nobody.maverick(&["status", "--mine"]);
     run.expect(0);
     assert!(run.stdout.contains("this instance holds no claims"));
 }
 
-fn epic_lists_stories_in_dag_order_by_wave(s: &dyn SurfaceSetup) {
+fn epic_lists_stories_in_dag_order_by_wave(surface: Surface) {
+    let s = &TestEnv::with_surface(surface);
     let t = team(s);
-    let json = s
-        .maverick(&t.alpha, &["--json", "status", "--epic", "#123"])
+    let json = t
+        .alpha
+        .maverick(&["--json", "status", "--epic", "#123"])
         .expect(0)
         .json();
     let waves: Vec<Vec<u64>> = json["epic"]["waves"]
@@ -431,7 +415,7 @@ fn epic_lists_stories_in_dag_order_by_wave(s: &dyn SurfaceSetup) {
         .map(|(n, s)| (n, s.to_owned()))
     );
 
-    let run = s.maverick(&t.alpha, &["status", "--epic", "123"]);
+    let run = t.alpha.maverick(&["status", "--epic", "123"]);
     run.expect(0);
     let epic: Vec<&str> = run
         .stdout
@@ -461,7 +445,7 @@ fn epic_lists_stories_in_dag_order_by_wave(s: &dyn SurfaceSetup) {
     );
 
     // Not an epic: a clear error and the way out.
-    let run = s.maverick(&t.alpha, &["status", "--epic", "141"]);
+    let run = t.alpha.maverick(&["status", "--epic", "141"]);
     run.expect(1);
     assert!(
         run.stderr.contains("error: #141 is not an epic"),
@@ -471,14 +455,19 @@ fn epic_lists_stories_in_dag_order_by_wave(s: &dyn SurfaceSetup) {
     assert!(run.stderr.contains("hint: "), "{}", run.screen());
 }
 
-fn dot_draws_the_epic_and_svg_renders_it(s: &dyn SurfaceSetup) {
+fn dot_draws_the_epic_and_svg_renders_it(surface: Surface) {
+    let s = &TestEnv::with_surface(surface);
     let t = team(s);
-    let run = s.maverick(&t.alpha, &["status", "--epic", "123", "--format", "dot"]);
+    let run = t
+        .alpha
+        .maverick(&["status", "--epic", "123", "--format", "dot"]);
     run.expect(0);
     // The same picture from either surface.
     insta::assert_snapshot!("status_dot", run.stdout);
 
-    let svg = s.maverick(&t.alpha, &["status", "--epic", "123", "--format", "svg"]);
+    let svg = t
+        .alpha
+        .maverick(&["status", "--epic", "123", "--format", "svg"]);
     if graphviz_installed() {
         svg.expect(0);
         assert!(svg.stdout.contains("<svg"), "{}", svg.screen());
@@ -491,7 +480,9 @@ fn dot_draws_the_epic_and_svg_renders_it(s: &dyn SurfaceSetup) {
         assert!(svg.stderr.contains("hint: install Graphviz"));
     }
     // Without graphviz on PATH, whatever the machine has: the way out.
-    let mut cmd = s.command(&t.alpha, &["status", "--epic", "123", "--format", "svg"]);
+    let mut cmd = t
+        .alpha
+        .command(&["status", "--epic", "123", "--format", "svg"]);
     let git_dir = std::path::Path::new(
         &String::from_utf8(
             std::process::Command::new("sh")
@@ -505,7 +496,7 @@ fn dot_draws_the_epic_and_svg_renders_it(s: &dyn SurfaceSetup) {
         .to_owned(),
     )
     .to_owned();
-    let only_git = s.env().path().join("only-git");
+    let only_git = s.path().join("only-git");
     std::fs::create_dir_all(&only_git).unwrap();
     std::os::unix::fs::symlink(git_dir.join("git"), only_git.join("git")).unwrap();
     cmd.env("PATH", &only_git);
@@ -521,7 +512,7 @@ fn dot_draws_the_epic_and_svg_renders_it(s: &dyn SurfaceSetup) {
         .contains("git maverick status --epic 123 --format dot > epic-123.dot"));
 
     // DOT needs an epic; a usage error says how.
-    let run = s.maverick(&t.alpha, &["status", "--format", "dot"]);
+    let run = t.alpha.maverick(&["status", "--format", "dot"]);
     run.expect(2);
     assert!(run
         .stderr
@@ -537,13 +528,9 @@ fn graphviz_installed() -> bool {
 }
 
 /// Spawns `status ARGS` with piped stdout; lines arrive on the receiver.
-fn spawn_watch(
-    s: &dyn SurfaceSetup,
-    repo: &Repo<'_>,
-    args: &[&str],
-) -> (Watcher, mpsc::Receiver<String>) {
-    let mut child = s
-        .command(repo, args)
+fn spawn_watch(repo: &Repo<'_>, args: &[&str]) -> (Watcher, mpsc::Receiver<String>) {
+    let mut child = repo
+        .command(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -600,9 +587,10 @@ fn interrupt(watcher: &mut Watcher) -> i32 {
         .expect("exited, not killed")
 }
 
-fn watch_redraws_until_ctrl_c(s: &dyn SurfaceSetup) {
+fn watch_redraws_until_ctrl_c(surface: Surface) {
+    let s = &TestEnv::with_surface(surface);
     let t = team(s);
-    let (mut child, rx) = spawn_watch(s, &t.alpha, &["status", "--watch", "300ms"]);
+    let (mut child, rx) = spawn_watch(&t.alpha, &["status", "--watch", "300ms"]);
     let header = format!("{} surface, ", s.name());
     let lines = wait_for_blocks(&rx, 3, |l| l.starts_with(&header));
     // Not a terminal: plain appended blocks, no escape sequences.
@@ -617,7 +605,8 @@ fn watch_redraws_until_ctrl_c(s: &dyn SurfaceSetup) {
         );
     }
     // A change shows in the next block.
-    s.maverick(&t.alpha, &["coord", "unblock", "143", "--by", "141"])
+    t.alpha
+        .maverick(&["coord", "unblock", "143", "--by", "141"])
         .expect(0);
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
@@ -634,7 +623,7 @@ fn watch_redraws_until_ctrl_c(s: &dyn SurfaceSetup) {
     assert_eq!(interrupt(&mut child), 130, "Ctrl-C ends the watch with 130");
 
     // --json: one object a line, each valid.
-    let (mut child, rx) = spawn_watch(s, &t.alpha, &["--json", "status", "--watch", "300ms"]);
+    let (mut child, rx) = spawn_watch(&t.alpha, &["--json", "status", "--watch", "300ms"]);
     let lines = wait_for_blocks(&rx, 2, |l| l.starts_with('{'));
     let schema = schema();
     for line in &lines {
@@ -645,7 +634,8 @@ fn watch_redraws_until_ctrl_c(s: &dyn SurfaceSetup) {
 
 /// On a terminal (a real pseudo-terminal), each round homes the cursor and
 /// clears the screen: a redraw in place.
-fn watch_redraws_in_place_on_a_terminal(s: &dyn SurfaceSetup) {
+fn watch_redraws_in_place_on_a_terminal(surface: Surface) {
+    let s = &TestEnv::with_surface(surface);
     use std::io::Read as _;
     use std::os::fd::FromRawFd as _;
     let t = team(s);
@@ -667,7 +657,8 @@ fn watch_redraws_in_place_on_a_terminal(s: &dyn SurfaceSetup) {
     let slave = unsafe { std::fs::File::from_raw_fd(slave) };
     let mut master = unsafe { std::fs::File::from_raw_fd(master) };
     let mut child = Watcher(
-        s.command(&t.alpha, &["status", "--watch", "300ms"])
+        t.alpha
+            .command(&["status", "--watch", "300ms"])
             .stdout(Stdio::from(slave.try_clone().unwrap()))
             .stderr(Stdio::piped())
             .spawn()
@@ -700,10 +691,11 @@ fn watch_redraws_in_place_on_a_terminal(s: &dyn SurfaceSetup) {
     assert_eq!(interrupt(&mut child), 130);
 }
 
-fn a_head_moved_behind_the_holders_back_is_a_collision(s: &dyn SurfaceSetup) {
+fn a_head_moved_behind_the_holders_back_is_a_collision(surface: Surface) {
+    let s = &TestEnv::with_surface(surface);
     let t = team(s);
     // Before: alpha's own plain push is no collision.
-    let before = s.maverick(&t.alpha, &["--json", "status"]).expect(0).json();
+    let before = t.alpha.maverick(&["--json", "status"]).expect(0).json();
     let expected = if s.name() == "github" {
         json!(["CI failing"])
     } else {
@@ -718,7 +710,7 @@ fn a_head_moved_behind_the_holders_back_is_a_collision(s: &dyn SurfaceSetup) {
         .commit_file("src/parser.rs", "// rewritten\n", "fix(parser): mine now");
     t.bravo.git(&["push", "--quiet", "origin", BRANCH]);
 
-    let json = s.maverick(&t.alpha, &["--json", "status"]).expect(0).json();
+    let json = t.alpha.maverick(&["--json", "status"]).expect(0).json();
     let ours = row(&json, 141);
     let collision = format!(
         "collision: {BRANCH} moved on the remote to {} behind this writer's back",
@@ -732,21 +724,22 @@ fn a_head_moved_behind_the_holders_back_is_a_collision(s: &dyn SurfaceSetup) {
         "{ours:#}"
     );
     assert_eq!(ours["branch"]["head"], foreign.as_str());
-    let screen = s.maverick(&t.alpha, &["status"]);
+    let screen = t.alpha.maverick(&["status"]);
     let line = screen.stdout.lines().find(|l| l.contains("#141")).unwrap();
     assert!(line.starts_with("! #141"), "{line}");
     assert!(line.contains(&collision), "{line}");
     // It is alpha's branch: bravo, who holds nothing there, sees no collision.
-    let theirs = s.maverick(&t.bravo, &["--json", "status"]).expect(0).json();
+    let theirs = t.bravo.maverick(&["--json", "status"]).expect(0).json();
     assert!(!row(&theirs, 141)["attention"]
         .to_string()
         .contains("collision"));
 }
 
-fn one_git_fetch_per_view(s: &dyn SurfaceSetup) {
+fn one_git_fetch_per_view(surface: Surface) {
+    let s = &TestEnv::with_surface(surface);
     let t = team(s);
-    let trace = s.env().path().join("trace.txt");
-    let mut cmd = s.command(&t.alpha, &["status", "--epic", "123"]);
+    let trace = s.path().join("trace.txt");
+    let mut cmd = t.alpha.command(&["status", "--epic", "123"]);
     cmd.env("GIT_TRACE", &trace);
     let out = Run::from_output(&["status"], cmd.output().unwrap());
     out.expect(0);
@@ -764,7 +757,7 @@ fn one_git_fetch_per_view(s: &dyn SurfaceSetup) {
     assert!(!trace.contains("ls-remote"), "no other network call");
 }
 
-on_surfaces!(
+on_both_surfaces!(
     the_screen_puts_what_needs_a_person_first,
     json_validates_against_the_schema,
     mine_shows_only_this_instances_claims,
@@ -784,12 +777,11 @@ on_surfaces!(
 /// costs no rate limit.
 #[test]
 fn github_budget_for_ten_claimed_issues() {
-    let s = support::surfaces::GithubSetup::new();
+    let s = &TestEnv::with_surface(Surface::Github);
     let alpha = s.clone("alpha");
     let scope: Vec<String> = (202..=210).map(|n| n.to_string()).collect();
-    s.maverick(
-        &alpha,
-        &[
+    alpha
+        .maverick(&[
             "coord",
             "claim",
             "201",
@@ -797,17 +789,16 @@ fn github_budget_for_ten_claimed_issues() {
             &scope.join(","),
             "--branch",
             "maverick/201-all",
-        ],
-    )
-    .expect(0);
-    let fake = s.env.github();
+        ])
+        .expect(0);
+    let fake = s.github();
     for n in 201..=210u64 {
         let sha = format!("{n:040x}");
         fake.create_pull_from(n + 100, "work", &[], &format!("maverick/{n}-work"), &sha);
         fake.set_check_runs(&sha, &[("test", "completed", Some("success"))]);
     }
     fake.reset_count();
-    let json = s.maverick(&alpha, &["--json", "status"]).expect(0).json();
+    let json = alpha.maverick(&["--json", "status"]).expect(0).json();
     assert_eq!(json["issues"].as_array().unwrap().len(), 10);
     assert!(json["issues"]
         .as_array()
@@ -834,7 +825,7 @@ fn github_budget_for_ten_claimed_issues() {
     // Watching: the first round pays 32, every unchanged round after it
     // is answered 304.
     fake.reset_count();
-    let (mut child, rx) = spawn_watch(&s, &alpha, &["status", "--watch", "200ms"]);
+    let (mut child, rx) = spawn_watch(&alpha, &["status", "--watch", "200ms"]);
     wait_for_blocks(&rx, 3, |l| l.starts_with("github surface, "));
     assert_eq!(interrupt(&mut child), 130);
     let requests = fake.requests();
