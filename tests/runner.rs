@@ -19,6 +19,7 @@ mod markers;
 mod resume;
 mod run;
 mod settle;
+mod sim_crash;
 mod skill;
 mod state;
 mod tasks;
