@@ -77,7 +77,8 @@ pub fn for_each_seed(seeds: impl IntoIterator<Item = u64>, mut run: impl FnMut(u
 /// every live actor waits for its next step.
 pub struct Schedule {
     state: Mutex<ScheduleState>,
-    turn: Condvar,
+    /// One per actor: only the actor picked is woken.
+    turns: Vec<Condvar>,
 }
 
 struct ScheduleState {
@@ -96,7 +97,7 @@ impl Schedule {
                 running: None,
                 rng: Rng::new(seed),
             }),
-            turn: Condvar::new(),
+            turns: (0..actors).map(|_| Condvar::new()).collect(),
         })
     }
 
@@ -104,7 +105,7 @@ impl Schedule {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn pick(state: &mut ScheduleState) {
+    fn pick(&self, state: &mut ScheduleState) {
         if state.running.is_none()
             && !state.waiting.is_empty()
             && state.waiting.len() == state.alive
@@ -113,6 +114,7 @@ impl Schedule {
             let next = *state.waiting.iter().nth(index).unwrap();
             state.waiting.remove(&next);
             state.running = Some(next);
+            self.turns[next].notify_one();
         }
     }
 
@@ -123,10 +125,11 @@ impl Schedule {
             state.running = None;
         }
         state.waiting.insert(actor);
-        Schedule::pick(&mut state);
-        self.turn.notify_all();
+        self.pick(&mut state);
         while state.running != Some(actor) {
-            state = self.turn.wait(state).unwrap_or_else(|e| e.into_inner());
+            state = self.turns[actor]
+                .wait(state)
+                .unwrap_or_else(|e| e.into_inner());
         }
     }
 
@@ -137,8 +140,7 @@ impl Schedule {
         if state.running == Some(actor) {
             state.running = None;
         }
-        Schedule::pick(&mut state);
-        self.turn.notify_all();
+        self.pick(&mut state);
     }
 
     /// Runs `body` as `actor` on its own thread; the actor finishes when the
