@@ -302,23 +302,21 @@ fn instance(run: &Run, surface: &SimSurface, me: &str, settle_steps: u64, seed: 
                         Err(e) => format!("error: {e}"),
                     }
                 ));
-                match outcome {
-                    Ok(out) => {
-                        if out.released.contains(&ISSUE) {
-                            let at = run.step();
-                            run.record
-                                .lock()
-                                .unwrap()
-                                .released
-                                .insert((me.to_owned(), held.comment_id), at);
-                            run.probe();
-                        }
-                        run.check_views(me, &out.views, run.step());
-                        mine = None;
-                        run.believe(me, None);
+                // A failed release (`Err`) keeps the claim: it is run
+                // again, as a person would.
+                if let Ok(out) = outcome {
+                    if out.released.contains(&ISSUE) {
+                        let at = run.step();
+                        run.record
+                            .lock()
+                            .unwrap()
+                            .released
+                            .insert((me.to_owned(), held.comment_id), at);
+                        run.probe();
                     }
-                    // A failed release is run again, as a person would.
-                    Err(_) => {}
+                    run.check_views(me, &out.views, run.step());
+                    mine = None;
+                    run.believe(me, None);
                 }
             }
         }
