@@ -388,19 +388,19 @@ fn a_clock_a_year_ahead_poisons_nobody_elses_leases() {
     maverick_at(&ahead, "+365d", &["coord", "label", "add", "9", "triage"]).expect(0);
 
     // A correct clock claims afterwards: its lease lives one ttl, not a year.
-    beta.maverick(&["--lease-ttl", "3s", "coord", "claim", "5"])
+    beta.maverick(&["--lease-ttl", "60s", "coord", "claim", "5"])
         .expect(0);
     let read = gamma.maverick(&["--json", "coord", "read", "5"]);
     read.expect(4);
     let expires = epoch_of(&read.json()["expires_at"]);
     assert!(
-        expires <= real_now() + 3 + 2,
+        expires <= real_now() + 60 + 2,
         "the lease lives a ttl, not a year: {}",
         read.stdout
     );
     // beta dies without a release: its issue goes stale within the ttl, and
     // the documented takeover recovers it.
-    env.advance_clock(4); // past the 3 s lease
+    env.advance_clock(61); // past the 60 s lease
     gamma.maverick(&["coord", "read", "5"]).expect(5);
     gamma
         .maverick(&["coord", "claim", "5", "--takeover"])

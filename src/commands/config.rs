@@ -140,6 +140,7 @@ fn entries(git: &Git, s: &Settings, origins: &Origins) -> Result<Vec<Entry>, Com
         hook_entry(git),
         entry("leaseTtl", duration(s.lease_ttl)),
         entry("heartbeatInterval", duration(s.heartbeat_interval)),
+        entry("maxClockSkew", duration(s.max_clock_skew)),
         entry("settleDelay", duration(s.settle_delay)),
         Entry {
             name: "httpTimeout",
