@@ -5,34 +5,14 @@ use std::ffi::OsStr;
 use std::io::Write as _;
 use std::process::{Output, Stdio};
 
-use crate::support::{Repo, TestEnv, BIN};
+use crate::support::{allowed, push, refused_as_collision, Repo, TestEnv, BIN};
 
 use crate::support::STORY_BRANCH as BRANCH;
-
-fn push(repo: &Repo, args: &[&str]) -> Output {
-    let mut full = vec!["push"];
-    full.extend_from_slice(args);
-    repo.git_as_instance(&full, &[])
-}
-
-#[track_caller]
-fn allowed(out: &Output) {
-    assert!(
-        out.status.success(),
-        "push refused:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 /// The push failed; returns what git and the hook printed.
 #[track_caller]
 fn refused(out: &Output) -> String {
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(!out.status.success(), "push went through:\n{stderr}");
-    assert!(
-        stderr.contains("stop and report; do not merge or overwrite"),
-        "{stderr}"
-    );
+    let stderr = refused_as_collision(out);
     assert!(
         stderr.contains(&format!("branch:          {BRANCH}")),
         "{stderr}"

@@ -8,7 +8,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use crate::support::{Repo, TestEnv};
+use crate::support::{allowed, push, Repo, TestEnv};
 
 const BRANCH: &str = "maverick/21-managed";
 
@@ -40,22 +40,6 @@ fn tool(repo: &Repo, program: &str, args: &[&str]) -> Output {
         String::from_utf8_lossy(&out.stderr)
     );
     out
-}
-
-fn push(repo: &Repo, args: &[&str]) -> Output {
-    let mut full = vec!["push"];
-    full.extend_from_slice(args);
-    repo.git_as_instance(&full, &[])
-}
-
-#[track_caller]
-fn allowed(out: &Output) {
-    assert!(
-        out.status.success(),
-        "push refused:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 /// Claims the issue for BRANCH, then: the first push and a fast-forward

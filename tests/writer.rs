@@ -5,36 +5,13 @@
 
 use std::process::Output;
 
-use crate::support::{Repo, TestEnv};
+use crate::support::{allowed, refused_as_collision as refused, Repo, TestEnv};
 
 const ISSUE: &str = "12";
 const BRANCH: &str = "maverick/12-t";
 
 fn push(repo: &Repo, args: &[&str]) -> Output {
-    let mut full = vec!["push", "--quiet"];
-    full.extend_from_slice(args);
-    repo.git_as_instance(&full, &[])
-}
-
-#[track_caller]
-fn allowed(out: &Output) {
-    assert!(
-        out.status.success(),
-        "push refused:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// The hook refused the push as a collision (exit 8 inside git).
-#[track_caller]
-fn refused(out: &Output) -> String {
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(!out.status.success(), "push went through:\n{stderr}");
-    assert!(
-        stderr.contains("stop and report; do not merge or overwrite"),
-        "{stderr}"
-    );
-    stderr
+    crate::support::push(repo, &[&["--quiet"], args].concat())
 }
 
 /// A clone that claimed the issue for BRANCH and has it checked out, with

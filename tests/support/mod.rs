@@ -773,3 +773,34 @@ impl Run {
         )
     }
 }
+
+/// `git push ARGS` from `repo` as its instance, through the real pre-push hook.
+pub fn push(repo: &Repo, args: &[&str]) -> Output {
+    let mut full = vec!["push"];
+    full.extend_from_slice(args);
+    repo.git_as_instance(&full, &[])
+}
+
+/// The push went through.
+#[track_caller]
+pub fn allowed(out: &Output) {
+    assert!(
+        out.status.success(),
+        "push refused:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The hook refused the push as a collision (exit 8 inside git); returns
+/// what git and the hook printed.
+#[track_caller]
+pub fn refused_as_collision(out: &Output) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "push went through:\n{stderr}");
+    assert!(
+        stderr.contains("stop and report; do not merge or overwrite"),
+        "{stderr}"
+    );
+    stderr
+}
