@@ -3,7 +3,7 @@
 //! of surface is a pure function of config, flags and the remote URL.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::git::{Git, GitError};
@@ -834,6 +834,21 @@ pub fn session_instance_id(session: &str) -> String {
 /// SPEC 2: env, then config, then the agent session, then one generated id
 /// kept in this worktree's git dir.
 fn resolve_instance(git: &Git, keys: &ConfigKeys) -> Result<(String, Origin), ConfigError> {
+    resolve_instance_in(keys, || git.git_dir())
+}
+
+/// This clone's instance id with no setting but `maverick.instance` read
+/// (one `git config` process), for the pre-push hook, which found the git
+/// dir without asking git.
+pub fn instance_of_clone(git: &Git, git_dir: &Path) -> Result<String, ConfigError> {
+    let keys = ConfigKeys::read(git)?;
+    Ok(resolve_instance_in(&keys, || Ok(git_dir.to_owned()))?.0)
+}
+
+fn resolve_instance_in(
+    keys: &ConfigKeys,
+    git_dir: impl FnOnce() -> Result<PathBuf, GitError>,
+) -> Result<(String, Origin), ConfigError> {
     if let Some(id) = instance_from_env() {
         let var = if std::env::var_os("MAVERICK_INSTANCE").is_some_and(|v| !v.is_empty()) {
             "MAVERICK_INSTANCE"
@@ -857,7 +872,7 @@ fn resolve_instance(git: &Git, keys: &ConfigKeys) -> Result<(String, Origin), Co
             .unwrap_or("CLAUDE_CODE_SESSION_ID");
         return Ok((id, Origin::Env(var)));
     }
-    let path = git.git_dir()?.join("maverick").join("instance");
+    let path = git_dir()?.join("maverick").join("instance");
     let kept = Origin::Derived(format!("generated once, kept in {}", path.display()));
     if let Ok(text) = std::fs::read_to_string(&path) {
         let id = text.trim();

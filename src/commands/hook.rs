@@ -260,9 +260,14 @@ fn pre_push(global: &GlobalArgs, args: PrePushArgs) -> Result<Outcome, CommandEr
     let settled = managed
         .iter()
         .all(|(_, s)| recorded(s).as_deref() == Some(destination.as_str()));
-    let (me, configured) = match env_me {
-        Some(me) if settled => (me, None),
-        env_me => {
+    let (me, configured) = match (env_me, prepush::locate_git_dir(&cwd, git.env())) {
+        (Some(me), _) if settled => (me, None),
+        // One `git config` process for the instance id, not the whole
+        // configuration (SPEC 10's budget for the hook).
+        (None, Some(git_dir)) if settled => {
+            (crate::config::instance_of_clone(&git, &git_dir)?, None)
+        }
+        (env_me, _) => {
             let settings = super::load_settings(&git, global)?;
             let configured = prepush::SeenOn::of_settings(&git, &settings).location;
             (env_me.unwrap_or(settings.instance), configured)

@@ -102,29 +102,36 @@ pub fn parse_updates(input: &str) -> Result<Vec<RefUpdate>, PrePushError> {
     Ok(updates)
 }
 
-/// The repository's common git dir, found from the environment git gives
-/// hooks (`env`) and the `.git` entry of the working directory, without
-/// running git. `None` when it cannot be told that way (the caller asks git).
-pub fn locate_common_dir(cwd: &Path, env: &GitEnv) -> Option<PathBuf> {
+/// This worktree's git dir, found from the environment git gives hooks
+/// (`env`) and the `.git` entry of the working directory, without running
+/// git. `None` when it cannot be told that way (the caller asks git).
+pub fn locate_git_dir(cwd: &Path, env: &GitEnv) -> Option<PathBuf> {
     let absolute = |p: PathBuf| if p.is_absolute() { p } else { cwd.join(p) };
-    if let Some(dir) = env.get("GIT_COMMON_DIR") {
+    if let Some(dir) = env.get("GIT_DIR") {
         return Some(absolute(PathBuf::from(dir)));
     }
-    let git_dir = match env.get("GIT_DIR") {
-        Some(dir) => absolute(PathBuf::from(dir)),
-        None => {
-            let dot_git = cwd.join(".git");
-            let meta = std::fs::metadata(&dot_git).ok()?;
-            if meta.is_dir() {
-                dot_git
-            } else {
-                // A linked worktree or a submodule: `gitdir: <path>`.
-                let text = std::fs::read_to_string(&dot_git).ok()?;
-                let target = text.strip_prefix("gitdir:")?.trim();
-                absolute(PathBuf::from(target))
-            }
-        }
-    };
+    let dot_git = cwd.join(".git");
+    let meta = std::fs::metadata(&dot_git).ok()?;
+    if meta.is_dir() {
+        return Some(dot_git);
+    }
+    // A linked worktree or a submodule: `gitdir: <path>`.
+    let text = std::fs::read_to_string(&dot_git).ok()?;
+    let target = text.strip_prefix("gitdir:")?.trim();
+    Some(absolute(PathBuf::from(target)))
+}
+
+/// The repository's common git dir, found as [`locate_git_dir`] finds the
+/// git dir, without running git.
+pub fn locate_common_dir(cwd: &Path, env: &GitEnv) -> Option<PathBuf> {
+    if let Some(dir) = env.get("GIT_COMMON_DIR") {
+        return Some(if Path::new(dir).is_absolute() {
+            PathBuf::from(dir)
+        } else {
+            cwd.join(dir)
+        });
+    }
+    let git_dir = locate_git_dir(cwd, env)?;
     match std::fs::read_to_string(git_dir.join("commondir")) {
         Ok(text) => {
             let common = PathBuf::from(text.trim_end_matches(['\n', '\r']));
