@@ -10,7 +10,6 @@ use crate::coord::lease::{Coordinator, Decision, HeartbeatOutcome, IssueView};
 use crate::coord::record::ClaimRecord;
 use crate::durable::tasks::{self, IssueSource};
 use crate::error::{CommandError, Exit};
-use crate::writer::branch_record::BranchStore;
 use crate::writer::prepush;
 use crate::writer::worktree::{self, LocalBranch};
 
@@ -43,32 +42,6 @@ fn issue_of(ctx: &Context, branch: &str, flag: Option<u64>) -> Result<u64, Comma
             "cannot tell which issue {branch} belongs to"
         ))
         .hint(format!("name it: git maverick resume {branch} --issue N"))),
-    }
-}
-
-/// Records the remote head of a branch just claimed (SPEC 8: last seen is
-/// recorded when it claimed). A claim already held keeps what it saw.
-/// Returns a note when the head could not be read.
-pub(crate) fn record_head_at_claim(
-    ctx: &Context,
-    branch: &str,
-    issue: u64,
-    already_held: bool,
-) -> Result<Option<String>, CommandError> {
-    let common_dir = ctx.git.common_dir()?;
-    if already_held && BranchStore::new(&common_dir).get(branch)?.is_some() {
-        return Ok(None);
-    }
-    match ctx.git.remote_head(&ctx.settings.remote, branch) {
-        Ok(head) => {
-            let on = prepush::SeenOn::of_settings(&ctx.git, &ctx.settings);
-            prepush::record_seen(&common_dir, branch, head.as_deref(), Some(issue), &ctx.settings.instance, &on)?;
-            Ok(None)
-        }
-        Err(e) => Ok(Some(format!(
-            "warning: could not read {branch} on {}: {e}; run `git maverick resume {branch}` before pushing to it",
-            ctx.settings.remote
-        ))),
     }
 }
 
