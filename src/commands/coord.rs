@@ -9,7 +9,9 @@ use serde_json::json;
 use super::{Context, Outcome};
 use crate::cli::{issue_number, GlobalArgs};
 use crate::coord::claims::{self, ClaimReport, ScopeClaim};
-use crate::coord::lease::{ClaimOutcome, Coordinator, Decision, HeartbeatOutcome, IssueView};
+use crate::coord::lease::{
+    lapsed, ClaimOutcome, Coordinator, Decision, HeartbeatOutcome, IssueView,
+};
 use crate::error::{CommandError, Exit};
 use crate::timefmt::{format_duration, human_duration};
 
@@ -357,7 +359,14 @@ fn heartbeat(ctx: &Context, coord: &Coordinator<'_>, issue: u64) -> Result<Outco
             for view in &views {
                 o = o.line(describe(view));
             }
-            o.note("hint: stop working on this issue and report; do not push to its branch")
+            o = o.note("hint: stop working on this issue and report; do not push to its branch");
+            if views.iter().any(lapsed) {
+                o = o.note(format!(
+                    "hint: to pick the work up again, claim it anew (a new generation): \
+                     `git maverick coord claim {issue} --takeover`"
+                ));
+            }
+            o
         }
     })
 }

@@ -6,7 +6,7 @@ use serde_json::json;
 
 use super::{Context, Outcome};
 use crate::cli::{issue_number, GlobalArgs};
-use crate::coord::lease::{Coordinator, Decision, HeartbeatOutcome, IssueView};
+use crate::coord::lease::{self, Coordinator, Decision, HeartbeatOutcome, IssueView};
 use crate::coord::record::ClaimRecord;
 use crate::durable::tasks::{self, IssueSource};
 use crate::error::{CommandError, Exit};
@@ -187,9 +187,22 @@ pub fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome, CommandErro
 
     // 3. The claim: ours already, or claimed (taken over) now.
     let claim = match view.decision {
+        // Our own lease ran out while no machine worked on it: a lapsed
+        // lease is lost and never renewed (SPEC 4), so picking the work up
+        // claims it again, as a takeover would (a new generation).
+        Decision::Ours if lease::lapsed(&view) => {
+            let (_, outcome) =
+                super::coord::claim(&ctx, &coord, issue, Vec::new(), Some(branch.clone()), true)?;
+            if outcome.exit != Exit::Ok {
+                return Ok(outcome.note(format!(
+                    "resume of {branch} stopped: #{issue} could not be claimed again after its lease lapsed"
+                )));
+            }
+            "held"
+        }
         Decision::Ours => {
-            // Picking the work up renews the lease (it may have run out while
-            // no machine worked on it), and confirms the claim is still ours.
+            // Picking the work up renews the lease, and confirms the claim
+            // is still ours.
             match crate::coord::claims::heartbeat(
                 &coord,
                 &ctx.claims()?,

@@ -125,16 +125,24 @@ pub struct Inbox {
 }
 
 impl Inbox {
+    /// An inbox that hears no signals: for a caller that leaves the
+    /// process's signals alone (a test of the protocol, in a test harness
+    /// that keeps its own).
+    pub fn without_signals() -> Inbox {
+        let (events, inbox) = mpsc::channel::<HoldEvent>();
+        Inbox { events, inbox }
+    }
+
     /// Blocks the forwarded signals in this thread (and so in every thread
     /// started after) and reports them as events. Call it first.
     pub fn watch_signals() -> Result<Inbox, HoldError> {
-        let (events, inbox) = mpsc::channel::<HoldEvent>();
-        let sender = events.clone();
+        let inbox = Inbox::without_signals();
+        let sender = inbox.events.clone();
         supervise::watch_signals(move |signal| {
             let _ = sender.send(HoldEvent::Signal(signal));
         })
         .map_err(HoldError::WatchSignals)?;
-        Ok(Inbox { events, inbox })
+        Ok(inbox)
     }
 }
 
