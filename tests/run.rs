@@ -10,17 +10,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::support::{Repo, Run, TestEnv};
+use crate::support::{run_flags, Repo, Run, TestEnv};
 use serde_json::Value;
 
-const TIMING: [&str; 6] = [
-    "--lease-ttl",
-    "4s",
-    "--heartbeat-interval",
-    "1s",
-    "--grace",
-    "1s",
-];
+const TIMING: [&str; 6] = run_flags::SHORT;
 const HEARTBEAT: Duration = Duration::from_secs(1);
 const GRACE: Duration = Duration::from_secs(1);
 
@@ -294,14 +287,7 @@ fn a_lost_claim_stops_the_command_within_one_heartbeat_and_leaves_the_new_holder
     // A 2s grace leaves room for a slow heartbeat on a loaded machine; the
     // bound asserted is the issue's: grace + one heartbeat interval.
     let grace = Duration::from_secs(2);
-    let timing = [
-        "--lease-ttl",
-        "5s",
-        "--heartbeat-interval",
-        "1s",
-        "--grace",
-        "2s",
-    ];
+    let timing = run_flags::timing("5s", "1s", "2s");
     let mut child = spawn(run_command_timed(
         &alice,
         &timing,
@@ -355,14 +341,7 @@ fn a_takeover_while_heartbeats_fail_finds_the_command_already_stopped() {
     let dir = marker_dir(&env, "takeover");
     // One second more ttl than the tightest the arithmetic allows, so that
     // "stopped before the takeover" holds on a loaded machine too.
-    let timing = [
-        "--lease-ttl",
-        "5s",
-        "--heartbeat-interval",
-        "1s",
-        "--grace",
-        "1s",
-    ];
+    let timing = run_flags::timing("5s", "1s", "1s");
     let mut child = spawn(run_command_timed(
         &alice,
         &timing,
@@ -487,14 +466,7 @@ fn a_command_printing_megabytes_does_not_delay_the_heartbeats() {
     let started = Instant::now();
     // A roomy ttl: this test is about the schedule, not the arithmetic; with
     // the tightest ttl one slow write on a loaded machine is a real loss.
-    let timing = [
-        "--lease-ttl",
-        "10s",
-        "--heartbeat-interval",
-        "1s",
-        "--grace",
-        "1s",
-    ];
+    let timing = run_flags::timing("10s", "1s", "1s");
     let mut child = spawn(run_command_timed(&alice, &timing, &["90"], &script));
     let mut stdout = child.stdout.take().unwrap();
     let reader =
@@ -543,20 +515,15 @@ fn run_refuses_what_coord_claim_refuses_and_checks_its_arithmetic_first() {
     let ran = env.path().join("ran");
     let script = format!("touch {}", ran.display());
 
-    let bad = alice.maverick(&[
-        "run",
-        "--lease-ttl",
-        "3s",
-        "--heartbeat-interval",
-        "1s",
-        "--grace",
-        "1s",
-        "100",
-        "--",
-        "sh",
-        "-c",
+    let bad = run_command_timed(
+        &alice,
+        &run_flags::timing("3s", "1s", "1s"),
+        &["100"],
         &script,
-    ]);
+    )
+    .output()
+    .expect("git-maverick runs");
+    let bad = Run::from_output(&["run"], bad);
     bad.expect(2);
     assert!(
         bad.stderr

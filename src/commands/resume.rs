@@ -187,20 +187,7 @@ pub fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome, CommandErro
 
     // 3. The claim: ours already, or claimed (taken over) now.
     let claim = match view.decision {
-        // Our own lease ran out while no machine worked on it: a lapsed
-        // lease is lost and never renewed (SPEC 4), so picking the work up
-        // claims it again, as a takeover would (a new generation).
-        Decision::Ours if lease::lapsed(&view) => {
-            let (_, outcome) =
-                super::coord::claim(&ctx, &coord, issue, Vec::new(), Some(branch.clone()), true)?;
-            if outcome.exit != Exit::Ok {
-                return Ok(outcome.note(format!(
-                    "resume of {branch} stopped: #{issue} could not be claimed again after its lease lapsed"
-                )));
-            }
-            "held"
-        }
-        Decision::Ours => {
+        Decision::Ours if !lease::lapsed(&view) => {
             // Picking the work up renews the lease, and confirms the claim
             // is still ours.
             match crate::coord::claims::heartbeat(
@@ -220,7 +207,9 @@ pub fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome, CommandErro
             }
             "held"
         }
-        Decision::Stale => {
+        // A stale lease is taken over; so is our own that ran out while no
+        // machine worked on it: a lapsed lease is lost, never renewed (SPEC 4).
+        Decision::Stale | Decision::Ours => {
             let (_, outcome) =
                 super::coord::claim(&ctx, &coord, issue, Vec::new(), Some(branch.clone()), true)?;
             if outcome.exit != Exit::Ok {
@@ -228,7 +217,10 @@ pub fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome, CommandErro
                     "resume of {branch} stopped: the takeover of #{issue} did not go through"
                 )));
             }
-            "taken_over"
+            match view.decision {
+                Decision::Ours => "held",
+                _ => "taken_over",
+            }
         }
         // Nobody holds it: resume recreates the branch and claims nothing.
         _ => "none",
