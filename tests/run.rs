@@ -656,9 +656,11 @@ fn a_lease_that_lapses_while_the_command_runs_is_lost_and_the_command_stopped() 
     let env = TestEnv::with_surface(crate::support::Surface::Github);
     let alice = env.clone("alice");
     let dir = marker_dir(&env, "lapse");
-    let child = spawn(run_command(&alice, &["130"], &stoppable(&dir)));
+    let mut child = spawn(run_command(&alice, &["130"], &stoppable(&dir)));
     wait_for_file(&dir.join("started"), Duration::from_secs(30));
-    env.advance_clock(30); // past the 4 s lease
+    // Past the 4 s lease; the command never ends on its own.
+    env.advance_clock(30);
+    wait_for_exit(&mut child, Duration::from_secs(20));
     let run = finish(child);
     run.expect(7);
     assert!(
