@@ -161,6 +161,79 @@ fn without_lag_the_settle_alone_decides() {
     for_each_seed((1..=40).map(|n| n * 7919), |seed| replay(seed, 8, 0));
 }
 
+/// Sixteen claimants on GitHub's conditions (no compare-and-swap, lagging
+/// comments): the seeds behind the real-binary race
+/// `coord::sixteen_instances_race…::github`, which keeps two rounds.
+#[test]
+fn sixteen_racing_claims_on_github_end_with_one_holder() {
+    for_each_seed(1_000..1_040, |seed| replay(seed, 16, seed % 5));
+}
+
+/// The git surface's claim: one compare-and-swap of the surface ref. Sixteen
+/// claimants race; exactly one claims, every other is refused as held (exit
+/// 4, never a lost settle), the winner's heartbeat renews, and every reader
+/// computes the winner. The seeds behind the real-binary race
+/// `coord::sixteen_instances_race…::git`, which keeps three rounds.
+#[test]
+fn sixteen_racing_claims_with_compare_and_swap_one_claims_the_rest_see_it_held() {
+    for_each_seed(0..60, |seed| {
+        let world = World::new(seed)
+            .with_clock(BASE, 1)
+            .with_compare_and_swap()
+            .never(&["list", "pulls", "summaries"])
+            .shared();
+        let instances: Vec<String> = (0..16)
+            .map(|i| format!("racer-{:02}", (i + seed as usize) % 16))
+            .collect();
+        let claims = run_phase(&world, &instances, seed, |coord| {
+            let req = ClaimRequest {
+                issues: vec![ISSUE],
+                branch: None,
+                takeover: false,
+            };
+            match coord.claim(&req).unwrap() {
+                ClaimOutcome::Claimed { .. } => Verdict::Claimed,
+                ClaimOutcome::Lost { .. } => Verdict::Lost,
+                ClaimOutcome::Held { .. } => Verdict::Refused("held"),
+                ClaimOutcome::Stale { .. } => Verdict::Refused("stale"),
+                ClaimOutcome::Blocked { .. } => Verdict::Refused("blocked"),
+            }
+        });
+        let context = format!("seed {seed}: {claims:?}");
+        let winners: Vec<&String> = instances
+            .iter()
+            .zip(&claims)
+            .filter(|(_, v)| **v == Verdict::Claimed)
+            .map(|(n, _)| n)
+            .collect();
+        assert_eq!(winners.len(), 1, "{context}");
+        assert!(
+            claims
+                .iter()
+                .all(|v| *v == Verdict::Claimed || *v == Verdict::Refused("held")),
+            "a loser was not refused as held: {context}"
+        );
+        let winner = winners[0].clone();
+        let beats = run_phase(&world, std::slice::from_ref(&winner), seed, |coord| {
+            matches!(
+                coord.heartbeat(&[ISSUE], None).unwrap(),
+                HeartbeatOutcome::Renewed { .. }
+            )
+        });
+        assert_eq!(beats, [true], "{context}");
+        let mut w = world.lock().unwrap();
+        let view = w.view(ISSUE);
+        for reader in &instances {
+            let v = analyze(&view, &settings(reader), reader, w.now());
+            assert_eq!(
+                v.holder.as_ref().map(|h| &h.instance_id),
+                Some(&winner),
+                "{context}"
+            );
+        }
+    });
+}
+
 /// A failing interleaving is replayed from its seed; keep a few tricky ones pinned.
 #[test]
 fn pinned_seeds() {
