@@ -79,26 +79,29 @@ fn run_phase<T: Send + 'static>(
     handles.into_iter().map(|h| h.join().unwrap()).collect()
 }
 
+/// One claim of the issue, and how it ended.
+fn claim(coord: &Coordinator<'_>) -> Verdict {
+    let req = ClaimRequest {
+        issues: vec![ISSUE],
+        branch: None,
+        takeover: false,
+    };
+    match coord.claim(&req).unwrap() {
+        ClaimOutcome::Claimed { .. } => Verdict::Claimed,
+        ClaimOutcome::Lost { .. } => Verdict::Lost,
+        ClaimOutcome::Held { .. } => Verdict::Refused("held"),
+        ClaimOutcome::Stale { .. } => Verdict::Refused("stale"),
+        ClaimOutcome::Blocked { .. } => Verdict::Refused("blocked"),
+    }
+}
+
 fn replay(seed: u64, claimants: usize, max_lag: u64) {
     let world = world(seed, max_lag);
     // Instance ids in an order unrelated to who comes first.
     let instances: Vec<String> = (0..claimants)
         .map(|i| format!("agent-{:02}", (i + seed as usize) % claimants))
         .collect();
-    let claims = run_phase(&world, &instances, seed, |coord| {
-        let req = ClaimRequest {
-            issues: vec![ISSUE],
-            branch: None,
-            takeover: false,
-        };
-        match coord.claim(&req).unwrap() {
-            ClaimOutcome::Claimed { .. } => Verdict::Claimed,
-            ClaimOutcome::Lost { .. } => Verdict::Lost,
-            ClaimOutcome::Held { .. } => Verdict::Refused("held"),
-            ClaimOutcome::Stale { .. } => Verdict::Refused("stale"),
-            ClaimOutcome::Blocked { .. } => Verdict::Refused("blocked"),
-        }
-    });
+    let claims = run_phase(&world, &instances, seed, claim);
     // GitHub's lists catch up.
     world.lock().unwrap().advance(max_lag + 1);
     let claimed: Vec<String> = instances
@@ -185,20 +188,7 @@ fn sixteen_racing_claims_with_compare_and_swap_one_claims_the_rest_see_it_held()
         let instances: Vec<String> = (0..16)
             .map(|i| format!("racer-{:02}", (i + seed as usize) % 16))
             .collect();
-        let claims = run_phase(&world, &instances, seed, |coord| {
-            let req = ClaimRequest {
-                issues: vec![ISSUE],
-                branch: None,
-                takeover: false,
-            };
-            match coord.claim(&req).unwrap() {
-                ClaimOutcome::Claimed { .. } => Verdict::Claimed,
-                ClaimOutcome::Lost { .. } => Verdict::Lost,
-                ClaimOutcome::Held { .. } => Verdict::Refused("held"),
-                ClaimOutcome::Stale { .. } => Verdict::Refused("stale"),
-                ClaimOutcome::Blocked { .. } => Verdict::Refused("blocked"),
-            }
-        });
+        let claims = run_phase(&world, &instances, seed, claim);
         let context = format!("seed {seed}: {claims:?}");
         let winners: Vec<&String> = instances
             .iter()
