@@ -129,17 +129,21 @@ fn replay(seed: u64, claimants: usize, max_lag: u64) {
     );
     assert_eq!(holders.len(), 1, "nobody holds the issue: {context}");
 
-    // Every reader computes the same holder, and every other claim is released.
+    every_reader_computes(&world, &instances, holders[0], &context);
+}
+
+/// Every reader computes `holder`, and every other claim is released.
+fn every_reader_computes(world: &Mutex<World>, instances: &[String], holder: &str, context: &str) {
     let mut w = world.lock().unwrap();
     let view = w.view(ISSUE);
-    for reader in &instances {
+    for reader in instances {
         let v = analyze(&view, &settings(reader), reader, w.now());
         assert_eq!(
-            v.holder.as_ref().map(|h| &h.instance_id),
-            Some(holders[0]),
+            v.holder.as_ref().map(|h| h.instance_id.as_str()),
+            Some(holder),
             "{context}"
         );
-        let expected = if reader == holders[0] {
+        let expected = if reader == holder {
             Decision::Ours
         } else {
             Decision::Held
@@ -211,16 +215,7 @@ fn sixteen_racing_claims_with_compare_and_swap_one_claims_the_rest_see_it_held()
             )
         });
         assert_eq!(beats, [true], "{context}");
-        let mut w = world.lock().unwrap();
-        let view = w.view(ISSUE);
-        for reader in &instances {
-            let v = analyze(&view, &settings(reader), reader, w.now());
-            assert_eq!(
-                v.holder.as_ref().map(|h| &h.instance_id),
-                Some(&winner),
-                "{context}"
-            );
-        }
+        every_reader_computes(&world, &instances, &winner, &context);
     });
 }
 
