@@ -8,7 +8,7 @@ use std::fmt;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[repr(u8)]
-pub enum Exit {
+pub(crate) enum Exit {
     Ok = 0,
     Error = 1,
     Usage = 2,
@@ -22,13 +22,13 @@ pub enum Exit {
 }
 
 impl Exit {
-    pub fn code(self) -> u8 {
+    pub(crate) fn code(self) -> u8 {
         self as u8
     }
 }
 
 #[derive(Debug)]
-pub struct CommandError {
+pub(crate) struct CommandError {
     pub exit: Exit,
     pub message: String,
     pub causes: Vec<String>,
@@ -36,7 +36,7 @@ pub struct CommandError {
 }
 
 impl CommandError {
-    pub fn new(exit: Exit, message: impl Into<String>) -> CommandError {
+    pub(crate) fn new(exit: Exit, message: impl Into<String>) -> CommandError {
         CommandError {
             exit,
             message: message.into(),
@@ -45,21 +45,21 @@ impl CommandError {
         }
     }
 
-    pub fn tool(message: impl Into<String>) -> CommandError {
+    pub(crate) fn tool(message: impl Into<String>) -> CommandError {
         CommandError::new(Exit::Error, message)
     }
 
-    pub fn usage(message: impl Into<String>) -> CommandError {
+    pub(crate) fn usage(message: impl Into<String>) -> CommandError {
         CommandError::new(Exit::Usage, message)
     }
 
-    pub fn hint(mut self, hint: impl Into<String>) -> CommandError {
+    pub(crate) fn hint(mut self, hint: impl Into<String>) -> CommandError {
         self.hints.push(hint.into());
         self
     }
 
     /// Builds an error from any error value, keeping its cause chain.
-    pub fn from_error(exit: Exit, err: &(dyn std::error::Error + 'static)) -> CommandError {
+    pub(crate) fn from_error(exit: Exit, err: &(dyn std::error::Error + 'static)) -> CommandError {
         let mut causes = Vec::new();
         let mut hints = Vec::new();
         let chain = std::iter::successors(Some(err), |e| e.source());
@@ -81,7 +81,7 @@ impl CommandError {
         }
     }
 
-    pub fn to_json(&self) -> serde_json::Value {
+    pub(crate) fn to_json(&self) -> serde_json::Value {
         serde_json::json!({
             "ok": false,
             "exit_code": self.exit.code(),
@@ -223,9 +223,9 @@ impl From<crate::durable::state::StateError> for CommandError {
         use crate::durable::state::StateError;
         match err {
             StateError::Surface(e) => e.into(),
-            StateError::NotState(_)
-            | StateError::TooLarge { .. }
-            | StateError::BadStoryState { .. } => CommandError::from_error(Exit::Usage, &err),
+            StateError::NotState(_) | StateError::TooLarge { .. } => {
+                CommandError::from_error(Exit::Usage, &err)
+            }
             StateError::Unreadable { .. } => CommandError::from_error(Exit::Usage, &err).hint(
                 "give `epic` (the epic's issue number) and `stories` (a JSON object); `updated_at` is stamped for you",
             ),

@@ -16,13 +16,13 @@ use crate::writer::location;
 use crate::writer::prepush::{self, BranchState, RefUpdate, RefusalKind};
 
 #[derive(Debug, Args)]
-pub struct HookArgs {
+pub(crate) struct HookArgs {
     #[command(subcommand)]
     pub command: HookCommand,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum HookCommand {
+pub(crate) enum HookCommand {
     /// Install the pre-push hook where git looks for it (core.hooksPath and
     /// linked worktrees respected); an existing hook keeps working
     Install,
@@ -39,7 +39,7 @@ pub enum HookCommand {
 }
 
 #[derive(Debug, Args)]
-pub struct PrePushArgs {
+pub(crate) struct PrePushArgs {
     /// The remote's name (or its URL when the push named a URL); without
     /// it, pre-commit's PRE_COMMIT_* variables say what is pushed
     // Its own id: `remote` is the global --remote option's.
@@ -50,7 +50,7 @@ pub struct PrePushArgs {
     pub url: Option<String>,
 }
 
-pub fn run(global: &GlobalArgs, args: HookArgs) -> Result<Outcome, CommandError> {
+pub(crate) fn run(global: &GlobalArgs, args: HookArgs) -> Result<Outcome, CommandError> {
     match args.command {
         HookCommand::Install => install(),
         HookCommand::Uninstall => uninstall(),

@@ -3,9 +3,9 @@
 //! files and worktrees.
 
 pub mod branch_record;
-pub mod hookfile;
-pub mod hookmanager;
-pub mod location;
+pub(crate) mod hookfile;
+pub(crate) mod hookmanager;
+pub(crate) mod location;
 pub mod prepush;
 pub mod push;
-pub mod worktree;
+pub(crate) mod worktree;
