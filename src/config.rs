@@ -408,6 +408,27 @@ pub fn instance_from_env() -> Option<Result<String, ConfigError>> {
     })
 }
 
+/// The agent session's variables, in Maverick's order of preference.
+pub const SESSION_VARS: [&str; 2] = ["CLAUDE_CODE_SESSION_ID", "CLAUDE_SESSION_ID"];
+
+/// The instance id of the agent session the environment names, derived as
+/// Maverick derives it, so that one session is one instance whichever tool
+/// it runs (SPEC 2).
+pub fn instance_from_session() -> Option<String> {
+    SESSION_VARS
+        .iter()
+        .find_map(|var| std::env::var(var).ok().filter(|v| !v.is_empty()))
+        .map(|session| session_instance_id(&session))
+}
+
+/// Maverick's derivation: the first 10 hex digits of the SHA-256 of the
+/// session id, exactly as given (no trimming, no case folding).
+pub fn session_instance_id(session: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(session.as_bytes());
+    digest[..5].iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// SPEC 2: env, then config, then the agent session, then one generated id
 /// kept in this worktree's git dir.
 fn resolve_instance(git: &Git, keys: &ConfigKeys) -> Result<String, ConfigError> {
@@ -421,15 +442,8 @@ fn resolve_instance(git: &Git, keys: &ConfigKeys) -> Result<String, ConfigError>
             Err(ConfigError::BadInstance(id))
         };
     }
-    if let Ok(session) = std::env::var("CLAUDE_CODE_SESSION_ID") {
-        let clean: String = session
-            .chars()
-            .filter(|c| c.is_ascii_alphanumeric())
-            .take(12)
-            .collect();
-        if !clean.is_empty() {
-            return Ok(format!("claude-{}", clean.to_ascii_lowercase()));
-        }
+    if let Some(id) = instance_from_session() {
+        return Ok(id);
     }
     let path = git.git_dir()?.join("maverick").join("instance");
     if let Ok(text) = std::fs::read_to_string(&path) {
@@ -503,6 +517,15 @@ mod tests {
         ] {
             assert_eq!(github_repo_of_url(url), None, "{url}");
         }
+    }
+
+    #[test]
+    fn session_ids_hash_as_maverick_does() {
+        // printf %s '…' | sha256sum, first 10 hex digits.
+        assert_eq!(session_instance_id(""), "e3b0c44298");
+        assert_eq!(session_instance_id("abc"), "ba7816bf8f");
+        assert_eq!(session_instance_id("9F1C-77aa-bb"), "eb3463a043");
+        assert!(valid_instance_id(&session_instance_id("x")));
     }
 
     #[test]

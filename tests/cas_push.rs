@@ -30,6 +30,7 @@ fn cas_push_refuses_a_remote_that_moved_and_a_rewrite() {
         "GIT_WORK_TREE",
         "GIT_TRACE",
         "CLAUDE_CODE_SESSION_ID",
+        "CLAUDE_SESSION_ID",
     ] {
         std::env::remove_var(key);
     }

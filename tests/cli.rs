@@ -311,7 +311,8 @@ fn the_instance_id_is_generated_once_per_worktree(surface: Surface) {
             .unwrap(),
     );
     agent.expect(4);
-    assert_eq!(agent.json()["instance"], "claude-9f1c77aabb");
+    // As Maverick derives it: `printf %s 9F1C-77aa-bb | sha256sum | cut -c1-10`.
+    assert_eq!(agent.json()["instance"], "eb3463a043");
 }
 
 #[test]

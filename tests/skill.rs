@@ -17,7 +17,8 @@ use support::{Run, TestEnv};
 
 const SKILL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/skills/git-maverick/SKILL.md");
 const SESSION: &str = "5f0c2a9e-81d4-4b7e-9a61-0c3d2b1e7f44";
-const INSTANCE: &str = "claude-5f0c2a9e81d4";
+/// The first 10 hex digits of the SHA-256 of `SESSION`, as Maverick derives it.
+const INSTANCE: &str = "1d77aaf625";
 
 /// Commands of features that are not in this build yet: run, they must be
 /// refused as unknown; once their issue lands this test says to exercise them.
