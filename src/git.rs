@@ -102,6 +102,16 @@ impl Git {
         Ok(PathBuf::from(dir))
     }
 
+    /// The branch checked out here; `None` on a detached HEAD.
+    pub fn current_branch(&self) -> Result<Option<String>, GitError> {
+        let out = self
+            .cmd(["symbolic-ref", "--quiet", "--short", "HEAD"])
+            .output_unchecked()?;
+        Ok(out
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned()))
+    }
+
     /// This worktree's own git directory.
     pub fn git_dir(&self) -> Result<PathBuf, GitError> {
         let dir = self.read(["rev-parse", "--path-format=absolute", "--git-dir"])?;

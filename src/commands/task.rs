@@ -177,13 +177,7 @@ fn task_line(task: &Task) -> String {
 
 /// The current branch; an error on a detached HEAD.
 fn current_branch(ctx: &Context) -> Result<Option<String>, CommandError> {
-    let out = ctx
-        .git
-        .cmd(["symbolic-ref", "--quiet", "--short", "HEAD"])
-        .output_unchecked()?;
-    Ok(out
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned()))
+    Ok(ctx.git.current_branch()?)
 }
 
 /// The issue of the current branch (SPEC 6): the claim naming it, else its
