@@ -27,9 +27,45 @@ impl Exit {
     }
 }
 
+/// What a program can switch on when a command fails: `error.code` in the
+/// JSON contract (README, "JSON output"). A stable set: new codes may be
+/// added; a code is never renamed or given another meaning.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// The command line is wrong (exit 2); the message is clap's whole text.
+    Usage,
+    NoToken,
+    BadToken,
+    NotARepository,
+    NoRemote,
+    /// The GitHub repository cannot be told from the remote, or does not exist.
+    NoRepository,
+    NoSuchIssue,
+    /// No usable answer from GitHub (connection, timeout, 5xx after retries).
+    Network,
+    RateLimited,
+    /// GitHub answered in a way maverick cannot use.
+    Github,
+    /// A git process failed; the message keeps git's stderr.
+    GitFailed,
+    /// git is older than maverick needs. Reserved: this build does not yet
+    /// check git's version.
+    GitTooOld,
+    /// A setting (git config, environment) has a value maverick cannot use.
+    BadConfig,
+    /// Other writers kept winning a compare-and-swap; running again helps.
+    Contended,
+    /// Maverick's state on the surface or in a local record is damaged.
+    Corrupt,
+    /// Anything else that failed.
+    Failed,
+}
+
 #[derive(Debug)]
 pub struct CommandError {
     pub exit: Exit,
+    pub code: ErrorCode,
     pub message: String,
     pub causes: Vec<String>,
     pub hints: Vec<String>,
@@ -39,6 +75,7 @@ impl CommandError {
     pub fn new(exit: Exit, message: impl Into<String>) -> CommandError {
         CommandError {
             exit,
+            code: default_code(exit),
             message: message.into(),
             causes: Vec::new(),
             hints: Vec::new(),
@@ -51,6 +88,11 @@ impl CommandError {
 
     pub fn usage(message: impl Into<String>) -> CommandError {
         CommandError::new(Exit::Usage, message)
+    }
+
+    pub fn code(mut self, code: ErrorCode) -> CommandError {
+        self.code = code;
+        self
     }
 
     pub fn hint(mut self, hint: impl Into<String>) -> CommandError {
@@ -68,6 +110,7 @@ impl CommandError {
         }
         CommandError {
             exit,
+            code: default_code(exit),
             message: err.to_string(),
             causes,
             hints: Vec::new(),
@@ -76,12 +119,24 @@ impl CommandError {
 
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::json!({
+            "schema_version": crate::commands::SCHEMA_VERSION,
             "ok": false,
             "exit_code": self.exit.code(),
-            "error": self.message,
-            "causes": self.causes,
-            "hints": self.hints,
+            "error": {
+                "code": self.code,
+                "message": self.message,
+                "causes": self.causes,
+                "hints": self.hints,
+            },
+            "warnings": [],
         })
+    }
+}
+
+fn default_code(exit: Exit) -> ErrorCode {
+    match exit {
+        Exit::Usage => ErrorCode::Usage,
+        _ => ErrorCode::Failed,
     }
 }
 
@@ -114,11 +169,13 @@ impl From<crate::config::ConfigError> for CommandError {
             ConfigError::Duration { key, .. } => Some(format!("fix it with `git config maverick.{key} 10m`")),
             _ => None,
         };
-        let exit = match err {
-            ConfigError::BadRepo(_) => Exit::Usage,
-            _ => Exit::Error,
+        let (exit, code) = match err {
+            ConfigError::BadRepo(_) => (Exit::Usage, ErrorCode::Usage),
+            ConfigError::NoRemote { .. } => (Exit::Error, ErrorCode::NoRemote),
+            ConfigError::Git(_) => (Exit::Error, ErrorCode::GitFailed),
+            _ => (Exit::Error, ErrorCode::BadConfig),
         };
-        let mut e = CommandError::from_error(exit, &err);
+        let mut e = CommandError::from_error(exit, &err).code(code);
         e.hints.extend(hint);
         e
     }
@@ -126,7 +183,7 @@ impl From<crate::config::ConfigError> for CommandError {
 
 impl From<crate::git::GitError> for CommandError {
     fn from(err: crate::git::GitError) -> Self {
-        CommandError::from_error(Exit::Error, &err)
+        CommandError::from_error(Exit::Error, &err).code(ErrorCode::GitFailed)
     }
 }
 
@@ -143,12 +200,38 @@ impl From<crate::surface::SurfaceError> for CommandError {
             ),
             _ => None,
         };
-        let mut e = CommandError::from_error(Exit::Error, &err);
+        let code = match &err {
+            SurfaceError::Git(_) | SurfaceError::PushRejected { .. } => ErrorCode::GitFailed,
+            SurfaceError::NoSuchIssue(_) | SurfaceError::NoSuchComment { .. } => {
+                ErrorCode::NoSuchIssue
+            }
+            SurfaceError::Contended { .. } => ErrorCode::Contended,
+            SurfaceError::Corrupt { .. } => ErrorCode::Corrupt,
+            SurfaceError::Github(github) => github_code(github),
+            SurfaceError::Other(_) => ErrorCode::Failed,
+        };
+        let mut e = CommandError::from_error(Exit::Error, &err).code(code);
         e.hints.extend(hint.map(str::to_owned));
         if let SurfaceError::Github(github) = &err {
             e.hints.extend(github.hint());
         }
         e
+    }
+}
+
+fn github_code(err: &crate::surface::github::GithubError) -> ErrorCode {
+    use crate::surface::github::GithubError;
+    match err {
+        GithubError::NoToken => ErrorCode::NoToken,
+        GithubError::BadToken { .. } | GithubError::Unauthorized { .. } => ErrorCode::BadToken,
+        GithubError::NoRepo { .. } | GithubError::NoSuchRepo { .. } => ErrorCode::NoRepository,
+        GithubError::BadUrl { .. } => ErrorCode::BadConfig,
+        GithubError::RateLimited { .. } => ErrorCode::RateLimited,
+        GithubError::Unavailable { .. } | GithubError::Client(_) => ErrorCode::Network,
+        GithubError::Status { .. }
+        | GithubError::BadAnswer { .. }
+        | GithubError::Assignees { .. }
+        | GithubError::LabelLeftBehind { .. } => ErrorCode::Github,
     }
 }
 

@@ -239,7 +239,7 @@ fn session_start_exports_the_instance_and_reports_the_claims_it_still_holds() {
         ))
         .current_dir(&repo.dir);
     env.apply_env(&mut sh);
-    let read = Run::from_output(&["coord read"], sh.output().unwrap());
+    let read = Run::from_output(&["coord", "read"], sh.output().unwrap());
     let view = read.expect(0).json();
     assert_eq!(view["decision"], "ours", "{view}");
     let answer: Value = serde_json::from_str(run.stdout.trim()).unwrap();

@@ -78,12 +78,30 @@ fn a_non_numeric_issue_is_a_usage_error(surface: Surface) {
     json.expect(2);
     assert_eq!(json.json()["ok"], false);
     assert!(
-        json.json()["error"]
+        json.json()["error"]["message"]
             .as_str()
             .unwrap()
             .contains("\"x\" is not an issue number"),
         "{}",
         json.stdout
+    );
+    // Under --json a usage error keeps clap's whole message: the argument's
+    // name, clap's tips and the usage line, which a program shows its user.
+    let error = &json.json()["error"];
+    assert_eq!(error["code"], "usage");
+    let message = error["message"].as_str().unwrap();
+    assert!(message.contains("<ISSUE>"), "{message}");
+    assert!(
+        message.contains("For more information, try '--help'."),
+        "{message}"
+    );
+    let json = repo.maverick(&["coord", "claim", "5", "--scopez", "6", "--json"]);
+    json.expect(2);
+    let message = json.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(message.contains("--scopez"), "{message}");
+    assert!(
+        message.contains("--scope"),
+        "clap's suggestion is kept: {message}"
     );
 }
 
@@ -167,7 +185,8 @@ fn a_repository_without_a_remote_names_the_way_out() {
     );
     let json = run_in(&dir, &env, &["coord", "read", "5", "--json"]);
     json.expect(1);
-    assert!(json.json()["hints"][0]
+    assert_eq!(json.json()["error"]["code"], "no_remote");
+    assert!(json.json()["error"]["hints"][0]
         .as_str()
         .unwrap()
         .contains("maverick.remote"));
@@ -182,6 +201,63 @@ fn outside_a_repository_is_a_clear_error() {
         run.stderr.starts_with("error: not inside a git repository"),
         "{}",
         run.stderr
+    );
+    let run = run_in(env.path(), &env, &["coord", "read", "5", "--json"]);
+    run.expect(1);
+    assert_eq!(run.json()["error"]["code"], "not_a_repository");
+}
+
+/// The codes the README documents are the codes the schema allows, and
+/// every schema in schemas/ is a draft 2020-12 schema with schema_version 1.
+#[test]
+fn the_json_contract_is_documented_where_programs_read_it() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let section = readme
+        .split("### JSON output")
+        .nth(1)
+        .expect("README has a JSON output section");
+    let documented: Vec<&str> = section
+        .lines()
+        .take_while(|l| !l.starts_with("## "))
+        .filter_map(|l| l.trim().strip_prefix("| `"))
+        .filter_map(|l| l.split('`').next())
+        .collect();
+    let error: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("schemas/error.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let codes: Vec<&str> = error["properties"]["error"]["properties"]["code"]["enum"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert_eq!(documented, codes);
+    let mut files = 0;
+    for entry in std::fs::read_dir(root.join("schemas")).unwrap() {
+        let path = entry.unwrap().path();
+        let schema: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(
+            schema["$schema"],
+            "https://json-schema.org/draft/2020-12/schema",
+            "{}",
+            path.display()
+        );
+        assert!(
+            schema
+                .to_string()
+                .contains(r#""schema_version":{"const":1}"#),
+            "{}",
+            path.display()
+        );
+        files += 1;
+    }
+    assert!(files >= 20, "one schema per command output");
+    assert!(
+        readme.contains("CMD's own stdout goes to stderr"),
+        "README says where run --json puts CMD's output"
     );
 }
 
@@ -238,7 +314,10 @@ fn an_unreachable_remote_is_an_error_not_a_decision() {
     let run = repo.maverick(&["coord", "read", "5", "--json"]);
     run.expect(1);
     assert!(
-        run.json()["error"].as_str().unwrap().contains("git fetch"),
+        run.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("git fetch"),
         "{}",
         run.stdout
     );
@@ -285,9 +364,9 @@ fn the_instance_id_is_generated_once_per_worktree(surface: Surface) {
         .maverick_command(&["coord", "claim", "5", "--json"])
         .output()
         .unwrap();
-    let first = Run::from_output(&[], first);
+    let first = Run::from_output(&["coord", "claim", "5", "--json"], first);
     first.expect(0);
-    let id = first.json()["views"][0]["holder"]["instance_id"]
+    let id = first.json()["issues"][0]["holder"]["instance_id"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -295,7 +374,7 @@ fn the_instance_id_is_generated_once_per_worktree(surface: Surface) {
     assert!(!host.is_empty());
     assert_eq!(hex.len(), 8, "{id}");
     let again = Run::from_output(
-        &[],
+        &["coord", "read", "5", "--json"],
         repo.maverick_command(&["coord", "read", "5", "--json"])
             .output()
             .unwrap(),
@@ -304,7 +383,7 @@ fn the_instance_id_is_generated_once_per_worktree(surface: Surface) {
     assert_eq!(again.json()["decision"], "ours");
     // An agent session is one instance.
     let agent = Run::from_output(
-        &[],
+        &["coord", "read", "5", "--json"],
         repo.maverick_command(&["coord", "read", "5", "--json"])
             .env("CLAUDE_CODE_SESSION_ID", "9F1C-77aa-bb")
             .output()
@@ -312,7 +391,7 @@ fn the_instance_id_is_generated_once_per_worktree(surface: Surface) {
     );
     agent.expect(4);
     // As Maverick derives it: `printf %s 9F1C-77aa-bb | sha256sum | cut -c1-10`.
-    assert_eq!(agent.json()["instance"], "eb3463a043");
+    assert_eq!(agent.json()["instance_id"], "eb3463a043");
 }
 
 #[test]

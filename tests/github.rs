@@ -474,7 +474,7 @@ fn a_permanent_fault_is_a_clear_error_and_leaves_no_label_without_its_claim() {
     let run = alice.maverick(&["coord", "claim", "84", "--json"]);
     run.expect(1);
     assert!(
-        run.json()["error"]
+        run.json()["error"]["message"]
             .as_str()
             .unwrap()
             .contains("commenting on #84: no usable answer"),
@@ -686,7 +686,7 @@ fn an_unreachable_api_is_an_error_not_a_decision() {
     let run = Run::from_output(&["coord", "read"], out);
     run.expect(1);
     assert!(
-        run.json()["error"]
+        run.json()["error"]["message"]
             .as_str()
             .unwrap()
             .contains("reading issue #5: no usable answer after 5 attempts"),

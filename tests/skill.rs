@@ -187,7 +187,7 @@ fn every_command_in_the_skill_runs_as_written() {
         run.expect(0);
         if line.contains("--json") {
             let json = run.json();
-            assert_eq!(json["instance"], INSTANCE, "the session is the instance");
+            assert_eq!(json["instance_id"], INSTANCE, "the session is the instance");
         }
         if line.contains(" -- ") {
             assert!(

@@ -149,7 +149,7 @@ fn three_tasks_done_in_a_row(s: &dyn SurfaceSetup) {
     );
     let json = s.maverick(&a, &["--json", "task", "list", "142"]).json();
     assert_eq!(json["done"], 3);
-    assert_eq!(json["next"], Value::Null);
+    assert_eq!(json["next_task"], Value::Null);
     assert_eq!(json["reconciled"], serde_json::json!([]));
 
     let progress = s
@@ -212,7 +212,7 @@ fn crash_between_push_and_comment_heals_on_another_machine(s: &dyn SurfaceSetup)
     // Once healed, nothing more to do; and the first machine carries on.
     let again = s.maverick(&b, &["--json", "task", "list", "142"]).json();
     assert_eq!(again["reconciled"], serde_json::json!([]));
-    assert_eq!(again["next"]["number"], 3);
+    assert_eq!(again["next_task"]["number"], 3);
     stage(&a, "src/three.rs", "// three\n");
     s.maverick(&a, &["task", "done", "-m", "test: three"])
         .expect(0);
@@ -240,7 +240,7 @@ fn crash_before_push_leaves_the_next_machine_at_that_task(s: &dyn SurfaceSetup) 
     let b = join_story(s, "beta");
     let json = s.maverick(&b, &["--json", "task", "list"]).json();
     assert_eq!(json["done"], 1);
-    assert_eq!(json["next"]["number"], 2);
+    assert_eq!(json["next_task"]["number"], 2);
     assert_eq!(
         json["ahead"],
         serde_json::json!([]),
@@ -419,7 +419,7 @@ Plan agreed with @carol on Monday.
     assert_eq!(json["done"], 1);
     assert_eq!(json["tasks"][0]["title"], "Parse marker blocks");
     assert_eq!(json["tasks"][2]["title"], "Verify after writing");
-    assert_eq!(json["next"]["number"], 2);
+    assert_eq!(json["next_task"]["number"], 2);
 
     stage(&a, "src/two.rs", "// two\n");
     s.maverick(

@@ -273,6 +273,7 @@ fn repository() -> Result<Git, CommandError> {
         .success()
     {
         return Err(CommandError::tool("not inside a git repository")
+            .code(crate::error::ErrorCode::NotARepository)
             .hint("run it from a clone of the project"));
     }
     Ok(git)
@@ -433,7 +434,7 @@ fn pre_push(global: &GlobalArgs, args: PrePushArgs) -> Result<Outcome, CommandEr
             "remote": args.remote,
             "allowed": false,
             "checked": checked,
-            "instance": me,
+            "instance_id": me,
             "refusals": refusals,
         }),
     );

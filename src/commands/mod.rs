@@ -24,6 +24,10 @@ use crate::surface::git::GitSurface;
 use crate::surface::github::{resolve_token, GithubConfig, GithubError, GithubSurface};
 use crate::surface::{Surface, SurfaceError};
 
+/// The version of the JSON contract (`schemas/`, README "JSON output"):
+/// additive fields keep it; a rename or a removal bumps it.
+pub const SCHEMA_VERSION: u32 = 1;
+
 /// What a command came to: an exit code, one JSON object, and lines for people.
 #[derive(Debug)]
 pub struct Outcome {
@@ -80,9 +84,10 @@ pub fn main(args: Vec<OsString>) -> u8 {
                 return 0;
             }
             if wants_json {
+                // clap's whole message: what was wrong, the usage line, the
+                // argument names.
                 let rendered = err.render().to_string();
-                let first = rendered.lines().next().unwrap_or_default();
-                let e = CommandError::usage(first.trim_start_matches("error: "));
+                let e = CommandError::usage(rendered.trim_end().trim_start_matches("error: "));
                 print_json(&e.to_json());
             }
             let _ = err.print();
@@ -103,8 +108,15 @@ pub fn main(args: Vec<OsString>) -> u8 {
                         map
                     }
                 };
+                object.insert("schema_version".into(), SCHEMA_VERSION.into());
                 object.insert("ok".into(), Value::Bool(code == 0));
                 object.insert("exit_code".into(), code.into());
+                let warnings: Vec<&str> = outcome
+                    .notes
+                    .iter()
+                    .filter_map(|n| n.strip_prefix("warning: "))
+                    .collect();
+                object.insert("warnings".into(), warnings.into());
                 print_json(&Value::Object(object));
             } else {
                 let mut stdout = std::io::stdout().lock();
@@ -186,9 +198,11 @@ impl Context {
             .map_err(|e| CommandError::tool(format!("cannot read the current directory: {e}")))?;
         let git = Git::new(cwd);
         if git.cmd(["rev-parse", "--git-dir"]).output_unchecked()?.code != Some(0) {
-            return Err(CommandError::tool("not inside a git repository").hint(
-                "run git maverick from a clone of the project (cd into it, or `git clone URL`)",
-            ));
+            return Err(CommandError::tool("not inside a git repository")
+                .code(crate::error::ErrorCode::NotARepository)
+                .hint(
+                    "run git maverick from a clone of the project (cd into it, or `git clone URL`)",
+                ));
         }
         let settings = Settings::load(&git, &global.overrides())?;
         Ok(Context { git, settings })

@@ -259,8 +259,7 @@ pub fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome, CommandErro
             )? {
                 HeartbeatOutcome::Renewed { views, .. } => adopt_claim(&ctx, &views[0], &branch)?,
                 HeartbeatOutcome::Lost { reason, views } => {
-                    let json =
-                        json!({"issue": issue, "branch": branch, "reason": reason, "views": views});
+                    let json = json!({"issue": issue, "branch": branch, "reason": reason, "issues": views});
                     return Ok(Outcome::new(Exit::ClaimLost, json)
                         .line(format!("claim lost: {reason}"))
                         .note("hint: another instance owns this work now; do not resume it here"));
@@ -336,7 +335,7 @@ pub fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome, CommandErro
         "remote": ctx.settings.remote,
         "claim": claim,
         "generation": generation,
-        "instance": ctx.settings.instance,
+        "instance_id": ctx.settings.instance,
         "worktree_state": state,
         "fast_forwarded": applied.fast_forwarded,
         "moved_aside": applied.moved_aside,

@@ -384,7 +384,7 @@ impl Supervision<'_> {
         let mut json = json!({
             "issue": issue,
             "issues": self.issues,
-            "instance": self.ctx.settings.instance,
+            "instance_id": self.ctx.settings.instance,
             "generation": self.generation,
             "command": self.command.iter().map(|a| a.to_string_lossy()).collect::<Vec<_>>(),
         });
@@ -413,7 +413,13 @@ impl Supervision<'_> {
                 } else {
                     126
                 };
-                json["error"] = json!(format!("cannot run `{}`: {err}", self.command_line()));
+                // The contract's error object (README "JSON output").
+                json["error"] = json!({
+                    "code": "failed",
+                    "message": format!("cannot run `{}`: {err}", self.command_line()),
+                    "causes": [],
+                    "hints": [],
+                });
                 notes.push(format!(
                     "error: cannot run `{}`: {err}",
                     self.command_line()

@@ -485,7 +485,7 @@ fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome, CommandError> {
         };
         return Ok(Outcome::new(
             exit,
-            json!({"issue": issue, "committed": false, "pushed": false, "holder": h.instance_id}),
+            json!({"issue": issue, "committed": false, "pushed": false, "holder": h}),
         )
         .line(format!(
             "#{issue} is claimed by {} (generation {}); nothing was committed",
@@ -723,7 +723,7 @@ fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome, CommandError> {
         "committed": unpushed_task.is_none(),
         "pushed": true,
         "checked": checked.checked,
-        "next": next,
+        "next_task": next,
         "done": checked.tasks.iter().filter(|t| t.done).count(),
         "total": checked.tasks.len(),
     });

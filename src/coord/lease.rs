@@ -278,21 +278,26 @@ pub enum ClaimOutcome {
     /// We hold every issue in scope.
     Claimed {
         generation: u64,
+        #[serde(rename = "issues")]
         views: Vec<IssueView>,
         already_held: bool,
     },
     Blocked {
+        #[serde(rename = "issues")]
         views: Vec<IssueView>,
     },
     Held {
+        #[serde(rename = "issues")]
         views: Vec<IssueView>,
     },
     Stale {
+        #[serde(rename = "issues")]
         views: Vec<IssueView>,
     },
     /// Another claim was ordered first; ours was released.
     Lost {
         winner: Option<String>,
+        #[serde(rename = "issues")]
         views: Vec<IssueView>,
     },
 }
@@ -838,10 +843,12 @@ fn lost_reason(view: &IssueView, me: &str, generation: Option<u64>, label: &str)
 pub enum HeartbeatOutcome {
     Renewed {
         generation: u64,
+        #[serde(rename = "issues")]
         views: Vec<IssueView>,
     },
     Lost {
         reason: String,
+        #[serde(rename = "issues")]
         views: Vec<IssueView>,
     },
 }
@@ -851,6 +858,7 @@ pub struct ReleaseOutcome {
     pub released: Vec<u64>,
     /// Issues held by another instance: left alone.
     pub foreign: Vec<IssueView>,
+    #[serde(rename = "issues")]
     pub views: Vec<IssueView>,
 }
 

@@ -768,6 +768,7 @@ pub struct TaskListView {
     pub done: usize,
     pub total: usize,
     /// The first unchecked task.
+    #[serde(rename = "next_task")]
     pub next: Option<Task>,
     /// Tasks this call checked off from the trailers on the remote branch.
     pub reconciled: Vec<TaskCommit>,
