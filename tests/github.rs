@@ -405,10 +405,24 @@ fn an_exhausted_rate_limit_waits_for_its_reset_or_says_when_to_come_back() {
     let fake = env.github();
     fake.create_issue(86, "popular", &[]);
     let alice = env.clone("alice");
-    fake.primary_rate_limit_next(1, 2);
+    fake.primary_rate_limit_next(1, 3);
     let started = Instant::now();
-    alice.maverick(&["coord", "read", "86"]).expect(0);
-    assert!(started.elapsed() >= Duration::from_secs(2));
+    let run = alice.maverick(&["coord", "read", "86"]);
+    run.expect(0);
+    assert!(started.elapsed() >= Duration::from_secs(3));
+    // A wait longer than 2 s says so without -v: one line, with the time it ends.
+    let waits: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("waiting "))
+        .collect();
+    assert_eq!(waits.len(), 1, "{}", run.stderr);
+    assert!(
+        waits[0].starts_with("waiting 3 s for GitHub's rate limit, until ")
+            && waits[0].ends_with('Z'),
+        "{}",
+        run.stderr
+    );
 
     // An hour away is too long to wait: an error that says until when.
     fake.primary_rate_limit_next(1, 3600);

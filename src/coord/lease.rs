@@ -569,7 +569,7 @@ impl<'a> Coordinator<'a> {
         written: &[(u64, Comment)],
     ) -> Result<ClaimOutcome, LeaseError> {
         if !self.settings.settle_delay.is_zero() {
-            std::thread::sleep(self.settings.settle_delay);
+            crate::timefmt::wait_announced(self.settings.settle_delay, "the settle delay");
         }
         let views = self.read_with(&req.issues, written)?;
         if views

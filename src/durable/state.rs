@@ -141,7 +141,7 @@ pub fn upsert(
             continue;
         }
         if !settings.settle_delay.is_zero() {
-            std::thread::sleep(settings.settle_delay);
+            crate::timefmt::wait_announced(settings.settle_delay, "the settle delay");
         }
         current = surface.issue(issue)?;
         let Some(back) = newest_marker(&current, kind) else {
