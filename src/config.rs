@@ -118,25 +118,11 @@ pub struct ConfigKeys(HashMap<String, String>);
 
 impl ConfigKeys {
     pub fn read(git: &Git) -> Result<ConfigKeys, GitError> {
-        let out = git
-            .cmd(["config", "-z", "--get-regexp", r"^maverick\."])
-            .output_unchecked()?;
-        let mut keys = HashMap::new();
-        match out.code {
-            Some(0) => {
-                for entry in out.stdout.split(|b| *b == 0) {
-                    let entry = String::from_utf8_lossy(entry);
-                    if let Some((key, value)) = entry.split_once('\n') {
-                        keys.insert(key.to_ascii_lowercase(), value.to_owned());
-                    } else if !entry.is_empty() {
-                        keys.insert(entry.to_ascii_lowercase(), "true".to_owned());
-                    }
-                }
-            }
-            // 1: no such key. Outside a repository git still reads the global files.
-            Some(1) => {}
-            _ => return Err(out.into_error()),
-        }
+        let keys = git
+            .config_matching(r"^maverick\.")?
+            .into_iter()
+            .map(|(key, value)| (key.to_ascii_lowercase(), value))
+            .collect();
         Ok(ConfigKeys(keys))
     }
 

@@ -103,17 +103,24 @@ impl CommandError {
     /// Builds an error from any error value, keeping its cause chain.
     pub fn from_error(exit: Exit, err: &(dyn std::error::Error + 'static)) -> CommandError {
         let mut causes = Vec::new();
-        let mut source = err.source();
-        while let Some(cause) = source {
-            causes.push(cause.to_string());
-            source = cause.source();
+        let mut hints = Vec::new();
+        let chain = std::iter::successors(Some(err), |e| e.source());
+        for (depth, e) in chain.enumerate() {
+            if let Some(crate::git::GitTooOld { needed, .. }) = e.downcast_ref() {
+                hints.push(format!(
+                    "install git {needed} or newer (`git --version` names the git first on PATH)"
+                ));
+            }
+            if depth > 0 {
+                causes.push(e.to_string());
+            }
         }
         CommandError {
             exit,
             code: default_code(exit),
             message: err.to_string(),
             causes,
-            hints: Vec::new(),
+            hints,
         }
     }
 

@@ -8,6 +8,12 @@ use std::ffi::{OsStr, OsString};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::{Arc, OnceLock};
+
+/// The trailer naming the issue a task commit belongs to (SPEC 6).
+pub const ISSUE_TRAILER: &str = "Maverick-Issue";
+/// The trailer naming the task number(s) a commit completes.
+pub const TASK_TRAILER: &str = "Maverick-Task";
 
 #[derive(Debug, thiserror::Error)]
 pub enum GitError {
@@ -25,6 +31,19 @@ pub enum GitError {
     },
     #[error("`{command}` printed something that is not UTF-8")]
     NotUtf8 { command: String },
+    #[error("{0}")]
+    TooOld(#[source] GitTooOld),
+}
+
+/// A git older than a feature needs. Its own type, so that the command
+/// layer finds it in any error's source chain (wrappers that are
+/// `transparent` hide the [`GitError`] itself) and adds the way out.
+#[derive(Debug, thiserror::Error)]
+#[error("git {needed} or newer is needed for {feature}; this is git {found}")]
+pub struct GitTooOld {
+    pub feature: &'static str,
+    pub needed: GitVersion,
+    pub found: GitVersion,
 }
 
 fn stderr_suffix(stderr: &str) -> String {
@@ -49,42 +68,299 @@ impl GitError {
     }
 }
 
-/// A repository (or any directory) that git commands run in.
+/// A git release, `major.minor.patch`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct GitVersion(pub u32, pub u32, pub u32);
+
+impl std::fmt::Display for GitVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}.{}", self.0, self.1, self.2)
+    }
+}
+
+impl GitVersion {
+    /// Reads `git version 2.39.5` (and vendor tails such as
+    /// `2.39.5.windows.1` or `2.39.5 (Apple Git-154)`).
+    pub fn parse(text: &str) -> Option<GitVersion> {
+        let number = text.trim().strip_prefix("git version ")?;
+        let mut parts = number
+            .split(|c: char| !c.is_ascii_digit())
+            .map(|p| p.parse::<u32>().ok());
+        let major = parts.next()??;
+        let minor = parts.next()??;
+        let patch = parts.next().flatten().unwrap_or(0);
+        Some(GitVersion(major, minor, patch))
+    }
+}
+
+/// A git feature newer than what every supported system ships; checked
+/// (once per process) only by the calls that use it.
+struct Requirement {
+    feature: &'static str,
+    needed: GitVersion,
+}
+
+const PATH_FORMAT: Requirement = Requirement {
+    feature: "`git rev-parse --path-format`",
+    needed: GitVersion(2, 31, 0),
+};
+
+/// The environment every git process of one command runs with. The command
+/// layer takes it from the process once ([`GitEnv::inherit`]); tests build
+/// their own. Nothing here, nor any caller, changes the process environment.
+#[derive(Clone, Debug, Default)]
+pub struct GitEnv {
+    vars: Vec<(OsString, OsString)>,
+}
+
+impl GitEnv {
+    /// This process's environment, as git hooks and users expect it passed
+    /// on (`GIT_DIR` in a hook, `HOME`, `PATH`, credential helpers' variables).
+    pub fn inherit() -> GitEnv {
+        GitEnv {
+            vars: std::env::vars_os().collect(),
+        }
+    }
+
+    /// No variables at all; add what git needs with [`GitEnv::set`].
+    pub fn empty() -> GitEnv {
+        GitEnv::default()
+    }
+
+    pub fn set(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> GitEnv {
+        let key = key.as_ref().to_owned();
+        self.vars.retain(|(k, _)| *k != key);
+        self.vars.push((key, value.as_ref().to_owned()));
+        self
+    }
+
+    pub fn remove(mut self, key: impl AsRef<OsStr>) -> GitEnv {
+        self.vars.retain(|(k, _)| k != key.as_ref());
+        self
+    }
+
+    /// A variable's value; an empty one counts as unset.
+    pub fn get(&self, key: &str) -> Option<&OsStr> {
+        self.vars
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_os_str())
+            .filter(|v| !v.is_empty())
+    }
+
+    /// The variables a git process gets: these, with git's messages pinned
+    /// to English (`LC_MESSAGES=C`) and the user's character set kept. An
+    /// `LC_ALL` would override `LC_MESSAGES`, so its value moves to the
+    /// categories it stood for; `LANGUAGE` would pick a translation, so it goes.
+    fn for_git(&self) -> Vec<(OsString, OsString)> {
+        const CATEGORIES: [&str; 5] = [
+            "LC_CTYPE",
+            "LC_COLLATE",
+            "LC_NUMERIC",
+            "LC_TIME",
+            "LC_MONETARY",
+        ];
+        let all = self.get("LC_ALL").map(OsStr::to_owned);
+        let mut vars: Vec<(OsString, OsString)> = self
+            .vars
+            .iter()
+            .filter(|(k, _)| {
+                !(k == "LC_ALL"
+                    || k == "LANGUAGE"
+                    || k == "LC_MESSAGES"
+                    || k == "GIT_TERMINAL_PROMPT"
+                    || (all.is_some() && CATEGORIES.iter().any(|c| k == c)))
+            })
+            .cloned()
+            .collect();
+        if let Some(all) = all {
+            vars.extend(CATEGORIES.iter().map(|c| (c.into(), all.clone())));
+        }
+        vars.push(("LC_MESSAGES".into(), "C".into()));
+        // A tool that runs in hooks and scripts must never wait for a password.
+        vars.push(("GIT_TERMINAL_PROMPT".into(), "0".into()));
+        vars
+    }
+}
+
+/// A repository (or any directory) that git commands run in, with the
+/// environment they run with.
 #[derive(Clone, Debug)]
 pub struct Git {
     dir: PathBuf,
+    env: Arc<GitEnv>,
+    version: Arc<OnceLock<GitVersion>>,
+}
+
+/// One commit's task trailers (`Maverick-Issue`, `Maverick-Task`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TrailerCommit {
+    pub sha: String,
+    pub short: String,
+    pub issues: Vec<u64>,
+    pub tasks: Vec<usize>,
+}
+
+impl TrailerCommit {
+    pub fn names_issue(&self, issue: u64) -> bool {
+        self.issues.contains(&issue)
+    }
+}
+
+/// Which end of a history comes first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Order {
+    NewestFirst,
+    OldestFirst,
+}
+
+/// What a push with a lease came to.
+#[derive(Debug)]
+pub enum PushOutcome {
+    Pushed,
+    /// The remote or git refused: `status` is porcelain's reason for the
+    /// refused ref (`stale info`, `fetch first`, a hook's words), `said`
+    /// everything git printed, `error` the failure with git's stderr.
+    Refused {
+        status: Option<String>,
+        said: String,
+        error: GitError,
+    },
+}
+
+/// Whether git runs the local pre-push hook.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hooks {
+    Run,
+    Skip,
 }
 
 impl Git {
-    pub fn new(dir: impl Into<PathBuf>) -> Git {
-        Git { dir: dir.into() }
+    pub fn new(dir: impl Into<PathBuf>, env: GitEnv) -> Git {
+        Git {
+            dir: dir.into(),
+            env: Arc::new(env),
+            version: Arc::new(OnceLock::new()),
+        }
+    }
+
+    /// The same environment (and git) in another directory.
+    pub fn at(&self, dir: impl Into<PathBuf>) -> Git {
+        Git {
+            dir: dir.into(),
+            env: Arc::clone(&self.env),
+            version: Arc::clone(&self.version),
+        }
     }
 
     pub fn dir(&self) -> &Path {
         &self.dir
     }
 
-    pub fn cmd<I, S>(&self, args: I) -> GitCommand
+    pub fn env(&self) -> &GitEnv {
+        &self.env
+    }
+
+    fn cmd<I, S>(&self, args: I) -> GitCommand
     where
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
         GitCommand {
             dir: self.dir.clone(),
+            env: Arc::clone(&self.env),
             args: args.into_iter().map(|a| a.as_ref().to_owned()).collect(),
             stdin: None,
             envs: Vec::new(),
         }
     }
 
-    /// Runs `git ARGS` and returns its stdout without the trailing newline.
-    pub fn read<I, S>(&self, args: I) -> Result<String, GitError>
+    fn read<I, S>(&self, args: I) -> Result<String, GitError>
     where
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
         self.cmd(args).read()
     }
+
+    /// The version of the git this environment runs, asked once.
+    pub fn version(&self) -> Result<GitVersion, GitError> {
+        if let Some(v) = self.version.get() {
+            return Ok(*v);
+        }
+        let text = self.read(["version"])?;
+        // A build that spells its version unlike git's own is taken as new.
+        let version = GitVersion::parse(&text).unwrap_or(GitVersion(u32::MAX, 0, 0));
+        Ok(*self.version.get_or_init(|| version))
+    }
+
+    fn require(&self, requirement: &Requirement) -> Result<(), GitError> {
+        let found = self.version()?;
+        if found < requirement.needed {
+            return Err(GitError::TooOld(GitTooOld {
+                feature: requirement.feature,
+                needed: requirement.needed,
+                found,
+            }));
+        }
+        Ok(())
+    }
+
+    // The repository and its files.
+
+    /// True when the directory is inside a git repository.
+    pub fn is_repository(&self) -> Result<bool, GitError> {
+        Ok(self
+            .cmd(["rev-parse", "--git-dir"])
+            .output_unchecked()?
+            .success())
+    }
+
+    /// The directory shared by all worktrees of this repository.
+    pub fn common_dir(&self) -> Result<PathBuf, GitError> {
+        self.absolute_path("--git-common-dir", None)
+    }
+
+    /// This worktree's own git directory.
+    pub fn git_dir(&self) -> Result<PathBuf, GitError> {
+        self.absolute_path("--git-dir", None)
+    }
+
+    /// Where git keeps `name` (`hooks`, `info/exclude`), honouring
+    /// `core.hooksPath` and linked worktrees.
+    pub fn git_path(&self, name: &str) -> Result<PathBuf, GitError> {
+        self.absolute_path("--git-path", Some(name))
+    }
+
+    fn absolute_path(&self, what: &str, name: Option<&str>) -> Result<PathBuf, GitError> {
+        self.require(&PATH_FORMAT)?;
+        let dir = self.read(
+            ["rev-parse", "--path-format=absolute", what]
+                .into_iter()
+                .chain(name),
+        )?;
+        Ok(PathBuf::from(dir))
+    }
+
+    /// The root of this worktree.
+    pub fn toplevel(&self) -> Result<PathBuf, GitError> {
+        Ok(PathBuf::from(self.read(["rev-parse", "--show-toplevel"])?))
+    }
+
+    /// True when git's ignore rules cover `path`, tracked or not.
+    pub fn is_ignored(&self, path: &Path) -> Result<bool, GitError> {
+        let out = self
+            .cmd(["check-ignore", "-q", "--no-index", "--"])
+            .arg(path)
+            .output_unchecked()?;
+        match out.code {
+            Some(0) => Ok(true),
+            Some(1) => Ok(false),
+            _ => Err(out.into_error()),
+        }
+    }
+
+    // Configuration.
 
     /// `git config --get KEY`, `None` when unset.
     pub fn config_get(&self, key: &str) -> Result<Option<String>, GitError> {
@@ -96,10 +372,95 @@ impl Git {
         }
     }
 
-    /// The directory shared by all worktrees of this repository.
-    pub fn common_dir(&self) -> Result<PathBuf, GitError> {
-        let dir = self.read(["rev-parse", "--path-format=absolute", "--git-common-dir"])?;
-        Ok(PathBuf::from(dir))
+    /// Every `(key, value)` whose key matches `pattern`, in git's order; a
+    /// key without a value (`[maverick] flag`) reads as `true`.
+    pub fn config_matching(&self, pattern: &str) -> Result<Vec<(String, String)>, GitError> {
+        let out = self
+            .cmd(["config", "-z", "--get-regexp", pattern])
+            .output_unchecked()?;
+        match out.code {
+            Some(0) => Ok(out
+                .stdout
+                .split(|b| *b == 0)
+                .filter(|e| !e.is_empty())
+                .map(|entry| {
+                    let entry = String::from_utf8_lossy(entry);
+                    match entry.split_once('\n') {
+                        Some((key, value)) => (key.to_owned(), value.to_owned()),
+                        None => (entry.into_owned(), "true".to_owned()),
+                    }
+                })
+                .collect()),
+            // 1: no such key. Outside a repository git still reads the global files.
+            Some(1) => Ok(Vec::new()),
+            _ => Err(out.into_error()),
+        }
+    }
+
+    pub fn config_set(&self, key: &str, value: &str) -> Result<(), GitError> {
+        self.cmd(["config", key, value]).output().map(drop)
+    }
+
+    // Commits and branches.
+
+    /// The commit `rev` names, `None` when it names none.
+    pub fn resolve_commit(&self, rev: &str) -> Result<Option<String>, GitError> {
+        let out = self
+            .cmd(["rev-parse", "--verify", "--quiet", "--end-of-options"])
+            .arg(format!("{rev}^{{commit}}"))
+            .output_unchecked()?;
+        match out.code {
+            Some(0) => Ok(Some(out.stdout_text()?.trim().to_owned())),
+            Some(1) => Ok(None),
+            _ => Err(out.into_error()),
+        }
+    }
+
+    /// The commit `rev` names; an error carrying git's words when none.
+    pub fn commit_of(&self, rev: &str) -> Result<String, GitError> {
+        self.read([
+            "rev-parse",
+            "--verify",
+            "--end-of-options",
+            &format!("{rev}^{{commit}}"),
+        ])
+    }
+
+    /// The abbreviated name of a commit.
+    pub fn short_name(&self, sha: &str) -> Result<String, GitError> {
+        self.read(["rev-parse", "--short", "--end-of-options", sha])
+    }
+
+    /// A commit's subject line.
+    pub fn subject(&self, rev: &str) -> Result<String, GitError> {
+        self.read(["log", "-1", "--format=%s", "--end-of-options", rev])
+    }
+
+    /// `short subject` of each commit in `range`, newest first.
+    pub fn oneline_log(&self, range: &str) -> Result<Vec<String>, GitError> {
+        let log = self.read([
+            "log",
+            "--no-decorate",
+            "--format=%h %s",
+            "--end-of-options",
+            range,
+        ])?;
+        Ok(log.lines().map(str::to_owned).collect())
+    }
+
+    /// True when `ancestor` is an ancestor of (or equal to) `descendant`. An
+    /// object this clone does not have cannot be an ancestor of one it has.
+    pub fn is_ancestor(&self, ancestor: &str, descendant: &str) -> Result<bool, GitError> {
+        let out = self
+            .cmd(["merge-base", "--is-ancestor", "--end-of-options"])
+            .args([ancestor, descendant])
+            .output_unchecked()?;
+        match out.code {
+            Some(0) => Ok(true),
+            // 128: an object this clone does not have.
+            Some(1) | Some(128) => Ok(false),
+            _ => Err(out.into_error()),
+        }
     }
 
     /// The branch checked out here; `None` on a detached HEAD.
@@ -107,22 +468,301 @@ impl Git {
         let out = self
             .cmd(["symbolic-ref", "--quiet", "--short", "HEAD"])
             .output_unchecked()?;
-        Ok(out
-            .success()
-            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned()))
+        match out.code {
+            Some(0) => Ok(Some(out.stdout_text()?.trim().to_owned())),
+            Some(1) => Ok(None),
+            _ => Err(out.into_error()),
+        }
     }
 
-    /// This worktree's own git directory.
-    pub fn git_dir(&self) -> Result<PathBuf, GitError> {
-        let dir = self.read(["rev-parse", "--path-format=absolute", "--git-dir"])?;
-        Ok(PathBuf::from(dir))
+    /// True when the index differs from HEAD.
+    pub fn has_staged_changes(&self) -> Result<bool, GitError> {
+        let out = self
+            .cmd(["diff", "--cached", "--quiet"])
+            .output_unchecked()?;
+        match out.code {
+            Some(0) => Ok(false),
+            Some(1) => Ok(true),
+            _ => Err(out.into_error()),
+        }
+    }
+
+    /// Commits the index with `message` and the task trailers. git's
+    /// refusal (a hook, no identity) keeps git's words.
+    pub fn commit_task(&self, message: &str, issue: u64, task: usize) -> Result<(), GitError> {
+        self.cmd(["commit", "--quiet", "--cleanup=strip", "-m", message])
+            .arg(format!("--trailer={ISSUE_TRAILER}: {issue}"))
+            .arg(format!("--trailer={TASK_TRAILER}: {task}"))
+            .output()
+            .map(drop)
+    }
+
+    /// The task trailers of the commits `revs` names (a commit and its
+    /// history, or a range), at most `max` of them.
+    pub fn task_trailers(
+        &self,
+        revs: &str,
+        max: usize,
+        order: Order,
+    ) -> Result<Vec<TrailerCommit>, GitError> {
+        let format = format!(
+            "--format=%H%x1f%h%x1f%(trailers:key={ISSUE_TRAILER},valueonly,separator=%x2C)%x1f%(trailers:key={TASK_TRAILER},valueonly,separator=%x2C)%x1e"
+        );
+        let mut cmd = self.cmd(["log", &format, &format!("--max-count={max}")]);
+        if order == Order::OldestFirst {
+            cmd = cmd.arg("--reverse");
+        }
+        let out = cmd.args(["--end-of-options", revs]).output()?;
+        let text = out.stdout_text()?;
+        let numbers = |field: &str| -> Vec<_> {
+            field
+                .split(',')
+                .filter_map(|v| v.trim().trim_start_matches('#').parse().ok())
+                .collect()
+        };
+        Ok(text
+            .split('\x1e')
+            .filter_map(|record| {
+                let fields: Vec<&str> = record.trim_matches('\n').split('\x1f').collect();
+                let [sha, short, issues, tasks] = fields[..] else {
+                    return None;
+                };
+                Some(TrailerCommit {
+                    sha: sha.to_owned(),
+                    short: short.to_owned(),
+                    issues: numbers(issues),
+                    tasks: numbers(tasks)
+                        .into_iter()
+                        .map(|n: u64| n as usize)
+                        .collect(),
+                })
+            })
+            .collect())
+    }
+
+    /// Moves `refname` to `new` only if it is at `old` (a compare-and-swap
+    /// on a local ref); `old == None` moves it whatever it is.
+    pub fn update_ref(
+        &self,
+        refname: &str,
+        new: &str,
+        old: Option<&str>,
+        reason: &str,
+    ) -> Result<(), GitError> {
+        self.cmd(["update-ref", "-m", reason, refname, new])
+            .args(old)
+            .output()
+            .map(drop)
+    }
+
+    /// Fast-forwards the branch checked out here to `rev`.
+    pub fn merge_ff_only(&self, rev: &str) -> Result<(), GitError> {
+        self.cmd(["merge", "--ff-only", "--quiet", "--end-of-options", rev])
+            .output()
+            .map(drop)
+    }
+
+    // The remote.
+
+    /// The remote's head of `branch` by `git ls-remote` (a network call:
+    /// never from the hook). `None` when the remote has no such branch.
+    pub fn remote_head(&self, remote: &str, branch: &str) -> Result<Option<String>, GitError> {
+        let refname = format!("refs/heads/{branch}");
+        let out = self
+            .cmd(["ls-remote", "--refs", "--end-of-options", remote, &refname])
+            .output()?;
+        let text = out.stdout_text()?;
+        Ok(text.lines().find_map(|line| {
+            let (sha, name) = line.split_once('\t')?;
+            (name == refname).then(|| sha.to_owned())
+        }))
+    }
+
+    /// Fetches `branch` from `remote` into its remote-tracking ref, as a
+    /// plain `git fetch` would; returns its commit, `None` when the remote
+    /// has no such branch.
+    pub fn fetch_branch(&self, remote: &str, branch: &str) -> Result<Option<String>, GitError> {
+        let tracking = format!("refs/remotes/{remote}/{branch}");
+        let out = self
+            .cmd([
+                "fetch",
+                "--no-tags",
+                "--quiet",
+                "--no-write-fetch-head",
+                "--no-recurse-submodules",
+                "--end-of-options",
+                remote,
+            ])
+            .arg(format!("+refs/heads/{branch}:{tracking}"))
+            .output_unchecked()?;
+        if !out.success() {
+            if out.stderr.contains("couldn't find remote ref") {
+                return Ok(None);
+            }
+            return Err(out.into_error());
+        }
+        self.commit_of(&tracking).map(Some)
+    }
+
+    /// Fetches what `refspec` names, pruning local refs the remote dropped.
+    pub fn fetch_pruning(&self, remote: &str, refspec: &str) -> Result<(), GitError> {
+        self.cmd([
+            "fetch",
+            "--no-tags",
+            "--prune",
+            "--no-write-fetch-head",
+            "--quiet",
+            "--no-recurse-submodules",
+            "--end-of-options",
+            remote,
+            refspec,
+        ])
+        .output()
+        .map(drop)
+    }
+
+    /// Pushes `src` to `dst_ref` on `remote` if the remote's ref is still at
+    /// `expected` (`None`: it must not exist yet).
+    pub fn push_with_lease(
+        &self,
+        remote: &str,
+        src: &str,
+        dst_ref: &str,
+        expected: Option<&str>,
+        hooks: Hooks,
+    ) -> Result<PushOutcome, GitError> {
+        let lease = format!("--force-with-lease={dst_ref}:{}", expected.unwrap_or(""));
+        let mut cmd = self.cmd(["push", "--porcelain", &lease]);
+        if hooks == Hooks::Skip {
+            cmd = cmd.arg("--no-verify");
+        }
+        let out = cmd
+            .args(["--end-of-options", remote])
+            .arg(format!("{src}:{dst_ref}"))
+            .output_unchecked()?;
+        if out.success() {
+            return Ok(PushOutcome::Pushed);
+        }
+        let said = format!("{}\n{}", String::from_utf8_lossy(&out.stdout), out.stderr);
+        let status = said
+            .lines()
+            .find(|l| l.starts_with('!'))
+            .map(|l| l.rsplit('\t').next().unwrap_or(l).trim().to_owned());
+        Ok(PushOutcome::Refused {
+            status,
+            said,
+            error: out.into_error(),
+        })
+    }
+
+    // Worktrees.
+
+    /// `git worktree list --porcelain -z`, as git prints it.
+    pub fn worktree_list(&self) -> Result<Vec<u8>, GitError> {
+        Ok(self
+            .cmd(["worktree", "list", "--porcelain", "-z"])
+            .output()?
+            .stdout)
+    }
+
+    pub fn worktree_prune(&self) -> Result<(), GitError> {
+        self.cmd(["worktree", "prune"]).output().map(drop)
+    }
+
+    /// Adds a worktree at `path` on a new branch `branch` starting at `start`.
+    pub fn worktree_add_new_branch(
+        &self,
+        path: &Path,
+        branch: &str,
+        start: &str,
+    ) -> Result<(), GitError> {
+        self.cmd(["worktree", "add", "--quiet", "--no-track", "-b", branch])
+            .args([path.as_os_str(), OsStr::new(start)])
+            .output()
+            .map(drop)
+    }
+
+    /// Adds a worktree at `path` with the existing `branch` checked out.
+    pub fn worktree_add(&self, path: &Path, branch: &str) -> Result<(), GitError> {
+        self.cmd(["worktree", "add", "--quiet"])
+            .args([path.as_os_str(), OsStr::new(branch)])
+            .output()
+            .map(drop)
+    }
+
+    // Objects: the git surface's store.
+
+    /// Reads objects with one `git cat-file --batch`; git's output as is.
+    pub fn cat_file_batch(&self, names: &[String]) -> Result<Vec<u8>, GitError> {
+        let mut input = names.join("\n");
+        input.push('\n');
+        Ok(self
+            .cmd(["cat-file", "--batch"])
+            .stdin(input)
+            .output()?
+            .stdout)
+    }
+
+    /// Writes a blob; returns its id.
+    pub fn hash_blob(&self, bytes: Vec<u8>) -> Result<String, GitError> {
+        self.cmd(["hash-object", "-w", "--stdin"])
+            .stdin(bytes)
+            .read()
+    }
+
+    /// The entries of a commit's tree, `mode type id\tname` each.
+    pub fn ls_tree(&self, commit: &str) -> Result<Vec<String>, GitError> {
+        self.nul_separated(["ls-tree", "-z", "--end-of-options", commit])
+    }
+
+    /// The file names of a commit's tree.
+    pub fn ls_tree_names(&self, commit: &str) -> Result<Vec<String>, GitError> {
+        self.nul_separated(["ls-tree", "--name-only", "-z", "--end-of-options", commit])
+    }
+
+    fn nul_separated<const N: usize>(&self, args: [&str; N]) -> Result<Vec<String>, GitError> {
+        let out = self.cmd(args).output()?;
+        Ok(out
+            .stdout
+            .split(|b| *b == 0)
+            .filter(|e| !e.is_empty())
+            .map(|e| String::from_utf8_lossy(e).into_owned())
+            .collect())
+    }
+
+    /// Writes a tree of `entries` (`mode type id\tname`); returns its id.
+    pub fn mktree(&self, entries: &[String]) -> Result<String, GitError> {
+        let mut input = entries.join("\0");
+        input.push('\0');
+        self.cmd(["mktree", "-z"]).stdin(input).read()
+    }
+
+    /// Writes a commit of `tree` by `(name, email)`; returns its id.
+    pub fn commit_tree(
+        &self,
+        tree: &str,
+        parent: Option<&str>,
+        message: &str,
+        (name, email): (&str, &str),
+    ) -> Result<String, GitError> {
+        let mut cmd = self
+            .cmd(["commit-tree", tree, "-m", message])
+            .env("GIT_AUTHOR_NAME", name)
+            .env("GIT_AUTHOR_EMAIL", email)
+            .env("GIT_COMMITTER_NAME", name)
+            .env("GIT_COMMITTER_EMAIL", email);
+        if let Some(parent) = parent {
+            cmd = cmd.args(["-p", parent]);
+        }
+        cmd.read()
     }
 }
 
 /// One git invocation, built up and then run.
 #[derive(Debug)]
-pub struct GitCommand {
+struct GitCommand {
     dir: PathBuf,
+    env: Arc<GitEnv>,
     args: Vec<OsString>,
     stdin: Option<Vec<u8>>,
     envs: Vec<(OsString, OsString)>,
@@ -130,25 +770,25 @@ pub struct GitCommand {
 
 /// What a finished git process left behind.
 #[derive(Debug)]
-pub struct GitOutput {
-    pub command: String,
-    pub code: Option<i32>,
-    pub stdout: Vec<u8>,
-    pub stderr: String,
+struct GitOutput {
+    command: String,
+    code: Option<i32>,
+    stdout: Vec<u8>,
+    stderr: String,
 }
 
 impl GitOutput {
-    pub fn success(&self) -> bool {
+    fn success(&self) -> bool {
         self.code == Some(0)
     }
 
-    pub fn stdout_text(&self) -> Result<&str, GitError> {
+    fn stdout_text(&self) -> Result<&str, GitError> {
         std::str::from_utf8(&self.stdout).map_err(|_| GitError::NotUtf8 {
             command: self.command.clone(),
         })
     }
 
-    pub fn into_error(self) -> GitError {
+    fn into_error(self) -> GitError {
         GitError::Failed {
             command: self.command,
             status: match self.code {
@@ -161,12 +801,12 @@ impl GitOutput {
 }
 
 impl GitCommand {
-    pub fn arg(mut self, arg: impl AsRef<OsStr>) -> Self {
+    fn arg(mut self, arg: impl AsRef<OsStr>) -> Self {
         self.args.push(arg.as_ref().to_owned());
         self
     }
 
-    pub fn args<I, S>(mut self, args: I) -> Self
+    fn args<I, S>(mut self, args: I) -> Self
     where
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
@@ -176,12 +816,12 @@ impl GitCommand {
         self
     }
 
-    pub fn stdin(mut self, input: impl Into<Vec<u8>>) -> Self {
+    fn stdin(mut self, input: impl Into<Vec<u8>>) -> Self {
         self.stdin = Some(input.into());
         self
     }
 
-    pub fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Self {
+    fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Self {
         self.envs
             .push((key.as_ref().to_owned(), value.as_ref().to_owned()));
         self
@@ -197,19 +837,18 @@ impl GitCommand {
     }
 
     /// Runs the command and returns its output whatever the exit status.
-    pub fn output_unchecked(self) -> Result<GitOutput, GitError> {
+    fn output_unchecked(self) -> Result<GitOutput, GitError> {
         let command = self.display();
         tracing::debug!(dir = %self.dir.display(), "{command}");
         let mut cmd = Command::new("git");
-        // Messages we match on must be git's English ones; fsmonitor daemons
-        // must not be spawned by a tool that runs in hooks.
+        // fsmonitor daemons must not be spawned by a tool that runs in hooks.
         cmd.arg("-c")
             .arg("core.fsmonitor=false")
             .args(&self.args)
             .current_dir(&self.dir)
-            .env("LC_ALL", "C")
-            .env("LANGUAGE", "C")
-            .env("GIT_TERMINAL_PROMPT", "0")
+            .env_clear()
+            .envs(self.env.for_git())
+            .envs(self.envs.iter().map(|(k, v)| (k, v)))
             .stdin(if self.stdin.is_some() {
                 Stdio::piped()
             } else {
@@ -217,9 +856,6 @@ impl GitCommand {
             })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        for (k, v) in &self.envs {
-            cmd.env(k, v);
-        }
         let mut child = cmd.spawn().map_err(|source| GitError::Spawn {
             command: command.clone(),
             source,
@@ -238,7 +874,7 @@ impl GitCommand {
     }
 
     /// Runs the command; a non-zero exit is an error carrying git's stderr.
-    pub fn output(self) -> Result<GitOutput, GitError> {
+    fn output(self) -> Result<GitOutput, GitError> {
         let out = self.output_unchecked()?;
         if out.success() {
             Ok(out)
@@ -248,7 +884,7 @@ impl GitCommand {
     }
 
     /// Runs the command and returns stdout without its trailing newline.
-    pub fn read(self) -> Result<String, GitError> {
+    fn read(self) -> Result<String, GitError> {
         let out = self.output()?;
         let text = out.stdout_text()?;
         Ok(text.strip_suffix('\n').unwrap_or(text).to_owned())
@@ -307,6 +943,99 @@ pub fn is_valid_branch_name(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An environment with only what finds git.
+    fn path_only() -> GitEnv {
+        GitEnv::empty().set("PATH", std::env::var_os("PATH").unwrap_or_default())
+    }
+
+    /// The variables a git process sees, read through a shell alias.
+    fn seen_by_git(env: GitEnv) -> Vec<(String, String)> {
+        let dir = tempfile::tempdir().unwrap();
+        let text = Git::new(dir.path(), env)
+            .read(["-c", "alias.show-env=!env", "show-env"])
+            .unwrap();
+        text.lines()
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn messages_are_english_and_the_character_set_stays() {
+        let env = path_only()
+            .set("LC_ALL", "C.UTF-8")
+            .set("LANGUAGE", "de")
+            .set("LC_MESSAGES", "de_DE.UTF-8")
+            .set("GIT_DIR", "/nowhere/.git");
+        let seen = seen_by_git(env);
+        let get = |k: &str| {
+            seen.iter()
+                .find(|(key, _)| key == k)
+                .map(|(_, v)| v.as_str())
+        };
+        assert_eq!(get("LC_MESSAGES"), Some("C"));
+        assert_eq!(get("LC_ALL"), None);
+        assert_eq!(get("LANGUAGE"), None);
+        assert_eq!(get("LC_CTYPE"), Some("C.UTF-8"));
+        assert_eq!(get("GIT_TERMINAL_PROMPT"), Some("0"));
+        // What the caller passed reaches git; nothing else of this process does.
+        assert_eq!(get("GIT_DIR"), Some("/nowhere/.git"));
+        assert_eq!(get("HOME"), None);
+
+        // Without LC_ALL, the user's own categories are left as they are.
+        let seen = seen_by_git(path_only().set("LC_CTYPE", "C.UTF-8"));
+        assert!(seen.contains(&("LC_CTYPE".to_owned(), "C.UTF-8".to_owned())));
+        assert!(seen.contains(&("LC_MESSAGES".to_owned(), "C".to_owned())));
+    }
+
+    #[test]
+    fn a_failure_keeps_gits_own_words() {
+        let dir = tempfile::tempdir().unwrap();
+        let git = Git::new(
+            dir.path(),
+            path_only().set("GIT_CEILING_DIRECTORIES", dir.path()),
+        );
+        assert!(!git.is_repository().unwrap());
+        let err = git.toplevel().unwrap_err();
+        assert!(err.stderr().contains("not a git repository"), "{err}");
+        assert!(
+            err.to_string().contains("git rev-parse --show-toplevel"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn versions() {
+        assert_eq!(
+            GitVersion::parse("git version 2.39.5\n"),
+            Some(GitVersion(2, 39, 5))
+        );
+        assert_eq!(
+            GitVersion::parse("git version 2.31.1.windows.1"),
+            Some(GitVersion(2, 31, 1))
+        );
+        assert_eq!(
+            GitVersion::parse("git version 2.50.1 (Apple Git-155)"),
+            Some(GitVersion(2, 50, 1))
+        );
+        assert_eq!(
+            GitVersion::parse("git version 3.0"),
+            Some(GitVersion(3, 0, 0))
+        );
+        assert_eq!(GitVersion::parse("hub version 2.14"), None);
+        assert!(GitVersion(2, 30, 9) < PATH_FORMAT.needed);
+        assert!(GitVersion(2, 31, 0) >= PATH_FORMAT.needed);
+        let err = GitError::TooOld(GitTooOld {
+            feature: PATH_FORMAT.feature,
+            needed: PATH_FORMAT.needed,
+            found: GitVersion(2, 30, 2),
+        });
+        assert_eq!(
+            err.to_string(),
+            "git 2.31.0 or newer is needed for `git rev-parse --path-format`; this is git 2.30.2"
+        );
+    }
 
     #[test]
     fn branch_names() {

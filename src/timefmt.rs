@@ -2,22 +2,28 @@
 //! second precision (`2026-11-30T10:15:00Z`), durations as `600`, `600s`,
 //! `10m` or `4h`.
 //!
-//! Kept dependency-free: the product only ever needs UTC seconds.
+//! The calendar is chrono's; the product only ever needs UTC seconds.
 
 use std::fmt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use chrono::{DateTime, SecondsFormat, Utc};
 
 /// Seconds since the Unix epoch, UTC. Second precision is all GitHub has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Timestamp(pub i64);
 
 impl Timestamp {
+    /// The writer's clock: the one place the product reads the system
+    /// clock. `MAVERICK_CLOCK_OFFSET` (signed seconds, read once per
+    /// process) shifts it, so that a test can let a lease run out by moving
+    /// time instead of waiting for it; it is a test knob, not a setting.
     pub fn now() -> Timestamp {
         let secs = match SystemTime::now().duration_since(UNIX_EPOCH) {
             Ok(d) => d.as_secs() as i64,
             Err(e) => -(e.duration().as_secs() as i64),
         };
-        Timestamp(secs)
+        Timestamp(secs.saturating_add(clock_offset()))
     }
 
     pub fn plus(self, d: Duration) -> Timestamp {
@@ -40,64 +46,34 @@ impl Timestamp {
     }
 
     /// Parses RFC 3339 as written by us, GitHub and Python's `isoformat()`:
-    /// `Z` or a numeric offset, optional fractional seconds (truncated).
+    /// `Z` or a numeric offset (normalised to UTC), optional fractional
+    /// seconds (truncated). Impossible dates (February 31) are refused.
     pub fn parse(text: &str) -> Option<Timestamp> {
-        let b = text.trim().as_bytes();
-        if b.len() < 19 || !b.is_ascii() {
-            return None;
-        }
-        let num = |range: std::ops::Range<usize>| -> Option<i64> {
-            let s = std::str::from_utf8(b.get(range)?).ok()?;
-            if s.bytes().all(|c| c.is_ascii_digit()) {
-                s.parse().ok()
-            } else {
-                None
-            }
-        };
-        if b[4] != b'-'
-            || b[7] != b'-'
-            || !matches!(b[10], b'T' | b't' | b' ')
-            || b[13] != b':'
-            || b[16] != b':'
-        {
-            return None;
-        }
-        let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
-        let (hour, minute, second) = (num(11..13)?, num(14..16)?, num(17..19)?);
-        if !(1..=12).contains(&month)
-            || !(1..=31).contains(&day)
-            || hour > 23
-            || minute > 59
-            || second > 60
-        {
-            return None;
-        }
-        let mut rest = &b[19..];
-        if let Some(frac) = rest.strip_prefix(b".") {
-            let digits = frac.iter().take_while(|c| c.is_ascii_digit()).count();
-            if digits == 0 {
-                return None;
-            }
-            rest = &frac[digits..];
-        }
-        let offset = match rest {
-            b"Z" | b"z" => 0,
-            [sign @ (b'+' | b'-'), h1, h2, b':', m1, m2] => {
-                let digit = |c: &u8| c.is_ascii_digit().then(|| (c - b'0') as i64);
-                let minutes = (digit(h1)? * 10 + digit(h2)?) * 60 + digit(m1)? * 10 + digit(m2)?;
-                if *sign == b'+' {
-                    minutes * 60
-                } else {
-                    -minutes * 60
-                }
-            }
-            _ => return None,
-        };
-        let days = days_from_civil(year, month, day);
-        Some(Timestamp(
-            days * 86_400 + hour * 3600 + minute * 60 + second - offset,
-        ))
+        let parsed = DateTime::parse_from_rfc3339(text.trim()).ok()?;
+        Some(Timestamp(parsed.timestamp()))
     }
+
+    fn to_utc(self) -> DateTime<Utc> {
+        // Only a saturated sum lies outside chrono's years; it reads as the
+        // last (or first) second chrono can write.
+        DateTime::from_timestamp(self.0, 0).unwrap_or(if self.0 < 0 {
+            DateTime::<Utc>::MIN_UTC
+        } else {
+            DateTime::<Utc>::MAX_UTC
+        })
+    }
+}
+
+/// Seconds `MAVERICK_CLOCK_OFFSET` moves the writer's clock; 0 when unset
+/// or not a whole number.
+fn clock_offset() -> i64 {
+    static OFFSET: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
+    *OFFSET.get_or_init(|| {
+        std::env::var("MAVERICK_CLOCK_OFFSET")
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    })
 }
 
 /// Waits do not pass silently: one that lasts longer than this says so on
@@ -121,16 +97,7 @@ pub fn wait_announced(pause: Duration, what_for: &str) {
 
 impl fmt::Display for Timestamp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let days = self.0.div_euclid(86_400);
-        let secs = self.0.rem_euclid(86_400);
-        let (y, m, d) = civil_from_days(days);
-        write!(
-            f,
-            "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-            secs / 3600,
-            secs / 60 % 60,
-            secs % 60
-        )
+        f.write_str(&self.to_utc().to_rfc3339_opts(SecondsFormat::Secs, true))
     }
 }
 
@@ -138,30 +105,6 @@ impl serde::Serialize for Timestamp {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)
     }
-}
-
-// Howard Hinnant's civil calendar algorithms.
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -270,6 +213,51 @@ mod tests {
         ] {
             assert_eq!(Timestamp::parse(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn refuses_impossible_dates_and_knows_leap_years() {
+        for bad in [
+            "2026-02-31T00:00:00Z",
+            "2026-02-29T00:00:00Z",
+            "1900-02-29T00:00:00Z",
+            "2026-04-31T00:00:00Z",
+            "2026-00-10T00:00:00Z",
+            "2026-04-23T24:00:00Z",
+            "2026-04-23T10:60:00Z",
+            "2026-04-23T10:15:00+24:00",
+        ] {
+            assert_eq!(Timestamp::parse(bad), None, "{bad}");
+        }
+        // Leap days of leap years, the 400-year rule included.
+        for leap in ["2024-02-29T12:00:00Z", "2000-02-29T00:00:00Z"] {
+            assert_eq!(Timestamp::parse(leap).unwrap().to_string(), leap);
+        }
+        let feb29 = Timestamp::parse("2024-02-29T00:00:00Z").unwrap();
+        assert_eq!(
+            feb29.plus(Duration::from_secs(86_400)).to_string(),
+            "2024-03-01T00:00:00Z"
+        );
+        assert_eq!(
+            Timestamp::parse("2024-03-01T00:00:00Z")
+                .unwrap()
+                .since(Timestamp::parse("2024-02-28T00:00:00Z").unwrap()),
+            Duration::from_secs(2 * 86_400)
+        );
+    }
+
+    #[test]
+    fn offsets_are_written_back_as_utc() {
+        // An offset crossing midnight and a year: written back as UTC with `Z`.
+        let t = Timestamp::parse("2027-01-01T01:30:00+02:00").unwrap();
+        assert_eq!(t.to_string(), "2026-12-31T23:30:00Z");
+        assert_eq!(Timestamp(0).to_string(), "1970-01-01T00:00:00Z");
+        assert_eq!(
+            Timestamp::parse("2026-11-30T10:15:00z")
+                .unwrap()
+                .to_string(),
+            "2026-11-30T10:15:00Z"
+        );
     }
 
     #[test]

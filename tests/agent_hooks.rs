@@ -3,14 +3,12 @@
 //! shell, the event's JSON (`fixtures/claude-hooks/`) on stdin, the real
 //! `git-maverick` on PATH, real clones of a real bare origin.
 
-mod support;
-
 use std::io::Write as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
 use serde_json::Value;
-use support::{Repo, Run, Surface, TestEnv};
+use crate::support::{Repo, Run, Surface, TestEnv};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 /// The session of the fixtures, and its instance: the first 10 hex digits

@@ -1,46 +1,32 @@
 //! Maverick's own push (`push::cas_push`), the compare-and-swap the remote
 //! enforces, against a real bare origin with the hook installed.
 //!
-//! `cas_push` runs git with this process's environment, so this file holds a
-//! single test that makes the process hermetic first.
+//! `cas_push` runs git with the environment its `Git` carries: the test
+//! passes a hermetic one explicitly and leaves its own process alone.
 
-mod support;
+use crate::support::mav::branch_record::BranchStore;
+use crate::support::mav::git::{Git, GitEnv};
+use crate::support::mav::push::{cas_push, cas_push_last_seen, PushError};
+use crate::support::TestEnv;
 
-use maverick::git::Git;
-use maverick::writer::branch_record::BranchStore;
-use maverick::writer::push::{cas_push, cas_push_last_seen, PushError};
-use support::TestEnv;
-
-const BRANCH: &str = "maverick/142-parser";
+use crate::support::STORY_BRANCH as BRANCH;
 
 #[test]
 fn cas_push_refuses_a_remote_that_moved_and_a_rewrite() {
     let env = TestEnv::new();
-    let hermetic = env.path().join("no-global-config");
-    for (key, value) in [
-        ("GIT_CONFIG_GLOBAL", hermetic.as_os_str()),
-        ("GIT_CONFIG_NOSYSTEM", "1".as_ref()),
-        ("MAVERICK_INSTANCE", "a".as_ref()),
-        ("PATH", support::path_with_bin().as_os_str()),
-    ] {
-        std::env::set_var(key, value);
-    }
-    for key in [
-        "GIT_DIR",
-        "GIT_WORK_TREE",
-        "GIT_TRACE",
-        "CLAUDE_CODE_SESSION_ID",
-        "CLAUDE_SESSION_ID",
-    ] {
-        std::env::remove_var(key);
-    }
-
-    let a = env.clone("a");
-    a.maverick(&["hook", "install"]).expect(0);
-    a.maverick(&["coord", "claim", "142", "--branch", BRANCH])
-        .expect(0);
-    a.git(&["switch", "--quiet", "-c", BRANCH]);
-    let git = Git::new(&a.dir);
+    let a = env.claimed_clone("a");
+    let home = env.path().join("cas-home");
+    std::fs::create_dir_all(&home).unwrap();
+    let git_env = GitEnv::empty()
+        .set("HOME", &home)
+        .set("GIT_CONFIG_GLOBAL", home.join("no-global-config"))
+        .set("GIT_CONFIG_NOSYSTEM", "1")
+        .set("LC_ALL", "C")
+        .set("TZ", "UTC")
+        // The pre-push hook runs `git-maverick` from PATH, as this instance.
+        .set("PATH", crate::support::path_with_bin())
+        .set("MAVERICK_INSTANCE", "a");
+    let git = Git::new(&a.dir, git_env);
     let store = BranchStore::new(&git.common_dir().unwrap());
     // The claim recorded the branch's absence on origin as last seen.
     assert_eq!(store.get(BRANCH).unwrap().unwrap().last_seen, None);
@@ -119,7 +105,7 @@ fn cas_push_refuses_a_remote_that_moved_and_a_rewrite() {
     assert!(matches!(err, PushError::Refused { .. }), "{err:?}");
     assert!(err.to_string().contains("moved on the remote"), "{err}");
     // ...until whoever owns the work decides to build on it.
-    maverick::writer::prepush::record_seen(
+    crate::support::mav::prepush::record_seen(
         &git.common_dir().unwrap(),
         BRANCH,
         Some(&intruder),

@@ -1,8 +1,6 @@
 //! What a person sees: the full `--help` tree, bad input, and `--json`.
 
-mod support;
-
-use support::{Run, Surface, TestEnv, BIN};
+use crate::support::{Run, Surface, TestEnv, BIN};
 
 // What does not depend on where state lives runs on both surfaces.
 on_both_surfaces!(
@@ -35,7 +33,7 @@ fn run_in(dir: &std::path::Path, env: &TestEnv, args: &[&str]) -> Run {
 fn help_of_every_command() {
     let env = TestEnv::new();
     let mut paths = Vec::new();
-    command_paths(&maverick::cli::command(), Vec::new(), &mut paths);
+    command_paths(&crate::support::mav::cli::command(), Vec::new(), &mut paths);
     assert!(paths.len() > 5);
     let mut screens = String::new();
     for path in &paths {
@@ -190,6 +188,49 @@ fn a_repository_without_a_remote_names_the_way_out() {
         .as_str()
         .unwrap()
         .contains("maverick.remote"));
+}
+
+#[test]
+fn a_git_older_than_a_feature_needs_is_named_with_the_version_needed() {
+    let env = TestEnv::new();
+    let a = env.clone("a");
+    // A git that says it is 2.30 and otherwise is the real one.
+    let bin = env.path().join("old-git");
+    std::fs::create_dir_all(&bin).unwrap();
+    let script = bin.join("git");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nfor arg in \"$@\"; do [ \"$arg\" = version ] && {{ echo 'git version 2.30.2'; exit 0; }}; done\nexec {} \"$@\"\n",
+            crate::support::real_git().display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut path = bin.into_os_string();
+    path.push(":");
+    path.push(crate::support::path_with_bin());
+
+    let mut cmd = a.maverick_command(&["coord", "read", "142"]);
+    cmd.env("PATH", &path);
+    let run = Run::from_output(&["coord", "read", "142"], cmd.output().unwrap());
+    run.expect(1);
+    assert!(
+        run.stderr.contains(
+            "error: git 2.31.0 or newer is needed for `git rev-parse --path-format`; this is git 2.30.2"
+        ),
+        "{}",
+        run.screen()
+    );
+    assert!(
+        run.stderr.contains("hint: install git 2.31.0 or newer"),
+        "{}",
+        run.screen()
+    );
+
+    // The same clone with the real git works.
+    a.maverick(&["coord", "read", "142"]).expect(0);
 }
 
 #[test]

@@ -2,12 +2,10 @@
 //! bare origin, on both surfaces: every test runs on the git surface and on
 //! the github surface (a fake GitHub server), as `name::git` and `name::github`.
 
-mod support;
-
 use std::process::Child;
 use std::time::{Duration, Instant};
 
-use support::{Run, Surface, TestEnv};
+use crate::support::{Run, Surface, TestEnv};
 
 on_both_surfaces!(
     read_of_an_unclaimed_issue_is_free,
@@ -36,7 +34,7 @@ fn wait_all(children: Vec<(String, Child)>) -> Vec<(String, Run)> {
 
 /// Polls `coord read` until it exits `code`, within a bounded time.
 #[track_caller]
-fn wait_for_read_exit(repo: &support::Repo<'_>, issue: &str, code: i32) {
+fn wait_for_read_exit(repo: &crate::support::Repo<'_>, issue: &str, code: i32) {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let run = repo.maverick(&["coord", "read", issue]);
@@ -148,9 +146,10 @@ fn stale_lease_reads_5_refuses_a_claim_and_is_taken_over(surface: Surface) {
     let alice = env.clone("alice");
     let bob = env.clone("bob");
     alice
-        .maverick(&["coord", "claim", "142", "--lease-ttl", "1s"])
+        .maverick(&["coord", "claim", "142", "--lease-ttl", "60s"])
         .expect(0);
-    wait_for_read_exit(&bob, "142", 5);
+    bob.maverick(&["coord", "read", "142"]).expect(4);
+    env.advance_clock(61);
     let stale = bob.maverick(&["coord", "read", "142", "--json"]);
     stale.expect(5);
     assert_eq!(stale.json()["decision"], "stale");
@@ -198,9 +197,12 @@ fn heartbeat_pushes_the_lease_forward_in_place(surface: Surface) {
     let env = TestEnv::with_surface(surface);
     let alice = env.clone("alice");
     alice
-        .maverick(&["coord", "claim", "142", "--lease-ttl", "2s"])
+        .maverick(&["coord", "claim", "142", "--lease-ttl", "60s"])
         .expect(0);
-    wait_for_read_exit(&env.clone("watcher"), "142", 5);
+    env.advance_clock(61);
+    env.clone("watcher")
+        .maverick(&["coord", "read", "142"])
+        .expect(5);
     let hb = alice.maverick(&["coord", "heartbeat", "142", "--lease-ttl", "10m", "--json"]);
     hb.expect(0);
     assert_eq!(hb.json()["result"], "renewed");
@@ -314,7 +316,7 @@ fn a_claim_taken_over_before_its_settle_exits_6(surface: Surface) {
             "claim",
             "142",
             "--lease-ttl",
-            "1s",
+            "60s",
             "--settle-delay",
             "8s",
             "--json",
@@ -324,7 +326,10 @@ fn a_claim_taken_over_before_its_settle_exits_6(surface: Surface) {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    wait_for_read_exit(&bob, "142", 5);
+    // Alice's lease runs out while she waits to re-read.
+    wait_for_read_exit(&bob, "142", 4);
+    env.advance_clock(61);
+    bob.maverick(&["coord", "read", "142"]).expect(5);
     bob.maverick(&["coord", "takeover", "142"]).expect(0);
     let lost = Run::from_output(&["coord", "claim"], slow.wait_with_output().unwrap());
     lost.expect(6);

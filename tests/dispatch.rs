@@ -1,20 +1,16 @@
 //! `git maverick dispatch` end to end: the real binary, real clones of a real
 //! bare origin.
 //!
-//! Every test body takes the surface from the harness (`on_surfaces!`) and
-//! touches it only through the binary and `SurfaceSetup`, so it runs on each
+//! Every test body takes the surface from the harness (`on_both_surfaces!`) and
+//! touches it only through the binary and `TestEnv`, so it runs on each
 //! surface the harness knows.
-
-mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::{Child, Stdio};
-use std::time::{Duration, Instant};
 
-use maverick::durable::markers::{parse_markers, Marker, MarkerKind};
+use crate::support::mav::markers::{parse_markers, Marker, MarkerKind};
+use crate::support::{Repo, Run, Surface, TestEnv};
 use serde_json::Value;
-use support::surfaces::SurfaceSetup;
-use support::{Repo, Run};
 
 /// One issue as the surface shows it.
 struct Stored {
@@ -67,27 +63,27 @@ impl Stored {
 }
 
 /// An open issue with these labels.
-fn issue(s: &dyn SurfaceSetup, repo: &Repo<'_>, number: u64, labels: &[&str]) {
+fn issue(repo: &Repo<'_>, number: u64, labels: &[&str]) {
     let n = number.to_string();
     let mut args = vec!["coord", "label", "add", n.as_str()];
     args.extend(labels);
-    s.maverick(repo, &args).expect(0);
+    repo.maverick(&args).expect(0);
 }
 
 /// An open pull request labelled `agent-pr`. (On the git surface, which has
 /// no pull requests, any number carrying the label stands for one.)
-fn agent_pull(s: &dyn SurfaceSetup, repo: &Repo<'_>, number: u64) {
+fn agent_pull(s: &TestEnv, repo: &Repo<'_>, number: u64) {
     s.open_pull(repo, number, &["agent-pr"]);
 }
 
 /// Closes an issue or pull request (on the git surface: the `closed` label).
-fn close(s: &dyn SurfaceSetup, repo: &Repo<'_>, number: u64) {
+fn close(s: &TestEnv, repo: &Repo<'_>, number: u64) {
     s.close(repo, number);
 }
 
 /// The labels (as `coord read` reports them) and comments of an issue.
-fn read_issue(s: &dyn SurfaceSetup, repo: &Repo<'_>, number: u64) -> Stored {
-    let read = s.maverick(repo, &["coord", "read", &number.to_string(), "--json"]);
+fn read_issue(s: &TestEnv, repo: &Repo<'_>, number: u64) -> Stored {
+    let read = repo.maverick(&["coord", "read", &number.to_string(), "--json"]);
     let labels = read.json()["labels"]
         .as_array()
         .unwrap()
@@ -101,11 +97,7 @@ fn read_issue(s: &dyn SurfaceSetup, repo: &Repo<'_>, number: u64) -> Stored {
 }
 
 /// Everything the surface holds about these issues: changes with any write.
-fn fingerprint(
-    s: &dyn SurfaceSetup,
-    repo: &Repo<'_>,
-    numbers: &[u64],
-) -> Vec<(Vec<String>, Vec<String>)> {
+fn fingerprint(s: &TestEnv, repo: &Repo<'_>, numbers: &[u64]) -> Vec<(Vec<String>, Vec<String>)> {
     numbers
         .iter()
         .map(|n| {
@@ -115,7 +107,7 @@ fn fingerprint(
         .collect()
 }
 
-on_surfaces!(
+on_both_surfaces!(
     dispatch_claims_the_lowest_eligible_issue,
     exit_9_when_every_slot_is_busy,
     dry_run_writes_nothing,
@@ -131,8 +123,8 @@ on_surfaces!(
     six_dispatchers_three_slots_twenty_rounds,
 );
 
-fn spawn_dispatch(s: &dyn SurfaceSetup, repo: &Repo<'_>, args: &[&str]) -> Child {
-    s.command(repo, args)
+fn spawn_dispatch(repo: &Repo<'_>, args: &[&str]) -> Child {
+    repo.command(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -140,10 +132,10 @@ fn spawn_dispatch(s: &dyn SurfaceSetup, repo: &Repo<'_>, args: &[&str]) -> Child
 }
 
 /// Runs `dispatch ARGS` in every repo at once.
-fn race(s: &dyn SurfaceSetup, repos: &[Repo<'_>], args: &[&str]) -> Vec<(String, Run)> {
+fn race(repos: &[Repo<'_>], args: &[&str]) -> Vec<(String, Run)> {
     let children: Vec<(String, Child)> = repos
         .iter()
-        .map(|r| (r.instance.clone(), spawn_dispatch(s, r, args)))
+        .map(|r| (r.instance.clone(), spawn_dispatch(r, args)))
         .collect();
     children
         .into_iter()
@@ -154,40 +146,30 @@ fn race(s: &dyn SurfaceSetup, repos: &[Repo<'_>], args: &[&str]) -> Vec<(String,
         .collect()
 }
 
-/// Polls `dispatch --dry-run ARGS` until `done` says yes, within a bounded time.
+/// `dispatch --dry-run --json ARGS`, which must say something was cleared.
 #[track_caller]
-fn wait_for_dry_run(
-    s: &dyn SurfaceSetup,
-    repo: &Repo<'_>,
-    args: &[&str],
-    done: impl Fn(&Value) -> bool,
-) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(20);
+fn dry_run_clearing(repo: &Repo<'_>, args: &[&str]) -> Value {
     let mut full = vec!["dispatch", "--dry-run", "--json"];
     full.extend(args);
-    loop {
-        let run = s.maverick(repo, &full);
-        let json = run.json();
-        if done(&json) {
-            return json;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the dry run never got there: {}",
-            run.screen()
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    let run = repo.maverick(&full);
+    let json = run.json();
+    assert!(
+        json["cleared"].as_array().is_some_and(|c| !c.is_empty()),
+        "the dry run clears nothing: {}",
+        run.screen()
+    );
+    json
 }
 
-fn dispatch_claims_the_lowest_eligible_issue(s: &dyn SurfaceSetup) {
+fn dispatch_claims_the_lowest_eligible_issue(surface: Surface) {
+    let s = &TestEnv::with_surface(surface);
     let alice = s.clone("alice");
-    issue(s, &alice, 3, &["agent-ready"]);
-    issue(s, &alice, 5, &["agent-ready"]);
-    issue(s, &alice, 2, &["agent-ready", "blocked-by:#1"]);
-    issue(s, &alice, 1, &["agent-ready", "claude-in-progress"]);
-    issue(s, &alice, 4, &["bug"]);
-    let run = s.maverick(&alice, &["dispatch", "--json"]);
+    issue(&alice, 3, &["agent-ready"]);
+    issue(&alice, 5, &["agent-ready"]);
+    issue(&alice, 2, &["agent-ready", "blocked-by:#1"]);
+    issue(&alice, 1, &["agent-ready", "claude-in-progress"]);
+    issue(&alice, 4, &["bug"]);
+    let run = alice.maverick(&["dispatch", "--json"]);
     run.expect(0);
     let json = run.json();
     assert_eq!(json["result"], "dispatched");
@@ -203,7 +185,7 @@ fn dispatch_claims_the_lowest_eligible_issue(s: &dyn SurfaceSetup) {
     assert!(claim.str_field("claimed_at").is_some());
     assert_eq!(claim.marker_id(), json["marker_id"].as_str());
 
-    let run = s.maverick(&alice, &["dispatch"]);
+    let run = alice.maverick(&["dispatch"]);
     run.expect(0);
     assert!(
         run.stdout
@@ -213,25 +195,23 @@ fn dispatch_claims_the_lowest_eligible_issue(s: &dyn SurfaceSetup) {
     );
     assert!(!run.stdout.contains(&format!("comment {comment_id})")));
     // A frontier label of one's own.
-    issue(s, &alice, 9, &["ready-for-bots"]);
-    let run = s.maverick(
-        &alice,
-        &["dispatch", "--frontier-label", "ready-for-bots", "--json"],
-    );
+    issue(&alice, 9, &["ready-for-bots"]);
+    let run = alice.maverick(&["dispatch", "--frontier-label", "ready-for-bots", "--json"]);
     run.expect(0);
     assert_eq!(run.json()["issue"], 9);
     assert_eq!(run.json()["view"]["frontier_label"], "ready-for-bots");
 }
 
-fn exit_9_when_every_slot_is_busy(s: &dyn SurfaceSetup) {
+fn exit_9_when_every_slot_is_busy(surface: Surface) {
+    let s = &TestEnv::with_surface(surface);
     let alice = s.clone("alice");
     for n in 1..=4 {
-        issue(s, &alice, n, &["agent-ready"]);
+        issue(&alice, n, &["agent-ready"]);
     }
     agent_pull(s, &alice, 20);
-    s.maverick(&alice, &["dispatch", "--slots", "2"]).expect(0);
+    alice.maverick(&["dispatch", "--slots", "2"]).expect(0);
     let before = fingerprint(s, &alice, &[1, 2, 3, 4, 20]);
-    let full = s.maverick(&alice, &["dispatch", "--slots", "2", "--json"]);
+    let full = alice.maverick(&["dispatch", "--slots", "2", "--json"]);
     full.expect(9);
     let json = full.json();
     assert_eq!(json["result"], "no_slot");
@@ -246,20 +226,20 @@ fn exit_9_when_every_slot_is_busy(s: &dyn SurfaceSetup) {
         before,
         "a refused dispatch wrote"
     );
-    let screen = s.maverick(&alice, &["dispatch", "--slots", "2"]);
+    let screen = alice.maverick(&["dispatch", "--slots", "2"]);
     screen.expect(9);
     assert!(screen.stdout.starts_with("no free slot: 2 of 2 busy\n  slot 1: pull request #20\n  slot 2: #1 claimed by alice since "), "{}", screen.stdout);
     assert!(screen.stderr.contains("hint:"), "{}", screen.stderr);
     // The config key serves as well as the flag.
     alice.git(&["config", "maverick.dispatchSlots", "2"]);
-    s.maverick(&alice, &["dispatch"]).expect(9);
+    alice.maverick(&["dispatch"]).expect(9);
     alice.git(&["config", "maverick.dispatchSlots", "3"]);
-    s.maverick(&alice, &["dispatch"]).expect(0);
-    s.maverick(&alice, &["dispatch"]).expect(9);
+    alice.maverick(&["dispatch"]).expect(0);
+    alice.maverick(&["dispatch"]).expect(9);
     // An issue labelled agent-wip by hand holds a slot too.
-    issue(s, &alice, 30, &["agent-wip"]);
-    let json = s
-        .maverick(&alice, &["dispatch", "--slots", "4", "--json"])
+    issue(&alice, 30, &["agent-wip"]);
+    let json = alice
+        .maverick(&["dispatch", "--slots", "4", "--json"])
         .json();
     assert_eq!(json["exit_code"], 9);
     assert!(json["view"]["holders"]
@@ -269,13 +249,14 @@ fn exit_9_when_every_slot_is_busy(s: &dyn SurfaceSetup) {
         .any(|h| h["kind"] == "labelled" && h["number"] == 30));
 }
 
-fn dry_run_writes_nothing(s: &dyn SurfaceSetup) {
+fn dry_run_writes_nothing(surface: Surface) {
+    let s = &TestEnv::with_surface(surface);
     let alice = s.clone("alice");
-    issue(s, &alice, 7, &["agent-ready"]);
-    issue(s, &alice, 8, &["agent-ready"]);
-    s.maverick(&alice, &["dispatch"]).expect(0);
+    issue(&alice, 7, &["agent-ready"]);
+    issue(&alice, 8, &["agent-ready"]);
+    alice.maverick(&["dispatch"]).expect(0);
     let before = fingerprint(s, &alice, &[7, 8]);
-    let run = s.maverick(&alice, &["dispatch", "--dry-run", "--json"]);
+    let run = alice.maverick(&["dispatch", "--dry-run", "--json"]);
     run.expect(0);
     let json = run.json();
     assert_eq!(json["result"], "would_dispatch");
@@ -283,30 +264,31 @@ fn dry_run_writes_nothing(s: &dyn SurfaceSetup) {
     assert_eq!(json["slot"], 2);
     assert_eq!(json["comment_id"], Value::Null);
     assert_eq!(json["dry_run"], true);
-    let text = s.maverick(&alice, &["dispatch", "--dry-run"]);
+    let text = alice.maverick(&["dispatch", "--dry-run"]);
     text.expect(0);
     assert_eq!(
         text.stdout,
         "would dispatch #8 (slot 2 of 3); nothing written\n"
     );
-    s.maverick(&alice, &["dispatch", "--dry-run", "--slots", "1"])
+    alice
+        .maverick(&["dispatch", "--dry-run", "--slots", "1"])
         .expect(9);
     // Even a stale claim is only reported.
-    let json = wait_for_dry_run(s, &alice, &["--dispatch-stale", "1s"], |j| {
-        j["cleared"].as_array().is_some_and(|c| !c.is_empty())
-    });
+    s.advance_clock(601);
+    let json = dry_run_clearing(&alice, &["--dispatch-stale", "10m"]);
     assert_eq!(json["cleared"][0]["issue"], 7);
     assert_eq!(json["cleared"][0]["state"], "stale");
     assert_eq!(fingerprint(s, &alice, &[7, 8]), before, "a dry run wrote");
     assert!(read_issue(s, &alice, 7).has_label("agent-wip"));
 }
 
-fn nothing_eligible_exits_3(s: &dyn SurfaceSetup) {
+fn nothing_eligible_exits_3(surface: Surface) {
+    let s = &TestEnv::with_surface(surface);
     let alice = s.clone("alice");
-    issue(s, &alice, 1, &["agent-ready"]);
-    issue(s, &alice, 2, &["agent-ready", "blocked-by:#1"]);
-    s.maverick(&alice, &["dispatch"]).expect(0);
-    let run = s.maverick(&alice, &["dispatch", "--json"]);
+    issue(&alice, 1, &["agent-ready"]);
+    issue(&alice, 2, &["agent-ready", "blocked-by:#1"]);
+    alice.maverick(&["dispatch"]).expect(0);
+    let run = alice.maverick(&["dispatch", "--json"]);
     run.expect(3);
     let json = run.json();
     assert_eq!(json["result"], "idle");
@@ -314,26 +296,25 @@ fn nothing_eligible_exits_3(s: &dyn SurfaceSetup) {
     assert_eq!(frontier[0]["skip"], "claimed");
     assert_eq!(frontier[1]["skip"], "blocked");
     // An empty frontier has nothing to dispatch either.
-    s.maverick(
-        &alice,
-        &["dispatch", "--frontier-label", "nobody-uses-this"],
-    )
-    .expect(3);
+    alice
+        .maverick(&["dispatch", "--frontier-label", "nobody-uses-this"])
+        .expect(3);
 }
 
 /// ADR ledger case 1: two dispatches race for the last free slot; one gets
 /// it, the other finds no slot (after withdrawing, where the surface let its
 /// claim through).
-fn ledger_two_dispatches_into_the_window_one_wins(s: &dyn SurfaceSetup) {
+fn ledger_two_dispatches_into_the_window_one_wins(surface: Surface) {
+    let s = &TestEnv::with_surface(surface);
     let alice = s.clone("alice");
     let racers = [s.clone("racer-a"), s.clone("racer-b")];
     for n in 1..=6 {
-        issue(s, &alice, n, &["agent-ready"]);
+        issue(&alice, n, &["agent-ready"]);
     }
     agent_pull(s, &alice, 40);
     agent_pull(s, &alice, 41);
     for round in 0..4 {
-        let results = race(s, &racers, &["dispatch", "--json"]);
+        let results = race(&racers, &["dispatch", "--json"]);
         let winners: Vec<Value> = results
             .iter()
             .map(|(_, r)| r.json())
@@ -349,7 +330,7 @@ fn ledger_two_dispatches_into_the_window_one_wins(s: &dyn SurfaceSetup) {
         }
         let issue = winners[0]["issue"].as_u64().unwrap();
         assert_eq!(winners[0]["slot"], 3);
-        let status = s.maverick(&alice, &["dispatch", "status", "--json"]).json();
+        let status = alice.maverick(&["dispatch", "status", "--json"]).json();
         assert_eq!(status["busy"], 3);
         let holding: Vec<&Value> = status["claims"]
             .as_array()
@@ -368,19 +349,21 @@ fn ledger_two_dispatches_into_the_window_one_wins(s: &dyn SurfaceSetup) {
                 "round {round} #{n}"
             );
         }
-        s.maverick(&alice, &["dispatch", "release", &issue.to_string()])
+        alice
+            .maverick(&["dispatch", "release", &issue.to_string()])
             .expect(0);
     }
 }
 
 /// ADR ledger case 2: two dispatchers pick the same (only) issue at once; one
 /// wins, and the agent-wip label stays with the winner.
-fn ledger_the_same_issue_picked_twice_in_parallel_one_wins(s: &dyn SurfaceSetup) {
+fn ledger_the_same_issue_picked_twice_in_parallel_one_wins(surface: Surface) {
+    let s = &TestEnv::with_surface(surface);
     let alice = s.clone("alice");
     let racers = [s.clone("racer-a"), s.clone("racer-b")];
-    issue(s, &alice, 12, &["agent-ready"]);
+    issue(&alice, 12, &["agent-ready"]);
     for round in 0..4 {
-        let results = race(s, &racers, &["dispatch", "--json"]);
+        let results = race(&racers, &["dispatch", "--json"]);
         let codes: Vec<i32> = results.iter().map(|(_, r)| r.code).collect();
         let mut sorted = codes.clone();
         sorted.sort_unstable();
@@ -395,24 +378,24 @@ fn ledger_the_same_issue_picked_twice_in_parallel_one_wins(s: &dyn SurfaceSetup)
         );
         let live = stored.live_claims();
         assert_eq!(live, [json["marker_id"].as_str().unwrap()], "round {round}");
-        let status = s.maverick(&alice, &["dispatch", "status", "--json"]).json();
+        let status = alice.maverick(&["dispatch", "status", "--json"]).json();
         assert_eq!(status["holders"][0]["instance_id"], winner.as_str());
         assert_eq!(status["busy"], 1);
-        s.maverick(&alice, &["dispatch", "release", "12"]).expect(0);
+        alice.maverick(&["dispatch", "release", "12"]).expect(0);
         assert!(!read_issue(s, &alice, 12).has_label("agent-wip"));
     }
 }
 
 /// Leaves the state a dispatcher that crashed between its claim comment and
 /// its label leaves: dispatch, then take the label off.
-fn orphan_claim(s: &dyn SurfaceSetup, repo: &Repo<'_>, args: &[&str]) -> Value {
+fn orphan_claim(s: &TestEnv, repo: &Repo<'_>, args: &[&str]) -> Value {
     let mut full = vec!["dispatch", "--json"];
     full.extend(args);
-    let run = s.maverick(repo, &full);
+    let run = repo.maverick(&full);
     run.expect(0);
     let json = run.json();
     let issue = json["issue"].as_u64().unwrap().to_string();
-    s.maverick(repo, &["coord", "label", "remove", &issue, "agent-wip"])
+    repo.maverick(&["coord", "label", "remove", &issue, "agent-wip"])
         .expect(0);
     assert!(!read_issue(s, repo, json["issue"].as_u64().unwrap()).has_label("agent-wip"));
     json
@@ -420,26 +403,30 @@ fn orphan_claim(s: &dyn SurfaceSetup, repo: &Repo<'_>, args: &[&str]) -> Value {
 
 /// ADR ledger case 3: an orphan claim comment without its label is busy while
 /// fresh and cleared once stale.
-fn ledger_an_orphan_claim_is_busy_while_fresh_and_cleared_when_stale(s: &dyn SurfaceSetup) {
+fn ledger_an_orphan_claim_is_busy_while_fresh_and_cleared_when_stale(surface: Surface) {
+    let s = &TestEnv::with_surface(surface);
     let alice = s.clone("alice");
     let bob = s.clone("bob");
-    issue(s, &alice, 1, &["agent-ready"]);
-    issue(s, &alice, 2, &["agent-ready"]);
+    issue(&alice, 1, &["agent-ready"]);
+    issue(&alice, 2, &["agent-ready"]);
     let orphan = orphan_claim(s, &alice, &["--slots", "1"]);
     assert_eq!(orphan["issue"], 1);
     // Fresh: it holds the only slot.
-    let run = s.maverick(&bob, &["dispatch", "--slots", "1", "--json"]);
+    let run = bob.maverick(&["dispatch", "--slots", "1", "--json"]);
     run.expect(9);
     let holder = &run.json()["view"]["holders"][0];
     assert_eq!(holder["kind"], "claim");
     assert_eq!(holder["number"], 1);
     assert_eq!(holder["instance_id"], "alice");
     // Stale: the next dispatch clears it, with a comment, and takes the slot.
-    let stale = ["--slots", "1", "--dispatch-stale", "2s"];
-    wait_for_dry_run(s, &bob, &stale, |j| j["exit_code"] == 0);
+    let stale = ["--slots", "1", "--dispatch-stale", "10m"];
+    s.advance_clock(601);
+    let mut dry = vec!["dispatch", "--dry-run", "--json"];
+    dry.extend(stale);
+    bob.maverick(&dry).expect(0);
     let mut args = vec!["dispatch", "--json"];
     args.extend(stale);
-    let run = s.maverick(&bob, &args);
+    let run = bob.maverick(&args);
     run.expect(0);
     let json = run.json();
     assert_eq!(json["cleared"][0]["marker_id"], orphan["marker_id"]);
@@ -459,7 +446,7 @@ fn ledger_an_orphan_claim_is_busy_while_fresh_and_cleared_when_stale(s: &dyn Sur
         "{clear}"
     );
     assert!(
-        clear.contains("with no open agent PR (dispatchStale is 2s)"),
+        clear.contains("with no open agent PR (dispatchStale is 10m)"),
         "{clear}"
     );
     assert_eq!(stored.live_claims(), [json["marker_id"].as_str().unwrap()]);
@@ -467,19 +454,20 @@ fn ledger_an_orphan_claim_is_busy_while_fresh_and_cleared_when_stale(s: &dyn Sur
 
 /// A dispatcher that died between comment and label: its fresh claim still
 /// takes a slot and keeps its issue from being dispatched again.
-fn a_crash_between_comment_and_label_holds_the_slot_and_the_issue(s: &dyn SurfaceSetup) {
+fn a_crash_between_comment_and_label_holds_the_slot_and_the_issue(surface: Surface) {
+    let s = &TestEnv::with_surface(surface);
     let alice = s.clone("alice");
     let bob = s.clone("bob");
-    issue(s, &alice, 1, &["agent-ready"]);
-    issue(s, &alice, 2, &["agent-ready"]);
-    issue(s, &alice, 3, &["agent-ready"]);
+    issue(&alice, 1, &["agent-ready"]);
+    issue(&alice, 2, &["agent-ready"]);
+    issue(&alice, 3, &["agent-ready"]);
     orphan_claim(s, &alice, &[]);
-    let status = s.maverick(&bob, &["dispatch", "status", "--json"]).json();
+    let status = bob.maverick(&["dispatch", "status", "--json"]).json();
     assert_eq!(status["busy"], 1);
     assert_eq!(status["claims"][0]["labelled"], false);
     assert_eq!(status["claims"][0]["state"], "holds");
     assert_eq!(status["frontier"][0]["skip"], "claimed");
-    let run = s.maverick(&bob, &["dispatch", "--json"]);
+    let run = bob.maverick(&["dispatch", "--json"]);
     run.expect(0);
     assert_eq!(
         run.json()["issue"],
@@ -488,35 +476,32 @@ fn a_crash_between_comment_and_label_holds_the_slot_and_the_issue(s: &dyn Surfac
     );
     assert_eq!(run.json()["slot"], 2);
     // Two slots are held (the orphan and bob's), so with two slots none is free.
-    s.maverick(&bob, &["dispatch", "--slots", "2"]).expect(9);
+    bob.maverick(&["dispatch", "--slots", "2"]).expect(9);
     // The orphan is released like any claim.
-    s.maverick(&alice, &["dispatch", "release", "1"]).expect(0);
+    alice.maverick(&["dispatch", "release", "1"]).expect(0);
     assert!(read_issue(s, &alice, 1).live_claims().is_empty());
-    s.maverick(&bob, &["dispatch", "--slots", "2"]).expect(0);
+    bob.maverick(&["dispatch", "--slots", "2"]).expect(0);
 }
 
-fn a_stale_claim_is_cleared_with_a_comment(s: &dyn SurfaceSetup) {
+fn a_stale_claim_is_cleared_with_a_comment(surface: Surface) {
+    let s = &TestEnv::with_surface(surface);
     let alice = s.clone("alice");
     let bob = s.clone("bob");
-    issue(s, &alice, 4, &["agent-ready"]);
-    issue(s, &alice, 5, &["agent-ready"]);
-    let first = s.maverick(&alice, &["dispatch", "--json"]).json();
+    issue(&alice, 4, &["agent-ready"]);
+    issue(&alice, 5, &["agent-ready"]);
+    let first = alice.maverick(&["dispatch", "--json"]).json();
     assert_eq!(first["issue"], 4);
     // Not stale yet at the default 4h.
-    let json = s
-        .maverick(&bob, &["dispatch", "--dry-run", "--json"])
-        .json();
+    let json = bob.maverick(&["dispatch", "--dry-run", "--json"]).json();
     assert_eq!(json["cleared"], serde_json::json!([]));
-    let stale = ["--dispatch-stale", "2s"];
-    let dry = wait_for_dry_run(s, &bob, &stale, |j| {
-        j["cleared"].as_array().is_some_and(|c| !c.is_empty())
-    });
+    s.advance_clock(601);
+    let dry = dry_run_clearing(&bob, &["--dispatch-stale", "10m"]);
     assert_eq!(
         dry["issue"], 4,
         "the stale claim's issue is next once cleared"
     );
-    let status = s
-        .maverick(&bob, &["dispatch", "status", "--dispatch-stale", "2s"])
+    let status = bob
+        .maverick(&["dispatch", "status", "--dispatch-stale", "10m"])
         .expect(0)
         .stdout
         .clone();
@@ -525,7 +510,7 @@ fn a_stale_claim_is_cleared_with_a_comment(s: &dyn SurfaceSetup) {
         "{status}"
     );
     assert!(status.contains("the next dispatch clears it"), "{status}");
-    let run = s.maverick(&bob, &["dispatch", "--dispatch-stale", "2s"]);
+    let run = bob.maverick(&["dispatch", "--dispatch-stale", "10m"]);
     run.expect(0);
     assert!(
         run.stdout
@@ -550,17 +535,15 @@ fn a_stale_claim_is_cleared_with_a_comment(s: &dyn SurfaceSetup) {
     );
 }
 
-fn release_on_pr_open_passes_the_slot_to_the_pr(s: &dyn SurfaceSetup) {
+fn release_on_pr_open_passes_the_slot_to_the_pr(surface: Surface) {
+    let s = &TestEnv::with_surface(surface);
     let alice = s.clone("alice");
     let agent = s.clone("agent");
-    issue(s, &alice, 1, &["agent-ready"]);
-    issue(s, &alice, 2, &["agent-ready"]);
-    s.maverick(&alice, &["dispatch", "--slots", "1"]).expect(0);
+    issue(&alice, 1, &["agent-ready"]);
+    issue(&alice, 2, &["agent-ready"]);
+    alice.maverick(&["dispatch", "--slots", "1"]).expect(0);
     // The agent that worked the cycle opens draft PR #30 and releases.
-    let run = s.maverick(
-        &agent,
-        &["dispatch", "release", "1", "--pr", "30", "--json"],
-    );
+    let run = agent.maverick(&["dispatch", "release", "1", "--pr", "30", "--json"]);
     run.expect(0);
     let json = run.json();
     assert_eq!(json["pr"], 30);
@@ -573,43 +556,41 @@ fn release_on_pr_open_passes_the_slot_to_the_pr(s: &dyn SurfaceSetup) {
     assert_eq!(release.u64_field("pr"), Some(30));
     assert!(read_issue(s, &alice, 30).has_label("agent-pr"));
     // The PR holds the slot now, and its issue is not dispatched again.
-    let full = s.maverick(&alice, &["dispatch", "--slots", "1", "--json"]);
+    let full = alice.maverick(&["dispatch", "--slots", "1", "--json"]);
     full.expect(9);
     assert_eq!(full.json()["view"]["holders"][0]["kind"], "pull_request");
     assert_eq!(full.json()["view"]["holders"][0]["number"], 30);
-    let next = s.maverick(&alice, &["dispatch", "--slots", "2", "--json"]);
+    let next = alice.maverick(&["dispatch", "--slots", "2", "--json"]);
     next.expect(0);
     assert_eq!(next.json()["issue"], 2);
     assert_eq!(next.json()["view"]["frontier"][0]["skip"], "pull_open");
     // Closing the PR frees its slot.
     close(s, &alice, 30);
-    s.maverick(&alice, &["dispatch", "--slots", "2", "--dry-run"])
+    alice
+        .maverick(&["dispatch", "--slots", "2", "--dry-run"])
         .expect(0);
     // Releasing twice does no harm; a PR cannot be its own issue.
-    s.maverick(&agent, &["dispatch", "release", "2"]).expect(0);
-    let again = s.maverick(&agent, &["dispatch", "release", "2"]);
+    agent.maverick(&["dispatch", "release", "2"]).expect(0);
+    let again = agent.maverick(&["dispatch", "release", "2"]);
     again.expect(0);
     assert_eq!(
         again.stdout,
         "#2: nothing to release (no dispatch claim, no agent-wip)\n"
     );
-    s.maverick(&agent, &["dispatch", "release", "2", "--pr", "2"])
+    agent
+        .maverick(&["dispatch", "release", "2", "--pr", "2"])
         .expect(2);
-    s.maverick(
-        &agent,
-        &["dispatch", "release", "2", "--pr", "3", "--give-up", "x"],
-    )
-    .expect(2);
+    agent
+        .maverick(&["dispatch", "release", "2", "--pr", "3", "--give-up", "x"])
+        .expect(2);
 }
 
-fn release_on_give_up_relabels_the_issue(s: &dyn SurfaceSetup) {
+fn release_on_give_up_relabels_the_issue(surface: Surface) {
+    let s = &TestEnv::with_surface(surface);
     let alice = s.clone("alice");
-    issue(s, &alice, 6, &["agent-ready", "bug"]);
-    s.maverick(&alice, &["dispatch"]).expect(0);
-    let run = s.maverick(
-        &alice,
-        &["dispatch", "release", "6", "--give-up", "needs-human"],
-    );
+    issue(&alice, 6, &["agent-ready", "bug"]);
+    alice.maverick(&["dispatch"]).expect(0);
+    let run = alice.maverick(&["dispatch", "release", "6", "--give-up", "needs-human"]);
     run.expect(0);
     assert_eq!(run.stdout, "released #6: gave up, labelled needs-human\n");
     let stored = read_issue(s, &alice, 6);
@@ -623,18 +604,19 @@ fn release_on_give_up_relabels_the_issue(s: &dyn SurfaceSetup) {
             .str_field("give_up"),
         Some("needs-human")
     );
-    s.maverick(&alice, &["dispatch"]).expect(3);
+    alice.maverick(&["dispatch"]).expect(3);
 }
 
-fn status_shows_holders_since_when_and_what_is_stale(s: &dyn SurfaceSetup) {
+fn status_shows_holders_since_when_and_what_is_stale(surface: Surface) {
+    let s = &TestEnv::with_surface(surface);
     let alice = s.clone("alice");
     let bob = s.clone("bob");
-    issue(s, &alice, 1, &["agent-ready"]);
-    issue(s, &alice, 2, &["agent-ready"]);
-    issue(s, &alice, 3, &["agent-ready", "blocked-by:#1"]);
+    issue(&alice, 1, &["agent-ready"]);
+    issue(&alice, 2, &["agent-ready"]);
+    issue(&alice, 3, &["agent-ready", "blocked-by:#1"]);
     agent_pull(s, &alice, 50);
     let before = fingerprint(s, &alice, &[1, 2, 3, 50]);
-    let empty = s.maverick(&bob, &["dispatch", "status"]);
+    let empty = bob.maverick(&["dispatch", "status"]);
     empty.expect(0);
     assert_eq!(
         empty.stdout,
@@ -645,8 +627,8 @@ fn status_shows_holders_since_when_and_what_is_stale(s: &dyn SurfaceSetup) {
         before,
         "status wrote"
     );
-    s.maverick(&alice, &["dispatch"]).expect(0);
-    let json = s.maverick(&bob, &["dispatch", "status", "--json"]).json();
+    alice.maverick(&["dispatch"]).expect(0);
+    let json = bob.maverick(&["dispatch", "status", "--json"]).json();
     assert_eq!(json["slots"], 3);
     assert_eq!(json["busy"], 2);
     assert_eq!(json["free"], 1);
@@ -655,20 +637,16 @@ fn status_shows_holders_since_when_and_what_is_stale(s: &dyn SurfaceSetup) {
     assert_eq!(json["holders"][1]["instance_id"], "alice");
     assert!(json["holders"][1]["since"].as_str().unwrap().ends_with('Z'));
     assert_eq!(json["frontier"][2]["skip"], "blocked");
-    let text = s.maverick(&bob, &["dispatch", "status"]).stdout.clone();
+    let text = bob.maverick(&["dispatch", "status"]).stdout.clone();
     assert!(
         text.contains("  slot 2: #1 claimed by alice since "),
         "{text}"
     );
     assert!(text.ends_with("next: #2\n"), "{text}");
-    let json = wait_for_dry_run(s, &bob, &["--dispatch-stale", "1s"], |j| {
-        j["cleared"].as_array().is_some_and(|c| !c.is_empty())
-    });
+    s.advance_clock(601);
+    let json = dry_run_clearing(&bob, &["--dispatch-stale", "10m"]);
     assert_eq!(json["cleared"][0]["issue"], 1);
-    let stale = s.maverick(
-        &bob,
-        &["dispatch", "status", "--dispatch-stale", "1s", "--json"],
-    );
+    let stale = bob.maverick(&["dispatch", "status", "--dispatch-stale", "10m", "--json"]);
     let json = stale.json();
     assert_eq!(json["busy"], 1);
     assert_eq!(json["claims"][0]["state"], "stale");
@@ -678,17 +656,18 @@ fn status_shows_holders_since_when_and_what_is_stale(s: &dyn SurfaceSetup) {
 /// after every round at most three claims hold, never two on one issue, every
 /// claim that did not win was withdrawn, and no agent-wip label is left
 /// without a live claim.
-fn six_dispatchers_three_slots_twenty_rounds(s: &dyn SurfaceSetup) {
+fn six_dispatchers_three_slots_twenty_rounds(surface: Surface) {
+    let s = &TestEnv::with_surface(surface);
     let alice = s.clone("alice");
     for n in 1..=10 {
-        issue(s, &alice, n, &["agent-ready"]);
+        issue(&alice, n, &["agent-ready"]);
     }
     let dispatchers: Vec<Repo<'_>> = (0..6)
         .map(|i| s.clone(&format!("dispatcher-{i}")))
         .collect();
     let mut withdrawals = 0;
     for round in 0..20 {
-        let results = race(s, &dispatchers, &["dispatch", "--slots", "3", "--json"]);
+        let results = race(&dispatchers, &["dispatch", "--slots", "3", "--json"]);
         let mut winners: BTreeMap<u64, String> = BTreeMap::new();
         for (name, run) in &results {
             let json = run.json();
@@ -709,8 +688,8 @@ fn six_dispatchers_three_slots_twenty_rounds(s: &dyn SurfaceSetup) {
         assert_eq!(winners.len(), 3, "round {round}: {results:#?}");
         // The claims from the raw comments; the labels as the slots'
         // status reports them (one read for all ten issues).
-        let status = s
-            .maverick(&alice, &["dispatch", "status", "--slots", "3", "--json"])
+        let status = alice
+            .maverick(&["dispatch", "status", "--slots", "3", "--json"])
             .json();
         assert_eq!(status["busy"], 3, "round {round}");
         let labelled: BTreeMap<u64, bool> = status["claims"]
@@ -754,7 +733,8 @@ fn six_dispatchers_three_slots_twenty_rounds(s: &dyn SurfaceSetup) {
         }
         assert_eq!(live_total, 3);
         for issue in winners.keys() {
-            s.maverick(&alice, &["dispatch", "release", &issue.to_string()])
+            alice
+                .maverick(&["dispatch", "release", &issue.to_string()])
                 .expect(0);
         }
     }

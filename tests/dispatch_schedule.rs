@@ -6,20 +6,17 @@
 //!
 //! Each dispatcher is a thread, but only one runs at a time: every surface
 //! call is a step, and a seeded generator picks which waiting thread takes
-//! the next one. A failing interleaving is replayed with
-//! `MAVERICK_SEED=<seed> cargo test --test dispatch_schedule`.
+//! the next one (the simulator, `support::sim`). A failing interleaving is
+//! replayed with `MAVERICK_SEED=<seed> cargo test --test runner dispatch_schedule`.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Condvar, Mutex};
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use maverick::config::{Settings, SurfaceKind};
-use maverick::coord::dispatch::{analyze, DispatchResult, Dispatcher, Ledger, ReleaseHow};
-use maverick::surface::{
-    apply_membership, Applied, Comment, Guard, Issue, IssueSummary, Op, Surface, SurfaceError,
-    Write,
-};
-use maverick::timefmt::Timestamp;
+use crate::support::mav::config::{Settings, SurfaceKind};
+use crate::support::mav::dispatch::{analyze, DispatchResult, Dispatcher, Ledger, ReleaseHow};
+
+use crate::support::sim::{for_each_seed, Lag, Schedule, SimSurface, World};
 
 const SLOTS: u32 = 3;
 const ISSUES: u64 = 10;
@@ -30,232 +27,6 @@ const ROUNDS: usize = 4;
 const STEPS_PER_SECOND: u64 = 9;
 /// How many steps a label list lags behind the labels.
 const LIST_LAG: usize = 12;
-
-/// Lets exactly one registered thread run at a time, chosen by a seeded generator.
-struct Schedule {
-    state: Mutex<ScheduleState>,
-    turn: Condvar,
-}
-
-struct ScheduleState {
-    alive: usize,
-    waiting: BTreeSet<usize>,
-    running: Option<usize>,
-    rng: u64,
-}
-
-impl Schedule {
-    fn new(seed: u64, threads: usize) -> Schedule {
-        Schedule {
-            state: Mutex::new(ScheduleState {
-                alive: threads,
-                waiting: BTreeSet::new(),
-                running: None,
-                rng: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
-            }),
-            turn: Condvar::new(),
-        }
-    }
-
-    fn pick(state: &mut ScheduleState) {
-        if state.running.is_none()
-            && !state.waiting.is_empty()
-            && state.waiting.len() == state.alive
-        {
-            // xorshift64*
-            state.rng ^= state.rng >> 12;
-            state.rng ^= state.rng << 25;
-            state.rng ^= state.rng >> 27;
-            let r = state.rng.wrapping_mul(0x2545_F491_4F6C_DD1D);
-            let index = (r % state.waiting.len() as u64) as usize;
-            let next = *state.waiting.iter().nth(index).unwrap();
-            state.waiting.remove(&next);
-            state.running = Some(next);
-        }
-    }
-
-    /// Waits until the schedule gives `thread` the next step.
-    fn step(&self, thread: usize) {
-        let mut state = self.state.lock().unwrap();
-        if state.running == Some(thread) {
-            state.running = None;
-        }
-        state.waiting.insert(thread);
-        Schedule::pick(&mut state);
-        self.turn.notify_all();
-        while state.running != Some(thread) {
-            state = self.turn.wait(state).unwrap();
-        }
-    }
-
-    fn finish(&self, thread: usize) {
-        let mut state = self.state.lock().unwrap();
-        state.alive -= 1;
-        if state.running == Some(thread) {
-            state.running = None;
-        }
-        Schedule::pick(&mut state);
-        self.turn.notify_all();
-    }
-}
-
-#[derive(Default)]
-struct Store {
-    issues: BTreeMap<u64, Issue>,
-    next_comment_id: u64,
-    steps: u64,
-    /// Labels per issue as of each past step, newest last, for lagging lists.
-    label_history: Vec<BTreeMap<u64, Vec<String>>>,
-}
-
-impl Store {
-    fn now(&self) -> Timestamp {
-        Timestamp(1_800_000_000 + (self.steps / STEPS_PER_SECOND) as i64)
-    }
-
-    fn tick(&mut self) {
-        self.steps += 1;
-        let labels = self
-            .issues
-            .iter()
-            .map(|(n, i)| (*n, i.labels.clone()))
-            .collect();
-        self.label_history.push(labels);
-        if self.label_history.len() > LIST_LAG + 1 {
-            self.label_history.remove(0);
-        }
-    }
-
-    fn issue_mut(&mut self, number: u64) -> &mut Issue {
-        self.issues.entry(number).or_insert_with(|| Issue {
-            number,
-            open: true,
-            is_pull: false,
-            labels: Vec::new(),
-            assignees: Vec::new(),
-            comments: Vec::new(),
-        })
-    }
-}
-
-/// The in-memory surface as one dispatcher sees it.
-struct Handle {
-    store: Arc<Mutex<Store>>,
-    schedule: Arc<Schedule>,
-    thread: usize,
-    me: String,
-}
-
-impl Handle {
-    fn step(&self) -> std::sync::MutexGuard<'_, Store> {
-        self.schedule.step(self.thread);
-        let mut store = self.store.lock().unwrap();
-        store.tick();
-        store
-    }
-}
-
-impl Surface for Handle {
-    fn describe(&self) -> String {
-        "in-memory surface".to_owned()
-    }
-
-    fn now(&self) -> Result<Timestamp, SurfaceError> {
-        Ok(self.step().now())
-    }
-
-    fn me(&self) -> &str {
-        &self.me
-    }
-
-    fn issues(&self, numbers: &[u64]) -> Result<Vec<Issue>, SurfaceError> {
-        let mut store = self.step();
-        Ok(numbers
-            .iter()
-            .map(|n| store.issue_mut(*n).clone())
-            .collect())
-    }
-
-    fn list(
-        &self,
-        labels: &[&str],
-        include_closed: bool,
-    ) -> Result<Vec<IssueSummary>, SurfaceError> {
-        let store = self.step();
-        let lagged = store.label_history.first().cloned().unwrap_or_default();
-        Ok(store
-            .issues
-            .values()
-            .filter(|i| include_closed || i.open)
-            .filter_map(|i| {
-                let seen = lagged.get(&i.number)?;
-                labels
-                    .iter()
-                    .all(|l| seen.iter().any(|s| s == l))
-                    .then(|| IssueSummary {
-                        number: i.number,
-                        open: i.open,
-                        is_pull: i.is_pull,
-                        labels: seen.clone(),
-                        assignees: i.assignees.clone(),
-                    })
-            })
-            .collect())
-    }
-
-    /// GitHub-like: the guard sees one fresh read, then every op is its own request.
-    fn write(
-        &self,
-        writes: &[Write],
-        guard: Option<Guard<'_>>,
-    ) -> Result<Option<Vec<Vec<Applied>>>, SurfaceError> {
-        if let Some(guard) = guard {
-            let (current, now) = {
-                let mut store = self.step();
-                let current: Vec<Issue> = writes
-                    .iter()
-                    .map(|w| store.issue_mut(w.issue).clone())
-                    .collect();
-                (current, store.now())
-            };
-            if !guard(&current, now) {
-                return Ok(None);
-            }
-        }
-        let mut results = Vec::new();
-        for write in writes {
-            let mut applied = Vec::new();
-            for op in &write.ops {
-                let mut store = self.step();
-                let now = store.now();
-                store.next_comment_id += 1;
-                let id = store.next_comment_id;
-                let issue = store.issue_mut(write.issue);
-                if let Some(done) = apply_membership(op, &mut issue.labels, &mut issue.assignees) {
-                    applied.push(done);
-                    continue;
-                }
-                applied.push(match op {
-                    Op::CreateComment(body) => {
-                        let comment = Comment {
-                            id,
-                            author: self.me.clone(),
-                            trusted: true,
-                            body: body.clone(),
-                            created_at: now,
-                            updated_at: now,
-                        };
-                        issue.comments.push(comment.clone());
-                        Applied::Comment(comment)
-                    }
-                    other => panic!("dispatch does not use {other:?}"),
-                });
-            }
-            results.push(applied);
-        }
-        Ok(Some(results))
-    }
-}
 
 fn settings(instance: &str) -> Settings {
     Settings {
@@ -281,33 +52,27 @@ fn ending(won: &Won) -> ReleaseHow {
 
 /// Runs `DISPATCHERS` dispatches under the schedule of `seed`, while one more
 /// thread releases the winners of the round before; returns the new winners.
-fn race(store: &Arc<Mutex<Store>>, seed: u64, releasing: Vec<Won>) -> (Vec<Won>, usize) {
-    let schedule = Arc::new(Schedule::new(seed, DISPATCHERS + 1));
-    let handle_for = |thread: usize, me: &str| Handle {
-        store: Arc::clone(store),
-        schedule: Arc::clone(&schedule),
-        thread,
-        me: me.to_owned(),
-    };
+fn race(store: &Arc<Mutex<World>>, seed: u64, releasing: Vec<Won>) -> (Vec<Won>, usize) {
+    let schedule = Schedule::new(seed, DISPATCHERS + 1);
     let releaser = {
-        let surface = handle_for(DISPATCHERS, "agent");
-        std::thread::spawn(move || {
+        let surface = SimSurface::scheduled(store, &schedule, DISPATCHERS, "agent");
+        schedule.spawn(DISPATCHERS, move || {
             let settings = settings("agent");
             let dispatcher = Dispatcher::new(&surface, &settings, None);
             for won in &releasing {
                 dispatcher.release(won.issue, &ending(won)).unwrap();
             }
-            surface.schedule.finish(DISPATCHERS);
         })
     };
     let dispatchers: Vec<_> = (0..DISPATCHERS)
-        .map(|thread| {
-            let surface = handle_for(thread, &format!("dispatcher-{thread}"));
-            std::thread::spawn(move || {
-                let settings = settings(&surface.me);
-                let result = Dispatcher::new(&surface, &settings, None).dispatch(false);
-                surface.schedule.finish(thread);
-                result.expect("the in-memory surface does not fail")
+        .map(|actor| {
+            let me = format!("dispatcher-{actor}");
+            let surface = SimSurface::scheduled(store, &schedule, actor, &me);
+            schedule.spawn(actor, move || {
+                let settings = settings(&me);
+                Dispatcher::new(&surface, &settings, None)
+                    .dispatch(false)
+                    .expect("the in-memory surface does not fail")
             })
         })
         .collect();
@@ -333,7 +98,7 @@ fn race(store: &Arc<Mutex<Store>>, seed: u64, releasing: Vec<Won>) -> (Vec<Won>,
 /// as a second opinion: every dispatcher told it won still holds, nobody
 /// else does, every other claim was withdrawn or released, and `agent-wip`
 /// is on exactly the winners' issues.
-fn check_round(store: &Mutex<Store>, winners: &[Won], seed: u64, round: usize) {
+fn check_round(store: &Mutex<World>, winners: &[Won], seed: u64, round: usize) {
     let context = format!("seed {seed} round {round}");
     let issues: BTreeSet<u64> = winners.iter().map(|w| w.issue).collect();
     assert_eq!(
@@ -403,7 +168,13 @@ fn check_round(store: &Mutex<Store>, winners: &[Won], seed: u64, round: usize) {
 }
 
 fn run_seed(seed: u64) -> usize {
-    let store = Arc::new(Mutex::new(Store::default()));
+    let store = World::new(seed)
+        .with_clock(1_800_000_000, STEPS_PER_SECOND)
+        .with_lag(Lag {
+            comments: 0,
+            lists: LIST_LAG,
+        })
+        .shared();
     {
         let mut s = store.lock().unwrap();
         for n in 1..=ISSUES {
@@ -433,20 +204,8 @@ fn run_seed(seed: u64) -> usize {
 #[test]
 fn the_settle_holds_under_seeded_interleavings() {
     // MAVERICK_SEED replays one schedule; MAVERICK_SEEDS=N explores more.
-    let seeds: Vec<u64> = match std::env::var("MAVERICK_SEED") {
-        Ok(seed) => vec![seed.parse().expect("MAVERICK_SEED is a number")],
-        Err(_) => {
-            let count = std::env::var("MAVERICK_SEEDS")
-                .ok()
-                .and_then(|n| n.parse().ok())
-                .unwrap_or(150);
-            (0..count).collect()
-        }
-    };
     let mut withdrawals = 0;
-    for seed in seeds {
-        withdrawals += run_seed(seed);
-    }
+    for_each_seed(0..150, |seed| withdrawals += run_seed(seed));
     // The schedule really interleaves claims: many of them lose and withdraw.
     eprintln!("{withdrawals} claims lost the settle and were withdrawn");
     if std::env::var("MAVERICK_SEED").is_err() {

@@ -1,19 +1,14 @@
 //! The fake GitHub server against GitHub's own schemas and recorded traffic.
 //! No product code: a tiny std-only HTTP client below talks to the fake.
 
-#[path = "support/fake_github.rs"]
-mod fake_github;
-#[path = "support/json_schema.rs"]
-mod json_schema;
-
 use std::collections::BTreeSet;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use fake_github::{parse_http_date, parse_rfc3339, FakeGithub};
-use json_schema::{load_github_api_json, Schema};
+use crate::support::fake_github::{parse_http_date, parse_rfc3339, FakeGithub};
+use crate::support::json_schema::{load_github_api_json, Schema};
 use serde_json::{json, Value};
 
 const OWNER: &str = "octo-org";

@@ -3,15 +3,13 @@
 //! strangers, long comment threads, request budgets, faults and rate limits,
 //! tokens. (Everything the two surfaces share runs in coord.rs and cli.rs.)
 
-mod support;
-
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use maverick::durable::markers::{parse_markers, MarkerKind};
+use crate::support::fake_github::RecordedRequest;
+use crate::support::mav::markers::{parse_markers, MarkerKind};
+use crate::support::{Repo, Run, Surface, TestEnv};
 use serde_json::{json, Value};
-use support::fake_github::RecordedRequest;
-use support::{Repo, Run, Surface, TestEnv};
 
 fn github_env() -> TestEnv {
     TestEnv::with_surface(Surface::Github)
@@ -824,11 +822,14 @@ fn octocrab_models_parse_githubs_examples_and_recordings() {
     serde_json::from_value::<Vec<Comment>>(Value::Array(comments)).unwrap();
 }
 
-fn library_surface(env: &TestEnv, trusted: &[&str]) -> maverick::surface::github::GithubSurface {
-    use maverick::surface::github::{GithubConfig, GithubSurface, Token, TokenSource};
+fn library_surface(
+    env: &TestEnv,
+    trusted: &[&str],
+) -> crate::support::mav::surface::github::GithubSurface {
+    use crate::support::mav::surface::github::{GithubConfig, GithubSurface, Token, TokenSource};
     GithubSurface::new(GithubConfig {
         api_url: env.github().url(),
-        repo: support::GITHUB_REPO.to_owned(),
+        repo: crate::support::GITHUB_REPO.to_owned(),
         token: Token::new(env.github().token(), TokenSource::Given).unwrap(),
         trusted_authors: trusted.iter().map(|s| s.to_string()).collect(),
         timeout: Duration::from_secs(5),
@@ -838,7 +839,7 @@ fn library_surface(env: &TestEnv, trusted: &[&str]) -> maverick::surface::github
 
 #[test]
 fn a_repeated_read_is_conditional_and_costs_no_rate_limit() {
-    use maverick::surface::Surface as _;
+    use crate::support::mav::surface::Surface as _;
     let env = github_env();
     let fake = env.github();
     fake.create_issue(4, "watched", &["x"]);
@@ -854,7 +855,7 @@ fn a_repeated_read_is_conditional_and_costs_no_rate_limit() {
 
 #[test]
 fn labels_assignees_and_lists_through_the_library() {
-    use maverick::surface::{Applied, Op, Surface as _};
+    use crate::support::mav::surface::{Applied, Op, Surface as _};
     let env = github_env();
     let fake = env.github();
     fake.create_issue(10, "story", &["agent-ready"]);
@@ -927,7 +928,7 @@ fn labels_assignees_and_lists_through_the_library() {
 
 #[test]
 fn pull_requests_ci_and_summaries_through_the_library() {
-    use maverick::surface::Surface as _;
+    use crate::support::mav::surface::Surface as _;
     let env = github_env();
     let fake = env.github();
     let sha = "3dca65fa3e8d4b3da3f3d056c59aee1c50f41390";

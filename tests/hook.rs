@@ -1,25 +1,13 @@
 //! The pre-push hook against real pushes: the real binary on PATH, a real
 //! bare origin, real `git push` (SPEC 8).
 
-mod support;
-
 use std::ffi::OsStr;
 use std::io::Write as _;
 use std::process::{Output, Stdio};
 
-use support::{Repo, TestEnv, BIN};
+use crate::support::{Repo, TestEnv, BIN};
 
-const BRANCH: &str = "maverick/142-parser";
-
-/// A clone with the hook installed, holding #142 with BRANCH checked out.
-fn holder<'a>(env: &'a TestEnv, name: &str) -> Repo<'a> {
-    let repo = env.clone(name);
-    repo.maverick(&["hook", "install"]).expect(0);
-    repo.maverick(&["coord", "claim", "142", "--branch", BRANCH])
-        .expect(0);
-    repo.git(&["switch", "--quiet", "-c", BRANCH]);
-    repo
-}
+use crate::support::STORY_BRANCH as BRANCH;
 
 fn push(repo: &Repo, args: &[&str]) -> Output {
     let mut full = vec!["push"];
@@ -55,7 +43,7 @@ fn refused(out: &Output) -> String {
 #[test]
 fn first_push_of_a_new_claimed_branch() {
     let env = TestEnv::new();
-    let a = holder(&env, "a");
+    let a = env.claimed_clone("a");
     let head = a.commit_file("parser.rs", "fn parse() {}\n", "feat: parser");
     allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
     assert_eq!(env.origin_head(BRANCH), Some(head));
@@ -64,7 +52,7 @@ fn first_push_of_a_new_claimed_branch() {
 #[test]
 fn fast_forward_push() {
     let env = TestEnv::new();
-    let a = holder(&env, "a");
+    let a = env.claimed_clone("a");
     a.commit_file("parser.rs", "fn parse() {}\n", "feat: parser");
     allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
     let head = a.commit_file("parser.rs", "fn parse() -> u8 { 2 }\n", "feat: parse more");
@@ -75,7 +63,7 @@ fn fast_forward_push() {
 #[test]
 fn two_plain_pushes_in_a_row_raise_no_false_alarm() {
     let env = TestEnv::new();
-    let a = holder(&env, "a");
+    let a = env.claimed_clone("a");
     a.commit_file("one.rs", "1\n", "feat: one");
     allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
     for n in 2..5 {
@@ -94,7 +82,7 @@ fn two_plain_pushes_in_a_row_raise_no_false_alarm() {
 #[test]
 fn a_push_the_remote_rejected_raises_no_false_alarm() {
     let env = TestEnv::new();
-    let a = holder(&env, "a");
+    let a = env.claimed_clone("a");
     a.commit_file("one.rs", "1\n", "feat: one");
     allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
     // The remote turns the next push down after the hook allowed it.
@@ -124,7 +112,7 @@ fn a_push_the_remote_rejected_raises_no_false_alarm() {
 #[test]
 fn the_pusher_s_instance_can_come_from_git_config() {
     let env = TestEnv::new();
-    let a = holder(&env, "a");
+    let a = env.claimed_clone("a");
     a.commit_file("one.rs", "1\n", "feat: one");
     // `git_output` runs git without MAVERICK_INSTANCE: the hook asks config.
     a.git(&["config", "maverick.instance", "a"]);
@@ -149,7 +137,7 @@ fn the_pusher_s_instance_can_come_from_git_config() {
 #[test]
 fn a_second_clone_pushes_then_the_holders_push_is_refused_as_a_moved_head() {
     let env = TestEnv::new();
-    let a = holder(&env, "a");
+    let a = env.claimed_clone("a");
     a.commit_file("parser.rs", "fn parse() {}\n", "feat: parser");
     allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
     let last_seen = a.git(&["rev-parse", "HEAD"]);
@@ -181,7 +169,7 @@ fn a_second_clone_pushes_then_the_holders_push_is_refused_as_a_moved_head() {
 #[test]
 fn force_pushes_are_refused() {
     let env = TestEnv::new();
-    let a = holder(&env, "a");
+    let a = env.claimed_clone("a");
     a.commit_file("one.rs", "1\n", "feat: one");
     let pushed = a.commit_file("two.rs", "2\n", "feat: two");
     allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
@@ -200,7 +188,7 @@ fn force_pushes_are_refused() {
 #[test]
 fn deleting_the_branch_is_refused() {
     let env = TestEnv::new();
-    let a = holder(&env, "a");
+    let a = env.claimed_clone("a");
     let head = a.commit_file("one.rs", "1\n", "feat: one");
     allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
     let stderr = refused(&push(&a, &["origin", "--delete", BRANCH]));
@@ -216,7 +204,7 @@ fn deleting_the_branch_is_refused() {
 #[test]
 fn a_released_branch_is_no_longer_guarded() {
     let env = TestEnv::new();
-    let a = holder(&env, "a");
+    let a = env.claimed_clone("a");
     a.commit_file("one.rs", "1\n", "feat: one");
     allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
     a.maverick(&["coord", "release", "142", "--reason", "merged"])
@@ -228,7 +216,7 @@ fn a_released_branch_is_no_longer_guarded() {
 #[test]
 fn tags_are_allowed() {
     let env = TestEnv::new();
-    let a = holder(&env, "a");
+    let a = env.claimed_clone("a");
     a.commit_file("one.rs", "1\n", "feat: one");
     allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
     a.git(&["tag", "v1"]);
@@ -252,7 +240,7 @@ fn traced_push(repo: &Repo, args: &[&str]) -> (Output, String) {
 #[test]
 fn unmanaged_branches_cost_no_git_process_and_no_network() {
     let env = TestEnv::new();
-    let a = holder(&env, "a");
+    let a = env.claimed_clone("a");
     a.git(&["switch", "--quiet", "-c", "feature/unmanaged", "main"]);
     a.commit_file("x.rs", "x\n", "feat: x");
     let (out, trace) = traced_push(&a, &["--quiet", "origin", "feature/unmanaged"]);
@@ -438,27 +426,13 @@ fn a_hook_in_another_language_is_left_alone() {
 #[test]
 fn a_pusher_whose_claim_was_taken_over_is_refused() {
     let env = TestEnv::new();
-    let a = env.clone("a");
-    a.maverick(&["hook", "install"]).expect(0);
-    a.maverick(&[
-        "--lease-ttl",
-        "1s",
-        "coord",
-        "claim",
-        "142",
-        "--branch",
-        BRANCH,
-    ])
-    .expect(0);
-    a.git(&["switch", "--quiet", "-c", BRANCH]);
+    let a = env.claimed_clone_with_ttl("a", "60s");
     a.commit_file("one.rs", "1\n", "feat: one");
 
     let b = env.clone("b");
-    b.wait_for_exit(
-        &["coord", "read", "142"],
-        5,
-        std::time::Duration::from_secs(30),
-    );
+    b.maverick(&["coord", "read", "142"]).expect(4);
+    env.advance_clock(61);
+    b.maverick(&["coord", "read", "142"]).expect(5);
     b.maverick(&["coord", "claim", "142", "--takeover", "--branch", BRANCH])
         .expect(0);
 
@@ -473,25 +447,12 @@ fn a_pusher_whose_claim_was_taken_over_is_refused() {
 #[test]
 fn a_stale_lease_is_a_warning_and_the_generation_the_fence() {
     let env = TestEnv::new();
-    let a = env.clone("a");
-    a.maverick(&["hook", "install"]).expect(0);
-    a.maverick(&[
-        "--lease-ttl",
-        "1s",
-        "coord",
-        "claim",
-        "142",
-        "--branch",
-        BRANCH,
-    ])
-    .expect(0);
-    a.git(&["switch", "--quiet", "-c", BRANCH]);
+    let a = env.claimed_clone_with_ttl("a", "60s");
     a.commit_file("one.rs", "1\n", "feat: one");
-    env.clone("watch").wait_for_exit(
-        &["coord", "read", "142"],
-        5,
-        std::time::Duration::from_secs(30),
-    );
+    env.advance_clock(61);
+    env.clone("watch")
+        .maverick(&["coord", "read", "142"])
+        .expect(5);
     // Nobody took it over: still a's claim (no network call tells the hook
     // otherwise), so the push goes through with a warning.
     let out = push(&a, &["--quiet", "-u", "origin", BRANCH]);
@@ -520,7 +481,7 @@ fn a_stale_lease_is_a_warning_and_the_generation_the_fence() {
 #[test]
 fn the_hook_command_exits_7_and_8() {
     let env = TestEnv::new();
-    let a = holder(&env, "a");
+    let a = env.claimed_clone("a");
     let first = a.commit_file("one.rs", "1\n", "feat: one");
     allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
     let second = a.commit_file("two.rs", "2\n", "feat: two");
@@ -568,7 +529,7 @@ fn the_hook_command_exits_7_and_8() {
 #[test]
 fn pushes_to_another_remote_are_not_maverick_s_business() {
     let env = TestEnv::new();
-    let a = holder(&env, "a");
+    let a = env.claimed_clone("a");
     a.commit_file("one.rs", "1\n", "feat: one");
     allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
     env.git_in(env.path(), &["init", "--quiet", "--bare", "mirror.git"]);
@@ -585,17 +546,12 @@ fn pushes_to_another_remote_are_not_maverick_s_business() {
 #[test]
 fn the_shim_fails_closed_without_git_maverick_on_path() {
     let env = TestEnv::new();
-    let a = holder(&env, "a");
+    let a = env.claimed_clone("a");
     a.commit_file("one.rs", "1\n", "feat: one");
     // A PATH with git and nothing of maverick's.
     let bin = env.path().join("bin-without-maverick");
     std::fs::create_dir_all(&bin).unwrap();
-    let real_git = std::process::Command::new("sh")
-        .args(["-c", "command -v git"])
-        .output()
-        .unwrap();
-    let real_git = String::from_utf8(real_git.stdout).unwrap();
-    std::os::unix::fs::symlink(real_git.trim(), bin.join("git")).unwrap();
+    std::os::unix::fs::symlink(crate::support::real_git(), bin.join("git")).unwrap();
     assert!(!bin.join("git-maverick").exists() && std::path::Path::new(BIN).exists());
     let out = a.git_as_instance(
         &["push", "origin", BRANCH],

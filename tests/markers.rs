@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use maverick::durable::markers::*;
+use crate::support::mav::markers::*;
 use serde_json::{json, Map, Value};
 
 fn object(value: Value) -> Map<String, Value> {

@@ -1,13 +1,10 @@
 //! `git maverick resume BRANCH` against a real bare origin (SPEC 7).
 
-mod support;
-
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use support::{Repo, TestEnv};
+use crate::support::{Repo, TestEnv};
 
-const BRANCH: &str = "maverick/142-parser";
+use crate::support::STORY_BRANCH as BRANCH;
 
 fn worktrees_dir(repo: &Repo) -> PathBuf {
     repo.dir.join(".maverick/worktrees")
@@ -31,11 +28,7 @@ fn push_unclaimed(repo: &Repo, branch: &str, file: &str) -> String {
 #[test]
 fn a_deleted_clone_s_branch_is_resumed_elsewhere_with_every_pushed_commit() {
     let env = TestEnv::new();
-    let a = env.clone("a");
-    a.maverick(&["hook", "install"]).expect(0);
-    a.maverick(&["coord", "claim", "142", "--branch", BRANCH])
-        .expect(0);
-    a.git(&["switch", "--quiet", "-c", BRANCH]);
+    let a = env.claimed_clone("a");
     let mut pushed = Vec::new();
     for n in 1..=3 {
         pushed.push(a.commit_file(&format!("f{n}.rs"), "x\n", &format!("feat: part {n}")));
@@ -43,13 +36,14 @@ fn a_deleted_clone_s_branch_is_resumed_elsewhere_with_every_pushed_commit() {
     }
     assert_eq!(env.origin_head(BRANCH).as_ref(), pushed.last());
     // The laptop dies: its lease runs out and its clone is gone.
-    a.maverick(&["--lease-ttl", "1s", "coord", "heartbeat", "142"])
+    a.maverick(&["--lease-ttl", "60s", "coord", "heartbeat", "142"])
         .expect(0);
     std::fs::remove_dir_all(&a.dir).unwrap();
+    env.advance_clock(61);
 
     let b = env.clone("b");
     b.maverick(&["hook", "install"]).expect(0);
-    b.wait_for_exit(&["coord", "read", "142"], 5, Duration::from_secs(30));
+    b.maverick(&["coord", "read", "142"]).expect(5);
     let run = b.maverick(&["resume", BRANCH]);
     run.expect(5);
     assert!(run.stderr.contains("--takeover"), "{}", run.stderr);
@@ -147,10 +141,12 @@ fn the_holder_resumes_its_own_branch_on_another_clone() {
         .expect(0);
     let head = push_unclaimed(&env.clone("c"), BRANCH, "one.rs");
     // Its lease runs out while no machine works on it.
-    a.maverick(&["--lease-ttl", "1s", "coord", "heartbeat", "142"])
+    a.maverick(&["--lease-ttl", "60s", "coord", "heartbeat", "142"])
         .expect(0);
+    env.advance_clock(61);
     env.clone("watcher")
-        .wait_for_exit(&["coord", "read", "142"], 5, Duration::from_secs(30));
+        .maverick(&["coord", "read", "142"])
+        .expect(5);
     // The same instance on a new clone (its records are not there): resume
     // renews the lease, and its pushes go through the hook.
     let fresh = Repo {

@@ -4,16 +4,14 @@
 //! Durations are short (ttl 4s, heartbeat 1s, grace 1s) and every wait is a
 //! bounded poll for a file, a ref or a process, never a bare sleep.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::support::{Repo, Run, TestEnv};
 use serde_json::Value;
-use support::{Repo, Run, TestEnv};
 
 const TIMING: [&str; 6] = [
     "--lease-ttl",
@@ -190,7 +188,7 @@ fn exit_0_and_3_pass_through_and_release_with_the_right_reason() {
         &script,
     );
     // `git maverick` inside CMD is the same instance: the claim is its own.
-    let bin_dir = Path::new(support::BIN).parent().unwrap();
+    let bin_dir = Path::new(crate::support::BIN).parent().unwrap();
     let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap());
     cmd.env("PATH", path);
     let ok = Run::from_output(&["run"], cmd.output().unwrap());

@@ -1,237 +1,41 @@
 //! The settle rule under GitHub's conditions, replayed deterministically.
 //!
-//! A simulated surface without compare-and-swap whose comment lists lag
-//! writes by a random number of steps, and a seeded scheduler that decides
-//! which instance's next surface call runs: every interleaving is a seed, so
-//! a failing one can be replayed exactly. The property is the one the spec
+//! The simulator (`support::sim`): a surface without compare-and-swap whose
+//! reads show a new comment a random number of steps late, and a seeded
+//! schedule that decides which instance's next surface call runs: every
+//! interleaving is a seed, so a failing one is replayed exactly
+//! (`MAVERICK_SEED=<seed>`). The property is the one the spec
 //! promises for GitHub: after every claimant's next heartbeat, at most one
 //! instance believes it holds the issue, it is the holder every reader
 //! computes, and every other claimant lost (exit 6 or 7).
 
-use std::collections::BTreeSet;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use maverick::config::{Settings, SurfaceKind};
-use maverick::coord::lease::{
+use crate::support::mav::config::{Settings, SurfaceKind};
+use crate::support::mav::lease::{
     analyze, ClaimOutcome, ClaimRequest, Coordinator, Decision, HeartbeatOutcome,
 };
-use maverick::surface::{
-    apply_membership, Applied, Comment, Guard, Issue, IssueSummary, Op, Surface, SurfaceError,
-    Write,
-};
-use maverick::timefmt::Timestamp;
+use crate::support::mav::surface::Comment;
+use crate::support::mav::timefmt::Timestamp;
+
+use crate::support::sim::{for_each_seed, Lag, Schedule, SimSurface, World};
 
 const ISSUE: u64 = 142;
 const BASE: i64 = 1_790_000_000;
 
-fn xorshift(state: &mut u64) -> u64 {
-    *state ^= *state << 13;
-    *state ^= *state >> 7;
-    *state ^= *state << 17;
-    *state
-}
-
-/// Who may make the next surface call: exactly one at a time, picked by a seeded RNG.
-struct Scheduler {
-    state: Mutex<SchedState>,
-    turn: Condvar,
-}
-
-struct SchedState {
-    waiting: BTreeSet<usize>,
-    running: Option<usize>,
-    finished: usize,
-    total: usize,
-    rng: u64,
-}
-
-impl Scheduler {
-    fn new(total: usize, seed: u64) -> Arc<Scheduler> {
-        Arc::new(Scheduler {
-            state: Mutex::new(SchedState {
-                waiting: BTreeSet::new(),
-                running: None,
-                finished: 0,
-                total,
-                rng: seed | 1,
-            }),
-            turn: Condvar::new(),
+/// GitHub as the protocol must survive it: no compare-and-swap, and reads
+/// that show a new comment only up to `max_lag` steps after it was made.
+/// The claim protocol reads and writes one issue and never lists.
+fn world(seed: u64, max_lag: u64) -> Arc<Mutex<World>> {
+    World::new(seed)
+        .with_clock(BASE, 1)
+        .with_lag(Lag {
+            comments: max_lag,
+            lists: 0,
         })
-    }
-
-    fn enter(&self, who: usize) {
-        let mut s = self.state.lock().unwrap();
-        s.waiting.insert(who);
-        self.turn.notify_all();
-        while s.running != Some(who) {
-            s = self.turn.wait(s).unwrap();
-        }
-    }
-
-    fn leave(&self) {
-        let mut s = self.state.lock().unwrap();
-        s.running = None;
-        self.turn.notify_all();
-    }
-
-    fn finish(&self) {
-        let mut s = self.state.lock().unwrap();
-        s.finished += 1;
-        self.turn.notify_all();
-    }
-
-    /// Grants turns until every participant has finished.
-    fn run(&self) {
-        let mut s = self.state.lock().unwrap();
-        loop {
-            while s.running.is_some() || s.waiting.len() + s.finished < s.total {
-                s = self.turn.wait(s).unwrap();
-            }
-            if s.finished == s.total {
-                return;
-            }
-            let pick = (xorshift(&mut s.rng) % s.waiting.len() as u64) as usize;
-            let who = *s.waiting.iter().nth(pick).unwrap();
-            s.waiting.remove(&who);
-            s.running = Some(who);
-            self.turn.notify_all();
-        }
-    }
-}
-
-/// GitHub as the protocol must survive it: no compare-and-swap, and a
-/// comment list that shows a new comment only some steps after it was made.
-struct World {
-    tick: i64,
-    next_id: u64,
-    labels: Vec<String>,
-    /// Comments with the tick from which lists show them.
-    comments: Vec<(Comment, i64)>,
-    max_lag: u64,
-    rng: u64,
-}
-
-impl World {
-    fn view(&self) -> Issue {
-        Issue {
-            number: ISSUE,
-            open: true,
-            is_pull: false,
-            labels: self.labels.clone(),
-            assignees: Vec::new(),
-            comments: self
-                .comments
-                .iter()
-                .filter(|(_, visible)| *visible <= self.tick)
-                .map(|(c, _)| c.clone())
-                .collect(),
-        }
-    }
-
-    fn now(&self) -> Timestamp {
-        Timestamp(BASE + self.tick)
-    }
-}
-
-struct SimSurface {
-    world: Arc<Mutex<World>>,
-    sched: Arc<Scheduler>,
-    who: usize,
-    me: String,
-}
-
-impl SimSurface {
-    /// One surface call: wait for the turn, act, let time pass.
-    fn call<T>(&self, act: impl FnOnce(&mut World) -> T) -> T {
-        self.sched.enter(self.who);
-        let out = {
-            let mut world = self.world.lock().unwrap();
-            let out = act(&mut world);
-            world.tick += 1;
-            out
-        };
-        self.sched.leave();
-        out
-    }
-}
-
-impl Surface for SimSurface {
-    fn describe(&self) -> String {
-        "simulated github".into()
-    }
-
-    fn now(&self) -> Result<Timestamp, SurfaceError> {
-        Ok(self.world.lock().unwrap().now())
-    }
-
-    fn me(&self) -> &str {
-        &self.me
-    }
-
-    fn issues(&self, numbers: &[u64]) -> Result<Vec<Issue>, SurfaceError> {
-        assert_eq!(numbers, [ISSUE]);
-        Ok(vec![self.call(|w| w.view())])
-    }
-
-    fn list(&self, _labels: &[&str], _closed: bool) -> Result<Vec<IssueSummary>, SurfaceError> {
-        unreachable!("the claim protocol lists nothing")
-    }
-
-    fn write(
-        &self,
-        writes: &[Write],
-        guard: Option<Guard<'_>>,
-    ) -> Result<Option<Vec<Vec<Applied>>>, SurfaceError> {
-        if let Some(guard) = guard {
-            // No CAS: the guard sees a (lagging) read, and others may write right after it.
-            let (view, now) = self.call(|w| (w.view(), w.now()));
-            if !guard(&[view], now) {
-                return Ok(None);
-            }
-        }
-        let mut results = Vec::new();
-        for write in writes {
-            let mut applied = Vec::new();
-            // Each op is its own request, as it is on GitHub.
-            for op in &write.ops {
-                let me = self.me.clone();
-                applied.push(self.call(|w| {
-                    match op {
-                        Op::CreateComment(body) => {
-                            w.next_id += 1 + xorshift(&mut w.rng) % 3;
-                            let lag = (xorshift(&mut w.rng) % (w.max_lag + 1)) as i64;
-                            let comment = Comment {
-                                id: w.next_id,
-                                author: me,
-                                trusted: true,
-                                body: body.clone(),
-                                created_at: w.now(),
-                                updated_at: w.now(),
-                            };
-                            w.comments.push((comment.clone(), w.tick + lag));
-                            Applied::Comment(comment)
-                        }
-                        Op::UpdateComment { id, body } => {
-                            let now = w.now();
-                            let (c, _) = w
-                                .comments
-                                .iter_mut()
-                                .find(|(c, _)| c.id == *id)
-                                .expect("comment exists");
-                            c.body = body.clone();
-                            c.updated_at = now;
-                            Applied::Comment(c.clone())
-                        }
-                        membership => apply_membership(membership, &mut w.labels, &mut Vec::new())
-                            .expect("a label or assignee op"),
-                    }
-                }));
-            }
-            results.push(applied);
-        }
-        Ok(Some(results))
-    }
+        .never(&["list", "pulls", "summaries"])
+        .shared()
 }
 
 fn settings(instance: &str) -> Settings {
@@ -250,48 +54,33 @@ enum Verdict {
     Lost,
 }
 
-/// Runs `f` for each instance on its own thread, under one seeded scheduler.
+/// Runs `f` for each instance on its own thread, under one seeded schedule.
 fn run_phase<T: Send + 'static>(
     world: &Arc<Mutex<World>>,
     instances: &[String],
     seed: u64,
     f: impl Fn(&Coordinator<'_>) -> T + Send + Sync + 'static,
 ) -> Vec<T> {
-    let sched = Scheduler::new(instances.len(), seed);
+    let schedule = Schedule::new(seed, instances.len());
     let f = Arc::new(f);
     let handles: Vec<_> = instances
         .iter()
         .enumerate()
-        .map(|(who, name)| {
-            let (world, sched, f, name) = (world.clone(), sched.clone(), f.clone(), name.clone());
-            std::thread::spawn(move || {
-                let surface = SimSurface {
-                    world,
-                    sched: sched.clone(),
-                    who,
-                    me: name.clone(),
-                };
+        .map(|(actor, name)| {
+            let surface = SimSurface::scheduled(world, &schedule, actor, name);
+            let (f, name) = (f.clone(), name.clone());
+            schedule.spawn(actor, move || {
                 let settings = settings(&name);
                 let coord = Coordinator::new(&surface, &settings);
-                let out = f(&coord);
-                sched.finish();
-                out
+                f(&coord)
             })
         })
         .collect();
-    sched.run();
     handles.into_iter().map(|h| h.join().unwrap()).collect()
 }
 
 fn replay(seed: u64, claimants: usize, max_lag: u64) {
-    let world = Arc::new(Mutex::new(World {
-        tick: 0,
-        next_id: 2_200_000_000,
-        labels: Vec::new(),
-        comments: Vec::new(),
-        max_lag,
-        rng: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
-    }));
+    let world = world(seed, max_lag);
     // Instance ids in an order unrelated to who comes first.
     let instances: Vec<String> = (0..claimants)
         .map(|i| format!("agent-{:02}", (i + seed as usize) % claimants))
@@ -311,7 +100,7 @@ fn replay(seed: u64, claimants: usize, max_lag: u64) {
         }
     });
     // GitHub's lists catch up.
-    world.lock().unwrap().tick += max_lag as i64 + 1;
+    world.lock().unwrap().advance(max_lag + 1);
     let claimed: Vec<String> = instances
         .iter()
         .zip(&claims)
@@ -338,8 +127,8 @@ fn replay(seed: u64, claimants: usize, max_lag: u64) {
     assert_eq!(holders.len(), 1, "nobody holds the issue: {context}");
 
     // Every reader computes the same holder, and every other claim is released.
-    let w = world.lock().unwrap();
-    let view = w.view();
+    let mut w = world.lock().unwrap();
+    let view = w.view(ISSUE);
     for reader in &instances {
         let v = analyze(&view, &settings(reader), reader, w.now());
         assert_eq!(
@@ -362,16 +151,14 @@ fn replay(seed: u64, claimants: usize, max_lag: u64) {
 
 #[test]
 fn racing_claims_with_lagging_lists_end_with_one_holder() {
-    for seed in 1..=150 {
-        replay(seed, 2 + (seed % 7) as usize, seed % 5);
-    }
+    for_each_seed(1..=150, |seed| {
+        replay(seed, 2 + (seed % 7) as usize, seed % 5)
+    });
 }
 
 #[test]
 fn without_lag_the_settle_alone_decides() {
-    for seed in 1..=40 {
-        replay(seed * 7919, 8, 0);
-    }
+    for_each_seed((1..=40).map(|n| n * 7919), |seed| replay(seed, 8, 0));
 }
 
 /// A failing interleaving is replayed from its seed; keep a few tricky ones pinned.
@@ -385,14 +172,7 @@ fn pinned_seeds() {
 #[test]
 fn a_replay_is_deterministic() {
     let outcome = |seed| {
-        let world = Arc::new(Mutex::new(World {
-            tick: 0,
-            next_id: 10,
-            labels: vec![],
-            comments: vec![],
-            max_lag: 3,
-            rng: seed | 1,
-        }));
+        let world = world(seed, 3);
         let names: Vec<String> = (0..5).map(|i| format!("a{i}")).collect();
         let claims = run_phase(&world, &names, seed, |coord| {
             matches!(
@@ -406,14 +186,15 @@ fn a_replay_is_deterministic() {
                 ClaimOutcome::Claimed { .. }
             )
         });
-        let w = world.lock().unwrap();
-        (
-            claims,
-            w.comments
-                .iter()
-                .map(|(c, v)| (c.id, c.author.clone(), *v))
-                .collect::<Vec<_>>(),
-        )
+        let mut w = world.lock().unwrap();
+        w.advance(4);
+        let comments: Vec<(u64, String)> = w
+            .view(ISSUE)
+            .comments
+            .into_iter()
+            .map(|c| (c.id, c.author))
+            .collect();
+        (claims, w.log.clone(), comments)
     };
     assert_eq!(outcome(99), outcome(99));
 }
@@ -431,35 +212,30 @@ fn an_impossible_generation_is_an_error_not_a_panic() {
         created_at: Timestamp(BASE),
         updated_at: Timestamp(BASE),
     };
-    let world = Arc::new(Mutex::new(World {
-        tick: 0,
-        next_id: 10,
-        labels: vec![],
-        comments: vec![
-            (
-                comment(
-                    1,
-                    marker(
-                        "claim",
-                        r#"{"instance_id":"mallory","generation":18446744073709551615}"#,
-                    ),
+    let world = world(1, 0);
+    {
+        let mut w = world.lock().unwrap();
+        w.push_comment(
+            ISSUE,
+            comment(
+                1,
+                marker(
+                    "claim",
+                    r#"{"instance_id":"mallory","generation":18446744073709551615}"#,
                 ),
-                0,
             ),
-            (
-                comment(
-                    2,
-                    marker(
-                        "lease",
-                        r#"{"instance_id":"mallory","released_at":"2026-01-01T00:00:00Z","generation":18446744073709551615}"#,
-                    ),
+        );
+        w.push_comment(
+            ISSUE,
+            comment(
+                2,
+                marker(
+                    "lease",
+                    r#"{"instance_id":"mallory","released_at":"2026-01-01T00:00:00Z","generation":18446744073709551615}"#,
                 ),
-                0,
             ),
-        ],
-        max_lag: 0,
-        rng: 1,
-    }));
+        );
+    }
     let outcome = run_phase(&world, &["alice".to_owned()], 1, |coord| {
         match coord.claim(&ClaimRequest {
             issues: vec![ISSUE],

@@ -7,13 +7,11 @@
 //! is run as Claude Code runs it: its command through a shell, with the
 //! hook's JSON on standard input.
 
-mod support;
-
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use support::{Run, TestEnv};
+use crate::support::{Run, TestEnv};
 
 const SKILL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/skills/git-maverick/SKILL.md");
 const SESSION: &str = "5f0c2a9e-81d4-4b7e-9a61-0c3d2b1e7f44";
@@ -68,7 +66,7 @@ fn commands(text: &str) -> Vec<String> {
 fn session_path(env: &TestEnv) -> String {
     let bin = env.path().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
-    std::os::unix::fs::symlink(support::BIN, bin.join("git-maverick")).unwrap();
+    std::os::unix::fs::symlink(crate::support::BIN, bin.join("git-maverick")).unwrap();
     for tool in ["cargo", "claude"] {
         let path = bin.join(tool);
         std::fs::write(

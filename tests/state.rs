@@ -1,38 +1,31 @@
 //! State markers and `hydrate` end to end: the real binary, real git, and
-//! the surface the harness gives (`on_surfaces!`).
+//! the surface the harness gives (`on_both_surfaces!`).
 
-mod support;
-
+use crate::support::{Repo, Surface, TestEnv};
 use serde_json::{json, Value};
-use support::surfaces::SurfaceSetup;
-use support::Repo;
 
 const EPIC: u64 = 123;
 
-fn input_file(s: &dyn SurfaceSetup, name: &str, value: &Value) -> String {
-    let path = s.env().path().join(name);
-    std::fs::write(&path, serde_json::to_vec_pretty(value).unwrap()).unwrap();
-    path.to_str().unwrap().to_owned()
+/// Writes `value` as a JSON file outside every clone; returns its path.
+fn input_file(s: &TestEnv, name: &str, value: &Value) -> String {
+    s.input_file(name, &serde_json::to_string_pretty(value).unwrap())
 }
 
-fn put(s: &dyn SurfaceSetup, repo: &Repo<'_>, kind: &str, issue: u64, payload: Value) -> Value {
+fn put(s: &TestEnv, repo: &Repo<'_>, kind: &str, issue: u64, payload: Value) -> Value {
     let file = input_file(s, &format!("{kind}-{issue}.json"), &payload);
-    s.maverick(
-        repo,
-        &["--json", "state", "put", kind, &issue.to_string(), &file],
-    )
-    .expect(0)
-    .json()
+    repo.maverick(&["--json", "state", "put", kind, &issue.to_string(), &file])
+        .expect(0)
+        .json()
 }
 
-fn get(s: &dyn SurfaceSetup, repo: &Repo<'_>, kind: &str, issue: u64) -> Value {
-    s.maverick(repo, &["--json", "state", "get", kind, &issue.to_string()])
+fn get(repo: &Repo<'_>, kind: &str, issue: u64) -> Value {
+    repo.maverick(&["--json", "state", "get", kind, &issue.to_string()])
         .expect(0)
         .json()
 }
 
 /// Comments of `issue` holding a `maverick-<kind>` block.
-fn marker_comments(s: &dyn SurfaceSetup, issue: u64, kind: &str) -> usize {
+fn marker_comments(s: &TestEnv, issue: u64, kind: &str) -> usize {
     s.comments(issue)
         .iter()
         .filter(|c| c.body.contains(&format!("```maverick-{kind}\n")))
@@ -46,7 +39,8 @@ fn without_stamps(mut v: Value) -> Value {
     v
 }
 
-fn put_then_get_round_trips_in_place(s: &dyn SurfaceSetup) {
+fn put_then_get_round_trips_in_place(surface: Surface) {
+    let s = &TestEnv::with_surface(surface);
     let a = s.clone("alpha");
     let dag = json!({
         "epic": 123,
@@ -55,7 +49,7 @@ fn put_then_get_round_trips_in_place(s: &dyn SurfaceSetup) {
     });
     let written = put(s, &a, "dag", EPIC, dag.clone());
     assert_eq!(written["created"], true);
-    let read = get(s, &a, "dag", EPIC);
+    let read = get(&a, "dag", EPIC);
     assert_eq!(read["comment_id"], written["comment_id"]);
     assert_eq!(without_stamps(read["marker"].clone()), dag);
     let marker_id = read["marker"]["marker_id"].as_str().unwrap().to_owned();
@@ -66,7 +60,7 @@ fn put_then_get_round_trips_in_place(s: &dyn SurfaceSetup) {
         .ends_with('Z'));
 
     // People read the payload itself, pretty, to pipe it on.
-    let plain = s.maverick(&a, &["state", "get", "dag", "123"]);
+    let plain = a.maverick(&["state", "get", "dag", "123"]);
     plain.expect(0);
     let printed: Value = serde_json::from_str(&plain.stdout).unwrap();
     assert_eq!(printed, read["marker"]);
@@ -77,7 +71,7 @@ fn put_then_get_round_trips_in_place(s: &dyn SurfaceSetup) {
     let again = put(s, &a, "dag", EPIC, dag2.clone());
     assert_eq!(again["created"], false);
     assert_eq!(again["comment_id"], written["comment_id"]);
-    let read2 = get(s, &a, "dag", EPIC);
+    let read2 = get(&a, "dag", EPIC);
     assert_eq!(without_stamps(read2["marker"].clone()), dag2);
     assert_eq!(read2["marker"]["marker_id"], marker_id.as_str());
     assert_eq!(marker_comments(s, EPIC, "dag"), 1, "upserted, not appended");
@@ -98,7 +92,7 @@ fn put_then_get_round_trips_in_place(s: &dyn SurfaceSetup) {
         142,
         json!({"phase": "branch", "comments": {"plan": 6}}),
     );
-    let progress = get(s, &a, "task-progress", 142);
+    let progress = get(&a, "task-progress", 142);
     assert_eq!(
         progress["marker"]["comments"],
         json!({"plan": 6, "tasks": 7})
@@ -107,15 +101,16 @@ fn put_then_get_round_trips_in_place(s: &dyn SurfaceSetup) {
 
     // --replace drops what the payload does not name.
     let file = input_file(s, "small.json", &json!({"epic": 123, "stories": {}}));
-    s.maverick(&a, &["state", "put", "dag", "123", &file, "--replace"])
+    a.maverick(&["state", "put", "dag", "123", &file, "--replace"])
         .expect(0);
     assert_eq!(
-        without_stamps(get(s, &a, "dag", EPIC)["marker"].clone()),
+        without_stamps(get(&a, "dag", EPIC)["marker"].clone()),
         json!({"epic": 123, "stories": {}})
     );
 }
 
-fn a_persons_edit_survives_an_update_of_one_field(s: &dyn SurfaceSetup) {
+fn a_persons_edit_survives_an_update_of_one_field(surface: Surface) {
+    let s = &TestEnv::with_surface(surface);
     let a = s.clone("alpha");
     let written = put(
         s,
@@ -145,7 +140,7 @@ fn a_persons_edit_survives_an_update_of_one_field(s: &dyn SurfaceSetup) {
         EPIC,
         json!({"stories": {"140": "merged", "142": "merged"}}),
     );
-    let read = get(s, &a, "state", EPIC);
+    let read = get(&a, "state", EPIC);
     assert_eq!(read["comment_id"], id);
     assert_eq!(
         without_stamps(read["marker"].clone()),
@@ -169,9 +164,9 @@ fn a_persons_edit_survives_an_update_of_one_field(s: &dyn SurfaceSetup) {
     assert_eq!(marker_comments(s, EPIC, "state"), 1);
 
     // A story transition changes that story alone, at once.
-    s.maverick(&a, &["state", "story", "123", "150", "in_flight"])
+    a.maverick(&["state", "story", "123", "150", "in_flight"])
         .expect(0);
-    let read = get(s, &a, "state", EPIC);
+    let read = get(&a, "state", EPIC);
     assert_eq!(
         read["marker"]["stories"],
         json!({"140": "merged", "142": "merged", "150": "in_flight"})
@@ -179,12 +174,13 @@ fn a_persons_edit_survives_an_update_of_one_field(s: &dyn SurfaceSetup) {
     assert_eq!(read["marker"]["note"], "hold 150 until the API lands");
 }
 
-fn concurrent_story_transitions_keep_both(s: &dyn SurfaceSetup) {
+fn concurrent_story_transitions_keep_both(surface: Surface) {
+    let s = &TestEnv::with_surface(surface);
     let a = s.clone("alpha");
     let b = s.clone("beta");
     put(s, &a, "state", EPIC, json!({"epic": 123, "stories": {}}));
     let spawn = |repo: &Repo<'_>, story: &str| {
-        s.command(repo, &["state", "story", "123", story, "merged"])
+        repo.command(&["state", "story", "123", story, "merged"])
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()
@@ -201,31 +197,29 @@ fn concurrent_story_transitions_keep_both(s: &dyn SurfaceSetup) {
         );
     }
     assert_eq!(
-        get(s, &a, "state", EPIC)["marker"]["stories"],
+        get(&a, "state", EPIC)["marker"]["stories"],
         json!({"140": "merged", "142": "merged"})
     );
 }
 
-fn refuses_events_and_bad_payloads(s: &dyn SurfaceSetup) {
+fn refuses_events_and_bad_payloads(surface: Surface) {
+    let s = &TestEnv::with_surface(surface);
     let a = s.clone("alpha");
     let claim = input_file(s, "claim.json", &json!({"instance_id": "x"}));
-    let run = s.maverick(&a, &["state", "put", "claim", "123", &claim]);
+    let run = a.maverick(&["state", "put", "claim", "123", &claim]);
     run.expect(2);
     assert!(run.stderr.contains("events, not state"), "{}", run.screen());
     let array = input_file(s, "array.json", &json!([1, 2]));
-    s.maverick(&a, &["state", "put", "state", "123", &array])
+    a.maverick(&["state", "put", "state", "123", &array])
         .expect(2);
-    let broken = s.env().path().join("broken.json");
+    let broken = s.path().join("broken.json");
     std::fs::write(&broken, "{\"epic\": 123,").unwrap();
-    let run = s.maverick(
-        &a,
-        &["state", "put", "state", "123", broken.to_str().unwrap()],
-    );
+    let run = a.maverick(&["state", "put", "state", "123", broken.to_str().unwrap()]);
     run.expect(2);
     assert!(run.stderr.contains("not valid JSON"), "{}", run.screen());
-    s.maverick(&a, &["state", "put", "nope", "123", &array])
+    a.maverick(&["state", "put", "nope", "123", &array])
         .expect(2);
-    let missing = s.maverick(&a, &["state", "get", "bprop", "123"]);
+    let missing = a.maverick(&["state", "get", "bprop", "123"]);
     missing.expect(1);
     assert!(
         missing
@@ -234,12 +228,12 @@ fn refuses_events_and_bad_payloads(s: &dyn SurfaceSetup) {
         "{}",
         missing.screen()
     );
-    s.maverick(&a, &["state", "story", "123", "142", "done"])
+    a.maverick(&["state", "story", "123", "142", "done"])
         .expect(2);
 }
 
 /// An epic in every state a story can be in.
-fn epic_fixture<'a>(s: &'a dyn SurfaceSetup) -> Repo<'a> {
+fn epic_fixture<'a>(s: &'a TestEnv) -> Repo<'a> {
     let a = s.clone("alpha");
     put(
         s,
@@ -271,14 +265,11 @@ fn epic_fixture<'a>(s: &'a dyn SurfaceSetup) -> Repo<'a> {
         EPIC,
         json!({"ejected": "151", "descendants": ["152"], "labelled": [], "started_at": "2026-04-23T10:40:00Z"}),
     );
-    s.maverick(
-        &a,
-        &["coord", "claim", "142", "--branch", "maverick/142-parser"],
-    )
-    .expect(0);
-    s.maverick(&a, &["coord", "block", "150", "--by", "142"])
+    a.maverick(&["coord", "claim", "142", "--branch", "maverick/142-parser"])
         .expect(0);
-    s.maverick(&a, &["coord", "label", "add", "140", "closed"])
+    a.maverick(&["coord", "block", "150", "--by", "142"])
+        .expect(0);
+    a.maverick(&["coord", "label", "add", "140", "closed"])
         .expect(0);
     a
 }
@@ -304,7 +295,8 @@ fn redact(value: &mut Value) {
     }
 }
 
-fn hydrate_writes_the_epic_snapshot_over_a_stale_file(s: &dyn SurfaceSetup) {
+fn hydrate_writes_the_epic_snapshot_over_a_stale_file(surface: Surface) {
+    let s = &TestEnv::with_surface(surface);
     let a = epic_fixture(s);
     let stale = a.dir.join(".claude/epic-state.json");
     std::fs::create_dir_all(stale.parent().unwrap()).unwrap();
@@ -314,7 +306,7 @@ fn hydrate_writes_the_epic_snapshot_over_a_stale_file(s: &dyn SurfaceSetup) {
     )
     .unwrap();
 
-    let run = s.maverick(&a, &["hydrate", "123"]);
+    let run = a.maverick(&["hydrate", "123"]);
     run.expect(0);
     assert!(
         run.stderr.contains(".claude/epic-state.json"),
@@ -341,7 +333,7 @@ fn hydrate_writes_the_epic_snapshot_over_a_stale_file(s: &dyn SurfaceSetup) {
         serde_json::to_string_pretty(&redacted).unwrap()
     );
 
-    let json = s.maverick(&a, &["--json", "hydrate", "123"]).json();
+    let json = a.maverick(&["--json", "hydrate", "123"]).json();
     assert_eq!(json["ready"], json!([145]));
     assert!(json["written_to"]
         .as_str()
@@ -349,24 +341,22 @@ fn hydrate_writes_the_epic_snapshot_over_a_stale_file(s: &dyn SurfaceSetup) {
         .ends_with(".claude/epic-state.json"));
 }
 
-fn hydrate_of_a_story_writes_issue_state(s: &dyn SurfaceSetup) {
+fn hydrate_of_a_story_writes_issue_state(surface: Surface) {
+    let s = &TestEnv::with_surface(surface);
     let a = epic_fixture(s);
     a.git(&["switch", "--quiet", "-c", "maverick/142-parser"]);
-    let tasks = s.env().path().join("tasks.md");
+    let tasks = s.path().join("tasks.md");
     std::fs::write(&tasks, "One\nTwo\n").unwrap();
-    s.maverick(
-        &a,
-        &[
-            "task",
-            "init",
-            "142",
-            tasks.to_str().unwrap(),
-            "--branch",
-            "maverick/142-parser",
-        ],
-    )
+    a.maverick(&[
+        "task",
+        "init",
+        "142",
+        tasks.to_str().unwrap(),
+        "--branch",
+        "maverick/142-parser",
+    ])
     .expect(0);
-    let run = s.maverick(&a, &["hydrate", "142"]);
+    let run = a.maverick(&["hydrate", "142"]);
     run.expect(0);
     let printed: Value = serde_json::from_str(&run.stdout).unwrap();
     let file: Value =
@@ -385,7 +375,7 @@ fn hydrate_of_a_story_writes_issue_state(s: &dyn SurfaceSetup) {
     assert!(!a.dir.join(".claude/epic-state.json").exists());
 }
 
-on_surfaces!(
+on_both_surfaces!(
     put_then_get_round_trips_in_place,
     a_persons_edit_survives_an_update_of_one_field,
     concurrent_story_transitions_keep_both,

@@ -1,14 +1,10 @@
 //! Push-per-task end to end: the real binary, real git, a bare origin, and
-//! the surface the harness gives (`on_surfaces!`).
+//! the surface the harness gives (`on_both_surfaces!`).
 
-mod support;
-
+use crate::support::{Repo, Surface, TestEnv};
 use serde_json::Value;
-use support::surfaces::SurfaceSetup;
-use support::Repo;
 
-const STORY: u64 = 142;
-const BRANCH: &str = "maverick/142-parser";
+use crate::support::{STORY, STORY_BRANCH as BRANCH};
 
 const THREE_TASKS: &str = "\
 Parse marker blocks — fenced JSON in comments
@@ -16,24 +12,8 @@ Upsert markers in place — PATCH the newest of a kind
 Verify after writing
 ";
 
-/// Writes `text` to a file outside every clone; returns its path.
-fn input_file(s: &dyn SurfaceSetup, name: &str, text: &str) -> String {
-    let path = s.env().path().join(name);
-    std::fs::write(&path, text).unwrap();
-    path.to_str().unwrap().to_owned()
-}
-
-/// A clone on the story's branch, with the story's tasks comment written.
-fn start_story<'a>(s: &'a dyn SurfaceSetup, name: &str, tasks: &str) -> Repo<'a> {
-    let repo = s.clone(name);
-    repo.git(&["switch", "--quiet", "-c", BRANCH]);
-    let file = input_file(s, "tasks.md", tasks);
-    s.maverick(&repo, &["task", "init", "142", &file]).expect(0);
-    repo
-}
-
 /// Another machine: a clone that follows the story's branch on origin.
-fn join_story<'a>(s: &'a dyn SurfaceSetup, name: &str) -> Repo<'a> {
+fn join_story<'a>(s: &'a TestEnv, name: &str) -> Repo<'a> {
     let repo = s.clone(name);
     repo.git(&["switch", "--quiet", BRANCH]);
     repo
@@ -44,7 +24,7 @@ fn stage(repo: &Repo<'_>, path: &str, content: &str) {
     repo.git(&["add", path]);
 }
 
-fn tasks_body(s: &dyn SurfaceSetup) -> String {
+fn tasks_body(s: &TestEnv) -> String {
     s.comment_starting_with(STORY, "## Tasks")
         .expect("the story has a tasks comment")
         .body
@@ -52,7 +32,7 @@ fn tasks_body(s: &dyn SurfaceSetup) -> String {
 
 /// `(checked, sha)` of each task line of the tasks comment.
 fn marks(body: &str) -> Vec<(bool, Option<String>)> {
-    maverick::durable::tasks::parse_tasks(body)
+    crate::support::mav::tasks::parse_tasks(body)
         .into_iter()
         .map(|t| (t.done, t.sha))
         .collect()
@@ -60,16 +40,13 @@ fn marks(body: &str) -> Vec<(bool, Option<String>)> {
 
 /// The commits of the branch on origin beyond main, oldest first:
 /// `(sha, subject, Maverick-Issue, Maverick-Task)`.
-fn remote_commits(s: &dyn SurfaceSetup) -> Vec<(String, String, String, String)> {
-    let exists = s.env().git_output_in(
-        &s.env().origin,
-        &["rev-parse", "--verify", "--quiet", BRANCH],
-    );
+fn remote_commits(s: &TestEnv) -> Vec<(String, String, String, String)> {
+    let exists = s.git_output_in(&s.origin, &["rev-parse", "--verify", "--quiet", BRANCH]);
     if !exists.status.success() {
         return Vec::new();
     }
-    let out = s.env().git_in(
-        &s.env().origin,
+    let out = s.git_in(
+        &s.origin,
         &[
             "log",
             "--reverse",
@@ -92,8 +69,9 @@ fn remote_commits(s: &dyn SurfaceSetup) -> Vec<(String, String, String, String)>
         .collect()
 }
 
-fn three_tasks_done_in_a_row(s: &dyn SurfaceSetup) {
-    let a = start_story(s, "alpha", THREE_TASKS);
+fn three_tasks_done_in_a_row(surface: Surface) {
+    let s = &TestEnv::with_surface(surface);
+    let a = s.story_clone("alpha", THREE_TASKS);
     for (n, subject) in [
         "feat(markers): parse blocks",
         "feat(markers): upsert in place",
@@ -107,7 +85,7 @@ fn three_tasks_done_in_a_row(s: &dyn SurfaceSetup) {
             &format!("src/step{}.rs", n + 1),
             &format!("// step {}\n", n + 1),
         );
-        let run = s.maverick(&a, &["task", "done", "-m", subject]);
+        let run = a.maverick(&["task", "done", "-m", subject]);
         run.expect(0);
         assert!(
             run.stdout.contains(&format!("task {} of #142 done", n + 1)),
@@ -135,7 +113,7 @@ fn three_tasks_done_in_a_row(s: &dyn SurfaceSetup) {
         "the local branch is what was pushed"
     );
 
-    let list = s.maverick(&a, &["task", "list"]);
+    let list = a.maverick(&["task", "list"]);
     list.expect(0);
     assert!(
         list.stdout.contains("#142: 3/3 tasks done"),
@@ -147,13 +125,13 @@ fn three_tasks_done_in_a_row(s: &dyn SurfaceSetup) {
         "{}",
         list.screen()
     );
-    let json = s.maverick(&a, &["--json", "task", "list", "142"]).json();
+    let json = a.maverick(&["--json", "task", "list", "142"]).json();
     assert_eq!(json["done"], 3);
     assert_eq!(json["next_task"], Value::Null);
     assert_eq!(json["reconciled"], serde_json::json!([]));
 
-    let progress = s
-        .maverick(&a, &["--json", "state", "get", "task-progress", "142"])
+    let progress = a
+        .maverick(&["--json", "state", "get", "task-progress", "142"])
         .json();
     assert_eq!(progress["marker"]["phase"], "implement");
     assert_eq!(progress["marker"]["branch"], BRANCH);
@@ -161,15 +139,15 @@ fn three_tasks_done_in_a_row(s: &dyn SurfaceSetup) {
     assert_eq!(progress["marker"]["instance_id"], "alpha");
 }
 
-fn crash_between_push_and_comment_heals_on_another_machine(s: &dyn SurfaceSetup) {
-    let a = start_story(s, "alpha", THREE_TASKS);
+fn crash_between_push_and_comment_heals_on_another_machine(surface: Surface) {
+    let s = &TestEnv::with_surface(surface);
+    let a = s.story_clone("alpha", THREE_TASKS);
     stage(&a, "src/one.rs", "// one\n");
-    s.maverick(&a, &["task", "done", "-m", "feat: one"])
-        .expect(0);
+    a.maverick(&["task", "done", "-m", "feat: one"]).expect(0);
     // The crash: task 2 committed and pushed, the check-off never written.
     // (The push is a plain `git push` through the pre-push hook, which
     // records the pushed head as this writer's own, as maverick's push does.)
-    s.maverick(&a, &["hook", "install"]).expect(0);
+    a.maverick(&["hook", "install"]).expect(0);
     stage(&a, "src/two.rs", "// two\n");
     a.git(&[
         "commit",
@@ -186,7 +164,7 @@ fn crash_between_push_and_comment_heals_on_another_machine(s: &dyn SurfaceSetup)
     assert_eq!(marks(&tasks_body(s))[1], (false, None));
 
     let b = s.clone("beta");
-    let list = s.maverick(&b, &["task", "list", "142"]);
+    let list = b.maverick(&["task", "list", "142"]);
     list.expect(0);
     let short = &two[..7];
     assert!(
@@ -210,20 +188,19 @@ fn crash_between_push_and_comment_heals_on_another_machine(s: &dyn SurfaceSetup)
     assert!(two.starts_with(&mark.unwrap()));
 
     // Once healed, nothing more to do; and the first machine carries on.
-    let again = s.maverick(&b, &["--json", "task", "list", "142"]).json();
+    let again = b.maverick(&["--json", "task", "list", "142"]).json();
     assert_eq!(again["reconciled"], serde_json::json!([]));
     assert_eq!(again["next_task"]["number"], 3);
     stage(&a, "src/three.rs", "// three\n");
-    s.maverick(&a, &["task", "done", "-m", "test: three"])
-        .expect(0);
+    a.maverick(&["task", "done", "-m", "test: three"]).expect(0);
     assert!(marks(&tasks_body(s)).iter().all(|(c, _)| *c));
 }
 
-fn crash_before_push_leaves_the_next_machine_at_that_task(s: &dyn SurfaceSetup) {
-    let a = start_story(s, "alpha", THREE_TASKS);
+fn crash_before_push_leaves_the_next_machine_at_that_task(surface: Surface) {
+    let s = &TestEnv::with_surface(surface);
+    let a = s.story_clone("alpha", THREE_TASKS);
     stage(&a, "src/one.rs", "// one\n");
-    s.maverick(&a, &["task", "done", "-m", "feat: one"])
-        .expect(0);
+    a.maverick(&["task", "done", "-m", "feat: one"]).expect(0);
     // The crash: task 2 committed, never pushed.
     stage(&a, "src/two.rs", "// two, alpha's\n");
     a.git(&[
@@ -238,7 +215,7 @@ fn crash_before_push_leaves_the_next_machine_at_that_task(s: &dyn SurfaceSetup) 
     ]);
 
     let b = join_story(s, "beta");
-    let json = s.maverick(&b, &["--json", "task", "list"]).json();
+    let json = b.maverick(&["--json", "task", "list"]).json();
     assert_eq!(json["done"], 1);
     assert_eq!(json["next_task"]["number"], 2);
     assert_eq!(
@@ -258,7 +235,7 @@ fn crash_before_push_leaves_the_next_machine_at_that_task(s: &dyn SurfaceSetup) 
 
     // The next machine does task 2 ...
     stage(&b, "src/two.rs", "// two, beta's\n");
-    let run = s.maverick(&b, &["task", "done", "-m", "feat: two again"]);
+    let run = b.maverick(&["task", "done", "-m", "feat: two again"]);
     run.expect(0);
     assert!(
         run.stdout.contains("task 2 of #142 done"),
@@ -268,7 +245,7 @@ fn crash_before_push_leaves_the_next_machine_at_that_task(s: &dyn SurfaceSetup) 
     let beta_two = b.git(&["rev-parse", "HEAD"]);
 
     // ... and the first machine, back, must not overwrite it.
-    let late = s.maverick(&a, &["task", "done"]);
+    let late = a.maverick(&["task", "done"]);
     late.expect(8);
     assert!(late.stdout.contains("stays local"), "{}", late.screen());
     assert!(
@@ -276,10 +253,7 @@ fn crash_before_push_leaves_the_next_machine_at_that_task(s: &dyn SurfaceSetup) 
         "{}",
         late.screen()
     );
-    assert_eq!(
-        s.env().git_in(&s.env().origin, &["rev-parse", BRANCH]),
-        beta_two
-    );
+    assert_eq!(s.git_in(&s.origin, &["rev-parse", BRANCH]), beta_two);
     let (checked, mark) = marks(&tasks_body(s))[1].clone();
     assert!(checked);
     assert!(
@@ -288,11 +262,12 @@ fn crash_before_push_leaves_the_next_machine_at_that_task(s: &dyn SurfaceSetup) 
     );
 }
 
-fn refuses_bad_messages_an_empty_index_and_tasks_out_of_range(s: &dyn SurfaceSetup) {
-    let a = start_story(s, "alpha", THREE_TASKS);
+fn refuses_bad_messages_an_empty_index_and_tasks_out_of_range(surface: Surface) {
+    let s = &TestEnv::with_surface(surface);
+    let a = s.story_clone("alpha", THREE_TASKS);
     let head = a.git(&["rev-parse", "HEAD"]);
 
-    let empty = s.maverick(&a, &["task", "done", "-m", "feat: nothing"]);
+    let empty = a.maverick(&["task", "done", "-m", "feat: nothing"]);
     empty.expect(1);
     assert!(
         empty.stderr.contains("nothing is staged"),
@@ -309,7 +284,7 @@ fn refuses_bad_messages_an_empty_index_and_tasks_out_of_range(s: &dyn SurfaceSet
         "feat:parser",
         "feat: x\nno blank line",
     ] {
-        let run = s.maverick(&a, &["task", "done", "-m", bad]);
+        let run = a.maverick(&["task", "done", "-m", bad]);
         run.expect(2);
         assert!(run.stderr.starts_with("error: "), "{}", run.screen());
         assert!(
@@ -319,7 +294,7 @@ fn refuses_bad_messages_an_empty_index_and_tasks_out_of_range(s: &dyn SurfaceSet
         );
     }
     // No -m and a title that is not a conventional message.
-    let untitled = s.maverick(&a, &["task", "done"]);
+    let untitled = a.maverick(&["task", "done"]);
     untitled.expect(2);
     assert!(
         untitled
@@ -330,7 +305,7 @@ fn refuses_bad_messages_an_empty_index_and_tasks_out_of_range(s: &dyn SurfaceSet
     );
     assert_eq!(a.git(&["rev-parse", "HEAD"]), head, "nothing was committed");
 
-    let out_of_range = s.maverick(&a, &["task", "done", "--task", "4", "-m", "feat: x"]);
+    let out_of_range = a.maverick(&["task", "done", "--task", "4", "-m", "feat: x"]);
     out_of_range.expect(2);
     assert!(
         out_of_range
@@ -339,13 +314,13 @@ fn refuses_bad_messages_an_empty_index_and_tasks_out_of_range(s: &dyn SurfaceSet
         "{}",
         out_of_range.screen()
     );
-    s.maverick(&a, &["task", "check", "142", "0"]).expect(2);
-    s.maverick(&a, &["task", "check", "142", "9"]).expect(2);
+    a.maverick(&["task", "check", "142", "0"]).expect(2);
+    a.maverick(&["task", "check", "142", "9"]).expect(2);
     assert_eq!(a.git(&["rev-parse", "HEAD"]), head);
     assert!(remote_commits(s).is_empty(), "nothing was pushed");
 
     // Which issue: the branch name, unless a flag disagrees; none on main.
-    let disagree = s.maverick(&a, &["task", "done", "--issue", "7", "-m", "feat: x"]);
+    let disagree = a.maverick(&["task", "done", "--issue", "7", "-m", "feat: x"]);
     disagree.expect(2);
     assert!(
         disagree.stderr.contains("belongs to #142"),
@@ -353,14 +328,14 @@ fn refuses_bad_messages_an_empty_index_and_tasks_out_of_range(s: &dyn SurfaceSet
         disagree.screen()
     );
     let b = s.clone("beta");
-    let nowhere = s.maverick(&b, &["task", "list"]);
+    let nowhere = b.maverick(&["task", "list"]);
     nowhere.expect(2);
     assert!(
         nowhere.stderr.contains("cannot tell which issue"),
         "{}",
         nowhere.screen()
     );
-    let none = s.maverick(&b, &["task", "list", "143"]);
+    let none = b.maverick(&["task", "list", "143"]);
     none.expect(1);
     assert!(
         none.stderr.contains("#143 has no tasks comment"),
@@ -372,15 +347,14 @@ fn refuses_bad_messages_an_empty_index_and_tasks_out_of_range(s: &dyn SurfaceSet
         "{}",
         none.screen()
     );
-    let no_tasks = input_file(s, "empty.md", "\n\n");
-    s.maverick(&b, &["task", "init", "143", &no_tasks])
-        .expect(2);
+    let no_tasks = s.input_file("empty.md", "\n\n");
+    b.maverick(&["task", "init", "143", &no_tasks]).expect(2);
 
     // Init twice with the same tasks: nothing changes; with others: refused.
-    let same = input_file(s, "same.md", THREE_TASKS);
-    s.maverick(&b, &["task", "init", "142", &same]).expect(0);
-    let other = input_file(s, "other.md", "Something else\n");
-    let refused = s.maverick(&b, &["task", "init", "142", &other]);
+    let same = s.input_file("same.md", THREE_TASKS);
+    b.maverick(&["task", "init", "142", &same]).expect(0);
+    let other = s.input_file("other.md", "Something else\n");
+    let refused = b.maverick(&["task", "init", "142", &other]);
     refused.expect(1);
     assert!(refused.stderr.contains("--replace"), "{}", refused.screen());
     assert_eq!(
@@ -392,8 +366,9 @@ fn refuses_bad_messages_an_empty_index_and_tasks_out_of_range(s: &dyn SurfaceSet
     );
 }
 
-fn parses_a_persons_edits_and_loses_no_check_mark(s: &dyn SurfaceSetup) {
-    let a = start_story(s, "alpha", THREE_TASKS);
+fn parses_a_persons_edits_and_loses_no_check_mark(surface: Surface) {
+    let s = &TestEnv::with_surface(surface);
+    let a = s.story_clone("alpha", THREE_TASKS);
     let comment = s.comment_starting_with(STORY, "## Tasks").unwrap();
     let edited = "\
 ## Tasks
@@ -414,7 +389,7 @@ Plan agreed with @carol on Monday.
 ";
     s.edit_comment(STORY, comment.id, edited);
 
-    let json = s.maverick(&a, &["--json", "task", "list"]).json();
+    let json = a.maverick(&["--json", "task", "list"]).json();
     assert_eq!(json["total"], 3, "{json}");
     assert_eq!(json["done"], 1);
     assert_eq!(json["tasks"][0]["title"], "Parse marker blocks");
@@ -422,11 +397,8 @@ Plan agreed with @carol on Monday.
     assert_eq!(json["next_task"]["number"], 2);
 
     stage(&a, "src/two.rs", "// two\n");
-    s.maverick(
-        &a,
-        &["task", "done", "-m", "feat(markers): upsert in place"],
-    )
-    .expect(0);
+    a.maverick(&["task", "done", "-m", "feat(markers): upsert in place"])
+        .expect(0);
     let short = a.git(&["rev-parse", "--short", "HEAD"]);
     let expected = edited.replace(
         "- [ ] **Upsert markers in place** — PATCH the newest of a kind\n",
@@ -435,17 +407,18 @@ Plan agreed with @carol on Monday.
     assert_eq!(tasks_body(s), expected, "only task 2's line changed");
 
     // A check mark with a sha a person wrote is kept as it is.
-    s.maverick(&a, &["task", "check", "142", "2", "--sha", "abcdef0"])
+    a.maverick(&["task", "check", "142", "2", "--sha", "abcdef0"])
         .expect(0);
     assert_eq!(tasks_body(s), expected);
 }
 
-fn two_instances_checking_at_once_both_win(s: &dyn SurfaceSetup) {
-    let a = start_story(s, "alpha", "T1\nT2\nT3\nT4\nT5\nT6\n");
+fn two_instances_checking_at_once_both_win(surface: Surface) {
+    let s = &TestEnv::with_surface(surface);
+    let a = s.story_clone("alpha", "T1\nT2\nT3\nT4\nT5\nT6\n");
     let b = s.clone("beta");
     for (x, y) in [("1", "2"), ("3", "4"), ("6", "5")] {
-        let mut first = s.command(&a, &["task", "check", "142", x]);
-        let mut second = s.command(&b, &["task", "check", "142", y]);
+        let mut first = a.command(&["task", "check", "142", x]);
+        let mut second = b.command(&["task", "check", "142", y]);
         let first = first
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
@@ -477,39 +450,37 @@ fn two_instances_checking_at_once_both_win(s: &dyn SurfaceSetup) {
     assert!(marks(&tasks_body(s)).iter().all(|(c, _)| *c));
 }
 
-fn the_claim_names_the_issue_and_fences_task_done(s: &dyn SurfaceSetup) {
+fn the_claim_names_the_issue_and_fences_task_done(surface: Surface) {
+    let s = &TestEnv::with_surface(surface);
     let a = s.clone("alpha");
     // A branch whose name says nothing: the claim says which issue it is.
     a.git(&["switch", "--quiet", "-c", "parser-work"]);
-    s.maverick(
-        &a,
-        &[
-            "--lease-ttl",
-            "1s",
-            "coord",
-            "claim",
-            "142",
-            "--branch",
-            "parser-work",
-        ],
-    )
+    a.maverick(&[
+        "--lease-ttl",
+        "60s",
+        "coord",
+        "claim",
+        "142",
+        "--branch",
+        "parser-work",
+    ])
     .expect(0);
-    let file = input_file(s, "tasks.md", THREE_TASKS);
-    s.maverick(&a, &["task", "init", "142", &file]).expect(0);
+    let file = s.input_file("tasks.md", THREE_TASKS);
+    a.maverick(&["task", "init", "142", &file]).expect(0);
     stage(&a, "src/one.rs", "// one\n");
-    let run = s.maverick(&a, &["--json", "task", "done", "-m", "feat: one"]);
+    let run = a.maverick(&["--json", "task", "done", "-m", "feat: one"]);
     let json = run.expect(0).json();
     assert_eq!(json["issue"], 142);
     assert_eq!(json["issue_source"], "claim");
 
     // Another instance takes the stale claim over: alpha's next task is refused.
-    std::thread::sleep(std::time::Duration::from_millis(2100));
+    s.advance_clock(61);
     let b = s.clone("beta");
-    s.maverick(&b, &["coord", "claim", "142", "--takeover"])
+    b.maverick(&["coord", "claim", "142", "--takeover"])
         .expect(0);
     stage(&a, "src/two.rs", "// two\n");
     let head = a.git(&["rev-parse", "HEAD"]);
-    let fenced = s.maverick(&a, &["task", "done", "-m", "feat: two"]);
+    let fenced = a.maverick(&["task", "done", "-m", "feat: two"]);
     fenced.expect(7);
     assert!(
         fenced.stdout.contains("claim lost: #142 is held by beta"),
@@ -519,10 +490,11 @@ fn the_claim_names_the_issue_and_fences_task_done(s: &dyn SurfaceSetup) {
     assert_eq!(a.git(&["rev-parse", "HEAD"]), head, "nothing was committed");
 }
 
-fn a_refused_push_leaves_the_commit_local_and_a_rerun_pushes_it(s: &dyn SurfaceSetup) {
-    let a = start_story(s, "alpha", THREE_TASKS);
+fn a_refused_push_leaves_the_commit_local_and_a_rerun_pushes_it(surface: Surface) {
+    let s = &TestEnv::with_surface(surface);
+    let a = s.story_clone("alpha", THREE_TASKS);
     // The remote refuses branch pushes for a while (maverick's own refs pass).
-    let hook = s.env().origin.join("hooks/pre-receive");
+    let hook = s.origin.join("hooks/pre-receive");
     std::fs::write(
         &hook,
         "#!/bin/sh\nwhile read old new ref; do case \"$ref\" in refs/heads/*) echo \"branch pushes are closed\" >&2; exit 1;; esac; done\n",
@@ -530,7 +502,7 @@ fn a_refused_push_leaves_the_commit_local_and_a_rerun_pushes_it(s: &dyn SurfaceS
     .unwrap();
     std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     stage(&a, "src/one.rs", "// one\n");
-    let refused = s.maverick(&a, &["task", "done", "-m", "feat: one"]);
+    let refused = a.maverick(&["task", "done", "-m", "feat: one"]);
     refused.expect(1);
     let short = a.git(&["rev-parse", "--short", "HEAD"]);
     assert!(
@@ -549,7 +521,7 @@ fn a_refused_push_leaves_the_commit_local_and_a_rerun_pushes_it(s: &dyn SurfaceS
     assert_eq!(marks(&tasks_body(s))[0], (false, None));
 
     std::fs::remove_file(&hook).unwrap();
-    let rerun = s.maverick(&a, &["task", "done"]);
+    let rerun = a.maverick(&["task", "done"]);
     rerun.expect(0);
     assert!(
         rerun.stdout.contains("task 1 of #142 done"),
@@ -567,12 +539,13 @@ fn a_refused_push_leaves_the_commit_local_and_a_rerun_pushes_it(s: &dyn SurfaceS
     assert_eq!(marks(&tasks_body(s))[0], (true, Some(short)));
 }
 
-fn what_a_person_sees(s: &dyn SurfaceSetup) {
+fn what_a_person_sees(surface: Surface) {
+    let s = &TestEnv::with_surface(surface);
     let a = s.clone("alpha");
     a.git(&["switch", "--quiet", "-c", BRANCH]);
-    let file = input_file(s, "tasks.md", THREE_TASKS);
+    let file = s.input_file("tasks.md", THREE_TASKS);
     let mut screens = Vec::new();
-    let mut show = |args: &[&str], run: support::Run| {
+    let mut show = |args: &[&str], run: crate::support::Run| {
         screens.push(format!(
             "$ git maverick {}\n{}",
             args.join(" "),
@@ -580,7 +553,7 @@ fn what_a_person_sees(s: &dyn SurfaceSetup) {
         ));
     };
     let args = ["task", "init", "142", "tasks.md"];
-    show(&args, s.maverick(&a, &["task", "init", "142", &file]));
+    show(&args, a.maverick(&["task", "init", "142", &file]));
     stage(&a, "src/one.rs", "// one\n");
     for args in [
         &["task", "done", "-m", "feat(markers): parse blocks"][..],
@@ -589,7 +562,7 @@ fn what_a_person_sees(s: &dyn SurfaceSetup) {
         &["task", "check", "142", "4"],
         &["task", "list"],
     ] {
-        show(args, s.maverick(&a, args));
+        show(args, a.maverick(args));
     }
     insta::assert_snapshot!(format!("task_screens_{}", s.name()), screens.join("\n"));
 }
@@ -597,40 +570,37 @@ fn what_a_person_sees(s: &dyn SurfaceSetup) {
 /// Someone else pushed to the branch; the writer fetches and rebases onto it.
 /// Building on a push it never saw is what SPEC 8 forbids: exit 8, nothing
 /// pushed, the task left unchecked.
-fn a_rebase_onto_someone_elses_push_is_a_collision(s: &dyn SurfaceSetup) {
-    let a = start_story(s, "alpha", THREE_TASKS);
+fn a_rebase_onto_someone_elses_push_is_a_collision(surface: Surface) {
+    let s = &TestEnv::with_surface(surface);
+    let a = s.story_clone("alpha", THREE_TASKS);
     stage(&a, "src/one.rs", "// one\n");
-    s.maverick(&a, &["task", "done", "-m", "feat: one"])
-        .expect(0);
+    a.maverick(&["task", "done", "-m", "feat: one"]).expect(0);
     let intruder = join_story(s, "intruder");
     intruder.commit_file("src/intruder.rs", "// not yours\n", "feat: intruder");
     intruder.git(&["push", "--quiet", "origin", BRANCH]);
-    let intruded = s.env().git_in(&s.env().origin, &["rev-parse", BRANCH]);
+    let intruded = s.git_in(&s.origin, &["rev-parse", BRANCH]);
 
     a.git(&["pull", "--quiet", "--rebase", "origin", BRANCH]);
     stage(&a, "src/two.rs", "// two\n");
-    let done = s.maverick(&a, &["task", "done", "-m", "feat: two"]);
+    let done = a.maverick(&["task", "done", "-m", "feat: two"]);
     done.expect(8);
     assert!(
         done.screen().contains("someone else pushed to it"),
         "{}",
         done.screen()
     );
-    assert_eq!(
-        s.env().git_in(&s.env().origin, &["rev-parse", BRANCH]),
-        intruded
-    );
+    assert_eq!(s.git_in(&s.origin, &["rev-parse", BRANCH]), intruded);
     assert_eq!(marks(&tasks_body(s))[1], (false, None));
 }
 
 /// `resume` on another machine heals the crash between push and check-off,
 /// and says where to start.
-fn resume_reconciles_and_names_the_next_task(s: &dyn SurfaceSetup) {
-    let a = start_story(s, "alpha", THREE_TASKS);
-    s.maverick(&a, &["hook", "install"]).expect(0);
+fn resume_reconciles_and_names_the_next_task(surface: Surface) {
+    let s = &TestEnv::with_surface(surface);
+    let a = s.story_clone("alpha", THREE_TASKS);
+    a.maverick(&["hook", "install"]).expect(0);
     stage(&a, "src/one.rs", "// one\n");
-    s.maverick(&a, &["task", "done", "-m", "feat: one"])
-        .expect(0);
+    a.maverick(&["task", "done", "-m", "feat: one"]).expect(0);
     stage(&a, "src/two.rs", "// two\n");
     a.git(&[
         "commit",
@@ -646,14 +616,14 @@ fn resume_reconciles_and_names_the_next_task(s: &dyn SurfaceSetup) {
     let two = a.git(&["rev-parse", "--short", "HEAD"]);
 
     let c = s.clone("gamma");
-    let resume = s.maverick(&c, &["--json", "resume", BRANCH]);
+    let resume = c.maverick(&["--json", "resume", BRANCH]);
     resume.expect(0);
     let json = resume.json();
     assert_eq!(json["tasks"]["reconciled"][0]["task"], 2, "{json}");
     assert_eq!(json["next_task"]["number"], 3, "{json}");
     assert_eq!(json["next_task"]["title"], "Verify after writing");
     assert_eq!(marks(&tasks_body(s))[1], (true, Some(two)));
-    let again = s.maverick(&c, &["resume", BRANCH]);
+    let again = c.maverick(&["resume", BRANCH]);
     again.expect(0);
     assert!(
         again
@@ -666,9 +636,10 @@ fn resume_reconciles_and_names_the_next_task(s: &dyn SurfaceSetup) {
 
 /// The claim recorded that the branch did not exist yet; someone else
 /// created it since. Building on it is a collision too.
-fn a_branch_someone_else_created_after_the_claim_is_a_collision(s: &dyn SurfaceSetup) {
+fn a_branch_someone_else_created_after_the_claim_is_a_collision(surface: Surface) {
+    let s = &TestEnv::with_surface(surface);
     let a = s.clone("alpha");
-    s.maverick(&a, &["coord", "claim", "142", "--branch", BRANCH])
+    a.maverick(&["coord", "claim", "142", "--branch", BRANCH])
         .expect(0);
     let intruder = s.clone("intruder");
     intruder.git(&["switch", "--quiet", "-c", BRANCH]);
@@ -683,10 +654,10 @@ fn a_branch_someone_else_created_after_the_claim_is_a_collision(s: &dyn SurfaceS
         BRANCH,
         &format!("origin/{BRANCH}"),
     ]);
-    let file = input_file(s, "tasks.md", THREE_TASKS);
-    s.maverick(&a, &["task", "init", "142", &file]).expect(0);
+    let file = s.input_file("tasks.md", THREE_TASKS);
+    a.maverick(&["task", "init", "142", &file]).expect(0);
     stage(&a, "src/one.rs", "// one\n");
-    let done = s.maverick(&a, &["task", "done", "-m", "feat: one"]);
+    let done = a.maverick(&["task", "done", "-m", "feat: one"]);
     done.expect(8);
     assert!(
         done.screen().contains("someone else pushed to it"),
@@ -696,7 +667,57 @@ fn a_branch_someone_else_created_after_the_claim_is_a_collision(s: &dyn SurfaceS
     assert_eq!(marks(&tasks_body(s))[0], (false, None));
 }
 
-on_surfaces!(
+/// One rule names a branch's issue, for `task done` and `resume` alike: the
+/// leading number of the branch's last path component (`-`, `_` or nothing
+/// after it), whatever folders sit above it.
+fn task_done_and_resume_agree_on_the_issue_of_any_branch_name(surface: Surface) {
+    let s = &TestEnv::with_surface(surface);
+    for (branch, issue) in [
+        ("team/7-infra/142-parser", 142),
+        ("maverick/143_parser", 143),
+        ("a/b/144-x", 144),
+    ] {
+        let name = issue.to_string();
+        let a = s.clone(&format!("alpha{issue}"));
+        a.git(&["switch", "--quiet", "-c", branch]);
+        let file = s.input_file(&format!("tasks{issue}.md"), THREE_TASKS);
+        a.maverick(&["task", "init", &name, &file]).expect(0);
+        stage(&a, "src/one.rs", "// one\n");
+        let done = a.maverick(&["task", "done", "-m", "feat: one"]);
+        done.expect(0);
+        assert!(
+            done.stdout.contains(&format!("task 1 of #{issue} done")),
+            "{branch}: {}",
+            done.screen()
+        );
+        let trailer = s.git_in(
+            &s.origin,
+            &[
+                "log",
+                "-1",
+                "--format=%(trailers:key=Maverick-Issue,valueonly)",
+                branch,
+            ],
+        );
+        assert_eq!(trailer.trim(), name, "{branch}");
+        let body = s
+            .comment_starting_with(issue, "## Tasks")
+            .expect("the story has a tasks comment")
+            .body;
+        assert!(marks(&body)[0].0, "{branch}: {body}");
+        assert!(s.comment_starting_with(7, "## Tasks").is_none());
+
+        let c = s.clone(&format!("gamma{issue}"));
+        let resume = c.maverick(&["--json", "resume", branch]);
+        resume.expect(0);
+        let json = resume.json();
+        assert_eq!(json["issue"], issue, "{branch}: {json}");
+        assert_eq!(json["next_task"]["number"], 2, "{branch}: {json}");
+    }
+}
+
+on_both_surfaces!(
+    task_done_and_resume_agree_on_the_issue_of_any_branch_name,
     a_branch_someone_else_created_after_the_claim_is_a_collision,
     resume_reconciles_and_names_the_next_task,
     a_rebase_onto_someone_elses_push_is_a_collision,

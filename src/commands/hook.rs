@@ -13,7 +13,7 @@ use crate::coord::claims;
 use crate::coord::lease::Coordinator;
 use crate::coord::record::ClaimStore;
 use crate::error::{CommandError, Exit};
-use crate::git::Git;
+use crate::git::{Git, GitEnv};
 use crate::timefmt::Timestamp;
 use crate::writer::bash_guard;
 use crate::writer::branch_record::BranchStore;
@@ -156,7 +156,7 @@ fn session_start() -> Result<Outcome, CommandError> {
     }
     let cwd = std::env::current_dir()
         .map_err(|e| CommandError::tool(format!("cannot read the current directory: {e}")))?;
-    let held = match Git::new(&cwd).common_dir() {
+    let held = match Git::new(&cwd, GitEnv::inherit()).common_dir() {
         Ok(dir) if !prepush::maverick_absent(&dir) => ClaimStore::new(&dir).of_instance(&me)?,
         _ => Vec::new(),
     };
@@ -189,7 +189,7 @@ fn session_end(global: &GlobalArgs) -> Result<Outcome, CommandError> {
     let cwd = std::env::current_dir()
         .map_err(|e| CommandError::tool(format!("cannot read the current directory: {e}")))?;
     // Nothing held: no configuration read, no surface, no network.
-    let common_dir = match Git::new(&cwd).common_dir() {
+    let common_dir = match Git::new(&cwd, GitEnv::inherit()).common_dir() {
         Ok(dir) if !prepush::maverick_absent(&dir) => dir,
         _ => {
             return Ok(Outcome::new(
@@ -237,7 +237,8 @@ fn pre_tool_use() -> Result<Outcome, CommandError> {
         .map_err(|e| CommandError::tool(format!("cannot read the current directory: {e}")))?;
     for push in &pushes {
         let dir = push.dir.as_ref().map_or(cwd.clone(), |d| cwd.join(d));
-        let Some(common_dir) = prepush::locate_common_dir(&dir) else {
+        let git = Git::new(&dir, GitEnv::inherit());
+        let Some(common_dir) = prepush::locate_common_dir(&dir, git.env()) else {
             continue;
         };
         if prepush::maverick_absent(&common_dir) {
@@ -246,7 +247,7 @@ fn pre_tool_use() -> Result<Outcome, CommandError> {
         let ctx = bash_guard::GuardContext {
             common_dir: &common_dir,
             me: &me,
-            current_branch: Git::new(&dir).current_branch().ok().flatten(),
+            current_branch: git.current_branch().ok().flatten(),
             now: Timestamp::now(),
         };
         if let Some(denial) = bash_guard::judge(push, &ctx)? {
@@ -266,12 +267,8 @@ fn pre_tool_use() -> Result<Outcome, CommandError> {
 fn repository() -> Result<Git, CommandError> {
     let cwd = std::env::current_dir()
         .map_err(|e| CommandError::tool(format!("cannot read the current directory: {e}")))?;
-    let git = Git::new(cwd);
-    if !git
-        .cmd(["rev-parse", "--git-dir"])
-        .output_unchecked()?
-        .success()
-    {
+    let git = Git::new(cwd, GitEnv::inherit());
+    if !git.is_repository()? {
         return Err(CommandError::tool("not inside a git repository")
             .code(crate::error::ErrorCode::NotARepository)
             .hint("run it from a clone of the project"));
@@ -369,9 +366,11 @@ fn pre_push(global: &GlobalArgs, args: PrePushArgs) -> Result<Outcome, CommandEr
     }
     let cwd = std::env::current_dir()
         .map_err(|e| CommandError::tool(format!("cannot read the current directory: {e}")))?;
-    let common_dir = match prepush::locate_common_dir(&cwd) {
+    // What git told the hook (GIT_DIR and the rest) passes on to git explicitly.
+    let git = Git::new(&cwd, GitEnv::inherit());
+    let common_dir = match prepush::locate_common_dir(&cwd, git.env()) {
         Some(dir) => dir,
-        None => Git::new(&cwd).common_dir()?,
+        None => git.common_dir()?,
     };
     if prepush::maverick_absent(&common_dir) {
         return Ok(allowed(vec![]));
@@ -390,7 +389,6 @@ fn pre_push(global: &GlobalArgs, args: PrePushArgs) -> Result<Outcome, CommandEr
     // A managed branch: the pusher's instance id, and whether this push goes
     // to maverick's remote. When the environment names the instance and its
     // claim records name this remote, no configuration needs reading.
-    let git = Git::new(&cwd);
     let me = match identity_from_records(&managed, &args)? {
         Some(me) => me,
         None => {

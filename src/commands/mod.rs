@@ -19,7 +19,7 @@ use crate::cli::{Cli, Command, GlobalArgs};
 use crate::config::{Settings, SurfaceKind};
 use crate::coord::record::ClaimStore;
 use crate::error::{CommandError, Exit};
-use crate::git::Git;
+use crate::git::{Git, GitEnv};
 use crate::surface::git::GitSurface;
 use crate::surface::github::{resolve_token, GithubConfig, GithubError, GithubSurface};
 use crate::surface::{Surface, SurfaceError};
@@ -196,8 +196,8 @@ impl Context {
     pub fn load(global: &GlobalArgs) -> Result<Context, CommandError> {
         let cwd = std::env::current_dir()
             .map_err(|e| CommandError::tool(format!("cannot read the current directory: {e}")))?;
-        let git = Git::new(cwd);
-        if git.cmd(["rev-parse", "--git-dir"]).output_unchecked()?.code != Some(0) {
+        let git = Git::new(cwd, GitEnv::inherit());
+        if !git.is_repository()? {
             return Err(CommandError::tool("not inside a git repository")
                 .code(crate::error::ErrorCode::NotARepository)
                 .hint(

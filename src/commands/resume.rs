@@ -8,6 +8,7 @@ use super::{Context, Outcome};
 use crate::cli::{issue_number, GlobalArgs};
 use crate::coord::lease::{Coordinator, Decision, HeartbeatOutcome, IssueView};
 use crate::coord::record::ClaimRecord;
+use crate::durable::tasks::{self, IssueSource};
 use crate::error::{CommandError, Exit};
 use crate::git::is_valid_branch_name;
 use crate::writer::branch_record::BranchStore;
@@ -30,23 +31,19 @@ pub struct ResumeArgs {
 /// else the branch name (`maverick/142-…`). A flag that contradicts the
 /// claim record is a usage error, not a silent choice.
 fn issue_of(ctx: &Context, branch: &str, flag: Option<u64>) -> Result<u64, CommandError> {
-    let records = ctx.claims()?.for_branch(branch)?;
-    let recorded = records
-        .iter()
-        .find(|r| r.instance_id == ctx.settings.instance)
-        .or(records.first())
-        .map(|r| r.issue);
-    match (recorded, flag) {
-        (Some(r), Some(f)) if r != f => Err(CommandError::usage(format!(
+    let found = tasks::issue_of_branch(&ctx.claims()?, &ctx.settings.instance, branch)?;
+    match (found, flag) {
+        (Some((r, IssueSource::Claim)), Some(f)) if r != f => Err(CommandError::usage(format!(
             "{branch} belongs to #{r} by this clone's claim record, not #{f}"
         ))
         .hint(format!("drop --issue, or resume #{f}'s own branch"))),
-        (Some(r), _) => Ok(r),
-        (None, Some(f)) => Ok(f),
-        (None, None) => worktree::issue_of_branch_name(branch).ok_or_else(|| {
-            CommandError::usage(format!("cannot tell which issue {branch} belongs to"))
-                .hint(format!("name it: git maverick resume {branch} --issue N"))
-        }),
+        (Some((r, IssueSource::Claim)), _) => Ok(r),
+        (_, Some(f)) => Ok(f),
+        (Some((n, _)), None) => Ok(n),
+        (None, None) => Err(CommandError::usage(format!(
+            "cannot tell which issue {branch} belongs to"
+        ))
+        .hint(format!("name it: git maverick resume {branch} --issue N"))),
     }
 }
 
@@ -63,7 +60,7 @@ pub(crate) fn record_head_at_claim(
     if already_held && BranchStore::new(&common_dir).get(branch)?.is_some() {
         return Ok(None);
     }
-    match prepush::remote_head(&ctx.git, &ctx.settings.remote, branch) {
+    match ctx.git.remote_head(&ctx.settings.remote, branch) {
         Ok(head) => {
             prepush::record_seen(&common_dir, branch, head.as_deref(), Some(issue), &ctx.settings.instance)?;
             Ok(None)
@@ -79,31 +76,9 @@ pub(crate) fn record_head_at_claim(
 /// has no such branch.
 fn fetch(ctx: &Context, branch: &str) -> Result<Option<String>, CommandError> {
     let remote = &ctx.settings.remote;
-    let tracking = format!("refs/remotes/{remote}/{branch}");
-    let out = ctx
-        .git
-        .cmd([
-            "fetch",
-            "--no-tags",
-            "--quiet",
-            "--no-recurse-submodules",
-            "--end-of-options",
-            remote,
-        ])
-        .arg(format!("+refs/heads/{branch}:{tracking}"))
-        .output_unchecked()?;
-    if !out.success() {
-        if out.stderr.contains("couldn't find remote ref") {
-            return Ok(None);
-        }
-        return Err(CommandError::from(out.into_error())
-            .hint(format!("check that `git fetch {remote}` works from here")));
-    }
-    Ok(Some(ctx.git.read([
-        "rev-parse",
-        "--verify",
-        &format!("{tracking}^{{commit}}"),
-    ])?))
+    ctx.git.fetch_branch(remote, branch).map_err(|e| {
+        CommandError::from(e).hint(format!("check that `git fetch {remote}` works from here"))
+    })
 }
 
 /// Makes sure this clone has a claim record for an issue the surface says
@@ -145,9 +120,9 @@ fn reconcile_tasks(
     ctx: &Context,
     issue: u64,
     branch: &str,
-) -> Result<Option<crate::durable::tasks::TaskListView>, CommandError> {
+) -> Result<Option<tasks::TaskListView>, CommandError> {
     let surface = ctx.surface()?;
-    let view = crate::durable::tasks::reconcile(
+    let view = tasks::reconcile(
         surface.as_ref(),
         &ctx.git,
         &ctx.settings,
@@ -286,7 +261,7 @@ pub fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome, CommandErro
     worktree::exclude(&common_dir, &ctx.settings.worktree_dir)?;
     let applied = worktree::apply(&ctx.git, &plan, &ctx.settings.remote)?;
     let path = plan.path.clone();
-    let wt_git = crate::git::Git::new(&path);
+    let wt_git = ctx.git.at(&path);
     let instance_file = wt_git.git_dir()?.join("maverick").join("instance");
     if applied.created && !instance_file.exists() {
         // The new worktree works for the instance that resumed it: a
@@ -299,8 +274,8 @@ pub fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome, CommandErro
             CommandError::tool(format!("could not write {}: {e}", instance_file.display()))
         })?;
     }
-    let head = wt_git.read(["rev-parse", "HEAD"])?;
-    let subject = wt_git.read(["log", "-1", "--format=%s", "HEAD"])?;
+    let head = wt_git.commit_of("HEAD")?;
+    let subject = wt_git.subject("HEAD")?;
 
     // 5. Last seen: where the remote was when this writer picked it up.
     prepush::record_seen(

@@ -10,6 +10,7 @@ use crate::cli::{issue_number, GlobalArgs};
 use crate::coord::lease::{self, Decision};
 use crate::durable::tasks::{self, IssueSource, Task, TaskError, TaskListView};
 use crate::error::{CommandError, Exit};
+use crate::git::Order;
 use crate::writer::branch_record::BranchStore;
 use crate::writer::push::{self, PushError};
 
@@ -175,11 +176,6 @@ fn task_line(task: &Task) -> String {
     line
 }
 
-/// The current branch; an error on a detached HEAD.
-fn current_branch(ctx: &Context) -> Result<Option<String>, CommandError> {
-    Ok(ctx.git.current_branch()?)
-}
-
 /// The issue of the current branch (SPEC 6): the claim naming it, else its
 /// name, else `--issue`. A flag that disagrees with the branch is refused.
 fn issue_here(
@@ -215,7 +211,7 @@ fn list(ctx: &Context, args: ListArgs) -> Result<Outcome, CommandError> {
     if let Some(b) = &args.branch {
         check_branch_name(b)?;
     }
-    let here = current_branch(ctx)?;
+    let here = ctx.git.current_branch()?;
     let issue = match args.issue {
         Some(n) => n,
         None => issue_here(ctx, here.as_deref(), None)?.0,
@@ -344,68 +340,10 @@ fn check(ctx: &Context, args: CheckArgs) -> Result<Outcome, CommandError> {
     Ok(o)
 }
 
-/// The `Maverick-Issue` and `Maverick-Task` trailers of one commit.
-fn trailers_of(ctx: &Context, rev: &str) -> Result<(Vec<u64>, Vec<usize>), CommandError> {
-    let format = format!(
-        "--format=%(trailers:key={},valueonly,separator=%x2C)%x1f%(trailers:key={},valueonly,separator=%x2C)",
-        tasks::ISSUE_TRAILER,
-        tasks::TASK_TRAILER
-    );
-    let text = ctx
-        .git
-        .read(["log", "-1", &format, "--end-of-options", rev])?;
-    let (issues, task_numbers) = text.split_once('\x1f').unwrap_or((&text, ""));
-    Ok((
-        issues
-            .split(',')
-            .filter_map(|v| v.trim().trim_start_matches('#').parse().ok())
-            .collect(),
-        task_numbers
-            .split(',')
-            .filter_map(|v| v.trim().parse().ok())
-            .collect(),
-    ))
-}
-
-fn is_ancestor(ctx: &Context, ancestor: &str, of: &str) -> Result<bool, CommandError> {
-    let out = ctx
-        .git
-        .cmd([
-            "merge-base",
-            "--is-ancestor",
-            "--end-of-options",
-            ancestor,
-            of,
-        ])
-        .output_unchecked()?;
-    match out.code {
-        Some(0) => Ok(true),
-        // 1: not an ancestor; 128: an object this clone does not have.
-        Some(1) | Some(128) => Ok(false),
-        _ => Err(out.into_error().into()),
-    }
-}
-
-/// The remote's head of `branch`, as `git ls-remote` says it now.
-fn remote_head(ctx: &Context, branch: &str) -> Result<Option<String>, CommandError> {
-    let text = ctx.git.read([
-        "ls-remote",
-        "--heads",
-        "--end-of-options",
-        &ctx.settings.remote,
-        &format!("refs/heads/{branch}"),
-    ])?;
-    Ok(text
-        .lines()
-        .find(|l| l.ends_with(&format!("\trefs/heads/{branch}")))
-        .and_then(|l| l.split('\t').next())
-        .map(str::to_owned))
-}
-
 fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome, CommandError> {
     let instance = ctx.settings.instance.clone();
     let remote = ctx.settings.remote.clone();
-    let branch = current_branch(ctx)?.ok_or_else(|| {
+    let branch = ctx.git.current_branch()?.ok_or_else(|| {
         CommandError::tool("HEAD is detached: `task done` pushes the current branch")
             .hint("switch to the story's branch: `git switch BRANCH`")
     })?;
@@ -420,25 +358,16 @@ fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome, CommandError> {
 
     // What to commit: the index, or a task commit an earlier `task done`
     // made but could not push.
-    let staged = !ctx
-        .git
-        .cmd(["diff", "--cached", "--quiet"])
-        .output_unchecked()?
-        .success();
-    let head = ctx
-        .git
-        .cmd(["rev-parse", "--verify", "--quiet", "HEAD"])
-        .output_unchecked()?;
-    let head = head
-        .success()
-        .then(|| String::from_utf8_lossy(&head.stdout).trim().to_owned());
+    let staged = ctx.git.has_staged_changes()?;
+    let head = ctx.git.resolve_commit("HEAD")?;
     let mut unpushed_task: Option<usize> = None;
     if !staged {
         if let Some(h) = &head {
-            let (issues, task_numbers) = trailers_of(ctx, h)?;
-            if issues.contains(&issue) && !task_numbers.is_empty() {
-                let on_remote = match remote_head(ctx, &branch)? {
-                    Some(r) => r == *h || is_ancestor(ctx, h, &r)?,
+            let trailers = ctx.git.task_trailers(h, 1, Order::NewestFirst)?;
+            let task_numbers = trailers.first().map_or(&[][..], |c| &c.tasks[..]);
+            if trailers.first().is_some_and(|c| c.names_issue(issue)) && !task_numbers.is_empty() {
+                let on_remote = match ctx.git.remote_head(&remote, &branch)? {
+                    Some(r) => r == *h || ctx.git.is_ancestor(h, &r)?,
                     None => false,
                 };
                 if !on_remote {
@@ -545,20 +474,14 @@ fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome, CommandError> {
                     .hint("nothing was committed; pass -m \"type(scope): subject\""))
                 }
             };
-            let out = ctx
-                .git
-                .cmd(["commit", "--quiet", "--cleanup=strip", "-m", &message])
-                .arg(format!("--trailer={}: {issue}", tasks::ISSUE_TRAILER))
-                .arg(format!("--trailer={}: {number}", tasks::TASK_TRAILER))
-                .output_unchecked()?;
-            if !out.success() {
-                return Err(CommandError::from_error(Exit::Error, &out.into_error())
-                    .hint("nothing was committed or pushed; fix what git says and run `git maverick task done` again"));
-            }
-            ctx.git.read(["rev-parse", "HEAD"])?
+            ctx.git.commit_task(&message, issue, number).map_err(|e| {
+                CommandError::from_error(Exit::Error, &e)
+                    .hint("nothing was committed or pushed; fix what git says and run `git maverick task done` again")
+            })?;
+            ctx.git.commit_of("HEAD")?
         }
     };
-    let short = ctx.git.read(["rev-parse", "--short", &sha])?;
+    let short = ctx.git.short_name(&sha)?;
 
     // 2. Push, as a compare-and-swap against the remote's head. That head
     // must be one our commit descends from (so the push overwrites nothing
@@ -571,14 +494,14 @@ fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome, CommandError> {
     // remote has now, and the swap refuses anything pushed after this look.
     let store = BranchStore::new(&ctx.git.common_dir()?);
     let recorded = store.get(&branch)?;
-    let live = remote_head(ctx, &branch)?;
+    let live = ctx.git.remote_head(&remote, &branch)?;
     let seen = recorded.as_ref().and_then(|r| r.last_seen.clone());
     let pending = recorded
         .as_ref()
         .map(|r| r.pending.clone())
         .unwrap_or_default();
     let collision = match (&live, &seen) {
-        (Some(l), _) if !is_ancestor(ctx, l, &sha)? => Some(format!(
+        (Some(l), _) if !ctx.git.is_ancestor(l, &sha)? => Some(format!(
             "the remote's {branch} is at {l}, which {short} does not descend from"
         )),
         // SPEC 8: the remote must be where this writer last saw it, or at a
@@ -651,36 +574,20 @@ fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome, CommandError> {
 
     // 3. Check off every task whose commit this push brought to the remote.
     let pushed_range = match &expected {
-        Some(old) if is_ancestor(ctx, old, &sha)? => format!("{old}..{sha}"),
+        Some(old) if ctx.git.is_ancestor(old, &sha)? => format!("{old}..{sha}"),
         _ => sha.clone(),
     };
     let mut checks: Vec<(usize, Option<String>)> = vec![(number, Some(short.clone()))];
-    let log = ctx.git.read([
-        "log",
-        "--reverse",
-        "--max-count=200",
-        &format!(
-            "--format=%h%x1f%(trailers:key={},valueonly,separator=%x2C)%x1f%(trailers:key={},valueonly,separator=%x2C)",
-            tasks::ISSUE_TRAILER,
-            tasks::TASK_TRAILER
-        ),
-        "--end-of-options",
-        &pushed_range,
-    ])?;
-    for line in log.lines() {
-        let fields: Vec<&str> = line.split('\x1f').collect();
-        let [c_short, c_issues, c_tasks] = fields[..] else {
-            continue;
-        };
-        if !c_issues.split(',').any(|v| v.trim().parse() == Ok(issue)) {
+    for commit in ctx
+        .git
+        .task_trailers(&pushed_range, 200, Order::OldestFirst)?
+    {
+        if !commit.names_issue(issue) {
             continue;
         }
-        for t in c_tasks
-            .split(',')
-            .filter_map(|v| v.trim().parse::<usize>().ok())
-        {
+        for &t in &commit.tasks {
             if t >= 1 && t <= total && !checks.iter().any(|(n, _)| *n == t) {
-                checks.push((t, Some(c_short.to_owned())));
+                checks.push((t, Some(commit.short.clone())));
             }
         }
     }

@@ -294,7 +294,7 @@ fn hydrate_story(
 /// Writes the hydrated JSON to its file in the worktree root, atomically
 /// (temporary file and rename), keeping it out of `git status`. Returns the path.
 pub fn write_local(git: &Git, hydrated: &Hydrated) -> Result<PathBuf, HydrateError> {
-    let root = PathBuf::from(git.read(["rev-parse", "--show-toplevel"])?);
+    let root = git.toplevel()?;
     let path = root.join(hydrated.file());
     let mut bytes = serde_json::to_vec_pretty(hydrated.value()).expect("JSON values serialize");
     bytes.push(b'\n');
@@ -309,19 +309,10 @@ pub fn write_local(git: &Git, hydrated: &Hydrated) -> Result<PathBuf, HydrateErr
 /// Adds `relative` to `info/exclude` unless git already ignores it: the
 /// cache must never be committed by a `git add -A`.
 fn exclude(git: &Git, root: &Path, relative: &str) -> Result<(), HydrateError> {
-    let ignored = git
-        .cmd(["check-ignore", "-q", "--no-index", "--"])
-        .arg(root.join(relative))
-        .output_unchecked()?;
-    if ignored.success() {
+    if git.is_ignored(&root.join(relative))? {
         return Ok(());
     }
-    let path = PathBuf::from(git.read([
-        "rev-parse",
-        "--path-format=absolute",
-        "--git-path",
-        "info/exclude",
-    ])?);
+    let path = git.git_path("info/exclude")?;
     let mut text = std::fs::read_to_string(&path).unwrap_or_default();
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
@@ -464,195 +455,6 @@ fn claim_json(view: &IssueView) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::timefmt::Timestamp;
-
-    use std::cell::RefCell;
-
-    use crate::surface::{Applied, Comment, Guard, Write};
-
-    /// An in-memory surface that counts what hydrate asks of it.
-    struct Counting {
-        issues: BTreeMap<u64, Issue>,
-        pulls: Vec<PullRequest>,
-        calls: RefCell<Vec<String>>,
-    }
-
-    impl Surface for Counting {
-        fn describe(&self) -> String {
-            "counting".into()
-        }
-        fn now(&self) -> Result<Timestamp, SurfaceError> {
-            Ok(Timestamp(1_800_000_000))
-        }
-        fn me(&self) -> &str {
-            "me"
-        }
-        fn issues(&self, numbers: &[u64]) -> Result<Vec<Issue>, SurfaceError> {
-            for n in numbers {
-                self.calls.borrow_mut().push(format!("comments #{n}"));
-            }
-            Ok(numbers.iter().map(|n| self.issues[n].clone()).collect())
-        }
-        fn summaries(&self, numbers: &[u64]) -> Result<Vec<IssueSummary>, SurfaceError> {
-            self.calls.borrow_mut().push("summaries".into());
-            Ok(numbers
-                .iter()
-                .map(|n| {
-                    let i = &self.issues[n];
-                    IssueSummary {
-                        number: i.number,
-                        open: i.open,
-                        is_pull: false,
-                        labels: i.labels.clone(),
-                        assignees: Vec::new(),
-                    }
-                })
-                .collect())
-        }
-        fn list(&self, _: &[&str], _: bool) -> Result<Vec<IssueSummary>, SurfaceError> {
-            unreachable!("hydrate never lists")
-        }
-        fn write(
-            &self,
-            _: &[Write],
-            _: Option<Guard<'_>>,
-        ) -> Result<Option<Vec<Vec<Applied>>>, SurfaceError> {
-            unreachable!("hydrate never writes")
-        }
-        fn open_pulls(&self) -> Result<Vec<PullRequest>, SurfaceError> {
-            self.calls.borrow_mut().push("pulls".into());
-            Ok(self.pulls.clone())
-        }
-        fn ci_status(&self, shas: &[String]) -> Result<Vec<Option<CiStatus>>, SurfaceError> {
-            self.calls.borrow_mut().push(format!("ci x{}", shas.len()));
-            Ok(shas
-                .iter()
-                .map(|sha| {
-                    Some(CiStatus {
-                        sha: sha.clone(),
-                        state: "success".into(),
-                        combined: Some("success".into()),
-                        check_runs: Vec::new(),
-                    })
-                })
-                .collect())
-        }
-    }
-
-    fn comment(id: u64, body: String) -> Comment {
-        Comment {
-            id,
-            author: "bot".into(),
-            trusted: true,
-            body,
-            created_at: Timestamp(1_799_999_000),
-            updated_at: Timestamp(1_799_999_000),
-        }
-    }
-
-    fn settings() -> Settings {
-        Settings {
-            repo: Some("acme/widgets".into()),
-            settle_delay: std::time::Duration::ZERO,
-            ..Settings::defaults(crate::config::SurfaceKind::Github, "me")
-        }
-    }
-
-    #[test]
-    fn a_50_story_epic_reads_comments_of_the_epic_and_the_stories_in_flight_only() {
-        use crate::durable::markers::{render_marker, Marker};
-        let stories: Vec<u64> = (200..250).collect();
-        let dag: Map<String, Value> = stories
-            .iter()
-            .map(|n| (n.to_string(), json!({"deps": []})))
-            .collect();
-        let dag = Marker::new(
-            MarkerKind::Dag,
-            json!({"epic": 1, "stories": dag})
-                .as_object()
-                .unwrap()
-                .clone(),
-        );
-        let mut issues = BTreeMap::new();
-        issues.insert(
-            1,
-            Issue {
-                number: 1,
-                open: true,
-                is_pull: false,
-                labels: Vec::new(),
-                assignees: Vec::new(),
-                comments: vec![comment(1, render_marker(&dag))],
-            },
-        );
-        let in_flight = [203, 217, 240];
-        for &n in &stories {
-            let labelled = in_flight.contains(&n);
-            let claim = Marker::new(
-                MarkerKind::Claim,
-                json!({"instance_id": "other", "branch": format!("maverick/{n}-x"), "generation": 1})
-                    .as_object()
-                    .unwrap()
-                    .clone(),
-            );
-            issues.insert(
-                n,
-                Issue {
-                    number: n,
-                    open: true,
-                    is_pull: false,
-                    labels: if labelled {
-                        vec!["claude-in-progress".into()]
-                    } else {
-                        Vec::new()
-                    },
-                    assignees: Vec::new(),
-                    comments: if labelled {
-                        vec![comment(10 + n, render_marker(&claim))]
-                    } else {
-                        Vec::new()
-                    },
-                },
-            );
-        }
-        let pulls = in_flight
-            .iter()
-            .map(|n| PullRequest {
-                number: 1000 + n,
-                title: format!("story {n}"),
-                head_ref: format!("maverick/{n}-x"),
-                head_sha: format!("{n:040}"),
-                base_ref: "main".into(),
-                draft: true,
-                labels: Vec::new(),
-                body: String::new(),
-            })
-            .collect();
-        let surface = Counting {
-            issues,
-            pulls,
-            calls: RefCell::new(Vec::new()),
-        };
-        let Hydrated::Epic(value) = hydrate(&surface, &settings(), 1).unwrap() else {
-            panic!("an epic");
-        };
-        assert_eq!(
-            *surface.calls.borrow(),
-            [
-                "comments #1",
-                "summaries",
-                "comments #203",
-                "comments #217",
-                "comments #240",
-                "pulls",
-                "ci x3",
-            ]
-        );
-        assert_eq!(value["issues"]["217"]["claim"]["instance_id"], "other");
-        assert_eq!(value["issues"]["217"]["pull"]["ci"]["state"], "success");
-        assert_eq!(value["issues"]["218"]["pull"], Value::Null);
-        assert_eq!(value["ready"].as_array().unwrap().len(), 47);
-    }
 
     #[test]
     fn closing_keywords() {

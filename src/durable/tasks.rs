@@ -26,12 +26,11 @@ use crate::config::Settings;
 use crate::coord::record::ClaimStore;
 use crate::durable::markers::{Marker, MarkerKind};
 use crate::durable::state::{self, StateError};
-use crate::git::{Git, GitError};
+use crate::git::{Git, GitError, Order};
 use crate::surface::{write_if_unchanged, Comment, Conditional, Issue, Op, Surface, SurfaceError};
 
 /// The trailers `task done` writes and reconcile reads.
-pub const ISSUE_TRAILER: &str = "Maverick-Issue";
-pub const TASK_TRAILER: &str = "Maverick-Task";
+pub use crate::git::{ISSUE_TRAILER, TASK_TRAILER};
 
 /// How many times a check-off is re-applied on a newer body before giving up.
 const MAX_CHECK_ATTEMPTS: u32 = 20;
@@ -695,56 +694,28 @@ pub fn read_remote_branch(
     branch: &str,
     issue: u64,
 ) -> Result<RemoteBranch, TaskError> {
-    let tracking = format!("refs/remotes/{remote}/{branch}");
-    let out = git
-        .cmd(["fetch", "--no-tags", "--quiet", "--no-write-fetch-head"])
-        .args(["--end-of-options", remote])
-        .arg(format!("+refs/heads/{branch}:{tracking}"))
-        .output_unchecked()?;
-    if !out.success() {
-        if out.stderr.contains("couldn't find remote ref") {
-            return Ok(RemoteBranch {
-                name: branch.to_owned(),
-                head: None,
-                commits: Vec::new(),
-                history: Vec::new(),
-            });
-        }
-        return Err(out.into_error().into());
-    }
-    let head = git.read(["rev-parse", "--verify", "--end-of-options", &tracking])?;
-    let format = format!(
-        "--format=%H%x1f%h%x1f%(trailers:key={ISSUE_TRAILER},valueonly,separator=%x2C)%x1f%(trailers:key={TASK_TRAILER},valueonly,separator=%x2C)%x1e"
-    );
-    let log = git
-        .cmd(["log", &format, &format!("--max-count={MAX_HISTORY}")])
-        .args(["--end-of-options", &head])
-        .output()?;
-    let text = log.stdout_text()?;
+    let Some(head) = git.fetch_branch(remote, branch)? else {
+        return Ok(RemoteBranch {
+            name: branch.to_owned(),
+            head: None,
+            commits: Vec::new(),
+            history: Vec::new(),
+        });
+    };
     let mut commits: BTreeMap<usize, TaskCommit> = BTreeMap::new();
     let mut history = Vec::new();
-    for record in text.split('\x1e') {
-        let fields: Vec<&str> = record.trim_matches('\n').split('\x1f').collect();
-        let [sha, short, issues, tasks] = fields[..] else {
-            continue;
-        };
-        history.push(sha.to_owned());
-        let names_issue = issues
-            .split(',')
-            .any(|v| v.trim().trim_start_matches('#').parse() == Ok(issue));
-        if !names_issue {
+    for commit in git.task_trailers(&head, MAX_HISTORY, Order::NewestFirst)? {
+        history.push(commit.sha.clone());
+        if !commit.names_issue(issue) {
             continue;
         }
-        for task in tasks
-            .split(',')
-            .filter_map(|t| t.trim().parse::<usize>().ok())
-        {
+        for &task in &commit.tasks {
             // The log runs newest first: the oldest commit of a task wins.
             commits.insert(
                 task,
                 TaskCommit {
-                    sha: sha.to_owned(),
-                    short: short.to_owned(),
+                    sha: commit.sha.clone(),
+                    short: commit.short.clone(),
                     task,
                 },
             );
@@ -875,8 +846,11 @@ pub fn reconcile(
     })
 }
 
-/// The issue a branch name carries: `maverick/142-short-title` (any prefix
-/// path, the issue number first in its last part).
+/// The issue a branch name carries, the one rule every command uses: the
+/// leading number of the branch's last path component, followed by nothing,
+/// `-` or `_` (`maverick/142-short-title`, `team/7-infra/142-parser`,
+/// `maverick/142_parser`, `142`). Folders above it (`team/7-infra/`) group
+/// branches; the last component is the branch's own name.
 pub fn issue_of_branch_name(branch: &str) -> Option<u64> {
     let last = branch.rsplit('/').next()?;
     let digits = last.bytes().take_while(u8::is_ascii_digit).count();
@@ -1100,6 +1074,15 @@ A note about the plan.
         assert_eq!(issue_of_branch_name("maverick/v2-thing"), None);
         assert_eq!(issue_of_branch_name("maverick/12abc"), None);
         assert_eq!(issue_of_branch_name("maverick/0-x"), None);
+        // The last component decides, however deep the folders are.
+        assert_eq!(issue_of_branch_name("team/7-infra/142-parser"), Some(142));
+        assert_eq!(issue_of_branch_name("maverick/142_parser"), Some(142));
+        assert_eq!(issue_of_branch_name("a/b/142-x"), Some(142));
+        assert_eq!(issue_of_branch_name("story/140"), Some(140));
+        assert_eq!(issue_of_branch_name("142-x"), Some(142));
+        assert_eq!(issue_of_branch_name("team/7-infra/parser"), None);
+        assert_eq!(issue_of_branch_name("maverick/x-142"), None);
+        assert_eq!(issue_of_branch_name("maverick/142.x"), None);
     }
 
     #[test]

@@ -17,7 +17,7 @@ use super::{
     apply_membership, Applied, Comment, Guard, Issue, IssueSummary, Op, Surface, SurfaceError,
     Write,
 };
-use crate::git::Git;
+use crate::git::{Git, Hooks, PushOutcome};
 use crate::timefmt::Timestamp;
 
 pub const SURFACE_REF: &str = "refs/maverick/issues";
@@ -100,47 +100,28 @@ impl GitSurface {
         );
         let mut attempt = 0;
         loop {
-            let out = self
-                .git
-                .cmd([
-                    "fetch",
-                    "--no-tags",
-                    "--prune",
-                    "--no-write-fetch-head",
-                    "--quiet",
-                    "--no-recurse-submodules",
-                ])
-                .arg(&self.remote)
-                .arg(&refspec)
-                .output_unchecked()?;
-            if out.success() {
-                self.fetched
-                    .store(true, std::sync::atomic::Ordering::Relaxed);
-                break;
-            }
+            let error = match self.git.fetch_pruning(&self.remote, &refspec) {
+                Ok(()) => {
+                    self.fetched
+                        .store(true, std::sync::atomic::Ordering::Relaxed);
+                    break;
+                }
+                Err(error) => error,
+            };
             // Two processes of one clone fetching at once contend for the
             // cache ref's lock; the other one brought what we wanted.
             attempt += 1;
-            if attempt < 20 && out.stderr.contains("lock") {
+            if attempt < 20 && error.stderr().contains("lock") {
                 backoff(attempt);
                 continue;
             }
-            return Err(out.into_error().into());
+            return Err(error.into());
         }
         self.cached_commit()
     }
 
     fn cached_commit(&self) -> Result<Option<String>, SurfaceError> {
-        let out = self
-            .git
-            .cmd(["rev-parse", "--verify", "--quiet"])
-            .arg(format!("{}^{{commit}}", self.cache_ref))
-            .output_unchecked()?;
-        if out.success() {
-            Ok(Some(out.stdout_text()?.trim().to_owned()))
-        } else {
-            Ok(None)
-        }
+        Ok(self.git.resolve_commit(&self.cache_ref)?)
     }
 
     /// The surface as of a fresh fetch, or (`fresh == false`) as of the last
@@ -167,14 +148,8 @@ impl GitSurface {
         if names.is_empty() {
             return Ok(Vec::new());
         }
-        let mut input = names.join("\n");
-        input.push('\n');
-        let out = self
-            .git
-            .cmd(["cat-file", "--batch"])
-            .stdin(input)
-            .output()?;
-        let mut rest = &out.stdout[..];
+        let out = self.git.cat_file_batch(names)?;
+        let mut rest = &out[..];
         let mut found = Vec::with_capacity(names.len());
         for name in names {
             let newline = rest
@@ -225,11 +200,7 @@ impl GitSurface {
     }
 
     fn hash_blob(&self, bytes: Vec<u8>) -> Result<String, SurfaceError> {
-        Ok(self
-            .git
-            .cmd(["hash-object", "-w", "--stdin"])
-            .stdin(bytes)
-            .read()?)
+        Ok(self.git.hash_blob(bytes)?)
     }
 
     /// Builds the child commit of `snapshot` with the changed files.
@@ -241,11 +212,9 @@ impl GitSurface {
     ) -> Result<String, SurfaceError> {
         let mut entries: BTreeMap<String, String> = BTreeMap::new();
         if let Some(commit) = &snapshot.commit {
-            let listing = self.git.cmd(["ls-tree", "-z"]).arg(commit).output()?;
-            for entry in listing.stdout.split(|b| *b == 0).filter(|e| !e.is_empty()) {
-                let entry = String::from_utf8_lossy(entry);
+            for entry in self.git.ls_tree(commit)? {
                 if let Some((_, name)) = entry.split_once('\t') {
-                    entries.insert(name.to_owned(), entry.into_owned());
+                    entries.insert(name.to_owned(), entry.clone());
                 }
             }
         }
@@ -253,39 +222,36 @@ impl GitSurface {
             let sha = self.hash_blob(bytes.clone())?;
             entries.insert(name.clone(), format!("100644 blob {sha}\t{name}"));
         }
-        let mut tree_input = entries.into_values().collect::<Vec<_>>().join("\0");
-        tree_input.push('\0');
-        let tree = self.git.cmd(["mktree", "-z"]).stdin(tree_input).read()?;
-        let mut commit = self
+        let tree = self
             .git
-            .cmd(["commit-tree", &tree, "-m", message])
-            .env("GIT_AUTHOR_NAME", AUTHOR_NAME)
-            .env("GIT_AUTHOR_EMAIL", AUTHOR_EMAIL)
-            .env("GIT_COMMITTER_NAME", AUTHOR_NAME)
-            .env("GIT_COMMITTER_EMAIL", AUTHOR_EMAIL);
-        if let Some(parent) = &snapshot.commit {
-            commit = commit.args(["-p", parent]);
-        }
-        Ok(commit.read()?)
+            .mktree(&entries.into_values().collect::<Vec<_>>())?;
+        Ok(self.git.commit_tree(
+            &tree,
+            snapshot.commit.as_deref(),
+            message,
+            (AUTHOR_NAME, AUTHOR_EMAIL),
+        )?)
     }
 
     /// The compare-and-swap. `Ok(false)` when another writer got there first.
     fn swap(&self, old: Option<&str>, new: &str) -> Result<bool, SurfaceError> {
-        let lease = format!("--force-with-lease={SURFACE_REF}:{}", old.unwrap_or(""));
-        let out = self
-            .git
-            .cmd(["push", "--porcelain", "--no-verify", "--quiet", &lease])
-            .arg(&self.remote)
-            .arg(format!("{new}:{SURFACE_REF}"))
-            .output_unchecked()?;
-        if out.success() {
-            let _ = self
+        let (said, error) =
+            match self
                 .git
-                .cmd(["update-ref", &self.cache_ref, new])
-                .output_unchecked();
-            return Ok(true);
-        }
-        let said = format!("{}\n{}", String::from_utf8_lossy(&out.stdout), out.stderr);
+                .push_with_lease(&self.remote, new, SURFACE_REF, old, Hooks::Skip)?
+            {
+                PushOutcome::Pushed => {
+                    // The cache is only a shortcut: the next fetch corrects it.
+                    let _ = self.git.update_ref(
+                        &self.cache_ref,
+                        new,
+                        None,
+                        "git maverick: surface write",
+                    );
+                    return Ok(true);
+                }
+                PushOutcome::Refused { said, error, .. } => (said, error),
+            };
         if said.contains("stale info")
             || said.contains("fetch first")
             || said.contains("non-fast-forward")
@@ -306,7 +272,7 @@ impl GitSurface {
                 reason,
             });
         }
-        Err(out.into_error().into())
+        Err(error.into())
     }
 
     fn surface_now(&self, meta: &Meta) -> Timestamp {
@@ -445,16 +411,11 @@ impl Surface for GitSurface {
         let Some(commit) = self.fetch()? else {
             return Ok(Vec::new());
         };
-        let listing = self
+        let mut numbers: Vec<u64> = self
             .git
-            .cmd(["ls-tree", "--name-only", "-z"])
-            .arg(&commit)
-            .output()?;
-        let mut numbers: Vec<u64> = listing
-            .stdout
-            .split(|b| *b == 0)
+            .ls_tree_names(&commit)?
+            .iter()
             .filter_map(|name| {
-                let name = std::str::from_utf8(name).ok()?;
                 name.strip_prefix("issue-")?
                     .strip_suffix(".json")?
                     .parse()

@@ -61,8 +61,7 @@ pub enum Change {
 /// The hook file git actually runs (`git rev-parse --git-path hooks`, which
 /// knows `core.hooksPath` and linked worktrees).
 pub fn hook_path(git: &Git) -> Result<PathBuf, GitError> {
-    let dir = git.read(["rev-parse", "--path-format=absolute", "--git-path", "hooks"])?;
-    Ok(PathBuf::from(dir).join("pre-push"))
+    Ok(git.git_path("hooks")?.join("pre-push"))
 }
 
 /// A BEGIN line without its END line: maverick does not guess where its block stops.

@@ -34,7 +34,7 @@ use std::path::{Path, PathBuf};
 
 use crate::coord::record::{ClaimRecord, ClaimStore};
 use crate::files::RecordError;
-use crate::git::{Git, GitError};
+use crate::git::{Git, GitEnv, GitError};
 use crate::timefmt::Timestamp;
 use crate::writer::branch_record::{BranchRecord, BranchStore};
 
@@ -103,14 +103,14 @@ pub fn parse_updates(input: &str) -> Result<Vec<RefUpdate>, PrePushError> {
 }
 
 /// The repository's common git dir, found from the environment git gives
-/// hooks and the `.git` entry of the working directory, without running git.
-/// `None` when it cannot be told that way (the caller asks git).
-pub fn locate_common_dir(cwd: &Path) -> Option<PathBuf> {
+/// hooks (`env`) and the `.git` entry of the working directory, without
+/// running git. `None` when it cannot be told that way (the caller asks git).
+pub fn locate_common_dir(cwd: &Path, env: &GitEnv) -> Option<PathBuf> {
     let absolute = |p: PathBuf| if p.is_absolute() { p } else { cwd.join(p) };
-    if let Some(dir) = std::env::var_os("GIT_COMMON_DIR").filter(|v| !v.is_empty()) {
+    if let Some(dir) = env.get("GIT_COMMON_DIR") {
         return Some(absolute(PathBuf::from(dir)));
     }
-    let git_dir = match std::env::var_os("GIT_DIR").filter(|v| !v.is_empty()) {
+    let git_dir = match env.get("GIT_DIR") {
         Some(dir) => absolute(PathBuf::from(dir)),
         None => {
             let dot_git = cwd.join(".git");
@@ -313,19 +313,6 @@ pub fn lease_warnings(claims: &[ClaimRecord], me: &str, now: Timestamp) -> Vec<S
         .collect()
 }
 
-/// True when `ancestor` is an ancestor of (or equal to) `descendant`. An
-/// object this clone does not have cannot be an ancestor of one it has.
-pub fn is_ancestor(git: &Git, ancestor: &str, descendant: &str) -> Result<bool, GitError> {
-    let out = git
-        .cmd(["merge-base", "--is-ancestor", ancestor, descendant])
-        .output_unchecked()?;
-    match out.code {
-        Some(0) => Ok(true),
-        Some(1) | Some(128) => Ok(false),
-        _ => Err(out.into_error()),
-    }
-}
-
 /// Checks one update of a managed branch. `me` is the pushing instance.
 pub fn check_update(
     git: &Git,
@@ -405,7 +392,7 @@ pub fn check_update(
         )));
     }
     if let Some(remote) = &update.remote_sha {
-        if !is_ancestor(git, remote, pushed)? {
+        if !git.is_ancestor(remote, pushed)? {
             return Ok(Some(refusal(
                 RefusalKind::NonFastForward,
                 "this push would rewrite it (not a fast-forward: a forced push)".to_owned(),
@@ -471,20 +458,6 @@ pub fn record_seen(
         updated_at: Timestamp::now().to_string(),
         pending: Vec::new(),
     })
-}
-
-/// The remote's head of `branch` by `git ls-remote` (a network call:
-/// never from the hook).
-pub fn remote_head(git: &Git, remote: &str, branch: &str) -> Result<Option<String>, GitError> {
-    let refname = format!("refs/heads/{branch}");
-    let out = git
-        .cmd(["ls-remote", "--refs", "--end-of-options", remote, &refname])
-        .output()?;
-    let text = out.stdout_text()?;
-    Ok(text.lines().find_map(|line| {
-        let (sha, name) = line.split_once('\t')?;
-        (name == refname).then(|| sha.to_owned())
-    }))
 }
 
 #[cfg(test)]
@@ -585,8 +558,16 @@ mod tests {
     fn common_dir_of_a_plain_clone() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join(".git")).unwrap();
-        if std::env::var_os("GIT_DIR").is_none() && std::env::var_os("GIT_COMMON_DIR").is_none() {
-            assert_eq!(locate_common_dir(dir.path()), Some(dir.path().join(".git")));
-        }
+        let plain = GitEnv::empty();
+        assert_eq!(
+            locate_common_dir(dir.path(), &plain),
+            Some(dir.path().join(".git"))
+        );
+        // In a hook git names the directories; those win over `.git`.
+        let hook = plain.set("GIT_DIR", "elsewhere/.git");
+        assert_eq!(
+            locate_common_dir(dir.path(), &hook),
+            Some(dir.path().join("elsewhere/.git"))
+        );
     }
 }

@@ -12,7 +12,7 @@
 //! makes.
 
 use crate::files::RecordError;
-use crate::git::{Git, GitError};
+use crate::git::{Git, GitError, Hooks, PushOutcome};
 use crate::timefmt::Timestamp;
 use crate::writer::branch_record::{BranchRecord, BranchStore};
 use crate::writer::prepush::{self, BranchState};
@@ -62,12 +62,7 @@ pub fn cas_push(
     issue: Option<u64>,
     instance: &str,
 ) -> Result<String, PushError> {
-    let sha = git.read([
-        "rev-parse",
-        "--verify",
-        "--end-of-options",
-        &format!("{rev}^{{commit}}"),
-    ])?;
+    let sha = git.commit_of(rev)?;
     let common_dir = git.common_dir()?;
     let state = BranchState::load(&common_dir, branch)?;
     if !state.claims.is_empty() {
@@ -80,7 +75,7 @@ pub fn cas_push(
         }
     }
     if let Some(expected) = expected {
-        if !prepush::is_ancestor(git, expected, &sha)? {
+        if !git.is_ancestor(expected, &sha)? {
             return Err(PushError::NotFastForward {
                 branch: branch.to_owned(),
                 expected: expected.to_owned(),
@@ -89,18 +84,9 @@ pub fn cas_push(
         }
     }
     let target = format!("refs/heads/{branch}");
-    let lease = format!("--force-with-lease={target}:{}", expected.unwrap_or(""));
-    let out = git
-        .cmd(["push", "--porcelain", &lease, "--end-of-options", remote])
-        .arg(format!("{sha}:{target}"))
-        .output_unchecked()?;
-    if !out.success() {
-        let said = format!("{}\n{}", String::from_utf8_lossy(&out.stdout), out.stderr);
-        let status_line = said
-            .lines()
-            .find(|l| l.starts_with('!'))
-            .map(|l| l.rsplit('\t').next().unwrap_or(l).trim().to_owned());
-        return Err(match status_line {
+    let outcome = git.push_with_lease(remote, &sha, &target, expected, Hooks::Run)?;
+    if let PushOutcome::Refused { status, error, .. } = outcome {
+        return Err(match status {
             Some(line)
                 if line.contains("stale info")
                     || line.contains("fetch first")
@@ -118,8 +104,8 @@ pub fn cas_push(
             },
             None => PushError::Refused {
                 branch: branch.to_owned(),
-                reason: out
-                    .stderr
+                reason: error
+                    .stderr()
                     .lines()
                     .filter(|l| !l.trim().is_empty())
                     .collect::<Vec<_>>()
@@ -157,7 +143,7 @@ pub fn cas_push_last_seen(
         None => None,
         Some(record) if record.pending.is_empty() => record.last_seen,
         Some(record) => {
-            let head = prepush::remote_head(git, remote, branch)?;
+            let head = git.remote_head(remote, branch)?;
             let ours = head == record.last_seen
                 || head.as_ref().is_some_and(|h| record.pending.contains(h));
             if !ours {

@@ -11,21 +11,6 @@ use crate::git::{Git, GitError};
 /// are cut and get a hash of the whole name, so two stay apart.
 const MAX_DIR_NAME: usize = 96;
 
-/// The issue a branch name like `maverick/142-short-title` (any one prefix,
-/// or none: `142-short-title`) names.
-pub fn issue_of_branch_name(branch: &str) -> Option<u64> {
-    let rest = match branch.split_once('/') {
-        Some((_, rest)) => rest,
-        None => branch,
-    };
-    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-    let after = &rest[digits.len()..];
-    if digits.is_empty() || !(after.is_empty() || after.starts_with('-')) {
-        return None;
-    }
-    digits.parse().ok().filter(|n| *n > 0)
-}
-
 fn fnv1a(text: &str) -> u64 {
     text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, b| {
         (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
@@ -151,12 +136,10 @@ impl Entry {
 }
 
 pub fn list(git: &Git) -> Result<Vec<Entry>, GitError> {
-    let out = git
-        .cmd(["worktree", "list", "--porcelain", "-z"])
-        .output()?;
+    let listing = git.worktree_list()?;
     let mut entries = Vec::new();
     let mut current: Option<Entry> = None;
-    for field in out.stdout.split(|b| *b == 0) {
+    for field in listing.split(|b| *b == 0) {
         let field = String::from_utf8_lossy(field);
         if field.is_empty() {
             entries.extend(current.take());
@@ -302,25 +285,13 @@ pub struct Applied {
 }
 
 fn local_branch(git: &Git, branch: &str, remote_head: &str) -> Result<LocalBranch, GitError> {
-    let out = git
-        .cmd(["rev-parse", "--verify", "--quiet"])
-        .arg(format!("refs/heads/{branch}^{{commit}}"))
-        .output_unchecked()?;
-    if !out.success() {
+    let Some(local) = git.resolve_commit(&format!("refs/heads/{branch}"))? else {
         return Ok(LocalBranch::Absent);
-    }
-    let local = out.stdout_text()?.trim().to_owned();
+    };
     if local == remote_head {
         return Ok(LocalBranch::AtRemote);
     }
-    let log = git.read([
-        "log",
-        "--no-decorate",
-        "--format=%h %s",
-        "--end-of-options",
-        &format!("{remote_head}..{local}"),
-    ])?;
-    let commits: Vec<String> = log.lines().map(str::to_owned).collect();
+    let commits = git.oneline_log(&format!("{remote_head}..{local}"))?;
     Ok(if commits.is_empty() {
         LocalBranch::Behind { local }
     } else {
@@ -441,7 +412,7 @@ pub fn apply(git: &Git, plan: &Plan, remote: &str) -> Result<Applied, WorktreeEr
     let refname = format!("refs/heads/{branch}");
     let head = plan.remote_head.as_str();
     if plan.prune {
-        git.cmd(["worktree", "prune"]).output()?;
+        git.worktree_prune()?;
         applied.repaired = true;
     }
     if let Some(aside) = &plan.move_aside {
@@ -465,41 +436,28 @@ pub fn apply(git: &Git, plan: &Plan, remote: &str) -> Result<Applied, WorktreeEr
             unreachable!("a branch ahead of its remote is refused before apply")
         }
         (Some(_), LocalBranch::Behind { .. }) => {
-            Git::new(&plan.path)
-                .cmd(["merge", "--ff-only", "--quiet", head])
-                .output()?;
+            git.at(&plan.path).merge_ff_only(head)?;
             applied.fast_forwarded = true;
         }
         (Some(_), _) => {}
         (None, LocalBranch::Absent) => {
-            git.cmd(["worktree", "add", "--quiet", "--no-track", "-b", branch])
-                .arg(&plan.path)
-                .arg(head)
-                .output()?;
-            git.cmd(["config", &format!("branch.{branch}.remote"), remote])
-                .output()?;
-            git.cmd(["config", &format!("branch.{branch}.merge"), &refname])
-                .output()?;
+            git.worktree_add_new_branch(&plan.path, branch, head)?;
+            git.config_set(&format!("branch.{branch}.remote"), remote)?;
+            git.config_set(&format!("branch.{branch}.merge"), &refname)?;
             applied.created = true;
         }
         (None, local) => {
             if let LocalBranch::Behind { local } = local {
                 // A compare-and-swap on the local ref: nothing moves it meanwhile.
-                git.cmd([
-                    "update-ref",
-                    "-m",
-                    "git maverick resume: fast-forward",
+                git.update_ref(
                     &refname,
                     head,
-                    local,
-                ])
-                .output()?;
+                    Some(local),
+                    "git maverick resume: fast-forward",
+                )?;
                 applied.fast_forwarded = true;
             }
-            git.cmd(["worktree", "add", "--quiet"])
-                .arg(&plan.path)
-                .arg(branch)
-                .output()?;
+            git.worktree_add(&plan.path, branch)?;
             applied.created = true;
         }
     }
@@ -509,17 +467,6 @@ pub fn apply(git: &Git, plan: &Plan, remote: &str) -> Result<Applied, WorktreeEr
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn issues_from_branch_names() {
-        assert_eq!(issue_of_branch_name("maverick/142-short-title"), Some(142));
-        assert_eq!(issue_of_branch_name("story/140"), Some(140));
-        assert_eq!(issue_of_branch_name("142-x"), Some(142));
-        assert_eq!(issue_of_branch_name("maverick/x-142"), None);
-        assert_eq!(issue_of_branch_name("maverick/142x"), None);
-        assert_eq!(issue_of_branch_name("main"), None);
-        assert_eq!(issue_of_branch_name("a/0-x"), None);
-    }
 
     #[test]
     fn dir_names_stay_one_component() {

@@ -5,23 +5,47 @@
 //!
 //! One suite, two surfaces: `TestEnv::with_surface(Surface::Github)` starts a
 //! fake GitHub server and points every clone at it, and the accessors
-//! `labels`, `comment_bodies` and `write_count` read either surface, so a
-//! test written once runs on both (`on_both_surfaces!`).
+//! (`labels`, `comments`, `write_count`, ...) and person's edits
+//! (`add_comment`, `edit_comment`, `open_pull`, `close`) work on either
+//! surface, so a test written once runs on both (`on_both_surfaces!`).
+//!
+//! Time passes because a test moves it: [`TestEnv::advance_clock`] moves the
+//! fake GitHub's clock and the clock of every maverick process started
+//! afterwards (`MAVERICK_CLOCK_OFFSET`), never by sleeping.
 #![allow(dead_code)]
 
 pub mod fake_github;
 pub mod json_schema;
-pub mod surfaces;
+pub mod sim;
 
+use std::cell::Cell;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use serde_json::Value;
+use assert_fs::fixture::{FileWriteStr, PathChild};
+use serde_json::{json, Value};
 
 pub use fake_github::FakeGithub;
 
+/// The library as the tests name it: the one place that knows where each
+/// module lives in `src/`, so a move there changes only these lines.
+pub mod mav {
+    pub use maverick::cli;
+    pub use maverick::config;
+    pub use maverick::coord::{dispatch, lease};
+    pub use maverick::durable::{hydrate, markers, tasks};
+    pub use maverick::git;
+    pub use maverick::surface;
+    pub use maverick::timefmt;
+    pub use maverick::writer::{branch_record, prepush, push};
+}
+
 /// The repository the fake GitHub serves.
 pub const GITHUB_REPO: &str = "acme/widgets";
+
+/// The story most tests work on, and its branch.
+pub const STORY: u64 = 142;
+pub const STORY_BRANCH: &str = "maverick/142-parser";
 
 /// Where a test's shared state lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,7 +55,7 @@ pub enum Surface {
 }
 
 /// Turns each `fn name(surface: Surface)` into two tests, `name::git` and
-/// `name::github`.
+/// `name::github`: the one way a test runs on both surfaces.
 #[macro_export]
 macro_rules! on_both_surfaces {
     ($($name:ident),+ $(,)?) => {
@@ -72,10 +96,22 @@ const SCRUBBED: &[&str] = &[
 ];
 
 pub struct TestEnv {
-    pub root: tempfile::TempDir,
+    pub root: assert_fs::TempDir,
     pub origin: PathBuf,
     home: PathBuf,
     github: Option<FakeGithub>,
+    /// Seconds every maverick process's clock is ahead of the real one.
+    clock_offset: Cell<i64>,
+    /// How many person's edits of the git surface so far (names their clones).
+    edits: Cell<u32>,
+}
+
+/// A comment as the surface stores it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredComment {
+    pub id: u64,
+    pub author: String,
+    pub body: String,
 }
 
 impl Default for TestEnv {
@@ -92,12 +128,11 @@ impl TestEnv {
 
     /// On `Surface::Github`, clones coordinate through a fake GitHub server
     /// (issues spring into existence when named, as any number is an issue
-    /// on the git surface) with a 200 ms settle delay.
+    /// on the git surface) with a 200 ms settle delay and a rate limit no
+    /// test that runs dozens of processes spends (tests/github.rs tests the
+    /// limit itself).
     pub fn with_surface(surface: Surface) -> TestEnv {
-        let root = tempfile::Builder::new()
-            .prefix("maverick-test-")
-            .tempdir()
-            .expect("temp dir");
+        let root = assert_fs::TempDir::new().expect("temp dir");
         let home = root.path().join("home");
         std::fs::create_dir_all(&home).unwrap();
         let origin = root.path().join("origin.git");
@@ -105,6 +140,7 @@ impl TestEnv {
             let (owner, name) = GITHUB_REPO.split_once('/').unwrap();
             let fake = FakeGithub::start(owner, name);
             fake.create_issues_on_demand(true);
+            fake.set_rate_limit(100_000);
             fake
         });
         let env = TestEnv {
@@ -112,6 +148,8 @@ impl TestEnv {
             origin,
             home,
             github,
+            clock_offset: Cell::new(0),
+            edits: Cell::new(0),
         };
         env.git_in(
             env.root.path(),
@@ -141,6 +179,24 @@ impl TestEnv {
 
     pub fn path(&self) -> &Path {
         self.root.path()
+    }
+
+    /// Lets `secs` seconds pass on the surface: the fake GitHub's clock
+    /// (its `Date` header and timestamps) and the writer's clock of every
+    /// maverick process started from now on, on either surface.
+    pub fn advance_clock(&self, secs: i64) {
+        self.clock_offset.set(self.clock_offset.get() + secs);
+        if let Some(fake) = &self.github {
+            fake.advance_clock(secs);
+        }
+    }
+
+    /// The surface's name, for messages and snapshot names.
+    pub fn name(&self) -> &'static str {
+        match self.surface() {
+            Surface::Git => "git",
+            Surface::Github => "github",
+        }
     }
 
     pub fn surface(&self) -> Surface {
@@ -179,20 +235,7 @@ impl TestEnv {
 
     /// The comment bodies of an issue in comment order, on whichever surface.
     pub fn comment_bodies(&self, issue: u64) -> Vec<String> {
-        match &self.github {
-            Some(fake) => fake.comments(issue).into_iter().map(|c| c.body).collect(),
-            None => self
-                .stored_issue(issue)
-                .and_then(|i| {
-                    i["comments"].as_array().map(|comments| {
-                        comments
-                            .iter()
-                            .filter_map(|c| c["body"].as_str().map(str::to_owned))
-                            .collect()
-                    })
-                })
-                .unwrap_or_default(),
-        }
+        self.comments(issue).into_iter().map(|c| c.body).collect()
     }
 
     /// How many writes the surface took: commits of the surface ref on git,
@@ -241,6 +284,7 @@ impl TestEnv {
             .env("LANG", "C")
             .env("NO_COLOR", "1")
             .env("PATH", path_with_bin())
+            .env("MAVERICK_CLOCK_OFFSET", self.clock_offset.get().to_string())
             .stdin(Stdio::null());
         if let Some(fake) = &self.github {
             cmd.env("GITHUB_API_URL", fake.url())
@@ -293,13 +337,57 @@ impl TestEnv {
             dir: self.root.path().join(name),
             instance: name.to_owned(),
         };
-        if self.github.is_some() {
+        if self.github.is_none() {
+            repo.git(&["config", "maverick.surface", "git"]);
+        } else {
             repo.git(&["config", "maverick.surface", "github"]);
             repo.git(&["config", "maverick.repo", GITHUB_REPO]);
             repo.git(&["config", "maverick.settleDelay", "200ms"]);
             repo.git(&["config", "maverick.httpTimeout", "5s"]);
         }
         repo
+    }
+
+    /// A clone with the pre-push hook installed, holding #142 with
+    /// [`STORY_BRANCH`] checked out: where most push tests start.
+    pub fn claimed_clone(&self, name: &str) -> Repo<'_> {
+        self.claimed_clone_with_ttl(name, "10m")
+    }
+
+    /// [`TestEnv::claimed_clone`] with a lease of `ttl` (one that a test
+    /// lets run out with [`TestEnv::advance_clock`]).
+    pub fn claimed_clone_with_ttl(&self, name: &str, ttl: &str) -> Repo<'_> {
+        let repo = self.clone(name);
+        repo.maverick(&["hook", "install"]).expect(0);
+        repo.maverick(&[
+            "--lease-ttl",
+            ttl,
+            "coord",
+            "claim",
+            "142",
+            "--branch",
+            STORY_BRANCH,
+        ])
+        .expect(0);
+        repo.git(&["switch", "--quiet", "-c", STORY_BRANCH]);
+        repo
+    }
+
+    /// A clone on [`STORY_BRANCH`] that wrote #142's tasks comment from
+    /// `tasks` (one task a line).
+    pub fn story_clone(&self, name: &str, tasks: &str) -> Repo<'_> {
+        let repo = self.clone(name);
+        repo.git(&["switch", "--quiet", "-c", STORY_BRANCH]);
+        let file = self.input_file("tasks.md", tasks);
+        repo.maverick(&["task", "init", "142", &file]).expect(0);
+        repo
+    }
+
+    /// Writes `text` to a file outside every clone; returns its path.
+    pub fn input_file(&self, name: &str, text: &str) -> String {
+        let file = self.root.child(name);
+        file.write_str(text).unwrap();
+        file.path().to_str().unwrap().to_owned()
     }
 
     /// The surface's state of one issue as stored on origin (git surface).
@@ -318,10 +406,10 @@ impl TestEnv {
     pub fn releases(&self, issue: u64) -> Vec<(String, String)> {
         self.comment_bodies(issue)
             .iter()
-            .flat_map(|body| maverick::durable::markers::parse_markers(body))
+            .flat_map(|body| crate::support::mav::markers::parse_markers(body))
             .flatten()
             .filter(|m| {
-                m.kind == maverick::durable::markers::MarkerKind::Lease
+                m.kind == crate::support::mav::markers::MarkerKind::Lease
                     && m.payload.contains_key("released_at")
             })
             .map(|m| {
@@ -353,6 +441,154 @@ impl TestEnv {
     }
 }
 
+/// A person's reads and edits of the shared state, as they would make them
+/// in the browser (GitHub) or with push access (git surface), on either
+/// surface: never through one surface's storage in a test body.
+impl TestEnv {
+    /// Every comment of an issue, in id order.
+    pub fn comments(&self, issue: u64) -> Vec<StoredComment> {
+        match &self.github {
+            Some(fake) => fake
+                .comments(issue)
+                .into_iter()
+                .map(|c| StoredComment {
+                    id: c.id,
+                    author: c.user,
+                    body: c.body,
+                })
+                .collect(),
+            None => self
+                .stored_issue(issue)
+                .map(|stored| {
+                    stored["comments"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|c| StoredComment {
+                            id: c["id"].as_u64().unwrap(),
+                            author: c["author"].as_str().unwrap().to_owned(),
+                            body: c["body"].as_str().unwrap().to_owned(),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
+        }
+    }
+
+    /// The body of the issue's comment that starts with `prefix`, newest first.
+    pub fn comment_starting_with(&self, issue: u64, prefix: &str) -> Option<StoredComment> {
+        self.comments(issue)
+            .into_iter()
+            .rev()
+            .find(|c| c.body.starts_with(prefix))
+    }
+
+    /// Replaces a comment's body, as a person editing it would.
+    pub fn edit_comment(&self, issue: u64, id: u64, body: &str) {
+        match &self.github {
+            Some(fake) => fake.edit_comment(id, body),
+            None => self.edit_git_surface(issue, |_, stored| {
+                let comment = stored["comments"]
+                    .as_array_mut()
+                    .unwrap()
+                    .iter_mut()
+                    .find(|c| c["id"] == id)
+                    .unwrap_or_else(|| panic!("no comment {id} on #{issue}"));
+                comment["body"] = json!(body);
+            }),
+        }
+    }
+
+    /// Adds a comment by a trusted person; returns its id.
+    pub fn add_comment(&self, issue: u64, author: &str, body: &str) -> u64 {
+        if let Some(fake) = &self.github {
+            fake.add_user(author, "MEMBER");
+            return fake.add_comment_as(issue, author, body);
+        }
+        let mut new_id = 0;
+        self.edit_git_surface(issue, |meta, stored| {
+            new_id = meta["next_comment_id"].as_u64().unwrap_or(1).max(1);
+            meta["next_comment_id"] = json!(new_id + 1);
+            let at = meta["clock"]
+                .as_str()
+                .unwrap_or("2026-11-30T10:00:00Z")
+                .to_owned();
+            stored["comments"].as_array_mut().unwrap().push(json!({
+                "id": new_id,
+                "author": author,
+                "body": body,
+                "created_at": at,
+                "updated_at": at,
+            }));
+        });
+        new_id
+    }
+
+    /// Opens pull request `number` carrying `labels`. (The git surface has
+    /// no pull requests: there an issue carrying the labels stands for one.)
+    pub fn open_pull(&self, repo: &Repo<'_>, number: u64, labels: &[&str]) {
+        if let Some(fake) = &self.github {
+            let head = format!("{number:040x}");
+            fake.create_pull(number, &format!("Pull request {number}"), labels, &head);
+            return;
+        }
+        let n = number.to_string();
+        let mut args = vec!["coord", "label", "add", n.as_str()];
+        args.extend(labels);
+        repo.maverick(&args).expect(0);
+    }
+
+    /// Closes an issue or pull request (on the git surface: the `closed` label).
+    pub fn close(&self, repo: &Repo<'_>, number: u64) {
+        match &self.github {
+            Some(fake) => fake.close(number),
+            None => {
+                repo.maverick(&["coord", "label", "add", &number.to_string(), "closed"])
+                    .expect(0);
+            }
+        }
+    }
+
+    /// Changes the git surface as a person with push access could: one
+    /// commit on `refs/maverick/issues`.
+    fn edit_git_surface(&self, issue: u64, edit: impl FnOnce(&mut Value, &mut Value)) {
+        let n = self.edits.get() + 1;
+        self.edits.set(n);
+        let dir = self.path().join(format!("surface-edit-{n}"));
+        let origin = self.origin.to_str().unwrap().to_owned();
+        self.git_in(self.path(), &["init", "--quiet", dir.to_str().unwrap()]);
+        self.git_in(
+            &dir,
+            &[
+                "fetch",
+                "--quiet",
+                &origin,
+                "refs/maverick/issues:refs/heads/surface",
+            ],
+        );
+        self.git_in(&dir, &["checkout", "--quiet", "surface"]);
+        let issue_path = dir.join(format!("issue-{issue}.json"));
+        let mut stored: Value = std::fs::read(&issue_path)
+            .ok()
+            .map(|b| serde_json::from_slice(&b).unwrap())
+            .unwrap_or_else(
+                || json!({"number": issue, "labels": [], "assignees": [], "comments": []}),
+            );
+        let meta_path = dir.join("meta.json");
+        let mut meta: Value = serde_json::from_slice(&std::fs::read(&meta_path).unwrap()).unwrap();
+        edit(&mut meta, &mut stored);
+        std::fs::write(&issue_path, serde_json::to_vec_pretty(&stored).unwrap()).unwrap();
+        std::fs::write(&meta_path, serde_json::to_vec_pretty(&meta).unwrap()).unwrap();
+        self.git_in(&dir, &["add", "-A"]);
+        self.git_in(&dir, &["commit", "--quiet", "-m", "a person's edit"]);
+        self.git_in(
+            &dir,
+            &["push", "--quiet", &origin, "surface:refs/maverick/issues"],
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
 /// PATH with the built `git-maverick` first, so that git hooks find it.
 pub fn path_with_bin() -> std::ffi::OsString {
     let bin_dir = Path::new(BIN)
@@ -363,6 +599,15 @@ pub fn path_with_bin() -> std::ffi::OsString {
         dirs.extend(std::env::split_paths(&path));
     }
     std::env::join_paths(dirs).expect("PATH entries join")
+}
+
+/// The git the tests run, for a PATH of a test's own making.
+pub fn real_git() -> PathBuf {
+    let out = Command::new("sh")
+        .args(["-c", "command -v git"])
+        .output()
+        .expect("sh runs");
+    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
 }
 
 pub struct Repo<'a> {
@@ -402,34 +647,22 @@ impl Repo<'_> {
         }
     }
 
-    /// Runs `git maverick ARGS` until it exits `code`, polling for at most
-    /// `timeout` (a lease running out, for example). Panics on timeout.
-    #[track_caller]
-    pub fn wait_for_exit(&self, args: &[&str], code: i32, timeout: std::time::Duration) -> Run {
-        let start = std::time::Instant::now();
-        loop {
-            let run = self.maverick(args);
-            if run.code == code {
-                return run;
-            }
-            assert!(
-                start.elapsed() < timeout,
-                "git maverick {args:?} did not exit {code} within {timeout:?}; last:\n{}",
-                run.screen()
-            );
-            std::thread::sleep(std::time::Duration::from_millis(200));
-        }
-    }
-
     /// `git maverick ARGS` as this clone's instance.
     pub fn maverick(&self, args: &[&str]) -> Run {
         self.maverick_as(&self.instance, args)
     }
 
     pub fn maverick_as(&self, instance: &str, args: &[&str]) -> Run {
-        let mut cmd = self.maverick_command(args);
+        let mut cmd = self.command(args);
         cmd.env("MAVERICK_INSTANCE", instance);
         Run::from_output(args, cmd.output().expect("git-maverick runs"))
+    }
+
+    /// The command for `git maverick ARGS` as this clone's instance, to spawn.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = self.maverick_command(args);
+        cmd.env("MAVERICK_INSTANCE", &self.instance);
+        cmd
     }
 
     /// The command, hermetic, without an instance id: for tests that set
@@ -442,9 +675,9 @@ impl Repo<'_> {
     }
 
     pub fn write_file(&self, path: &str, content: &str) {
-        let full = self.dir.join(path);
-        std::fs::create_dir_all(full.parent().unwrap()).unwrap();
-        std::fs::write(full, content).unwrap();
+        assert_fs::fixture::ChildPath::new(self.dir.join(path))
+            .write_str(content)
+            .unwrap();
     }
 
     /// Writes, stages and commits one file; returns the new head.

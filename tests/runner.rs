@@ -1,0 +1,25 @@
+//! The one integration test binary: every area of the suite is a module
+//! here, so the suite links once (as jj's `cli/tests/runner.rs` does).
+//! Run one area with `cargo test --test runner coord::`.
+
+#[macro_use]
+mod support;
+
+mod agent_hooks;
+mod cas_push;
+mod cli;
+mod coord;
+mod demo;
+mod dispatch;
+mod dispatch_schedule;
+mod fake_github;
+mod github;
+mod hook;
+mod hydrate;
+mod markers;
+mod resume;
+mod run;
+mod settle;
+mod skill;
+mod state;
+mod tasks;

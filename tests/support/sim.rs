@@ -1,0 +1,510 @@
+//! One deterministic simulator for the protocols, in memory, over the
+//! library's `Surface` trait: one seeded [`Schedule`] and one memory surface
+//! ([`SimSurface`] over a shared [`World`]) with lag settings and a call log.
+//!
+//! Every actor (an instance running a protocol) is a thread, but only one
+//! runs at a time: every surface call is a step, and the schedule's seeded
+//! generator picks which waiting actor takes the next one. So a seed is an
+//! interleaving, and [`for_each_seed`] replays the one a failure names
+//! (`MAVERICK_SEED=<seed>`).
+//!
+//! The world has GitHub's weaknesses where a test asks for them ([`Lag`]):
+//! no compare-and-swap (a guard sees one read, and others may write right
+//! after it), every op its own request, comment ids not dense, new comments
+//! unseen by reads for some steps, label lists behind the labels. Faults
+//! that more tests need (a crash of an actor, an answer lost after the write
+//! happened) belong in [`SimSurface::call`], the one place every call passes.
+#![allow(dead_code)]
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+use crate::support::mav::surface::{
+    apply_membership, Applied, CiStatus, Comment, Guard, Issue, IssueSummary, Op, PullRequest,
+    Surface, SurfaceError, Write,
+};
+use crate::support::mav::timefmt::Timestamp;
+
+/// xorshift64*: small, fast, and the same on every machine.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// A number in `0..n` (0 when `n` is 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        if n == 0 {
+            0
+        } else {
+            self.next() % n
+        }
+    }
+}
+
+/// Runs `run(seed)` for every seed (`MAVERICK_SEED=N` replays one,
+/// `MAVERICK_SEEDS=N` explores the first N instead of `seeds`); a failure
+/// names the seed that replays it.
+pub fn for_each_seed(seeds: impl IntoIterator<Item = u64>, mut run: impl FnMut(u64)) {
+    let seeds: Vec<u64> = match std::env::var("MAVERICK_SEED") {
+        Ok(seed) => vec![seed.parse().expect("MAVERICK_SEED is a number")],
+        Err(_) => match std::env::var("MAVERICK_SEEDS") {
+            Ok(n) => (0..n.parse().expect("MAVERICK_SEEDS is a number")).collect(),
+            Err(_) => seeds.into_iter().collect(),
+        },
+    };
+    for seed in seeds {
+        if let Err(panic) = catch_unwind(AssertUnwindSafe(|| run(seed))) {
+            eprintln!("the simulation failed at seed {seed}; replay it with MAVERICK_SEED={seed}");
+            resume_unwind(panic);
+        }
+    }
+}
+
+/// Lets exactly one actor run at a time, chosen by a seeded generator once
+/// every live actor waits for its next step.
+pub struct Schedule {
+    state: Mutex<ScheduleState>,
+    turn: Condvar,
+}
+
+struct ScheduleState {
+    alive: usize,
+    waiting: BTreeSet<usize>,
+    running: Option<usize>,
+    rng: Rng,
+}
+
+impl Schedule {
+    pub fn new(seed: u64, actors: usize) -> Arc<Schedule> {
+        Arc::new(Schedule {
+            state: Mutex::new(ScheduleState {
+                alive: actors,
+                waiting: BTreeSet::new(),
+                running: None,
+                rng: Rng::new(seed),
+            }),
+            turn: Condvar::new(),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, ScheduleState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn pick(state: &mut ScheduleState) {
+        if state.running.is_none()
+            && !state.waiting.is_empty()
+            && state.waiting.len() == state.alive
+        {
+            let index = state.rng.below(state.waiting.len() as u64) as usize;
+            let next = *state.waiting.iter().nth(index).unwrap();
+            state.waiting.remove(&next);
+            state.running = Some(next);
+        }
+    }
+
+    /// Waits until the schedule gives `actor` the next step.
+    pub fn step(&self, actor: usize) {
+        let mut state = self.lock();
+        if state.running == Some(actor) {
+            state.running = None;
+        }
+        state.waiting.insert(actor);
+        Schedule::pick(&mut state);
+        self.turn.notify_all();
+        while state.running != Some(actor) {
+            state = self.turn.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// `actor` takes no more steps.
+    pub fn finish(&self, actor: usize) {
+        let mut state = self.lock();
+        state.alive -= 1;
+        if state.running == Some(actor) {
+            state.running = None;
+        }
+        Schedule::pick(&mut state);
+        self.turn.notify_all();
+    }
+
+    /// Runs `body` as `actor` on its own thread; the actor finishes when the
+    /// body returns or panics, so one panicking actor never hangs the rest.
+    pub fn spawn<T: Send + 'static>(
+        self: &Arc<Schedule>,
+        actor: usize,
+        body: impl FnOnce() -> T + Send + 'static,
+    ) -> std::thread::JoinHandle<T> {
+        struct Finish(Arc<Schedule>, usize);
+        impl Drop for Finish {
+            fn drop(&mut self) {
+                self.0.finish(self.1);
+            }
+        }
+        let finish = Finish(Arc::clone(self), actor);
+        std::thread::spawn(move || {
+            let _finish = finish;
+            body()
+        })
+    }
+}
+
+/// How far the world's reads lag its writes, in steps.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Lag {
+    /// A new comment stays unseen by reads for up to this many steps
+    /// (each comment its own, drawn from the world's generator).
+    pub comments: u64,
+    /// Label lists (`list`) show the labels as of this many steps ago.
+    pub lists: usize,
+}
+
+/// The shared state every actor's surface reads and writes.
+pub struct World {
+    pub issues: BTreeMap<u64, Issue>,
+    pub pulls: Vec<PullRequest>,
+    /// Surface calls so far.
+    pub steps: u64,
+    /// What was asked of the surface, in order (the clock is not asked).
+    pub log: Vec<String>,
+    /// The step from which reads show each comment (by id).
+    visible_from: BTreeMap<u64, u64>,
+    label_history: VecDeque<BTreeMap<u64, Vec<String>>>,
+    lag: Lag,
+    epoch: i64,
+    steps_per_second: u64,
+    next_comment_id: u64,
+    rng: Rng,
+    never: Vec<&'static str>,
+}
+
+impl World {
+    /// An empty world at 2026-09-21, one second per step, without lag.
+    pub fn new(seed: u64) -> World {
+        World {
+            issues: BTreeMap::new(),
+            pulls: Vec::new(),
+            steps: 0,
+            log: Vec::new(),
+            visible_from: BTreeMap::new(),
+            label_history: VecDeque::new(),
+            lag: Lag::default(),
+            epoch: 1_790_000_000,
+            steps_per_second: 1,
+            next_comment_id: 1_000,
+            rng: Rng::new(seed ^ 0x5EED),
+            never: Vec::new(),
+        }
+    }
+
+    pub fn with_lag(mut self, lag: Lag) -> World {
+        self.lag = lag;
+        self
+    }
+
+    /// The clock starts at `epoch` and moves one second every
+    /// `steps_per_second` steps (more than one: calls share a second).
+    pub fn with_clock(mut self, epoch: i64, steps_per_second: u64) -> World {
+        self.epoch = epoch;
+        self.steps_per_second = steps_per_second.max(1);
+        self
+    }
+
+    /// Calls (`list`, `write`, `pulls`, ...) the code under test must never
+    /// make: the surface panics on them.
+    pub fn never(mut self, calls: &[&'static str]) -> World {
+        self.never.extend(calls);
+        self
+    }
+
+    pub fn shared(self) -> Arc<Mutex<World>> {
+        Arc::new(Mutex::new(self))
+    }
+
+    pub fn now(&self) -> Timestamp {
+        Timestamp(self.epoch + (self.steps / self.steps_per_second) as i64)
+    }
+
+    /// Lets `steps` steps pass with no call (lagging reads catch up).
+    pub fn advance(&mut self, steps: u64) {
+        for _ in 0..steps {
+            self.tick();
+        }
+    }
+
+    fn tick(&mut self) {
+        self.steps += 1;
+        if self.lag.lists > 0 {
+            let labels = self
+                .issues
+                .iter()
+                .map(|(n, i)| (*n, i.labels.clone()))
+                .collect();
+            self.label_history.push_back(labels);
+            while self.label_history.len() > self.lag.lists + 1 {
+                self.label_history.pop_front();
+            }
+        }
+    }
+
+    /// The issue, created open and empty when first named (as on the git surface).
+    pub fn issue_mut(&mut self, number: u64) -> &mut Issue {
+        self.issues.entry(number).or_insert_with(|| Issue {
+            number,
+            open: true,
+            is_pull: false,
+            labels: Vec::new(),
+            assignees: Vec::new(),
+            comments: Vec::new(),
+        })
+    }
+
+    /// Puts a comment on an issue, seen at once (the state a test starts from).
+    pub fn push_comment(&mut self, issue: u64, comment: Comment) {
+        self.next_comment_id = self.next_comment_id.max(comment.id);
+        self.issue_mut(issue).comments.push(comment);
+    }
+
+    /// An issue as a read shows it now: without the comments still lagging.
+    pub fn view(&mut self, number: u64) -> Issue {
+        let steps = self.steps;
+        let mut issue = self.issue_mut(number).clone();
+        let visible = &self.visible_from;
+        issue
+            .comments
+            .retain(|c| visible.get(&c.id).is_none_or(|from| *from <= steps));
+        issue
+    }
+
+    fn summary(issue: &Issue, labels: Vec<String>) -> IssueSummary {
+        IssueSummary {
+            number: issue.number,
+            open: issue.open,
+            is_pull: issue.is_pull,
+            labels,
+            assignees: issue.assignees.clone(),
+        }
+    }
+
+    fn list(&self, labels: &[&str], include_closed: bool) -> Vec<IssueSummary> {
+        let lagged = (self.lag.lists > 0).then(|| self.label_history.front());
+        self.issues
+            .values()
+            .filter(|i| include_closed || i.open)
+            .filter_map(|i| {
+                let seen = match lagged {
+                    Some(history) => history?.get(&i.number)?.clone(),
+                    None => i.labels.clone(),
+                };
+                labels
+                    .iter()
+                    .all(|l| seen.iter().any(|s| s == l))
+                    .then(|| World::summary(i, seen))
+            })
+            .collect()
+    }
+
+    fn apply(&mut self, issue: u64, op: &Op, me: &str) -> Applied {
+        let now = self.now();
+        match op {
+            Op::CreateComment(body) => {
+                // GitHub's comment ids grow, but not one by one.
+                self.next_comment_id += 1 + self.rng.below(3);
+                let lag = self.rng.below(self.lag.comments + 1);
+                let comment = Comment {
+                    id: self.next_comment_id,
+                    author: me.to_owned(),
+                    trusted: true,
+                    body: body.clone(),
+                    created_at: now,
+                    updated_at: now,
+                };
+                self.visible_from.insert(comment.id, self.steps + lag);
+                self.issue_mut(issue).comments.push(comment.clone());
+                Applied::Comment(comment)
+            }
+            Op::UpdateComment { id, body } => {
+                let comment = self
+                    .issue_mut(issue)
+                    .comments
+                    .iter_mut()
+                    .find(|c| c.id == *id)
+                    .unwrap_or_else(|| panic!("no comment {id} on #{issue}"));
+                comment.body = body.clone();
+                comment.updated_at = now;
+                Applied::Comment(comment.clone())
+            }
+            membership => {
+                let issue = self.issue_mut(issue);
+                apply_membership(membership, &mut issue.labels, &mut issue.assignees)
+                    .unwrap_or_else(|| panic!("the simulator does not know {membership:?}"))
+            }
+        }
+    }
+}
+
+/// One actor's view of the world: the library's `Surface`, GitHub-like.
+pub struct SimSurface {
+    pub world: Arc<Mutex<World>>,
+    schedule: Option<(Arc<Schedule>, usize)>,
+    me: String,
+}
+
+impl SimSurface {
+    /// A surface whose calls run when made (one actor, no schedule).
+    pub fn new(world: &Arc<Mutex<World>>, me: &str) -> SimSurface {
+        SimSurface {
+            world: Arc::clone(world),
+            schedule: None,
+            me: me.to_owned(),
+        }
+    }
+
+    /// A surface whose every call is a step of `actor` under `schedule`.
+    pub fn scheduled(
+        world: &Arc<Mutex<World>>,
+        schedule: &Arc<Schedule>,
+        actor: usize,
+        me: &str,
+    ) -> SimSurface {
+        SimSurface {
+            schedule: Some((Arc::clone(schedule), actor)),
+            ..SimSurface::new(world, me)
+        }
+    }
+
+    fn world(&self) -> MutexGuard<'_, World> {
+        self.world.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// One surface call: wait for the turn, log the requests it makes
+    /// (`what`), act on the world, let a step pass.
+    fn call<T>(&self, what: Vec<String>, act: impl FnOnce(&mut World) -> T) -> T {
+        if let Some((schedule, actor)) = &self.schedule {
+            schedule.step(*actor);
+        }
+        let mut world = self.world();
+        for request in what {
+            let kind = request.split(' ').next().unwrap_or_default();
+            assert!(
+                !world.never.contains(&kind),
+                "{} asked the surface for `{request}`, which it must never do",
+                self.me
+            );
+            world.log.push(request);
+        }
+        let out = act(&mut world);
+        world.tick();
+        out
+    }
+}
+
+impl Surface for SimSurface {
+    fn describe(&self) -> String {
+        "simulated surface".into()
+    }
+
+    /// The world's clock: a step (others may run), but no request.
+    fn now(&self) -> Result<Timestamp, SurfaceError> {
+        Ok(self.call(Vec::new(), |w| w.now()))
+    }
+
+    fn me(&self) -> &str {
+        &self.me
+    }
+
+    fn issues(&self, numbers: &[u64]) -> Result<Vec<Issue>, SurfaceError> {
+        // One request per issue's comments, as on GitHub.
+        let what = numbers.iter().map(|n| format!("comments #{n}")).collect();
+        Ok(self.call(what, |w| numbers.iter().map(|n| w.view(*n)).collect()))
+    }
+
+    fn summaries(&self, numbers: &[u64]) -> Result<Vec<IssueSummary>, SurfaceError> {
+        Ok(self.call(vec!["summaries".into()], |w| {
+            numbers
+                .iter()
+                .map(|n| {
+                    let issue = w.issue_mut(*n).clone();
+                    World::summary(&issue, issue.labels.clone())
+                })
+                .collect()
+        }))
+    }
+
+    fn list(
+        &self,
+        labels: &[&str],
+        include_closed: bool,
+    ) -> Result<Vec<IssueSummary>, SurfaceError> {
+        Ok(self.call(vec![format!("list {}", labels.join(","))], |w| {
+            w.list(labels, include_closed)
+        }))
+    }
+
+    /// No compare-and-swap: the guard sees one (lagging) read, then every op
+    /// is its own request, as on GitHub.
+    fn write(
+        &self,
+        writes: &[Write],
+        guard: Option<Guard<'_>>,
+    ) -> Result<Option<Vec<Vec<Applied>>>, SurfaceError> {
+        if let Some(guard) = guard {
+            let (current, now) = self.call(vec!["write guard".into()], |w| {
+                let current: Vec<Issue> = writes.iter().map(|x| w.view(x.issue)).collect();
+                (current, w.now())
+            });
+            if !guard(&current, now) {
+                return Ok(None);
+            }
+        }
+        let mut results = Vec::new();
+        for write in writes {
+            let mut applied = Vec::new();
+            for op in &write.ops {
+                let what = format!("write #{} {}", write.issue, op_name(op));
+                applied.push(self.call(vec![what], |w| w.apply(write.issue, op, &self.me)));
+            }
+            results.push(applied);
+        }
+        Ok(Some(results))
+    }
+
+    fn open_pulls(&self) -> Result<Vec<PullRequest>, SurfaceError> {
+        Ok(self.call(vec!["pulls".into()], |w| w.pulls.clone()))
+    }
+
+    /// Every commit's CI passed.
+    fn ci_status(&self, shas: &[String]) -> Result<Vec<Option<CiStatus>>, SurfaceError> {
+        Ok(self.call(vec![format!("ci x{}", shas.len())], |_| {
+            shas.iter()
+                .map(|sha| {
+                    Some(CiStatus {
+                        sha: sha.clone(),
+                        state: "success".into(),
+                        combined: Some("success".into()),
+                        check_runs: Vec::new(),
+                    })
+                })
+                .collect()
+        }))
+    }
+}
+
+fn op_name(op: &Op) -> &'static str {
+    match op {
+        Op::CreateComment(_) => "create-comment",
+        Op::UpdateComment { .. } => "update-comment",
+        _ => "membership",
+    }
+}
