@@ -7,8 +7,8 @@ use std::io::Write as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use serde_json::Value;
 use crate::support::{Repo, Run, Surface, TestEnv};
+use serde_json::Value;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 /// The session of the fixtures, and its instance: the first 10 hex digits
