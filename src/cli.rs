@@ -5,13 +5,17 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::commands::completions::CompletionsArgs;
+use crate::commands::config::ConfigArgs;
 use crate::commands::coord::CoordArgs;
 use crate::commands::dispatch::DispatchArgs;
+use crate::commands::help::{HelpArgs, InstallManPagesArgs};
 use crate::commands::hook::HookArgs;
 use crate::commands::hydrate::HydrateArgs;
 use crate::commands::resume::ResumeArgs;
 use crate::commands::run::RunArgs;
 use crate::commands::state::StateArgs;
+use crate::commands::status::StatusArgs;
 use crate::commands::task::TaskArgs;
 use crate::config::{Overrides, SurfaceKind};
 
@@ -63,12 +67,15 @@ pub struct GlobalArgs {
         help_heading = "Configuration"
     )]
     pub surface: Option<SurfaceKind>,
-    /// How long a lease lives without a heartbeat (maverick.leaseTtl, default 10m)
-    #[arg(long, alias = "ttl", value_name = "DURATION", value_parser = duration, global = true, help_heading = "Configuration")]
+    /// How long a lease lives without a heartbeat (maverick.leaseTtl, default 10m, at least 1s)
+    #[arg(long, alias = "ttl", value_name = "DURATION", value_parser = lease_duration, global = true, help_heading = "Configuration")]
     pub lease_ttl: Option<Duration>,
-    /// How often `run` renews its lease (maverick.heartbeatInterval, default 2m)
-    #[arg(long, alias = "heartbeat", value_name = "DURATION", value_parser = duration, global = true, help_heading = "Configuration")]
+    /// How often `run` renews its lease (maverick.heartbeatInterval, default 2m, at least 1s)
+    #[arg(long, alias = "heartbeat", value_name = "DURATION", value_parser = lease_duration, global = true, help_heading = "Configuration")]
     pub heartbeat_interval: Option<Duration>,
+    /// How far the stored clock may lead this one and still be followed; writers further ahead are flagged (maverick.maxClockSkew, default 5m)
+    #[arg(long, value_name = "DURATION", value_parser = lease_duration, global = true, help_heading = "Configuration")]
+    pub max_clock_skew: Option<Duration>,
     /// How long a claim waits before its re-read (maverick.settleDelay; github 3s, git 0)
     #[arg(long, value_name = "DURATION", value_parser = duration, global = true, help_heading = "Configuration")]
     pub settle_delay: Option<Duration>,
@@ -110,6 +117,7 @@ impl GlobalArgs {
             repo: self.repo.clone(),
             lease_ttl: self.lease_ttl,
             heartbeat_interval: self.heartbeat_interval,
+            max_clock_skew: self.max_clock_skew,
             settle_delay: self.settle_delay,
             worktree_dir: self.worktree_dir.clone(),
             dispatch_slots: self.dispatch_slots,
@@ -151,10 +159,41 @@ pub enum Command {
     /// nothing on the frontier is eligible, 6 when every attempt lost the settle.
     /// Slots: --dispatch-slots N (or --slots N); stale age: --dispatch-stale.
     Dispatch(DispatchArgs),
+    /// The whole team at a glance: every claimed, leased, blocked or
+    /// dispatched issue, one line each, what needs a person first
+    ///
+    /// Each line: the issue, its holder (you are marked), the generation,
+    /// the lease left or how long it has been stale with the takeover
+    /// command, the branch and how long ago its remote head moved, tasks
+    /// done/total and the next one, the pull request and its CI verdict, and
+    /// what blocks it. Then the dispatch slots and the totals. Stale leases,
+    /// failing CI and collisions come first. Reads: one list of open issues,
+    /// one comments read per claimed issue, one list of open pull requests,
+    /// one CI read per pull request head, one git fetch.
+    Status(StatusArgs),
+    /// Every effective setting and where it came from (default, git config
+    /// file, environment, flag)
+    Config(ConfigArgs),
+    /// The help of a command, as -h prints it
+    Help(HelpArgs),
+    /// Write the man pages where man finds them, so that `git help maverick`
+    /// and `git maverick --help` open them
+    InstallManPages(InstallManPagesArgs),
+    /// Print the completion script for bash (git's own completion included),
+    /// zsh or fish
+    Completions(CompletionsArgs),
 }
 
 pub(crate) fn duration(text: &str) -> Result<Duration, String> {
     crate::timefmt::parse_duration(text).map_err(|e| e.to_string())
+}
+
+/// A lease duration: whole seconds, at least 1s.
+pub(crate) fn lease_duration(text: &str) -> Result<Duration, String> {
+    let d = duration(text)?;
+    crate::timefmt::check_lease_duration(d)
+        .map_err(|expected| format!("{text:?} is not {expected}"))?;
+    Ok(d)
 }
 
 /// An issue number: `142` or `#142`.

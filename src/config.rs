@@ -33,6 +33,7 @@ pub struct Overrides {
     pub repo: Option<String>,
     pub lease_ttl: Option<Duration>,
     pub heartbeat_interval: Option<Duration>,
+    pub max_clock_skew: Option<Duration>,
     pub settle_delay: Option<Duration>,
     pub worktree_dir: Option<PathBuf>,
     pub dispatch_slots: Option<u32>,
@@ -72,6 +73,8 @@ pub struct Settings {
     pub github_api_url: String,
     pub lease_ttl: Duration,
     pub heartbeat_interval: Duration,
+    /// How far a stamp may lead a clock before it is not believed (SPEC 2).
+    pub max_clock_skew: Duration,
     pub settle_delay: Duration,
     pub worktree_dir: PathBuf,
     pub dispatch_slots: u32,
@@ -99,8 +102,10 @@ pub enum ConfigError {
     },
     #[error("this repository has no remote {remote:?}")]
     NoRemote { remote: String },
-    #[error("-R/--repo wants OWNER/NAME, not {0:?}")]
+    #[error("-R/--repo wants OWNER/NAME (or HOST/OWNER/NAME), not {0:?}")]
     BadRepo(String),
+    #[error("GH_REPO wants OWNER/NAME (or HOST/OWNER/NAME), not {0:?}")]
+    BadGhRepo(String),
     #[error("the instance id {0:?} is not valid: use 1-64 letters, digits, '.', '_' or '-'")]
     BadInstance(String),
     #[error("could not keep the instance id in {path}: {source}")]
@@ -111,25 +116,144 @@ pub enum ConfigError {
     },
 }
 
+/// One `maverick.*` key maverick reads: its name as documented, its default,
+/// and what it sets. The man page's CONFIGURATION section, `git maverick
+/// config` and the unknown-key warning all read this one list.
+#[derive(Clone, Copy, Debug)]
+pub struct KnownKey {
+    pub name: &'static str,
+    pub default: &'static str,
+    pub about: &'static str,
+}
+
+pub const KNOWN_KEYS: &[KnownKey] = &[
+    KnownKey { name: "surface", default: "github for github.com remotes, else git", about: "Where shared state lives: github (labels and marker comments) or git (refs/maverick/* on the remote)" },
+    KnownKey { name: "remote", default: "origin", about: "The remote that holds the branches" },
+    KnownKey { name: "repo", default: "from the remote's URL", about: "The GitHub repository, OWNER/NAME" },
+    KnownKey { name: "githubApiUrl", default: "https://api.github.com", about: "The GitHub API's base URL (GitHub Enterprise: https://HOST/api/v3)" },
+    KnownKey { name: "instance", default: "generated once per clone", about: "This instance's id (MAVERICK_INSTANCE beats it)" },
+    KnownKey { name: "leaseTtl", default: "10m", about: "How long a lease lives without a heartbeat" },
+    KnownKey { name: "maxClockSkew", default: "5m", about: "How far a writer's stamp may lead the surface's clock before it is flagged and not followed" },
+    KnownKey { name: "heartbeatInterval", default: "2m", about: "How often run renews its lease" },
+    KnownKey { name: "settleDelay", default: "3s on github, 0 on git", about: "How long a claim waits before its re-read" },
+    KnownKey { name: "httpTimeout", default: "30s", about: "How long one GitHub request may take before it is retried" },
+    KnownKey { name: "worktreeDir", default: ".maverick/worktrees", about: "Where worktrees are made" },
+    KnownKey { name: "dispatchSlots", default: "3", about: "Agent cycles in flight at once" },
+    KnownKey { name: "dispatchStale", default: "4h", about: "Age after which a dispatch claim is cleared" },
+    KnownKey { name: "trustedAuthors", default: "none", about: "Logins whose markers count besides members, comma-separated" },
+    KnownKey { name: "inProgressLabel", default: "claude-in-progress", about: "The label of a claimed issue" },
+    KnownKey { name: "blockedLabelPrefix", default: "blocked-by:#", about: "The prefix of the label naming a blocker (blocked-by:#N)" },
+    KnownKey { name: "wipLabel", default: "agent-wip", about: "The label of an issue an agent cycle works on" },
+    KnownKey { name: "prLabel", default: "agent-pr", about: "The label of an agent's pull request" },
+    KnownKey { name: "frontierLabel", default: "agent-ready", about: "The label of issues dispatch may pick" },
+];
+
+/// Where one setting came from, for `git maverick config`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// Nothing set it.
+    Default,
+    /// A command-line flag.
+    Flag(&'static str),
+    /// An environment variable.
+    Env(&'static str),
+    /// A `maverick.*` key in one git config file.
+    Config(ConfigOrigin),
+    /// Worked out from other settings; the text says from what.
+    Derived(String),
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Origin::Default => f.write_str("default"),
+            Origin::Flag(flag) => write!(f, "flag {flag}"),
+            Origin::Env(var) => write!(f, "environment {var}"),
+            Origin::Config(c) => c.fmt(f),
+            Origin::Derived(why) => f.write_str(why),
+        }
+    }
+}
+
+/// A config key's name as git reports it (lower-cased), its scope (`local`,
+/// `global`, `system`, `worktree`, `command`) and the file that set it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigOrigin {
+    pub key: String,
+    pub scope: String,
+    pub file: String,
+}
+
+impl std::fmt::Display for ConfigOrigin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.scope.as_str() {
+            "command" => write!(f, "{} from the command line (git -c)", self.key),
+            scope => write!(f, "{} in {scope} config ({})", self.key, self.file),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct ConfigEntry {
+    value: String,
+    origin: ConfigOrigin,
+}
+
+/// A `maverick.*` key that maverick does not read, and the known key it is
+/// closest to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownKey {
+    pub origin: ConfigOrigin,
+    pub suggestion: Option<&'static str>,
+}
+
+impl std::fmt::Display for UnknownKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "unknown config key {}", self.origin)?;
+        if let Some(known) = self.suggestion {
+            write!(f, "; did you mean maverick.{known}?")?;
+        }
+        Ok(())
+    }
+}
+
 /// The `maverick.*` keys, read with one `git config` call (lower-cased names,
 /// as git reports them; the last value of a key wins, as in git).
 #[derive(Debug, Default)]
-pub struct ConfigKeys(HashMap<String, String>);
+pub struct ConfigKeys(HashMap<String, ConfigEntry>);
 
 impl ConfigKeys {
     pub fn read(git: &Git) -> Result<ConfigKeys, GitError> {
-        let keys = git
-            .config_matching(r"^maverick\.")?
-            .into_iter()
-            .map(|(key, value)| (key.to_ascii_lowercase(), value))
-            .collect();
+        let mut keys = HashMap::new();
+        for entry in git.config_entries(r"^maverick\.")? {
+            let origin = ConfigOrigin {
+                key: entry.key.to_ascii_lowercase(),
+                scope: entry.scope,
+                file: entry.file,
+            };
+            keys.insert(
+                origin.key.clone(),
+                ConfigEntry {
+                    value: entry.value,
+                    origin,
+                },
+            );
+        }
         Ok(ConfigKeys(keys))
     }
 
     pub fn get(&self, key: &str) -> Option<&str> {
+        self.entry(key).map(|e| e.value.as_str())
+    }
+
+    fn entry(&self, key: &str) -> Option<&ConfigEntry> {
         self.0
             .get(&format!("maverick.{}", key.to_ascii_lowercase()))
-            .map(String::as_str)
+    }
+
+    /// Where `key` was set, when it was.
+    pub fn origin(&self, key: &str) -> Option<Origin> {
+        self.entry(key).map(|e| Origin::Config(e.origin.clone()))
     }
 
     pub fn duration(&self, key: &'static str) -> Result<Option<Duration>, ConfigError> {
@@ -137,10 +261,69 @@ impl ConfigKeys {
             .map(|v| parse_duration(v).map_err(|source| ConfigError::Duration { key, source }))
             .transpose()
     }
+
+    /// The keys maverick does not read (a typo reads as a default otherwise),
+    /// in name order, each with the closest known key.
+    pub fn unknown(&self) -> Vec<UnknownKey> {
+        let mut unknown: Vec<UnknownKey> = self
+            .0
+            .values()
+            .filter(|e| {
+                let name = e.origin.key.trim_start_matches("maverick.");
+                !KNOWN_KEYS.iter().any(|k| k.name.eq_ignore_ascii_case(name))
+            })
+            .map(|e| UnknownKey {
+                origin: e.origin.clone(),
+                suggestion: closest_key(e.origin.key.trim_start_matches("maverick.")),
+            })
+            .collect();
+        unknown.sort_by(|a, b| a.origin.key.cmp(&b.origin.key));
+        unknown
+    }
+}
+
+/// The known key `name` most likely misspells, if any is close.
+pub fn closest_key(name: &str) -> Option<&'static str> {
+    closest_name(name, KNOWN_KEYS.iter().map(|k| k.name))
+}
+
+/// The candidate `name` most likely misspells, if any is close: clap's
+/// measure and threshold for its own suggestions, ignoring case.
+pub fn closest_name<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    let name = name.to_ascii_lowercase();
+    candidates
+        .map(|c| (strsim::jaro(&name, &c.to_ascii_lowercase()), c))
+        .filter(|(score, _)| *score > 0.7)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, c)| c)
+}
+
+/// Where each setting came from, by its key name (`leaseTtl`), plus the
+/// settings that are not keys: `remoteUrl`.
+#[derive(Clone, Debug, Default)]
+pub struct Origins {
+    pub of: Vec<(&'static str, Origin)>,
+    pub unknown_keys: Vec<UnknownKey>,
+}
+
+impl Origins {
+    fn set(&mut self, name: &'static str, origin: Origin) {
+        self.of.retain(|(n, _)| *n != name);
+        self.of.push((name, origin));
+    }
+
+    pub fn get(&self, name: &str) -> Origin {
+        self.of
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, o)| o.clone())
+            .unwrap_or(Origin::Default)
+    }
 }
 
 pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(600);
 pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(120);
+pub const DEFAULT_MAX_CLOCK_SKEW: Duration = Duration::from_secs(300);
 /// GitHub's lists can lag a write by seconds; the git surface is exact.
 pub const DEFAULT_GITHUB_SETTLE: Duration = Duration::from_secs(3);
 /// How long one GitHub request may take before it is retried
@@ -149,40 +332,119 @@ pub const DEFAULT_HTTP_TIMEOUT: Duration = Duration::from_secs(30);
 
 impl Settings {
     pub fn load(git: &Git, overrides: &Overrides) -> Result<Settings, ConfigError> {
+        Settings::load_explained(git, overrides).map(|(settings, _)| settings)
+    }
+
+    /// The settings and where each came from (`git maverick config`), and
+    /// the `maverick.*` keys nobody reads (a warning on every command).
+    pub fn load_explained(
+        git: &Git,
+        overrides: &Overrides,
+    ) -> Result<(Settings, Origins), ConfigError> {
         let keys = ConfigKeys::read(git)?;
-        let remote = overrides
-            .remote
-            .clone()
-            .or_else(|| keys.get("remote").map(str::to_owned))
-            .unwrap_or_else(|| "origin".to_owned());
-        let remote_url = git.config_get(&format!("remote.{remote}.url"))?;
-        let surface = match (overrides.surface, keys.get("surface")) {
-            (Some(kind), _) => kind,
-            (None, Some("git")) => SurfaceKind::Git,
-            (None, Some("github")) => SurfaceKind::Github,
-            (None, Some(other)) => {
-                return Err(ConfigError::Invalid {
-                    key: "surface",
-                    value: other.to_owned(),
-                    expected: "git or github",
-                })
+        let mut origins = Origins {
+            unknown_keys: keys.unknown(),
+            ..Origins::default()
+        };
+        let gh = GhEnv::read()?;
+        let remote = match (&overrides.remote, keys.get("remote")) {
+            (Some(flag), _) => {
+                origins.set("remote", Origin::Flag("--remote"));
+                flag.clone()
             }
-            (None, None) if overrides.repo.is_some() || keys.get("repo").is_some() => {
+            (None, Some(key)) => {
+                origins.set("remote", keys.origin("remote").unwrap_or(Origin::Default));
+                key.to_owned()
+            }
+            (None, None) => "origin".to_owned(),
+        };
+        let remote_url = git.config_get(&format!("remote.{remote}.url"))?;
+        origins.set("remoteUrl", Origin::Derived(format!("remote.{remote}.url")));
+        let github_host = gh.host.as_deref();
+        let repo_of_remote = || {
+            remote_url
+                .as_deref()
+                .and_then(|url| github_repo_of_url_on(url, github_host))
+        };
+        let surface = match (overrides.surface, keys.get("surface")) {
+            (Some(kind), _) => {
+                origins.set("surface", Origin::Flag("--surface"));
+                kind
+            }
+            (None, Some(value)) => {
+                origins.set("surface", keys.origin("surface").unwrap_or(Origin::Default));
+                match value {
+                    "git" => SurfaceKind::Git,
+                    "github" => SurfaceKind::Github,
+                    other => {
+                        return Err(ConfigError::Invalid {
+                            key: "surface",
+                            value: other.to_owned(),
+                            expected: "git or github",
+                        })
+                    }
+                }
+            }
+            (None, None) if overrides.repo.is_some() => {
+                origins.set(
+                    "surface",
+                    Origin::Derived("-R/--repo names a GitHub repository".to_owned()),
+                );
                 SurfaceKind::Github
             }
-            (None, None) => match remote_url.as_deref().and_then(github_repo_of_url) {
-                Some(_) => SurfaceKind::Github,
-                None => SurfaceKind::Git,
+            (None, None) if gh.repo.is_some() => {
+                origins.set(
+                    "surface",
+                    Origin::Derived("GH_REPO names a GitHub repository".to_owned()),
+                );
+                SurfaceKind::Github
+            }
+            (None, None) if keys.get("repo").is_some() => {
+                origins.set(
+                    "surface",
+                    Origin::Derived("maverick.repo names a GitHub repository".to_owned()),
+                );
+                SurfaceKind::Github
+            }
+            (None, None) => match repo_of_remote() {
+                Some(_) => {
+                    let host = github_host.unwrap_or("github.com");
+                    origins.set(
+                        "surface",
+                        Origin::Derived(format!("the remote {remote:?} is on {host}")),
+                    );
+                    SurfaceKind::Github
+                }
+                None => {
+                    origins.set(
+                        "surface",
+                        Origin::Derived(format!("the remote {remote:?} is not on GitHub")),
+                    );
+                    SurfaceKind::Git
+                }
             },
         };
         if surface == SurfaceKind::Git && remote_url.is_none() {
             return Err(ConfigError::NoRemote { remote });
         }
-        let repo = match &overrides.repo {
-            Some(r) if valid_repo(r) => Some(r.clone()),
-            Some(r) => return Err(ConfigError::BadRepo(r.clone())),
-            None => match keys.get("repo") {
-                Some(r) if valid_repo(r) => Some(r.to_owned()),
+        let repo = match (&overrides.repo, &gh.repo) {
+            (Some(r), _) => {
+                origins.set("repo", Origin::Flag("--repo"));
+                Some(
+                    parse_repo(r)
+                        .ok_or_else(|| ConfigError::BadRepo(r.clone()))?
+                        .1,
+                )
+            }
+            (None, Some((_, r))) => {
+                origins.set("repo", Origin::Env("GH_REPO"));
+                Some(r.clone())
+            }
+            (None, None) => match keys.get("repo") {
+                Some(r) if valid_repo(r) => {
+                    origins.set("repo", keys.origin("repo").unwrap_or(Origin::Default));
+                    Some(r.to_owned())
+                }
                 Some(r) => {
                     return Err(ConfigError::Invalid {
                         key: "repo",
@@ -190,61 +452,180 @@ impl Settings {
                         expected: "OWNER/NAME",
                     })
                 }
-                None => remote_url.as_deref().and_then(github_repo_of_url),
+                None => {
+                    origins.set(
+                        "repo",
+                        Origin::Derived(format!("the URL of the remote {remote:?}")),
+                    );
+                    repo_of_remote()
+                }
             },
         };
-        let github_api_url = std::env::var("GITHUB_API_URL")
+        let github_api_url = if let Some(url) = std::env::var("GITHUB_API_URL")
             .ok()
             .filter(|v| !v.is_empty())
-            .or_else(|| keys.get("githubApiUrl").map(str::to_owned))
-            .unwrap_or_else(|| "https://api.github.com".to_owned());
+        {
+            origins.set("githubApiUrl", Origin::Env("GITHUB_API_URL"));
+            url
+        } else if let Some(url) = keys.get("githubApiUrl") {
+            origins.set(
+                "githubApiUrl",
+                keys.origin("githubApiUrl").unwrap_or(Origin::Default),
+            );
+            url.to_owned()
+        } else if let Some((Some(host), _)) = &gh.repo {
+            origins.set(
+                "githubApiUrl",
+                Origin::Derived("the host GH_REPO names".to_owned()),
+            );
+            api_url_of_host(host)
+        } else if let Some(host) = github_host {
+            origins.set("githubApiUrl", Origin::Env("GH_HOST"));
+            api_url_of_host(host)
+        } else {
+            "https://api.github.com".to_owned()
+        };
         let default_labels = Labels::default();
-        let label = |key: &str, default: &str| keys.get(key).unwrap_or(default).to_owned();
+        let mut label = |key: &'static str, default: &str| match keys.get(key) {
+            Some(value) => {
+                origins.set(key, keys.origin(key).unwrap_or(Origin::Default));
+                value.to_owned()
+            }
+            None => default.to_owned(),
+        };
+        let labels = Labels {
+            in_progress: label("inProgressLabel", &default_labels.in_progress),
+            blocked_prefix: label("blockedLabelPrefix", &default_labels.blocked_prefix),
+            wip: label("wipLabel", &default_labels.wip),
+            pr: label("prLabel", &default_labels.pr),
+            frontier: label("frontierLabel", &default_labels.frontier),
+        };
         let dispatch_slots = match overrides.dispatch_slots {
-            Some(n) => n,
+            Some(n) => {
+                origins.set("dispatchSlots", Origin::Flag("--dispatch-slots"));
+                n
+            }
             None => match keys.get("dispatchSlots") {
-                Some(v) => v.parse().map_err(|_| ConfigError::Invalid {
-                    key: "dispatchSlots",
-                    value: v.to_owned(),
-                    expected: "a whole number",
-                })?,
+                Some(v) => {
+                    origins.set(
+                        "dispatchSlots",
+                        keys.origin("dispatchSlots").unwrap_or(Origin::Default),
+                    );
+                    v.parse().map_err(|_| ConfigError::Invalid {
+                        key: "dispatchSlots",
+                        value: v.to_owned(),
+                        expected: "a whole number",
+                    })?
+                }
                 None => 3,
             },
         };
         let trusted_authors = match &overrides.trusted_authors {
-            Some(list) => list.clone(),
-            None => keys
-                .get("trustedAuthors")
-                .map(split_list)
-                .unwrap_or_default(),
+            Some(list) => {
+                origins.set("trustedAuthors", Origin::Flag("--trusted-authors"));
+                list.clone()
+            }
+            None => match keys.get("trustedAuthors") {
+                Some(list) => {
+                    origins.set(
+                        "trustedAuthors",
+                        keys.origin("trustedAuthors").unwrap_or(Origin::Default),
+                    );
+                    split_list(list)
+                }
+                None => Vec::new(),
+            },
         };
         let settle_default = match surface {
             SurfaceKind::Git => Duration::ZERO,
             SurfaceKind::Github => DEFAULT_GITHUB_SETTLE,
         };
+        let mut pick = |flag: Option<Duration>,
+                        flag_name: &'static str,
+                        key: &'static str,
+                        default: Duration|
+         -> Result<Duration, ConfigError> {
+            if let Some(value) = flag {
+                origins.set(key, Origin::Flag(flag_name));
+                return Ok(value);
+            }
+            match keys.duration(key)? {
+                Some(value) => {
+                    origins.set(key, keys.origin(key).unwrap_or(Origin::Default));
+                    Ok(value)
+                }
+                None => Ok(default),
+            }
+        };
         let lease_ttl = pick(
             overrides.lease_ttl,
-            keys.duration("leaseTtl")?,
+            "--lease-ttl",
+            "leaseTtl",
             DEFAULT_LEASE_TTL,
-        );
+        )?;
         let heartbeat_interval = pick(
             overrides.heartbeat_interval,
-            keys.duration("heartbeatInterval")?,
+            "--heartbeat-interval",
+            "heartbeatInterval",
             DEFAULT_HEARTBEAT,
-        );
-        for (key, value) in [
-            ("leaseTtl", lease_ttl),
-            ("heartbeatInterval", heartbeat_interval),
+        )?;
+        let max_clock_skew = pick(
+            overrides.max_clock_skew,
+            "--max-clock-skew",
+            "maxClockSkew",
+            DEFAULT_MAX_CLOCK_SKEW,
+        )?;
+        let settle_delay = pick(
+            overrides.settle_delay,
+            "--settle-delay",
+            "settleDelay",
+            settle_default,
+        )?;
+        let dispatch_stale = pick(
+            overrides.dispatch_stale,
+            "--dispatch-stale",
+            "dispatchStale",
+            Duration::from_secs(4 * 3600),
+        )?;
+        // A flag's value was checked by its parser (exit 2, naming the flag);
+        // a key's is checked here (exit 1, naming the key).
+        for (key, flag, value) in [
+            ("leaseTtl", overrides.lease_ttl, lease_ttl),
+            (
+                "heartbeatInterval",
+                overrides.heartbeat_interval,
+                heartbeat_interval,
+            ),
+            ("maxClockSkew", overrides.max_clock_skew, max_clock_skew),
         ] {
-            if value.is_zero() {
+            if flag.is_some() {
+                continue;
+            }
+            if let Err(expected) = crate::timefmt::check_lease_duration(value) {
                 return Err(ConfigError::Invalid {
                     key,
-                    value: "0".to_owned(),
-                    expected: "a duration of at least 1s",
+                    value: keys.get(key).unwrap_or_default().to_owned(),
+                    expected,
                 });
             }
         }
-        Ok(Settings {
+        let worktree_dir = match (&overrides.worktree_dir, keys.get("worktreeDir")) {
+            (Some(dir), _) => {
+                origins.set("worktreeDir", Origin::Flag("--worktree-dir"));
+                dir.clone()
+            }
+            (None, Some(dir)) => {
+                origins.set(
+                    "worktreeDir",
+                    keys.origin("worktreeDir").unwrap_or(Origin::Default),
+                );
+                PathBuf::from(dir)
+            }
+            (None, None) => PathBuf::from(".maverick/worktrees"),
+        };
+        let (instance, instance_origin) = resolve_instance(git, &keys)?;
+        origins.set("instance", instance_origin);
+        let settings = Settings {
             surface,
             remote,
             remote_url,
@@ -252,32 +633,63 @@ impl Settings {
             github_api_url,
             lease_ttl,
             heartbeat_interval,
-            settle_delay: pick(
-                overrides.settle_delay,
-                keys.duration("settleDelay")?,
-                settle_default,
-            ),
-            worktree_dir: overrides
-                .worktree_dir
-                .clone()
-                .or_else(|| keys.get("worktreeDir").map(PathBuf::from))
-                .unwrap_or_else(|| PathBuf::from(".maverick/worktrees")),
+            max_clock_skew,
+            settle_delay,
+            worktree_dir,
             dispatch_slots,
-            dispatch_stale: pick(
-                overrides.dispatch_stale,
-                keys.duration("dispatchStale")?,
-                Duration::from_secs(4 * 3600),
-            ),
-            labels: Labels {
-                in_progress: label("inProgressLabel", &default_labels.in_progress),
-                blocked_prefix: label("blockedLabelPrefix", &default_labels.blocked_prefix),
-                wip: label("wipLabel", &default_labels.wip),
-                pr: label("prLabel", &default_labels.pr),
-                frontier: label("frontierLabel", &default_labels.frontier),
-            },
+            dispatch_stale,
+            labels,
             trusted_authors,
-            instance: resolve_instance(git, &keys)?,
-        })
+            instance,
+        };
+        Ok((settings, origins))
+    }
+}
+
+/// gh's own variables, read as gh reads them: `GH_REPO` is `[HOST/]OWNER/NAME`
+/// (as `-R`), `GH_HOST` the GitHub host when nothing else names one.
+#[derive(Debug, Default)]
+struct GhEnv {
+    repo: Option<(Option<String>, String)>,
+    host: Option<String>,
+}
+
+impl GhEnv {
+    fn read() -> Result<GhEnv, ConfigError> {
+        let var = |name| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        let repo = match var("GH_REPO") {
+            Some(text) => Some(parse_repo(text.trim()).ok_or(ConfigError::BadGhRepo(text))?),
+            None => None,
+        };
+        let host = var("GH_HOST").map(|h| h.trim().to_ascii_lowercase());
+        Ok(GhEnv { repo, host })
+    }
+}
+
+/// `OWNER/NAME` or `HOST/OWNER/NAME`: the host (if any) and `OWNER/NAME`.
+fn parse_repo(text: &str) -> Option<(Option<String>, String)> {
+    if valid_repo(text) {
+        return Some((None, text.to_owned()));
+    }
+    let (host, repo) = text.split_once('/')?;
+    (valid_host(host) && valid_repo(repo))
+        .then(|| (Some(host.to_ascii_lowercase()), repo.to_owned()))
+}
+
+fn valid_host(host: &str) -> bool {
+    !host.is_empty()
+        && host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | ':'))
+}
+
+/// gh's rule: github.com's API is api.github.com; GitHub Enterprise Server's
+/// is `https://HOST/api/v3`.
+pub fn api_url_of_host(host: &str) -> String {
+    if host.eq_ignore_ascii_case("github.com") {
+        "https://api.github.com".to_owned()
+    } else {
+        format!("https://{host}/api/v3")
     }
 }
 
@@ -305,6 +717,7 @@ impl Settings {
             github_api_url: "https://api.github.com".to_owned(),
             lease_ttl: DEFAULT_LEASE_TTL,
             heartbeat_interval: DEFAULT_HEARTBEAT,
+            max_clock_skew: DEFAULT_MAX_CLOCK_SKEW,
             settle_delay: match surface {
                 SurfaceKind::Git => Duration::ZERO,
                 SurfaceKind::Github => DEFAULT_GITHUB_SETTLE,
@@ -317,10 +730,6 @@ impl Settings {
             instance: instance.to_owned(),
         }
     }
-}
-
-fn pick(flag: Option<Duration>, key: Option<Duration>, default: Duration) -> Duration {
-    flag.or(key).unwrap_or(default)
 }
 
 pub fn split_list(text: &str) -> Vec<String> {
@@ -344,6 +753,12 @@ fn valid_repo(repo: &str) -> bool {
 
 /// `OWNER/NAME` when the URL points at github.com, in any of git's URL forms.
 pub fn github_repo_of_url(url: &str) -> Option<String> {
+    github_repo_of_url_on(url, None)
+}
+
+/// `OWNER/NAME` when the URL points at github.com or at `host` (`GH_HOST`, a
+/// GitHub Enterprise Server).
+pub fn github_repo_of_url_on(url: &str, gh_host: Option<&str>) -> Option<String> {
     let rest = url
         .strip_prefix("https://")
         .or_else(|| url.strip_prefix("http://"))
@@ -364,7 +779,8 @@ pub fn github_repo_of_url(url: &str) -> Option<String> {
         })?;
     let (host, path) = rest.split_once('/')?;
     let host = host.split(':').next()?.to_ascii_lowercase();
-    if host != "github.com" && host != "www.github.com" {
+    let named = gh_host.is_some_and(|h| h.split(':').next() == Some(host.as_str()));
+    if host != "github.com" && host != "www.github.com" && !named {
         return None;
     }
     let path = path.trim_end_matches('/');
@@ -417,25 +833,36 @@ pub fn session_instance_id(session: &str) -> String {
 
 /// SPEC 2: env, then config, then the agent session, then one generated id
 /// kept in this worktree's git dir.
-fn resolve_instance(git: &Git, keys: &ConfigKeys) -> Result<String, ConfigError> {
+fn resolve_instance(git: &Git, keys: &ConfigKeys) -> Result<(String, Origin), ConfigError> {
     if let Some(id) = instance_from_env() {
-        return id;
+        let var = if std::env::var_os("MAVERICK_INSTANCE").is_some_and(|v| !v.is_empty()) {
+            "MAVERICK_INSTANCE"
+        } else {
+            "MAVERICK_INSTANCE_ID"
+        };
+        return id.map(|id| (id, Origin::Env(var)));
     }
     if let Some(id) = keys.get("instance").map(str::to_owned) {
         return if valid_instance_id(&id) {
-            Ok(id)
+            Ok((id, keys.origin("instance").unwrap_or(Origin::Default)))
         } else {
             Err(ConfigError::BadInstance(id))
         };
     }
     if let Some(id) = instance_from_session() {
-        return Ok(id);
+        let var = SESSION_VARS
+            .iter()
+            .copied()
+            .find(|var| std::env::var(var).is_ok_and(|v| !v.is_empty()))
+            .unwrap_or("CLAUDE_CODE_SESSION_ID");
+        return Ok((id, Origin::Env(var)));
     }
     let path = git.git_dir()?.join("maverick").join("instance");
+    let kept = Origin::Derived(format!("generated once, kept in {}", path.display()));
     if let Ok(text) = std::fs::read_to_string(&path) {
         let id = text.trim();
         if valid_instance_id(id) {
-            return Ok(id.to_owned());
+            return Ok((id.to_owned(), kept));
         }
     }
     let id = format!(
@@ -449,7 +876,7 @@ fn resolve_instance(git: &Git, keys: &ConfigKeys) -> Result<String, ConfigError>
     };
     std::fs::create_dir_all(path.parent().expect("has a parent")).map_err(io_err)?;
     crate::files::write_atomically(&path, format!("{id}\n").as_bytes()).map_err(io_err)?;
-    Ok(id)
+    Ok((id, kept))
 }
 
 pub fn short_hostname() -> String {

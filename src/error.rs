@@ -49,8 +49,7 @@ pub enum ErrorCode {
     Github,
     /// A git process failed; the message keeps git's stderr.
     GitFailed,
-    /// git is older than maverick needs. Reserved: this build does not yet
-    /// check git's version.
+    /// git is older than maverick needs (the message names both versions).
     GitTooOld,
     /// A setting (git config, environment) has a value maverick cannot use.
     BadConfig,
@@ -90,8 +89,12 @@ impl CommandError {
         CommandError::new(Exit::Usage, message)
     }
 
+    /// Sets the code, except that git being too old (found in the cause
+    /// chain) stays what a program sees, whatever wrapped it.
     pub fn code(mut self, code: ErrorCode) -> CommandError {
-        self.code = code;
+        if self.code != ErrorCode::GitTooOld {
+            self.code = code;
+        }
         self
     }
 
@@ -104,12 +107,14 @@ impl CommandError {
     pub fn from_error(exit: Exit, err: &(dyn std::error::Error + 'static)) -> CommandError {
         let mut causes = Vec::new();
         let mut hints = Vec::new();
+        let mut code = default_code(exit);
         let chain = std::iter::successors(Some(err), |e| e.source());
         for (depth, e) in chain.enumerate() {
             if let Some(crate::git::GitTooOld { needed, .. }) = e.downcast_ref() {
                 hints.push(format!(
                     "install git {needed} or newer (`git --version` names the git first on PATH)"
                 ));
+                code = ErrorCode::GitTooOld;
             }
             if depth > 0 {
                 causes.push(e.to_string());
@@ -117,7 +122,7 @@ impl CommandError {
         }
         CommandError {
             exit,
-            code: default_code(exit),
+            code,
             message: err.to_string(),
             causes,
             hints,
@@ -174,6 +179,9 @@ impl From<crate::config::ConfigError> for CommandError {
                 Some("set MAVERICK_INSTANCE or `git config maverick.instance` to a simple name".to_owned())
             }
             ConfigError::Duration { key, .. } => Some(format!("fix it with `git config maverick.{key} 10m`")),
+            ConfigError::BadGhRepo(_) => {
+                Some("set GH_REPO=OWNER/NAME (as gh reads it), or unset it".to_owned())
+            }
             _ => None,
         };
         let (exit, code) = match err {
@@ -253,7 +261,9 @@ impl From<crate::coord::lease::LeaseError> for CommandError {
 
 impl From<crate::files::RecordError> for CommandError {
     fn from(err: crate::files::RecordError) -> Self {
-        CommandError::from_error(Exit::Error, &err)
+        let mut e = CommandError::from_error(Exit::Error, &err);
+        e.hints.extend(err.hint());
+        e
     }
 }
 
@@ -281,7 +291,11 @@ impl From<crate::writer::push::PushError> for CommandError {
             ),
             PushError::NotHolder { hint, .. } => (Exit::ClaimLost, hint.clone()),
             PushError::Git(e) => return CommandError::from_error(Exit::Error, e),
-            PushError::Record(e) => return CommandError::from_error(Exit::Error, e),
+            PushError::Record(e) => {
+                let mut out = CommandError::from_error(Exit::Error, e);
+                out.hints.extend(e.hint());
+                return out;
+            }
             PushError::Refused { .. } => (
                 Exit::Error,
                 "see what the remote (or a pre-push hook) said above".to_owned(),
@@ -299,6 +313,9 @@ impl From<crate::durable::state::StateError> for CommandError {
             StateError::NotState(_)
             | StateError::TooLarge { .. }
             | StateError::BadStoryState { .. } => CommandError::from_error(Exit::Usage, &err),
+            StateError::Unreadable { .. } => CommandError::from_error(Exit::Usage, &err).hint(
+                "give `epic` (the epic's issue number) and `stories` (a JSON object); `updated_at` is stamped for you",
+            ),
             StateError::Contended { .. } | StateError::ReadBack { .. } => {
                 CommandError::from_error(Exit::Error, &err).hint("run the command again")
             }
@@ -363,6 +380,17 @@ impl From<crate::writer::prepush::PrePushError> for CommandError {
     }
 }
 
+impl From<crate::writer::hookmanager::ManagerError> for CommandError {
+    fn from(err: crate::writer::hookmanager::ManagerError) -> Self {
+        use crate::writer::hookmanager::ManagerError;
+        match err {
+            ManagerError::Git(e) => e.into(),
+            ManagerError::HookFile(e) => e.into(),
+            ManagerError::Worktree(e) => e.into(),
+        }
+    }
+}
+
 impl From<crate::coord::dispatch::DispatchError> for CommandError {
     fn from(err: crate::coord::dispatch::DispatchError) -> Self {
         use crate::coord::dispatch::DispatchError;
@@ -409,6 +437,66 @@ impl From<crate::durable::tasks::TaskError> for CommandError {
             TaskError::Contended { .. } => {
                 CommandError::from_error(Exit::Error, &err).hint("run the command again")
             }
+        }
+    }
+}
+
+impl From<crate::durable::task_done::DoneError> for CommandError {
+    fn from(err: crate::durable::task_done::DoneError) -> Self {
+        use crate::durable::task_done::DoneError;
+        let again = "run `git maverick task done` again";
+        match err {
+            DoneError::NothingStaged => CommandError::tool(err.to_string()).hint(format!(
+                "stage the task's changes with `git add PATH…`, then {again}"
+            )),
+            DoneError::UnpushedOther { unpushed, .. } => CommandError::usage(err.to_string())
+                .hint(format!(
+                    "run `git maverick task done` to push task {unpushed} first"
+                )),
+            DoneError::AllChecked { issue, .. } | DoneError::AllCommitted { issue, .. } => {
+                CommandError::tool(err.to_string()).hint(format!(
+                    "to add work to a task, name it: `git maverick task done --task N`; to add tasks, `git maverick task init {issue} FILE --replace`"
+                ))
+            }
+            DoneError::NotConventional { .. } => CommandError::usage(err.to_string())
+                .hint("nothing was committed; pass -m \"type(scope): subject\""),
+            DoneError::Commit(e) => CommandError::from_error(Exit::Error, &e).hint(format!(
+                "nothing was committed or pushed; fix what git says and {again}"
+            )),
+            DoneError::Push {
+                short,
+                number,
+                issue,
+                source,
+            } => {
+                let mut e = CommandError::from_error(Exit::Error, &*source);
+                e.message = format!(
+                    "committed {short} locally but could not push it: {}; task {number} of #{issue} stays unchecked",
+                    e.message
+                );
+                e.hint("fix the cause and run `git maverick task done` again: it pushes the commit it left")
+            }
+            DoneError::CheckOff {
+                short,
+                remote,
+                branch,
+                number,
+                issue,
+                source,
+            } => {
+                let mut e = CommandError::from(*source);
+                e.message = format!(
+                    "pushed {short} to {remote}/{branch}, but could not check task {number} off: {}",
+                    e.message
+                );
+                e.hint(format!(
+                    "the commit is safe on the remote; `git maverick task list {issue}` checks it off from its trailer"
+                ))
+            }
+            DoneError::Task(e) => e.into(),
+            DoneError::Git(e) => e.into(),
+            DoneError::Surface(e) => e.into(),
+            DoneError::Record(e) => e.into(),
         }
     }
 }

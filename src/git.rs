@@ -375,22 +375,49 @@ impl Git {
     /// Every `(key, value)` whose key matches `pattern`, in git's order; a
     /// key without a value (`[maverick] flag`) reads as `true`.
     pub fn config_matching(&self, pattern: &str) -> Result<Vec<(String, String)>, GitError> {
+        Ok(self
+            .config_entries(pattern)?
+            .into_iter()
+            .map(|e| (e.key, e.value))
+            .collect())
+    }
+
+    /// The same, with where each came from (`git config --show-scope
+    /// --show-origin`).
+    pub fn config_entries(&self, pattern: &str) -> Result<Vec<ConfigEntry>, GitError> {
         let out = self
-            .cmd(["config", "-z", "--get-regexp", pattern])
+            .cmd([
+                "config",
+                "-z",
+                "--show-scope",
+                "--show-origin",
+                "--get-regexp",
+                pattern,
+            ])
             .output_unchecked()?;
         match out.code {
-            Some(0) => Ok(out
-                .stdout
-                .split(|b| *b == 0)
-                .filter(|e| !e.is_empty())
-                .map(|entry| {
+            Some(0) => {
+                // Each entry: scope NUL origin NUL key [LF value] NUL.
+                let mut entries = Vec::new();
+                let mut fields = out.stdout.split(|b| *b == 0);
+                while let (Some(scope), Some(file), Some(entry)) =
+                    (fields.next(), fields.next(), fields.next())
+                {
                     let entry = String::from_utf8_lossy(entry);
-                    match entry.split_once('\n') {
+                    let (key, value) = match entry.split_once('\n') {
                         Some((key, value)) => (key.to_owned(), value.to_owned()),
                         None => (entry.into_owned(), "true".to_owned()),
-                    }
-                })
-                .collect()),
+                    };
+                    let file = String::from_utf8_lossy(file);
+                    entries.push(ConfigEntry {
+                        scope: String::from_utf8_lossy(scope).into_owned(),
+                        file: file.strip_prefix("file:").unwrap_or(&file).to_owned(),
+                        key,
+                        value,
+                    });
+                }
+                Ok(entries)
+            }
             // 1: no such key. Outside a repository git still reads the global files.
             Some(1) => Ok(Vec::new()),
             _ => Err(out.into_error()),
@@ -564,6 +591,12 @@ impl Git {
 
     // The remote.
 
+    /// The URL a push to the remote `name` goes to (`insteadOf` and
+    /// `pushurl` applied).
+    pub fn push_url(&self, name: &str) -> Result<String, GitError> {
+        self.read(["remote", "get-url", "--push", "--end-of-options", name])
+    }
+
     /// The remote's head of `branch` by `git ls-remote` (a network call:
     /// never from the hook). `None` when the remote has no such branch.
     pub fn remote_head(&self, remote: &str, branch: &str) -> Result<Option<String>, GitError> {
@@ -604,8 +637,9 @@ impl Git {
         self.commit_of(&tracking).map(Some)
     }
 
-    /// Fetches what `refspec` names, pruning local refs the remote dropped.
-    pub fn fetch_pruning(&self, remote: &str, refspec: &str) -> Result<(), GitError> {
+    /// Fetches what `refspecs` name (in one round trip), pruning local refs
+    /// the remote dropped.
+    pub fn fetch_pruning(&self, remote: &str, refspecs: &[String]) -> Result<(), GitError> {
         self.cmd([
             "fetch",
             "--no-tags",
@@ -615,10 +649,34 @@ impl Git {
             "--no-recurse-submodules",
             "--end-of-options",
             remote,
-            refspec,
         ])
+        .args(refspecs)
         .output()
         .map(drop)
+    }
+
+    /// Every remote-tracking branch of `remote` as the last fetch left it:
+    /// (branch, head, committer time in Unix seconds).
+    pub fn remote_tracking_heads(
+        &self,
+        remote: &str,
+    ) -> Result<Vec<(String, String, i64)>, GitError> {
+        let prefix = format!("refs/remotes/{remote}/");
+        let text = self.read([
+            "for-each-ref",
+            "--format=%(refname)%00%(objectname)%00%(committerdate:unix)",
+            prefix.as_str(),
+        ])?;
+        Ok(text
+            .lines()
+            .filter_map(|line| {
+                let mut parts = line.split('\0');
+                let name = parts.next()?.strip_prefix(&prefix)?;
+                let head = parts.next()?;
+                let at = parts.next()?.parse().ok()?;
+                (name != "HEAD").then(|| (name.to_owned(), head.to_owned(), at))
+            })
+            .collect())
     }
 
     /// Pushes `src` to `dst_ref` on `remote` if the remote's ref is still at
@@ -911,6 +969,26 @@ fn finish(
     })
 }
 
+/// A branch name as it enters maverick (claim, run, resume): `refs/heads/`
+/// stripped once, then checked with git's own rules (`git check-ref-format
+/// --branch`), so that the name recorded is the name a push carries.
+/// `None` when git refuses it.
+pub fn normalise_branch(git: &Git, input: &str) -> Result<Option<String>, GitError> {
+    let name = input.strip_prefix("refs/heads/").unwrap_or(input);
+    // `@{-1}` and friends are expanded by `--branch`; a name is never one.
+    if !is_valid_branch_name(name) || name == "HEAD" {
+        return Ok(None);
+    }
+    let out = git
+        .cmd(["check-ref-format", "--branch", name])
+        .output_unchecked()?;
+    if !out.success() {
+        return Ok(None);
+    }
+    let checked = out.stdout_text()?.trim_end_matches('\n');
+    Ok((checked == name).then(|| name.to_owned()))
+}
+
 /// True when `name` is a full ref name git would accept (`git check-ref-format`),
 /// checked in-process because hostile names must never reach a command line
 /// unchecked.
@@ -938,6 +1016,16 @@ pub fn is_valid_branch_name(name: &str) -> bool {
         c.is_ascii_control()
             || matches!(c, ' ' | '~' | '^' | ':' | '?' | '*' | '[' | '\\' | '\u{7f}')
     })
+}
+
+/// One config setting and where it came from: its scope (`local`, `global`,
+/// `system`, `worktree`, `command`) and file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigEntry {
+    pub scope: String,
+    pub file: String,
+    pub key: String,
+    pub value: String,
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ pub mod config;
 pub mod coord;
 pub mod durable;
 pub mod error;
+pub mod failpoint;
 pub mod files;
 pub mod git;
 pub mod surface;

@@ -117,6 +117,17 @@ pub struct DurationError {
 /// and bounding them keeps every timestamp sum far from overflow.
 pub const MAX_DURATION_SECS: u64 = 366 * 24 * 3600;
 
+/// What a lease duration (ttl, heartbeat interval, grace, clock skew) must
+/// be: whole seconds, at least one. Lease stamps are whole seconds, so a
+/// `500ms` ttl would be a lease stale the moment it is written.
+pub fn check_lease_duration(d: Duration) -> Result<(), &'static str> {
+    if d < Duration::from_secs(1) || d.subsec_nanos() != 0 {
+        Err("a whole number of seconds, at least 1s (leases are stamped to the second)")
+    } else {
+        Ok(())
+    }
+}
+
 /// Parses `600`, `600s`, `10m`, `4h` (at most a year), and `200ms` for the
 /// short waits of tests.
 pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {

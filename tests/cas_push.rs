@@ -111,6 +111,7 @@ fn cas_push_refuses_a_remote_that_moved_and_a_rewrite() {
         Some(&intruder),
         Some(142),
         "a",
+        &maverick::writer::prepush::SeenOn::of_remote(&git, "origin"),
     )
     .unwrap();
     // On top of the head it now expects, the holder's push goes through.

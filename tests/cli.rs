@@ -1,6 +1,6 @@
 //! What a person sees: the full `--help` tree, bad input, and `--json`.
 
-use crate::support::{Run, Surface, TestEnv, BIN};
+use crate::support::{Run, Surface, TestEnv};
 
 // What does not depend on where state lives runs on both surfaces.
 on_both_surfaces!(
@@ -23,10 +23,7 @@ fn command_paths(cmd: &clap::Command, prefix: Vec<String>, out: &mut Vec<Vec<Str
 }
 
 fn run_in(dir: &std::path::Path, env: &TestEnv, args: &[&str]) -> Run {
-    let mut cmd = std::process::Command::new(BIN);
-    cmd.args(args).current_dir(dir);
-    env.apply_env(&mut cmd);
-    Run::from_output(args, cmd.output().unwrap())
+    env.maverick_in(dir, args, &[])
 }
 
 #[test]
@@ -136,11 +133,13 @@ fn a_malformed_duration_says_how_to_write_one(surface: Surface) {
         run.expect(2);
         assert!(run.stderr.contains("at most a year"), "{}", run.stderr);
     }
+    // A bad flag is a usage error that names the flag (issue 12).
     let zero = repo.maverick(&["coord", "claim", "5", "--lease-ttl", "0"]);
-    zero.expect(1);
+    zero.expect(2);
     assert!(
-        zero.stderr
-            .contains("maverick.leaseTtl = \"0\" is not valid: a duration of at least 1s"),
+        zero.stderr.contains(
+            "for '--lease-ttl <DURATION>': \"0\" is not a whole number of seconds, at least 1s"
+        ),
         "{}",
         zero.stderr
     );

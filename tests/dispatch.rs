@@ -167,7 +167,8 @@ fn dispatch_claims_the_lowest_eligible_issue(surface: Surface) {
     issue(&alice, 3, &["agent-ready"]);
     issue(&alice, 5, &["agent-ready"]);
     issue(&alice, 2, &["agent-ready", "blocked-by:#1"]);
-    issue(&alice, 1, &["agent-ready", "claude-in-progress"]);
+    issue(&alice, 1, &["agent-ready"]);
+    s.clone("bob").maverick(&["coord", "claim", "1"]).expect(0);
     issue(&alice, 4, &["bug"]);
     let run = alice.maverick(&["dispatch", "--json"]);
     run.expect(0);

@@ -5,34 +5,14 @@ use std::ffi::OsStr;
 use std::io::Write as _;
 use std::process::{Output, Stdio};
 
-use crate::support::{Repo, TestEnv, BIN};
+use crate::support::{allowed, push, refused_as_collision, Repo, TestEnv, BIN};
 
 use crate::support::STORY_BRANCH as BRANCH;
-
-fn push(repo: &Repo, args: &[&str]) -> Output {
-    let mut full = vec!["push"];
-    full.extend_from_slice(args);
-    repo.git_as_instance(&full, &[])
-}
-
-#[track_caller]
-fn allowed(out: &Output) {
-    assert!(
-        out.status.success(),
-        "push refused:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 /// The push failed; returns what git and the hook printed.
 #[track_caller]
 fn refused(out: &Output) -> String {
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(!out.status.success(), "push went through:\n{stderr}");
-    assert!(
-        stderr.contains("stop and report; do not merge or overwrite"),
-        "{stderr}"
-    );
+    let stderr = refused_as_collision(out);
     assert!(
         stderr.contains(&format!("branch:          {BRANCH}")),
         "{stderr}"
@@ -249,16 +229,17 @@ fn unmanaged_branches_cost_no_git_process_and_no_network() {
     for command in ["ls-remote", "fetch", "config", "rev-parse", "merge-base"] {
         assert!(!trace.contains(command), "{command} ran:\n{trace}");
     }
-    // A managed branch: the hook reads the graph (is it a fast-forward?), and
-    // with the instance named by the environment, no configuration; offline.
+    // A managed branch: the hook reads the graph (is it a fast-forward?)
+    // from the commits just made, and with the instance named by the
+    // environment, no configuration: no git process at all, offline.
     a.git(&["switch", "--quiet", BRANCH]);
     a.commit_file("y.rs", "y\n", "feat: y");
     allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
     a.commit_file("z.rs", "z\n", "feat: z");
     let (out, trace) = traced_push(&a, &["--quiet", "origin", BRANCH]);
     allowed(&out);
-    assert!(trace.contains("merge-base"), "{trace}");
-    for command in ["ls-remote", "fetch", "config"] {
+    assert!(trace.contains("pre-push"), "the hook ran:\n{trace}");
+    for command in ["ls-remote", "fetch", "config", "rev-parse", "merge-base"] {
         assert!(!trace.contains(command), "{command} ran:\n{trace}");
     }
 }

@@ -94,8 +94,10 @@ fn render_then_parse_gives_back_the_marker_for_every_kind() {
         let rendered = render_marker(&marker);
         assert!(
             rendered.starts_with(&format!(
-                "<!-- {} -->\n\n```{}\n{{\n",
-                kind.preamble(),
+                "{}```{}\n{{\n",
+                kind.preamble()
+                    .map(|p| format!("<!-- {p} -->\n\n"))
+                    .unwrap_or_default(),
                 kind.fence_tag()
             )),
             "{rendered}"

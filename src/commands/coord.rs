@@ -1,5 +1,7 @@
 //! `git maverick coord`: claims and leases (SPEC 4).
 
+use std::time::Duration;
+
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::json;
 
@@ -10,7 +12,7 @@ use crate::coord::lease::{
     ClaimOutcome, ClaimRequest, Coordinator, Decision, HeartbeatOutcome, IssueView,
 };
 use crate::error::{CommandError, Exit};
-use crate::timefmt::human_duration;
+use crate::timefmt::{format_duration, human_duration};
 
 #[derive(Debug, Args)]
 pub struct CoordArgs {
@@ -219,7 +221,25 @@ fn read(ctx: &Context, coord: &Coordinator<'_>, issue: u64) -> Result<Outcome, C
     let mut json = serde_json::to_value(&view).expect("view serializes");
     json["instance_id"] = json!(ctx.settings.instance);
     json["surface"] = json!(ctx.settings.surface);
+    let warnings: Vec<String> = view
+        .clock_skew
+        .iter()
+        .map(|s| {
+            format!(
+                "{}'s clock runs {} ahead of this one (it stamped {}; maverick.maxClockSkew is {}): \
+                 one of the two clocks is wrong; leases are judged by the stamps as written, so fix it (NTP)",
+                s.instance_id,
+                ahead(s.ahead_secs),
+                s.stamp,
+                format_duration(ctx.settings.max_clock_skew),
+            )
+        })
+        .collect();
+    json["warnings"] = json!(warnings);
     let mut outcome = Outcome::new(exit, json).line(describe(&view));
+    for w in &warnings {
+        outcome = outcome.note(format!("warning: {w}"));
+    }
     outcome = match view.decision {
         Decision::Held => {
             outcome.note("hint: someone else is working on this issue; pick another or wait")
@@ -230,7 +250,23 @@ fn read(ctx: &Context, coord: &Coordinator<'_>, issue: u64) -> Result<Outcome, C
         Decision::Blocked => outcome.note("hint: work on the blocking issues first"),
         _ => outcome,
     };
+    if view.orphan_label {
+        outcome = outcome.note(format!(
+            "note: the {} label of #{issue} has no unreleased claim behind it (a release that \
+             failed part way): the issue is free; rerunning that release, or the next claim, cleans it",
+            ctx.settings.labels.in_progress
+        ));
+    }
     Ok(outcome)
+}
+
+/// How far ahead a clock runs, in days when it is that far.
+fn ahead(secs: i64) -> String {
+    let secs = secs.max(0) as u64;
+    match secs / 86_400 {
+        0 => human_duration(Duration::from_secs(secs)),
+        days => format!("{days}d"),
+    }
 }
 
 /// Claims for `coord claim`, `coord takeover`, `run` and `resume`: what the
@@ -243,12 +279,9 @@ pub(crate) fn claim(
     branch: Option<String>,
     takeover: bool,
 ) -> Result<(ClaimOutcome, Outcome), CommandError> {
-    if let Some(b) = &branch {
-        if !crate::git::is_valid_branch_name(b) {
-            return Err(CommandError::usage(format!("{b:?} is not a valid branch name"))
-                .hint("use a name `git check-ref-format --branch` accepts, like maverick/142-short-title"));
-        }
-    }
+    let branch = branch
+        .map(|b| super::branch_arg(&ctx.git, &b))
+        .transpose()?;
     let mut issues = vec![issue];
     for n in scope {
         if !issues.contains(&n) {
@@ -275,6 +308,9 @@ pub(crate) fn claim(
             }
             for view in views {
                 o = o.line(format!("{verb} {}", describe(view).trim_start_matches('#')));
+            }
+            if branch.is_some() {
+                o = super::warn_if_guard_off(&ctx.git, o);
             }
             o
         }

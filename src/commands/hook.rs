@@ -8,7 +8,6 @@ use serde_json::json;
 
 use super::Outcome;
 use crate::cli::GlobalArgs;
-use crate::config::Settings;
 use crate::coord::claims;
 use crate::coord::lease::Coordinator;
 use crate::coord::record::ClaimStore;
@@ -16,8 +15,9 @@ use crate::error::{CommandError, Exit};
 use crate::git::{Git, GitEnv};
 use crate::timefmt::Timestamp;
 use crate::writer::bash_guard;
-use crate::writer::branch_record::BranchStore;
-use crate::writer::hookfile::{self, Change};
+use crate::writer::hookfile::Change;
+use crate::writer::hookmanager::{self, Setup, Status};
+use crate::writer::location;
 use crate::writer::prepush::{self, BranchState, RefUpdate, RefusalKind};
 
 #[derive(Debug, Args)]
@@ -31,9 +31,12 @@ pub enum HookCommand {
     /// Install the pre-push hook where git looks for it (core.hooksPath and
     /// linked worktrees respected); an existing hook keeps working
     Install,
-    /// Take maverick's block out of the pre-push hook (the file too, if
-    /// nothing else is in it)
+    /// Take maverick's block out of the pre-push hook and every copy hook
+    /// managers left of it (the file too, if nothing else is in it)
     Uninstall,
+    /// Whether the next push from here runs the guard, and through what;
+    /// exit 0 on, 1 off
+    Status,
     /// The check the pre-push hook runs: reads git's ref lines on stdin.
     /// Call it from other hook managers as `git maverick hook pre-push "$@"`
     #[command(hide = true)]
@@ -55,10 +58,11 @@ pub enum HookCommand {
 
 #[derive(Debug, Args)]
 pub struct PrePushArgs {
-    /// The remote's name (or its URL when the push named a URL)
+    /// The remote's name (or its URL when the push named a URL); without
+    /// it, pre-commit's PRE_COMMIT_* variables say what is pushed
     // Its own id: `remote` is the global --remote option's.
     #[arg(id = "push_remote", value_name = "REMOTE")]
-    pub remote: String,
+    pub remote: Option<String>,
     /// The remote's URL
     #[arg(id = "push_url", value_name = "URL")]
     pub url: Option<String>,
@@ -68,6 +72,7 @@ pub fn run(global: &GlobalArgs, args: HookArgs) -> Result<Outcome, CommandError>
     match args.command {
         HookCommand::Install => install(),
         HookCommand::Uninstall => uninstall(),
+        HookCommand::Status => status(),
         HookCommand::PrePush(a) => pre_push(global, a),
         HookCommand::SessionStart => never_fails("session-start", session_start()),
         HookCommand::SessionEnd => never_fails("session-end", session_end(global)),
@@ -264,110 +269,165 @@ fn pre_tool_use() -> Result<Outcome, CommandError> {
     allow()
 }
 
-fn repository() -> Result<Git, CommandError> {
-    let cwd = std::env::current_dir()
-        .map_err(|e| CommandError::tool(format!("cannot read the current directory: {e}")))?;
-    let git = Git::new(cwd, GitEnv::inherit());
-    if !git.is_repository()? {
-        return Err(CommandError::tool("not inside a git repository")
-            .code(crate::error::ErrorCode::NotARepository)
-            .hint("run it from a clone of the project"));
+fn change_line(path: &std::path::Path, change: Change) -> String {
+    let shown = path.display();
+    match change {
+        Change::Created => format!("created {shown} with maverick's block"),
+        Change::Added => format!("added maverick's block to {shown}"),
+        Change::Updated => format!("updated maverick's block in {shown}"),
+        Change::Unchanged => format!("already in place: {shown}"),
+        Change::Removed => format!("took maverick's block out of {shown}; the rest stays"),
+        Change::Deleted => format!("removed {shown} (it held only maverick's block)"),
+        Change::Absent => format!("no maverick block in {shown}"),
     }
-    Ok(git)
 }
 
-fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
+/// The status as lines, and as the outcome of `hook status`.
+fn status_outcome(status: &Status, json: serde_json::Value) -> Outcome {
+    let exit = if status.on { Exit::Ok } else { Exit::Error };
+    let mut outcome = Outcome::new(exit, json);
+    let manager = status.manager.name();
+    if let Some(via) = &status.via {
+        outcome = outcome.line(format!(
+            "on: the next push from here runs the guard ({manager}: {})",
+            via.display()
+        ));
+    }
+    if let Some(why) = &status.why_not {
+        outcome = outcome.note(format!("error: the guard is off ({manager}): {why}"));
+    }
+    if let Some(fix) = &status.fix {
+        outcome = outcome.note(format!("hint: {fix}"));
+    }
+    outcome
 }
 
 fn install() -> Result<Outcome, CommandError> {
-    let git = repository()?;
-    let path = hookfile::hook_path(&git)?;
-    let change = hookfile::install(&path)?;
-    let shown = path.display();
-    let line = match change {
-        Change::Created => format!("installed the pre-push hook: {shown}"),
-        Change::Added => format!("added maverick's block to the existing pre-push hook: {shown}"),
-        Change::Updated => format!("updated maverick's block in {shown}"),
-        _ => format!("already installed: {shown}"),
-    };
-    let mut outcome = Outcome::new(Exit::Ok, json!({"hook": path, "change": change})).line(line);
-    if !on_path("git-maverick") {
-        outcome = outcome.note(
-            "warning: git-maverick is not on PATH, so the hook refuses every push until it is \
-             (the hook runs `git-maverick`, not this binary's path)",
-        );
+    let git = super::repository()?;
+    let setup = Setup::detect(&git)?;
+    let report = hookmanager::install(&setup)?;
+    let status = hookmanager::status(&setup);
+    let json = json!({
+        "manager": setup.manager,
+        "hook": status.via.clone().unwrap_or_else(|| setup.hook_file()),
+        "change": report.changes.last().map(|(_, c)| *c),
+        "changes": report.changes,
+        "lines_to_add": report.lines_to_add,
+        "status": status,
+    });
+    let mut outcome = status_outcome(&status, json);
+    for (path, change) in &report.changes {
+        outcome.lines.insert(0, change_line(path, *change));
+    }
+    if let Some((path, lines)) = &report.lines_to_add {
+        outcome = outcome.note(format!(
+            "error: maverick does not edit {}: add these lines to it yourself:",
+            path.display()
+        ));
+        for line in lines.lines() {
+            outcome = outcome.note(format!("    {line}"));
+        }
     }
     Ok(outcome)
 }
 
 fn uninstall() -> Result<Outcome, CommandError> {
-    let git = repository()?;
-    let path = hookfile::hook_path(&git)?;
-    let change = hookfile::uninstall(&path)?;
-    let shown = path.display();
-    let line = match change {
-        Change::Removed => {
-            format!("took maverick's block out of {shown}; the rest of the hook stays")
-        }
-        Change::Deleted => format!("removed the pre-push hook: {shown}"),
-        _ => format!("no maverick block in {shown}: nothing to do"),
-    };
-    Ok(Outcome::new(Exit::Ok, json!({"hook": path, "change": change})).line(line))
+    let git = super::repository()?;
+    let setup = Setup::detect(&git)?;
+    let changes = hookmanager::uninstall(&setup)?;
+    let json = json!({
+        "manager": setup.manager,
+        "hook": setup.hook_file(),
+        "change": changes.first().map_or(Change::Absent, |(_, c)| *c),
+        "changes": changes,
+    });
+    let mut outcome = Outcome::new(Exit::Ok, json);
+    if changes.is_empty() {
+        outcome = outcome.line(format!(
+            "no maverick block in {}: nothing to do",
+            setup.hook_file().display()
+        ));
+    }
+    for (path, change) in &changes {
+        outcome = outcome.line(change_line(path, *change));
+    }
+    Ok(outcome)
 }
 
-/// True when the push goes to maverick's remote (by name, or by its URL).
-fn pushes_to_maverick_remote(settings: &Settings, args: &PrePushArgs) -> bool {
-    let url = settings.remote_url.as_deref();
-    args.remote == settings.remote
-        || Some(args.remote.as_str()) == url
-        || (args.url.is_some() && args.url.as_deref() == url)
+fn status() -> Result<Outcome, CommandError> {
+    let git = super::repository()?;
+    let setup = Setup::detect(&git)?;
+    let status = hookmanager::status(&setup);
+    let json = serde_json::to_value(&status).expect("status serializes");
+    Ok(status_outcome(&status, json))
 }
 
-/// The pusher, when the environment names it and every managed branch has a
-/// claim record of it for the remote this push goes to; `None`: ask the
-/// configuration.
-fn identity_from_records(
-    managed: &[(&RefUpdate, BranchState)],
-    args: &PrePushArgs,
-) -> Result<Option<String>, CommandError> {
-    let Some(me) = crate::config::instance_from_env().transpose()? else {
+/// What pre-commit hands its hooks instead of git's stdin (it reads that
+/// itself): the first ref of the push, without the remote's head, which
+/// pre-commit replaces with a local guess when it lacks the object.
+fn pre_commit_update(
+    git: &Git,
+) -> Result<Option<(String, Option<String>, RefUpdate)>, CommandError> {
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    let Some(remote_ref) = var("PRE_COMMIT_REMOTE_BRANCH") else {
         return Ok(None);
     };
-    let known = managed.iter().all(|(_, state)| {
-        let mine: Vec<_> = state
-            .claims
-            .iter()
-            .filter(|c| c.instance_id == me)
-            .collect();
-        !mine.is_empty() && mine.iter().all(|c| c.remote == args.remote)
-    });
-    Ok(known.then_some(me))
+    let remote = var("PRE_COMMIT_REMOTE_NAME").unwrap_or_else(|| "origin".to_owned());
+    let url = var("PRE_COMMIT_REMOTE_URL");
+    let local_ref = var("PRE_COMMIT_LOCAL_BRANCH").unwrap_or_else(|| "HEAD".to_owned());
+    let local_sha = match var("PRE_COMMIT_TO_REF") {
+        Some(sha) => sha,
+        None => git.commit_of(&local_ref)?,
+    };
+    Ok(Some((
+        remote,
+        url,
+        RefUpdate {
+            local_ref,
+            local_sha: Some(local_sha),
+            remote_ref,
+            remote_sha: None,
+        },
+    )))
 }
 
 /// The hot path: tags, unmanaged branches and repositories without maverick
 /// leave after a few file stats, with no git process and no network call.
 fn pre_push(global: &GlobalArgs, args: PrePushArgs) -> Result<Outcome, CommandError> {
-    let mut input = String::new();
-    std::io::stdin()
-        .read_to_string(&mut input)
-        .map_err(|e| CommandError::tool(format!("cannot read the pushed refs from stdin: {e}")))?;
-    let updates = prepush::parse_updates(&input)?;
+    let cwd = std::env::current_dir()
+        .map_err(|e| CommandError::tool(format!("cannot read the current directory: {e}")))?;
+    // What git told the hook (GIT_DIR and the rest) passes on to git explicitly.
+    let git = Git::new(&cwd, GitEnv::inherit());
+    // Called by pre-commit: no arguments, no stdin, PRE_COMMIT_* instead.
+    let from_pre_commit = match &args.remote {
+        Some(_) => None,
+        None => pre_commit_update(&git)?,
+    };
+    let pre_commit = from_pre_commit.is_some();
+    let (remote, url, updates) = match (from_pre_commit, args.remote) {
+        (Some((remote, url, update)), _) => (remote, url, vec![update]),
+        (None, Some(remote)) => {
+            let mut input = String::new();
+            std::io::stdin().read_to_string(&mut input).map_err(|e| {
+                CommandError::tool(format!("cannot read the pushed refs from stdin: {e}"))
+            })?;
+            (remote, args.url, prepush::parse_updates(&input)?)
+        }
+        (None, None) => return Err(CommandError::usage(
+            "no remote named, and no PRE_COMMIT_* variables",
+        )
+        .hint("git runs this as `git maverick hook pre-push REMOTE URL` with the refs on stdin")),
+    };
     let allowed = |checked: Vec<&str>| {
         Outcome::new(
             Exit::Ok,
-            json!({"remote": args.remote, "allowed": true, "checked": checked}),
+            json!({"remote": remote, "allowed": true, "checked": checked}),
         )
     };
     let branch_updates: Vec<&RefUpdate> = updates.iter().filter(|u| u.branch().is_some()).collect();
     if branch_updates.is_empty() {
         return Ok(allowed(vec![]));
     }
-    let cwd = std::env::current_dir()
-        .map_err(|e| CommandError::tool(format!("cannot read the current directory: {e}")))?;
-    // What git told the hook (GIT_DIR and the rest) passes on to git explicitly.
-    let git = Git::new(&cwd, GitEnv::inherit());
     let common_dir = match prepush::locate_common_dir(&cwd, git.env()) {
         Some(dir) => dir,
         None => git.common_dir()?,
@@ -380,38 +440,60 @@ fn pre_push(global: &GlobalArgs, args: PrePushArgs) -> Result<Outcome, CommandEr
         let branch = update.branch().expect("filtered to branches");
         let state = BranchState::load(&common_dir, branch)?;
         if state.managed() {
-            managed.push((update, state));
+            managed.push((update.clone(), state));
         }
     }
     if managed.is_empty() {
         return Ok(allowed(vec![]));
     }
-    // A managed branch: the pusher's instance id, and whether this push goes
-    // to maverick's remote. When the environment names the instance and its
-    // claim records name this remote, no configuration needs reading.
-    let me = match identity_from_records(&managed, &args)? {
-        Some(me) => me,
-        None => {
-            let settings = Settings::load(&git, &global.overrides())?;
-            if !pushes_to_maverick_remote(&settings, &args) {
-                return Ok(allowed(vec![]));
-            }
-            settings.instance
+    // A managed branch: whether this push goes to the repository it is
+    // managed on (however the push spells it), and the pusher's instance id.
+    // Records name their remote's location and the environment names the
+    // instance, so usually no configuration needs reading.
+    let destination = location::normalise(url.as_deref().unwrap_or(&remote), &cwd);
+    let recorded = |state: &BranchState| state.seen.as_ref().and_then(|s| s.location.clone());
+    let env_me = crate::config::instance_from_env().transpose()?;
+    // The record's location, or maverick's remote as configured now (its
+    // URL may have changed since): read only when the record does not
+    // settle it, so a push to the recorded place costs no process.
+    let settled = managed
+        .iter()
+        .all(|(_, s)| recorded(s).as_deref() == Some(destination.as_str()));
+    let (me, configured) = match env_me {
+        Some(me) if settled => (me, None),
+        env_me => {
+            let settings = super::load_settings(&git, global)?;
+            let configured = prepush::SeenOn::of_settings(&git, &settings).location;
+            (env_me.unwrap_or(settings.instance), configured)
         }
     };
+    managed.retain(|(_, state)| {
+        recorded(state).as_deref() == Some(destination.as_str())
+            || configured.as_deref() == Some(destination.as_str())
+    });
+    if managed.is_empty() {
+        return Ok(allowed(vec![]));
+    }
+    if pre_commit {
+        // pre-commit does not pass on the remote's head, and the one it
+        // guesses may be a local commit: ask the remote (managed pushes only).
+        for (update, _) in &mut managed {
+            let branch = update.branch().unwrap_or_default().to_owned();
+            update.remote_sha = git.remote_head(url.as_deref().unwrap_or(&remote), &branch)?;
+        }
+    }
     let now = Timestamp::now();
     let mut refusals = Vec::new();
     for (update, state) in &managed {
-        if let Some(refusal) = prepush::check_update(&git, update, state, &me)? {
+        if let Some(refusal) = prepush::check_update(&git, &common_dir, update, state, &me)? {
             refusals.push(refusal);
         }
     }
     let checked: Vec<&str> = managed.iter().filter_map(|(u, _)| u.branch()).collect();
     if refusals.is_empty() {
-        let store = BranchStore::new(&common_dir);
         let mut outcome = allowed(checked.clone());
         for (update, state) in &managed {
-            prepush::record_allowed(&store, update, state, &me)?;
+            prepush::record_allowed(&common_dir, update, state, &me, &remote)?;
             for warning in prepush::lease_warnings(&state.claims, &me, now) {
                 outcome = outcome.note(warning);
             }
@@ -429,7 +511,7 @@ fn pre_push(global: &GlobalArgs, args: PrePushArgs) -> Result<Outcome, CommandEr
     let mut outcome = Outcome::new(
         exit,
         json!({
-            "remote": args.remote,
+            "remote": remote,
             "allowed": false,
             "checked": checked,
             "instance_id": me,
@@ -437,7 +519,7 @@ fn pre_push(global: &GlobalArgs, args: PrePushArgs) -> Result<Outcome, CommandEr
         }),
     );
     for refusal in &refusals {
-        for line in refusal.describe(&args.remote) {
+        for line in refusal.describe(&remote) {
             outcome = outcome.note(line);
         }
     }

@@ -1,22 +1,26 @@
 //! The only code that knows about clap, terminals and exit codes.
 
+pub mod completions;
+pub mod config;
 pub mod coord;
 pub mod dispatch;
+pub mod help;
 pub mod hook;
 pub mod hydrate;
 pub mod resume;
 pub mod run;
 pub mod state;
+pub mod status;
 pub mod task;
 
 use std::ffi::OsString;
 use std::io::Write as _;
 
-use clap::Parser as _;
+use clap::FromArgMatches as _;
 use serde_json::Value;
 
 use crate::cli::{Cli, Command, GlobalArgs};
-use crate::config::{Settings, SurfaceKind};
+use crate::config::{Settings, SurfaceKind, UnknownKey};
 use crate::coord::record::ClaimStore;
 use crate::error::{CommandError, Exit};
 use crate::git::{Git, GitEnv};
@@ -72,10 +76,22 @@ impl Outcome {
 /// Runs the command line `args` and returns the process exit code.
 pub fn main(args: Vec<OsString>) -> u8 {
     let wants_json = args.iter().skip(1).any(|a| a == "--json");
-    let cli = match Cli::try_parse_from(&args) {
+    let parsed = help::command()
+        .try_get_matches_from(&args)
+        .and_then(|matches| Cli::from_arg_matches(&matches));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(err) => {
             use clap::error::ErrorKind;
+            if err.kind() == ErrorKind::DisplayHelp {
+                if let Some(code) = help::open_man_page(&args) {
+                    return code;
+                }
+            }
+            if err.kind() == ErrorKind::DisplayVersion && wants_json {
+                print_json(&contract(help::version_json(), 0, &[]));
+                return 0;
+            }
             if matches!(
                 err.kind(),
                 ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
@@ -100,24 +116,13 @@ pub fn main(args: Vec<OsString>) -> u8 {
         Ok(outcome) => {
             let code = outcome.code();
             if json {
-                let mut object = match outcome.json {
-                    Value::Object(map) => map,
-                    other => {
-                        let mut map = serde_json::Map::new();
-                        map.insert("result".into(), other);
-                        map
-                    }
-                };
-                object.insert("schema_version".into(), SCHEMA_VERSION.into());
-                object.insert("ok".into(), Value::Bool(code == 0));
-                object.insert("exit_code".into(), code.into());
-                let warnings: Vec<&str> = outcome
+                let notes = outcome
                     .notes
                     .iter()
                     .filter_map(|n| n.strip_prefix("warning: "))
-                    .collect();
-                object.insert("warnings".into(), warnings.into());
-                print_json(&Value::Object(object));
+                    .map(str::to_owned);
+                let warnings: Vec<String> = take_warnings().into_iter().chain(notes).collect();
+                print_json(&contract(outcome.json, code, &warnings));
             } else {
                 let mut stdout = std::io::stdout().lock();
                 for line in &outcome.lines {
@@ -134,12 +139,43 @@ pub fn main(args: Vec<OsString>) -> u8 {
         }
         Err(err) => {
             if json {
-                print_json(&err.to_json());
+                let mut value = err.to_json();
+                value["warnings"] = take_warnings().into();
+                print_json(&value);
             }
             eprintln!("{err}");
             err.exit.code()
         }
     }
+}
+
+/// One `--json` object as the contract (README, "JSON output") has it:
+/// `schema_version`, `ok`, `exit_code`, and `warnings` holding the
+/// command's own and `extra`, once each.
+pub(crate) fn contract(json: Value, code: u8, extra: &[String]) -> Value {
+    let mut object = match json {
+        Value::Object(map) => map,
+        other => {
+            let mut map = serde_json::Map::new();
+            map.insert("result".into(), other);
+            map
+        }
+    };
+    object.insert("schema_version".into(), SCHEMA_VERSION.into());
+    let mut warnings: Vec<Value> = match object.remove("warnings") {
+        Some(Value::Array(list)) => list,
+        _ => Vec::new(),
+    };
+    for text in extra {
+        let text = Value::String(text.clone());
+        if !warnings.contains(&text) {
+            warnings.push(text);
+        }
+    }
+    object.insert("warnings".into(), Value::Array(warnings));
+    object.insert("ok".into(), Value::Bool(code == 0));
+    object.insert("exit_code".into(), code.into());
+    Value::Object(object)
 }
 
 fn print_json(value: &Value) {
@@ -183,7 +219,60 @@ pub fn run(cli: Cli) -> Result<Outcome, CommandError> {
         Command::Resume(args) => resume::run(&cli.global, args),
         Command::Run(args) => run::run(&cli.global, args),
         Command::Dispatch(args) => dispatch::run(&cli.global, args),
+        Command::Status(args) => status::run(&cli.global, args),
+        Command::Config(args) => config::run(&cli.global, args),
+        Command::Help(args) => help::help(cli.global.json, args),
+        Command::InstallManPages(args) => help::install_man_pages(args),
+        Command::Completions(args) => completions::run(cli.global.json, args),
     }
+}
+
+/// What did not stop the command, for `--json`'s `warnings`.
+static WARNINGS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// Prints `warning: TEXT` on stderr now, and keeps it for `--json`.
+pub fn warn(text: String) {
+    eprintln!("warning: {text}");
+    if let Ok(mut list) = WARNINGS.lock() {
+        list.push(text);
+    }
+}
+
+pub(crate) fn take_warnings() -> Vec<String> {
+    WARNINGS
+        .lock()
+        .map(|mut list| std::mem::take(&mut *list))
+        .unwrap_or_default()
+}
+
+/// A `maverick.*` key nobody reads is a typo until shown otherwise: one
+/// line each, on every command that reads the configuration.
+pub fn warn_unknown_keys(keys: &[UnknownKey]) {
+    for key in keys {
+        warn(key.to_string());
+    }
+}
+
+/// The repository the current directory is in.
+pub fn repository() -> Result<Git, CommandError> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| CommandError::tool(format!("cannot read the current directory: {e}")))?;
+    let git = Git::new(cwd, GitEnv::inherit());
+    if !git.is_repository()? {
+        return Err(CommandError::tool("not inside a git repository")
+            .code(crate::error::ErrorCode::NotARepository)
+            .hint(
+                "run git maverick from a clone of the project (cd into it, or `git clone URL`)",
+            ));
+    }
+    Ok(git)
+}
+
+/// The settings, with a warning for each unknown `maverick.*` key.
+pub fn load_settings(git: &Git, global: &GlobalArgs) -> Result<Settings, CommandError> {
+    let (settings, origins) = Settings::load_explained(git, &global.overrides())?;
+    warn_unknown_keys(&origins.unknown_keys);
+    Ok(settings)
 }
 
 /// What most commands need: the repository, its settings, and its surface.
@@ -194,28 +283,22 @@ pub struct Context {
 
 impl Context {
     pub fn load(global: &GlobalArgs) -> Result<Context, CommandError> {
-        let cwd = std::env::current_dir()
-            .map_err(|e| CommandError::tool(format!("cannot read the current directory: {e}")))?;
-        let git = Git::new(cwd, GitEnv::inherit());
-        if !git.is_repository()? {
-            return Err(CommandError::tool("not inside a git repository")
-                .code(crate::error::ErrorCode::NotARepository)
-                .hint(
-                    "run git maverick from a clone of the project (cd into it, or `git clone URL`)",
-                ));
-        }
-        let settings = Settings::load(&git, &global.overrides())?;
+        let git = repository()?;
+        let settings = load_settings(&git, global)?;
         Ok(Context { git, settings })
     }
 
     pub fn surface(&self) -> Result<Box<dyn Surface>, CommandError> {
         match self.settings.surface {
-            SurfaceKind::Git => Ok(Box::new(GitSurface::new(
-                self.git.clone(),
-                &self.settings.remote,
-                self.settings.remote_url.as_deref().unwrap_or_default(),
-                &self.settings.instance,
-            ))),
+            SurfaceKind::Git => Ok(Box::new(
+                GitSurface::new(
+                    self.git.clone(),
+                    &self.settings.remote,
+                    self.settings.remote_url.as_deref().unwrap_or_default(),
+                    &self.settings.instance,
+                )
+                .with_max_clock_skew(self.settings.max_clock_skew),
+            )),
             SurfaceKind::Github => Ok(Box::new(self.github_surface()?)),
         }
     }
@@ -248,4 +331,40 @@ impl Context {
     pub fn claims(&self) -> Result<ClaimStore, CommandError> {
         Ok(ClaimStore::new(&self.git.common_dir()?))
     }
+}
+
+/// A branch name given on the command line, normalised and checked once
+/// (`refs/heads/` stripped, git's own rules): what claim, run and resume
+/// record is what a push of the branch names.
+pub(crate) fn branch_arg(git: &Git, input: &str) -> Result<String, CommandError> {
+    crate::git::normalise_branch(git, input)?.ok_or_else(|| {
+        CommandError::usage(format!("{input:?} is not a valid branch name")).hint(
+            "use a name `git check-ref-format --branch` accepts, like maverick/142-short-title",
+        )
+    })
+}
+
+/// Adds a warning, once per clone until it is fixed, when the pre-push
+/// guard is off here (SPEC 8): `task done`, `resume` and `claim --branch`
+/// rely on it to stop plain `git push`es that would rewrite the branch.
+pub(crate) fn warn_if_guard_off(git: &Git, outcome: Outcome) -> Outcome {
+    use crate::writer::hookmanager::{self, Setup};
+    let Ok(setup) = Setup::detect(git) else {
+        return outcome;
+    };
+    let status = hookmanager::status(&setup);
+    let marker = hookmanager::warned_marker(&setup);
+    if status.on || marker.exists() {
+        return outcome;
+    }
+    let why = status.why_not.unwrap_or_default();
+    let _ = crate::files::write_atomically(&marker, format!("{why}\n").as_bytes());
+    outcome
+        .note(format!(
+            "warning: the pre-push guard is off in this clone, so a plain `git push` is not checked: {why}"
+        ))
+        .note(format!(
+            "hint: {} (`git maverick hook status` tells when it is on; this warning is shown once)",
+            status.fix.unwrap_or_else(|| "git maverick hook install".to_owned())
+        ))
 }

@@ -10,7 +10,6 @@ use crate::coord::lease::{Coordinator, Decision, HeartbeatOutcome, IssueView};
 use crate::coord::record::ClaimRecord;
 use crate::durable::tasks::{self, IssueSource};
 use crate::error::{CommandError, Exit};
-use crate::git::is_valid_branch_name;
 use crate::writer::branch_record::BranchStore;
 use crate::writer::prepush;
 use crate::writer::worktree::{self, LocalBranch};
@@ -62,7 +61,8 @@ pub(crate) fn record_head_at_claim(
     }
     match ctx.git.remote_head(&ctx.settings.remote, branch) {
         Ok(head) => {
-            prepush::record_seen(&common_dir, branch, head.as_deref(), Some(issue), &ctx.settings.instance)?;
+            let on = prepush::SeenOn::of_settings(&ctx.git, &ctx.settings);
+            prepush::record_seen(&common_dir, branch, head.as_deref(), Some(issue), &ctx.settings.instance, &on)?;
             Ok(None)
         }
         Err(e) => Ok(Some(format!(
@@ -141,18 +141,8 @@ fn refused(exit: Exit, view: &IssueView, what: String, hint: String) -> Outcome 
 }
 
 pub fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome, CommandError> {
-    let branch = args
-        .branch
-        .strip_prefix("refs/heads/")
-        .unwrap_or(&args.branch)
-        .to_owned();
-    if !is_valid_branch_name(&branch) || branch == "HEAD" {
-        return Err(
-            CommandError::usage(format!("{branch:?} is not a valid branch name"))
-                .hint("name the branch as the remote does, like maverick/142-short-title"),
-        );
-    }
     let ctx = Context::load(global)?;
+    let branch = super::branch_arg(&ctx.git, &args.branch)?;
     let issue = issue_of(&ctx, &branch, args.issue)?;
     let surface = ctx.surface()?;
     let coord = Coordinator::new(surface.as_ref(), &ctx.settings);
@@ -200,6 +190,7 @@ pub fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome, CommandErro
         ))
         .hint("check the name (git ls-remote --heads REMOTE), or claim the issue and start the branch"));
     };
+    crate::failpoint::hit("resume-after-fetch");
     let root = worktree::main_root(&ctx.git)?;
     let path = worktree::choose_path(&ctx.git, &root, &ctx.settings.worktree_dir, &branch)?;
     let plan = worktree::plan(&ctx.git, &path, &branch, &remote_head)?;
@@ -284,6 +275,7 @@ pub fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome, CommandErro
         Some(&remote_head),
         Some(issue),
         &ctx.settings.instance,
+        &prepush::SeenOn::of_settings(&ctx.git, &ctx.settings),
     )?;
     let generation = match claim {
         "none" => None,
@@ -352,6 +344,7 @@ pub fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome, CommandErro
             aside.display()
         ));
     }
+    outcome = super::warn_if_guard_off(&wt_git, outcome);
     if claim == "none" {
         outcome = outcome.note(format!(
             "note: nobody holds #{issue}; claim it before working on it: \

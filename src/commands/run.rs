@@ -18,7 +18,7 @@ use serde_json::json;
 
 use super::coord::{self, ClaimArgs, ReleaseReason};
 use super::{Context, Outcome};
-use crate::cli::{duration, GlobalArgs};
+use crate::cli::{lease_duration, GlobalArgs};
 use crate::coord::claims;
 use crate::coord::hold::{self, HoldEvent};
 use crate::coord::lease::{ClaimOutcome, Coordinator, HeartbeatOutcome};
@@ -45,8 +45,8 @@ pub struct RunArgs {
     /// The release reason when CMD exits 0
     #[arg(long, value_enum, value_name = "REASON", default_value = "merged")]
     pub success_reason: ReleaseReason,
-    /// How long CMD has between SIGTERM and SIGKILL once the claim is lost
-    #[arg(long, value_name = "DURATION", value_parser = duration, default_value = "10s")]
+    /// How long CMD has between SIGTERM and SIGKILL once the claim is lost (at least 1s)
+    #[arg(long, value_name = "DURATION", value_parser = lease_duration, default_value = "10s")]
     pub grace: Duration,
     /// The command to run, and its arguments
     #[arg(last = true, required = true, value_name = "CMD")]

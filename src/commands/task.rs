@@ -3,16 +3,13 @@
 use std::io::Read as _;
 
 use clap::{Args, Subcommand};
-use serde_json::{json, Map};
+use serde_json::json;
 
 use super::{Context, Outcome};
 use crate::cli::{issue_number, GlobalArgs};
-use crate::coord::lease::{self, Decision};
+use crate::durable::task_done::{self, DoneOutcome, DoneReport, DoneRequest};
 use crate::durable::tasks::{self, IssueSource, Task, TaskError, TaskListView};
 use crate::error::{CommandError, Exit};
-use crate::git::Order;
-use crate::writer::branch_record::BranchStore;
-use crate::writer::push::{self, PushError};
 
 #[derive(Debug, Args)]
 pub struct TaskArgs {
@@ -94,7 +91,7 @@ pub fn run(global: &GlobalArgs, args: TaskArgs) -> Result<Outcome, CommandError>
         TaskCommand::Init(a) => init(&ctx, a),
         TaskCommand::List(a) => list(&ctx, a),
         TaskCommand::Check(a) => check(&ctx, a),
-        TaskCommand::Done(a) => done(&ctx, a),
+        TaskCommand::Done(a) => done(&ctx, a).map(|o| super::warn_if_guard_off(&ctx.git, o)),
     }
 }
 
@@ -113,20 +110,11 @@ pub fn read_input(file: Option<&str>) -> Result<String, CommandError> {
     }
 }
 
-fn check_branch_name(branch: &str) -> Result<(), CommandError> {
-    if crate::git::is_valid_branch_name(branch) {
-        Ok(())
-    } else {
-        Err(CommandError::usage(format!(
-            "{branch:?} is not a valid branch name"
-        )))
-    }
-}
-
-fn init(ctx: &Context, args: InitArgs) -> Result<Outcome, CommandError> {
-    if let Some(b) = &args.branch {
-        check_branch_name(b)?;
-    }
+fn init(ctx: &Context, mut args: InitArgs) -> Result<Outcome, CommandError> {
+    args.branch = args
+        .branch
+        .map(|b| super::branch_arg(&ctx.git, &b))
+        .transpose()?;
     let text = read_input(args.file.as_deref())?;
     let new = tasks::parse_task_input(&text)?;
     let surface = ctx.surface()?;
@@ -207,10 +195,11 @@ fn issue_here(
     }
 }
 
-fn list(ctx: &Context, args: ListArgs) -> Result<Outcome, CommandError> {
-    if let Some(b) = &args.branch {
-        check_branch_name(b)?;
-    }
+fn list(ctx: &Context, mut args: ListArgs) -> Result<Outcome, CommandError> {
+    args.branch = args
+        .branch
+        .map(|b| super::branch_arg(&ctx.git, &b))
+        .transpose()?;
     let here = ctx.git.current_branch()?;
     let issue = match args.issue {
         Some(n) => n,
@@ -284,7 +273,7 @@ pub fn list_outcome(view: &TaskListView, remote: &str) -> Outcome {
         o = o.note(format!(
             "warning: task{} {} {} checked with a commit that {remote}/{} does not have",
             plural(view.ahead.len()),
-            join(&view.ahead),
+            tasks::join_numbers(&view.ahead),
             if view.ahead.len() == 1 { "is" } else { "are" },
             branch.unwrap_or_default()
         ));
@@ -296,14 +285,6 @@ pub fn list_outcome(view: &TaskListView, remote: &str) -> Outcome {
         ));
     }
     o
-}
-
-fn join(numbers: &[usize]) -> String {
-    numbers
-        .iter()
-        .map(usize::to_string)
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 fn valid_sha(sha: &str) -> bool {
@@ -341,7 +322,6 @@ fn check(ctx: &Context, args: CheckArgs) -> Result<Outcome, CommandError> {
 }
 
 fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome, CommandError> {
-    let instance = ctx.settings.instance.clone();
     let remote = ctx.settings.remote.clone();
     let branch = ctx.git.current_branch()?.ok_or_else(|| {
         CommandError::tool("HEAD is detached: `task done` pushes the current branch")
@@ -356,200 +336,52 @@ fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome, CommandError> {
         })?;
     }
 
-    // What to commit: the index, or a task commit an earlier `task done`
-    // made but could not push.
-    let staged = ctx.git.has_staged_changes()?;
-    let head = ctx.git.resolve_commit("HEAD")?;
-    let mut unpushed_task: Option<usize> = None;
-    if !staged {
-        if let Some(h) = &head {
-            let trailers = ctx.git.task_trailers(h, 1, Order::NewestFirst)?;
-            let task_numbers = trailers.first().map_or(&[][..], |c| &c.tasks[..]);
-            if trailers.first().is_some_and(|c| c.names_issue(issue)) && !task_numbers.is_empty() {
-                let on_remote = match ctx.git.remote_head(&remote, &branch)? {
-                    Some(r) => r == *h || ctx.git.is_ancestor(h, &r)?,
-                    None => false,
-                };
-                if !on_remote {
-                    unpushed_task = task_numbers.first().copied();
-                }
-            }
-        }
-        if unpushed_task.is_none() {
-            return Err(CommandError::tool("nothing is staged: the index has no changes to commit")
-                .hint("stage the task's changes with `git add PATH…`, then run `git maverick task done` again"));
-        }
-    }
-
+    let req = DoneRequest {
+        issue,
+        branch: &branch,
+        task: args.task,
+        message: args.message.as_deref(),
+    };
+    let what = task_done::to_commit(&ctx.git, &remote, &req)?;
     let surface = ctx.surface()?;
-    let current = surface.issue(issue)?;
-    // The fence (SPEC 4): never write for a claim that is no longer ours.
-    let view = lease::analyze(&current, &ctx.settings, &instance, surface.now()?);
-    let record = ctx.claims()?.load(&instance, issue)?;
-    if let Some(r) = &record {
-        let lost = r.lost.clone().or_else(|| match view.decision {
-            Decision::Ours if view.generation == r.generation => None,
-            Decision::Ours => Some(format!(
-                "the generation of #{issue} changed from {} to {}",
-                r.generation, view.generation
-            )),
-            _ => Some(match &view.holder {
-                Some(h) => format!("#{issue} is held by {}", h.instance_id),
-                None => format!("#{issue} is no longer claimed by {instance}"),
-            }),
-        });
-        if let Some(reason) = lost {
+    let outcome = task_done::task_done(
+        surface.as_ref(),
+        &ctx.git,
+        &ctx.settings,
+        &ctx.claims()?,
+        &req,
+        what,
+    )?;
+    let report = match outcome {
+        DoneOutcome::ClaimLost { reason } => {
             return Ok(Outcome::new(
                 Exit::ClaimLost,
                 json!({"issue": issue, "committed": false, "pushed": false, "reason": reason}),
             )
             .line(format!("claim lost: {reason}; nothing was committed"))
-            .note("hint: stop working on this issue and report; do not push to its branch"));
+            .note("hint: stop working on this issue and report; do not push to its branch"))
         }
-    } else if let (Some(h), Decision::Held | Decision::Stale) = (&view.holder, view.decision) {
-        let exit = if view.decision == Decision::Held {
-            Exit::HeldLive
-        } else {
-            Exit::HeldStale
-        };
-        return Ok(Outcome::new(
-            exit,
-            json!({"issue": issue, "committed": false, "pushed": false, "holder": h}),
-        )
-        .line(format!(
-            "#{issue} is claimed by {} (generation {}); nothing was committed",
-            h.instance_id, h.generation
-        ))
-        .note(match view.decision {
-            Decision::Held => "hint: another instance works on this issue; pick another".to_owned(),
-            _ => format!("hint: its lease is stale; take it over with `git maverick coord claim {issue} --takeover`"),
-        }));
-    }
-
-    let found = tasks::locate(&current).ok_or(TaskError::NoTasksComment { issue })?;
-    let total = found.tasks.len();
-    let number = match (args.task, unpushed_task) {
-        (Some(k), _) if k == 0 || k > total => {
-            return Err(TaskError::OutOfRange {
-                issue,
-                number: k,
-                total,
-            }
-            .into())
-        }
-        (Some(k), Some(u)) if k != u => {
-            return Err(CommandError::usage(format!(
-                "HEAD is task {u}'s commit, not yet pushed, and nothing is staged for task {k}"
-            ))
-            .hint(format!("run `git maverick task done` to push task {u} first")));
-        }
-        (Some(k), _) => k,
-        (None, Some(u)) => u,
-        (None, None) => match tasks::next_task(&found.tasks) {
-            Some(t) => t.number,
-            None => {
-                return Err(CommandError::tool(format!(
-                    "all {total} tasks of #{issue} are checked off"
-                ))
-                .hint(format!(
-                    "to add work to a task, name it: `git maverick task done --task N`; to add tasks, `git maverick task init {issue} FILE --replace`"
-                )))
-            }
-        },
-    };
-    let task = &found.tasks[number - 1];
-
-    // 1. Commit.
-    let sha = match unpushed_task {
-        Some(_) => head.clone().expect("an unpushed task commit is HEAD"),
-        None => {
-            let message = match &args.message {
-                Some(m) => m.clone(),
-                None if tasks::check_conventional(&task.title).is_ok() => task.title.clone(),
-                None => {
-                    return Err(CommandError::usage(format!(
-                        "no -m given, and task {number}'s title {:?} is not a Conventional Commits message",
-                        task.title
-                    ))
-                    .hint("nothing was committed; pass -m \"type(scope): subject\""))
-                }
+        DoneOutcome::Held { holder, stale } => {
+            let exit = if stale {
+                Exit::HeldStale
+            } else {
+                Exit::HeldLive
             };
-            ctx.git.commit_task(&message, issue, number).map_err(|e| {
-                CommandError::from_error(Exit::Error, &e)
-                    .hint("nothing was committed or pushed; fix what git says and run `git maverick task done` again")
-            })?;
-            ctx.git.commit_of("HEAD")?
+            return Ok(Outcome::new(
+                exit,
+                json!({"issue": issue, "committed": false, "pushed": false, "holder": holder}),
+            )
+            .line(format!(
+                "#{issue} is claimed by {} (generation {}); nothing was committed",
+                holder.instance_id, holder.generation
+            ))
+            .note(if stale {
+                format!("hint: its lease is stale; take it over with `git maverick coord claim {issue} --takeover`")
+            } else {
+                "hint: another instance works on this issue; pick another".to_owned()
+            }));
         }
-    };
-    let short = ctx.git.short_name(&sha)?;
-
-    // 2. Push, as a compare-and-swap against the remote's head. That head
-    // must be one our commit descends from (so the push overwrites nothing
-    // this clone does not have) and, when this clone recorded a last-seen
-    // head (claim, resume, an earlier push), that very head or one its own
-    // plain `git push` left (the pre-push hook records those): anything else
-    // is someone else's push, a collision to report, never to build on.
-    // Without a record (this clone never claimed, resumed or pushed the
-    // branch), nobody's work can be lost by a fast-forward of what the
-    // remote has now, and the swap refuses anything pushed after this look.
-    let store = BranchStore::new(&ctx.git.common_dir()?);
-    let recorded = store.get(&branch)?;
-    let live = ctx.git.remote_head(&remote, &branch)?;
-    let seen = recorded.as_ref().and_then(|r| r.last_seen.clone());
-    let pending = recorded
-        .as_ref()
-        .map(|r| r.pending.clone())
-        .unwrap_or_default();
-    let collision = match (&live, &seen) {
-        (Some(l), _) if !ctx.git.is_ancestor(l, &sha)? => Some(format!(
-            "the remote's {branch} is at {l}, which {short} does not descend from"
-        )),
-        // SPEC 8: the remote must be where this writer last saw it, or at a
-        // head its own plain `git push` left (recorded by the pre-push hook).
-        (Some(l), Some(s)) if l != s && !pending.contains(l) => Some(format!(
-            "the remote's {branch} moved from {s}, last seen by this clone, to {l}: someone else pushed to it"
-        )),
-        (Some(l), None) if recorded.is_some() && !pending.contains(l) => Some(format!(
-            "the remote's {branch} appeared at {l}, where this clone last saw no branch: someone else pushed to it"
-        )),
-        (None, Some(s)) => Some(format!(
-            "the remote's {branch} is gone; this clone last saw it at {s}"
-        )),
-        _ => None,
-    };
-    if let Some(why) = collision {
-        return Ok(not_pushed(
-            Exit::Collision,
-            issue,
-            number,
-            &short,
-            &remote,
-            &branch,
-            why,
-        ));
-    }
-    if let (Some(r), Some(l)) = (&recorded, &live) {
-        if seen.as_ref() != Some(l) {
-            // Adopt the head our own plain push left, so that the pre-push
-            // hook, which compares with the record, agrees.
-            let mut adopted = r.clone();
-            adopted.last_seen = Some(l.clone());
-            adopted.updated_at = crate::timefmt::Timestamp::now().to_string();
-            store.set(&adopted)?;
-        }
-    }
-    let expected = live;
-    match push::cas_push(
-        &ctx.git,
-        &remote,
-        &sha,
-        &branch,
-        expected.as_deref(),
-        Some(issue),
-        &instance,
-    ) {
-        Ok(_) => {}
-        Err(err @ PushError::Collision { .. }) => {
+        DoneOutcome::Collision { number, short, why } => {
             return Ok(not_pushed(
                 Exit::Collision,
                 issue,
@@ -557,67 +389,18 @@ fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome, CommandError> {
                 &short,
                 &remote,
                 &branch,
-                err.to_string(),
-            ));
+                why,
+            ))
         }
-        Err(err) => {
-            let mut e = CommandError::from_error(Exit::Error, &err);
-            e.message = format!(
-                "committed {short} locally but could not push it: {}; task {number} of #{issue} stays unchecked",
-                e.message
-            );
-            return Err(e.hint(
-                "fix the cause and run `git maverick task done` again: it pushes the commit it left",
-            ));
-        }
-    }
-
-    // 3. Check off every task whose commit this push brought to the remote.
-    let pushed_range = match &expected {
-        Some(old) if ctx.git.is_ancestor(old, &sha)? => format!("{old}..{sha}"),
-        _ => sha.clone(),
+        DoneOutcome::Done(report) => report,
     };
-    let mut checks: Vec<(usize, Option<String>)> = vec![(number, Some(short.clone()))];
-    for commit in ctx
-        .git
-        .task_trailers(&pushed_range, 200, Order::OldestFirst)?
-    {
-        if !commit.names_issue(issue) {
-            continue;
-        }
-        for &t in &commit.tasks {
-            if t >= 1 && t <= total && !checks.iter().any(|(n, _)| *n == t) {
-                checks.push((t, Some(commit.short.clone())));
-            }
-        }
-    }
-    checks.sort_by_key(|(n, _)| *n);
-    let after_push = |e: CommandError| {
-        let mut e = e;
-        e.message = format!(
-            "pushed {short} to {remote}/{branch}, but could not check task {number} off: {}",
-            e.message
-        );
-        e.hint(format!(
-            "the commit is safe on the remote; `git maverick task list {issue}` checks it off from its trailer"
-        ))
-    };
-    let checked = tasks::check_tasks(surface.as_ref(), &ctx.settings, issue, &checks)
-        .map_err(|e| after_push(e.into()))?;
-    let mut extra = Map::new();
-    extra.insert("task".into(), json!(number));
-    extra.insert("head".into(), json!(sha));
-    tasks::update_progress(
-        surface.as_ref(),
-        &ctx.settings,
-        issue,
-        checked.comment_id,
-        "implement",
-        Some(&branch),
-        Some(extra),
-    )
-    .map_err(|e| after_push(e.into()))?;
-
+    let DoneReport {
+        task: number,
+        sha,
+        short,
+        committed_now,
+        checked,
+    } = report;
     let next = tasks::next_task(&checked.tasks);
     let json = json!({
         "issue": issue,
@@ -627,7 +410,7 @@ fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome, CommandError> {
         "short": short,
         "branch": branch,
         "remote": remote,
-        "committed": unpushed_task.is_none(),
+        "committed": committed_now,
         "pushed": true,
         "checked": checked.checked,
         "next_task": next,
@@ -637,7 +420,7 @@ fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome, CommandError> {
     let mut o = Outcome::new(Exit::Ok, json).line(format!(
         "task {number} of #{issue} done: {short} pushed to {remote}/{branch} and checked off"
     ));
-    if unpushed_task.is_some() {
+    if !committed_now {
         o = o.line(format!(
             "({short} was committed earlier; this run pushed it)"
         ));

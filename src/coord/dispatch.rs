@@ -248,7 +248,7 @@ fn issue_marks(issue: &Issue) -> IssueMarks {
     let mut closed: HashSet<String> = HashSet::new();
     let mut linked_prs = Vec::new();
     for comment in issue.comments.iter().filter(|c| c.trusted) {
-        for marker in markers::parse_markers(&comment.body).into_iter().flatten() {
+        for marker in markers::first_of_each_kind(&comment.body) {
             if marker.kind != MarkerKind::Dispatch {
                 continue;
             }
@@ -405,7 +405,11 @@ pub fn analyze(ledger: &Ledger, settings: &Settings, frontier_label: &str) -> Sl
                 Some(Skip::PullOpen)
             } else if wip || m.live.iter().any(fresh) {
                 Some(Skip::Claimed)
-            } else if issue.has_label(&labels.in_progress) {
+            } else if issue.has_label(&labels.in_progress)
+                && !crate::coord::lease::analyze(issue, settings, "", now).orphan_label
+            {
+                // A claim label with no unreleased claim behind it is an
+                // orphan (a release that failed part way): the issue is free.
                 Some(Skip::InProgress)
             } else if !issue.assignees.is_empty() {
                 Some(Skip::Assigned)
@@ -815,6 +819,7 @@ impl<'a> Dispatcher<'a> {
             let view = analyze(&ledger, self.settings, &self.frontier_label);
             view.free > 0 && view.eligible().any(|n| n == issue)
         };
+        crate::failpoint::name_ops(&["dispatch-after-comment", "dispatch-after-label"]);
         let Some(applied) = self.surface.write(&writes, Some(&mut guard))? else {
             return Ok(None);
         };
@@ -834,6 +839,7 @@ impl<'a> Dispatcher<'a> {
     /// between leaves an orphan claim, which goes stale, rather than a label
     /// nobody claims), and only when it is ours to take off.
     fn withdraw(&self, view: &SlotView, claim: &SlotClaim) -> Result<(), DispatchError> {
+        crate::failpoint::hit("dispatch-before-withdrawal");
         let mut ops = Vec::new();
         if view.label_is_left_to(claim) {
             ops.push(Op::RemoveLabel(self.wip().to_owned()));
@@ -1034,6 +1040,14 @@ mod tests {
             panic!("an object")
         };
         markers::render_marker(&Marker::new(MarkerKind::Dispatch, map))
+    }
+
+    /// A coord claim (`maverick-claim`) by `instance`.
+    fn coord_claim(instance: &str) -> String {
+        let Value::Object(map) = json!({"instance_id": instance, "generation": 1}) else {
+            panic!("an object")
+        };
+        markers::render_marker(&Marker::new(MarkerKind::Claim, map))
     }
 
     fn comment(id: u64, at: i64, body: String) -> Comment {
@@ -1255,11 +1269,17 @@ mod tests {
             vec![
                 assigned,
                 issue(2, &["agent-ready", "blocked-by:#1"], vec![]),
-                issue(3, &["agent-ready", "claude-in-progress"], vec![]),
+                issue(
+                    3,
+                    &["agent-ready", "claude-in-progress"],
+                    vec![comment(9, T0, coord_claim("someone"))],
+                ),
                 issue(4, &["agent-ready", "agent-wip"], vec![]),
                 issue(5, &["agent-ready"], vec![claim(1, T0, "orphan")]),
                 issue(6, &["agent-wip"], vec![]),
                 issue(7, &["agent-ready"], vec![]),
+                // A claim label with no claim behind it is an orphan.
+                issue(8, &["agent-ready", "claude-in-progress"], vec![]),
             ],
             T0 + 1,
         );
@@ -1273,7 +1293,8 @@ mod tests {
                 (3, Some(Skip::InProgress)),
                 (4, Some(Skip::Claimed)),
                 (5, Some(Skip::Claimed)),
-                (7, None)
+                (7, None),
+                (8, None)
             ]
         );
         // The orphan claim (no label) still holds a slot.

@@ -5,23 +5,31 @@
 //!
 //! - every claim carries a generation; each fresh claim and each takeover
 //!   takes the highest generation seen plus one, so the generation is a
-//!   fencing token that changes whenever the holder can change;
+//!   fencing token that changes whenever the holder can change. Maverick
+//!   (the Python plugin) writes claims without one: such a claim counts as
+//!   one above every claim before it, so a history Maverick wrote reads as
+//!   Maverick reads it (the newest claim holds) and a mixed race ends with
+//!   the same holder in both tools' views;
 //! - among unreleased claims of the current generation, the one the surface
 //!   ordered first (lowest comment id, then lower instance id) holds the
 //!   issue, provided the in-progress label is on it. A later reader can never
 //!   reverse that verdict, which "lower instance id wins" alone could;
-//! - the holder's lease expires at its lease comment's surface time plus the
-//!   ttl it declared, so client clock skew changes no decision.
+//! - the holder's lease is the newest lease block that names it, wherever it
+//!   sits (Maverick PATCHes its lease into the newest comment carrying one,
+//!   whoever wrote it), and expires at that comment's surface time plus the
+//!   ttl it declared, so client clock skew changes no decision. A holder
+//!   with no lease of its own lives from its claim's surface time for the
+//!   ttl the claim declared, or the default: never a reader's own setting.
 
 use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use crate::config::Settings;
+use crate::config::{Settings, DEFAULT_LEASE_TTL};
 use crate::durable::markers::{self, Marker, MarkerKind};
 use crate::surface::{Applied, Comment, Issue, Op, Surface, SurfaceError, Write};
-use crate::timefmt::{format_duration, Timestamp};
+use crate::timefmt::{format_duration, parse_duration, Timestamp};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -31,6 +39,15 @@ pub enum Decision {
     Blocked,
     Held,
     Stale,
+}
+
+/// Which tool wrote a claim: git maverick stamps every claim with a
+/// generation, Maverick never does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Writer {
+    GitMaverick,
+    Maverick,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -46,6 +63,11 @@ pub struct ClaimView {
     /// Who wrote the claim comment (a GitHub login; the instance on git).
     #[serde(skip)]
     pub author: String,
+    /// `maverick` when the Python plugin wrote the claim, so a skill can tell.
+    pub writer: Writer,
+    /// How long the claim lives without a lease of its own.
+    #[serde(skip)]
+    pub ttl: Duration,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -71,12 +93,65 @@ pub struct IssueView {
     pub expires_at: Option<Timestamp>,
     pub decision: Decision,
     pub now: Timestamp,
+    /// Writers whose stamps on this issue lead `now` by more than
+    /// `maxClockSkew`: their clock or this one is wrong (SPEC 2).
+    pub clock_skew: Vec<ClockSkew>,
+    /// The claim label with no unreleased claim behind it (a release that
+    /// removed it only in part, a claim that died after adding it): free to
+    /// claim and to dispatch (SPEC 4). A claim on its way between its label
+    /// and its comment looks the same for that moment; it still settles
+    /// against whoever claims meanwhile.
+    pub orphan_label: bool,
+    /// Whether the newest claim of the current generation is this
+    /// instance's own, released: an orphan label is its release unfinished.
+    #[serde(skip)]
+    my_release_unfinished: bool,
     /// This instance's claim of the current generation, if it has one that
     /// does not hold (it lost the settle).
     #[serde(skip)]
     pub my_losing_claim: Option<ClaimView>,
     #[serde(skip)]
     my_lease_comment: Option<(u64, Map<String, Value>)>,
+}
+
+/// A writer whose clock runs ahead of the reader's by more than allowed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ClockSkew {
+    pub instance_id: String,
+    /// Its stamp furthest ahead.
+    pub stamp: Timestamp,
+    pub ahead_secs: i64,
+}
+
+/// The writers of claim and lease markers whose stamps (the comment's time
+/// and the payload's own) lead `now` by more than `max_skew`.
+fn clocks_ahead(markers: &[MarkerAt<'_>], now: Timestamp, max_skew: Duration) -> Vec<ClockSkew> {
+    let limit = now.plus(max_skew);
+    let mut found: Vec<ClockSkew> = Vec::new();
+    for at in markers {
+        let Some(instance) = at.marker.str_field("instance_id") else {
+            continue;
+        };
+        let stamps = ["claimed_at", "heartbeat_at", "released_at"]
+            .iter()
+            .filter_map(|k| at.marker.str_field(k).and_then(Timestamp::parse))
+            .chain([at.comment.created_at, at.comment.updated_at]);
+        for stamp in stamps.filter(|s| *s > limit) {
+            match found.iter_mut().find(|f| f.instance_id == instance) {
+                Some(f) if f.stamp >= stamp => {}
+                Some(f) => {
+                    f.stamp = stamp;
+                    f.ahead_secs = stamp.0 - now.0;
+                }
+                None => found.push(ClockSkew {
+                    instance_id: instance.to_owned(),
+                    stamp,
+                    ahead_secs: stamp.0 - now.0,
+                }),
+            }
+        }
+    }
+    found
 }
 
 struct MarkerAt<'a> {
@@ -88,7 +163,7 @@ fn trusted_markers(issue: &Issue) -> Vec<MarkerAt<'_>> {
     let mut seen_ids = std::collections::HashSet::new();
     let mut found = Vec::new();
     for comment in issue.comments.iter().filter(|c| c.trusted) {
-        for marker in markers::parse_markers(&comment.body).into_iter().flatten() {
+        for marker in markers::first_of_each_kind(&comment.body) {
             if !matches!(marker.kind, MarkerKind::Claim | MarkerKind::Lease) {
                 continue;
             }
@@ -105,10 +180,6 @@ fn trusted_markers(issue: &Issue) -> Vec<MarkerAt<'_>> {
     found
 }
 
-fn generation_of(marker: &Marker) -> u64 {
-    marker.u64_field("generation").unwrap_or(1)
-}
-
 fn scope_of(marker: &Marker) -> Vec<u64> {
     match marker.payload.get("scope") {
         Some(Value::Array(items)) => items
@@ -123,18 +194,38 @@ fn scope_of(marker: &Marker) -> Vec<u64> {
     }
 }
 
-fn claim_view(at: &MarkerAt<'_>) -> Option<ClaimView> {
+/// The ttl a claim declares (`lease_ttl`: seconds, or a duration such as
+/// `10m`); Maverick's claims declare none and live its default ten minutes.
+fn declared_ttl(marker: &Marker) -> Duration {
+    match marker.payload.get("lease_ttl") {
+        Some(Value::Number(n)) => n.as_u64().map(Duration::from_secs),
+        Some(Value::String(text)) => parse_duration(text).ok(),
+        _ => None,
+    }
+    .filter(|ttl| !ttl.is_zero())
+    .unwrap_or(DEFAULT_LEASE_TTL)
+}
+
+/// The claim at `at`, given the highest generation of the claims before it:
+/// a claim without a generation (Maverick's) counts as one above them all.
+fn claim_view(at: &MarkerAt<'_>, generation_before: u64) -> Option<ClaimView> {
     let m = &at.marker;
+    let declared = m.u64_field("generation");
     Some(ClaimView {
         instance_id: m.str_field("instance_id")?.to_owned(),
         host: m.str_field("host").map(str::to_owned),
         branch: m.str_field("branch").map(str::to_owned),
-        generation: generation_of(m),
+        generation: declared.unwrap_or_else(|| generation_before.saturating_add(1)),
         scope: scope_of(m),
         claimed_at: at.comment.created_at,
         takeover_of: m.str_field("takeover_of").map(str::to_owned),
         comment_id: at.comment.id,
         author: at.comment.author.clone(),
+        writer: match declared {
+            Some(_) => Writer::GitMaverick,
+            None => Writer::Maverick,
+        },
+        ttl: declared_ttl(m),
     })
 }
 
@@ -145,12 +236,17 @@ fn is_release(m: &Marker) -> bool {
 /// Derives the claim state of `issue` as `me` sees it at surface time `now`.
 pub fn analyze(issue: &Issue, settings: &Settings, me: &str, now: Timestamp) -> IssueView {
     let markers = trusted_markers(issue);
-    let claims: Vec<(ClaimView, &MarkerAt<'_>)> = markers
+    let mut claims: Vec<ClaimView> = Vec::new();
+    let mut generation = 0;
+    for at in markers
         .iter()
         .filter(|m| m.marker.kind == MarkerKind::Claim)
-        .filter_map(|m| claim_view(m).map(|v| (v, m)))
-        .collect();
-    let generation = claims.iter().map(|(c, _)| c.generation).max().unwrap_or(0);
+    {
+        if let Some(claim) = claim_view(at, generation) {
+            generation = generation.max(claim.generation);
+            claims.push(claim);
+        }
+    }
     let leases: Vec<&MarkerAt<'_>> = markers
         .iter()
         .filter(|m| m.marker.kind == MarkerKind::Lease)
@@ -169,7 +265,6 @@ pub fn analyze(issue: &Issue, settings: &Settings, me: &str, now: Timestamp) -> 
     };
     let mut live_claims: Vec<&ClaimView> = claims
         .iter()
-        .map(|(c, _)| c)
         .filter(|c| c.generation == generation && !released(c))
         .collect();
     live_claims.sort_by(|a, b| (a.comment_id, &a.instance_id).cmp(&(b.comment_id, &b.instance_id)));
@@ -188,12 +283,14 @@ pub fn analyze(issue: &Issue, settings: &Settings, me: &str, now: Timestamp) -> 
 
     let (lease, my_lease_comment) = match &holder {
         Some(h) => {
+            // By payload, not by comment: a lease PATCHed into an older
+            // comment (Maverick's upsert) counts from when it was written.
             let newest = leases
                 .iter()
                 .filter(|l| {
                     !is_release(&l.marker)
-                        && l.comment.id > h.comment_id
                         && l.marker.str_field("instance_id") == Some(h.instance_id.as_str())
+                        && (l.comment.id > h.comment_id || l.comment.updated_at >= h.claimed_at)
                 })
                 .max_by_key(|l| (l.comment.updated_at, l.comment.id));
             match newest {
@@ -208,7 +305,7 @@ pub fn analyze(issue: &Issue, settings: &Settings, me: &str, now: Timestamp) -> 
                     let expires_at = match (heartbeat_at, declared_expiry) {
                         (Some(hb), Some(exp)) => l.comment.updated_at.plus(exp.since(hb)),
                         (None, Some(exp)) => exp,
-                        _ => l.comment.updated_at.plus(settings.lease_ttl),
+                        _ => l.comment.updated_at.plus(h.ttl),
                     };
                     let mine =
                         (h.instance_id == me).then(|| (l.comment.id, l.marker.payload.clone()));
@@ -224,12 +321,13 @@ pub fn analyze(issue: &Issue, settings: &Settings, me: &str, now: Timestamp) -> 
                     )
                 }
                 // A claim whose lease was never written (a crash between the
-                // two) lives one ttl from the claim.
+                // two) or was overwritten lives the ttl it declared from the
+                // claim: the reader's own setting says nothing about it.
                 None => (
                     Some(LeaseView {
                         instance_id: h.instance_id.clone(),
                         heartbeat_at: None,
-                        expires_at: h.claimed_at.plus(settings.lease_ttl),
+                        expires_at: h.claimed_at.plus(h.ttl),
                         comment_id: None,
                         author: None,
                     }),
@@ -239,6 +337,18 @@ pub fn analyze(issue: &Issue, settings: &Settings, me: &str, now: Timestamp) -> 
         }
         None => (None, None),
     };
+    // Flagged, not overruled: from here a clock far ahead and this clock
+    // far behind look the same, and a reader that is behind must not judge
+    // every live lease stale. What keeps one wrong clock from misjudging
+    // everyone's leases is that no writer follows it (the git surface's
+    // stamps, `surface::git`).
+    let clock_skew = clocks_ahead(&markers, now, settings.max_clock_skew);
+    let newest_claim = claims
+        .iter()
+        .filter(|c| c.generation == generation)
+        .max_by_key(|c| c.comment_id);
+    let orphan_label = labelled && live_claims.is_empty();
+    let my_release_unfinished = orphan_label && newest_claim.is_some_and(|c| c.instance_id == me);
     let expires_at = lease.as_ref().map(|l| l.expires_at);
     let blocked_by: Vec<u64> = issue
         .labels
@@ -266,6 +376,9 @@ pub fn analyze(issue: &Issue, settings: &Settings, me: &str, now: Timestamp) -> 
         expires_at,
         decision,
         now,
+        clock_skew,
+        orphan_label,
+        my_release_unfinished,
         my_losing_claim,
         my_lease_comment,
     }
@@ -384,6 +497,7 @@ impl<'a> Coordinator<'a> {
         );
         payload.insert("claimed_at".into(), json!(now.to_string()));
         payload.insert("generation".into(), json!(generation));
+        payload.insert("lease_ttl".into(), json!(self.settings.lease_ttl.as_secs()));
         payload.insert("marker_id".into(), json!(markers::new_marker_id()));
         if let Some(branch) = req.branch {
             payload.insert("branch".into(), json!(branch));
@@ -446,10 +560,16 @@ impl<'a> Coordinator<'a> {
         payload.insert("reason".into(), json!(reason));
         payload.insert("generation".into(), json!(generation));
         payload.insert("marker_id".into(), json!(markers::new_marker_id()));
+        // Maverick's own preamble for a release, so either tool's reader
+        // of the comment sees the same thing.
+        let preamble = format!("maverick lease released: {reason}");
         format!(
             "Released by `{}` ({reason}).\n\n{}",
             self.me(),
-            markers::render_marker(&Marker::new(MarkerKind::Lease, payload))
+            markers::render_with_preamble(
+                &Marker::new(MarkerKind::Lease, payload),
+                Some(&preamble)
+            )
         )
     }
 
@@ -518,6 +638,16 @@ impl<'a> Coordinator<'a> {
                     })
                 })
             };
+            let steps = if views.iter().any(|v| v.decision == Decision::Stale) {
+                ["", "takeover", ""]
+            } else {
+                [
+                    "claim-after-label",
+                    "claim-after-claim-comment",
+                    "claim-after-lease",
+                ]
+            };
+            crate::failpoint::name_ops(&steps);
             let applied = match self.surface.write(&writes, Some(&mut guard)) {
                 Ok(Some(applied)) => applied,
                 Ok(None) => continue,
@@ -611,6 +741,7 @@ impl<'a> Coordinator<'a> {
         for _ in 0..8 {
             let now = self.surface.now()?;
             let mut held: Vec<(u64, u64)> = Vec::new();
+            let mut orphans: Vec<u64> = Vec::new();
             let writes: Vec<Write> = views
                 .iter()
                 .filter_map(|v| {
@@ -628,6 +759,11 @@ impl<'a> Coordinator<'a> {
                     if let Some(claim) = ours {
                         held.push((v.issue, claim.comment_id));
                         ops.push(Op::RemoveLabel(self.settings.labels.in_progress.clone()));
+                    } else if v.my_release_unfinished {
+                        // An earlier release wrote its marker but failed to
+                        // remove the label: a rerun finishes it.
+                        orphans.push(v.issue);
+                        ops.push(Op::RemoveLabel(self.settings.labels.in_progress.clone()));
                     }
                     (!ops.is_empty()).then_some(Write {
                         issue: v.issue,
@@ -640,14 +776,15 @@ impl<'a> Coordinator<'a> {
             }
             let mut guard = |current: &[Issue], now: Timestamp| {
                 current.iter().all(|issue| {
+                    let v = || analyze(issue, self.settings, self.me(), now);
                     held.iter()
                         .filter(|(n, _)| *n == issue.number)
-                        .all(|(_, id)| {
-                            let v = analyze(issue, self.settings, self.me(), now);
-                            v.holder.is_some_and(|h| h.comment_id == *id)
-                        })
+                        .all(|(_, id)| v().holder.is_some_and(|h| h.comment_id == *id))
+                        && (!orphans.contains(&issue.number) || v().holder.is_none())
                 })
             };
+            // A crash between the marker and the label leaves an orphan label.
+            crate::failpoint::name_ops(&["release"]);
             if self.surface.write(&writes, Some(&mut guard))?.is_some() {
                 return Ok(writes.iter().map(|w| w.issue).collect());
             }
@@ -733,6 +870,7 @@ impl<'a> Coordinator<'a> {
                 v.decision == Decision::Ours && v.generation == expected
             })
         };
+        crate::failpoint::name_ops(&["heartbeat"]);
         let Some(applied) = self.surface.write(&writes, Some(&mut guard))? else {
             let views = self.read(issues)?;
             let reason = views

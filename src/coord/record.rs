@@ -40,6 +40,19 @@ impl ClaimRecord {
     }
 }
 
+/// What a damaged claim record at `path` (`<instance>/<issue>.json`) holds.
+fn claim_loss(path: &Path) -> String {
+    let issue = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("N")
+        .to_owned();
+    format!(
+        "only this clone's copy of a claim on #{issue}; the claim itself lives on the surface, \
+         and `git maverick coord heartbeat {issue}` (or claim) by its holder writes the copy again"
+    )
+}
+
 /// The claim records of one clone.
 #[derive(Clone, Debug)]
 pub struct ClaimStore {
@@ -106,28 +119,94 @@ impl ClaimStore {
         Ok(all)
     }
 
+    /// Every record of every instance of this clone that can be read, and
+    /// the damaged ones apart: a damaged record must stop only what it is
+    /// about (SPEC 8), which its caller decides.
+    pub fn all_readable(&self) -> Result<(Vec<ClaimRecord>, Vec<DamagedClaim>), RecordError> {
+        let mut found = Vec::new();
+        let mut damaged = Vec::new();
+        for dir in self.instance_dirs()? {
+            for path in json_files(&dir)? {
+                match read_record(&path) {
+                    Ok(Some(record)) => found.push(record),
+                    Ok(None) => {}
+                    Err(error @ RecordError::Damaged { .. }) => {
+                        let text = std::fs::read(&path).unwrap_or_default();
+                        damaged.push(DamagedClaim {
+                            issue: path
+                                .file_stem()
+                                .and_then(|s| s.to_str())
+                                .and_then(|s| s.parse().ok()),
+                            branch: branch_in_damaged(&text),
+                            error,
+                        });
+                    }
+                    Err(other) => return Err(other),
+                }
+            }
+        }
+        Ok((found, damaged))
+    }
+
+    fn instance_dirs(&self) -> Result<Vec<PathBuf>, RecordError> {
+        match std::fs::read_dir(&self.root) {
+            Ok(entries) => Ok(entries.flatten().map(|e| e.path()).collect()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+            Err(source) => Err(RecordError::Io {
+                action: "read",
+                path: self.root.clone(),
+                source,
+            }),
+        }
+    }
+
     /// Every record of every instance of this clone.
     pub fn all(&self) -> Result<Vec<ClaimRecord>, RecordError> {
         let mut found = Vec::new();
-        let entries = match std::fs::read_dir(&self.root) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(found),
-            Err(source) => {
-                return Err(RecordError::Io {
-                    action: "read",
-                    path: self.root.clone(),
-                    source,
-                })
-            }
-        };
-        for entry in entries.flatten() {
-            found.extend(read_dir_records(&entry.path())?);
+        for dir in self.instance_dirs()? {
+            found.extend(read_dir_records(&dir)?);
         }
         Ok(found)
     }
 }
 
-fn read_dir_records(dir: &Path) -> Result<Vec<ClaimRecord>, RecordError> {
+/// A claim record that does not parse, with what can still be told of it.
+#[derive(Debug)]
+pub struct DamagedClaim {
+    /// From its file name.
+    pub issue: Option<u64>,
+    /// A `"branch": "…"` still legible in it.
+    pub branch: Option<String>,
+    pub error: RecordError,
+}
+
+impl DamagedClaim {
+    /// Whether it may be about `branch`: it names it, or its issue is the
+    /// branch's (by the branch's own record or its `maverick/N-…` name).
+    pub fn may_name(&self, branch: &str, issue_of_branch: Option<u64>) -> bool {
+        match &self.branch {
+            Some(b) => b == branch,
+            None => {
+                let by_name = crate::durable::tasks::issue_of_branch_name(branch);
+                self.issue.is_some() && (self.issue == issue_of_branch || self.issue == by_name)
+            }
+        }
+    }
+}
+
+/// The branch a damaged record still spells out, if any.
+fn branch_in_damaged(text: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(text);
+    let at = text.find("\"branch\"")?;
+    let rest = text[at + "\"branch\"".len()..]
+        .trim_start()
+        .strip_prefix(':')?;
+    let rest = rest.trim_start().strip_prefix('"')?;
+    let end = rest.find('"')?;
+    Some(rest[..end].to_owned()).filter(|b| !b.contains('\\'))
+}
+
+fn json_files(dir: &Path) -> Result<Vec<PathBuf>, RecordError> {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -139,14 +218,17 @@ fn read_dir_records(dir: &Path) -> Result<Vec<ClaimRecord>, RecordError> {
             })
         }
     };
+    Ok(entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect())
+}
+
+fn read_dir_records(dir: &Path) -> Result<Vec<ClaimRecord>, RecordError> {
     let mut records = Vec::new();
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.extension().is_some_and(|e| e == "json") {
-            if let Some(record) = read_record(&path)? {
-                records.push(record);
-            }
-        }
+    for path in json_files(dir)? {
+        records.extend(read_record(&path)?);
     }
     Ok(records)
 }
@@ -158,6 +240,7 @@ fn read_record(path: &Path) -> Result<Option<ClaimRecord>, RecordError> {
             .map_err(|e| RecordError::Damaged {
                 path: path.to_owned(),
                 detail: e.to_string(),
+                loses: claim_loss(path),
             }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(source) => Err(RecordError::Io {

@@ -138,9 +138,25 @@ impl Group {
     pub fn spawn(cmd: &mut Command) -> io::Result<Group> {
         let terminal = owns_terminal();
         cmd.process_group(0);
+        // SAFETY: a plain query, before the fork.
+        #[cfg(target_os = "linux")]
+        let parent = unsafe { libc::getpid() };
         // SAFETY: the closure only makes async-signal-safe calls.
         unsafe {
             cmd.pre_exec(move || {
+                // The command must not outlive `run`, even one killed with
+                // SIGKILL that can stop nothing: the kernel kills the command
+                // when `run` dies. `run` may already have died between the
+                // fork and this call, and then the signal never comes: the
+                // child has been reparented, which getppid shows.
+                #[cfg(target_os = "linux")]
+                {
+                    if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0
+                        || libc::getppid() != parent
+                    {
+                        libc::_exit(127);
+                    }
+                }
                 // The signals `run` waits for are blocked in this process,
                 // and a child inherits the mask: unblocked, the command dies
                 // of a SIGTERM it does not handle, as it would anywhere else.

@@ -40,6 +40,8 @@ pub enum HydrateError {
         #[source]
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Confine(#[from] crate::files::ConfineError),
 }
 
 /// What `hydrate` found: an epic (it has a DAG or an epic state) or a story.
@@ -83,16 +85,7 @@ pub fn hydrate(
     let bprop = state::newest_marker(&issue, MarkerKind::Bprop).map(|b| b.marker.payload);
 
     let deps = dag_payload.as_ref().map(dag_deps).unwrap_or_default();
-    let recorded: BTreeMap<u64, String> = state_payload
-        .as_ref()
-        .and_then(|p| p.get("stories"))
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .filter_map(|(k, v)| Some((story_number(k)?, v.as_str()?.to_owned())))
-                .collect()
-        })
-        .unwrap_or_default();
+    let recorded = recorded_states(state_payload.as_ref());
     let stories: Vec<u64> = deps
         .keys()
         .chain(recorded.keys())
@@ -149,21 +142,11 @@ pub fn hydrate(
     let mut effective: BTreeMap<u64, String> = BTreeMap::new();
     for &story in &stories {
         let summary = summaries.get(&story);
-        let blocked_by: Vec<u64> = summary
-            .map(|s| {
-                s.labels
-                    .iter()
-                    .filter_map(|l| settings.labels.blocker(l))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let (state_value, source) = match recorded.get(&story) {
-            Some(s) => (s.clone(), "marker"),
-            None => (
-                derive_state(summary, &blocked_by, in_progress).to_owned(),
-                "derived",
-            ),
-        };
+        let StoryStatus {
+            blocked_by,
+            state: state_value,
+            source,
+        } = story_status(settings, summary, recorded.get(&story));
         effective.insert(story, state_value.clone());
         let view = views.get(&story);
         let pull = story_pulls.get(&story).map(|pr| pull_json(pr, &ci));
@@ -295,7 +278,7 @@ fn hydrate_story(
 /// (temporary file and rename), keeping it out of `git status`. Returns the path.
 pub fn write_local(git: &Git, hydrated: &Hydrated) -> Result<PathBuf, HydrateError> {
     let root = git.toplevel()?;
-    let path = root.join(hydrated.file());
+    let path = crate::files::inside(&root, Path::new(hydrated.file()))?;
     let mut bytes = serde_json::to_vec_pretty(hydrated.value()).expect("JSON values serialize");
     bytes.push(b'\n');
     crate::files::write_atomically(&path, &bytes).map_err(|source| HydrateError::Write {
@@ -330,7 +313,7 @@ fn story_number(key: &str) -> Option<u64> {
 }
 
 /// Each story's dependencies, from a `maverick-dag` payload.
-fn dag_deps(payload: &Map<String, Value>) -> BTreeMap<u64, Vec<u64>> {
+pub(crate) fn dag_deps(payload: &Map<String, Value>) -> BTreeMap<u64, Vec<u64>> {
     let Some(stories) = payload.get("stories").and_then(Value::as_object) else {
         return BTreeMap::new();
     };
@@ -355,6 +338,56 @@ fn dag_deps(payload: &Map<String, Value>) -> BTreeMap<u64, Vec<u64>> {
         .collect()
 }
 
+/// Each story's state as the epic's `maverick-state` payload records it.
+pub(crate) fn recorded_states(payload: Option<&Map<String, Value>>) -> BTreeMap<u64, String> {
+    payload
+        .and_then(|p| p.get("stories"))
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((story_number(k)?, v.as_str()?.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A story of an epic: what blocks it, and its state with where it came from.
+pub(crate) struct StoryStatus {
+    pub blocked_by: Vec<u64>,
+    pub state: String,
+    /// `marker` (recorded in the epic state) or `derived` (from labels).
+    pub source: &'static str,
+}
+
+/// A story's status: its state as the epic state records it, else as its
+/// labels say.
+pub(crate) fn story_status(
+    settings: &Settings,
+    summary: Option<&IssueSummary>,
+    recorded: Option<&String>,
+) -> StoryStatus {
+    let blocked_by: Vec<u64> = summary
+        .map(|s| {
+            s.labels
+                .iter()
+                .filter_map(|l| settings.labels.blocker(l))
+                .collect()
+        })
+        .unwrap_or_default();
+    let (state, source) = match recorded {
+        Some(s) => (s.clone(), "marker"),
+        None => (
+            derive_state(summary, &blocked_by, &settings.labels.in_progress).to_owned(),
+            "derived",
+        ),
+    };
+    StoryStatus {
+        blocked_by,
+        state,
+        source,
+    }
+}
+
 /// A story's state when the epic state does not record it, from its labels.
 fn derive_state(
     summary: Option<&IssueSummary>,
@@ -371,7 +404,7 @@ fn derive_state(
 
 /// Whether a pull request works on `story`: its head is the story's claimed
 /// branch or a branch named for it, or its description closes the story.
-fn pull_is_for(pr: &PullRequest, story: u64, branch: Option<&str>) -> bool {
+pub(crate) fn pull_is_for(pr: &PullRequest, story: u64, branch: Option<&str>) -> bool {
     if branch == Some(pr.head_ref.as_str()) {
         return true;
     }
@@ -402,7 +435,7 @@ fn closes(body: &str) -> Vec<u64> {
     found
 }
 
-fn ci_by_sha<'a>(
+pub(crate) fn ci_by_sha<'a>(
     surface: &dyn Surface,
     pulls: impl IntoIterator<Item = &'a PullRequest>,
 ) -> Result<BTreeMap<String, CiStatus>, HydrateError> {

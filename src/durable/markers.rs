@@ -86,17 +86,18 @@ impl MarkerKind {
     }
 
     /// The preamble's text without the comment delimiters; the Python plugin
-    /// writes these exact lines, so they are kept byte for byte.
-    pub fn preamble(self) -> &'static str {
-        match self {
-            MarkerKind::Dag => "maverick dag",
+    /// writes these exact lines, so they are kept byte for byte. It writes
+    /// its dag with none.
+    pub fn preamble(self) -> Option<&'static str> {
+        Some(match self {
+            MarkerKind::Dag => return None,
             MarkerKind::State => "maverick epic-state snapshot",
             MarkerKind::Claim => "maverick claim",
             MarkerKind::Lease => "maverick lease",
-            MarkerKind::Bprop => "maverick block-propagation",
+            MarkerKind::Bprop => "maverick bprop",
             MarkerKind::TaskProgress => "maverick task-progress",
             MarkerKind::Dispatch => "maverick dispatch",
-        }
+        })
     }
 
     fn from_fence_tag(tag: &str) -> Option<Self> {
@@ -202,15 +203,32 @@ pub fn parse_markers(body: &str) -> Vec<Result<Marker, MarkerError>> {
     scan(body).blocks.iter().map(MarkerBlock::parse).collect()
 }
 
-/// The last well-formed marker of `kind`: later markers supersede earlier
-/// ones within a comment.
+/// The marker of `kind` in a comment: its first block of the kind, as
+/// Maverick reads it (SPEC 3), so both tools see one value per comment.
+/// `None` when there is no such block or the first one is malformed.
 pub fn find_marker(body: &str, kind: MarkerKind) -> Option<Marker> {
     scan(body)
         .blocks
         .iter()
-        .rev()
-        .filter(|block| block.kind == kind)
-        .find_map(|block| block.parse().ok())
+        .find(|block| block.kind == kind)
+        .and_then(|block| block.parse().ok())
+}
+
+/// The markers a comment holds, one per kind, in order of appearance: of
+/// each kind its first block, as [`find_marker`] reads it (none of the kind
+/// when that block is malformed).
+pub fn first_of_each_kind(body: &str) -> Vec<Marker> {
+    let mut seen = Vec::new();
+    scan(body)
+        .blocks
+        .iter()
+        .filter(|block| {
+            let first = !seen.contains(&block.kind);
+            seen.push(block.kind);
+            first
+        })
+        .filter_map(|block| block.parse().ok())
+        .collect()
 }
 
 /// The preamble, a blank line and the fenced payload, pretty-printed with
@@ -218,16 +236,20 @@ pub fn find_marker(body: &str, kind: MarkerKind) -> Option<Marker> {
 /// `json.dumps(indent=2, sort_keys=True)`, so a rewrite by either tool
 /// produces a minimal diff.
 pub fn render_marker(marker: &Marker) -> String {
+    render_with_preamble(marker, marker.kind.preamble())
+}
+
+/// [`render_marker`] with another preamble, such as Maverick's
+/// `maverick lease released: REASON`.
+pub fn render_with_preamble(marker: &Marker, preamble: Option<&str>) -> String {
     // Keys come out sorted because serde_json's `Map` is a `BTreeMap` unless
     // its `preserve_order` feature is on; a test pins this.
     let json = serde_json::to_string_pretty(&marker.payload)
         .expect("a map with string keys always serializes");
-    format!(
-        "<!-- {} -->\n\n```{}\n{}\n```\n",
-        marker.kind.preamble(),
-        marker.kind.fence_tag(),
-        json
-    )
+    let preamble = preamble
+        .map(|text| format!("<!-- {text} -->\n\n"))
+        .unwrap_or_default();
+    format!("{preamble}```{}\n{}\n```\n", marker.kind.fence_tag(), json)
 }
 
 /// Replace the first block of the marker's kind (its preamble included) with
@@ -242,25 +264,6 @@ pub fn replace_marker(body: &str, marker: &Marker) -> String {
     let scanned = scan(body);
     let first = scanned.blocks.iter().find(|b| b.kind == marker.kind);
     replace_block(body, &scanned, first, marker)
-}
-
-/// Like [`replace_marker`], but replaces the last well-formed block of the
-/// kind, the one [`find_marker`] reads, so that a comment holding several
-/// blocks of one kind reads back what was written. With no well-formed
-/// block, the last block of the kind; with none at all, appends.
-pub fn replace_last_marker(body: &str, marker: &Marker) -> String {
-    let scanned = scan(body);
-    let of_kind = || {
-        scanned
-            .blocks
-            .iter()
-            .rev()
-            .filter(|b| b.kind == marker.kind)
-    };
-    let target = of_kind()
-        .find(|b| b.parse().is_ok())
-        .or_else(|| of_kind().next());
-    replace_block(body, &scanned, target, marker)
 }
 
 fn replace_block(
@@ -594,7 +597,7 @@ mod tests {
             assert_eq!(MarkerKind::from_name(kind.name()), Some(kind));
             assert_eq!(MarkerKind::from_name(kind.fence_tag()), Some(kind));
             assert_eq!(kind.to_string().parse::<MarkerKind>(), Ok(kind));
-            assert!(kind.preamble().starts_with("maverick "));
+            assert!(kind.preamble().is_none_or(|p| p.starts_with("maverick ")));
         }
         assert_eq!(MarkerKind::from_name("maverick-"), None);
         assert_eq!(MarkerKind::from_name("State"), None);

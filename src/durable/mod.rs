@@ -4,4 +4,5 @@
 pub mod hydrate;
 pub mod markers;
 pub mod state;
+pub mod task_done;
 pub mod tasks;

@@ -48,6 +48,45 @@ pub enum StateError {
     ReadBack { kind: MarkerKind, issue: u64 },
     #[error("{story:?} is not a story state: use pending, in_flight, merged, blocked or ejected")]
     BadStoryState { story: String },
+    #[error("the `{}` payload {problem}: Maverick cannot read it, so it is not written", .kind.fence_tag())]
+    Unreadable { kind: MarkerKind, problem: String },
+}
+
+/// The fields Maverick needs in a marker of `kind` (SPEC 3): it fails on a
+/// `maverick-state` without `epic`, and iterates `stories`. `updated_at` is
+/// stamped on every write, so it is never missing from what is written.
+pub fn required_fields(kind: MarkerKind) -> &'static [&'static str] {
+    match kind {
+        MarkerKind::State => &["epic", "stories", "updated_at"],
+        MarkerKind::Dag => &["epic", "stories"],
+        _ => &[],
+    }
+}
+
+/// Refuses a payload Maverick could not read: a required field missing, an
+/// `epic` that is no issue number, `stories` that is no object.
+pub fn check_readable(kind: MarkerKind, payload: &Map<String, Value>) -> Result<(), StateError> {
+    let problem = |problem: &str| {
+        Err(StateError::Unreadable {
+            kind,
+            problem: problem.to_owned(),
+        })
+    };
+    let required = required_fields(kind);
+    if required.is_empty() {
+        return Ok(());
+    }
+    if let Some(field) = required.iter().find(|f| !payload.contains_key(**f)) {
+        return problem(&format!("has no `{field}`"));
+    }
+    let marker = Marker::new(kind, payload.clone());
+    if payload.contains_key("epic") && marker.u64_field("epic").is_none() {
+        return problem("has an `epic` that is not an issue number");
+    }
+    if payload.get("stories").is_some_and(|s| !s.is_object()) {
+        return problem("has `stories` that is not a JSON object");
+    }
+    Ok(())
 }
 
 /// A marker and the comment it was read from.
@@ -62,8 +101,8 @@ pub struct FoundMarker {
     pub marker: Marker,
 }
 
-/// The newest trusted marker of `kind`: the well-formed marker in the
-/// trusted comment with the highest id (the last one within that comment).
+/// The newest trusted marker of `kind`: the marker of the trusted comment
+/// with the highest id (its first block of the kind, as Maverick reads it).
 pub fn newest_marker(issue: &Issue, kind: MarkerKind) -> Option<FoundMarker> {
     issue
         .comments
@@ -116,6 +155,7 @@ pub fn upsert(
             .and_then(|f| f.marker.marker_id().map(str::to_owned))
             .unwrap_or_else(markers::new_marker_id);
         payload.insert("marker_id".into(), json!(marker_id));
+        check_readable(kind, &payload)?;
         let marker = Marker::new(kind, payload);
         let rendered = markers::render_marker(&marker);
         let bytes = rendered.len();
@@ -126,7 +166,7 @@ pub fn upsert(
             Some(found) => (
                 Op::UpdateComment {
                     id: found.comment_id,
-                    body: markers::replace_last_marker(&found.body, &marker),
+                    body: markers::replace_marker(&found.body, &marker),
                 },
                 Some((found.comment_id, found.body.clone())),
             ),
@@ -140,6 +180,8 @@ pub fn upsert(
             current = newer;
             continue;
         }
+        // Written, not yet read back (every upsert: `state put`, progress).
+        crate::failpoint::hit("state-put");
         if !settings.settle_delay.is_zero() {
             crate::timefmt::wait_announced(settings.settle_delay, "the settle delay");
         }

@@ -452,6 +452,15 @@ fn tasks_comment_id(marker: &Marker) -> Option<u64> {
     }
 }
 
+/// Task numbers as people read them: `1, 3, 4`.
+pub fn join_numbers(numbers: &[usize]) -> String {
+    numbers
+        .iter()
+        .map(usize::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// The first unchecked task.
 pub fn next_task(tasks: &[Task]) -> Option<&Task> {
     tasks.iter().find(|t| !t.done)
@@ -702,9 +711,25 @@ pub fn read_remote_branch(
             history: Vec::new(),
         });
     };
+    let (history, commits) = task_commits(git, &head, issue)?;
+    Ok(RemoteBranch {
+        name: branch.to_owned(),
+        head: Some(head),
+        commits,
+        history,
+    })
+}
+
+/// The history of `rev` (newest first, at most `MAX_HISTORY` commits) and the
+/// oldest commit of each task of `issue` on it, by its trailers.
+pub fn task_commits(
+    git: &Git,
+    rev: &str,
+    issue: u64,
+) -> Result<(Vec<String>, Vec<TaskCommit>), TaskError> {
     let mut commits: BTreeMap<usize, TaskCommit> = BTreeMap::new();
     let mut history = Vec::new();
-    for commit in git.task_trailers(&head, MAX_HISTORY, Order::NewestFirst)? {
+    for commit in git.task_trailers(rev, MAX_HISTORY, Order::NewestFirst)? {
         history.push(commit.sha.clone());
         if !commit.names_issue(issue) {
             continue;
@@ -721,12 +746,7 @@ pub fn read_remote_branch(
             );
         }
     }
-    Ok(RemoteBranch {
-        name: branch.to_owned(),
-        head: Some(head),
-        commits: commits.into_values().collect(),
-        history,
-    })
+    Ok((history, commits.into_values().collect()))
 }
 
 /// The tasks of an issue after reconciling them with the remote branch.

@@ -35,6 +35,11 @@ pub struct GitSurface {
     remote_url: String,
     /// Whether this process has fetched the surface ref already.
     fetched: std::sync::atomic::AtomicBool,
+    /// How far the stored clock may lead this one and still be followed.
+    max_clock_skew: Duration,
+    /// Reads answer from the latest fetch instead of fetching again (see
+    /// [`GitSurface::fetch_with_branches`]).
+    pinned: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -89,18 +94,47 @@ impl GitSurface {
             cache_ref: format!("refs/maverick-cache/{safe_remote}/issues"),
             remote_url: remote_url.to_owned(),
             fetched: std::sync::atomic::AtomicBool::new(false),
+            max_clock_skew: crate::config::DEFAULT_MAX_CLOCK_SKEW,
+            pinned: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// One fetch that brings the surface and the remote's branches (into
+    /// `refs/remotes/<remote>/*`) at once; the reads after it answer from
+    /// that fetch until the next call. For a view of the whole repository
+    /// that costs the remote one round trip (`status`).
+    pub fn fetch_with_branches(&self) -> Result<(), SurfaceError> {
+        let branches = format!("+refs/heads/*:refs/remotes/{}/*", self.remote);
+        self.fetch_refspecs(&[branches])?;
+        self.pinned
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The surface as of a fresh fetch, or as of the pinned one.
+    fn current(&self) -> Result<Option<String>, SurfaceError> {
+        if self.pinned.load(std::sync::atomic::Ordering::Relaxed) {
+            self.cached_commit()
+        } else {
+            self.fetch()
         }
     }
 
     /// Brings the remote's surface ref into the local cache ref; returns its commit.
     fn fetch(&self) -> Result<Option<String>, SurfaceError> {
-        let refspec = format!(
+        self.fetch_refspecs(&[])
+    }
+
+    /// `fetch` with more refspecs in the same round trip.
+    fn fetch_refspecs(&self, extra: &[String]) -> Result<Option<String>, SurfaceError> {
+        let mut refspecs = vec![format!(
             "+refs/maverick/*:{}",
             self.cache_ref.trim_end_matches("issues").to_owned() + "*"
-        );
+        )];
+        refspecs.extend_from_slice(extra);
         let mut attempt = 0;
         loop {
-            let error = match self.git.fetch_pruning(&self.remote, &refspec) {
+            let error = match self.git.fetch_pruning(&self.remote, &refspecs) {
                 Ok(()) => {
                     self.fetched
                         .store(true, std::sync::atomic::Ordering::Relaxed);
@@ -275,9 +309,25 @@ impl GitSurface {
         Err(error.into())
     }
 
+    /// Sets `maverick.maxClockSkew` (default: the documented one).
+    pub fn with_max_clock_skew(mut self, skew: Duration) -> GitSurface {
+        self.max_clock_skew = skew;
+        self
+    }
+
+    /// The stamp of a write: this clock, or the stored clock (the newest
+    /// stamp written) when that leads this one by no more than
+    /// `maxClockSkew`, so that stamps stay in order across clocks that differ
+    /// a little. A stored clock further ahead was written by a clock that is
+    /// wrong: following it would make every later lease live as long, so it
+    /// is not followed, and this write puts it right.
     fn surface_now(&self, meta: &Meta) -> Timestamp {
+        let mine = Timestamp::now();
         let last = meta.clock.as_deref().and_then(Timestamp::parse);
-        Timestamp::now().max(last.unwrap_or(Timestamp(0)))
+        match last {
+            Some(last) if last <= mine.plus(self.max_clock_skew) => mine.max(last),
+            _ => mine,
+        }
     }
 }
 
@@ -395,7 +445,7 @@ impl Surface for GitSurface {
     }
 
     fn issues(&self, numbers: &[u64]) -> Result<Vec<Issue>, SurfaceError> {
-        let commit = self.fetch()?;
+        let commit = self.current()?;
         Ok(self
             .read_issues(commit.as_deref(), numbers)?
             .iter()
@@ -408,7 +458,7 @@ impl Surface for GitSurface {
         labels: &[&str],
         include_closed: bool,
     ) -> Result<Vec<IssueSummary>, SurfaceError> {
-        let Some(commit) = self.fetch()? else {
+        let Some(commit) = self.current()? else {
             return Ok(Vec::new());
         };
         let mut numbers: Vec<u64> = self
@@ -455,6 +505,7 @@ impl Surface for GitSurface {
                         fresh = true;
                         continue;
                     }
+                    crate::failpoint::end_write();
                     return Ok(None);
                 }
             }
@@ -497,6 +548,10 @@ impl Surface for GitSurface {
             );
             let new = self.commit_files(&snapshot, &files, &message)?;
             if self.swap(snapshot.commit.as_deref(), &new)? {
+                for _ in writes.iter().flat_map(|w| &w.ops) {
+                    crate::failpoint::after_op();
+                }
+                crate::failpoint::end_write();
                 return Ok(Some(results));
             }
             last_conflict = format!("attempt {attempt} lost the compare-and-swap");

@@ -268,6 +268,14 @@ pub trait Surface {
             .collect())
     }
 
+    /// Completes issues a [`list`](Surface::list) gave with their comments.
+    /// The default reads them whole; a surface where an issue and its
+    /// comments are two requests reads only the comments.
+    fn with_comments(&self, listed: &[IssueSummary]) -> Result<Vec<Issue>, SurfaceError> {
+        let numbers: Vec<u64> = listed.iter().map(|s| s.number).collect();
+        self.issues(&numbers)
+    }
+
     /// Open pull requests. The git surface has none.
     fn open_pulls(&self) -> Result<Vec<PullRequest>, SurfaceError> {
         Ok(Vec::new())

@@ -27,6 +27,16 @@ pub struct BranchRecord {
     /// of these next time means it did (see `prepush`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pending: Vec<String>,
+    /// The normalised location of the remote this head was seen on
+    /// (`location::normalise`): the hook checks pushes to it, however the
+    /// push spells it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
+    /// Per remote name, how long its remote-tracking ref's reflog for this
+    /// branch was when this record was written: an `update by push` line
+    /// after that is a push this clone made since (`prepush::expected`).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub push_log: std::collections::BTreeMap<String, u64>,
 }
 
 /// The last-seen records of one clone, one file per branch.
@@ -65,6 +75,10 @@ impl BranchStore {
                     .map_err(|e| RecordError::Damaged {
                         path,
                         detail: e.to_string(),
+                        loses: format!(
+                            "the head of {branch} this clone last saw; `git maverick resume {branch}` \
+                             records the remote's head again (check first that it is where you left it)"
+                        ),
                     })
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),

@@ -68,6 +68,11 @@ pub fn hook_path(git: &Git) -> Result<PathBuf, GitError> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct UnclosedBlock;
 
+/// True when `text` holds maverick's block (closed).
+pub fn has_block(text: &str) -> bool {
+    matches!(find_block(text), Some(Ok(_)))
+}
+
 /// Where the block is in `text`: byte range of its lines, end exclusive.
 fn find_block(text: &str) -> Option<Result<(usize, usize), UnclosedBlock>> {
     let mut offset = 0;
@@ -169,13 +174,13 @@ fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> HookF
 }
 
 #[cfg(unix)]
-fn executable(meta: &std::fs::Metadata) -> bool {
+pub fn executable(meta: &std::fs::Metadata) -> bool {
     use std::os::unix::fs::PermissionsExt as _;
     meta.permissions().mode() & 0o111 != 0
 }
 
 #[cfg(not(unix))]
-fn executable(_: &std::fs::Metadata) -> bool {
+pub fn executable(_: &std::fs::Metadata) -> bool {
     true
 }
 
@@ -199,6 +204,16 @@ fn write_hook(
 
 /// Installs the block into the hook at `path`; running it twice changes nothing.
 pub fn install(path: &Path) -> Result<Change, HookFileError> {
+    install_block(path, true)
+}
+
+/// The same for a script a hook manager runs with `sh` (husky's
+/// `.husky/pre-push`): it need not be executable.
+pub fn install_script(path: &Path) -> Result<Change, HookFileError> {
+    install_block(path, false)
+}
+
+fn install_block(path: &Path, needs_exec: bool) -> Result<Change, HookFileError> {
     let meta = match std::fs::symlink_metadata(path) {
         Ok(meta) => Some(meta),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
@@ -230,7 +245,7 @@ pub fn install(path: &Path) -> Result<Change, HookFileError> {
     if change == Change::Unchanged {
         return Ok(change);
     }
-    if !executable(&meta) {
+    if needs_exec && !executable(&meta) {
         return Err(HookFileError::NotExecutable {
             path: path.to_owned(),
         });

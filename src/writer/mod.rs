@@ -5,6 +5,8 @@
 pub mod bash_guard;
 pub mod branch_record;
 pub mod hookfile;
+pub mod hookmanager;
+pub mod location;
 pub mod prepush;
 pub mod push;
 pub mod worktree;

@@ -150,28 +150,142 @@ pub struct BranchState {
     /// Claim records of every instance of this clone that name the branch.
     pub claims: Vec<ClaimRecord>,
     pub seen: Option<BranchRecord>,
+    /// Where this writer expects the remote's head, its own pushes included.
+    pub expected: Option<Expected>,
 }
 
 impl BranchState {
+    /// A damaged record stops only the branch it is about: a claim record
+    /// that does not parse is an error here only when it still names this
+    /// branch, or its issue is this branch's.
     pub fn load(common_dir: &Path, branch: &str) -> Result<BranchState, RecordError> {
         let seen = BranchStore::new(common_dir).get(branch)?;
         let issue = seen.as_ref().and_then(|s| s.issue);
+        let (all, damaged) = ClaimStore::new(common_dir).all_readable()?;
+        if let Some(bad) = damaged.into_iter().find(|d| d.may_name(branch, issue)) {
+            return Err(bad.error);
+        }
         // A claim made without --branch (`task done` takes the branch from
         // its name) holds the branch whose record names its issue.
-        let claims = ClaimStore::new(common_dir)
-            .all()?
+        let claims = all
             .into_iter()
             .filter(|c| match &c.branch {
                 Some(b) => b == branch,
                 None => Some(c.issue) == issue,
             })
             .collect();
-        Ok(BranchState { claims, seen })
+        let expected = seen.as_ref().map(|s| expected(common_dir, s));
+        Ok(BranchState {
+            claims,
+            seen,
+            expected,
+        })
     }
 
     pub fn managed(&self) -> bool {
         self.seen.is_some() || !self.claims.is_empty()
     }
+}
+
+/// Where this writer expects the remote's head of a branch: the newest head
+/// it saw or pushed there (`current`), or one of the pushes the pre-push
+/// hook let through that nothing has confirmed or ruled out yet.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Expected {
+    pub current: Option<String>,
+    pub pending: Vec<String>,
+}
+
+impl Expected {
+    /// True when the remote at `head` is where this writer left it.
+    pub fn accepts(&self, head: Option<&str>) -> bool {
+        self.current.as_deref() == head || head.is_some_and(|h| self.pending.iter().any(|p| p == h))
+    }
+
+    /// The head to name as "last seen" when it does not.
+    pub fn newest(&self) -> Option<&str> {
+        self.pending
+            .last()
+            .or(self.current.as_ref())
+            .map(String::as_str)
+    }
+}
+
+/// The remote-tracking ref's reflog of `branch` under remote `name`.
+fn tracking_log(common_dir: &Path, name: &str, branch: &str) -> Option<PathBuf> {
+    // A URL pushed to directly has no remote-tracking ref.
+    let plain = !name.is_empty()
+        && !name.contains(':')
+        && !name.starts_with(['/', '.'])
+        && crate::git::is_valid_branch_name(name);
+    plain.then(|| common_dir.join("logs/refs/remotes").join(name).join(branch))
+}
+
+/// How long that reflog is now (0 when there is none): the mark a record
+/// keeps, so that only pushes made after it count.
+pub fn tracking_log_len(common_dir: &Path, name: &str, branch: &str) -> u64 {
+    tracking_log(common_dir, name, branch)
+        .and_then(|p| std::fs::metadata(p).ok())
+        .map_or(0, |m| m.len())
+}
+
+/// The heads this clone pushed to `branch` through remote `name` after
+/// `mark`, oldest first, as git logged them on the remote-tracking ref
+/// (`update by push`: the remote accepted the push). A fetch never counts.
+fn pushed_since(common_dir: &Path, name: &str, branch: &str, mark: u64) -> Vec<String> {
+    let Some(bytes) = tracking_log(common_dir, name, branch).and_then(|p| std::fs::read(p).ok())
+    else {
+        return Vec::new();
+    };
+    // A log shorter than the mark was deleted with its ref and started over.
+    let from = usize::try_from(mark).unwrap_or(usize::MAX);
+    let tail = bytes.get(from..).unwrap_or(&bytes);
+    String::from_utf8_lossy(tail)
+        .lines()
+        .filter_map(|line| {
+            let (entry, message) = line.split_once('\t')?;
+            let new = entry.split(' ').nth(1)?;
+            (message == "update by push" && !null_sha(new)).then(|| new.to_owned())
+        })
+        .collect()
+}
+
+/// Where `record`'s writer expects the remote: its last-seen head, unless a
+/// push of its own landed since (with or without the hook: git logs it on
+/// the remote-tracking ref), and the pending heads not yet ruled out.
+pub fn expected(common_dir: &Path, record: &BranchRecord) -> Expected {
+    let mut out = Expected {
+        current: record.last_seen.clone(),
+        pending: record.pending.clone(),
+    };
+    for (name, mark) in &record.push_log {
+        if let Some(last) = pushed_since(common_dir, name, &record.branch, *mark).pop() {
+            // Pending pushes made before this one are history now.
+            if let Some(at) = out.pending.iter().position(|p| *p == last) {
+                out.pending.drain(..=at);
+            }
+            out.current = Some(last);
+        }
+    }
+    out
+}
+
+/// The marks of every remote a record watches, plus `name`, as they are now.
+pub fn push_log_marks(
+    common_dir: &Path,
+    record: Option<&BranchRecord>,
+    name: &str,
+    branch: &str,
+) -> std::collections::BTreeMap<String, u64> {
+    let mut names: Vec<&str> = record
+        .map(|r| r.push_log.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    names.push(name);
+    names
+        .into_iter()
+        .filter(|n| tracking_log(common_dir, n, branch).is_some())
+        .map(|n| (n.to_owned(), tracking_log_len(common_dir, n, branch)))
+        .collect()
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -313,20 +427,74 @@ pub fn lease_warnings(claims: &[ClaimRecord], me: &str, now: Timestamp) -> Vec<S
         .collect()
 }
 
+/// The parents of `sha` when it is a loose commit object of this clone (a
+/// commit just made is one), read without a git process; `None` otherwise.
+fn loose_parents(common_dir: &Path, sha: &str) -> Option<Vec<String>> {
+    if sha.len() != 40 || !sha.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let path = common_dir.join("objects").join(&sha[..2]).join(&sha[2..]);
+    let bytes = std::fs::read(path).ok()?;
+    let data = miniz_oxide::inflate::decompress_to_vec_zlib_with_limit(&bytes, 1 << 20).ok()?;
+    let nul = data.iter().position(|b| *b == 0)?;
+    if !data.starts_with(b"commit ") {
+        return None;
+    }
+    let header = &data[nul + 1..];
+    let header = &header[..header
+        .windows(2)
+        .position(|w| w == b"\n\n")
+        .unwrap_or(header.len())];
+    let header = std::str::from_utf8(header).ok()?;
+    Some(
+        header
+            .lines()
+            .filter_map(|l| l.strip_prefix("parent "))
+            .map(str::to_owned)
+            .collect(),
+    )
+}
+
+/// `is_ancestor` for the common case without a process: the pushed commits
+/// are loose and reach the remote head within a few steps (a fast-forward
+/// of commits just made). Anything else asks git.
+pub fn is_ancestor_here(
+    git: &Git,
+    common_dir: &Path,
+    ancestor: &str,
+    descendant: &str,
+) -> Result<bool, GitError> {
+    let mut todo = vec![descendant.to_owned()];
+    let mut read = 0;
+    while let Some(commit) = todo.pop() {
+        if commit == ancestor {
+            return Ok(true);
+        }
+        read += 1;
+        match loose_parents(common_dir, &commit) {
+            Some(parents) if read <= 64 => todo.extend(parents),
+            _ => return git.is_ancestor(ancestor, descendant),
+        }
+    }
+    // Every path ended at a root commit without meeting it.
+    Ok(false)
+}
+
 /// Checks one update of a managed branch. `me` is the pushing instance.
 pub fn check_update(
     git: &Git,
+    common_dir: &Path,
     update: &RefUpdate,
     state: &BranchState,
     me: &str,
 ) -> Result<Option<Refusal>, GitError> {
     let branch = update.branch().unwrap_or(&update.remote_ref).to_owned();
     // What this writer believes the remote holds: its newest push not yet
-    // confirmed, else the head it last saw.
+    // confirmed, else the newest head it saw or pushed.
     let last_seen = state
-        .seen
+        .expected
         .as_ref()
-        .and_then(|s| s.pending.last().cloned().or_else(|| s.last_seen.clone()));
+        .and_then(|e| e.newest().map(str::to_owned));
     let refusal = |kind, what: String, hint: String| Refusal {
         kind,
         branch: branch.clone(),
@@ -359,14 +527,8 @@ pub fn check_update(
             ),
         )));
     };
-    let seen_ok = match &state.seen {
-        Some(seen) => {
-            update.remote_sha == seen.last_seen
-                || update
-                    .remote_sha
-                    .as_ref()
-                    .is_some_and(|r| seen.pending.contains(r))
-        }
+    let seen_ok = match &state.expected {
+        Some(expected) => expected.accepts(update.remote_sha.as_deref()),
         // Claimed but never seen: only creating the branch is safe.
         None => update.remote_sha.is_none(),
     };
@@ -392,7 +554,7 @@ pub fn check_update(
         )));
     }
     if let Some(remote) = &update.remote_sha {
-        if !git.is_ancestor(remote, pushed)? {
+        if !is_ancestor_here(git, common_dir, remote, pushed)? {
             return Ok(Some(refusal(
                 RefusalKind::NonFastForward,
                 "this push would rewrite it (not a fast-forward: a forced push)".to_owned(),
@@ -406,12 +568,14 @@ pub fn check_update(
 }
 
 /// After every update of a push was allowed: the remote head this push saw
-/// becomes last seen, and what it sends becomes pending.
+/// becomes last seen, and what it sends becomes pending. `remote` is the
+/// remote name (or URL) git named to the hook.
 pub fn record_allowed(
-    store: &BranchStore,
+    common_dir: &Path,
     update: &RefUpdate,
     state: &BranchState,
     me: &str,
+    remote: &str,
 ) -> Result<(), RecordError> {
     let Some(branch) = update.branch() else {
         return Ok(());
@@ -425,6 +589,13 @@ pub fn record_allowed(
             .map(|c| c.issue),
         ..BranchRecord::default()
     });
+    if let Some(expected) = &state.expected {
+        record.pending = expected.pending.clone();
+        if expected.current != record.last_seen {
+            // A push of ours landed (the reflog says so): it is the head.
+            record.last_seen = expected.current.clone();
+        }
+    }
     if record.last_seen != update.remote_sha {
         // The remote shows one of our pending pushes: it landed.
         record.pending.clear();
@@ -436,9 +607,41 @@ pub fn record_allowed(
         let excess = record.pending.len().saturating_sub(MAX_PENDING);
         record.pending.drain(..excess);
     }
+    record.push_log = push_log_marks(common_dir, state.seen.as_ref(), remote, branch);
     record.instance_id = Some(me.to_owned());
     record.updated_at = Timestamp::now().to_string();
-    store.set_unsynced(&record)
+    BranchStore::new(common_dir).set_unsynced(&record)
+}
+
+/// The remote a head was seen on: its name (for its remote-tracking ref)
+/// and its normalised location (for pushes that spell it otherwise).
+#[derive(Clone, Debug)]
+pub struct SeenOn<'a> {
+    pub name: &'a str,
+    pub location: Option<String>,
+}
+
+impl<'a> SeenOn<'a> {
+    /// Maverick's remote (`maverick.remote`), located as git would reach it.
+    pub fn of_settings(git: &Git, settings: &'a crate::config::Settings) -> SeenOn<'a> {
+        SeenOn::of_remote(git, &settings.remote)
+    }
+
+    /// A remote by name, located by the URL a push to it goes to
+    /// (`insteadOf` and `pushurl` applied, as git hands it to the hook).
+    pub fn of_remote(git: &Git, name: &'a str) -> SeenOn<'a> {
+        let url = git.push_url(name).ok();
+        SeenOn {
+            name,
+            location: url.map(|url| crate::writer::location::normalise(&url, &toplevel(git))),
+        }
+    }
+}
+
+/// The worktree's top level, which git resolves relative remote URLs from;
+/// the directory itself when git cannot tell.
+pub fn toplevel(git: &Git) -> PathBuf {
+    git.toplevel().unwrap_or_else(|_| git.dir().to_owned())
 }
 
 /// Records `head` as the last-seen head of `branch` (a claim, a resume, or
@@ -449,14 +652,23 @@ pub fn record_seen(
     head: Option<&str>,
     issue: Option<u64>,
     me: &str,
+    on: &SeenOn<'_>,
 ) -> Result<(), RecordError> {
-    BranchStore::new(common_dir).set(&BranchRecord {
+    let store = BranchStore::new(common_dir);
+    // Unreadable or absent, the old record only lends its watched remotes.
+    let old = store.get(branch).ok().flatten();
+    store.set(&BranchRecord {
         branch: branch.to_owned(),
         last_seen: head.map(str::to_owned),
         issue,
         instance_id: Some(me.to_owned()),
         updated_at: Timestamp::now().to_string(),
         pending: Vec::new(),
+        location: on
+            .location
+            .clone()
+            .or_else(|| old.as_ref().and_then(|o| o.location.clone())),
+        push_log: push_log_marks(common_dir, old.as_ref(), on.name, branch),
     })
 }
 
@@ -531,27 +743,94 @@ mod tests {
             remote_ref: "refs/heads/x".into(),
             remote_sha: remote.cloned(),
         };
-        let state = |store: &BranchStore| BranchState {
-            claims: vec![],
-            seen: store.get("x").unwrap(),
+        let state = |_: &BranchStore| BranchState::load(dir.path(), "x").unwrap();
+        let allow = |update: &RefUpdate, state: &BranchState| {
+            record_allowed(dir.path(), update, state, "me", "origin").unwrap()
         };
-        record_allowed(&store, &update(None, &a), &state(&store), "me").unwrap();
+        allow(&update(None, &a), &state(&store));
         let seen = store.get("x").unwrap().unwrap();
         assert_eq!(
             (seen.last_seen, seen.pending.clone()),
             (None, vec![a.clone()])
         );
         // The push of a landed; the next push sees it and sends b.
-        record_allowed(&store, &update(Some(&a), &b), &state(&store), "me").unwrap();
+        allow(&update(Some(&a), &b), &state(&store));
         let seen = store.get("x").unwrap().unwrap();
         assert_eq!(
             (seen.last_seen, seen.pending),
             (Some(a.clone()), vec![b.clone()])
         );
         // The push of b failed at the remote; the next one still sees a.
-        record_allowed(&store, &update(Some(&a), &c), &state(&store), "me").unwrap();
+        allow(&update(Some(&a), &c), &state(&store));
         let seen = store.get("x").unwrap().unwrap();
         assert_eq!((seen.last_seen, seen.pending), (Some(a), vec![b, c]));
+    }
+
+    #[test]
+    fn a_landed_push_in_the_reflog_is_the_expected_head() {
+        let dir = tempfile::tempdir().unwrap();
+        let (l0, p1) = ("a".repeat(40), "b".repeat(40));
+        let log = dir.path().join("logs/refs/remotes/origin/x");
+        std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+        let line = |old: &str, new: &str, msg: &str| {
+            format!("{old} {new} A U Thor <a@example.com> 1764496800 +0000\t{msg}\n")
+        };
+        std::fs::write(&log, line(&"0".repeat(40), &l0, "fetch: storing head")).unwrap();
+        let mark = std::fs::metadata(&log).unwrap().len();
+        let record = BranchRecord {
+            branch: "x".into(),
+            last_seen: Some(l0.clone()),
+            pending: vec![p1.clone()],
+            push_log: [("origin".to_owned(), mark)].into(),
+            ..BranchRecord::default()
+        };
+        // Nothing after the mark: the last-seen head, or the pending push.
+        let before = expected(dir.path(), &record);
+        assert!(before.accepts(Some(&l0)) && before.accepts(Some(&p1)));
+        // The push of p1 landed: l0 is history now (a rewind to it moved the head).
+        let mut text = std::fs::read_to_string(&log).unwrap();
+        text.push_str(&line(&l0, &p1, "update by push"));
+        text.push_str(&line(&p1, &l0, "fetch: forced-update"));
+        std::fs::write(&log, text).unwrap();
+        let after = expected(dir.path(), &record);
+        assert_eq!(after.current.as_deref(), Some(p1.as_str()));
+        assert!(after.pending.is_empty());
+        assert!(!after.accepts(Some(&l0)) && after.accepts(Some(&p1)));
+    }
+
+    #[test]
+    fn loose_commits_reach_their_ancestors_without_git() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = |args: &[&str]| {
+            let out = std::process::Command::new("git")
+                .args(args)
+                .current_dir(dir.path())
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .env("GIT_AUTHOR_NAME", "a")
+                .env("GIT_AUTHOR_EMAIL", "a@example.com")
+                .env("GIT_COMMITTER_NAME", "a")
+                .env("GIT_COMMITTER_EMAIL", "a@example.com")
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "git {args:?}");
+            String::from_utf8(out.stdout).unwrap().trim().to_owned()
+        };
+        run(&["init", "--quiet"]);
+        let mut commits = Vec::new();
+        for n in 0..3 {
+            run(&["commit", "--quiet", "--allow-empty", "-m", &format!("c{n}")]);
+            commits.push(run(&["rev-parse", "HEAD"]));
+        }
+        let common = dir.path().join(".git");
+        assert_eq!(
+            loose_parents(&common, &commits[2]),
+            Some(vec![commits[1].clone()])
+        );
+        assert_eq!(loose_parents(&common, &commits[0]), Some(vec![]));
+        // Git is never asked: a directory without git would fail if it were.
+        let nowhere = Git::new(dir.path().join("missing"), GitEnv::empty());
+        assert!(is_ancestor_here(&nowhere, &common, &commits[0], &commits[2]).unwrap());
+        assert!(!is_ancestor_here(&nowhere, &common, &commits[2], &commits[0]).unwrap());
     }
 
     #[test]

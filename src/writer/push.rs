@@ -13,8 +13,7 @@
 
 use crate::files::RecordError;
 use crate::git::{Git, GitError, Hooks, PushOutcome};
-use crate::timefmt::Timestamp;
-use crate::writer::branch_record::{BranchRecord, BranchStore};
+use crate::writer::branch_record::BranchStore;
 use crate::writer::prepush::{self, BranchState};
 
 #[derive(Debug, thiserror::Error)]
@@ -113,14 +112,14 @@ pub fn cas_push(
             },
         });
     }
-    BranchStore::new(&common_dir).set(&BranchRecord {
-        branch: branch.to_owned(),
-        last_seen: Some(sha.clone()),
+    prepush::record_seen(
+        &common_dir,
+        branch,
+        Some(&sha),
         issue,
-        instance_id: Some(instance.to_owned()),
-        updated_at: Timestamp::now().to_string(),
-        pending: Vec::new(),
-    })?;
+        instance,
+        &prepush::SeenOn::of_remote(git, remote),
+    )?;
     Ok(sha)
 }
 
@@ -138,25 +137,27 @@ pub fn cas_push_last_seen(
     issue: Option<u64>,
     instance: &str,
 ) -> Result<String, PushError> {
-    let record = BranchStore::new(&git.common_dir()?).get(branch)?;
-    let expected = match record {
+    let common_dir = git.common_dir()?;
+    let expected = match BranchStore::new(&common_dir).get(branch)? {
         None => None,
-        Some(record) if record.pending.is_empty() => record.last_seen,
         Some(record) => {
-            let head = git.remote_head(remote, branch)?;
-            let ours = head == record.last_seen
-                || head.as_ref().is_some_and(|h| record.pending.contains(h));
-            if !ours {
-                return Err(PushError::Collision {
-                    branch: branch.to_owned(),
-                    expected: record.pending.last().cloned().or(record.last_seen),
-                    detail: format!(
-                        "the remote is at {}",
-                        head.as_deref().unwrap_or("(no branch)")
-                    ),
-                });
+            let expected = prepush::expected(&common_dir, &record);
+            if expected.pending.is_empty() {
+                expected.current
+            } else {
+                let head = git.remote_head(remote, branch)?;
+                if !expected.accepts(head.as_deref()) {
+                    return Err(PushError::Collision {
+                        branch: branch.to_owned(),
+                        expected: expected.newest().map(str::to_owned),
+                        detail: format!(
+                            "the remote is at {}",
+                            head.as_deref().unwrap_or("(no branch)")
+                        ),
+                    });
+                }
+                head
             }
-            head
         }
     };
     cas_push(

@@ -64,6 +64,8 @@ pub enum WorktreeError {
         #[source]
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Confine(#[from] crate::files::ConfineError),
 }
 
 /// `<root>/<worktree_dir>/<dir_name(branch)>`, checked to be one level
@@ -77,7 +79,12 @@ pub fn worktree_path(
     let name = dir_name(branch);
     let mut components = Path::new(&name).components();
     match (components.next(), components.next()) {
-        (Some(Component::Normal(_)), None) => Ok(dir.join(name)),
+        // Inside the repository, or inside the directory the configuration
+        // names outside it: no symbolic link on the way (SPEC 7).
+        (Some(Component::Normal(_)), None) if worktree_dir.is_relative() => {
+            Ok(crate::files::inside(root, &worktree_dir.join(&name))?)
+        }
+        (Some(Component::Normal(_)), None) => Ok(crate::files::inside(&dir, Path::new(&name))?),
         _ => Err(WorktreeError::Escapes {
             branch: branch.to_owned(),
             dir,
@@ -212,6 +219,12 @@ pub fn exclude(common_dir: &Path, worktree_dir: &Path) -> Result<bool, WorktreeE
         Some(_) => format!("/{}/", relative.join("/")),
         None => return Ok(false),
     };
+    exclude_pattern(common_dir, &pattern, "git maverick's worktrees")
+}
+
+/// Adds `pattern` (`/…`, anchored at the top level) to `.git/info/exclude`
+/// under a `# why` line, unless it is there; true when it was added.
+pub fn exclude_pattern(common_dir: &Path, pattern: &str, why: &str) -> Result<bool, WorktreeError> {
     let path = common_dir.join("info").join("exclude");
     let io = |action| {
         let path = path.clone();
@@ -236,8 +249,8 @@ pub fn exclude(common_dir: &Path, worktree_dir: &Path) -> Result<bool, WorktreeE
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
     }
-    text.push_str("# git maverick's worktrees\n");
-    text.push_str(&pattern);
+    text.push_str(&format!("# {why}\n"));
+    text.push_str(pattern);
     text.push('\n');
     crate::files::write_atomically(&path, text.as_bytes()).map_err(io("write"))?;
     Ok(true)
@@ -442,6 +455,7 @@ pub fn apply(git: &Git, plan: &Plan, remote: &str) -> Result<Applied, WorktreeEr
         (Some(_), _) => {}
         (None, LocalBranch::Absent) => {
             git.worktree_add_new_branch(&plan.path, branch, head)?;
+            crate::failpoint::hit("resume-after-worktree-add");
             git.config_set(&format!("branch.{branch}.remote"), remote)?;
             git.config_set(&format!("branch.{branch}.merge"), &refname)?;
             applied.created = true;
@@ -458,6 +472,7 @@ pub fn apply(git: &Git, plan: &Plan, remote: &str) -> Result<Applied, WorktreeEr
                 applied.fast_forwarded = true;
             }
             git.worktree_add(&plan.path, branch)?;
+            crate::failpoint::hit("resume-after-worktree-add");
             applied.created = true;
         }
     }

@@ -147,6 +147,23 @@ impl FakeGithub {
         self.state().seed_issue(number, title, labels, Some(pull));
     }
 
+    /// An open pull request from branch `head_ref` (`create_pull` names it `pr-N`).
+    pub fn create_pull_from(
+        &self,
+        number: u64,
+        title: &str,
+        labels: &[&str],
+        head_ref: &str,
+        head_sha: &str,
+    ) {
+        let pull = Pull {
+            head_ref: head_ref.to_string(),
+            head_sha: head_sha.to_string(),
+            draft: false,
+        };
+        self.state().seed_issue(number, title, labels, Some(pull));
+    }
+
     pub fn set_draft(&self, number: u64, draft: bool) {
         self.state().seed_update(number, |issue| {
             if let Some(pull) = &mut issue.pull {
@@ -242,12 +259,14 @@ impl FakeGithub {
     /// Check runs of a commit: `(name, status, conclusion)`, for example
     /// `("ci", "completed", Some("success"))` or `("ci", "in_progress", None)`.
     pub fn set_check_runs(&self, sha: &str, runs: &[(&str, &str, Option<&str>)]) {
+        let at = self.state().now_secs();
         let runs = runs
             .iter()
             .map(|(name, status, conclusion)| CheckRun {
                 name: name.to_string(),
                 status: status.to_string(),
                 conclusion: conclusion.map(str::to_string),
+                at,
             })
             .collect();
         self.state().check_runs.insert(sha.to_string(), runs);
@@ -255,9 +274,10 @@ impl FakeGithub {
 
     /// One commit status (`success`, `pending`, `failure`, `error`) on `sha`.
     pub fn set_commit_status(&self, sha: &str, state: &str) {
-        self.state()
-            .statuses
-            .insert(sha.to_string(), state.to_string());
+        let mut fake = self.state();
+        let at = fake.now_secs();
+        fake.statuses
+            .insert(sha.to_string(), (state.to_string(), at));
     }
 
     /// The fake's clock as GitHub would write it (`2026-11-30T10:15:00Z`).
@@ -481,6 +501,9 @@ struct CheckRun {
     name: String,
     status: String,
     conclusion: Option<String>,
+    /// When it was set, on the fake's clock: an unchanged run reads the same
+    /// (and keeps its ETag), as on GitHub.
+    at: i64,
 }
 
 /// Every write keeps the value it replaced, stamped with the fake-clock time
@@ -524,7 +547,8 @@ struct State {
     comments: BTreeMap<u64, StoredComment>,
     last_comment_id: u64,
     check_runs: HashMap<String, Vec<CheckRun>>,
-    statuses: HashMap<String, String>,
+    /// A commit's status and when it was set (fake clock).
+    statuses: HashMap<String, (String, i64)>,
     clock_offset_ms: i64,
     list_lag_ms: i64,
     get_lag_ms: i64,
@@ -1576,7 +1600,6 @@ impl State {
     }
 
     fn check_runs_json(&self, sha: &str) -> Value {
-        let now = rfc3339(self.now_secs());
         let runs: Vec<Value> = self
             .check_runs
             .get(sha)
@@ -1587,6 +1610,7 @@ impl State {
                 let id = 9_000_000_000u64 + index as u64;
                 let url = format!("{}/check-runs/{id}", self.repo_url());
                 let completed = run.status == "completed";
+                let at = rfc3339(run.at);
                 json!({
                     "id": id,
                     "head_sha": sha,
@@ -1597,8 +1621,8 @@ impl State {
                     "details_url": format!("{}/actions/runs/{id}", self.html_repo_url()),
                     "status": run.status,
                     "conclusion": run.conclusion,
-                    "started_at": now,
-                    "completed_at": if completed { json!(now) } else { Value::Null },
+                    "started_at": at,
+                    "completed_at": if completed { json!(at) } else { Value::Null },
                     "output": {
                         "title": null, "summary": null, "text": null,
                         "annotations_count": 0,
@@ -1618,12 +1642,12 @@ impl State {
     }
 
     fn combined_status_json(&self, sha: &str) -> Value {
-        let now = rfc3339(self.now_secs());
         let url = format!("{}/commits/{sha}/status", self.repo_url());
         let statuses: Vec<Value> = self
             .statuses
             .get(sha)
-            .map(|state| {
+            .map(|(state, at)| {
+                let at = rfc3339(*at);
                 json!({
                     "url": format!("{}/statuses/{sha}", self.repo_url()),
                     "avatar_url": null,
@@ -1633,14 +1657,17 @@ impl State {
                     "description": null,
                     "target_url": null,
                     "context": "ci",
-                    "created_at": now,
-                    "updated_at": now
+                    "created_at": at,
+                    "updated_at": at
                 })
             })
             .into_iter()
             .collect();
         // With no status at all GitHub answers "pending".
-        let state = self.statuses.get(sha).map_or("pending", String::as_str);
+        let state = self
+            .statuses
+            .get(sha)
+            .map_or("pending", |(s, _)| s.as_str());
         json!({
             "state": state,
             "statuses": statuses,

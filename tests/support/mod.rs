@@ -34,6 +34,7 @@ pub mod mav {
     pub use maverick::config;
     pub use maverick::coord::{dispatch, lease};
     pub use maverick::durable::{hydrate, markers, tasks};
+    pub use maverick::failpoint;
     pub use maverick::git;
     pub use maverick::surface;
     pub use maverick::timefmt;
@@ -93,6 +94,13 @@ const SCRUBBED: &[&str] = &[
     "GIT_ASKPASS",
     "SSH_ASKPASS",
     "XDG_CONFIG_HOME",
+    "GH_REPO",
+    "GH_HOST",
+    "COLUMNS",
+    "CLICOLOR",
+    "CLICOLOR_FORCE",
+    "MANPAGER",
+    "PAGER",
 ];
 
 pub struct TestEnv {
@@ -265,6 +273,18 @@ impl TestEnv {
         }
     }
 
+    /// `git maverick ARGS` in `dir` (any directory, a repository or not),
+    /// hermetic, with extra variables and no instance id.
+    pub fn maverick_in(&self, dir: &Path, args: &[&str], vars: &[(&str, &str)]) -> Run {
+        let mut cmd = Command::new(BIN);
+        cmd.args(args).current_dir(dir);
+        self.apply_env(&mut cmd);
+        for (key, value) in vars {
+            cmd.env(key, value);
+        }
+        Run::from_output(args, cmd.output().expect("git-maverick runs"))
+    }
+
     /// The hermetic environment every git and maverick process gets.
     pub fn apply_env(&self, cmd: &mut Command) {
         for var in SCRUBBED {
@@ -283,6 +303,8 @@ impl TestEnv {
             .env("LC_ALL", "C")
             .env("LANG", "C")
             .env("NO_COLOR", "1")
+            // No installed man page opens for `--help`: the help text prints.
+            .env("MANPATH", self.home.join("no-man-pages"))
             .env("PATH", path_with_bin())
             .env("MAVERICK_CLOCK_OFFSET", self.clock_offset.get().to_string())
             .stdin(Stdio::null());
@@ -495,6 +517,11 @@ impl TestEnv {
                     .find(|c| c["id"] == id)
                     .unwrap_or_else(|| panic!("no comment {id} on #{issue}"));
                 comment["body"] = json!(body);
+                // As on GitHub, an edit is stamped with when it was made.
+                let now = mav::timefmt::Timestamp(
+                    mav::timefmt::Timestamp::now().0 + self.clock_offset.get(),
+                );
+                comment["updated_at"] = json!(now.to_string());
             }),
         }
     }
@@ -699,6 +726,7 @@ const VALUE_OPTIONS: &[&str] = &[
     "--ttl",
     "--heartbeat-interval",
     "--heartbeat",
+    "--max-clock-skew",
     "--settle-delay",
     "--worktree-dir",
     "--dispatch-slots",
@@ -750,6 +778,7 @@ pub fn schema_name(args: &[String]) -> String {
         }
         Some("dispatch") => with_sub("dispatch", &["status", "release"]),
         Some(first) => first.to_owned(),
+        None if args.iter().any(|a| a == "--version" || a == "-V") => "version".to_owned(),
         None => String::new(),
     }
 }
@@ -814,4 +843,35 @@ impl Run {
             self.stdout, self.stderr, self.code
         )
     }
+}
+
+/// `git push ARGS` from `repo` as its instance, through the real pre-push hook.
+pub fn push(repo: &Repo, args: &[&str]) -> Output {
+    let mut full = vec!["push"];
+    full.extend_from_slice(args);
+    repo.git_as_instance(&full, &[])
+}
+
+/// The push went through.
+#[track_caller]
+pub fn allowed(out: &Output) {
+    assert!(
+        out.status.success(),
+        "push refused:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The hook refused the push as a collision (exit 8 inside git); returns
+/// what git and the hook printed.
+#[track_caller]
+pub fn refused_as_collision(out: &Output) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "push went through:\n{stderr}");
+    assert!(
+        stderr.contains("stop and report; do not merge or overwrite"),
+        "{stderr}"
+    );
+    stderr
 }

@@ -11,9 +11,11 @@
 //! The world has GitHub's weaknesses where a test asks for them ([`Lag`]):
 //! no compare-and-swap (a guard sees one read, and others may write right
 //! after it), every op its own request, comment ids not dense, new comments
-//! unseen by reads for some steps, label lists behind the labels. Faults
-//! that more tests need (a crash of an actor, an answer lost after the write
-//! happened) belong in [`SimSurface::call`], the one place every call passes.
+//! unseen by reads for some steps, label lists behind the labels. And it
+//! has a dying machine's faults where a test asks for them ([`Faults`], in
+//! [`SimSurface::call`], the one place every call passes): an actor that
+//! crashes between two calls and never runs again, and an answer lost after
+//! the request acted (the caller sees an error).
 #![allow(dead_code)]
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -75,7 +77,8 @@ pub fn for_each_seed(seeds: impl IntoIterator<Item = u64>, mut run: impl FnMut(u
 /// every live actor waits for its next step.
 pub struct Schedule {
     state: Mutex<ScheduleState>,
-    turn: Condvar,
+    /// One per actor: only the actor picked is woken.
+    turns: Vec<Condvar>,
 }
 
 struct ScheduleState {
@@ -94,7 +97,7 @@ impl Schedule {
                 running: None,
                 rng: Rng::new(seed),
             }),
-            turn: Condvar::new(),
+            turns: (0..actors).map(|_| Condvar::new()).collect(),
         })
     }
 
@@ -102,7 +105,7 @@ impl Schedule {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn pick(state: &mut ScheduleState) {
+    fn pick(&self, state: &mut ScheduleState) {
         if state.running.is_none()
             && !state.waiting.is_empty()
             && state.waiting.len() == state.alive
@@ -111,6 +114,7 @@ impl Schedule {
             let next = *state.waiting.iter().nth(index).unwrap();
             state.waiting.remove(&next);
             state.running = Some(next);
+            self.turns[next].notify_one();
         }
     }
 
@@ -121,10 +125,11 @@ impl Schedule {
             state.running = None;
         }
         state.waiting.insert(actor);
-        Schedule::pick(&mut state);
-        self.turn.notify_all();
+        self.pick(&mut state);
         while state.running != Some(actor) {
-            state = self.turn.wait(state).unwrap_or_else(|e| e.into_inner());
+            state = self.turns[actor]
+                .wait(state)
+                .unwrap_or_else(|e| e.into_inner());
         }
     }
 
@@ -135,8 +140,7 @@ impl Schedule {
         if state.running == Some(actor) {
             state.running = None;
         }
-        Schedule::pick(&mut state);
-        self.turn.notify_all();
+        self.pick(&mut state);
     }
 
     /// Runs `body` as `actor` on its own thread; the actor finishes when the
@@ -170,6 +174,32 @@ pub struct Lag {
     pub lists: usize,
 }
 
+/// Faults the world injects at surface calls, each a chance in a thousand
+/// per call (none by default).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Faults {
+    /// The actor crashes before the call: it stops for good, as `kill -9`
+    /// leaves it (its thread unwinds with [`Crashed`]).
+    pub crash: u64,
+    /// The request acts, but its answer is lost: the caller sees an error.
+    /// (The clock asks nothing, so it never loses an answer.)
+    pub lost_answer: u64,
+}
+
+/// What a crashed actor's thread unwinds with; `JoinHandle::join` returns it.
+#[derive(Debug)]
+pub struct Crashed;
+
+/// Whether a joined actor crashed (`Ok(false)`: it finished), or the panic
+/// of a real failure to pass on.
+pub fn crashed<T>(joined: std::thread::Result<T>) -> Result<T, ()> {
+    match joined {
+        Ok(out) => Ok(out),
+        Err(panic) if panic.is::<Crashed>() => Err(()),
+        Err(panic) => resume_unwind(panic),
+    }
+}
+
 /// The shared state every actor's surface reads and writes.
 pub struct World {
     pub issues: BTreeMap<u64, Issue>,
@@ -187,6 +217,13 @@ pub struct World {
     next_comment_id: u64,
     rng: Rng,
     never: Vec<&'static str>,
+    /// The faults injected from now on (a test may turn them off).
+    pub faults: Faults,
+    fault_rng: Rng,
+    /// Who crashed, and the world's time when it did.
+    pub crashed: BTreeMap<String, Timestamp>,
+    /// The log names the actor of every call, the clock's too.
+    named_log: bool,
 }
 
 impl World {
@@ -205,6 +242,10 @@ impl World {
             next_comment_id: 1_000,
             rng: Rng::new(seed ^ 0x5EED),
             never: Vec::new(),
+            faults: Faults::default(),
+            fault_rng: Rng::new(seed ^ 0xFA17),
+            crashed: BTreeMap::new(),
+            named_log: false,
         }
     }
 
@@ -219,6 +260,24 @@ impl World {
         self.epoch = epoch;
         self.steps_per_second = steps_per_second.max(1);
         self
+    }
+
+    pub fn with_faults(mut self, faults: Faults) -> World {
+        self.faults = faults;
+        self
+    }
+
+    /// Every log line names its actor, and the clock's steps are logged too
+    /// (a trace to read when a seed fails).
+    pub fn with_named_log(mut self) -> World {
+        self.named_log = true;
+        self
+    }
+
+    /// Draws a fault that has `per_mille` chances in a thousand (no draw at 0,
+    /// so a world without faults replays as before).
+    fn fault(&mut self, per_mille: u64) -> bool {
+        per_mille > 0 && self.fault_rng.below(1000) < per_mille
     }
 
     /// Calls (`list`, `write`, `pulls`, ...) the code under test must never
@@ -388,25 +447,55 @@ impl SimSurface {
         self.world.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// One surface call: wait for the turn, log the requests it makes
-    /// (`what`), act on the world, let a step pass.
-    fn call<T>(&self, what: Vec<String>, act: impl FnOnce(&mut World) -> T) -> T {
+    /// One surface call: wait for the turn, maybe crash, log the requests
+    /// it makes (`what`), act on the world, let a step pass, maybe lose the
+    /// answer.
+    fn call<T>(
+        &self,
+        what: Vec<String>,
+        act: impl FnOnce(&mut World) -> T,
+    ) -> Result<T, SurfaceError> {
         if let Some((schedule, actor)) = &self.schedule {
             schedule.step(*actor);
         }
         let mut world = self.world();
-        for request in what {
+        let crash = world.faults.crash;
+        if world.fault(crash) {
+            let now = world.now();
+            world.crashed.insert(self.me.clone(), now);
+            world.log.push(format!("crash {}", self.me));
+            drop(world);
+            // No panic message, no destructor that writes: the actor is gone.
+            resume_unwind(Box::new(Crashed));
+        }
+        if what.is_empty() && world.named_log {
+            let line = format!("{}: now", self.me);
+            world.log.push(line);
+        }
+        for request in &what {
             let kind = request.split(' ').next().unwrap_or_default();
             assert!(
                 !world.never.contains(&kind),
                 "{} asked the surface for `{request}`, which it must never do",
                 self.me
             );
-            world.log.push(request);
+            let line = match world.named_log {
+                true => format!("{}: {request}", self.me),
+                false => request.clone(),
+            };
+            world.log.push(line);
         }
         let out = act(&mut world);
         world.tick();
-        out
+        let lost = world.faults.lost_answer;
+        if !what.is_empty() && world.fault(lost) {
+            world.log.push(format!("lost answer to {}", self.me));
+            return Err(SurfaceError::Other(format!(
+                "the answer to `{}` was lost",
+                what.join(", ")
+            )));
+        }
+        Ok(out)
     }
 }
 
@@ -417,7 +506,7 @@ impl Surface for SimSurface {
 
     /// The world's clock: a step (others may run), but no request.
     fn now(&self) -> Result<Timestamp, SurfaceError> {
-        Ok(self.call(Vec::new(), |w| w.now()))
+        self.call(Vec::new(), |w| w.now())
     }
 
     fn me(&self) -> &str {
@@ -427,11 +516,11 @@ impl Surface for SimSurface {
     fn issues(&self, numbers: &[u64]) -> Result<Vec<Issue>, SurfaceError> {
         // One request per issue's comments, as on GitHub.
         let what = numbers.iter().map(|n| format!("comments #{n}")).collect();
-        Ok(self.call(what, |w| numbers.iter().map(|n| w.view(*n)).collect()))
+        self.call(what, |w| numbers.iter().map(|n| w.view(*n)).collect())
     }
 
     fn summaries(&self, numbers: &[u64]) -> Result<Vec<IssueSummary>, SurfaceError> {
-        Ok(self.call(vec!["summaries".into()], |w| {
+        self.call(vec!["summaries".into()], |w| {
             numbers
                 .iter()
                 .map(|n| {
@@ -439,7 +528,7 @@ impl Surface for SimSurface {
                     World::summary(&issue, issue.labels.clone())
                 })
                 .collect()
-        }))
+        })
     }
 
     fn list(
@@ -447,9 +536,9 @@ impl Surface for SimSurface {
         labels: &[&str],
         include_closed: bool,
     ) -> Result<Vec<IssueSummary>, SurfaceError> {
-        Ok(self.call(vec![format!("list {}", labels.join(","))], |w| {
+        self.call(vec![format!("list {}", labels.join(","))], |w| {
             w.list(labels, include_closed)
-        }))
+        })
     }
 
     /// No compare-and-swap: the guard sees one (lagging) read, then every op
@@ -463,7 +552,7 @@ impl Surface for SimSurface {
             let (current, now) = self.call(vec!["write guard".into()], |w| {
                 let current: Vec<Issue> = writes.iter().map(|x| w.view(x.issue)).collect();
                 (current, w.now())
-            });
+            })?;
             if !guard(&current, now) {
                 return Ok(None);
             }
@@ -473,7 +562,7 @@ impl Surface for SimSurface {
             let mut applied = Vec::new();
             for op in &write.ops {
                 let what = format!("write #{} {}", write.issue, op_name(op));
-                applied.push(self.call(vec![what], |w| w.apply(write.issue, op, &self.me)));
+                applied.push(self.call(vec![what], |w| w.apply(write.issue, op, &self.me))?);
             }
             results.push(applied);
         }
@@ -481,12 +570,12 @@ impl Surface for SimSurface {
     }
 
     fn open_pulls(&self) -> Result<Vec<PullRequest>, SurfaceError> {
-        Ok(self.call(vec!["pulls".into()], |w| w.pulls.clone()))
+        self.call(vec!["pulls".into()], |w| w.pulls.clone())
     }
 
     /// Every commit's CI passed.
     fn ci_status(&self, shas: &[String]) -> Result<Vec<Option<CiStatus>>, SurfaceError> {
-        Ok(self.call(vec![format!("ci x{}", shas.len())], |_| {
+        self.call(vec![format!("ci x{}", shas.len())], |_| {
             shas.iter()
                 .map(|sha| {
                     Some(CiStatus {
@@ -497,7 +586,7 @@ impl Surface for SimSurface {
                     })
                 })
                 .collect()
-        }))
+        })
     }
 }
 

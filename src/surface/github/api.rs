@@ -204,6 +204,13 @@ impl GithubSurface {
     fn read_issue(&self, number: u64) -> Result<Issue, SurfaceError> {
         let api = self.get_issue(number)?;
         let issue_updated_at = api.updated_at.as_deref().and_then(Timestamp::parse);
+        let comments = self.read_comments(number)?;
+        let issue = api.into_issue(number, comments);
+        Ok(self.finish_read(issue, issue_updated_at))
+    }
+
+    /// Every comment of `number`, every page, trusted as SPEC 3 says.
+    fn read_comments(&self, number: u64) -> Result<Vec<Comment>, SurfaceError> {
         let what = format!("reading the comments of #{number}");
         let listed: Vec<ApiComment> = self.get_pages(
             format!(
@@ -228,15 +235,20 @@ impl GithubSurface {
                 }
             }
         }
-        let mut issue = api.into_issue(number, comments);
+        Ok(comments)
+    }
+
+    /// An issue as read: this process's own writes shown, comments in id
+    /// order, labels and the read remembered for guards.
+    fn finish_read(&self, mut issue: Issue, issue_updated_at: Option<Timestamp>) -> Issue {
         self.show_own_writes(&mut issue, issue_updated_at);
         issue.comments.sort_by_key(|c| c.id);
-        self.learn_labels(number, &issue.labels);
+        self.learn_labels(issue.number, &issue.labels);
         self.state
             .borrow_mut()
             .last_read
-            .insert(number, (Instant::now(), issue.clone()));
-        Ok(issue)
+            .insert(issue.number, (Instant::now(), issue.clone()));
+        issue
     }
 
     /// Why GitHub has no issue `number`: a wrong number, or a repository
@@ -577,6 +589,26 @@ impl Surface for GithubSurface {
         numbers.iter().map(|&n| self.read_issue(n)).collect()
     }
 
+    /// One request per issue: its comments, the list having given the rest.
+    fn with_comments(&self, listed: &[IssueSummary]) -> Result<Vec<Issue>, SurfaceError> {
+        listed
+            .iter()
+            .map(|summary| {
+                let issue = Issue {
+                    number: summary.number,
+                    open: summary.open,
+                    is_pull: summary.is_pull,
+                    labels: summary.labels.clone(),
+                    assignees: summary.assignees.clone(),
+                    comments: self.read_comments(summary.number)?,
+                };
+                // A list does not say when the issue last changed: this
+                // process's own label changes are shown over it.
+                Ok(self.finish_read(issue, None))
+            })
+            .collect()
+    }
+
     /// One request per issue, without its comments (a list of the whole
     /// repository could be many pages, and would miss nothing only with
     /// closed issues in it).
@@ -756,6 +788,7 @@ impl Surface for GithubSurface {
             }
             let now = self.now()?;
             if !guard(&current, now) {
+                crate::failpoint::end_write();
                 return Ok(None);
             }
         }
@@ -781,12 +814,17 @@ impl Surface for GithubSurface {
                             );
                         }
                         applied.push(result);
+                        crate::failpoint::after_op();
                     }
-                    Err(e) => return Err(self.undo_labels(write.issue, &added, e)),
+                    Err(e) => {
+                        crate::failpoint::end_write();
+                        return Err(self.undo_labels(write.issue, &added, e));
+                    }
                 }
             }
             results.push(applied);
         }
+        crate::failpoint::end_write();
         Ok(Some(results))
     }
 }

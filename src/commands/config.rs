@@ -1,0 +1,217 @@
+//! `git maverick config`: every effective setting and where it came from,
+//! as `gh config list` shows gh's.
+
+use std::time::Duration;
+
+use clap::Args;
+use serde_json::{json, Value};
+
+use super::Outcome;
+use crate::cli::GlobalArgs;
+use crate::config::{ConfigKeys, Origin, Origins, Settings, SurfaceKind, DEFAULT_HTTP_TIMEOUT};
+use crate::error::{CommandError, Exit};
+use crate::git::Git;
+
+#[derive(Debug, Args)]
+pub struct ConfigArgs {
+    /// Fail (exit 1) on an unknown maverick.* key instead of warning about it
+    #[arg(long)]
+    pub check: bool,
+}
+
+/// One line of the listing.
+struct Entry {
+    name: &'static str,
+    value: String,
+    origin: Origin,
+}
+
+pub fn run(global: &GlobalArgs, args: ConfigArgs) -> Result<Outcome, CommandError> {
+    let git = super::repository()?;
+    let (settings, origins) = Settings::load_explained(&git, &global.overrides())?;
+    if args.check && !origins.unknown_keys.is_empty() {
+        {
+            let names: Vec<&str> = origins
+                .unknown_keys
+                .iter()
+                .map(|u| u.origin.key.as_str())
+                .collect();
+            let mut err = CommandError::tool(format!(
+                "unknown config key{}: {}",
+                if names.len() == 1 { "" } else { "s" },
+                names.join(", ")
+            ));
+            for unknown in &origins.unknown_keys {
+                let scope = match unknown.origin.scope.as_str() {
+                    "local" | "global" | "system" | "worktree" => {
+                        format!(" --{}", unknown.origin.scope)
+                    }
+                    _ => String::new(),
+                };
+                let guess = unknown
+                    .suggestion
+                    .map(|known| format!("did you mean maverick.{known}? "))
+                    .unwrap_or_default();
+                err = err.hint(format!(
+                    "{}: {guess}remove it with `git config{scope} --unset {}`",
+                    unknown.origin, unknown.origin.key
+                ));
+            }
+            return Err(err);
+        }
+    }
+    let entries = entries(&git, &settings, &origins)?;
+    let width = entries.iter().map(|e| e.name.len()).max().unwrap_or(0);
+    let value_width = entries
+        .iter()
+        .map(|e| e.value.len())
+        .max()
+        .unwrap_or(0)
+        .min(40);
+    let mut outcome = Outcome::new(
+        Exit::Ok,
+        json!({
+            "settings": entries.iter().map(|e| json!({
+                "name": e.name,
+                "value": e.value,
+                "source": source_kind(&e.origin),
+                "from": e.origin.to_string(),
+            })).collect::<Vec<Value>>(),
+            "unknown_keys": origins.unknown_keys.iter().map(|u| json!({
+                "key": u.origin.key,
+                "scope": u.origin.scope,
+                "file": u.origin.file,
+                "suggestion": u.suggestion.map(|s| format!("maverick.{s}")),
+            })).collect::<Vec<Value>>(),
+        }),
+    );
+    for entry in &entries {
+        outcome = outcome.line(format!(
+            "{:width$}  {:value_width$}  {}",
+            entry.name, entry.value, entry.origin
+        ));
+    }
+    for unknown in &origins.unknown_keys {
+        outcome = outcome.note(format!("warning: {unknown}"));
+    }
+    Ok(outcome)
+}
+
+fn source_kind(origin: &Origin) -> &'static str {
+    match origin {
+        Origin::Default => "default",
+        Origin::Flag(_) => "flag",
+        Origin::Env(_) => "env",
+        Origin::Config(_) => "config",
+        Origin::Derived(_) => "derived",
+    }
+}
+
+fn duration(d: Duration) -> String {
+    if d.subsec_millis() != 0 {
+        format!("{}ms", d.as_millis())
+    } else {
+        crate::timefmt::format_duration(d)
+    }
+}
+
+fn entries(git: &Git, s: &Settings, origins: &Origins) -> Result<Vec<Entry>, CommandError> {
+    let entry = |name: &'static str, value: String| Entry {
+        name,
+        value,
+        origin: origins.get(name),
+    };
+    let keys = ConfigKeys::read(git)?;
+    let http_timeout = keys.duration("httpTimeout")?.filter(|d| !d.is_zero());
+    let list = vec![
+        entry("surface", s.surface.to_string()),
+        entry("remote", s.remote.clone()),
+        entry(
+            "remoteUrl",
+            s.remote_url.clone().unwrap_or_else(|| "(none)".to_owned()),
+        ),
+        entry(
+            "repo",
+            s.repo.clone().unwrap_or_else(|| "(none)".to_owned()),
+        ),
+        entry("instance", s.instance.clone()),
+        entry("githubApiUrl", s.github_api_url.clone()),
+        token_entry(s),
+        hook_entry(git),
+        entry("leaseTtl", duration(s.lease_ttl)),
+        entry("heartbeatInterval", duration(s.heartbeat_interval)),
+        entry("maxClockSkew", duration(s.max_clock_skew)),
+        entry("settleDelay", duration(s.settle_delay)),
+        Entry {
+            name: "httpTimeout",
+            value: duration(http_timeout.unwrap_or(DEFAULT_HTTP_TIMEOUT)),
+            origin: match http_timeout {
+                Some(_) => keys.origin("httpTimeout").unwrap_or(Origin::Default),
+                None => Origin::Default,
+            },
+        },
+        entry("worktreeDir", s.worktree_dir.display().to_string()),
+        entry("dispatchSlots", s.dispatch_slots.to_string()),
+        entry("dispatchStale", duration(s.dispatch_stale)),
+        entry(
+            "trustedAuthors",
+            if s.trusted_authors.is_empty() {
+                "(none)".to_owned()
+            } else {
+                s.trusted_authors.join(",")
+            },
+        ),
+        entry("inProgressLabel", s.labels.in_progress.clone()),
+        entry("blockedLabelPrefix", s.labels.blocked_prefix.clone()),
+        entry("wipLabel", s.labels.wip.clone()),
+        entry("prLabel", s.labels.pr.clone()),
+        entry("frontierLabel", s.labels.frontier.clone()),
+    ];
+    Ok(list)
+}
+
+/// Where the GitHub token comes from; never the token.
+fn token_entry(s: &Settings) -> Entry {
+    let (value, origin) = if s.surface != SurfaceKind::Github {
+        ("(not used)".to_owned(), Origin::Default)
+    } else {
+        match crate::surface::github::resolve_token(&s.github_api_url) {
+            Ok(token) => (
+                "set (never shown)".to_owned(),
+                Origin::Derived(format!("from {}", token.source())),
+            ),
+            Err(err) => ("(none)".to_owned(), Origin::Derived(err.to_string())),
+        }
+    };
+    Entry {
+        name: "token",
+        value,
+        origin,
+    }
+}
+
+/// Whether this clone's pre-push hook runs maverick's check.
+fn hook_entry(git: &Git) -> Entry {
+    let (value, origin) = match crate::writer::hookfile::hook_path(git) {
+        Ok(path) => {
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            let shown = Origin::Derived(path.display().to_string());
+            if text.contains(crate::writer::hookfile::BEGIN) {
+                ("installed".to_owned(), shown)
+            } else if text.contains("maverick hook pre-push") {
+                ("called by another hook manager".to_owned(), shown)
+            } else {
+                (
+                    "not installed".to_owned(),
+                    Origin::Derived("run `git maverick hook install`".to_owned()),
+                )
+            }
+        }
+        Err(err) => ("unknown".to_owned(), Origin::Derived(err.to_string())),
+    };
+    Entry {
+        name: "prePushHook",
+        value,
+        origin,
+    }
+}

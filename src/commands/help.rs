@@ -1,0 +1,390 @@
+//! git maverick as a native git subcommand: `help`, `--help` opening the man
+//! page (as git's own commands do), `install-man-pages`, and `--version`
+//! with the commit it was built from.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use clap_mangen::roff::{bold, roman, Roff};
+use serde_json::json;
+
+use super::Outcome;
+use crate::config::{closest_name, KNOWN_KEYS};
+use crate::error::{CommandError, Exit};
+
+/// The commit the binary was built from (7 hex digits), when known.
+pub fn build_commit() -> Option<&'static str> {
+    Some(env!("MAVERICK_BUILD_COMMIT")).filter(|c| !c.is_empty())
+}
+
+/// The date (YYYY-MM-DD, UTC) of that commit, when known.
+pub fn build_date() -> Option<String> {
+    let secs: i64 = env!("MAVERICK_BUILD_EPOCH").parse().ok()?;
+    let stamp = crate::timefmt::Timestamp(secs).to_string();
+    Some(stamp[..10].to_owned())
+}
+
+/// `0.2.0 (1a2b3c4 2026-12-01)`, or as much of it as the build knew.
+pub fn version() -> String {
+    let built: Vec<String> = build_commit()
+        .map(str::to_owned)
+        .into_iter()
+        .chain(build_date())
+        .collect();
+    if built.is_empty() {
+        env!("CARGO_PKG_VERSION").to_owned()
+    } else {
+        format!("{} ({})", env!("CARGO_PKG_VERSION"), built.join(" "))
+    }
+}
+
+/// `--version --json`.
+pub fn version_json() -> serde_json::Value {
+    json!({
+        "name": "git-maverick",
+        "version": env!("CARGO_PKG_VERSION"),
+        "commit": build_commit(),
+        "date": build_date(),
+    })
+}
+
+/// The clap command with its run-time version line.
+pub fn command() -> clap::Command {
+    // Once per process: clap wants a 'static version string.
+    let version: &'static str = Box::leak(version().into_boxed_str());
+    crate::cli::command().version(version)
+}
+
+/// The subcommand path that `args` names (`["coord", "claim"]`), skipping
+/// options, as far as the command tree goes.
+fn subcommand_path(args: &[std::ffi::OsString]) -> Vec<String> {
+    let mut cmd = crate::cli::command();
+    let mut path = Vec::new();
+    for arg in args.iter().skip(1) {
+        let Some(arg) = arg.to_str() else { continue };
+        if arg == "--" {
+            break;
+        }
+        let found = cmd
+            .get_subcommands()
+            .find(|s| s.get_name() == arg || s.get_all_aliases().any(|a| a == arg))
+            .cloned();
+        if let Some(sub) = found {
+            path.push(sub.get_name().to_owned());
+            cmd = sub;
+        }
+    }
+    path
+}
+
+/// The man page of a command path: `git-maverick`, `git-maverick-coord`, …
+pub fn page_name(path: &[String]) -> String {
+    std::iter::once("git-maverick")
+        .chain(path.iter().map(String::as_str))
+        .collect::<Vec<_>>()
+        .join("-")
+}
+
+/// `--help` (not `-h`) opens the man page, as `git commit --help` does,
+/// when `man` finds it; the exit status of `man`, or `None` to print the
+/// help text instead.
+pub fn open_man_page(args: &[std::ffi::OsString]) -> Option<u8> {
+    let asked = args
+        .iter()
+        .skip(1)
+        .take_while(|a| *a != "--")
+        .any(|a| a == "--help");
+    if !asked {
+        return None;
+    }
+    let page = page_name(&subcommand_path(args));
+    let found = std::process::Command::new("man")
+        .args(["-w", &page])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !found {
+        return None;
+    }
+    let status = std::process::Command::new("man").arg(&page).status().ok()?;
+    Some(status.code().map_or(1, |c| c.clamp(0, 255) as u8))
+}
+
+#[derive(Debug, Args)]
+pub struct HelpArgs {
+    /// The command to show help for (`coord`, `coord claim`, …)
+    #[arg(value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+/// `git maverick help [COMMAND…]`: the help `-h` prints.
+pub fn help(json: bool, args: HelpArgs) -> Result<Outcome, CommandError> {
+    let mut cmd = command();
+    cmd.build();
+    let mut path = Vec::new();
+    for name in &args.command {
+        let found = cmd
+            .get_subcommands()
+            .filter(|s| !s.is_hide_set())
+            .find(|s| s.get_name() == name || s.get_all_aliases().any(|a| a == name))
+            .cloned();
+        let Some(sub) = found else {
+            let known: Vec<&str> = cmd
+                .get_subcommands()
+                .filter(|s| !s.is_hide_set())
+                .map(|s| s.get_name())
+                .collect();
+            let mut err = CommandError::usage(format!(
+                "no such command: git maverick {}",
+                path.iter()
+                    .chain(std::iter::once(name))
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ));
+            if let Some(close) = closest_name(name, known.iter().copied()) {
+                let mut fixed = path.clone();
+                fixed.push(close.to_owned());
+                err = err.hint(format!(
+                    "did you mean `git maverick help {}`?",
+                    fixed.join(" ")
+                ));
+            }
+            return Err(err.hint(format!("the commands here: {}", known.join(", "))));
+        };
+        path.push(sub.get_name().to_owned());
+        cmd = sub;
+    }
+    let text = cmd.render_help();
+    if json {
+        return Ok(Outcome::new(
+            Exit::Ok,
+            json!({ "command": path, "help": text.to_string() }),
+        ));
+    }
+    // Through clap's own printer: colour on a terminal, plain in a pipe.
+    let _ = cmd.print_help();
+    Ok(Outcome::new(Exit::Ok, json!({})))
+}
+
+#[derive(Debug, Args)]
+pub struct InstallManPagesArgs {
+    /// Where to write the pages [default: <dir of the binary>/../share/man/man1,
+    /// where man finds them for every bin directory on PATH]
+    #[arg(value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
+/// `git maverick install-man-pages [DIR]`.
+pub fn install_man_pages(args: InstallManPagesArgs) -> Result<Outcome, CommandError> {
+    let dir = match args.dir {
+        Some(dir) => dir,
+        None => default_man_dir()?,
+    };
+    let pages =
+        man_pages().map_err(|e| CommandError::tool(format!("cannot render the man pages: {e}")))?;
+    let io_err = |path: &Path, e: std::io::Error| {
+        CommandError::tool(format!("cannot write {}: {e}", path.display()))
+            .hint("name a directory you can write to: `git maverick install-man-pages DIR`")
+    };
+    std::fs::create_dir_all(&dir).map_err(|e| io_err(&dir, e))?;
+    let mut written = Vec::new();
+    for (name, text) in &pages {
+        let path = dir.join(name);
+        crate::files::write_atomically(&path, text).map_err(|e| io_err(&path, e))?;
+        written.push(path.display().to_string());
+    }
+    let mut outcome = Outcome::new(
+        Exit::Ok,
+        json!({ "dir": dir.display().to_string(), "pages": written }),
+    )
+    .line(format!(
+        "installed {} man pages in {}",
+        pages.len(),
+        dir.display()
+    ));
+    if !man_finds(&dir) {
+        outcome = outcome.note(format!(
+            "hint: man looks in <dir>/../share/man for each bin directory on PATH; \
+             to read these pages add {} to MANPATH",
+            dir.parent().unwrap_or(&dir).display()
+        ));
+    }
+    Ok(outcome)
+}
+
+/// `<dir of the binary>/../share/man/man1`.
+fn default_man_dir() -> Result<PathBuf, CommandError> {
+    let exe = std::env::current_exe()
+        .map_err(|e| CommandError::tool(format!("cannot tell where this binary is: {e}")))?;
+    let bin = exe.parent().unwrap_or(Path::new("/"));
+    let prefix = bin.parent().unwrap_or(bin);
+    Ok(prefix.join("share").join("man").join("man1"))
+}
+
+/// Whether man-db's rule finds `dir` (`…/share/man/man1`) from PATH or MANPATH.
+fn man_finds(dir: &Path) -> bool {
+    let Some(man_root) = dir.parent() else {
+        return false;
+    };
+    let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    let on = |var: &str, root_of: &dyn Fn(&Path) -> PathBuf| {
+        std::env::var_os(var).is_some_and(|paths| {
+            std::env::split_paths(&paths).any(|p| same(&root_of(&p), man_root))
+        })
+    };
+    on("MANPATH", &|p: &Path| p.to_owned())
+        || on("PATH", &|bin: &Path| {
+            bin.parent().unwrap_or(bin).join("share").join("man")
+        })
+}
+
+/// Every man page: `git-maverick.1` and one per visible subcommand, nested
+/// ones too (`git-maverick-coord-claim.1`), as (file name, roff).
+pub fn man_pages() -> std::io::Result<Vec<(String, Vec<u8>)>> {
+    let mut cmd = command();
+    cmd.build();
+    let mut pages = Vec::new();
+    render_pages(&cmd, true, &mut pages)?;
+    Ok(pages)
+}
+
+fn render_pages(
+    cmd: &clap::Command,
+    top: bool,
+    pages: &mut Vec<(String, Vec<u8>)>,
+) -> std::io::Result<()> {
+    let mut man = clap_mangen::Man::new(cmd.clone())
+        .manual("Git Maverick Manual")
+        .source(format!("git-maverick {}", env!("CARGO_PKG_VERSION")));
+    if let Some(date) = build_date() {
+        man = man.date(date);
+    }
+    let mut out = Vec::new();
+    man.render_title(&mut out)?;
+    man.render_name_section(&mut out)?;
+    man.render_synopsis_section(&mut out)?;
+    man.render_description_section(&mut out)?;
+    if cmd.get_arguments().any(|a| !a.is_hide_set()) {
+        man.render_options_section(&mut out)?;
+    }
+    if cmd.get_subcommands().any(|s| !s.is_hide_set()) {
+        man.render_subcommands_section(&mut out)?;
+    }
+    let mut roff = Roff::new();
+    exit_status_section(&mut roff);
+    if top {
+        environment_section(&mut roff);
+        configuration_section(&mut roff);
+    }
+    see_also_section(&mut roff, cmd, top);
+    roff.to_writer(&mut out)?;
+    man.render_version_section(&mut out)?;
+    pages.push((man.get_filename(), out));
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        render_pages(sub, false, pages)?;
+    }
+    Ok(())
+}
+
+/// SPEC 10's exit codes: the same on every command.
+pub const EXIT_CODES: &[(u8, &str)] = &[
+    (0, "ok"),
+    (1, "error: the tool failed (git, the network, a file)"),
+    (2, "usage: the command line is wrong"),
+    (3, "blocked: the issue waits on another (blocked-by:#N)"),
+    (
+        4,
+        "held live: another instance holds the claim and its lease is live",
+    ),
+    (
+        5,
+        "held stale: another instance holds the claim but its lease ran out (take it over)",
+    ),
+    (6, "lost race: another claim won the settle"),
+    (7, "claim lost: this instance's claim was taken over"),
+    (8, "collision: another writer is on the branch"),
+    (9, "no slot: every dispatch slot is busy"),
+];
+
+/// The variables maverick reads (and the ones `run` sets for its command).
+pub const ENVIRONMENT: &[(&str, &str)] = &[
+    ("GH_TOKEN", "The GitHub token (checked first); never printed."),
+    ("GITHUB_TOKEN", "The GitHub token when GH_TOKEN is not set; else `gh auth token` is asked."),
+    ("GITHUB_API_URL", "The GitHub API's base URL; beats maverick.githubApiUrl."),
+    ("GH_REPO", "The GitHub repository as [HOST/]OWNER/NAME, as gh reads it; -R beats it, it beats maverick.repo."),
+    ("GH_HOST", "The GitHub host (GitHub Enterprise Server) when nothing else names one: its remotes count as GitHub remotes and its API is https://HOST/api/v3."),
+    ("MAVERICK_INSTANCE", "This instance's id; beats maverick.instance (MAVERICK_INSTANCE_ID too)."),
+    ("CLAUDE_CODE_SESSION_ID", "An agent session: the instance id is derived from it when nothing else sets one."),
+    ("MAVERICK_ISSUE, MAVERICK_GENERATION", "Set by `git maverick run` for the command it runs (with MAVERICK_INSTANCE)."),
+    ("NO_COLOR", "No colour in help and errors (colour is only used on a terminal anyway)."),
+];
+
+fn tagged_paragraph(roff: &mut Roff, tag: &str, text: &str) {
+    roff.control("TP", []);
+    roff.text([bold(tag)]);
+    roff.text([roman(text)]);
+}
+
+fn exit_status_section(roff: &mut Roff) {
+    roff.control("SH", ["EXIT STATUS"]);
+    for (code, meaning) in EXIT_CODES {
+        tagged_paragraph(roff, &code.to_string(), meaning);
+    }
+    roff.control("PP", []);
+    roff.text([roman(
+        "With --json the exit code is also the object's exit_code. `run` exits with its command's status.",
+    )]);
+}
+
+fn environment_section(roff: &mut Roff) {
+    roff.control("SH", ["ENVIRONMENT"]);
+    for (var, meaning) in ENVIRONMENT {
+        tagged_paragraph(roff, var, meaning);
+    }
+}
+
+fn configuration_section(roff: &mut Roff) {
+    roff.control("SH", ["CONFIGURATION"]);
+    roff.control("PP", []);
+    roff.text([roman(
+        "Every tunable is a `git config maverick.*` key; the flag of the same name beats it. \
+         `git maverick config` shows each setting and where it came from; a key not listed here is \
+         warned about.",
+    )]);
+    for key in KNOWN_KEYS {
+        tagged_paragraph(
+            roff,
+            &format!("maverick.{}", key.name),
+            &format!("{} (default: {}).", key.about, key.default),
+        );
+    }
+}
+
+fn see_also_section(roff: &mut Roff, cmd: &clap::Command, top: bool) {
+    roff.control("SH", ["SEE ALSO"]);
+    let mut refs: Vec<String> = Vec::new();
+    if !top {
+        refs.push("git-maverick(1)".to_owned());
+    }
+    let display = cmd.get_display_name().unwrap_or(cmd.get_name());
+    refs.extend(
+        cmd.get_subcommands()
+            .filter(|s| !s.is_hide_set())
+            .map(|s| format!("{display}-{}(1)", s.get_name())),
+    );
+    refs.push("git(1)".to_owned());
+    roff.text([roman(refs.join(", "))]);
+}
+
+/// Writes `text` to stdout; a closed pipe is not an error.
+pub fn print_raw(text: &[u8]) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(text).and_then(|()| stdout.flush());
+}

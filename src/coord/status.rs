@@ -1,0 +1,1031 @@
+//! `status`: the whole team at a glance, gathered once over the surface.
+//!
+//! One view of every issue that is claimed, leased, blocked or holds a
+//! dispatch claim, the dispatch slots, and (for an epic) its stories in DAG
+//! order. The reads are shaped for GitHub's budget, and every protocol
+//! verdict comes from the module that owns it (leases from [`lease`],
+//! slots from [`dispatch`], tasks from [`tasks`]):
+//!
+//! - one list of open issues (their labels say which are claimed, blocked
+//!   or dispatched; `blocked-by:#N` labels cannot be filtered by name);
+//! - one comments read per claimed or dispatched issue;
+//! - one list of open pull requests and one CI read per head of a pull
+//!   request that works on a shown issue;
+//! - the branches' heads from one `git fetch` (on the git surface the same
+//!   fetch brings the surface).
+//!
+//! Nothing here writes, prints or knows about terminals: the command layer
+//! renders the [`StatusView`] as text, JSON or Graphviz.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::config::Settings;
+use crate::coord::dispatch::{self, HolderKind, Ledger, Verdict};
+use crate::coord::lease::{self, Decision, IssueView};
+use crate::durable::hydrate::{self, HydrateError};
+use crate::durable::markers::MarkerKind;
+use crate::durable::{state, tasks};
+use crate::git::{Git, GitError};
+use crate::surface::{CiStatus, Issue, IssueSummary, PullRequest, Surface, SurfaceError};
+use crate::timefmt::Timestamp;
+use crate::writer::branch_record::BranchStore;
+
+/// Bumped when a field of the JSON is renamed or removed (SPEC 10).
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StatusError {
+    #[error(transparent)]
+    Surface(#[from] SurfaceError),
+    #[error(transparent)]
+    Git(#[from] GitError),
+    #[error("#{0} is not an epic: it has no maverick-dag or maverick-state marker")]
+    NotAnEpic(u64),
+}
+
+impl From<HydrateError> for StatusError {
+    fn from(err: HydrateError) -> Self {
+        match err {
+            HydrateError::Surface(e) => StatusError::Surface(e),
+            HydrateError::Git(e) => StatusError::Git(e),
+            other => StatusError::Surface(SurfaceError::Other(other.to_string())),
+        }
+    }
+}
+
+/// What to gather.
+#[derive(Clone, Debug, Default)]
+pub struct StatusRequest {
+    /// Only this instance's claims.
+    pub mine: bool,
+    /// An epic whose stories to show in DAG order.
+    pub epic: Option<u64>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct StatusView {
+    pub schema_version: u32,
+    pub surface: String,
+    pub instance_id: String,
+    /// The surface's clock when the view was read.
+    pub now: Timestamp,
+    pub mine: bool,
+    /// Sorted so that what needs a person comes first.
+    pub issues: Vec<IssueRow>,
+    pub dispatch: DispatchSlots,
+    pub totals: Totals,
+    pub epic: Option<EpicView>,
+    pub warnings: Vec<String>,
+}
+
+/// One issue that is claimed, leased, blocked or dispatched.
+#[derive(Clone, Debug, Serialize)]
+pub struct IssueRow {
+    pub issue: u64,
+    /// `ours`, `held`, `stale`, `blocked`, `orphan` (labelled, no claim
+    /// behind it) or `dispatch` (only a dispatch claim).
+    pub state: &'static str,
+    pub holder: Option<Holder>,
+    pub generation: Option<u64>,
+    pub lease: Option<LeaseState>,
+    pub branch: Option<BranchState>,
+    pub tasks: Option<TaskCount>,
+    pub pull: Option<PullState>,
+    pub blocked_by: Vec<u64>,
+    pub dispatch: Option<DispatchClaim>,
+    /// Why a person should look, most urgent first; empty when all is well.
+    pub attention: Vec<String>,
+}
+
+impl IssueRow {
+    pub fn needs_attention(&self) -> bool {
+        !self.attention.is_empty()
+    }
+
+    pub fn ours(&self) -> bool {
+        self.holder.as_ref().is_some_and(|h| h.ours)
+            || self.dispatch.as_ref().is_some_and(|d| d.ours)
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Holder {
+    pub instance_id: String,
+    pub host: Option<String>,
+    /// Whether it is this instance.
+    pub ours: bool,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct LeaseState {
+    pub expires_at: Timestamp,
+    pub live: bool,
+    /// Seconds until it runs out (live) or since it ran out (stale).
+    pub seconds: u64,
+    /// The command that takes a stale lease over.
+    pub takeover: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct BranchState {
+    pub name: String,
+    /// The remote's head, `None` when the branch is not on the remote.
+    pub head: Option<String>,
+    /// The committer date of the remote head: when it last moved, for a
+    /// branch that moves by pushing new commits.
+    pub head_moved_at: Option<Timestamp>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct TaskCount {
+    pub done: usize,
+    pub total: usize,
+    pub next_task: Option<NextTask>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct NextTask {
+    pub number: usize,
+    pub title: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct PullState {
+    pub number: u64,
+    pub head_ref: String,
+    pub head: String,
+    pub draft: bool,
+    /// `success`, `failure`, `pending`, `none`, or `unknown` where the
+    /// surface knows nothing of CI.
+    pub ci: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct DispatchClaim {
+    pub instance_id: String,
+    pub ours: bool,
+    pub claimed_at: Timestamp,
+    /// `holds`, `no_slot`, `issue_taken`, `pull_open` or `stale`.
+    pub verdict: String,
+    pub slot: Option<u32>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct DispatchSlots {
+    pub slots: u32,
+    pub used: u32,
+    pub free: u32,
+    pub holders: Vec<SlotHolder>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct SlotHolder {
+    pub slot: u32,
+    /// `pull_request`, `labelled` or `claim`.
+    pub kind: HolderKind,
+    pub issue: u64,
+    pub instance_id: Option<String>,
+    pub ours: bool,
+    pub since: Option<Timestamp>,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Totals {
+    pub issues: usize,
+    pub ours: usize,
+    pub held: usize,
+    pub stale: usize,
+    pub blocked: usize,
+    pub orphan: usize,
+    pub dispatch: usize,
+    pub needs_attention: usize,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct EpicView {
+    pub epic: u64,
+    pub waves: Vec<Wave>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Wave {
+    /// 1 for stories without dependencies inside the epic.
+    pub wave: u32,
+    pub stories: Vec<Story>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Story {
+    pub issue: u64,
+    /// `pending`, `in_flight`, `merged`, `blocked` or `ejected`.
+    pub state: String,
+    /// `marker` (the epic's maverick-state) or `derived` (from labels).
+    pub state_source: &'static str,
+    pub deps: Vec<u64>,
+    pub open: Option<bool>,
+    pub holder: Option<Holder>,
+    /// Whether the holder's lease ran out.
+    pub stale: bool,
+    pub blocked_by: Vec<u64>,
+}
+
+/// Where the branches' heads come from.
+pub struct Heads {
+    /// Branch name to (head, committer time).
+    pub by_branch: BTreeMap<String, (String, Timestamp)>,
+}
+
+impl Heads {
+    /// The remote-tracking refs of `remote`, as the last fetch left them
+    /// (one local `git for-each-ref`).
+    pub fn read(git: &Git, remote: &str) -> Result<Heads, GitError> {
+        let by_branch = git
+            .remote_tracking_heads(remote)?
+            .into_iter()
+            .map(|(name, head, at)| (name, (head, Timestamp(at))))
+            .collect();
+        Ok(Heads { by_branch })
+    }
+}
+
+/// Reads the view. `heads` are the branches as of a fetch the caller made
+/// (the command layer makes it, once, as the surface allows).
+pub fn gather(
+    surface: &dyn Surface,
+    settings: &Settings,
+    git: &Git,
+    heads: &Heads,
+    request: &StatusRequest,
+) -> Result<StatusView, StatusError> {
+    let labels = &settings.labels;
+    let me = settings.instance.as_str();
+    let open = surface.list(&[], false)?;
+    let now = surface.now()?;
+    let mut warnings = Vec::new();
+
+    let is_blocked = |s: &IssueSummary| s.labels.iter().any(|l| labels.blocker(l).is_some());
+    let shown: Vec<&IssueSummary> = open
+        .iter()
+        .filter(|s| !s.is_pull)
+        .filter(|s| {
+            s.labels.contains(&labels.in_progress)
+                || s.labels.contains(&labels.wip)
+                || is_blocked(s)
+        })
+        .collect();
+    // Comments only where a claim or a dispatch claim lives.
+    let to_read: Vec<IssueSummary> = shown
+        .iter()
+        .filter(|s| s.labels.contains(&labels.in_progress) || s.labels.contains(&labels.wip))
+        .map(|s| (*s).clone())
+        .collect();
+    let mut read: BTreeMap<u64, Issue> = surface
+        .with_comments(&to_read)?
+        .into_iter()
+        .map(|i| (i.number, i))
+        .collect();
+
+    let agent_pulls: BTreeSet<u64> = open
+        .iter()
+        .filter(|s| s.labels.contains(&labels.pr))
+        .map(|s| s.number)
+        .collect();
+    let ledger = Ledger {
+        now,
+        pulls: agent_pulls,
+        issues: read
+            .values()
+            .filter(|i| i.has_label(&labels.wip) && !i.is_pull)
+            .cloned()
+            .collect(),
+    };
+    let slots = dispatch::analyze(&ledger, settings, &labels.frontier);
+
+    let views: BTreeMap<u64, IssueView> = read
+        .values()
+        .map(|i| (i.number, lease::analyze(i, settings, me, now)))
+        .collect();
+    let pulls = surface.open_pulls()?;
+    let branch_store = BranchStore::new(&git.common_dir()?);
+
+    let mut rows = Vec::new();
+    for summary in &shown {
+        let number = summary.number;
+        let issue = read.get(&number);
+        let view = views.get(&number);
+        let blocked_by: Vec<u64> = summary
+            .labels
+            .iter()
+            .filter_map(|l| labels.blocker(l))
+            .collect();
+        let claimed = summary.labels.contains(&labels.in_progress);
+        let dispatch_claim = slots
+            .claims
+            .iter()
+            .filter(|c| c.issue == number && c.verdict != Verdict::Stale)
+            .min_by_key(|c| (!c.holds(), c.claimed_at, c.comment_id))
+            .or_else(|| slots.claims.iter().find(|c| c.issue == number))
+            .map(|c| DispatchClaim {
+                instance_id: c.instance_id.clone(),
+                ours: c.instance_id == me,
+                claimed_at: c.claimed_at,
+                verdict: verdict_name(&c.verdict).to_owned(),
+                slot: match c.verdict {
+                    Verdict::Holds { slot } => Some(slot),
+                    _ => None,
+                },
+            });
+        let holder = view.and_then(|v| v.holder.as_ref());
+        let state = match view.map(|v| v.decision) {
+            Some(Decision::Ours) => "ours",
+            Some(Decision::Held) => "held",
+            Some(Decision::Stale) => "stale",
+            _ if !blocked_by.is_empty() => "blocked",
+            _ if claimed => "orphan",
+            _ => "dispatch",
+        };
+        let lease = view.and_then(|v| lease_state(v, number));
+        let branch_name = holder.and_then(|h| h.branch.clone()).or_else(|| {
+            issue
+                .and_then(|i| state::newest_marker(i, MarkerKind::TaskProgress))
+                .and_then(|p| p.marker.str_field("branch").map(str::to_owned))
+        });
+        let branch = branch_name.map(|name| {
+            let remote = heads.by_branch.get(&name);
+            BranchState {
+                head: remote.map(|(sha, _)| sha.clone()),
+                head_moved_at: remote.map(|(_, at)| *at),
+                name,
+            }
+        });
+        let task_count = issue.and_then(tasks::locate).map(|found| TaskCount {
+            done: found.tasks.iter().filter(|t| t.done).count(),
+            total: found.tasks.len(),
+            next_task: tasks::next_task(&found.tasks).map(|t| NextTask {
+                number: t.number,
+                title: t.title.clone(),
+            }),
+        });
+        let pull = pulls
+            .iter()
+            .find(|pr| hydrate::pull_is_for(pr, number, branch.as_ref().map(|b| b.name.as_str())))
+            .cloned();
+        let mut attention = Vec::new();
+        if state == "stale" {
+            attention.push("stale lease".to_owned());
+        }
+        if let Some(v) = view {
+            if v.my_losing_claim.is_some() {
+                attention.push("collision: two live claims of one generation".to_owned());
+            }
+        }
+        if holder.is_some_and(|h| h.instance_id == me) {
+            if let Some(b) = &branch {
+                if let Some(reason) = moved_behind_back(git, &branch_store, b)? {
+                    attention.push(reason);
+                }
+            }
+        }
+        if let Some(d) = &dispatch_claim {
+            if d.verdict == "issue_taken" {
+                attention.push("collision: two dispatch claims on one issue".to_owned());
+            } else if d.verdict == "stale" {
+                attention.push("stale dispatch claim".to_owned());
+            }
+        }
+        if request.mine {
+            let mine = holder.is_some_and(|h| h.instance_id == me)
+                || dispatch_claim.as_ref().is_some_and(|d| d.ours);
+            if !mine {
+                continue;
+            }
+        }
+        rows.push((
+            IssueRow {
+                issue: number,
+                state,
+                holder: holder.map(|h| Holder {
+                    instance_id: h.instance_id.clone(),
+                    host: h.host.clone(),
+                    ours: h.instance_id == me,
+                }),
+                generation: view.filter(|v| v.generation > 0).map(|v| v.generation),
+                lease,
+                branch,
+                tasks: task_count,
+                pull: None,
+                blocked_by,
+                dispatch: dispatch_claim,
+                attention,
+            },
+            pull,
+        ));
+    }
+
+    // CI: one read per head of a shown issue's pull request.
+    let ci = hydrate::ci_by_sha(surface, rows.iter().filter_map(|(_, p)| p.as_ref()))?;
+    let mut issues: Vec<IssueRow> = rows
+        .into_iter()
+        .map(|(mut row, pull)| {
+            if let Some(pr) = pull {
+                let verdict = ci_verdict(&ci, &pr, settings);
+                if verdict == "failure" {
+                    row.attention.push("CI failing".to_owned());
+                }
+                row.pull = Some(PullState {
+                    number: pr.number,
+                    head_ref: pr.head_ref,
+                    head: pr.head_sha,
+                    draft: pr.draft,
+                    ci: verdict,
+                });
+            }
+            row
+        })
+        .collect();
+    issues.sort_by_key(|r| (!r.needs_attention(), rank(r.state), r.issue));
+
+    let dispatch = DispatchSlots {
+        slots: slots.slots,
+        used: slots.busy,
+        free: slots.free,
+        holders: slots
+            .holders
+            .iter()
+            .filter(|h| !request.mine || h.instance_id.as_deref() == Some(me))
+            .map(|h| SlotHolder {
+                slot: h.slot,
+                kind: h.kind,
+                issue: h.number,
+                instance_id: h.instance_id.clone(),
+                ours: h.instance_id.as_deref() == Some(me),
+                since: h.since,
+            })
+            .collect(),
+    };
+
+    let epic = match request.epic {
+        Some(number) => Some(epic_view(
+            surface,
+            settings,
+            number,
+            &open,
+            &mut read,
+            &views,
+            now,
+            &mut warnings,
+        )?),
+        None => None,
+    };
+
+    let mut totals = Totals {
+        issues: issues.len(),
+        ..Totals::default()
+    };
+    for row in &issues {
+        match row.state {
+            "ours" => totals.ours += 1,
+            "held" => totals.held += 1,
+            "stale" => totals.stale += 1,
+            "blocked" => totals.blocked += 1,
+            "orphan" => totals.orphan += 1,
+            _ => {}
+        }
+        if row.dispatch.is_some() {
+            totals.dispatch += 1;
+        }
+        if row.needs_attention() {
+            totals.needs_attention += 1;
+        }
+    }
+    Ok(StatusView {
+        schema_version: SCHEMA_VERSION,
+        surface: settings.surface.to_string(),
+        instance_id: me.to_owned(),
+        now,
+        mine: request.mine,
+        issues,
+        dispatch,
+        totals,
+        epic,
+        warnings,
+    })
+}
+
+/// The order of rows that need no person: live work first, then what waits.
+fn rank(state: &str) -> u8 {
+    match state {
+        "stale" => 0,
+        "ours" => 1,
+        "held" => 2,
+        "dispatch" => 3,
+        "blocked" => 4,
+        _ => 5,
+    }
+}
+
+fn verdict_name(verdict: &Verdict) -> &'static str {
+    match verdict {
+        Verdict::Holds { .. } => "holds",
+        Verdict::NoSlot => "no_slot",
+        Verdict::IssueTaken { .. } => "issue_taken",
+        Verdict::PullOpen { .. } => "pull_open",
+        Verdict::Stale => "stale",
+    }
+}
+
+fn ci_verdict(ci: &BTreeMap<String, CiStatus>, pr: &PullRequest, settings: &Settings) -> String {
+    match ci.get(&pr.head_sha) {
+        Some(status) => status.state.clone(),
+        None if settings.surface == crate::config::SurfaceKind::Git => "unknown".to_owned(),
+        None => "none".to_owned(),
+    }
+}
+
+fn lease_state(view: &IssueView, issue: u64) -> Option<LeaseState> {
+    view.holder.as_ref()?;
+    let expires_at = view.expires_at?;
+    let live = view.now < expires_at;
+    Some(LeaseState {
+        expires_at,
+        live,
+        seconds: if live {
+            expires_at.since(view.now).as_secs()
+        } else {
+            view.now.since(expires_at).as_secs()
+        },
+        takeover: (view.decision == Decision::Stale)
+            .then(|| format!("git maverick coord takeover {issue}")),
+    })
+}
+
+/// A collision on this instance's own branch (SPEC 8): the remote head is a
+/// commit that this writer never saw (its last-seen record does not name
+/// it) and that this clone's branch does not contain, so someone else
+/// pushed it. A remote head the local branch contains is this writer's own
+/// push, recorded by the hook or not.
+fn moved_behind_back(
+    git: &Git,
+    store: &BranchStore,
+    branch: &BranchState,
+) -> Result<Option<String>, StatusError> {
+    let Some(remote) = &branch.head else {
+        return Ok(None);
+    };
+    // A damaged record affects only its branch: read as no record.
+    if let Some(record) = store.get(&branch.name).ok().flatten() {
+        if record.last_seen.as_ref() == Some(remote) || record.pending.contains(remote) {
+            return Ok(None);
+        }
+    }
+    let Some(local) = git.resolve_commit(&format!("refs/heads/{}", branch.name))? else {
+        // No local branch to compare with: nothing to say.
+        return Ok(None);
+    };
+    if git.is_ancestor(remote, &local)? {
+        return Ok(None);
+    }
+    Ok(Some(format!(
+        "collision: {} moved on the remote to {} behind this writer's back",
+        branch.name,
+        short(remote)
+    )))
+}
+
+pub fn short(sha: &str) -> &str {
+    &sha[..sha.len().min(7)]
+}
+
+#[allow(clippy::too_many_arguments)]
+fn epic_view(
+    surface: &dyn Surface,
+    settings: &Settings,
+    number: u64,
+    open: &[IssueSummary],
+    read: &mut BTreeMap<u64, Issue>,
+    views: &BTreeMap<u64, IssueView>,
+    now: Timestamp,
+    warnings: &mut Vec<String>,
+) -> Result<EpicView, StatusError> {
+    let epic = match open.iter().find(|s| s.number == number) {
+        Some(summary) if !read.contains_key(&number) => surface
+            .with_comments(std::slice::from_ref(summary))?
+            .pop()
+            .ok_or(SurfaceError::NoSuchIssue(number))?,
+        Some(_) => read[&number].clone(),
+        None => surface.issue(number)?,
+    };
+    let dag = state::newest_marker(&epic, MarkerKind::Dag).map(|d| d.marker.payload);
+    let epic_state = state::newest_marker(&epic, MarkerKind::State).map(|s| s.marker.payload);
+    if dag.is_none() && epic_state.is_none() {
+        return Err(StatusError::NotAnEpic(number));
+    }
+    if dag.is_none() {
+        warnings.push(format!(
+            "#{number} has no maverick-dag marker: every story is drawn in wave 1"
+        ));
+    }
+    let deps = dag.as_ref().map(hydrate::dag_deps).unwrap_or_default();
+    let recorded = hydrate::recorded_states(epic_state.as_ref());
+    let stories: BTreeSet<u64> = deps
+        .keys()
+        .chain(recorded.keys())
+        .copied()
+        .filter(|n| *n != number)
+        .collect();
+
+    // Open stories are in the list already; closed ones (or ones the list
+    // missed) cost a read of their labels each.
+    let mut summaries: BTreeMap<u64, IssueSummary> = open
+        .iter()
+        .filter(|s| stories.contains(&s.number))
+        .map(|s| (s.number, s.clone()))
+        .collect();
+    let missing: Vec<u64> = stories
+        .iter()
+        .copied()
+        .filter(|n| !summaries.contains_key(n))
+        .collect();
+    if !missing.is_empty() {
+        summaries.extend(
+            surface
+                .summaries(&missing)?
+                .into_iter()
+                .map(|s| (s.number, s)),
+        );
+    }
+    // A story claimed but not listed (a list that lagged): its claim too.
+    let unread: Vec<IssueSummary> = summaries
+        .values()
+        .filter(|s| {
+            s.labels.contains(&settings.labels.in_progress) && !read.contains_key(&s.number)
+        })
+        .cloned()
+        .collect();
+    let mut extra_views = BTreeMap::new();
+    for issue in surface.with_comments(&unread)? {
+        extra_views.insert(
+            issue.number,
+            lease::analyze(&issue, settings, &settings.instance, now),
+        );
+        read.insert(issue.number, issue);
+    }
+
+    let waves = waves_of(&stories, &deps);
+    let mut by_wave: BTreeMap<u32, Vec<Story>> = BTreeMap::new();
+    for &story in &stories {
+        let summary = summaries.get(&story);
+        let status = hydrate::story_status(settings, summary, recorded.get(&story));
+        let view = views.get(&story).or_else(|| extra_views.get(&story));
+        let holder = view.and_then(|v| v.holder.as_ref()).map(|h| Holder {
+            instance_id: h.instance_id.clone(),
+            host: h.host.clone(),
+            ours: h.instance_id == settings.instance,
+        });
+        by_wave.entry(waves[&story]).or_default().push(Story {
+            issue: story,
+            state: status.state,
+            state_source: status.source,
+            deps: deps.get(&story).cloned().unwrap_or_default(),
+            open: summary.map(|s| s.open),
+            holder,
+            stale: view.is_some_and(|v| v.decision == Decision::Stale),
+            blocked_by: status.blocked_by,
+        });
+    }
+    Ok(EpicView {
+        epic: number,
+        waves: by_wave
+            .into_iter()
+            .map(|(wave, stories)| Wave { wave, stories })
+            .collect(),
+    })
+}
+
+/// Each story's wave: 1 without dependencies inside the epic, else one
+/// more than its latest dependency. A cycle (a damaged DAG) is cut where
+/// the walk meets it again.
+fn waves_of(stories: &BTreeSet<u64>, deps: &BTreeMap<u64, Vec<u64>>) -> BTreeMap<u64, u32> {
+    fn visit(
+        story: u64,
+        stories: &BTreeSet<u64>,
+        deps: &BTreeMap<u64, Vec<u64>>,
+        done: &mut BTreeMap<u64, u32>,
+        walking: &mut BTreeSet<u64>,
+    ) -> u32 {
+        if let Some(&wave) = done.get(&story) {
+            return wave;
+        }
+        if !walking.insert(story) {
+            return 0;
+        }
+        let mut wave = 1;
+        for &dep in deps.get(&story).into_iter().flatten() {
+            if dep != story && stories.contains(&dep) {
+                wave = wave.max(visit(dep, stories, deps, done, walking) + 1);
+            }
+        }
+        walking.remove(&story);
+        done.insert(story, wave);
+        wave
+    }
+    let mut done = BTreeMap::new();
+    let mut walking = BTreeSet::new();
+    for &story in stories {
+        visit(story, stories, deps, &mut done, &mut walking);
+    }
+    done
+}
+
+/// For people: `14m`, `2h5m`, `45s` (seconds only under a minute).
+pub fn rough_duration(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..=59 => format!("{s}s"),
+        60..=3599 => format!("{}m", s / 60),
+        _ if s % 3600 / 60 == 0 => format!("{}h", s / 3600),
+        _ => format!("{}h{}m", s / 3600, s % 3600 / 60),
+    }
+}
+
+/// The view as lines a person reads.
+pub fn render_text(view: &StatusView) -> Vec<String> {
+    let mut lines = Vec::new();
+    lines.push(format!(
+        "{} surface, {}, you are {}",
+        view.surface, view.now, view.instance_id
+    ));
+    if view.issues.is_empty() {
+        lines.push(if view.mine {
+            "this instance holds no claims".to_owned()
+        } else {
+            "nothing is claimed, leased, blocked or dispatched".to_owned()
+        });
+    }
+    for row in &view.issues {
+        lines.push(render_row(row, view.now));
+    }
+    let d = &view.dispatch;
+    let mut slots = format!("dispatch slots: {}/{} used", d.used, d.slots);
+    if !d.holders.is_empty() {
+        let who: Vec<String> = d
+            .holders
+            .iter()
+            .map(|h| {
+                let what = match h.kind {
+                    HolderKind::PullRequest => format!("PR #{}", h.issue),
+                    HolderKind::Labelled => format!("#{} (labelled by hand)", h.issue),
+                    HolderKind::Claim => format!(
+                        "#{} {}",
+                        h.issue,
+                        who(h.instance_id.as_deref().unwrap_or("?"), h.ours)
+                    ),
+                };
+                format!("{}: {what}", h.slot)
+            })
+            .collect();
+        slots.push_str(&format!(" ({})", who.join(", ")));
+    }
+    lines.push(slots);
+    lines.push(render_totals(&view.totals));
+    if let Some(epic) = &view.epic {
+        lines.extend(render_epic(epic, view));
+    }
+    for warning in &view.warnings {
+        lines.push(format!("warning: {warning}"));
+    }
+    lines
+}
+
+fn who(instance: &str, ours: bool) -> String {
+    if ours {
+        format!("{instance} (you)")
+    } else {
+        instance.to_owned()
+    }
+}
+
+fn render_row(row: &IssueRow, now: Timestamp) -> String {
+    let mut parts = vec![format!(
+        "{} #{}",
+        if row.needs_attention() { "!" } else { " " },
+        row.issue
+    )];
+    parts.push(row.state.to_owned());
+    if let Some(h) = &row.holder {
+        parts.push(who(&h.instance_id, h.ours));
+    }
+    if let Some(g) = row.generation.filter(|_| row.holder.is_some()) {
+        parts.push(format!("gen {g}"));
+    }
+    if let Some(l) = &row.lease {
+        let d = rough_duration(Duration::from_secs(l.seconds));
+        parts.push(match &l.takeover {
+            Some(cmd) => format!("stale for {d} (take over: {cmd})"),
+            None if l.live => format!("lease {d} left"),
+            None => format!("lease ran out {d} ago"),
+        });
+    }
+    if let Some(b) = &row.branch {
+        parts.push(match b.head_moved_at {
+            Some(at) => format!("{} moved {} ago", b.name, rough_duration(now.since(at))),
+            None => format!("{} (not on the remote)", b.name),
+        });
+    }
+    if let Some(t) = &row.tasks {
+        let mut text = format!("tasks {}/{}", t.done, t.total);
+        if let Some(next) = &t.next_task {
+            text.push_str(&format!(", next {}: {}", next.number, next.title));
+        }
+        parts.push(text);
+    }
+    if let Some(p) = &row.pull {
+        let draft = if p.draft { " (draft)" } else { "" };
+        parts.push(format!("PR #{}{draft} CI {}", p.number, p.ci));
+    }
+    if !row.blocked_by.is_empty() {
+        let by: Vec<String> = row.blocked_by.iter().map(|n| format!("#{n}")).collect();
+        parts.push(format!("blocked by {}", by.join(", ")));
+    }
+    if let Some(d) = &row.dispatch {
+        let slot = d.slot.map(|s| format!(", slot {s}")).unwrap_or_default();
+        parts.push(format!(
+            "dispatch claim by {} ({}{slot})",
+            who(&d.instance_id, d.ours),
+            d.verdict.replace('_', " ")
+        ));
+    }
+    if row.needs_attention() {
+        parts.push(format!("<- {}", row.attention.join("; ")));
+    }
+    parts.join("  ")
+}
+
+fn render_totals(t: &Totals) -> String {
+    let mut counts = Vec::new();
+    for (n, what) in [
+        (t.ours, "yours"),
+        (t.held, "held"),
+        (t.stale, "stale"),
+        (t.blocked, "blocked"),
+        (t.orphan, "orphan labels"),
+        (t.dispatch, "dispatched"),
+    ] {
+        if n > 0 {
+            counts.push(format!("{n} {what}"));
+        }
+    }
+    let issues = if t.issues == 1 { "issue" } else { "issues" };
+    let mut line = format!("{} {issues}", t.issues);
+    if !counts.is_empty() {
+        line.push_str(&format!(": {}", counts.join(", ")));
+    }
+    let need = if t.needs_attention == 1 {
+        "needs"
+    } else {
+        "need"
+    };
+    line.push_str(&format!("; {} {need} a person", t.needs_attention));
+    line
+}
+
+fn render_epic(epic: &EpicView, view: &StatusView) -> Vec<String> {
+    let count: usize = epic.waves.iter().map(|w| w.stories.len()).sum();
+    let mut lines = vec![format!(
+        "epic #{}: {count} stories in {} waves",
+        epic.epic,
+        epic.waves.len()
+    )];
+    for wave in &epic.waves {
+        lines.push(format!("wave {}", wave.wave));
+        for story in &wave.stories {
+            let mut line = format!("  #{} {}", story.issue, story.state.replace('_', " "));
+            if let Some(h) = &story.holder {
+                line.push_str(&format!(" by {}", who(&h.instance_id, h.ours)));
+                if story.stale {
+                    line.push_str(" (stale)");
+                }
+            }
+            if !story.deps.is_empty() {
+                let deps: Vec<String> = story.deps.iter().map(|d| format!("#{d}")).collect();
+                line.push_str(&format!(", after {}", deps.join(" ")));
+            }
+            if !story.blocked_by.is_empty() {
+                let by: Vec<String> = story.blocked_by.iter().map(|n| format!("#{n}")).collect();
+                line.push_str(&format!(", blocked by {}", by.join(" ")));
+            }
+            if let Some(row) = view.issues.iter().find(|r| r.issue == story.issue) {
+                if let Some(t) = &row.tasks {
+                    line.push_str(&format!(", tasks {}/{}", t.done, t.total));
+                }
+                if let Some(p) = &row.pull {
+                    line.push_str(&format!(", PR #{} CI {}", p.number, p.ci));
+                }
+            }
+            lines.push(line);
+        }
+    }
+    lines
+}
+
+/// The epic as a Graphviz digraph: one node per story coloured by state,
+/// an edge from each dependency, one rank per wave.
+pub fn render_dot(epic: &EpicView) -> String {
+    let mut out = String::new();
+    out.push_str(&format!("digraph \"epic-{}\" {{\n", epic.epic));
+    out.push_str(&format!(
+        "  graph [label=\"epic #{}\", labelloc=t, rankdir=TB, fontname=\"Helvetica\"];\n",
+        epic.epic
+    ));
+    out.push_str(
+        "  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", fillcolor=white];\n",
+    );
+    for wave in &epic.waves {
+        out.push_str(&format!(
+            "  subgraph wave_{} {{\n    rank=same;\n",
+            wave.wave
+        ));
+        out.push_str(&format!(
+            "    \"wave {0}\" [shape=plaintext, style=\"\", label=\"wave {0}\"];\n",
+            wave.wave
+        ));
+        for story in &wave.stories {
+            let (fill, border) = match story.state.as_str() {
+                "merged" => ("#c8e6c9", "#2e7d32"),
+                "in_flight" if story.stale => ("#ffe0b2", "#e65100"),
+                "in_flight" => ("#bbdefb", "#1565c0"),
+                "blocked" => ("#ffcdd2", "#c62828"),
+                "ejected" => ("#e0e0e0", "#616161"),
+                _ => ("#ffffff", "#424242"),
+            };
+            let mut label = format!("#{}\\n{}", story.issue, story.state.replace('_', " "));
+            if let Some(h) = &story.holder {
+                label.push_str(&format!("\\n{}", dot_escape(&who(&h.instance_id, h.ours))));
+                if story.stale {
+                    label.push_str(" (stale)");
+                }
+            }
+            out.push_str(&format!(
+                "    \"{}\" [label=\"{label}\", fillcolor=\"{fill}\", color=\"{border}\"];\n",
+                story.issue
+            ));
+        }
+        out.push_str("  }\n");
+    }
+    // The wave labels in order down the left, invisible links between them.
+    for pair in epic.waves.windows(2) {
+        out.push_str(&format!(
+            "  \"wave {}\" -> \"wave {}\" [style=invis];\n",
+            pair[0].wave, pair[1].wave
+        ));
+    }
+    let known: BTreeSet<u64> = epic
+        .waves
+        .iter()
+        .flat_map(|w| w.stories.iter().map(|s| s.issue))
+        .collect();
+    for story in epic.waves.iter().flat_map(|w| &w.stories) {
+        for dep in story.deps.iter().filter(|d| known.contains(d)) {
+            out.push_str(&format!("  \"{dep}\" -> \"{}\";\n", story.issue));
+        }
+    }
+    out.push_str("}\n");
+    out
+}
+
+fn dot_escape(text: &str) -> String {
+    text.replace('\\', "\\\\").replace('"', "\\\"")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waves_follow_the_dag_and_survive_a_cycle() {
+        let stories: BTreeSet<u64> = [1, 2, 3, 4, 5].into();
+        let deps: BTreeMap<u64, Vec<u64>> = [
+            (2, vec![1]),
+            (3, vec![1, 2]),
+            (4, vec![99]),
+            (5, vec![5, 3]),
+        ]
+        .into();
+        let waves = waves_of(&stories, &deps);
+        assert_eq!(waves, [(1, 1), (2, 2), (3, 3), (4, 1), (5, 4)].into());
+        let cyclic: BTreeMap<u64, Vec<u64>> = [(1, vec![2]), (2, vec![1])].into();
+        let waves = waves_of(&[1, 2].into(), &cyclic);
+        assert!(waves.values().all(|w| *w >= 1), "{waves:?}");
+    }
+
+    #[test]
+    fn rough_durations() {
+        assert_eq!(rough_duration(Duration::from_secs(45)), "45s");
+        assert_eq!(rough_duration(Duration::from_secs(14 * 60 + 59)), "14m");
+        assert_eq!(rough_duration(Duration::from_secs(7200)), "2h");
+        assert_eq!(rough_duration(Duration::from_secs(7500)), "2h5m");
+    }
+}

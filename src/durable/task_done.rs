@@ -1,0 +1,582 @@
+//! `task done` as a protocol (SPEC 6, push-per-task): commit what is staged
+//! with the task trailers, push it as a compare-and-swap, check the task off
+//! and move the task-progress marker. It works over `&dyn Surface` and the
+//! git layer and returns what happened; `commands/task.rs` prints it and
+//! maps it to an exit code.
+
+use serde_json::{json, Map};
+
+use crate::config::Settings;
+use crate::coord::lease::{self, Decision};
+use crate::coord::record::ClaimStore;
+use crate::durable::tasks::{self, Checked, TaskError};
+use crate::files::RecordError;
+use crate::git::{Git, GitError, Order};
+use crate::surface::{Surface, SurfaceError};
+use crate::writer::branch_record::BranchStore;
+use crate::writer::push::{self, PushError};
+
+/// What `task done` is asked to do.
+pub struct DoneRequest<'a> {
+    pub issue: u64,
+    /// The current branch: the one committed on and pushed.
+    pub branch: &'a str,
+    /// `--task N`; otherwise the next open task without a commit.
+    pub task: Option<usize>,
+    /// `-m`; otherwise the task's title, when it is a Conventional Commits message.
+    pub message: Option<&'a str>,
+}
+
+/// How `task done` ended when it did not fail.
+#[derive(Debug)]
+pub enum DoneOutcome {
+    /// The claim record says this clone held the issue, and it no longer does.
+    ClaimLost {
+        reason: String,
+    },
+    /// Another instance holds the issue (this clone never claimed it).
+    Held {
+        holder: lease::ClaimView,
+        stale: bool,
+    },
+    /// Committed, not pushed: someone else's push is in the way.
+    Collision {
+        number: usize,
+        short: String,
+        why: String,
+    },
+    Done(DoneReport),
+}
+
+/// A task pushed and checked off.
+#[derive(Debug)]
+pub struct DoneReport {
+    pub task: usize,
+    pub sha: String,
+    pub short: String,
+    /// False when the commit was made by an earlier run that could not push it.
+    pub committed_now: bool,
+    pub checked: Checked,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DoneError {
+    #[error("nothing is staged: the index has no changes to commit")]
+    NothingStaged,
+    #[error(
+        "HEAD is task {unpushed}'s commit, not yet pushed, and nothing is staged for task {asked}"
+    )]
+    UnpushedOther { unpushed: usize, asked: usize },
+    #[error("all {total} tasks of #{issue} are checked off")]
+    AllChecked { issue: u64, total: usize },
+    #[error("every unchecked task of #{issue} ({open}) already has a commit on {branch}")]
+    AllCommitted {
+        issue: u64,
+        open: String,
+        branch: String,
+    },
+    #[error(
+        "no -m given, and task {number}'s title {title:?} is not a Conventional Commits message"
+    )]
+    NotConventional { number: usize, title: String },
+    #[error("{0}")]
+    Commit(GitError),
+    #[error("committed {short} locally but could not push it: {source}; task {number} of #{issue} stays unchecked")]
+    Push {
+        short: String,
+        number: usize,
+        issue: u64,
+        source: Box<PushError>,
+    },
+    #[error(
+        "pushed {short} to {remote}/{branch}, but could not check task {number} off: {source}"
+    )]
+    CheckOff {
+        short: String,
+        remote: String,
+        branch: String,
+        number: usize,
+        issue: u64,
+        source: Box<TaskError>,
+    },
+    #[error(transparent)]
+    Task(#[from] TaskError),
+    #[error(transparent)]
+    Git(#[from] GitError),
+    #[error(transparent)]
+    Surface(#[from] SurfaceError),
+    #[error(transparent)]
+    Record(#[from] RecordError),
+}
+
+/// What `task done` commits: the index, or a task commit an earlier run
+/// made but could not push. Read before the surface is reached, so that an
+/// empty index is reported first.
+#[derive(Debug)]
+pub struct ToCommit {
+    head: Option<String>,
+    /// The task of an unpushed task commit at HEAD, when nothing is staged.
+    unpushed_task: Option<usize>,
+}
+
+/// Finds what to commit; `NothingStaged` when there is nothing.
+pub fn to_commit(git: &Git, remote: &str, req: &DoneRequest<'_>) -> Result<ToCommit, DoneError> {
+    let staged = git.has_staged_changes()?;
+    let head = git.resolve_commit("HEAD")?;
+    let mut unpushed_task: Option<usize> = None;
+    if !staged {
+        if let Some(h) = &head {
+            let trailers = git.task_trailers(h, 1, Order::NewestFirst)?;
+            let task_numbers = trailers.first().map_or(&[][..], |c| &c.tasks[..]);
+            if trailers.first().is_some_and(|c| c.names_issue(req.issue))
+                && !task_numbers.is_empty()
+            {
+                let on_remote = match git.remote_head(remote, req.branch)? {
+                    Some(r) => r == *h || git.is_ancestor(h, &r)?,
+                    None => false,
+                };
+                if !on_remote {
+                    unpushed_task = task_numbers.first().copied();
+                }
+            }
+        }
+        if unpushed_task.is_none() {
+            return Err(DoneError::NothingStaged);
+        }
+    }
+    Ok(ToCommit {
+        head,
+        unpushed_task,
+    })
+}
+
+/// Runs `task done` on what `to_commit` found: see the module
+/// documentation. Nothing is committed when the claim fence refuses or the
+/// request is wrong; a commit that cannot be pushed stays, and the next run
+/// pushes it.
+pub fn task_done(
+    surface: &dyn Surface,
+    git: &Git,
+    settings: &Settings,
+    claims: &ClaimStore,
+    req: &DoneRequest<'_>,
+    what: ToCommit,
+) -> Result<DoneOutcome, DoneError> {
+    let instance = settings.instance.as_str();
+    let remote = settings.remote.as_str();
+    let (issue, branch) = (req.issue, req.branch);
+    let ToCommit {
+        head,
+        unpushed_task,
+    } = what;
+
+    let current = surface.issue(issue)?;
+    // The fence (SPEC 4): never write for a claim that is no longer ours.
+    let view = lease::analyze(&current, settings, instance, surface.now()?);
+    let record = claims.load(instance, issue)?;
+    if let Some(r) = &record {
+        let lost = r.lost.clone().or_else(|| match view.decision {
+            Decision::Ours if view.generation == r.generation => None,
+            Decision::Ours => Some(format!(
+                "the generation of #{issue} changed from {} to {}",
+                r.generation, view.generation
+            )),
+            _ => Some(match &view.holder {
+                Some(h) => format!("#{issue} is held by {}", h.instance_id),
+                None => format!("#{issue} is no longer claimed by {instance}"),
+            }),
+        });
+        if let Some(reason) = lost {
+            return Ok(DoneOutcome::ClaimLost { reason });
+        }
+    } else if let (Some(h), Decision::Held | Decision::Stale) = (&view.holder, view.decision) {
+        return Ok(DoneOutcome::Held {
+            holder: h.clone(),
+            stale: view.decision == Decision::Stale,
+        });
+    }
+
+    // Heal first (SPEC 6): a crash between an earlier push and its check
+    // mark leaves that task unchecked; picking it again would label the new
+    // work with its number and shift every later task by one.
+    let healed = tasks::reconcile(surface, git, settings, issue, Some(branch))?;
+    if healed.comment_id.is_none() {
+        return Err(TaskError::NoTasksComment { issue }.into());
+    }
+    let total = healed.tasks.len();
+    // Tasks that already have a commit on this branch, pushed or not: the
+    // next task is never one of them unless --task names it.
+    let committed: Vec<usize> = match &head {
+        Some(h) => tasks::task_commits(git, h, issue)?
+            .1
+            .into_iter()
+            .map(|c| c.task)
+            .collect(),
+        None => Vec::new(),
+    };
+    let number = match (req.task, unpushed_task) {
+        (Some(k), _) if k == 0 || k > total => {
+            return Err(TaskError::OutOfRange {
+                issue,
+                number: k,
+                total,
+            }
+            .into())
+        }
+        (Some(k), Some(u)) if k != u => {
+            return Err(DoneError::UnpushedOther {
+                unpushed: u,
+                asked: k,
+            })
+        }
+        (Some(k), _) => k,
+        (None, Some(u)) => u,
+        (None, None) => match healed
+            .tasks
+            .iter()
+            .find(|t| !t.done && !committed.contains(&t.number))
+        {
+            Some(t) => t.number,
+            None => {
+                let open: Vec<usize> = healed
+                    .tasks
+                    .iter()
+                    .filter(|t| !t.done)
+                    .map(|t| t.number)
+                    .collect();
+                return Err(if open.is_empty() {
+                    DoneError::AllChecked { issue, total }
+                } else {
+                    DoneError::AllCommitted {
+                        issue,
+                        open: tasks::join_numbers(&open),
+                        branch: branch.to_owned(),
+                    }
+                });
+            }
+        },
+    };
+    let task = &healed.tasks[number - 1];
+
+    // 1. Commit.
+    let sha = match unpushed_task {
+        Some(_) => head.clone().expect("an unpushed task commit is HEAD"),
+        None => {
+            let message = match req.message {
+                Some(m) => m.to_owned(),
+                None if tasks::check_conventional(&task.title).is_ok() => task.title.clone(),
+                None => {
+                    return Err(DoneError::NotConventional {
+                        number,
+                        title: task.title.clone(),
+                    })
+                }
+            };
+            git.commit_task(&message, issue, number)
+                .map_err(DoneError::Commit)?;
+            let sha = git.commit_of("HEAD")?;
+            crate::failpoint::hit("task-done-after-commit");
+            sha
+        }
+    };
+    let short = git.short_name(&sha)?;
+
+    // 2. Push, as a compare-and-swap against the remote's head. That head
+    // must be one our commit descends from (so the push overwrites nothing
+    // this clone does not have) and, when this clone recorded a last-seen
+    // head (claim, resume, an earlier push), that very head or one its own
+    // plain `git push` left (the pre-push hook records those): anything else
+    // is someone else's push, a collision to report, never to build on.
+    // Without a record (this clone never claimed, resumed or pushed the
+    // branch), nobody's work can be lost by a fast-forward of what the
+    // remote has now, and the swap refuses anything pushed after this look.
+    let common_dir = git.common_dir()?;
+    let recorded = BranchStore::new(&common_dir).get(branch)?;
+    let live = git.remote_head(remote, branch)?;
+    // Where this writer left the remote: the head it last saw, or a push of
+    // its own since (a plain `git push`, with or without the hook: git logs
+    // it on the remote-tracking ref; or one the hook left pending).
+    let expected_here = recorded
+        .as_ref()
+        .map(|r| crate::writer::prepush::expected(&common_dir, r));
+    let seen = expected_here.as_ref().and_then(|e| e.current.clone());
+    let collision = match (&live, &expected_here) {
+        (Some(l), _) if !git.is_ancestor(l, &sha)? => Some(format!(
+            "the remote's {branch} is at {l}, which {short} does not descend from"
+        )),
+        (l, Some(e)) if !e.accepts(l.as_deref()) => Some(match (l, &seen) {
+            (Some(l), Some(s)) => format!(
+                "the remote's {branch} moved from {s}, last seen by this clone, to {l}: someone else pushed to it"
+            ),
+            (Some(l), None) => format!(
+                "the remote's {branch} appeared at {l}, where this clone last saw no branch: someone else pushed to it"
+            ),
+            (None, _) => format!(
+                "the remote's {branch} is gone; this clone last saw it at {}",
+                e.newest().unwrap_or("(no branch)")
+            ),
+        }),
+        _ => None,
+    };
+    if let Some(why) = collision {
+        return Ok(DoneOutcome::Collision { number, short, why });
+    }
+    let expected = live;
+    match push::cas_push(
+        git,
+        remote,
+        &sha,
+        branch,
+        expected.as_deref(),
+        Some(issue),
+        instance,
+    ) {
+        Ok(_) => crate::failpoint::hit("task-done-after-push"),
+        Err(err @ PushError::Collision { .. }) => {
+            return Ok(DoneOutcome::Collision {
+                number,
+                short,
+                why: err.to_string(),
+            });
+        }
+        Err(source) => {
+            return Err(DoneError::Push {
+                short,
+                number,
+                issue,
+                source: Box::new(source),
+            })
+        }
+    }
+
+    // 3. Check off every task whose commit this push brought to the remote.
+    let pushed_range = match &expected {
+        Some(old) if git.is_ancestor(old, &sha)? => format!("{old}..{sha}"),
+        _ => sha.clone(),
+    };
+    let mut checks: Vec<(usize, Option<String>)> = vec![(number, Some(short.clone()))];
+    for commit in git.task_trailers(&pushed_range, 200, Order::OldestFirst)? {
+        if !commit.names_issue(issue) {
+            continue;
+        }
+        for &t in &commit.tasks {
+            if t >= 1 && t <= total && !checks.iter().any(|(n, _)| *n == t) {
+                checks.push((t, Some(commit.short.clone())));
+            }
+        }
+    }
+    checks.sort_by_key(|(n, _)| *n);
+    let after_push = |source: TaskError| DoneError::CheckOff {
+        short: short.clone(),
+        remote: remote.to_owned(),
+        branch: branch.to_owned(),
+        number,
+        issue,
+        source: Box::new(source),
+    };
+    let checked = tasks::check_tasks(surface, settings, issue, &checks).map_err(after_push)?;
+    crate::failpoint::hit("task-done-after-check-off");
+    let mut extra = Map::new();
+    extra.insert("task".into(), json!(number));
+    extra.insert("head".into(), json!(sha));
+    crate::failpoint::hit("task-done-before-progress");
+    tasks::update_progress(
+        surface,
+        settings,
+        issue,
+        checked.comment_id,
+        "implement",
+        Some(branch),
+        Some(extra),
+    )
+    .map_err(after_push)?;
+
+    Ok(DoneOutcome::Done(DoneReport {
+        task: number,
+        sha,
+        short,
+        committed_now: unpushed_task.is_none(),
+        checked,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    //! The protocol over `&dyn Surface` without the binary: the git surface
+    //! on a bare origin in a temporary directory, and a real clone.
+    use std::path::Path;
+    use std::process::Command;
+
+    use super::*;
+    use crate::config::SurfaceKind;
+    use crate::git::GitEnv;
+    use crate::surface::git::GitSurface;
+
+    const BRANCH: &str = "7-parser";
+
+    fn sh(dir: &Path, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    }
+
+    /// A bare origin and a clone of it on the story's branch.
+    fn clone(root: &Path, name: &str) -> Git {
+        let dir = root.join(name);
+        sh(
+            root,
+            &[
+                "clone",
+                "--quiet",
+                root.join("origin.git").to_str().unwrap(),
+                name,
+            ],
+        );
+        sh(&dir, &["config", "user.name", name]);
+        sh(&dir, &["config", "user.email", "a@example.com"]);
+        Git::new(
+            &dir,
+            GitEnv::inherit()
+                .set("GIT_CONFIG_GLOBAL", "/dev/null")
+                .set("GIT_CONFIG_NOSYSTEM", "1"),
+        )
+    }
+
+    fn setup(root: &Path) -> (Git, Settings, GitSurface) {
+        sh(root, &["init", "--quiet", "--bare", "origin.git"]);
+        let git = clone(root, "a");
+        let dir = git.dir().to_owned();
+        sh(&dir, &["checkout", "--quiet", "-b", BRANCH]);
+        std::fs::write(dir.join("README"), "start\n").unwrap();
+        sh(&dir, &["add", "README"]);
+        sh(&dir, &["commit", "--quiet", "-m", "chore: start"]);
+        sh(&dir, &["push", "--quiet", "origin", BRANCH]);
+        let settings = Settings::defaults(SurfaceKind::Git, "agent-a");
+        let surface = GitSurface::new(git.clone(), "origin", "", "agent-a");
+        let new = tasks::parse_task_input("feat(parser): read input\nfeat(parser): write output\n")
+            .unwrap();
+        tasks::init_tasks(&surface, &settings, 7, &new, false, Some(BRANCH)).unwrap();
+        (git, settings, surface)
+    }
+
+    fn stage(git: &Git, file: &str) {
+        std::fs::write(git.dir().join(file), "work\n").unwrap();
+        sh(git.dir(), &["add", file]);
+    }
+
+    fn done(
+        git: &Git,
+        settings: &Settings,
+        surface: &GitSurface,
+    ) -> Result<DoneOutcome, DoneError> {
+        let req = DoneRequest {
+            issue: 7,
+            branch: BRANCH,
+            task: None,
+            message: None,
+        };
+        let what = to_commit(git, &settings.remote, &req)?;
+        let claims = ClaimStore::new(&git.common_dir().unwrap());
+        task_done(surface, git, settings, &claims, &req, what)
+    }
+
+    fn checked_tasks(surface: &GitSurface, git: &Git, settings: &Settings) -> Vec<bool> {
+        tasks::reconcile(surface, git, settings, 7, None)
+            .unwrap()
+            .tasks
+            .iter()
+            .map(|t| t.done)
+            .collect()
+    }
+
+    #[test]
+    fn a_staged_task_is_committed_pushed_and_checked_off() {
+        let root = tempfile::tempdir().unwrap();
+        let (git, settings, surface) = setup(root.path());
+        stage(&git, "input.rs");
+        let DoneOutcome::Done(report) = done(&git, &settings, &surface).unwrap() else {
+            panic!("not done");
+        };
+        assert_eq!(report.task, 1);
+        assert!(report.committed_now);
+        assert_eq!(report.checked.checked, vec![1]);
+        // The commit carries the trailers and is the origin's head.
+        let origin = root.path().join("origin.git");
+        assert_eq!(sh(&origin, &["rev-parse", BRANCH]), report.sha);
+        let message = sh(&origin, &["log", "-1", "--format=%B", BRANCH]);
+        assert!(message.starts_with("feat(parser): read input"), "{message}");
+        assert!(
+            message.contains(": 7\n") && message.ends_with(": 1"),
+            "{message}"
+        );
+        assert_eq!(checked_tasks(&surface, &git, &settings), vec![true, false]);
+
+        // The next run takes the next task.
+        stage(&git, "output.rs");
+        let DoneOutcome::Done(report) = done(&git, &settings, &surface).unwrap() else {
+            panic!("not done");
+        };
+        assert_eq!(report.task, 2);
+        assert_eq!(checked_tasks(&surface, &git, &settings), vec![true, true]);
+        // Nothing left: an empty index is refused before anything else.
+        assert!(matches!(
+            done(&git, &settings, &surface),
+            Err(DoneError::NothingStaged)
+        ));
+    }
+
+    #[test]
+    fn someone_elses_push_is_a_collision_and_the_task_stays_open() {
+        let root = tempfile::tempdir().unwrap();
+        let (git, settings, surface) = setup(root.path());
+        // Another clone pushes to the branch first.
+        let other = clone(root.path(), "b");
+        sh(other.dir(), &["checkout", "--quiet", BRANCH]);
+        std::fs::write(other.dir().join("theirs.rs"), "theirs\n").unwrap();
+        sh(other.dir(), &["add", "theirs.rs"]);
+        sh(other.dir(), &["commit", "--quiet", "-m", "feat: theirs"]);
+        sh(other.dir(), &["push", "--quiet", "origin", BRANCH]);
+        let theirs = sh(other.dir(), &["rev-parse", "HEAD"]);
+
+        stage(&git, "input.rs");
+        let outcome = done(&git, &settings, &surface).unwrap();
+        let DoneOutcome::Collision { number, why, .. } = outcome else {
+            panic!("no collision: {outcome:?}");
+        };
+        assert_eq!(number, 1);
+        assert!(why.contains("does not descend from"), "{why}");
+        // Their commit stays; ours is committed here only; nothing is checked.
+        let origin = root.path().join("origin.git");
+        assert_eq!(sh(&origin, &["rev-parse", BRANCH]), theirs);
+        assert_eq!(checked_tasks(&surface, &git, &settings), vec![false, false]);
+        assert!(!git.has_staged_changes().unwrap());
+    }
+
+    #[test]
+    fn a_commit_left_unpushed_is_pushed_by_the_next_run() {
+        let root = tempfile::tempdir().unwrap();
+        let (git, settings, surface) = setup(root.path());
+        // An earlier run committed task 1 and stopped before its push.
+        stage(&git, "input.rs");
+        git.commit_task("feat(parser): read input", 7, 1).unwrap();
+        let left = git.commit_of("HEAD").unwrap();
+        let DoneOutcome::Done(report) = done(&git, &settings, &surface).unwrap() else {
+            panic!("not done");
+        };
+        assert_eq!((report.task, report.committed_now), (1, false));
+        assert_eq!(report.sha, left);
+        let origin = root.path().join("origin.git");
+        assert_eq!(sh(&origin, &["rev-parse", BRANCH]), left);
+        assert_eq!(checked_tasks(&surface, &git, &settings), vec![true, false]);
+    }
+}

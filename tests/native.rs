@@ -1,0 +1,768 @@
+//! git maverick as a native git subcommand (issue 14): `--version`, `help`,
+//! suggestions and colour, man pages opened by `git help maverick` and
+//! `--help`, completions through git's own bash completion, and
+//! `git maverick config` with its sources, unknown keys, GH_REPO and GH_HOST.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::support::{Run, Surface, TestEnv, BIN, GITHUB_REPO};
+
+// --- version -------------------------------------------------------------
+
+#[test]
+fn version_names_the_commit_and_its_date() {
+    let env = TestEnv::new();
+    let run = env.maverick_in(env.path(), &["--version"], &[]);
+    run.expect(0);
+    let line = run.stdout.trim();
+    let json = env
+        .maverick_in(env.path(), &["--version", "--json"], &[])
+        .json();
+    assert_eq!(json["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(json["name"], "git-maverick");
+    // Built from this clone: the commit and date are HEAD's.
+    let head = Command::new("git")
+        .args(["log", "-1", "--format=%H %cs"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("TZ", "UTC")
+        .output()
+        .expect("git runs");
+    if head.status.success() && Path::new(env!("CARGO_MANIFEST_DIR")).join(".git").exists() {
+        let head = String::from_utf8(head.stdout).unwrap();
+        let (commit, date) = head.trim().split_once(' ').unwrap();
+        assert_eq!(
+            line,
+            format!(
+                "git-maverick {} ({} {date})",
+                env!("CARGO_PKG_VERSION"),
+                &commit[..7]
+            )
+        );
+        assert_eq!(json["commit"], commit[..7]);
+        assert_eq!(json["date"], date);
+    } else {
+        // A crate tarball: the version, and the commit cargo recorded.
+        assert!(
+            line.starts_with(&format!("git-maverick {}", env!("CARGO_PKG_VERSION"))),
+            "{line}"
+        );
+    }
+    // Every subcommand answers the same.
+    let sub = env.maverick_in(env.path(), &["coord", "--version"], &[]);
+    sub.expect(0);
+    assert!(sub
+        .stdout
+        .contains(line.trim_start_matches("git-maverick ")));
+}
+
+// --- help, suggestions, colour -----------------------------------------------
+
+#[test]
+fn help_prints_what_dash_h_prints() {
+    let env = TestEnv::new();
+    for path in [
+        &[][..],
+        &["coord"][..],
+        &["coord", "claim"][..],
+        &["task", "done"][..],
+    ] {
+        let mut help_args = vec!["help"];
+        help_args.extend(path);
+        let mut h_args: Vec<&str> = path.to_vec();
+        h_args.push("-h");
+        let help = env.maverick_in(env.path(), &help_args, &[]);
+        help.expect(0);
+        let h = env.maverick_in(env.path(), &h_args, &[]);
+        h.expect(0);
+        assert_eq!(help.stdout, h.stdout, "git maverick help {path:?}");
+        assert!(help.stdout.contains("Usage: git maverick"));
+    }
+    let typo = env.maverick_in(env.path(), &["help", "coord", "claym"], &[]);
+    typo.expect(2);
+    assert!(
+        typo.stderr
+            .contains("error: no such command: git maverick coord claym"),
+        "{}",
+        typo.stderr
+    );
+    assert!(
+        typo.stderr
+            .contains("hint: did you mean `git maverick help coord claim`?"),
+        "{}",
+        typo.stderr
+    );
+}
+
+#[test]
+fn a_mistyped_subcommand_gets_a_suggestion() {
+    let env = TestEnv::new();
+    let run = env.maverick_in(env.path(), &["coord", "raed", "5"], &[]);
+    run.expect(2);
+    assert!(
+        run.stderr.contains("a similar subcommand exists: 'read'"),
+        "{}",
+        run.stderr
+    );
+    let run = env.maverick_in(env.path(), &["dispach"], &[]);
+    run.expect(2);
+    assert!(run.stderr.contains("'dispatch'"), "{}", run.stderr);
+}
+
+const ESC: &str = "\u{1b}[";
+
+#[test]
+fn colour_only_on_a_terminal_and_never_with_no_color() {
+    let env = TestEnv::new();
+    let typo = ["coord", "raed"];
+    // A pipe: plain, whatever NO_COLOR says.
+    let mut cmd = Command::new(BIN);
+    cmd.args(typo).current_dir(env.path());
+    env.apply_env(&mut cmd);
+    cmd.env_remove("NO_COLOR");
+    let piped = Run::from_output(&typo, cmd.output().unwrap());
+    piped.expect(2);
+    assert!(!piped.stderr.contains(ESC), "{:?}", piped.stderr);
+
+    // A terminal (script(1) gives the binary a pty): colour, unless NO_COLOR.
+    let on_terminal = |no_color: bool| {
+        let mut cmd = Command::new("script");
+        cmd.args(["--quiet", "--return", "--command"])
+            .arg(format!("{BIN} coord raed"))
+            .arg("/dev/null")
+            .current_dir(env.path());
+        env.apply_env(&mut cmd);
+        cmd.env("TERM", "xterm-256color");
+        if !no_color {
+            cmd.env_remove("NO_COLOR");
+        }
+        let out = cmd.output().expect("script(1) runs (util-linux)");
+        assert_eq!(out.status.code(), Some(2), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let coloured = on_terminal(false);
+    assert!(coloured.contains(ESC), "{coloured:?}");
+    assert!(coloured.contains("read"), "{coloured:?}");
+    let plain = on_terminal(true);
+    assert!(!plain.contains(ESC), "{plain:?}");
+    assert!(
+        plain.contains("a similar subcommand exists: 'read'"),
+        "{plain:?}"
+    );
+}
+
+// --- man pages -----------------------------------------------------------------
+
+/// A prefix with the binary in `bin/` (a copy: the default man directory is
+/// found from where the binary really is).
+fn install_prefix(env: &TestEnv) -> PathBuf {
+    let prefix = env.path().join("prefix");
+    std::fs::create_dir_all(prefix.join("bin")).unwrap();
+    std::fs::copy(BIN, prefix.join("bin").join("git-maverick")).unwrap();
+    prefix
+}
+
+/// `PATH` with `bin` first, and the system's directories after it.
+fn path_with(bin: &Path) -> std::ffi::OsString {
+    let mut dirs = vec![bin.to_owned()];
+    dirs.extend(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    ));
+    std::env::join_paths(dirs).unwrap()
+}
+
+/// git (or `program`) as a user of the prefix runs it: its bin on PATH, no
+/// MANPATH (man-db finds `bin/../share/man` from PATH), MANPAGER=cat.
+fn as_prefix_user(env: &TestEnv, prefix: &Path, program: &str, dir: &Path, args: &[&str]) -> Run {
+    let mut cmd = Command::new(program);
+    cmd.args(args).current_dir(dir);
+    env.apply_env(&mut cmd);
+    cmd.env("PATH", path_with(&prefix.join("bin")))
+        .env_remove("MANPATH")
+        .env("MANPAGER", "cat")
+        .env("MANWIDTH", "100");
+    Run::from_output(args, cmd.output().expect("runs"))
+}
+
+#[test]
+fn git_help_maverick_and_dash_dash_help_open_the_installed_man_pages() {
+    let env = TestEnv::new();
+    let repo = env.clone("alice");
+    let prefix = install_prefix(&env);
+    let user =
+        |program: &str, args: &[&str]| as_prefix_user(&env, &prefix, program, &repo.dir, args);
+
+    // Before: no page, so `--help` prints the help text.
+    let before = user("git", &["maverick", "coord", "--help"]);
+    before.expect(0);
+    assert!(
+        before.stdout.contains("Usage: git maverick coord"),
+        "{}",
+        before.stdout
+    );
+    assert_ne!(user("git", &["help", "maverick"]).code, 0);
+
+    let install = user("git", &["maverick", "install-man-pages"]);
+    install.expect(0);
+    let man1 = prefix.join("share/man/man1");
+    assert!(
+        install.stdout.contains(&format!("in {}", man1.display())),
+        "{}",
+        install.stdout
+    );
+    assert!(!install.stderr.contains("MANPATH"), "{}", install.stderr);
+    for page in [
+        "git-maverick.1",
+        "git-maverick-coord.1",
+        "git-maverick-coord-claim.1",
+        "git-maverick-config.1",
+    ] {
+        assert!(man1.join(page).is_file(), "{page}");
+    }
+    assert!(
+        !man1.join("git-maverick-hook-pre-push.1").exists(),
+        "hidden commands get no page"
+    );
+
+    // `git help maverick` and `git maverick --help` (git turns it into
+    // `git help maverick`): the main page, with exit codes, environment and keys.
+    for args in [&["help", "maverick"][..], &["maverick", "--help"][..]] {
+        let mut page = user("git", args);
+        page.expect(0);
+        // man justifies its lines: compare words.
+        page.stdout = page.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+        for want in [
+            "git-maverick - Claims, leases and one writer per branch",
+            "EXIT STATUS",
+            "held stale",
+            "ENVIRONMENT",
+            "GH_TOKEN",
+            "GITHUB_API_URL",
+            "MAVERICK_INSTANCE",
+            "CONFIGURATION",
+            "maverick.leaseTtl",
+            "git-maverick-coord(1)",
+        ] {
+            assert!(
+                page.stdout.contains(want),
+                "git {args:?} lacks {want:?}:\n{}",
+                page.stdout
+            );
+        }
+        assert!(
+            !page.stdout.contains("Usage: git maverick"),
+            "{}",
+            page.stdout
+        );
+    }
+
+    // A subcommand's --help opens its own page, as `git commit --help` does.
+    let mut coord = user("git", &["maverick", "coord", "--help"]);
+    coord.expect(0);
+    coord.stdout = coord
+        .stdout
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        coord
+            .stdout
+            .contains("git-maverick-coord - Claim, heartbeat, release and take over issues"),
+        "{}",
+        coord.stdout
+    );
+    assert!(coord.stdout.contains("EXIT STATUS"), "{}", coord.stdout);
+    let claim = user("git", &["maverick", "coord", "claim", "--help"]);
+    claim.expect(0);
+    assert!(
+        claim.stdout.contains("git-maverick-coord-claim"),
+        "{}",
+        claim.stdout
+    );
+    // -h stays the short help text.
+    let short = user("git", &["maverick", "coord", "-h"]);
+    short.expect(0);
+    assert!(
+        short.stdout.starts_with("Claim, heartbeat"),
+        "{}",
+        short.stdout
+    );
+}
+
+#[test]
+fn install_man_pages_into_a_named_directory() {
+    let env = TestEnv::new();
+    let dir = env.path().join("pages");
+    let run = env.maverick_in(
+        env.path(),
+        &["install-man-pages", dir.to_str().unwrap(), "--json"],
+        &[],
+    );
+    run.expect(0);
+    let json = run.json();
+    let pages: Vec<String> = json["pages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap().to_owned())
+        .collect();
+    assert!(pages.contains(&dir.join("git-maverick-dispatch.1").display().to_string()));
+    let text = std::fs::read_to_string(dir.join("git-maverick-coord.1")).unwrap();
+    assert!(text.contains("\n.TH git-maverick-coord 1 "), "{text}");
+    // man does not look there: the user is told how to make it.
+    assert!(run.stderr.contains("MANPATH"), "{}", run.stderr);
+
+    let blocked = env.path().join("file");
+    std::fs::write(&blocked, "").unwrap();
+    let run = env.maverick_in(
+        env.path(),
+        &["install-man-pages", blocked.join("man1").to_str().unwrap()],
+        &[],
+    );
+    run.expect(1);
+    assert!(run.stderr.contains("error: cannot write"), "{}", run.stderr);
+    assert!(run.stderr.contains("hint: "), "{}", run.stderr);
+}
+
+// --- completions ----------------------------------------------------------------
+
+/// git's own bash completion script, as the system ships it.
+fn git_completion_script() -> PathBuf {
+    let exec_path = Command::new("git").arg("--exec-path").output().unwrap();
+    let exec_path = PathBuf::from(String::from_utf8(exec_path.stdout).unwrap().trim());
+    let mut candidates = vec![
+        PathBuf::from("/usr/share/bash-completion/completions/git"),
+        PathBuf::from("/usr/share/git-core/contrib/completion/git-completion.bash"),
+        PathBuf::from("/etc/bash_completion.d/git"),
+    ];
+    if let Some(prefix) = exec_path.parent().and_then(Path::parent) {
+        candidates.push(prefix.join("share/bash-completion/completions/git"));
+        candidates.push(prefix.join("share/git-core/contrib/completion/git-completion.bash"));
+    }
+    candidates
+        .into_iter()
+        .find(|p| p.is_file())
+        .expect("git's bash completion is installed (.ci/run installs it)")
+}
+
+/// What a real bash, with git's completion and maverick's loaded, offers for
+/// `line` (the last word being completed), through `complete -F`'s function.
+fn complete(env: &TestEnv, dir: &Path, function: &str, words: &[&str]) -> Vec<String> {
+    let script = format!(
+        r#"
+source "$GIT_COMPLETION"
+source <(git-maverick completions bash)
+COMP_WORDS=({words})
+COMP_CWORD=$(( ${{#COMP_WORDS[@]}} - 1 ))
+COMP_LINE="${{COMP_WORDS[*]}}"
+COMP_POINT=${{#COMP_LINE}}
+COMPREPLY=()
+{function} "${{COMP_WORDS[0]}}" "${{COMP_WORDS[COMP_CWORD]}}" "${{COMP_WORDS[COMP_CWORD-1]}}"
+printf '%s\n' "${{COMPREPLY[@]}}"
+"#,
+        words = words
+            .iter()
+            .map(|w| format!("'{w}'"))
+            .collect::<Vec<_>>()
+            .join(" "),
+    );
+    let mut cmd = Command::new("bash");
+    cmd.args(["--norc", "--noprofile", "-c", &script])
+        .current_dir(dir);
+    env.apply_env(&mut cmd);
+    cmd.env("GIT_COMPLETION", git_completion_script());
+    let out = cmd.output().expect("bash runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| l.trim_end().to_owned())
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+#[test]
+fn bash_completes_git_maverick_through_gits_own_completion() {
+    let env = TestEnv::new();
+    let repo = env.clone("alice");
+    let git = |words: &[&str]| complete(&env, &repo.dir, "__git_wrap__git_main", words);
+
+    // git lists maverick among its commands (git-maverick is on PATH).
+    assert!(
+        git(&["git", "maver"]).contains(&"maverick".to_owned()),
+        "{:?}",
+        git(&["git", "maver"])
+    );
+    let subcommands = git(&["git", "maverick", "co"]);
+    for want in ["coord", "config", "completions"] {
+        assert!(subcommands.contains(&want.to_owned()), "{subcommands:?}");
+    }
+    assert!(
+        !subcommands.contains(&"dispatch".to_owned()),
+        "{subcommands:?}"
+    );
+    assert_eq!(git(&["git", "maverick", "coord", "cl"]), ["claim"]);
+    assert!(git(&["git", "maverick", "coord", "claim", "--lease-t"])
+        .contains(&"--lease-ttl".to_owned()));
+    assert!(git(&["git", "maverick", "--js"]).contains(&"--json".to_owned()));
+    assert_eq!(git(&["git", "maverick", "completions", "f"]), ["fish"]);
+    // After git's own options, too.
+    let dir = repo.dir.to_str().unwrap();
+    assert_eq!(
+        git(&["git", "-C", dir, "maverick", "coord", "rel"]),
+        ["release", "release-all"]
+    );
+
+    // And `git-maverick` typed as one word.
+    assert_eq!(
+        complete(&env, &repo.dir, "_git__maverick", &["git-maverick", "hyd"]),
+        ["hydrate"]
+    );
+}
+
+#[test]
+fn completions_for_zsh_and_fish_name_the_commands() {
+    let env = TestEnv::new();
+    let zsh = env.maverick_in(env.path(), &["completions", "zsh"], &[]);
+    zsh.expect(0);
+    assert!(
+        zsh.stdout.starts_with("#compdef git-maverick"),
+        "{}",
+        &zsh.stdout[..80]
+    );
+    assert!(zsh.stdout.contains("'coord:Claim, heartbeat"), "zsh script");
+    let fish = env.maverick_in(env.path(), &["completions", "fish"], &[]);
+    fish.expect(0);
+    assert!(
+        fish.stdout.contains("complete -c git-maverick"),
+        "fish script"
+    );
+    assert!(fish.stdout.contains("-a \"coord\""), "fish script");
+    let bad = env.maverick_in(env.path(), &["completions", "tcsh"], &[]);
+    bad.expect(2);
+    assert!(
+        bad.stderr.contains("[possible values: bash, zsh, fish]"),
+        "{}",
+        bad.stderr
+    );
+}
+
+// --- git maverick config -----------------------------------------------------------
+
+fn setting<'a>(json: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    json["settings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == name)
+        .unwrap_or_else(|| panic!("no setting {name} in {json}"))
+}
+
+#[test]
+fn config_lists_every_setting_with_its_source() {
+    let env = TestEnv::new();
+    let repo = env.clone("alice");
+    // The surface as a user's clone has it: chosen from the remote.
+    repo.git(&["config", "--unset", "maverick.surface"]);
+    std::fs::write(
+        env.path().join("home/.gitconfig-none"),
+        "[maverick]\n\tdispatchSlots = 5\n",
+    )
+    .unwrap();
+    repo.git(&["config", "maverick.heartbeatInterval", "90s"]);
+    let run = repo.maverick(&["config", "--lease-ttl", "5m", "--json"]);
+    run.expect(0);
+    let json = run.json();
+    let check = |name: &str, value: &str, source: &str, from: &str| {
+        let s = setting(&json, name);
+        assert_eq!(s["value"], value, "{name}: {s}");
+        assert_eq!(s["source"], source, "{name}: {s}");
+        assert!(s["from"].as_str().unwrap().contains(from), "{name}: {s}");
+    };
+    check("surface", "git", "derived", "is not on GitHub");
+    check("remote", "origin", "default", "default");
+    check(
+        "remoteUrl",
+        env.origin.to_str().unwrap(),
+        "derived",
+        "remote.origin.url",
+    );
+    check("instance", "alice", "env", "MAVERICK_INSTANCE");
+    check("leaseTtl", "5m", "flag", "--lease-ttl");
+    check(
+        "heartbeatInterval",
+        "90s",
+        "config",
+        "maverick.heartbeatinterval in local config (.git/config)",
+    );
+    check("dispatchSlots", "5", "config", "in global config");
+    check("settleDelay", "0s", "default", "default");
+    check(
+        "githubApiUrl",
+        "https://api.github.com",
+        "default",
+        "default",
+    );
+    check("token", "(not used)", "default", "default");
+    check(
+        "prePushHook",
+        "not installed",
+        "derived",
+        "git maverick hook install",
+    );
+    check("frontierLabel", "agent-ready", "default", "default");
+    // Every documented key is listed.
+    for key in maverick::config::KNOWN_KEYS {
+        setting(&json, key.name);
+    }
+
+    repo.maverick(&["hook", "install"]).expect(0);
+    let plain = repo.maverick(&["config"]);
+    plain.expect(0);
+    let line = |name: &str| {
+        plain
+            .stdout
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_else(|| panic!("no {name} line:\n{}", plain.stdout))
+            .to_owned()
+    };
+    assert!(
+        line("prePushHook").contains("installed"),
+        "{}",
+        plain.stdout
+    );
+    assert!(
+        line("prePushHook").contains(".git/hooks/pre-push"),
+        "{}",
+        plain.stdout
+    );
+    assert!(
+        line("heartbeatInterval").contains("90s"),
+        "{}",
+        plain.stdout
+    );
+    assert!(line("leaseTtl").contains("10m  "), "{}", plain.stdout);
+}
+
+#[test]
+fn config_on_github_says_where_the_token_came_from_never_the_token() {
+    let env = TestEnv::with_surface(Surface::Github);
+    let repo = env.clone("alice");
+    let run = repo.maverick(&["config", "--json"]);
+    run.expect(0);
+    let json = run.json();
+    assert_eq!(setting(&json, "surface")["value"], "github");
+    assert_eq!(setting(&json, "surface")["source"], "config");
+    assert_eq!(setting(&json, "repo")["value"], GITHUB_REPO);
+    assert_eq!(setting(&json, "githubApiUrl")["value"], env.github().url());
+    assert_eq!(
+        setting(&json, "githubApiUrl")["from"],
+        "environment GITHUB_API_URL"
+    );
+    assert_eq!(setting(&json, "token")["from"], "from GH_TOKEN");
+    assert_eq!(setting(&json, "settleDelay")["value"], "200ms");
+    let plain = repo.maverick(&["config"]);
+    plain.expect(0);
+    for out in [&run.stdout, &run.stderr, &plain.stdout, &plain.stderr] {
+        assert!(
+            !out.contains(env.github().token()),
+            "the token leaked: {out}"
+        );
+    }
+}
+
+#[test]
+fn an_unknown_key_is_a_warning_on_every_command_and_an_error_in_check() {
+    let env = TestEnv::new();
+    let repo = env.clone("alice");
+    repo.maverick(&["config", "--check"]).expect(0);
+    repo.git(&["config", "maverick.leaseTime", "2m"]);
+    let warning = "warning: unknown config key maverick.leasetime in local config (.git/config); \
+                   did you mean maverick.leaseTtl?";
+
+    let claim = repo.maverick(&["coord", "claim", "5"]);
+    claim.expect(0);
+    assert_eq!(
+        claim
+            .stderr
+            .lines()
+            .filter(|l| l.starts_with("warning: unknown config key"))
+            .collect::<Vec<_>>(),
+        [warning],
+        "{}",
+        claim.stderr
+    );
+    // The typo set nothing: the lease has the default TTL.
+    let read = repo.maverick(&["coord", "read", "5", "--json"]);
+    read.expect(0);
+    assert!(read.stderr.contains(warning), "{}", read.stderr);
+    let warnings = read.json()["warnings"].clone();
+    assert!(
+        warnings
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("maverick.leasetime")),
+        "{warnings}"
+    );
+    let config = repo.maverick(&["config", "--json"]);
+    config.expect(0);
+    let json = config.json();
+    assert_eq!(setting(&json, "leaseTtl")["value"], "10m");
+    assert_eq!(json["unknown_keys"][0]["key"], "maverick.leasetime");
+    assert_eq!(json["unknown_keys"][0]["suggestion"], "maverick.leaseTtl");
+
+    let check = repo.maverick(&["config", "--check"]);
+    check.expect(1);
+    assert!(
+        check
+            .stderr
+            .contains("error: unknown config key: maverick.leasetime"),
+        "{}",
+        check.stderr
+    );
+    assert!(
+        check.stderr.contains(
+            "hint: maverick.leasetime in local config (.git/config): did you mean maverick.leaseTtl? \
+             remove it with `git config --local --unset maverick.leasetime`"
+        ),
+        "{}",
+        check.stderr
+    );
+    // A key nothing resembles gets no guess.
+    repo.git(&["config", "maverick.zzz", "1"]);
+    let check = repo.maverick(&["config", "--check"]);
+    check.expect(1);
+    assert!(
+        check.stderr.contains("maverick.leasetime, maverick.zzz"),
+        "{}",
+        check.stderr
+    );
+    assert!(
+        check
+            .stderr
+            .contains("maverick.zzz in local config (.git/config): remove it"),
+        "{}",
+        check.stderr
+    );
+}
+
+#[test]
+fn gh_repo_names_the_repository_as_in_gh() {
+    let env = TestEnv::with_surface(Surface::Github);
+    let repo = env.clone("alice");
+    // Nothing in the clone says GitHub: GH_REPO alone does.
+    repo.git(&["config", "--unset", "maverick.surface"]);
+    repo.git(&["config", "--unset", "maverick.repo"]);
+    let without = repo.maverick(&["config", "--json"]);
+    without.expect(0);
+    assert_eq!(setting(&without.json(), "surface")["value"], "git");
+
+    let mut claim = repo.maverick_command(&["coord", "claim", "7"]);
+    claim
+        .env("MAVERICK_INSTANCE", "alice")
+        .env("GH_REPO", GITHUB_REPO);
+    let claim = Run::from_output(&["coord", "claim", "7"], claim.output().unwrap());
+    claim.expect(0);
+    assert!(
+        env.labels(7).contains(&"claude-in-progress".to_owned()),
+        "{:?}",
+        env.labels(7)
+    );
+
+    let mut config = repo.maverick_command(&["config", "--json"]);
+    config
+        .env("MAVERICK_INSTANCE", "alice")
+        .env("GH_REPO", GITHUB_REPO);
+    let config = Run::from_output(&["config", "--json"], config.output().unwrap());
+    config.expect(0);
+    let json = config.json();
+    assert_eq!(setting(&json, "surface")["value"], "github");
+    assert_eq!(
+        setting(&json, "surface")["from"],
+        "GH_REPO names a GitHub repository"
+    );
+    assert_eq!(setting(&json, "repo")["from"], "environment GH_REPO");
+    // -R beats it.
+    let mut flag = repo.maverick_command(&["config", "--json", "-R", "acme/other"]);
+    flag.env("GH_REPO", GITHUB_REPO);
+    let flag = Run::from_output(&["config"], flag.output().unwrap());
+    flag.expect(0);
+    assert_eq!(setting(&flag.json(), "repo")["value"], "acme/other");
+
+    let mut bad = repo.maverick_command(&["coord", "read", "7"]);
+    bad.env("GH_REPO", "not a repo");
+    let bad = Run::from_output(&["coord", "read", "7"], bad.output().unwrap());
+    bad.expect(1);
+    assert!(
+        bad.stderr.contains("error: GH_REPO wants OWNER/NAME"),
+        "{}",
+        bad.stderr
+    );
+    assert!(bad.stderr.contains("hint: "), "{}", bad.stderr);
+}
+
+#[test]
+fn gh_host_makes_an_enterprise_remote_a_github_one() {
+    let env = TestEnv::new();
+    let repo = env.clone("alice");
+    repo.git(&["config", "--unset", "maverick.surface"]);
+    repo.git(&[
+        "remote",
+        "set-url",
+        "origin",
+        "git@ghe.example.com:acme/widgets.git",
+    ]);
+    let config = |vars: &[(&str, &str)]| {
+        let mut cmd = repo.maverick_command(&["config", "--json"]);
+        cmd.env("MAVERICK_INSTANCE", "alice");
+        for (k, v) in vars {
+            cmd.env(k, v);
+        }
+        let run = Run::from_output(&["config", "--json"], cmd.output().unwrap());
+        run.expect(0);
+        run.json()
+    };
+    let plain = config(&[]);
+    assert_eq!(setting(&plain, "surface")["value"], "git");
+
+    let json = config(&[("GH_HOST", "ghe.example.com")]);
+    assert_eq!(setting(&json, "surface")["value"], "github");
+    assert_eq!(
+        setting(&json, "surface")["from"],
+        "the remote \"origin\" is on ghe.example.com"
+    );
+    assert_eq!(setting(&json, "repo")["value"], "acme/widgets");
+    assert_eq!(
+        setting(&json, "githubApiUrl")["value"],
+        "https://ghe.example.com/api/v3"
+    );
+    assert_eq!(
+        setting(&json, "githubApiUrl")["from"],
+        "environment GH_HOST"
+    );
+
+    // GH_REPO's host beats GH_HOST; GITHUB_API_URL beats both.
+    let json = config(&[
+        ("GH_HOST", "ghe.example.com"),
+        ("GH_REPO", "github.com/acme/tools"),
+    ]);
+    assert_eq!(setting(&json, "repo")["value"], "acme/tools");
+    assert_eq!(
+        setting(&json, "githubApiUrl")["value"],
+        "https://api.github.com"
+    );
+    let json = config(&[
+        ("GH_HOST", "ghe.example.com"),
+        ("GITHUB_API_URL", "http://127.0.0.1:9/"),
+    ]);
+    assert_eq!(
+        setting(&json, "githubApiUrl")["value"],
+        "http://127.0.0.1:9/"
+    );
+}

@@ -1,0 +1,424 @@
+//! One writer per branch in the setups users have (issue 11): the writer's
+//! own plain pushes, every spelling of the remote, branch names as typed,
+//! damaged records, rewinds, and paths that lead out of the repository.
+//! Each case on its own bare origin, with the real binary and real pushes.
+
+use std::process::Output;
+
+use crate::support::{allowed, refused_as_collision as refused, Repo, TestEnv};
+
+const ISSUE: &str = "12";
+const BRANCH: &str = "maverick/12-t";
+
+fn push(repo: &Repo, args: &[&str]) -> Output {
+    crate::support::push(repo, &[&["--quiet"], args].concat())
+}
+
+/// A clone that claimed the issue for BRANCH and has it checked out, with
+/// one task in the tasks comment; no hook.
+fn writer<'a>(env: &'a TestEnv, name: &str) -> Repo<'a> {
+    let repo = env.clone(name);
+    repo.maverick(&["coord", "claim", ISSUE, "--branch", BRANCH])
+        .expect(0);
+    repo.git(&["switch", "--quiet", "-c", BRANCH]);
+    let tasks = env.path().join(format!("{name}-tasks.md"));
+    std::fs::write(&tasks, "Write the parser\nTest the parser\n").unwrap();
+    repo.maverick(&["task", "init", ISSUE, tasks.to_str().unwrap()])
+        .expect(0);
+    repo
+}
+
+fn stage(repo: &Repo, path: &str, content: &str) {
+    repo.write_file(path, content);
+    repo.git(&["add", path]);
+}
+
+// Item 1: a push this clone made is seen, with or without the hook.
+
+#[test]
+fn claim_plain_push_without_hook_then_task_done() {
+    let env = TestEnv::new();
+    let a = writer(&env, "a");
+    let early = a.commit_file("draft.md", "draft\n", "docs: draft");
+    // To open a draft PR early, before any hook is installed.
+    allowed(&push(&a, &["-u", "origin", BRANCH]));
+    stage(&a, "parser.rs", "fn parse() {}\n");
+    let run = a.maverick(&["task", "done", "-m", "feat: parser"]);
+    run.expect(0);
+    let head = a.git(&["rev-parse", "HEAD"]);
+    assert_eq!(env.origin_head(BRANCH).as_deref(), Some(head.as_str()));
+    assert_ne!(head, early);
+    // And resume agrees: nothing is ahead, nothing is refused.
+    a.maverick(&["resume", BRANCH]).expect(0);
+}
+
+#[test]
+fn claim_push_hook_install_push() {
+    let env = TestEnv::new();
+    let a = writer(&env, "a");
+    a.commit_file("one.rs", "1\n", "feat: one");
+    allowed(&push(&a, &["-u", "origin", BRANCH]));
+    a.maverick(&["hook", "install"]).expect(0);
+    let two = a.commit_file("two.rs", "2\n", "feat: two");
+    allowed(&push(&a, &["origin", BRANCH]));
+    assert_eq!(env.origin_head(BRANCH), Some(two));
+    // The hook's own push is seen by task done too.
+    stage(&a, "three.rs", "3\n");
+    a.maverick(&["task", "done", "-m", "feat: three"]).expect(0);
+}
+
+#[test]
+fn a_push_by_someone_else_is_still_a_collision_for_task_done() {
+    let env = TestEnv::new();
+    let a = writer(&env, "a");
+    a.commit_file("one.rs", "1\n", "feat: one");
+    allowed(&push(&a, &["-u", "origin", BRANCH]));
+    let b = env.clone("b");
+    b.git(&["switch", "--quiet", BRANCH]);
+    b.commit_file("theirs.rs", "b\n", "feat: theirs");
+    allowed(&push(&b, &["origin", BRANCH]));
+    a.git(&["fetch", "--quiet", "origin"]);
+    a.git(&["rebase", "--quiet", &format!("origin/{BRANCH}")]);
+    stage(&a, "two.rs", "2\n");
+    let run = a.maverick(&["task", "done", "-m", "feat: two"]);
+    run.expect(8);
+    assert!(run.stderr.contains("someone else pushed"), "{}", run.stderr);
+}
+
+// Item 7: after a plain push, its head is last seen; a rewind is a moved head.
+
+#[test]
+fn a_rewind_after_a_plain_push_is_a_moved_head() {
+    let env = TestEnv::new();
+    let a = writer(&env, "a");
+    a.maverick(&["hook", "install"]).expect(0);
+    let l0 = a.commit_file("one.rs", "1\n", "feat: one");
+    allowed(&push(&a, &["-u", "origin", BRANCH]));
+    a.commit_file("two.rs", "2\n", "feat: two");
+    allowed(&push(&a, &["origin", BRANCH]));
+    // Someone else puts the branch back where it was.
+    let b = env.clone("b");
+    b.git(&[
+        "push",
+        "--quiet",
+        "--force",
+        "origin",
+        &format!("{l0}:refs/heads/{BRANCH}"),
+    ]);
+    assert_eq!(env.origin_head(BRANCH).as_deref(), Some(l0.as_str()));
+    a.commit_file("three.rs", "3\n", "feat: three");
+    let stderr = refused(&push(&a, &["origin", BRANCH]));
+    assert!(stderr.contains("someone else pushed to it"), "{stderr}");
+    assert_eq!(env.origin_head(BRANCH), Some(l0.clone()));
+    // task done refuses the same case, exit 8.
+    stage(&a, "four.rs", "4\n");
+    a.maverick(&["task", "done", "-m", "feat: four"]).expect(8);
+    assert_eq!(env.origin_head(BRANCH), Some(l0));
+}
+
+#[test]
+fn a_rewind_after_a_push_without_the_hook_is_a_moved_head() {
+    let env = TestEnv::new();
+    let a = writer(&env, "a");
+    let l0 = a.commit_file("one.rs", "1\n", "feat: one");
+    allowed(&push(&a, &["-u", "origin", BRANCH]));
+    a.commit_file("two.rs", "2\n", "feat: two");
+    allowed(&push(&a, &["origin", BRANCH]));
+    let b = env.clone("b");
+    b.git(&[
+        "push",
+        "--quiet",
+        "--force",
+        "origin",
+        &format!("{l0}:refs/heads/{BRANCH}"),
+    ]);
+    a.maverick(&["hook", "install"]).expect(0);
+    a.commit_file("three.rs", "3\n", "feat: three");
+    refused(&push(&a, &["origin", BRANCH]));
+    assert_eq!(env.origin_head(BRANCH), Some(l0));
+}
+
+// Item 4: the destination however spelled.
+
+/// A holder with the hook whose branch is on origin, and a commit that
+/// rewrites it, ready to be force-pushed.
+fn rewriter<'a>(env: &'a TestEnv) -> (Repo<'a>, String) {
+    let a = writer(env, "a");
+    a.maverick(&["hook", "install"]).expect(0);
+    a.commit_file("one.rs", "1\n", "feat: one");
+    let pushed = a.commit_file("two.rs", "2\n", "feat: two");
+    allowed(&push(&a, &["-u", "origin", BRANCH]));
+    a.git(&["reset", "--quiet", "--hard", "HEAD~1"]);
+    (a, pushed)
+}
+
+#[track_caller]
+fn force_to(env: &TestEnv, a: &Repo, destination: &str, pushed: &str) {
+    let out = push(a, &["--force", destination, BRANCH]);
+    let stderr = refused(&out);
+    assert!(stderr.contains("not a fast-forward"), "{stderr}");
+    assert_eq!(env.origin_head(BRANCH).as_deref(), Some(pushed));
+}
+
+#[test]
+fn a_force_push_to_the_file_url_is_checked() {
+    let env = TestEnv::new();
+    let (a, pushed) = rewriter(&env);
+    force_to(
+        &env,
+        &a,
+        &format!("file://{}", env.origin.display()),
+        &pushed,
+    );
+}
+
+#[test]
+fn a_force_push_to_the_path_with_a_trailing_slash_is_checked() {
+    let env = TestEnv::new();
+    let (a, pushed) = rewriter(&env);
+    force_to(&env, &a, &format!("{}/", env.origin.display()), &pushed);
+}
+
+#[test]
+fn a_force_push_to_a_relative_path_is_checked() {
+    let env = TestEnv::new();
+    let (a, pushed) = rewriter(&env);
+    force_to(&env, &a, "../origin.git", &pushed);
+    force_to(&env, &a, "../origin", &pushed);
+}
+
+#[test]
+fn a_force_push_through_another_remote_name_is_checked() {
+    let env = TestEnv::new();
+    let (a, pushed) = rewriter(&env);
+    a.git(&[
+        "remote",
+        "add",
+        "upstream",
+        &format!("file://{}/", env.origin.display()),
+    ]);
+    force_to(&env, &a, "upstream", &pushed);
+}
+
+#[test]
+fn an_ssh_push_to_an_https_origin_is_checked() {
+    // The real pushes above reach a local origin; ssh and https are told
+    // apart only by what git hands the hook, so this feeds it those.
+    let env = TestEnv::new();
+    let (a, pushed) = rewriter(&env);
+    let base = a.git(&["rev-parse", "HEAD"]);
+    // The origin moved to GitHub since the claim; a second remote names it by ssh.
+    a.git(&[
+        "remote",
+        "set-url",
+        "origin",
+        "https://github.com/acme/widgets.git",
+    ]);
+    let line = format!("refs/heads/{BRANCH} {base} refs/heads/{BRANCH} {pushed}\n");
+    let hook = |remote: &str, url: &str| {
+        let mut cmd = a.maverick_command(&["hook", "pre-push", remote, url]);
+        cmd.env("MAVERICK_INSTANCE", &a.instance)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        use std::io::Write as _;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(line.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    };
+    for (remote, url) in [
+        ("gh", "git@github.com:acme/widgets.git"),
+        ("gh", "ssh://git@github.com/acme/widgets"),
+        ("origin", "https://github.com/acme/widgets/"),
+    ] {
+        let out = hook(remote, url);
+        assert_eq!(out.status.code(), Some(8), "{url}: {out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("not a fast-forward"), "{url}: {stderr}");
+    }
+    // Another repository on the same host is not maverick's business.
+    assert_eq!(
+        hook("fork", "git@github.com:someone/widgets.git")
+            .status
+            .code(),
+        Some(0)
+    );
+}
+
+#[test]
+fn a_push_to_another_repository_stays_unchecked() {
+    let env = TestEnv::new();
+    let (a, _) = rewriter(&env);
+    env.git_in(env.path(), &["init", "--quiet", "--bare", "mirror.git"]);
+    allowed(&push(&a, &["--force", "../mirror.git", BRANCH]));
+}
+
+// Item 5: branch names normalised and validated where they enter.
+
+#[test]
+fn a_claim_of_refs_heads_guards_the_branch() {
+    let env = TestEnv::new();
+    let a = env.clone("a");
+    let run = a.maverick(&[
+        "--json",
+        "coord",
+        "claim",
+        "8",
+        "--branch",
+        "refs/heads/maverick/8-y",
+    ]);
+    run.expect(0);
+    a.maverick(&["hook", "install"]).expect(0);
+    a.git(&["switch", "--quiet", "-c", "maverick/8-y"]);
+    a.commit_file("one.rs", "1\n", "feat: one");
+    let pushed = a.commit_file("two.rs", "2\n", "feat: two");
+    allowed(&push(&a, &["-u", "origin", "maverick/8-y"]));
+    a.git(&["reset", "--quiet", "--hard", "HEAD~1"]);
+    let out = push(&a, &["--force", "origin", "maverick/8-y"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("not a fast-forward"), "{stderr}");
+    assert_eq!(env.origin_head("maverick/8-y"), Some(pushed));
+    let record = std::fs::read_to_string(claim_dir(&a).join("a/8.json")).unwrap();
+    assert!(record.contains("\"branch\": \"maverick/8-y\""), "{record}");
+}
+
+#[test]
+fn bad_branch_names_are_refused_where_they_enter() {
+    let env = TestEnv::new();
+    let a = env.clone("a");
+    for bad in [
+        "maverick/8-y.lock",
+        "HEAD",
+        "a b",
+        "a..b",
+        "x@{-1}",
+        "refs/heads/",
+    ] {
+        for args in [
+            vec!["coord", "claim", "8", "--branch", bad],
+            vec!["run", "8", "--branch", bad, "--", "true"],
+            vec!["resume", bad, "--issue", "8"],
+        ] {
+            let run = a.maverick(&args);
+            run.expect(2);
+            assert!(
+                run.stderr.contains("is not a valid branch name"),
+                "{args:?}: {}",
+                run.stderr
+            );
+            assert!(run.stderr.contains("hint:"), "{}", run.stderr);
+        }
+    }
+    // Nothing was claimed.
+    assert_eq!(env.write_count(), 0);
+}
+
+// Item 6: a damaged record stops only the branch it names.
+
+fn claim_dir(repo: &Repo) -> std::path::PathBuf {
+    let common = repo.git(&["rev-parse", "--path-format=absolute", "--git-common-dir"]);
+    std::path::Path::new(&common).join("maverick/claims")
+}
+
+#[test]
+fn a_damaged_record_of_another_issue_stops_nothing_else() {
+    let env = TestEnv::new();
+    let (a, _) = rewriter(&env);
+    let damaged = claim_dir(&a).join("someone").join("99.json");
+    std::fs::create_dir_all(damaged.parent().unwrap()).unwrap();
+    std::fs::write(
+        &damaged,
+        "{\"issue\": 99, \"branch\": \"maverick/99-other\", \"gen",
+    )
+    .unwrap();
+    // main is not managed: pushed untouched.
+    a.git(&["switch", "--quiet", "main"]);
+    a.commit_file("readme.md", "x\n", "docs: readme");
+    allowed(&push(&a, &["origin", "main"]));
+    // The claimed branch is still checked.
+    a.git(&["switch", "--quiet", BRANCH]);
+    refused(&push(&a, &["--force", "origin", BRANCH]));
+}
+
+#[test]
+fn a_damaged_record_of_this_branch_says_it_is_safe_to_remove() {
+    let env = TestEnv::new();
+    let (a, pushed) = rewriter(&env);
+    let mine = claim_dir(&a).join("a").join(format!("{ISSUE}.json"));
+    std::fs::write(&mine, "{ truncated").unwrap();
+    let out = push(&a, &["--force", "origin", BRANCH]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains(mine.to_str().unwrap()), "{stderr}");
+    assert!(stderr.contains("is damaged"), "{stderr}");
+    assert!(stderr.contains("safe to remove"), "{stderr}");
+    assert!(stderr.contains(&format!("a claim on #{ISSUE}")), "{stderr}");
+    assert_eq!(env.origin_head(BRANCH), Some(pushed));
+    // Another branch pushes fine meanwhile.
+    a.git(&["switch", "--quiet", "-c", "feature/x"]);
+    allowed(&push(&a, &["origin", "feature/x"]));
+}
+
+// Item 8: resume and hydrate never write outside the repository.
+
+/// Someone commits `link -> ../outside` on main; `a` pulls it.
+fn tracked_symlink(env: &TestEnv, a: &Repo, link: &str) -> std::path::PathBuf {
+    let outside = env.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let b = env.clone("b");
+    let full = b.dir.join(link);
+    std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+    let depth = link.matches('/').count() + 1;
+    let target = format!("{}outside", "../".repeat(depth));
+    std::os::unix::fs::symlink(&target, &full).unwrap();
+    b.git(&["add", link]);
+    b.git(&["commit", "--quiet", "-m", "chore: a link"]);
+    b.git(&["push", "--quiet", "origin", "main"]);
+    a.git(&["switch", "--quiet", "main"]);
+    a.git(&["pull", "--quiet", "--ff-only", "origin", "main"]);
+    assert!(std::fs::symlink_metadata(a.dir.join(link))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    outside
+}
+
+#[test]
+fn resume_refuses_a_tracked_worktrees_symlink() {
+    let env = TestEnv::new();
+    let a = writer(&env, "a");
+    a.commit_file("one.rs", "1\n", "feat: one");
+    allowed(&push(&a, &["-u", "origin", BRANCH]));
+    let outside = tracked_symlink(&env, &a, ".maverick/worktrees");
+    a.git(&["branch", "--quiet", "-D", BRANCH]);
+    let run = a.maverick(&["resume", BRANCH]);
+    run.expect(1);
+    assert!(
+        run.stderr
+            .contains(".maverick/worktrees is a symbolic link"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+}
+
+#[test]
+fn hydrate_refuses_a_tracked_claude_symlink() {
+    let env = TestEnv::new();
+    let a = writer(&env, "a");
+    let outside = tracked_symlink(&env, &a, ".claude");
+    let run = a.maverick(&["hydrate", ISSUE]);
+    run.expect(1);
+    assert!(
+        run.stderr.contains(".claude is a symbolic link"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+}
