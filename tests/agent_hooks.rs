@@ -249,6 +249,54 @@ fn session_start_exports_the_instance_and_reports_the_claims_it_still_holds() {
     assert!(context.contains(BRANCH), "{context}");
 }
 
+/// The hook resolves the instance as every command does (SPEC 2): a clone
+/// whose `maverick.instance` names it acts as that instance in the session
+/// too, and the export says so; without it, the session's derived id.
+#[test]
+fn session_start_resolves_the_instance_as_every_command_does() {
+    let env = TestEnv::new();
+    let repo = env.clone("agent");
+    let env_file = env.path().join("claude-env");
+    repo.git(&["config", "maverick.instance", "laptop-7"]);
+    let run = run_hook(
+        &repo,
+        "session-start",
+        |_| {},
+        &[("CLAUDE_ENV_FILE", env_file.as_os_str())],
+    );
+    run.expect(0);
+    assert_eq!(
+        std::fs::read_to_string(&env_file).unwrap(),
+        "export MAVERICK_INSTANCE=laptop-7\n"
+    );
+    // What a command of the session (no MAVERICK_INSTANCE) resolves.
+    let mut cmd = repo.maverick_command(&["config", "--json"]);
+    cmd.env("CLAUDE_CODE_SESSION_ID", SESSION);
+    let config = Run::from_output(&["config", "--json"], cmd.output().unwrap());
+    let json = config.expect(0).json();
+    let instance = json["settings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "instance")
+        .unwrap();
+    assert_eq!(instance["value"], "laptop-7", "{json}");
+
+    repo.git(&["config", "--unset", "maverick.instance"]);
+    std::fs::remove_file(&env_file).unwrap();
+    run_hook(
+        &repo,
+        "session-start",
+        |_| {},
+        &[("CLAUDE_ENV_FILE", env_file.as_os_str())],
+    )
+    .expect(0);
+    assert_eq!(
+        std::fs::read_to_string(&env_file).unwrap(),
+        format!("export MAVERICK_INSTANCE={INSTANCE}\n")
+    );
+}
+
 #[test]
 fn session_start_never_fails_the_session() {
     let env = TestEnv::new();

@@ -127,18 +127,15 @@ fn agent_hook_input() -> Result<AgentHookInput, CommandError> {
     Ok(input)
 }
 
-/// The instance the session acts as: an instance the environment names
-/// explicitly, else the session id derived as SPEC 2 says.
+/// The instance the session acts as, resolved as every command resolves it
+/// (SPEC 2: env, then `maverick.instance`, then the session, here the
+/// `session_id` of the hook's input).
 fn session_instance(input: &AgentHookInput) -> Result<String, CommandError> {
-    if let Some(id) = crate::config::instance_from_env().transpose()? {
-        return Ok(id);
-    }
-    input
-        .session_id
-        .as_deref()
-        .filter(|s| !s.is_empty())
-        .map(crate::config::session_instance_id)
-        .or_else(crate::config::instance_from_session)
+    let cwd = std::env::current_dir()
+        .map_err(|e| CommandError::tool(format!("cannot read the current directory: {e}")))?;
+    let git = Git::new(cwd, GitEnv::inherit());
+    let in_repo = git.is_repository().unwrap_or(false);
+    crate::config::agent_session_instance(in_repo.then_some(&git), input.session_id.as_deref())?
         .ok_or_else(|| CommandError::tool("the hook input names no session_id"))
 }
 
