@@ -228,6 +228,13 @@ fn a_git_older_than_a_feature_needs_is_named_with_the_version_needed() {
         run.screen()
     );
 
+    // A program reads the same as a code it can switch on.
+    let mut cmd = a.maverick_command(&["coord", "read", "142", "--json"]);
+    cmd.env("PATH", &path);
+    let run = Run::from_output(&["coord", "read", "142", "--json"], cmd.output().unwrap());
+    let json = run.expect(1).json();
+    assert_eq!(json["error"]["code"], "git_too_old", "{json}");
+
     // The same clone with the real git works.
     a.maverick(&["coord", "read", "142"]).expect(0);
 }
@@ -245,6 +252,75 @@ fn outside_a_repository_is_a_clear_error() {
     let run = run_in(env.path(), &env, &["coord", "read", "5", "--json"]);
     run.expect(1);
     assert_eq!(run.json()["error"]["code"], "not_a_repository");
+}
+
+/// The commands that joined after contract v1 keep it: help, completions,
+/// config, status and hook status answer with schema_version, warnings and,
+/// when they fail, the error object with its code (each object checked
+/// against its schema by `Run::json`).
+#[test]
+fn the_newer_commands_keep_the_json_contract() {
+    let env = TestEnv::new();
+    let help = run_in(env.path(), &env, &["help", "coord", "claim", "--json"]);
+    let json = help.expect(0).json();
+    assert_eq!(json["schema_version"], 1);
+    assert_eq!(json["command"], serde_json::json!(["coord", "claim"]));
+    assert!(json["help"]
+        .as_str()
+        .unwrap()
+        .contains("Usage: git maverick coord claim"));
+    let completions = run_in(env.path(), &env, &["completions", "bash", "--json"]);
+    let json = completions.expect(0).json();
+    assert_eq!(json["shell"], "bash");
+    assert!(json["script"].as_str().unwrap().contains("_git_maverick"));
+    let version = run_in(env.path(), &env, &["--version", "--json"]);
+    assert_eq!(version.expect(0).json()["warnings"], serde_json::json!([]));
+
+    // Outside a repository: the error a program switches on.
+    for args in [
+        &["status", "--json"][..],
+        &["config", "--json"],
+        &["hook", "status", "--json"],
+    ] {
+        let run = run_in(env.path(), &env, args);
+        run.expect(1);
+        let json = run.json();
+        assert_eq!(
+            json["error"]["code"], "not_a_repository",
+            "{args:?}: {json}"
+        );
+        assert!(
+            !json["error"]["hints"].as_array().unwrap().is_empty(),
+            "{json}"
+        );
+    }
+
+    // A bad value for a newer flag is a usage error that keeps clap's text.
+    let repo = env.clone("alice");
+    let run = repo.maverick(&["status", "--json", "--watch", "soon"]);
+    run.expect(2);
+    let json = run.json();
+    assert_eq!(json["error"]["code"], "usage");
+    assert!(
+        json["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("--watch"),
+        "{json}"
+    );
+
+    // A typo'd key is a warning in the object, not only on stderr.
+    repo.git(&["config", "maverick.leaseTime", "5m"]);
+    let status = repo.maverick(&["status", "--json"]);
+    let warnings = status.expect(0).json()["warnings"].clone();
+    assert!(
+        warnings
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("maverick.leaseTtl")),
+        "{warnings}"
+    );
 }
 
 /// The codes the README documents are the codes the schema allows, and
