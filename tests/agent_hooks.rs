@@ -67,6 +67,21 @@ fn run_hook(
     Run::from_output(&[&command], child.wait_with_output().unwrap())
 }
 
+/// Runs the `fixture` SessionStart hook with `CLAUDE_ENV_FILE` set to a
+/// fresh `env_file`; the run and what the hook wrote there.
+fn session_start(repo: &Repo, fixture: &str, env_file: &Path) -> (Run, String) {
+    let _ = std::fs::remove_file(env_file);
+    let run = run_hook(
+        repo,
+        fixture,
+        |_| {},
+        &[("CLAUDE_ENV_FILE", env_file.as_os_str())],
+    );
+    run.expect(0);
+    let written = std::fs::read_to_string(env_file).unwrap_or_default();
+    (run, written)
+}
+
 /// The PreToolUse answer for one Bash command line: `Some(reason)` when denied.
 #[track_caller]
 fn guard(repo: &Repo, line: &str) -> Option<String> {
@@ -196,17 +211,8 @@ fn session_start_exports_the_instance_and_reports_the_claims_it_still_holds() {
     let repo = env.clone("agent");
     let env_file = env.path().join("claude-env");
     // A fresh session, nothing held: the export and the instance, no claims.
-    let run = run_hook(
-        &repo,
-        "session-start",
-        |_| {},
-        &[("CLAUDE_ENV_FILE", env_file.as_os_str())],
-    );
-    run.expect(0);
-    assert_eq!(
-        std::fs::read_to_string(&env_file).unwrap(),
-        format!("export MAVERICK_INSTANCE={INSTANCE}\n")
-    );
+    let (run, written) = session_start(&repo, "session-start", &env_file);
+    assert_eq!(written, format!("export MAVERICK_INSTANCE={INSTANCE}\n"));
     let answer: Value = serde_json::from_str(run.stdout.trim()).expect("JSON on stdout");
     let context = answer["hookSpecificOutput"]["additionalContext"]
         .as_str()
@@ -221,14 +227,7 @@ fn session_start_exports_the_instance_and_reports_the_claims_it_still_holds() {
     // Every command of the session sources the file: it acts as the instance.
     repo.maverick_as(INSTANCE, &["coord", "claim", "142", "--branch", BRANCH])
         .expect(0);
-    std::fs::remove_file(&env_file).unwrap();
-    let run = run_hook(
-        &repo,
-        "session-start-resume",
-        |_| {},
-        &[("CLAUDE_ENV_FILE", env_file.as_os_str())],
-    );
-    run.expect(0);
+    let (run, _) = session_start(&repo, "session-start-resume", &env_file);
     let mut sh = Command::new("sh");
     sh.arg("-c")
         .arg(format!(
@@ -258,17 +257,8 @@ fn session_start_resolves_the_instance_as_every_command_does() {
     let repo = env.clone("agent");
     let env_file = env.path().join("claude-env");
     repo.git(&["config", "maverick.instance", "laptop-7"]);
-    let run = run_hook(
-        &repo,
-        "session-start",
-        |_| {},
-        &[("CLAUDE_ENV_FILE", env_file.as_os_str())],
-    );
-    run.expect(0);
-    assert_eq!(
-        std::fs::read_to_string(&env_file).unwrap(),
-        "export MAVERICK_INSTANCE=laptop-7\n"
-    );
+    let (_, written) = session_start(&repo, "session-start", &env_file);
+    assert_eq!(written, "export MAVERICK_INSTANCE=laptop-7\n");
     // What a command of the session (no MAVERICK_INSTANCE) resolves.
     let mut cmd = repo.maverick_command(&["config", "--json"]);
     cmd.env("CLAUDE_CODE_SESSION_ID", SESSION);
@@ -283,18 +273,8 @@ fn session_start_resolves_the_instance_as_every_command_does() {
     assert_eq!(instance["value"], "laptop-7", "{json}");
 
     repo.git(&["config", "--unset", "maverick.instance"]);
-    std::fs::remove_file(&env_file).unwrap();
-    run_hook(
-        &repo,
-        "session-start",
-        |_| {},
-        &[("CLAUDE_ENV_FILE", env_file.as_os_str())],
-    )
-    .expect(0);
-    assert_eq!(
-        std::fs::read_to_string(&env_file).unwrap(),
-        format!("export MAVERICK_INSTANCE={INSTANCE}\n")
-    );
+    let (_, written) = session_start(&repo, "session-start", &env_file);
+    assert_eq!(written, format!("export MAVERICK_INSTANCE={INSTANCE}\n"));
 }
 
 #[test]
