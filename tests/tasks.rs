@@ -490,6 +490,26 @@ fn the_claim_names_the_issue_and_fences_task_done(surface: Surface) {
     assert_eq!(a.git(&["rev-parse", "HEAD"]), head, "nothing was committed");
 }
 
+/// A clone that never claimed the story, on its branch: `task done` is
+/// refused while another instance holds it (exit 4), commits nothing, and
+/// names the holder as the claim it is (`holder.instance_id`).
+fn task_done_on_an_issue_another_instance_holds_names_the_holder(surface: Surface) {
+    let s = &TestEnv::with_surface(surface);
+    let a = s.story_clone("alpha", THREE_TASKS);
+    a.maverick(&["coord", "claim", "142", "--branch", BRANCH])
+        .expect(0);
+    a.git(&["push", "--quiet", "origin", BRANCH]);
+    let g = join_story(s, "gamma");
+    stage(&g, "src/one.rs", "// one\n");
+    let head = g.git(&["rev-parse", "HEAD"]);
+    let run = g.maverick(&["--json", "task", "done", "-m", "feat: one"]);
+    let json = run.expect(4).json();
+    assert_eq!(json["committed"], false, "{json}");
+    assert_eq!(json["holder"]["instance_id"], "alpha", "{json}");
+    assert_eq!(json["holder"]["branch"], BRANCH, "{json}");
+    assert_eq!(g.git(&["rev-parse", "HEAD"]), head, "nothing was committed");
+}
+
 fn a_refused_push_leaves_the_commit_local_and_a_rerun_pushes_it(surface: Surface) {
     let s = &TestEnv::with_surface(surface);
     let a = s.story_clone("alpha", THREE_TASKS);
@@ -717,6 +737,7 @@ fn task_done_and_resume_agree_on_the_issue_of_any_branch_name(surface: Surface) 
 }
 
 on_both_surfaces!(
+    task_done_on_an_issue_another_instance_holds_names_the_holder,
     task_done_and_resume_agree_on_the_issue_of_any_branch_name,
     a_branch_someone_else_created_after_the_claim_is_a_collision,
     resume_reconciles_and_names_the_next_task,
