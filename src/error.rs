@@ -1,7 +1,7 @@
 //! The command layer's error type and the exit codes of SPEC 10.
 //!
 //! "The protocol said no" (exit 3-9) is not an error: commands return it as
-//! an [`Outcome`](crate::commands::Outcome) with its exit code. Errors here
+//! an `Outcome` of the command layer with its exit code. Errors here
 //! are "the tool failed" (1) and "the command line is wrong" (2).
 
 use std::fmt;
@@ -272,6 +272,7 @@ impl From<crate::coord::claims::ClaimsError> for CommandError {
         match err {
             crate::coord::claims::ClaimsError::Lease(e) => e.into(),
             crate::coord::claims::ClaimsError::Record(e) => e.into(),
+            crate::coord::claims::ClaimsError::Git(e) => e.into(),
         }
     }
 }
@@ -497,6 +498,15 @@ impl From<crate::durable::task_done::DoneError> for CommandError {
             DoneError::Git(e) => e.into(),
             DoneError::Surface(e) => e.into(),
             DoneError::Record(e) => e.into(),
+        }
+    }
+}
+
+impl From<crate::coord::hold::HoldError> for CommandError {
+    fn from(err: crate::coord::hold::HoldError) -> Self {
+        match err {
+            crate::coord::hold::HoldError::Claims(e) => e.into(),
+            other => CommandError::tool(other.to_string()),
         }
     }
 }

@@ -199,13 +199,14 @@ fn heartbeat_pushes_the_lease_forward_in_place(surface: Surface) {
     alice
         .maverick(&["coord", "claim", "142", "--lease-ttl", "60s"])
         .expect(0);
-    env.advance_clock(61);
-    env.clone("watcher")
-        .maverick(&["coord", "read", "142"])
-        .expect(5);
+    // 10 s before the lease runs out (a lapsed one is lost, not renewed:
+    // `a_heartbeat_after_the_lease_lapsed_exits_7_and_revives_nothing`).
+    env.advance_clock(50);
     let hb = alice.maverick(&["coord", "heartbeat", "142", "--lease-ttl", "10m", "--json"]);
     hb.expect(0);
     assert_eq!(hb.json()["result"], "renewed");
+    // Past the first lease's end, the renewed one still holds.
+    env.advance_clock(20);
     env.clone("bob")
         .maverick(&["coord", "read", "142"])
         .expect(4);
@@ -396,4 +397,59 @@ fn sixteen_instances_race_for_one_issue_and_exactly_one_wins_each_round(surface:
             "round {round}"
         );
     }
+}
+
+on_both_surfaces!(a_heartbeat_after_the_lease_lapsed_exits_7_and_revives_nothing);
+
+/// SPEC 4: a lapsed lease is lost. The holder's heartbeat after the lease
+/// ran out must not renew it (another instance may be taking it over: the
+/// simulator's seed 1103); only a new claim, a new generation, takes it back.
+fn a_heartbeat_after_the_lease_lapsed_exits_7_and_revives_nothing(surface: Surface) {
+    let env = TestEnv::with_surface(surface);
+    let alice = env.clone("alice");
+    let bob = env.clone("bob");
+    alice
+        .maverick(&["coord", "claim", "142", "--lease-ttl", "60s"])
+        .expect(0);
+    env.advance_clock(61);
+    let before = bob.maverick(&["coord", "read", "142", "--json"]);
+    before.expect(5);
+
+    let hb = alice.maverick(&["coord", "heartbeat", "142", "--json"]);
+    hb.expect(7);
+    assert_eq!(hb.json()["result"], "lost", "{}", hb.screen());
+    let reason = hb.json()["reason"].as_str().unwrap().to_owned();
+    assert!(
+        reason.contains("the lease of alice on #142 lapsed at") && reason.contains("is lost"),
+        "{reason}"
+    );
+    let hb = alice.maverick(&["coord", "heartbeat", "142"]);
+    hb.expect(7);
+    assert!(
+        hb.stdout.contains("claim lost: the lease of alice"),
+        "{}",
+        hb.screen()
+    );
+    assert!(
+        hb.stderr.contains("hint: stop working on this issue")
+            && hb
+                .stderr
+                .contains("git maverick coord claim 142 --takeover"),
+        "{}",
+        hb.screen()
+    );
+    // Nothing was renewed: the lease still ends where it ended, and the
+    // issue is still stale for everyone else.
+    let after = bob.maverick(&["coord", "read", "142", "--json"]);
+    after.expect(5);
+    assert_eq!(after.json()["expires_at"], before.json()["expires_at"]);
+
+    // Its own claim is not "already held" any more: stale, as anyone's.
+    alice.maverick(&["coord", "claim", "142"]).expect(5);
+    let again = alice.maverick(&["coord", "claim", "142", "--takeover", "--json"]);
+    again.expect(0);
+    assert_eq!(again.json()["generation"], 2, "{}", again.screen());
+    assert_eq!(again.json()["already_held"], false);
+    alice.maverick(&["coord", "heartbeat", "142"]).expect(0);
+    bob.maverick(&["coord", "read", "142"]).expect(4);
 }

@@ -5,7 +5,7 @@
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::{Repo, Run, Surface, TestEnv};
+use crate::support::{run_flags, Repo, Run, Surface, TestEnv};
 
 const STORY: u64 = 142;
 const BRANCH: &str = "maverick/142-parser";
@@ -212,17 +212,11 @@ fn run_killed_with_sigkill_takes_its_command_with_it() {
     let env = TestEnv::new();
     let a = env.clone("alpha");
     let pid_file = env.path().join("command.pid");
+    let mut args = run_flags::SHORT.to_vec();
+    args.push("7");
     let mut run = spawn_run(
         &a,
-        &[
-            "--lease-ttl",
-            "4s",
-            "--heartbeat-interval",
-            "1s",
-            "--grace",
-            "1s",
-            "7",
-        ],
+        &args,
         &format!("echo $$ > {}; exec sleep 1000", pid_file.display()),
     );
     let command: i32 = wait_for_line(&pid_file, Duration::from_secs(30))

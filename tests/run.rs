@@ -10,17 +10,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::support::{Repo, Run, TestEnv};
+use crate::support::{run_flags, Repo, Run, TestEnv};
 use serde_json::Value;
 
-const TIMING: [&str; 6] = [
-    "--lease-ttl",
-    "4s",
-    "--heartbeat-interval",
-    "1s",
-    "--grace",
-    "1s",
-];
+const TIMING: [&str; 6] = run_flags::SHORT;
 const HEARTBEAT: Duration = Duration::from_secs(1);
 const GRACE: Duration = Duration::from_secs(1);
 
@@ -294,14 +287,7 @@ fn a_lost_claim_stops_the_command_within_one_heartbeat_and_leaves_the_new_holder
     // A 2s grace leaves room for a slow heartbeat on a loaded machine; the
     // bound asserted is the issue's: grace + one heartbeat interval.
     let grace = Duration::from_secs(2);
-    let timing = [
-        "--lease-ttl",
-        "5s",
-        "--heartbeat-interval",
-        "1s",
-        "--grace",
-        "2s",
-    ];
+    let timing = run_flags::timing("5s", "1s", "2s");
     let mut child = spawn(run_command_timed(
         &alice,
         &timing,
@@ -355,14 +341,7 @@ fn a_takeover_while_heartbeats_fail_finds_the_command_already_stopped() {
     let dir = marker_dir(&env, "takeover");
     // One second more ttl than the tightest the arithmetic allows, so that
     // "stopped before the takeover" holds on a loaded machine too.
-    let timing = [
-        "--lease-ttl",
-        "5s",
-        "--heartbeat-interval",
-        "1s",
-        "--grace",
-        "1s",
-    ];
+    let timing = run_flags::timing("5s", "1s", "1s");
     let mut child = spawn(run_command_timed(
         &alice,
         &timing,
@@ -487,14 +466,7 @@ fn a_command_printing_megabytes_does_not_delay_the_heartbeats() {
     let started = Instant::now();
     // A roomy ttl: this test is about the schedule, not the arithmetic; with
     // the tightest ttl one slow write on a loaded machine is a real loss.
-    let timing = [
-        "--lease-ttl",
-        "10s",
-        "--heartbeat-interval",
-        "1s",
-        "--grace",
-        "1s",
-    ];
+    let timing = run_flags::timing("10s", "1s", "1s");
     let mut child = spawn(run_command_timed(&alice, &timing, &["90"], &script));
     let mut stdout = child.stdout.take().unwrap();
     let reader =
@@ -543,20 +515,15 @@ fn run_refuses_what_coord_claim_refuses_and_checks_its_arithmetic_first() {
     let ran = env.path().join("ran");
     let script = format!("touch {}", ran.display());
 
-    let bad = alice.maverick(&[
-        "run",
-        "--lease-ttl",
-        "3s",
-        "--heartbeat-interval",
-        "1s",
-        "--grace",
-        "1s",
-        "100",
-        "--",
-        "sh",
-        "-c",
+    let bad = run_command_timed(
+        &alice,
+        &run_flags::timing("3s", "1s", "1s"),
+        &["100"],
         &script,
-    ]);
+    )
+    .output()
+    .expect("git-maverick runs");
+    let bad = Run::from_output(&["run"], bad);
     bad.expect(2);
     assert!(
         bad.stderr
@@ -651,4 +618,288 @@ fn with_json_the_command_writes_to_stderr_and_stdout_holds_one_object() {
         "{}",
         run.stderr
     );
+}
+
+#[test]
+fn a_claim_whose_lease_lapsed_is_not_run_under_until_it_is_claimed_anew() {
+    let env = TestEnv::new();
+    let alice = env.clone("alice");
+    let bob = env.clone("bob");
+    let ran = env.path().join("ran");
+    let script = format!("touch {}", ran.display());
+    alice
+        .maverick(&["coord", "claim", "111", "--lease-ttl", "60s"])
+        .expect(0);
+    env.advance_clock(61);
+    let before = bob.maverick(&["coord", "read", "111", "--json"]);
+    before.expect(5);
+
+    // Its claim is stale, as anyone's: run refuses it as coord claim does.
+    run_to_end(&alice, &["111"], &script).expect(5);
+    assert!(!ran.exists(), "the command never ran");
+    let after = bob.maverick(&["coord", "read", "111", "--json"]);
+    after.expect(5);
+    assert_eq!(after.json()["expires_at"], before.json()["expires_at"]);
+
+    // Taken anew (a new generation), the command runs and the claim is released.
+    let run = run_to_end(&alice, &["111", "--takeover"], &script);
+    run.expect(0);
+    assert!(ran.exists(), "the command ran");
+    env.assert_released_once(111, "alice", "merged");
+}
+
+/// The lease lapses while the command runs (GitHub's clock jumps past it
+/// between two heartbeats): the next heartbeat finds it lost, not renewable,
+/// and the command is stopped as for any lost claim.
+#[test]
+fn a_lease_that_lapses_while_the_command_runs_is_lost_and_the_command_stopped() {
+    let env = TestEnv::with_surface(crate::support::Surface::Github);
+    let alice = env.clone("alice");
+    let dir = marker_dir(&env, "lapse");
+    let mut child = spawn(run_command(&alice, &["130"], &stoppable(&dir)));
+    wait_for_file(&dir.join("started"), Duration::from_secs(30));
+    // Past the 4 s lease; the command never ends on its own.
+    env.advance_clock(30);
+    wait_for_exit(&mut child, Duration::from_secs(20));
+    let run = finish(child);
+    run.expect(7);
+    assert!(
+        run.stderr
+            .contains("claim lost: the lease of alice on #130 lapsed at"),
+        "{}",
+        run.screen()
+    );
+    assert!(dir.join("term").exists(), "the command got SIGTERM");
+    let (_, view) = read_json(&env.clone("bob"), "bob", 130);
+    assert_ne!(view["holder"]["instance_id"], "alice", "{view}");
+}
+
+/// `coord::hold`, the protocol `run` prints, in memory: the simulator's
+/// surface (`support::sim`) in place of a real one, a real command in its
+/// own process group, and the world's clock moved by the test.
+mod hold_in_memory {
+    use std::ffi::OsString;
+    use std::sync::{Arc, Mutex};
+    use std::time::{Duration, Instant};
+
+    use maverick::config::{Settings, SurfaceKind};
+    use maverick::coord::claims::{self, ReleaseReason};
+    use maverick::coord::hold::{self, Ending, HoldReport, HoldRequest, Inbox, Released};
+    use maverick::coord::lease::{ClaimOutcome, ClaimRequest, Coordinator, Decision};
+    use maverick::coord::record::ClaimStore;
+    use maverick::coord::supervise::ChildStatus;
+
+    use crate::support::sim::{SimSurface, World};
+
+    const ISSUE: u64 = 7;
+    const ME: &str = "alice";
+
+    struct Held {
+        world: Arc<Mutex<World>>,
+        settings: Settings,
+        dir: tempfile::TempDir,
+    }
+
+    impl Held {
+        fn new() -> Held {
+            Held {
+                world: World::new(1).shared(),
+                settings: Settings {
+                    repo: Some("acme/widgets".into()),
+                    lease_ttl: Duration::from_secs(60),
+                    heartbeat_interval: Duration::from_secs(1),
+                    settle_delay: Duration::ZERO,
+                    ..Settings::defaults(SurfaceKind::Github, ME)
+                },
+                dir: tempfile::tempdir().unwrap(),
+            }
+        }
+
+        fn store(&self) -> ClaimStore {
+            ClaimStore::new(self.dir.path())
+        }
+
+        fn surface(&self) -> SimSurface {
+            SimSurface::new(&self.world, ME)
+        }
+
+        /// Claims the issue as `run` does before it holds it.
+        fn claim(&self) -> u64 {
+            let surface = self.surface();
+            let coord = Coordinator::new(&surface, &self.settings);
+            let req = ClaimRequest {
+                issues: vec![ISSUE],
+                branch: None,
+                takeover: false,
+            };
+            match claims::claim(&coord, &self.store(), &req).unwrap() {
+                ClaimOutcome::Claimed { generation, .. } => generation,
+                other => panic!("not claimed: {other:?}"),
+            }
+        }
+
+        /// Moves the world's clock `secs` seconds on.
+        fn advance(&self, secs: u64) {
+            self.world.lock().unwrap().advance(secs);
+        }
+
+        fn decision(&self) -> Decision {
+            let surface = self.surface();
+            let coord = Coordinator::new(&surface, &self.settings);
+            coord.read(&[ISSUE]).unwrap().remove(0).decision
+        }
+
+        /// Holds the claim while `sh -c script` runs; `on_start` runs once
+        /// the command has started.
+        fn hold(
+            &self,
+            generation: u64,
+            already_held: bool,
+            script: &str,
+            mut on_start: impl FnMut(),
+        ) -> HoldReport {
+            let surface = self.surface();
+            let coord = Coordinator::new(&surface, &self.settings);
+            let request = HoldRequest {
+                issues: vec![ISSUE],
+                generation,
+                already_held,
+                claimed_at: Instant::now(),
+                command: ["sh", "-c", script].map(OsString::from).to_vec(),
+                success_reason: ReleaseReason::Merged,
+                grace: Duration::from_secs(1),
+                stdout_to_stderr: false,
+            };
+            let world = Arc::clone(&self.world);
+            let new_surface: hold::SurfaceMaker =
+                Box::new(move || Some(Box::new(SimSurface::new(&world, ME))));
+            hold::hold(
+                &coord,
+                self.store(),
+                Inbox::without_signals(),
+                request,
+                new_surface,
+                &mut |_| on_start(),
+            )
+            .unwrap()
+        }
+    }
+
+    #[test]
+    fn a_command_that_exits_0_releases_with_the_success_reason_and_sees_its_claim() {
+        let held = Held::new();
+        let generation = held.claim();
+        let out = held.dir.path().join("env");
+        let script = format!(
+            "echo \"$MAVERICK_ISSUE $MAVERICK_INSTANCE $MAVERICK_GENERATION\" > {}",
+            out.display()
+        );
+        let mut started = 0;
+        let report = held.hold(generation, false, &script, || started += 1);
+        assert_eq!(started, 1);
+        assert_eq!(
+            std::fs::read_to_string(&out).unwrap(),
+            format!("{ISSUE} {ME} {generation}\n")
+        );
+        match report.ending {
+            Ending::Exited {
+                status: ChildStatus::Exited(0),
+                received: None,
+                released: Released::Done(issues, ReleaseReason::Merged),
+            } => assert_eq!(issues, [ISSUE]),
+            _ => panic!("not a clean exit with a merged release"),
+        }
+        assert_eq!(held.decision(), Decision::Free);
+        assert!(held.store().load(ME, ISSUE).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_failing_command_releases_with_abort_and_a_held_claim_is_kept() {
+        let held = Held::new();
+        let generation = held.claim();
+        let report = held.hold(generation, false, "exit 3", || {});
+        assert!(matches!(
+            report.ending,
+            Ending::Exited {
+                status: ChildStatus::Exited(3),
+                released: Released::Done(_, ReleaseReason::Abort),
+                ..
+            }
+        ));
+        assert_eq!(held.decision(), Decision::Free);
+
+        // A claim this instance held before: renewed first, kept at the end.
+        let generation = held.claim();
+        let report = held.hold(generation, true, "exit 0", || {});
+        assert!(matches!(
+            report.ending,
+            Ending::Exited {
+                status: ChildStatus::Exited(0),
+                released: Released::Kept,
+                ..
+            }
+        ));
+        assert_eq!(held.decision(), Decision::Ours);
+    }
+
+    #[test]
+    fn a_held_claim_whose_lease_lapsed_is_lost_before_the_command_starts() {
+        let held = Held::new();
+        let generation = held.claim();
+        held.advance(61); // past the 60 s lease
+        let ran = held.dir.path().join("ran");
+        let mut started = false;
+        let report = held.hold(
+            generation,
+            true,
+            &format!("touch {}", ran.display()),
+            || started = true,
+        );
+        let Ending::LostBeforeStart(reason) = report.ending else {
+            panic!("the lapsed lease was renewed");
+        };
+        assert!(
+            reason.contains("the lease of alice on #7 lapsed at"),
+            "{reason}"
+        );
+        assert!(!started && !ran.exists(), "the command never ran");
+        // The local record says the claim is lost (the pre-push hook reads it).
+        let record = held.store().load(ME, ISSUE).unwrap().unwrap();
+        assert!(record.lost.is_some_and(|r| r.contains("lapsed")));
+    }
+
+    #[test]
+    fn a_lease_that_lapses_while_the_command_runs_stops_the_command() {
+        let held = Held::new();
+        let generation = held.claim();
+        let started_at = Instant::now();
+        let report = held.hold(
+            generation,
+            false,
+            "exec sleep 30",
+            // The world's clock jumps past the lease while the command runs.
+            || held.advance(120),
+        );
+        let Ending::Lost {
+            reason,
+            killed,
+            released,
+            status: report_status,
+            ..
+        } = report.ending
+        else {
+            panic!("the command was not stopped for a lost claim");
+        };
+        assert!(
+            reason.contains("the lease of alice on #7 lapsed at"),
+            "{reason}"
+        );
+        assert!(!killed, "SIGTERM was enough");
+        assert_eq!(report_status, ChildStatus::Signaled(libc::SIGTERM));
+        // The next heartbeat (1 s) found it, well before the silence deadline.
+        assert!(started_at.elapsed() < Duration::from_secs(10));
+        // Its own lapsed claim was still its own to release.
+        assert!(matches!(released, Released::Done(_, ReleaseReason::Abort)));
+        assert_eq!(held.decision(), Decision::Free);
+    }
 }

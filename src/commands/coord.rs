@@ -2,14 +2,15 @@
 
 use std::time::Duration;
 
+use clap::builder::PossibleValue;
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::json;
 
 use super::{Context, Outcome};
 use crate::cli::{issue_number, GlobalArgs};
-use crate::coord::claims;
+use crate::coord::claims::{self, ClaimReport, ScopeClaim};
 use crate::coord::lease::{
-    ClaimOutcome, ClaimRequest, Coordinator, Decision, HeartbeatOutcome, IssueView,
+    lapsed, ClaimOutcome, Coordinator, Decision, HeartbeatOutcome, IssueView,
 };
 use crate::error::{CommandError, Exit};
 use crate::timefmt::{format_duration, human_duration};
@@ -81,20 +82,16 @@ pub struct TakeoverArgs {
     pub branch: Option<String>,
 }
 
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum ReleaseReason {
-    Merged,
-    Ejected,
-    Abort,
-}
+pub use crate::coord::claims::ReleaseReason;
 
-impl ReleaseReason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ReleaseReason::Merged => "merged",
-            ReleaseReason::Ejected => "ejected",
-            ReleaseReason::Abort => "abort",
-        }
+/// The release reasons as flags take them (`--reason`, `--success-reason`).
+impl ValueEnum for ReleaseReason {
+    fn value_variants<'a>() -> &'a [Self] {
+        &ReleaseReason::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.as_str()))
     }
 }
 
@@ -282,34 +279,36 @@ pub(crate) fn claim(
     let branch = branch
         .map(|b| super::branch_arg(&ctx.git, &b))
         .transpose()?;
-    let mut issues = vec![issue];
-    for n in scope {
-        if !issues.contains(&n) {
-            issues.push(n);
-        }
-    }
-    let request = ClaimRequest {
-        issues,
-        branch: branch.as_deref(),
+    let request = ScopeClaim {
+        issue,
+        scope,
+        branch,
         takeover,
     };
-    let outcome = claims::claim(coord, &ctx.claims()?, &request)?;
-    let json = serde_json::to_value(&outcome).expect("outcome serializes");
-    let shown = match &outcome {
+    let report = claims::claim_scope(&ctx.git, coord, &ctx.claims()?, request)?;
+    let shown = show_claim(ctx, issue, &report);
+    Ok((report.outcome, shown))
+}
+
+/// What a person sees of a claim.
+fn show_claim(ctx: &Context, issue: u64, report: &ClaimReport) -> Outcome {
+    let json = serde_json::to_value(&report.outcome).expect("outcome serializes");
+    match &report.outcome {
         ClaimOutcome::Claimed { views, already_held, .. } => {
             let verb = if *already_held { "already held" } else { "claimed" };
             let mut o = Outcome::new(Exit::Ok, json);
-            if let Some(b) = &branch {
-                if let Some(note) =
-                    super::resume::record_head_at_claim(ctx, b, issue, *already_held)?
-                {
-                    o = o.note(note);
-                }
+            if let Some(unread) = &report.head_unread {
+                o = o.note(format!(
+                    "warning: could not read {b} on {}: {}; run `git maverick resume {b}` before pushing to it",
+                    unread.remote,
+                    unread.error,
+                    b = unread.branch,
+                ));
             }
             for view in views {
                 o = o.line(format!("{verb} {}", describe(view).trim_start_matches('#')));
             }
-            if branch.is_some() {
+            if report.branch.is_some() {
                 o = super::warn_if_guard_off(&ctx.git, o);
             }
             o
@@ -331,8 +330,7 @@ pub(crate) fn claim(
                 winner.as_deref().unwrap_or("another instance")
             ),
         ),
-    };
-    Ok((outcome, shown))
+    }
 }
 
 fn refused(json: serde_json::Value, exit: Exit, views: &[IssueView], hint: &str) -> Outcome {
@@ -361,7 +359,14 @@ fn heartbeat(ctx: &Context, coord: &Coordinator<'_>, issue: u64) -> Result<Outco
             for view in &views {
                 o = o.line(describe(view));
             }
-            o.note("hint: stop working on this issue and report; do not push to its branch")
+            o = o.note("hint: stop working on this issue and report; do not push to its branch");
+            if views.iter().any(lapsed) {
+                o = o.note(format!(
+                    "hint: to pick the work up again, claim it anew (a new generation): \
+                     `git maverick coord claim {issue} --takeover`"
+                ));
+            }
+            o
         }
     })
 }

@@ -6,11 +6,10 @@ use serde_json::json;
 
 use super::{Context, Outcome};
 use crate::cli::{issue_number, GlobalArgs};
-use crate::coord::lease::{Coordinator, Decision, HeartbeatOutcome, IssueView};
+use crate::coord::lease::{self, Coordinator, Decision, HeartbeatOutcome, IssueView};
 use crate::coord::record::ClaimRecord;
 use crate::durable::tasks::{self, IssueSource};
 use crate::error::{CommandError, Exit};
-use crate::writer::branch_record::BranchStore;
 use crate::writer::prepush;
 use crate::writer::worktree::{self, LocalBranch};
 
@@ -43,32 +42,6 @@ fn issue_of(ctx: &Context, branch: &str, flag: Option<u64>) -> Result<u64, Comma
             "cannot tell which issue {branch} belongs to"
         ))
         .hint(format!("name it: git maverick resume {branch} --issue N"))),
-    }
-}
-
-/// Records the remote head of a branch just claimed (SPEC 8: last seen is
-/// recorded when it claimed). A claim already held keeps what it saw.
-/// Returns a note when the head could not be read.
-pub(crate) fn record_head_at_claim(
-    ctx: &Context,
-    branch: &str,
-    issue: u64,
-    already_held: bool,
-) -> Result<Option<String>, CommandError> {
-    let common_dir = ctx.git.common_dir()?;
-    if already_held && BranchStore::new(&common_dir).get(branch)?.is_some() {
-        return Ok(None);
-    }
-    match ctx.git.remote_head(&ctx.settings.remote, branch) {
-        Ok(head) => {
-            let on = prepush::SeenOn::of_settings(&ctx.git, &ctx.settings);
-            prepush::record_seen(&common_dir, branch, head.as_deref(), Some(issue), &ctx.settings.instance, &on)?;
-            Ok(None)
-        }
-        Err(e) => Ok(Some(format!(
-            "warning: could not read {branch} on {}: {e}; run `git maverick resume {branch}` before pushing to it",
-            ctx.settings.remote
-        ))),
     }
 }
 
@@ -214,9 +187,9 @@ pub fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome, CommandErro
 
     // 3. The claim: ours already, or claimed (taken over) now.
     let claim = match view.decision {
-        Decision::Ours => {
-            // Picking the work up renews the lease (it may have run out while
-            // no machine worked on it), and confirms the claim is still ours.
+        Decision::Ours if !lease::lapsed(&view) => {
+            // Picking the work up renews the lease, and confirms the claim
+            // is still ours.
             match crate::coord::claims::heartbeat(
                 &coord,
                 &ctx.claims()?,
@@ -233,7 +206,9 @@ pub fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome, CommandErro
             }
             "held"
         }
-        Decision::Stale => {
+        // A stale lease is taken over; so is our own that ran out while no
+        // machine worked on it: a lapsed lease is lost, never renewed (SPEC 4).
+        Decision::Stale | Decision::Ours => {
             let (_, outcome) =
                 super::coord::claim(&ctx, &coord, issue, Vec::new(), Some(branch.clone()), true)?;
             if outcome.exit != Exit::Ok {
@@ -241,7 +216,10 @@ pub fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome, CommandErro
                     "resume of {branch} stopped: the takeover of #{issue} did not go through"
                 )));
             }
-            "taken_over"
+            match view.decision {
+                Decision::Ours => "held",
+                _ => "taken_over",
+            }
         }
         // Nobody holds it: resume recreates the branch and claims nothing.
         _ => "none",

@@ -12,6 +12,9 @@ use crate::coord::lease::{
 };
 use crate::coord::record::{ClaimRecord, ClaimStore};
 use crate::files::RecordError;
+use crate::git::{Git, GitError};
+use crate::writer::branch_record::BranchStore;
+use crate::writer::prepush;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClaimsError {
@@ -19,6 +22,132 @@ pub enum ClaimsError {
     Lease(#[from] LeaseError),
     #[error(transparent)]
     Record(#[from] RecordError),
+    #[error(transparent)]
+    Git(#[from] GitError),
+}
+
+/// Why the work on a claim ends, as its release marker says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReleaseReason {
+    Merged,
+    Ejected,
+    Abort,
+}
+
+impl ReleaseReason {
+    pub const ALL: [ReleaseReason; 3] = [
+        ReleaseReason::Merged,
+        ReleaseReason::Ejected,
+        ReleaseReason::Abort,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReleaseReason::Merged => "merged",
+            ReleaseReason::Ejected => "ejected",
+            ReleaseReason::Abort => "abort",
+        }
+    }
+}
+
+/// A claim as a command asks for it: the issue, the rest of its scope, the
+/// branch it writes to (already checked), and whether to take a stale
+/// lease over.
+pub struct ScopeClaim {
+    pub issue: u64,
+    pub scope: Vec<u64>,
+    pub branch: Option<String>,
+    pub takeover: bool,
+}
+
+/// What a command's claim came to: the protocol's answer, and for a claim
+/// with a branch whose remote head could not be read, why.
+pub struct ClaimReport {
+    pub outcome: ClaimOutcome,
+    pub branch: Option<String>,
+    pub head_unread: Option<HeadUnread>,
+}
+
+/// The remote head of a branch just claimed could not be read, so the
+/// pre-push hook has no last-seen head for it yet.
+pub struct HeadUnread {
+    pub branch: String,
+    pub remote: String,
+    pub error: GitError,
+}
+
+/// Claims for `coord claim`, `coord takeover`, `run` and `resume`: the
+/// issue and its scope (each once), recorded in this clone, and for a
+/// branch, its remote head as last seen at the claim (SPEC 8).
+pub fn claim_scope(
+    git: &Git,
+    coord: &Coordinator<'_>,
+    store: &ClaimStore,
+    claim: ScopeClaim,
+) -> Result<ClaimReport, ClaimsError> {
+    let ScopeClaim {
+        issue,
+        scope,
+        branch,
+        takeover,
+    } = claim;
+    let mut issues = vec![issue];
+    for n in scope {
+        if !issues.contains(&n) {
+            issues.push(n);
+        }
+    }
+    let request = ClaimRequest {
+        issues,
+        branch: branch.as_deref(),
+        takeover,
+    };
+    let outcome = self::claim(coord, store, &request)?;
+    let head_unread = match (&outcome, &branch) {
+        (ClaimOutcome::Claimed { already_held, .. }, Some(b)) => {
+            record_head_at_claim(git, coord.settings, b, issue, *already_held)?
+        }
+        _ => None,
+    };
+    Ok(ClaimReport {
+        outcome,
+        branch,
+        head_unread,
+    })
+}
+
+/// Records the remote head of a branch just claimed (SPEC 8: last seen is
+/// recorded when it claimed). A claim already held keeps what it saw.
+fn record_head_at_claim(
+    git: &Git,
+    settings: &Settings,
+    branch: &str,
+    issue: u64,
+    already_held: bool,
+) -> Result<Option<HeadUnread>, ClaimsError> {
+    let common_dir = git.common_dir()?;
+    if already_held && BranchStore::new(&common_dir).get(branch)?.is_some() {
+        return Ok(None);
+    }
+    match git.remote_head(&settings.remote, branch) {
+        Ok(head) => {
+            let on = prepush::SeenOn::of_settings(git, settings);
+            prepush::record_seen(
+                &common_dir,
+                branch,
+                head.as_deref(),
+                Some(issue),
+                &settings.instance,
+                &on,
+            )?;
+            Ok(None)
+        }
+        Err(error) => Ok(Some(HeadUnread {
+            branch: branch.to_owned(),
+            remote: settings.remote.clone(),
+            error,
+        })),
+    }
 }
 
 /// Claims `req` and records every issue it now holds.

@@ -1,15 +1,23 @@
 //! Holding a claim for the life of a command (SPEC 4, `git maverick run`):
-//! the timing rule that makes a lost claim safe to act on, and the heartbeat
-//! loop that renews the lease from a thread of its own. Process groups and
-//! signals are in `supervise`; the command layer (`commands/run.rs`) wires
-//! them together and prints what happened.
+//! the timing rule that makes a lost claim safe to act on, the heartbeat
+//! loop that renews the lease from a thread of its own, and the control
+//! loop ([`hold`]) that starts the command, acts on what the threads report,
+//! stops the command when the claim is lost, and releases on every exit
+//! path. Process groups and signals are in `supervise`; the command layer
+//! (`commands/run.rs`) claims, calls [`hold`], and prints the [`HoldReport`]
+//! it gets back with its exit code.
 
-use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::ffi::OsString;
+use std::os::fd::AsFd;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
 use crate::config::Settings;
+use crate::coord::claims::{self, ClaimsError, ReleaseReason};
 use crate::coord::lease::{Coordinator, HeartbeatOutcome, LeaseError};
-use crate::coord::supervise::ChildStatus;
+use crate::coord::record::ClaimStore;
+use crate::coord::supervise::{self, ChildStatus, Group};
+use crate::files::RecordError;
 use crate::surface::Surface;
 use crate::timefmt::format_duration;
 
@@ -107,6 +115,417 @@ pub fn heartbeat_loop(
 
 /// How many settle delays after the claim the first heartbeat comes.
 const FIRST_BEAT_SETTLES: u32 = 3;
+
+/// The events of one held command, watched from before any other thread
+/// exists: every thread then has the forwarded signals blocked, and one
+/// that arrives while the claim is made is acted on as soon as it is held.
+pub struct Inbox {
+    events: Sender<HoldEvent>,
+    inbox: Receiver<HoldEvent>,
+}
+
+impl Inbox {
+    /// An inbox that hears no signals: for a caller that leaves the
+    /// process's signals alone (a test of the protocol, in a test harness
+    /// that keeps its own).
+    pub fn without_signals() -> Inbox {
+        let (events, inbox) = mpsc::channel::<HoldEvent>();
+        Inbox { events, inbox }
+    }
+
+    /// Blocks the forwarded signals in this thread (and so in every thread
+    /// started after) and reports them as events. Call it first.
+    pub fn watch_signals() -> Result<Inbox, HoldError> {
+        let inbox = Inbox::without_signals();
+        let sender = inbox.events.clone();
+        supervise::watch_signals(move |signal| {
+            let _ = sender.send(HoldEvent::Signal(signal));
+        })
+        .map_err(HoldError::WatchSignals)?;
+        Ok(inbox)
+    }
+}
+
+/// Makes the surface the heartbeat thread renews the lease through (a
+/// surface is not shared between threads).
+pub type SurfaceMaker = Box<dyn FnOnce() -> Option<Box<dyn Surface>> + Send>;
+
+/// A claim just made (or already held), to be held while `command` runs.
+pub struct HoldRequest {
+    /// The claimed issues, the named one first.
+    pub issues: Vec<u64>,
+    pub generation: u64,
+    /// The claim was this instance's before: it is renewed now and kept at the end.
+    pub already_held: bool,
+    /// When the claim was asked for: the lease it wrote runs from no later.
+    pub claimed_at: Instant,
+    /// The command and its arguments.
+    pub command: Vec<OsString>,
+    /// The release reason when the command exits 0 on its own.
+    pub success_reason: ReleaseReason,
+    /// Between SIGTERM and SIGKILL once the claim is lost.
+    pub grace: Duration,
+    /// The command's stdout goes to maverick's stderr (stdout carries one
+    /// JSON object under `--json`).
+    pub stdout_to_stderr: bool,
+}
+
+/// The command was started: what a person is told while it runs.
+pub struct Started<'a> {
+    pub issue: u64,
+    pub generation: u64,
+    pub command: &'a [OsString],
+    pub pid: u32,
+}
+
+/// How a held command ended.
+pub enum Ending {
+    /// The renewal of a claim held from before found it lost; the command
+    /// was not started.
+    LostBeforeStart(String),
+    /// A signal came before the command started; it was not run.
+    SignalBeforeStart(libc::c_int, Released),
+    SpawnFailed(std::io::Error, Released),
+    Exited {
+        status: ChildStatus,
+        /// The signal maverick got and forwarded, if any.
+        received: Option<libc::c_int>,
+        released: Released,
+    },
+    /// The claim was lost while the command ran: it was stopped.
+    Lost {
+        reason: String,
+        status: ChildStatus,
+        /// SIGTERM was not enough within the grace period.
+        killed: bool,
+        stopped_after: Duration,
+        released: Released,
+    },
+}
+
+/// What the release at the end did: the issues released and the reason,
+/// nothing (a claim held before `run`), or the error that stopped it.
+pub enum Released {
+    Done(Vec<u64>, ReleaseReason),
+    Kept,
+    Failed(ClaimsError),
+}
+
+/// What happened while a claim was held for a command.
+pub struct HoldReport {
+    pub issues: Vec<u64>,
+    pub generation: u64,
+    pub command: Vec<OsString>,
+    /// Local records that could not be written; nothing stopped for them.
+    pub warnings: Vec<RecordError>,
+    pub ending: Ending,
+}
+
+/// The tool failed while it held the claim (nothing here is a protocol verdict).
+#[derive(Debug, thiserror::Error)]
+pub enum HoldError {
+    #[error("cannot watch for signals: {0}")]
+    WatchSignals(std::io::Error),
+    #[error("cannot pass stderr to the command: {0}")]
+    PassStderr(std::io::Error),
+    #[error("cannot watch the command: {0}")]
+    WatchCommand(std::io::Error),
+    #[error("cannot start the heartbeat: {0}")]
+    StartHeartbeat(std::io::Error),
+    #[error("cannot wait for the command: {0}")]
+    Wait(std::io::Error),
+    #[error(transparent)]
+    Claims(#[from] ClaimsError),
+}
+
+/// The command line as one string, for people.
+pub fn command_line(command: &[OsString]) -> String {
+    command
+        .iter()
+        .map(|a| a.to_string_lossy())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Holds the claim `req` names while its command runs (SPEC 4): renews a
+/// claim held from before, starts the command in a process group of its
+/// own, renews the lease from a thread of its own, and releases what it
+/// claimed when the command ends. When the claim is lost, or two heartbeats
+/// in a row fail, the command's group gets SIGTERM and, after the grace
+/// period, SIGKILL, and what is still this instance's is released.
+/// `new_surface` makes the heartbeat thread's surface; `on_start` hears
+/// that the command started.
+pub fn hold(
+    coord: &Coordinator<'_>,
+    store: ClaimStore,
+    inbox: Inbox,
+    req: HoldRequest,
+    new_surface: SurfaceMaker,
+    on_start: &mut dyn FnMut(&Started<'_>),
+) -> Result<HoldReport, HoldError> {
+    let settings = coord.settings;
+    let (ttl, interval, grace) = (settings.lease_ttl, settings.heartbeat_interval, req.grace);
+    let Inbox { events, inbox } = inbox;
+    let generation = req.generation;
+    let mut run = Supervision {
+        coord,
+        store,
+        issues: req.issues,
+        generation,
+        owns_claim: !req.already_held,
+        command: req.command,
+        warnings: Vec::new(),
+    };
+
+    // A claim held from before may have been renewed long ago: renew it now,
+    // so that the lease the command starts with is a whole ttl.
+    let renewed_at = if req.already_held {
+        let started = Instant::now();
+        match claims::heartbeat(coord, &run.store, &run.issues, Some(generation))? {
+            HeartbeatOutcome::Renewed { .. } => started,
+            HeartbeatOutcome::Lost { reason, .. } => {
+                return Ok(run.finish(Ending::LostBeforeStart(reason)));
+            }
+        }
+    } else {
+        req.claimed_at
+    };
+
+    if let Ok(HoldEvent::Signal(signal)) = inbox.try_recv() {
+        let released = run.release(ReleaseReason::Abort);
+        return Ok(run.finish(Ending::SignalBeforeStart(signal, released)));
+    }
+
+    let issue = run.issues[0];
+    let mut cmd = std::process::Command::new(&run.command[0]);
+    cmd.args(&run.command[1..])
+        .env("MAVERICK_ISSUE", issue.to_string())
+        .env("MAVERICK_INSTANCE", &settings.instance)
+        .env("MAVERICK_GENERATION", generation.to_string());
+    if req.stdout_to_stderr {
+        let stderr = std::io::stderr()
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(HoldError::PassStderr)?;
+        cmd.stdout(std::process::Stdio::from(stderr));
+    }
+    let mut group = match Group::spawn(&mut cmd) {
+        Ok(group) => group,
+        Err(err) => {
+            let released = run.release(ReleaseReason::Abort);
+            return Ok(run.finish(Ending::SpawnFailed(err, released)));
+        }
+    };
+    on_start(&Started {
+        issue,
+        generation,
+        command: &run.command,
+        pid: group.id(),
+    });
+    {
+        let events = events.clone();
+        group
+            .watch_exit(move |status| {
+                let _ = events.send(HoldEvent::Exited(status));
+            })
+            .map_err(HoldError::WatchCommand)?;
+    }
+    let (stop_heartbeats, stopped) = mpsc::channel::<()>();
+    let heartbeats = {
+        let events = events.clone();
+        let settings = settings.clone();
+        let issues = run.issues.clone();
+        std::thread::Builder::new()
+            .name("heartbeat".to_owned())
+            .spawn(move || {
+                // Built once already by the caller; cannot fail here.
+                if let Some(surface) = new_surface() {
+                    heartbeat_loop(
+                        surface.as_ref(),
+                        &settings,
+                        &issues,
+                        generation,
+                        renewed_at,
+                        stopped,
+                        events,
+                    );
+                }
+            })
+            .map_err(HoldError::StartHeartbeat)?
+    };
+    drop(events);
+
+    // A heartbeat that hangs counts as failed once two intervals (and part
+    // of the ttl's spare time) pass without a renewal. The surface keeps
+    // whole seconds, so a lease may be judged to start up to 1s before the
+    // write that renewed it: that second is not spare.
+    let spare = (ttl - interval * 2 - grace).saturating_sub(Duration::from_secs(1)) / 2;
+    let silence = interval * 2 + spare.min(interval / 2);
+    let mut last_renewed = renewed_at;
+    let mut failures = 0u32;
+    let mut last_error = String::new();
+    let mut received: Option<libc::c_int> = None;
+
+    let lost = loop {
+        let deadline = last_renewed + silence;
+        let wait = deadline.saturating_duration_since(Instant::now());
+        // At the deadline, what already arrived (a renewal that landed just
+        // in time) still counts.
+        let event = if wait.is_zero() {
+            inbox.try_recv().map_err(|_| RecvTimeoutError::Timeout)
+        } else {
+            inbox.recv_timeout(wait)
+        };
+        if wait.is_zero() && event.is_err() {
+            break format!(
+                "no heartbeat renewed the lease for {:.1}s{}",
+                last_renewed.elapsed().as_secs_f64(),
+                if last_error.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (last error: {last_error})")
+                }
+            );
+        }
+        match event {
+            Ok(HoldEvent::Signal(signal)) => {
+                received = Some(signal);
+                group.signal(signal);
+            }
+            Ok(HoldEvent::Exited(status)) => {
+                let status = reap(&mut group, status)?;
+                group.stop_stragglers(true, Instant::now() + grace);
+                drop(stop_heartbeats);
+                let _ = heartbeats.join();
+                let reason = match (received, status.success()) {
+                    (None, true) => req.success_reason,
+                    _ => ReleaseReason::Abort,
+                };
+                let released = run.release(reason);
+                return Ok(run.finish(Ending::Exited {
+                    status,
+                    received,
+                    released,
+                }));
+            }
+            Ok(HoldEvent::Beat { started, result }) => match result {
+                Ok(outcome) => {
+                    if let Err(e) = claims::record_heartbeat(
+                        &run.store,
+                        &settings.instance,
+                        &run.issues,
+                        &outcome,
+                    ) {
+                        run.warnings.push(e);
+                    }
+                    match outcome {
+                        HeartbeatOutcome::Renewed { .. } => {
+                            last_renewed = started;
+                            failures = 0;
+                            last_error.clear();
+                        }
+                        HeartbeatOutcome::Lost { reason, .. } => break reason,
+                    }
+                }
+                Err(err) => {
+                    failures += 1;
+                    last_error = err.to_string();
+                    if failures >= 2 {
+                        break format!("two heartbeats in a row failed: {last_error}");
+                    }
+                }
+            },
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => {
+                unreachable!("the command watcher holds a sender until it reports")
+            }
+        }
+    };
+
+    // The claim is lost: the command must not outlive it.
+    let lost_at = Instant::now();
+    if let Err(e) = claims::mark_lost(&run.store, &settings.instance, &run.issues, &lost) {
+        run.warnings.push(e);
+    }
+    drop(stop_heartbeats);
+    group.signal(libc::SIGTERM);
+    let kill_at = lost_at + grace;
+    let mut killed = false;
+    let status = loop {
+        let wait = if killed {
+            Duration::from_secs(3600)
+        } else {
+            kill_at.saturating_duration_since(Instant::now())
+        };
+        match inbox.recv_timeout(wait) {
+            Ok(HoldEvent::Exited(status)) => break reap(&mut group, status)?,
+            Ok(HoldEvent::Signal(signal)) => group.signal(signal),
+            Ok(HoldEvent::Beat { .. }) => {}
+            Err(RecvTimeoutError::Timeout) if !killed => {
+                group.signal(libc::SIGKILL);
+                killed = true;
+            }
+            Err(_) => {}
+        }
+    };
+    let stopped_after = lost_at.elapsed();
+    group.stop_stragglers(false, kill_at);
+    // The heartbeat thread may hang in the network; it is not waited for.
+    // Whatever is still ours (a surface that only failed to answer) is
+    // released; a release never touches another instance's claim.
+    let released = run.release(ReleaseReason::Abort);
+    Ok(run.finish(Ending::Lost {
+        reason: lost,
+        status,
+        killed,
+        stopped_after,
+        released,
+    }))
+}
+
+/// The command's exit status, as its watcher reported it or as reaping it
+/// tells (the group leader is reaped either way).
+fn reap(
+    group: &mut Group,
+    reported: std::io::Result<ChildStatus>,
+) -> Result<ChildStatus, HoldError> {
+    let reaped = group.reap();
+    reported.or(reaped).map_err(HoldError::Wait)
+}
+
+/// The claim while its command runs.
+struct Supervision<'a> {
+    coord: &'a Coordinator<'a>,
+    store: ClaimStore,
+    issues: Vec<u64>,
+    generation: u64,
+    owns_claim: bool,
+    command: Vec<OsString>,
+    warnings: Vec<RecordError>,
+}
+
+impl Supervision<'_> {
+    /// Releases what `run` claimed; a claim held from before is kept.
+    fn release(&self, reason: ReleaseReason) -> Released {
+        if !self.owns_claim {
+            return Released::Kept;
+        }
+        match claims::release(self.coord, &self.store, &self.issues, reason.as_str()) {
+            Ok(outcome) => Released::Done(outcome.released, reason),
+            Err(e) => Released::Failed(e),
+        }
+    }
+
+    fn finish(self, ending: Ending) -> HoldReport {
+        HoldReport {
+            issues: self.issues,
+            generation: self.generation,
+            command: self.command,
+            warnings: self.warnings,
+            ending,
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -581,7 +581,10 @@ impl<'a> Coordinator<'a> {
             if let Some(closed) = views.iter().find(|v| !v.open) {
                 return Err(LeaseError::Closed(closed.issue));
             }
-            if views.iter().all(|v| v.decision == Decision::Ours) {
+            // A lapsed lease of ours is lost as any stale one is: held
+            // again only by a takeover (a new generation), never renewed.
+            let stale = |v: &IssueView| v.decision == Decision::Stale || lapsed(v);
+            if views.iter().all(|v| v.decision == Decision::Ours) && !views.iter().any(lapsed) {
                 let generation = views[0].generation;
                 return Ok(ClaimOutcome::Claimed {
                     generation,
@@ -595,7 +598,7 @@ impl<'a> Coordinator<'a> {
             if views.iter().any(|v| v.decision == Decision::Held) {
                 return Ok(ClaimOutcome::Held { views });
             }
-            if !req.takeover && views.iter().any(|v| v.decision == Decision::Stale) {
+            if !req.takeover && views.iter().any(stale) {
                 return Ok(ClaimOutcome::Stale { views });
             }
             let Some(generation) = views
@@ -611,7 +614,7 @@ impl<'a> Coordinator<'a> {
             let writes: Vec<Write> = views
                 .iter()
                 .map(|v| {
-                    let prior = (v.decision == Decision::Stale).then_some(v);
+                    let prior = stale(v).then_some(v);
                     let lease = self.lease_body(self.lease_payload(generation, now, None, None));
                     Write {
                         issue: v.issue,
@@ -807,10 +810,15 @@ impl<'a> Coordinator<'a> {
             .iter()
             .map(|i| analyze(i, self.settings, self.me(), now))
             .collect();
+        // A lease of ours that lapsed is lost too (SPEC 4): another instance
+        // may have taken it over, or be about to, and on GitHub a renewal
+        // does not fence a takeover already on its way.
         let lost: Vec<&IssueView> = views
             .iter()
             .filter(|v| {
-                v.decision != Decision::Ours || generation.is_some_and(|g| g != v.generation)
+                v.decision != Decision::Ours
+                    || generation.is_some_and(|g| g != v.generation)
+                    || lapsed(v)
             })
             .collect();
         if !lost.is_empty() {
@@ -867,7 +875,7 @@ impl<'a> Coordinator<'a> {
         let mut guard = |current: &[Issue], now: Timestamp| {
             current.iter().all(|issue| {
                 let v = analyze(issue, self.settings, self.me(), now);
-                v.decision == Decision::Ours && v.generation == expected
+                v.decision == Decision::Ours && v.generation == expected && !lapsed(&v)
             })
         };
         crate::failpoint::name_ops(&["heartbeat"]);
@@ -875,7 +883,7 @@ impl<'a> Coordinator<'a> {
             let views = self.read(issues)?;
             let reason = views
                 .iter()
-                .find(|v| v.decision != Decision::Ours || v.generation != expected)
+                .find(|v| v.decision != Decision::Ours || v.generation != expected || lapsed(v))
                 .map(|v| {
                     lost_reason(
                         v,
@@ -959,6 +967,12 @@ impl<'a> Coordinator<'a> {
     }
 }
 
+/// Whether `view` shows a claim of ours whose lease has run out: lost, as
+/// any stale lease is, though no one else may have taken it yet.
+pub fn lapsed(view: &IssueView) -> bool {
+    view.decision == Decision::Ours && view.expires_at.is_some_and(|e| e <= view.now)
+}
+
 fn lost_reason(view: &IssueView, me: &str, generation: Option<u64>, label: &str) -> String {
     match &view.holder {
         _ if !view.labelled => format!("the {label} label is gone from #{}", view.issue),
@@ -971,6 +985,16 @@ fn lost_reason(view: &IssueView, me: &str, generation: Option<u64>, label: &str)
             view.issue,
             generation.unwrap_or_default(),
             h.generation
+        ),
+        Some(_) if lapsed(view) => format!(
+            "the lease of {me} on #{} lapsed at {} ({} ago); a lapsed lease is lost, and another \
+             instance may take the issue over",
+            view.issue,
+            view.expires_at.map(|e| e.to_string()).unwrap_or_default(),
+            crate::timefmt::human_duration(
+                view.expires_at
+                    .map_or(Duration::ZERO, |e| view.now.since(e))
+            ),
         ),
         _ => format!("#{} has no claim by {me}", view.issue),
     }

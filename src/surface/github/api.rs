@@ -343,23 +343,39 @@ impl GithubSurface {
             .insert(issue, labels.to_vec());
     }
 
+    /// One write to an issue's own resource (`rest`, under the repository):
+    /// a 404 means the issue is not there, any other non-2xx is unexpected.
+    fn call_on_issue(
+        &self,
+        issue: u64,
+        method: Method,
+        rest: &str,
+        body: Option<&Value>,
+        what: &str,
+        recover: Option<&dyn Fn() -> Result<Option<Reply>, GithubError>>,
+    ) -> Result<Reply, SurfaceError> {
+        let reply = self.call(method, &self.repo_path(rest), body, what, recover)?;
+        if reply.status == StatusCode::NOT_FOUND {
+            return Err(SurfaceError::NoSuchIssue(issue));
+        }
+        if !reply.success() {
+            return Err(self.unexpected(what, &reply).into());
+        }
+        Ok(reply)
+    }
+
     fn apply(&self, issue: u64, op: &Op) -> Result<Applied, SurfaceError> {
         match op {
             Op::AddLabels(labels) => {
                 let what = format!("adding {} to #{issue}", labels.join(", "));
-                let reply = self.call(
+                let reply = self.call_on_issue(
+                    issue,
                     Method::POST,
-                    &self.repo_path(&format!("issues/{issue}/labels")),
+                    &format!("issues/{issue}/labels"),
                     Some(&json!({ "labels": labels })),
                     &what,
                     None,
                 )?;
-                if reply.status == StatusCode::NOT_FOUND {
-                    return Err(SurfaceError::NoSuchIssue(issue));
-                }
-                if !reply.success() {
-                    return Err(self.unexpected(&what, &reply).into());
-                }
                 let names = self.label_names(&what, &reply)?;
                 self.learn_labels(issue, &names);
                 self.remember(issue, &reply, OwnOp::AddLabels(labels.clone()));
@@ -400,19 +416,14 @@ impl GithubSurface {
                     self.find_created(issue, body, since)
                 };
                 let recover: &dyn Fn() -> Result<Option<Reply>, GithubError> = &recover;
-                let reply = self.call(
+                let reply = self.call_on_issue(
+                    issue,
                     Method::POST,
-                    &self.repo_path(&format!("issues/{issue}/comments")),
+                    &format!("issues/{issue}/comments"),
                     Some(&payload),
                     &what,
                     has_marker_id(body).then_some(recover),
                 )?;
-                if reply.status == StatusCode::NOT_FOUND {
-                    return Err(SurfaceError::NoSuchIssue(issue));
-                }
-                if !reply.success() {
-                    return Err(self.unexpected(&what, &reply).into());
-                }
                 let comment = self.written_comment(&what, &reply)?;
                 self.remember(issue, &reply, OwnOp::Comment(comment.clone()));
                 Ok(Applied::Comment(comment))
@@ -441,19 +452,14 @@ impl GithubSurface {
                 let verb = if assign { "assign" } else { "unassign" };
                 let what = format!("{verb}ing {} on #{issue}", logins.join(", "));
                 let method = if assign { Method::POST } else { Method::DELETE };
-                let reply = self.call(
+                let reply = self.call_on_issue(
+                    issue,
                     method,
-                    &self.repo_path(&format!("issues/{issue}/assignees")),
+                    &format!("issues/{issue}/assignees"),
                     Some(&json!({ "assignees": logins })),
                     &what,
                     None,
                 )?;
-                if reply.status == StatusCode::NOT_FOUND {
-                    return Err(SurfaceError::NoSuchIssue(issue));
-                }
-                if !reply.success() {
-                    return Err(self.unexpected(&what, &reply).into());
-                }
                 let api: ApiIssue = self.parse(&what, &reply)?;
                 let now: Vec<String> = api
                     .assignees
