@@ -16,24 +16,38 @@
 # CARGO=cross builds a target this machine cannot (aarch64 musl on x86_64).
 # The pages and scripts come from a binary that runs here: the target's own
 # when it is this machine's, else one built for this machine.
+#
+# MAVERICK_PACKAGE_PROFILE picks cargo's profile: `release` (the default,
+# what a release publishes) or `dev`, with which .ci/run checks the archive
+# from the binary its tests already built instead of a second, from-scratch
+# release build. This machine's target builds without `--target`, into the
+# same directories as `cargo build` and `cargo test`.
 set -euo pipefail
 target=${1:?usage: scripts/package.sh TARGET [OUT_DIR]}
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${2:-$root/dist}
 cargo=${CARGO:-cargo}
+profile=${MAVERICK_PACKAGE_PROFILE:-release}
 cd "$root"
 
 version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n1)
 name="git-maverick-$version-$target"
 host=$(rustc -vV | sed -n 's/^host: //p')
+# cargo's output directory of a profile: dev builds into debug/.
+case $profile in
+  dev) profile_dir=debug ;;
+  *) profile_dir=$profile ;;
+esac
 
-"$cargo" build --release --locked --target "$target"
-bin="target/$target/release/git-maverick"
-if [ "$target" = "$host" ]; then
+if [ "$target" = "$host" ] && [ "$(basename "$cargo")" = cargo ]; then
+  cargo build --profile "$profile" --locked
+  bin="target/$profile_dir/git-maverick"
   docs_bin=$bin
 else
-  cargo build --release --locked
-  docs_bin=target/release/git-maverick
+  "$cargo" build --profile "$profile" --locked --target "$target"
+  bin="target/$target/$profile_dir/git-maverick"
+  cargo build --profile "$profile" --locked
+  docs_bin="target/$profile_dir/git-maverick"
 fi
 
 stage=$(mktemp -d "${TMPDIR:-/tmp}/maverick-package.XXXXXX")

@@ -33,7 +33,7 @@ use crate::config::{Overrides, SurfaceKind};
     propagate_version = true,
     disable_help_subcommand = true
 )]
-pub struct Cli {
+pub(crate) struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
     #[command(subcommand)]
@@ -41,7 +41,7 @@ pub struct Cli {
 }
 
 #[derive(Debug, Args)]
-pub struct GlobalArgs {
+pub(crate) struct GlobalArgs {
     /// Print exactly one JSON object on stdout
     #[arg(long, global = true)]
     pub json: bool,
@@ -110,7 +110,7 @@ pub struct GlobalArgs {
 }
 
 impl GlobalArgs {
-    pub fn overrides(&self) -> Overrides {
+    pub(crate) fn overrides(&self) -> Overrides {
         Overrides {
             surface: self.surface,
             remote: self.remote.clone(),
@@ -131,7 +131,7 @@ impl GlobalArgs {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Claim, heartbeat, release and take over issues
     Coord(CoordArgs),
     /// Work a story task by task: each finished task is one commit, pushed
@@ -197,7 +197,7 @@ pub(crate) fn lease_duration(text: &str) -> Result<Duration, String> {
 }
 
 /// An issue number: `142` or `#142`.
-pub fn issue_number(text: &str) -> Result<u64, String> {
+pub(crate) fn issue_number(text: &str) -> Result<u64, String> {
     let digits = text.strip_prefix('#').unwrap_or(text);
     match digits.parse::<u64>() {
         Ok(n) if n > 0 => Ok(n),

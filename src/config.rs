@@ -3,7 +3,7 @@
 //! of surface is a pure function of config, flags and the remote URL.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::git::{Git, GitError};
@@ -27,7 +27,7 @@ impl std::fmt::Display for SurfaceKind {
 
 /// Values given on the command line; each beats its `maverick.*` key.
 #[derive(Clone, Debug, Default)]
-pub struct Overrides {
+pub(crate) struct Overrides {
     pub surface: Option<SurfaceKind>,
     pub remote: Option<String>,
     pub repo: Option<String>,
@@ -52,12 +52,12 @@ pub struct Labels {
 }
 
 impl Labels {
-    pub fn blocked_by(&self, issue: u64) -> String {
+    pub(crate) fn blocked_by(&self, issue: u64) -> String {
         format!("{}{issue}", self.blocked_prefix)
     }
 
     /// The issue a `blocked-by:#N` label names.
-    pub fn blocker(&self, label: &str) -> Option<u64> {
+    pub(crate) fn blocker(&self, label: &str) -> Option<u64> {
         label.strip_prefix(&self.blocked_prefix)?.parse().ok()
     }
 }
@@ -85,7 +85,7 @@ pub struct Settings {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
+pub(crate) enum ConfigError {
     #[error(transparent)]
     Git(#[from] GitError),
     #[error("maverick.{key}: {source}")]
@@ -150,7 +150,7 @@ pub const KNOWN_KEYS: &[KnownKey] = &[
 
 /// Where one setting came from, for `git maverick config`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Origin {
+pub(crate) enum Origin {
     /// Nothing set it.
     Default,
     /// A command-line flag.
@@ -178,7 +178,7 @@ impl std::fmt::Display for Origin {
 /// A config key's name as git reports it (lower-cased), its scope (`local`,
 /// `global`, `system`, `worktree`, `command`) and the file that set it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ConfigOrigin {
+pub(crate) struct ConfigOrigin {
     pub key: String,
     pub scope: String,
     pub file: String,
@@ -202,7 +202,7 @@ struct ConfigEntry {
 /// A `maverick.*` key that maverick does not read, and the known key it is
 /// closest to.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct UnknownKey {
+pub(crate) struct UnknownKey {
     pub origin: ConfigOrigin,
     pub suggestion: Option<&'static str>,
 }
@@ -220,10 +220,10 @@ impl std::fmt::Display for UnknownKey {
 /// The `maverick.*` keys, read with one `git config` call (lower-cased names,
 /// as git reports them; the last value of a key wins, as in git).
 #[derive(Debug, Default)]
-pub struct ConfigKeys(HashMap<String, ConfigEntry>);
+pub(crate) struct ConfigKeys(HashMap<String, ConfigEntry>);
 
 impl ConfigKeys {
-    pub fn read(git: &Git) -> Result<ConfigKeys, GitError> {
+    pub(crate) fn read(git: &Git) -> Result<ConfigKeys, GitError> {
         let mut keys = HashMap::new();
         for entry in git.config_entries(r"^maverick\.")? {
             let origin = ConfigOrigin {
@@ -242,7 +242,7 @@ impl ConfigKeys {
         Ok(ConfigKeys(keys))
     }
 
-    pub fn get(&self, key: &str) -> Option<&str> {
+    pub(crate) fn get(&self, key: &str) -> Option<&str> {
         self.entry(key).map(|e| e.value.as_str())
     }
 
@@ -252,11 +252,11 @@ impl ConfigKeys {
     }
 
     /// Where `key` was set, when it was.
-    pub fn origin(&self, key: &str) -> Option<Origin> {
+    pub(crate) fn origin(&self, key: &str) -> Option<Origin> {
         self.entry(key).map(|e| Origin::Config(e.origin.clone()))
     }
 
-    pub fn duration(&self, key: &'static str) -> Result<Option<Duration>, ConfigError> {
+    pub(crate) fn duration(&self, key: &'static str) -> Result<Option<Duration>, ConfigError> {
         self.get(key)
             .map(|v| parse_duration(v).map_err(|source| ConfigError::Duration { key, source }))
             .transpose()
@@ -264,7 +264,7 @@ impl ConfigKeys {
 
     /// The keys maverick does not read (a typo reads as a default otherwise),
     /// in name order, each with the closest known key.
-    pub fn unknown(&self) -> Vec<UnknownKey> {
+    pub(crate) fn unknown(&self) -> Vec<UnknownKey> {
         let mut unknown: Vec<UnknownKey> = self
             .0
             .values()
@@ -283,13 +283,16 @@ impl ConfigKeys {
 }
 
 /// The known key `name` most likely misspells, if any is close.
-pub fn closest_key(name: &str) -> Option<&'static str> {
+pub(crate) fn closest_key(name: &str) -> Option<&'static str> {
     closest_name(name, KNOWN_KEYS.iter().map(|k| k.name))
 }
 
 /// The candidate `name` most likely misspells, if any is close: clap's
 /// measure and threshold for its own suggestions, ignoring case.
-pub fn closest_name<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+pub(crate) fn closest_name<'a>(
+    name: &str,
+    candidates: impl Iterator<Item = &'a str>,
+) -> Option<&'a str> {
     let name = name.to_ascii_lowercase();
     candidates
         .map(|c| (strsim::jaro(&name, &c.to_ascii_lowercase()), c))
@@ -301,7 +304,7 @@ pub fn closest_name<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -
 /// Where each setting came from, by its key name (`leaseTtl`), plus the
 /// settings that are not keys: `remoteUrl`.
 #[derive(Clone, Debug, Default)]
-pub struct Origins {
+pub(crate) struct Origins {
     pub of: Vec<(&'static str, Origin)>,
     pub unknown_keys: Vec<UnknownKey>,
 }
@@ -312,7 +315,7 @@ impl Origins {
         self.of.push((name, origin));
     }
 
-    pub fn get(&self, name: &str) -> Origin {
+    pub(crate) fn get(&self, name: &str) -> Origin {
         self.of
             .iter()
             .find(|(n, _)| *n == name)
@@ -321,23 +324,19 @@ impl Origins {
     }
 }
 
-pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(600);
-pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(120);
-pub const DEFAULT_MAX_CLOCK_SKEW: Duration = Duration::from_secs(300);
+pub(crate) const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(600);
+pub(crate) const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(120);
+pub(crate) const DEFAULT_MAX_CLOCK_SKEW: Duration = Duration::from_secs(300);
 /// GitHub's lists can lag a write by seconds; the git surface is exact.
-pub const DEFAULT_GITHUB_SETTLE: Duration = Duration::from_secs(3);
+pub(crate) const DEFAULT_GITHUB_SETTLE: Duration = Duration::from_secs(3);
 /// How long one GitHub request may take before it is retried
 /// (`maverick.httpTimeout`).
-pub const DEFAULT_HTTP_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_HTTP_TIMEOUT: Duration = Duration::from_secs(30);
 
 impl Settings {
-    pub fn load(git: &Git, overrides: &Overrides) -> Result<Settings, ConfigError> {
-        Settings::load_explained(git, overrides).map(|(settings, _)| settings)
-    }
-
     /// The settings and where each came from (`git maverick config`), and
     /// the `maverick.*` keys nobody reads (a warning on every command).
-    pub fn load_explained(
+    pub(crate) fn load_explained(
         git: &Git,
         overrides: &Overrides,
     ) -> Result<(Settings, Origins), ConfigError> {
@@ -685,7 +684,7 @@ fn valid_host(host: &str) -> bool {
 
 /// gh's rule: github.com's API is api.github.com; GitHub Enterprise Server's
 /// is `https://HOST/api/v3`.
-pub fn api_url_of_host(host: &str) -> String {
+pub(crate) fn api_url_of_host(host: &str) -> String {
     if host.eq_ignore_ascii_case("github.com") {
         "https://api.github.com".to_owned()
     } else {
@@ -732,7 +731,7 @@ impl Settings {
     }
 }
 
-pub fn split_list(text: &str) -> Vec<String> {
+pub(crate) fn split_list(text: &str) -> Vec<String> {
     text.split([',', ' '])
         .map(str::trim)
         .filter(|s| !s.is_empty())
@@ -751,14 +750,9 @@ fn valid_repo(repo: &str) -> bool {
     matches!(repo.split_once('/'), Some((owner, name)) if ok(owner) && ok(name))
 }
 
-/// `OWNER/NAME` when the URL points at github.com, in any of git's URL forms.
-pub fn github_repo_of_url(url: &str) -> Option<String> {
-    github_repo_of_url_on(url, None)
-}
-
 /// `OWNER/NAME` when the URL points at github.com or at `host` (`GH_HOST`, a
 /// GitHub Enterprise Server).
-pub fn github_repo_of_url_on(url: &str, gh_host: Option<&str>) -> Option<String> {
+pub(crate) fn github_repo_of_url_on(url: &str, gh_host: Option<&str>) -> Option<String> {
     let rest = url
         .strip_prefix("https://")
         .or_else(|| url.strip_prefix("http://"))
@@ -789,7 +783,7 @@ pub fn github_repo_of_url_on(url: &str, gh_host: Option<&str>) -> Option<String>
     valid_repo(&repo).then_some(repo)
 }
 
-pub fn valid_instance_id(id: &str) -> bool {
+pub(crate) fn valid_instance_id(id: &str) -> bool {
     (1..=64).contains(&id.len())
         && id
             .chars()
@@ -799,7 +793,7 @@ pub fn valid_instance_id(id: &str) -> bool {
 
 /// The instance id the environment names, which beats every other source
 /// (SPEC 2); the pre-push hook uses it to avoid reading the configuration.
-pub fn instance_from_env() -> Option<Result<String, ConfigError>> {
+pub(crate) fn instance_from_env() -> Option<Result<String, ConfigError>> {
     let id = ["MAVERICK_INSTANCE", "MAVERICK_INSTANCE_ID"]
         .iter()
         .find_map(|var| std::env::var(var).ok().filter(|v| !v.is_empty()))?;
@@ -811,12 +805,12 @@ pub fn instance_from_env() -> Option<Result<String, ConfigError>> {
 }
 
 /// The agent session's variables, in Maverick's order of preference.
-pub const SESSION_VARS: [&str; 2] = ["CLAUDE_CODE_SESSION_ID", "CLAUDE_SESSION_ID"];
+pub(crate) const SESSION_VARS: [&str; 2] = ["CLAUDE_CODE_SESSION_ID", "CLAUDE_SESSION_ID"];
 
 /// The instance id of the agent session the environment names, derived as
 /// Maverick derives it, so that one session is one instance whichever tool
 /// it runs (SPEC 2).
-pub fn instance_from_session() -> Option<String> {
+pub(crate) fn instance_from_session() -> Option<String> {
     SESSION_VARS
         .iter()
         .find_map(|var| std::env::var(var).ok().filter(|v| !v.is_empty()))
@@ -825,7 +819,7 @@ pub fn instance_from_session() -> Option<String> {
 
 /// Maverick's derivation: the first 10 hex digits of the SHA-256 of the
 /// session id, exactly as given (no trimming, no case folding).
-pub fn session_instance_id(session: &str) -> String {
+pub(crate) fn session_instance_id(session: &str) -> String {
     use sha2::{Digest, Sha256};
     let digest = Sha256::digest(session.as_bytes());
     digest[..5].iter().map(|b| format!("{b:02x}")).collect()
@@ -854,7 +848,7 @@ fn named_instance(keys: &ConfigKeys) -> Option<Result<(String, Origin), ConfigEr
 /// the session id on stdin rather than in the environment: SPEC 2's order
 /// (env, then config, then the session), with `session_id` as the session
 /// when given. `None` when nothing names an instance or a session.
-pub fn agent_session_instance(
+pub(crate) fn agent_session_instance(
     git: Option<&Git>,
     session_id: Option<&str>,
 ) -> Result<Option<String>, ConfigError> {
@@ -874,6 +868,21 @@ pub fn agent_session_instance(
 /// SPEC 2: env, then config, then the agent session, then one generated id
 /// kept in this worktree's git dir.
 fn resolve_instance(git: &Git, keys: &ConfigKeys) -> Result<(String, Origin), ConfigError> {
+    resolve_instance_in(keys, || git.git_dir())
+}
+
+/// This clone's instance id with no setting but `maverick.instance` read
+/// (one `git config` process), for the pre-push hook, which found the git
+/// dir without asking git.
+pub(crate) fn instance_of_clone(git: &Git, git_dir: &Path) -> Result<String, ConfigError> {
+    let keys = ConfigKeys::read(git)?;
+    Ok(resolve_instance_in(&keys, || Ok(git_dir.to_owned()))?.0)
+}
+
+fn resolve_instance_in(
+    keys: &ConfigKeys,
+    git_dir: impl FnOnce() -> Result<PathBuf, GitError>,
+) -> Result<(String, Origin), ConfigError> {
     if let Some(named) = named_instance(keys) {
         return named;
     }
@@ -885,7 +894,7 @@ fn resolve_instance(git: &Git, keys: &ConfigKeys) -> Result<(String, Origin), Co
             .unwrap_or("CLAUDE_CODE_SESSION_ID");
         return Ok((id, Origin::Env(var)));
     }
-    let path = git.git_dir()?.join("maverick").join("instance");
+    let path = git_dir()?.join("maverick").join("instance");
     let kept = Origin::Derived(format!("generated once, kept in {}", path.display()));
     if let Ok(text) = std::fs::read_to_string(&path) {
         let id = text.trim();
@@ -907,7 +916,7 @@ fn resolve_instance(git: &Git, keys: &ConfigKeys) -> Result<(String, Origin), Co
     Ok((id, kept))
 }
 
-pub fn short_hostname() -> String {
+pub(crate) fn short_hostname() -> String {
     let raw = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .or_else(|_| std::fs::read_to_string("/etc/hostname"))
         .ok()
@@ -944,7 +953,7 @@ mod tests {
             "ssh://git@github.com:22/acme/widgets",
         ] {
             assert_eq!(
-                github_repo_of_url(url).as_deref(),
+                github_repo_of_url_on(url, None).as_deref(),
                 Some("acme/widgets"),
                 "{url}"
             );
@@ -956,7 +965,7 @@ mod tests {
             "https://github.example.com/acme/widgets.git",
             "https://github.com/acme",
         ] {
-            assert_eq!(github_repo_of_url(url), None, "{url}");
+            assert_eq!(github_repo_of_url_on(url, None), None, "{url}");
         }
     }
 

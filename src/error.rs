@@ -8,7 +8,7 @@ use std::fmt;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[repr(u8)]
-pub enum Exit {
+pub(crate) enum Exit {
     Ok = 0,
     Error = 1,
     Usage = 2,
@@ -22,7 +22,7 @@ pub enum Exit {
 }
 
 impl Exit {
-    pub fn code(self) -> u8 {
+    pub(crate) fn code(self) -> u8 {
         self as u8
     }
 }
@@ -32,7 +32,7 @@ impl Exit {
 /// added; a code is never renamed or given another meaning.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum ErrorCode {
+pub(crate) enum ErrorCode {
     /// The command line is wrong (exit 2); the message is clap's whole text.
     Usage,
     NoToken,
@@ -62,7 +62,7 @@ pub enum ErrorCode {
 }
 
 #[derive(Debug)]
-pub struct CommandError {
+pub(crate) struct CommandError {
     pub exit: Exit,
     pub code: ErrorCode,
     pub message: String,
@@ -71,7 +71,7 @@ pub struct CommandError {
 }
 
 impl CommandError {
-    pub fn new(exit: Exit, message: impl Into<String>) -> CommandError {
+    pub(crate) fn new(exit: Exit, message: impl Into<String>) -> CommandError {
         CommandError {
             exit,
             code: default_code(exit),
@@ -81,30 +81,30 @@ impl CommandError {
         }
     }
 
-    pub fn tool(message: impl Into<String>) -> CommandError {
+    pub(crate) fn tool(message: impl Into<String>) -> CommandError {
         CommandError::new(Exit::Error, message)
     }
 
-    pub fn usage(message: impl Into<String>) -> CommandError {
+    pub(crate) fn usage(message: impl Into<String>) -> CommandError {
         CommandError::new(Exit::Usage, message)
     }
 
     /// Sets the code, except that git being too old (found in the cause
     /// chain) stays what a program sees, whatever wrapped it.
-    pub fn code(mut self, code: ErrorCode) -> CommandError {
+    pub(crate) fn code(mut self, code: ErrorCode) -> CommandError {
         if self.code != ErrorCode::GitTooOld {
             self.code = code;
         }
         self
     }
 
-    pub fn hint(mut self, hint: impl Into<String>) -> CommandError {
+    pub(crate) fn hint(mut self, hint: impl Into<String>) -> CommandError {
         self.hints.push(hint.into());
         self
     }
 
     /// Builds an error from any error value, keeping its cause chain.
-    pub fn from_error(exit: Exit, err: &(dyn std::error::Error + 'static)) -> CommandError {
+    pub(crate) fn from_error(exit: Exit, err: &(dyn std::error::Error + 'static)) -> CommandError {
         let mut causes = Vec::new();
         let mut hints = Vec::new();
         let mut code = default_code(exit);
@@ -129,7 +129,7 @@ impl CommandError {
         }
     }
 
-    pub fn to_json(&self) -> serde_json::Value {
+    pub(crate) fn to_json(&self) -> serde_json::Value {
         serde_json::json!({
             "schema_version": crate::commands::SCHEMA_VERSION,
             "ok": false,
@@ -311,9 +311,9 @@ impl From<crate::durable::state::StateError> for CommandError {
         use crate::durable::state::StateError;
         match err {
             StateError::Surface(e) => e.into(),
-            StateError::NotState(_)
-            | StateError::TooLarge { .. }
-            | StateError::BadStoryState { .. } => CommandError::from_error(Exit::Usage, &err),
+            StateError::NotState(_) | StateError::TooLarge { .. } => {
+                CommandError::from_error(Exit::Usage, &err)
+            }
             StateError::Unreadable { .. } => CommandError::from_error(Exit::Usage, &err).hint(
                 "give `epic` (the epic's issue number) and `stories` (a JSON object); `updated_at` is stamped for you",
             ),

@@ -46,7 +46,7 @@ fn armed() -> Option<&'static str> {
 }
 
 /// Dies here when `name` is armed.
-pub fn hit(name: &str) {
+pub(crate) fn hit(name: &str) {
     debug_assert!(ALL.contains(&name), "unknown failpoint {name}");
     if let Some(armed) = armed() {
         if armed.split(',').any(|n| n.trim() == name) {
@@ -70,14 +70,14 @@ thread_local! {
 
 /// Names the operations of the next surface write on this thread, in order
 /// (`""` for one that is no failpoint).
-pub fn name_ops(names: &[&'static str]) {
+pub(crate) fn name_ops(names: &[&'static str]) {
     if armed().is_some() {
         OPS.with(|ops| *ops.borrow_mut() = names.iter().copied().collect());
     }
 }
 
 /// Called by a surface after it carried out one operation of a write.
-pub fn after_op() {
+pub(crate) fn after_op() {
     if armed().is_some() {
         if let Some(name) = OPS.with(|ops| ops.borrow_mut().pop_front()) {
             if !name.is_empty() {
@@ -89,7 +89,7 @@ pub fn after_op() {
 
 /// Called by a surface when a write ends, carried out or not: names left
 /// over belong to no later write.
-pub fn end_write() {
+pub(crate) fn end_write() {
     if armed().is_some() {
         OPS.with(|ops| ops.borrow_mut().clear());
     }

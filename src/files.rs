@@ -25,7 +25,7 @@ pub enum RecordError {
 
 impl RecordError {
     /// The way out of a damaged record: it may be removed, and what that costs.
-    pub fn hint(&self) -> Option<String> {
+    pub(crate) fn hint(&self) -> Option<String> {
         match self {
             RecordError::Damaged { path, loses, .. } => Some(format!(
                 "it is safe to remove ({}): that loses {loses}",
@@ -37,14 +37,14 @@ impl RecordError {
 }
 
 /// `rm -- PATH`, quoted for a POSIX shell.
-pub fn shell_rm(path: &Path) -> String {
+pub(crate) fn shell_rm(path: &Path) -> String {
     let text = path.to_string_lossy();
     format!("rm -- '{}'", text.replace('\'', "'\\''"))
 }
 
 /// Writes through a temporary file and a rename, so a crash leaves the old
 /// file or the new one, never half of one.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     replace_file(path, bytes, true)
 }
 
@@ -88,7 +88,7 @@ pub enum ConfineError {
 /// `root/relative`, checked: `relative` has only plain components, and no
 /// part of it that exists is a symbolic link (or anything but a directory,
 /// below the last part).
-pub fn inside(root: &Path, relative: &Path) -> Result<PathBuf, ConfineError> {
+pub(crate) fn inside(root: &Path, relative: &Path) -> Result<PathBuf, ConfineError> {
     let mut path = root.to_owned();
     let parts: Vec<_> = relative.components().collect();
     for (i, part) in parts.iter().enumerate() {

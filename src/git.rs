@@ -11,9 +11,9 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, OnceLock};
 
 /// The trailer naming the issue a task commit belongs to (SPEC 6).
-pub const ISSUE_TRAILER: &str = "Maverick-Issue";
+pub(crate) const ISSUE_TRAILER: &str = "Maverick-Issue";
 /// The trailer naming the task number(s) a commit completes.
-pub const TASK_TRAILER: &str = "Maverick-Task";
+pub(crate) const TASK_TRAILER: &str = "Maverick-Task";
 
 #[derive(Debug, thiserror::Error)]
 pub enum GitError {
@@ -60,7 +60,7 @@ fn stderr_suffix(stderr: &str) -> String {
 
 impl GitError {
     /// git's own words, for callers that sort failures by what git said.
-    pub fn stderr(&self) -> &str {
+    pub(crate) fn stderr(&self) -> &str {
         match self {
             GitError::Failed { stderr, .. } => stderr,
             _ => "",
@@ -81,7 +81,7 @@ impl std::fmt::Display for GitVersion {
 impl GitVersion {
     /// Reads `git version 2.39.5` (and vendor tails such as
     /// `2.39.5.windows.1` or `2.39.5 (Apple Git-154)`).
-    pub fn parse(text: &str) -> Option<GitVersion> {
+    pub(crate) fn parse(text: &str) -> Option<GitVersion> {
         let number = text.trim().strip_prefix("git version ")?;
         let mut parts = number
             .split(|c: char| !c.is_ascii_digit())
@@ -116,7 +116,7 @@ pub struct GitEnv {
 impl GitEnv {
     /// This process's environment, as git hooks and users expect it passed
     /// on (`GIT_DIR` in a hook, `HOME`, `PATH`, credential helpers' variables).
-    pub fn inherit() -> GitEnv {
+    pub(crate) fn inherit() -> GitEnv {
         GitEnv {
             vars: std::env::vars_os().collect(),
         }
@@ -134,13 +134,8 @@ impl GitEnv {
         self
     }
 
-    pub fn remove(mut self, key: impl AsRef<OsStr>) -> GitEnv {
-        self.vars.retain(|(k, _)| k != key.as_ref());
-        self
-    }
-
     /// A variable's value; an empty one counts as unset.
-    pub fn get(&self, key: &str) -> Option<&OsStr> {
+    pub(crate) fn get(&self, key: &str) -> Option<&OsStr> {
         self.vars
             .iter()
             .find(|(k, _)| k == key)
@@ -194,7 +189,7 @@ pub struct Git {
 
 /// One commit's task trailers (`Maverick-Issue`, `Maverick-Task`).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TrailerCommit {
+pub(crate) struct TrailerCommit {
     pub sha: String,
     pub short: String,
     pub issues: Vec<u64>,
@@ -202,21 +197,21 @@ pub struct TrailerCommit {
 }
 
 impl TrailerCommit {
-    pub fn names_issue(&self, issue: u64) -> bool {
+    pub(crate) fn names_issue(&self, issue: u64) -> bool {
         self.issues.contains(&issue)
     }
 }
 
 /// Which end of a history comes first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Order {
+pub(crate) enum Order {
     NewestFirst,
     OldestFirst,
 }
 
 /// What a push with a lease came to.
 #[derive(Debug)]
-pub enum PushOutcome {
+pub(crate) enum PushOutcome {
     Pushed,
     /// The remote or git refused: `status` is porcelain's reason for the
     /// refused ref (`stale info`, `fetch first`, a hook's words), `said`
@@ -230,7 +225,7 @@ pub enum PushOutcome {
 
 /// Whether git runs the local pre-push hook.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Hooks {
+pub(crate) enum Hooks {
     Run,
     Skip,
 }
@@ -245,7 +240,7 @@ impl Git {
     }
 
     /// The same environment (and git) in another directory.
-    pub fn at(&self, dir: impl Into<PathBuf>) -> Git {
+    pub(crate) fn at(&self, dir: impl Into<PathBuf>) -> Git {
         Git {
             dir: dir.into(),
             env: Arc::clone(&self.env),
@@ -253,11 +248,11 @@ impl Git {
         }
     }
 
-    pub fn dir(&self) -> &Path {
+    pub(crate) fn dir(&self) -> &Path {
         &self.dir
     }
 
-    pub fn env(&self) -> &GitEnv {
+    pub(crate) fn env(&self) -> &GitEnv {
         &self.env
     }
 
@@ -284,7 +279,7 @@ impl Git {
     }
 
     /// The version of the git this environment runs, asked once.
-    pub fn version(&self) -> Result<GitVersion, GitError> {
+    pub(crate) fn version(&self) -> Result<GitVersion, GitError> {
         if let Some(v) = self.version.get() {
             return Ok(*v);
         }
@@ -309,7 +304,7 @@ impl Git {
     // The repository and its files.
 
     /// True when the directory is inside a git repository.
-    pub fn is_repository(&self) -> Result<bool, GitError> {
+    pub(crate) fn is_repository(&self) -> Result<bool, GitError> {
         Ok(self
             .cmd(["rev-parse", "--git-dir"])
             .output_unchecked()?
@@ -322,13 +317,13 @@ impl Git {
     }
 
     /// This worktree's own git directory.
-    pub fn git_dir(&self) -> Result<PathBuf, GitError> {
+    pub(crate) fn git_dir(&self) -> Result<PathBuf, GitError> {
         self.absolute_path("--git-dir", None)
     }
 
     /// Where git keeps `name` (`hooks`, `info/exclude`), honouring
     /// `core.hooksPath` and linked worktrees.
-    pub fn git_path(&self, name: &str) -> Result<PathBuf, GitError> {
+    pub(crate) fn git_path(&self, name: &str) -> Result<PathBuf, GitError> {
         self.absolute_path("--git-path", Some(name))
     }
 
@@ -343,12 +338,12 @@ impl Git {
     }
 
     /// The root of this worktree.
-    pub fn toplevel(&self) -> Result<PathBuf, GitError> {
+    pub(crate) fn toplevel(&self) -> Result<PathBuf, GitError> {
         Ok(PathBuf::from(self.read(["rev-parse", "--show-toplevel"])?))
     }
 
     /// True when git's ignore rules cover `path`, tracked or not.
-    pub fn is_ignored(&self, path: &Path) -> Result<bool, GitError> {
+    pub(crate) fn is_ignored(&self, path: &Path) -> Result<bool, GitError> {
         let out = self
             .cmd(["check-ignore", "-q", "--no-index", "--"])
             .arg(path)
@@ -363,7 +358,7 @@ impl Git {
     // Configuration.
 
     /// `git config --get KEY`, `None` when unset.
-    pub fn config_get(&self, key: &str) -> Result<Option<String>, GitError> {
+    pub(crate) fn config_get(&self, key: &str) -> Result<Option<String>, GitError> {
         let out = self.cmd(["config", "--get", key]).output_unchecked()?;
         match out.code {
             Some(0) => Ok(Some(out.stdout_text()?.trim_end_matches('\n').to_owned())),
@@ -372,19 +367,9 @@ impl Git {
         }
     }
 
-    /// Every `(key, value)` whose key matches `pattern`, in git's order; a
-    /// key without a value (`[maverick] flag`) reads as `true`.
-    pub fn config_matching(&self, pattern: &str) -> Result<Vec<(String, String)>, GitError> {
-        Ok(self
-            .config_entries(pattern)?
-            .into_iter()
-            .map(|e| (e.key, e.value))
-            .collect())
-    }
-
     /// The same, with where each came from (`git config --show-scope
     /// --show-origin`).
-    pub fn config_entries(&self, pattern: &str) -> Result<Vec<ConfigEntry>, GitError> {
+    pub(crate) fn config_entries(&self, pattern: &str) -> Result<Vec<ConfigEntry>, GitError> {
         let out = self
             .cmd([
                 "config",
@@ -424,14 +409,14 @@ impl Git {
         }
     }
 
-    pub fn config_set(&self, key: &str, value: &str) -> Result<(), GitError> {
+    pub(crate) fn config_set(&self, key: &str, value: &str) -> Result<(), GitError> {
         self.cmd(["config", key, value]).output().map(drop)
     }
 
     // Commits and branches.
 
     /// The commit `rev` names, `None` when it names none.
-    pub fn resolve_commit(&self, rev: &str) -> Result<Option<String>, GitError> {
+    pub(crate) fn resolve_commit(&self, rev: &str) -> Result<Option<String>, GitError> {
         let out = self
             .cmd(["rev-parse", "--verify", "--quiet", "--end-of-options"])
             .arg(format!("{rev}^{{commit}}"))
@@ -444,7 +429,7 @@ impl Git {
     }
 
     /// The commit `rev` names; an error carrying git's words when none.
-    pub fn commit_of(&self, rev: &str) -> Result<String, GitError> {
+    pub(crate) fn commit_of(&self, rev: &str) -> Result<String, GitError> {
         self.read([
             "rev-parse",
             "--verify",
@@ -454,17 +439,17 @@ impl Git {
     }
 
     /// The abbreviated name of a commit.
-    pub fn short_name(&self, sha: &str) -> Result<String, GitError> {
+    pub(crate) fn short_name(&self, sha: &str) -> Result<String, GitError> {
         self.read(["rev-parse", "--short", "--end-of-options", sha])
     }
 
     /// A commit's subject line.
-    pub fn subject(&self, rev: &str) -> Result<String, GitError> {
+    pub(crate) fn subject(&self, rev: &str) -> Result<String, GitError> {
         self.read(["log", "-1", "--format=%s", "--end-of-options", rev])
     }
 
     /// `short subject` of each commit in `range`, newest first.
-    pub fn oneline_log(&self, range: &str) -> Result<Vec<String>, GitError> {
+    pub(crate) fn oneline_log(&self, range: &str) -> Result<Vec<String>, GitError> {
         let log = self.read([
             "log",
             "--no-decorate",
@@ -477,7 +462,7 @@ impl Git {
 
     /// True when `ancestor` is an ancestor of (or equal to) `descendant`. An
     /// object this clone does not have cannot be an ancestor of one it has.
-    pub fn is_ancestor(&self, ancestor: &str, descendant: &str) -> Result<bool, GitError> {
+    pub(crate) fn is_ancestor(&self, ancestor: &str, descendant: &str) -> Result<bool, GitError> {
         let out = self
             .cmd(["merge-base", "--is-ancestor", "--end-of-options"])
             .args([ancestor, descendant])
@@ -491,7 +476,7 @@ impl Git {
     }
 
     /// The branch checked out here; `None` on a detached HEAD.
-    pub fn current_branch(&self) -> Result<Option<String>, GitError> {
+    pub(crate) fn current_branch(&self) -> Result<Option<String>, GitError> {
         let out = self
             .cmd(["symbolic-ref", "--quiet", "--short", "HEAD"])
             .output_unchecked()?;
@@ -503,7 +488,7 @@ impl Git {
     }
 
     /// True when the index differs from HEAD.
-    pub fn has_staged_changes(&self) -> Result<bool, GitError> {
+    pub(crate) fn has_staged_changes(&self) -> Result<bool, GitError> {
         let out = self
             .cmd(["diff", "--cached", "--quiet"])
             .output_unchecked()?;
@@ -516,7 +501,12 @@ impl Git {
 
     /// Commits the index with `message` and the task trailers. git's
     /// refusal (a hook, no identity) keeps git's words.
-    pub fn commit_task(&self, message: &str, issue: u64, task: usize) -> Result<(), GitError> {
+    pub(crate) fn commit_task(
+        &self,
+        message: &str,
+        issue: u64,
+        task: usize,
+    ) -> Result<(), GitError> {
         self.cmd(["commit", "--quiet", "--cleanup=strip", "-m", message])
             .arg(format!("--trailer={ISSUE_TRAILER}: {issue}"))
             .arg(format!("--trailer={TASK_TRAILER}: {task}"))
@@ -526,7 +516,7 @@ impl Git {
 
     /// The task trailers of the commits `revs` names (a commit and its
     /// history, or a range), at most `max` of them.
-    pub fn task_trailers(
+    pub(crate) fn task_trailers(
         &self,
         revs: &str,
         max: usize,
@@ -569,7 +559,7 @@ impl Git {
 
     /// Moves `refname` to `new` only if it is at `old` (a compare-and-swap
     /// on a local ref); `old == None` moves it whatever it is.
-    pub fn update_ref(
+    pub(crate) fn update_ref(
         &self,
         refname: &str,
         new: &str,
@@ -583,7 +573,7 @@ impl Git {
     }
 
     /// Fast-forwards the branch checked out here to `rev`.
-    pub fn merge_ff_only(&self, rev: &str) -> Result<(), GitError> {
+    pub(crate) fn merge_ff_only(&self, rev: &str) -> Result<(), GitError> {
         self.cmd(["merge", "--ff-only", "--quiet", "--end-of-options", rev])
             .output()
             .map(drop)
@@ -593,13 +583,17 @@ impl Git {
 
     /// The URL a push to the remote `name` goes to (`insteadOf` and
     /// `pushurl` applied).
-    pub fn push_url(&self, name: &str) -> Result<String, GitError> {
+    pub(crate) fn push_url(&self, name: &str) -> Result<String, GitError> {
         self.read(["remote", "get-url", "--push", "--end-of-options", name])
     }
 
     /// The remote's head of `branch` by `git ls-remote` (a network call:
     /// never from the hook). `None` when the remote has no such branch.
-    pub fn remote_head(&self, remote: &str, branch: &str) -> Result<Option<String>, GitError> {
+    pub(crate) fn remote_head(
+        &self,
+        remote: &str,
+        branch: &str,
+    ) -> Result<Option<String>, GitError> {
         let refname = format!("refs/heads/{branch}");
         let out = self
             .cmd(["ls-remote", "--refs", "--end-of-options", remote, &refname])
@@ -614,7 +608,11 @@ impl Git {
     /// Fetches `branch` from `remote` into its remote-tracking ref, as a
     /// plain `git fetch` would; returns its commit, `None` when the remote
     /// has no such branch.
-    pub fn fetch_branch(&self, remote: &str, branch: &str) -> Result<Option<String>, GitError> {
+    pub(crate) fn fetch_branch(
+        &self,
+        remote: &str,
+        branch: &str,
+    ) -> Result<Option<String>, GitError> {
         let tracking = format!("refs/remotes/{remote}/{branch}");
         let out = self
             .cmd([
@@ -639,7 +637,7 @@ impl Git {
 
     /// Fetches what `refspecs` name (in one round trip), pruning local refs
     /// the remote dropped.
-    pub fn fetch_pruning(&self, remote: &str, refspecs: &[String]) -> Result<(), GitError> {
+    pub(crate) fn fetch_pruning(&self, remote: &str, refspecs: &[String]) -> Result<(), GitError> {
         self.cmd([
             "fetch",
             "--no-tags",
@@ -657,7 +655,7 @@ impl Git {
 
     /// Every remote-tracking branch of `remote` as the last fetch left it:
     /// (branch, head, committer time in Unix seconds).
-    pub fn remote_tracking_heads(
+    pub(crate) fn remote_tracking_heads(
         &self,
         remote: &str,
     ) -> Result<Vec<(String, String, i64)>, GitError> {
@@ -681,7 +679,7 @@ impl Git {
 
     /// Pushes `src` to `dst_ref` on `remote` if the remote's ref is still at
     /// `expected` (`None`: it must not exist yet).
-    pub fn push_with_lease(
+    pub(crate) fn push_with_lease(
         &self,
         remote: &str,
         src: &str,
@@ -716,19 +714,19 @@ impl Git {
     // Worktrees.
 
     /// `git worktree list --porcelain -z`, as git prints it.
-    pub fn worktree_list(&self) -> Result<Vec<u8>, GitError> {
+    pub(crate) fn worktree_list(&self) -> Result<Vec<u8>, GitError> {
         Ok(self
             .cmd(["worktree", "list", "--porcelain", "-z"])
             .output()?
             .stdout)
     }
 
-    pub fn worktree_prune(&self) -> Result<(), GitError> {
+    pub(crate) fn worktree_prune(&self) -> Result<(), GitError> {
         self.cmd(["worktree", "prune"]).output().map(drop)
     }
 
     /// Adds a worktree at `path` on a new branch `branch` starting at `start`.
-    pub fn worktree_add_new_branch(
+    pub(crate) fn worktree_add_new_branch(
         &self,
         path: &Path,
         branch: &str,
@@ -741,7 +739,7 @@ impl Git {
     }
 
     /// Adds a worktree at `path` with the existing `branch` checked out.
-    pub fn worktree_add(&self, path: &Path, branch: &str) -> Result<(), GitError> {
+    pub(crate) fn worktree_add(&self, path: &Path, branch: &str) -> Result<(), GitError> {
         self.cmd(["worktree", "add", "--quiet"])
             .args([path.as_os_str(), OsStr::new(branch)])
             .output()
@@ -751,7 +749,7 @@ impl Git {
     // Objects: the git surface's store.
 
     /// Reads objects with one `git cat-file --batch`; git's output as is.
-    pub fn cat_file_batch(&self, names: &[String]) -> Result<Vec<u8>, GitError> {
+    pub(crate) fn cat_file_batch(&self, names: &[String]) -> Result<Vec<u8>, GitError> {
         let mut input = names.join("\n");
         input.push('\n');
         Ok(self
@@ -762,19 +760,19 @@ impl Git {
     }
 
     /// Writes a blob; returns its id.
-    pub fn hash_blob(&self, bytes: Vec<u8>) -> Result<String, GitError> {
+    pub(crate) fn hash_blob(&self, bytes: Vec<u8>) -> Result<String, GitError> {
         self.cmd(["hash-object", "-w", "--stdin"])
             .stdin(bytes)
             .read()
     }
 
     /// The entries of a commit's tree, `mode type id\tname` each.
-    pub fn ls_tree(&self, commit: &str) -> Result<Vec<String>, GitError> {
+    pub(crate) fn ls_tree(&self, commit: &str) -> Result<Vec<String>, GitError> {
         self.nul_separated(["ls-tree", "-z", "--end-of-options", commit])
     }
 
     /// The file names of a commit's tree.
-    pub fn ls_tree_names(&self, commit: &str) -> Result<Vec<String>, GitError> {
+    pub(crate) fn ls_tree_names(&self, commit: &str) -> Result<Vec<String>, GitError> {
         self.nul_separated(["ls-tree", "--name-only", "-z", "--end-of-options", commit])
     }
 
@@ -789,14 +787,14 @@ impl Git {
     }
 
     /// Writes a tree of `entries` (`mode type id\tname`); returns its id.
-    pub fn mktree(&self, entries: &[String]) -> Result<String, GitError> {
+    pub(crate) fn mktree(&self, entries: &[String]) -> Result<String, GitError> {
         let mut input = entries.join("\0");
         input.push('\0');
         self.cmd(["mktree", "-z"]).stdin(input).read()
     }
 
     /// Writes a commit of `tree` by `(name, email)`; returns its id.
-    pub fn commit_tree(
+    pub(crate) fn commit_tree(
         &self,
         tree: &str,
         parent: Option<&str>,
@@ -973,7 +971,7 @@ fn finish(
 /// stripped once, then checked with git's own rules (`git check-ref-format
 /// --branch`), so that the name recorded is the name a push carries.
 /// `None` when git refuses it.
-pub fn normalise_branch(git: &Git, input: &str) -> Result<Option<String>, GitError> {
+pub(crate) fn normalise_branch(git: &Git, input: &str) -> Result<Option<String>, GitError> {
     let name = input.strip_prefix("refs/heads/").unwrap_or(input);
     // `@{-1}` and friends are expanded by `--branch`; a name is never one.
     if !is_valid_branch_name(name) || name == "HEAD" {
@@ -992,7 +990,7 @@ pub fn normalise_branch(git: &Git, input: &str) -> Result<Option<String>, GitErr
 /// True when `name` is a full ref name git would accept (`git check-ref-format`),
 /// checked in-process because hostile names must never reach a command line
 /// unchecked.
-pub fn is_valid_branch_name(name: &str) -> bool {
+pub(crate) fn is_valid_branch_name(name: &str) -> bool {
     if name.is_empty()
         || name.starts_with('-')
         || name.starts_with('/')
@@ -1021,7 +1019,7 @@ pub fn is_valid_branch_name(name: &str) -> bool {
 /// One config setting and where it came from: its scope (`local`, `global`,
 /// `system`, `worktree`, `command`) and file.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ConfigEntry {
+pub(crate) struct ConfigEntry {
     pub scope: String,
     pub file: String,
     pub key: String,

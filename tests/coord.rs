@@ -351,9 +351,11 @@ fn sixteen_instances_race_for_one_issue_and_exactly_one_wins_each_round(surface:
     let referee = env.clone("referee");
     // On git the claim is one compare-and-swap: a loser sees the holder (4).
     // On GitHub, without a CAS, a loser may also find out at its settle (6).
+    // A few rounds prove the real processes agree; the simulator carries the
+    // many interleavings (settle::sixteen_racing_claims_*, 100 seeds).
     let (rounds, losing_codes): (u64, &[i32]) = match surface {
-        Surface::Git => (20, &[4]),
-        Surface::Github => (6, &[4, 6]),
+        Surface::Git => (3, &[4]),
+        Surface::Github => (2, &[4, 6]),
     };
     for round in 0..rounds {
         let issue = (1000 + round).to_string();

@@ -167,14 +167,20 @@ fn check_round(store: &Mutex<World>, winners: &[Won], seed: u64, round: usize) {
     }
 }
 
-fn run_seed(seed: u64) -> usize {
-    let store = World::new(seed)
+/// Runs `ROUNDS` rounds under `seed`; with `compare_and_swap` a guarded
+/// write is one step, as on the git surface. Returns the withdrawals.
+fn run_seed(seed: u64, compare_and_swap: bool) -> usize {
+    let world = World::new(seed)
         .with_clock(1_800_000_000, STEPS_PER_SECOND)
         .with_lag(Lag {
             comments: 0,
             lists: LIST_LAG,
-        })
-        .shared();
+        });
+    let store = match compare_and_swap {
+        true => world.with_compare_and_swap(),
+        false => world,
+    }
+    .shared();
     {
         let mut s = store.lock().unwrap();
         for n in 1..=ISSUES {
@@ -205,10 +211,20 @@ fn run_seed(seed: u64) -> usize {
 fn the_settle_holds_under_seeded_interleavings() {
     // MAVERICK_SEED replays one schedule; MAVERICK_SEEDS=N explores more.
     let mut withdrawals = 0;
-    for_each_seed(0..150, |seed| withdrawals += run_seed(seed));
+    for_each_seed(0..150, |seed| withdrawals += run_seed(seed, false));
     // The schedule really interleaves claims: many of them lose and withdraw.
     eprintln!("{withdrawals} claims lost the settle and were withdrawn");
     if std::env::var("MAVERICK_SEED").is_err() {
         assert!(withdrawals > 50, "only {withdrawals} withdrawals");
     }
+}
+
+/// The same rounds where a guarded write is one compare-and-swap, as on the
+/// git surface: the seeds behind the real-binary race
+/// `dispatch::six_dispatchers_three_slots…::git`, which keeps three rounds.
+#[test]
+fn the_settle_holds_with_compare_and_swap_as_on_git() {
+    for_each_seed(0..60, |seed| {
+        run_seed(seed, true);
+    });
 }

@@ -24,6 +24,7 @@ mod native;
 mod resume;
 mod run;
 mod settle;
+mod shells;
 mod sim_crash;
 mod skill;
 mod state;

@@ -79,26 +79,29 @@ fn run_phase<T: Send + 'static>(
     handles.into_iter().map(|h| h.join().unwrap()).collect()
 }
 
+/// One claim of the issue, and how it ended.
+fn claim(coord: &Coordinator<'_>) -> Verdict {
+    let req = ClaimRequest {
+        issues: vec![ISSUE],
+        branch: None,
+        takeover: false,
+    };
+    match coord.claim(&req).unwrap() {
+        ClaimOutcome::Claimed { .. } => Verdict::Claimed,
+        ClaimOutcome::Lost { .. } => Verdict::Lost,
+        ClaimOutcome::Held { .. } => Verdict::Refused("held"),
+        ClaimOutcome::Stale { .. } => Verdict::Refused("stale"),
+        ClaimOutcome::Blocked { .. } => Verdict::Refused("blocked"),
+    }
+}
+
 fn replay(seed: u64, claimants: usize, max_lag: u64) {
     let world = world(seed, max_lag);
     // Instance ids in an order unrelated to who comes first.
     let instances: Vec<String> = (0..claimants)
         .map(|i| format!("agent-{:02}", (i + seed as usize) % claimants))
         .collect();
-    let claims = run_phase(&world, &instances, seed, |coord| {
-        let req = ClaimRequest {
-            issues: vec![ISSUE],
-            branch: None,
-            takeover: false,
-        };
-        match coord.claim(&req).unwrap() {
-            ClaimOutcome::Claimed { .. } => Verdict::Claimed,
-            ClaimOutcome::Lost { .. } => Verdict::Lost,
-            ClaimOutcome::Held { .. } => Verdict::Refused("held"),
-            ClaimOutcome::Stale { .. } => Verdict::Refused("stale"),
-            ClaimOutcome::Blocked { .. } => Verdict::Refused("blocked"),
-        }
-    });
+    let claims = run_phase(&world, &instances, seed, claim);
     // GitHub's lists catch up.
     world.lock().unwrap().advance(max_lag + 1);
     let claimed: Vec<String> = instances
@@ -126,17 +129,21 @@ fn replay(seed: u64, claimants: usize, max_lag: u64) {
     );
     assert_eq!(holders.len(), 1, "nobody holds the issue: {context}");
 
-    // Every reader computes the same holder, and every other claim is released.
+    every_reader_computes(&world, &instances, holders[0], &context);
+}
+
+/// Every reader computes `holder`, and every other claim is released.
+fn every_reader_computes(world: &Mutex<World>, instances: &[String], holder: &str, context: &str) {
     let mut w = world.lock().unwrap();
     let view = w.view(ISSUE);
-    for reader in &instances {
+    for reader in instances {
         let v = analyze(&view, &settings(reader), reader, w.now());
         assert_eq!(
-            v.holder.as_ref().map(|h| &h.instance_id),
-            Some(holders[0]),
+            v.holder.as_ref().map(|h| h.instance_id.as_str()),
+            Some(holder),
             "{context}"
         );
-        let expected = if reader == holders[0] {
+        let expected = if reader == holder {
             Decision::Ours
         } else {
             Decision::Held
@@ -159,6 +166,57 @@ fn racing_claims_with_lagging_lists_end_with_one_holder() {
 #[test]
 fn without_lag_the_settle_alone_decides() {
     for_each_seed((1..=40).map(|n| n * 7919), |seed| replay(seed, 8, 0));
+}
+
+/// Sixteen claimants on GitHub's conditions (no compare-and-swap, lagging
+/// comments): the seeds behind the real-binary race
+/// `coord::sixteen_instances_race…::github`, which keeps two rounds.
+#[test]
+fn sixteen_racing_claims_on_github_end_with_one_holder() {
+    for_each_seed(1_000..1_040, |seed| replay(seed, 16, seed % 5));
+}
+
+/// The git surface's claim: one compare-and-swap of the surface ref. Sixteen
+/// claimants race; exactly one claims, every other is refused as held (exit
+/// 4, never a lost settle), the winner's heartbeat renews, and every reader
+/// computes the winner. The seeds behind the real-binary race
+/// `coord::sixteen_instances_race…::git`, which keeps three rounds.
+#[test]
+fn sixteen_racing_claims_with_compare_and_swap_one_claims_the_rest_see_it_held() {
+    for_each_seed(0..60, |seed| {
+        let world = World::new(seed)
+            .with_clock(BASE, 1)
+            .with_compare_and_swap()
+            .never(&["list", "pulls", "summaries"])
+            .shared();
+        let instances: Vec<String> = (0..16)
+            .map(|i| format!("racer-{:02}", (i + seed as usize) % 16))
+            .collect();
+        let claims = run_phase(&world, &instances, seed, claim);
+        let context = format!("seed {seed}: {claims:?}");
+        let winners: Vec<&String> = instances
+            .iter()
+            .zip(&claims)
+            .filter(|(_, v)| **v == Verdict::Claimed)
+            .map(|(n, _)| n)
+            .collect();
+        assert_eq!(winners.len(), 1, "{context}");
+        assert!(
+            claims
+                .iter()
+                .all(|v| *v == Verdict::Claimed || *v == Verdict::Refused("held")),
+            "a loser was not refused as held: {context}"
+        );
+        let winner = winners[0].clone();
+        let beats = run_phase(&world, std::slice::from_ref(&winner), seed, |coord| {
+            matches!(
+                coord.heartbeat(&[ISSUE], None).unwrap(),
+                HeartbeatOutcome::Renewed { .. }
+            )
+        });
+        assert_eq!(beats, [true], "{context}");
+        every_reader_computes(&world, &instances, &winner, &context);
+    });
 }
 
 /// A failing interleaving is replayed from its seed; keep a few tricky ones pinned.

@@ -569,7 +569,7 @@ fn what_a_person_sees(surface: Surface) {
         screens.push(format!(
             "$ git maverick {}\n{}",
             args.join(" "),
-            run.screen()
+            s.screen(&run)
         ));
     };
     let args = ["task", "init", "142", "tasks.md"];

@@ -9,7 +9,7 @@ use super::Outcome;
 use crate::error::{CommandError, Exit};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum CompletionShell {
+pub(crate) enum CompletionShell {
     Bash,
     Zsh,
     Fish,
@@ -21,7 +21,7 @@ pub enum CompletionShell {
     (git's completion then completes `git maverick <TAB>` too); \
     zsh: `git maverick completions zsh > \"${fpath[1]}/_git-maverick\"`; \
     fish: `git maverick completions fish > ~/.config/fish/completions/git-maverick.fish`")]
-pub struct CompletionsArgs {
+pub(crate) struct CompletionsArgs {
     /// The shell to complete in
     #[arg(value_name = "SHELL")]
     pub shell: CompletionShell,
@@ -40,7 +40,7 @@ _git_maverick() {
 }
 "#;
 
-pub fn run(json: bool, args: CompletionsArgs) -> Result<Outcome, CommandError> {
+pub(crate) fn run(json: bool, args: CompletionsArgs) -> Result<Outcome, CommandError> {
     let shell = match args.shell {
         CompletionShell::Bash => Shell::Bash,
         CompletionShell::Zsh => Shell::Zsh,

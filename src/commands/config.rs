@@ -13,7 +13,7 @@ use crate::error::{CommandError, Exit};
 use crate::git::Git;
 
 #[derive(Debug, Args)]
-pub struct ConfigArgs {
+pub(crate) struct ConfigArgs {
     /// Fail (exit 1) on an unknown maverick.* key instead of warning about it
     #[arg(long)]
     pub check: bool,
@@ -26,7 +26,7 @@ struct Entry {
     origin: Origin,
 }
 
-pub fn run(global: &GlobalArgs, args: ConfigArgs) -> Result<Outcome, CommandError> {
+pub(crate) fn run(global: &GlobalArgs, args: ConfigArgs) -> Result<Outcome, CommandError> {
     let git = super::repository()?;
     let (settings, origins) = Settings::load_explained(&git, &global.overrides())?;
     if args.check && !origins.unknown_keys.is_empty() {

@@ -16,13 +16,13 @@ use crate::error::{CommandError, Exit};
 use crate::timefmt::{format_duration, human_duration};
 
 #[derive(Debug, Args)]
-pub struct CoordArgs {
+pub(crate) struct CoordArgs {
     #[command(subcommand)]
     pub command: CoordCommand,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum CoordCommand {
+pub(crate) enum CoordCommand {
     /// Show who holds an issue; the exit code is the decision
     /// (0 free or ours, 3 blocked, 4 held live, 5 held stale)
     Read(IssueArg),
@@ -47,14 +47,14 @@ pub enum CoordCommand {
 }
 
 #[derive(Debug, Args)]
-pub struct IssueArg {
+pub(crate) struct IssueArg {
     /// The issue number (142 or #142)
     #[arg(value_parser = issue_number)]
     pub issue: u64,
 }
 
 #[derive(Debug, Args)]
-pub struct ClaimArgs {
+pub(crate) struct ClaimArgs {
     /// The issue number (142 or #142)
     #[arg(value_parser = issue_number)]
     pub issue: u64,
@@ -70,7 +70,7 @@ pub struct ClaimArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct TakeoverArgs {
+pub(crate) struct TakeoverArgs {
     /// The issue number (142 or #142)
     #[arg(value_parser = issue_number)]
     pub issue: u64,
@@ -82,7 +82,7 @@ pub struct TakeoverArgs {
     pub branch: Option<String>,
 }
 
-pub use crate::coord::claims::ReleaseReason;
+pub(crate) use crate::coord::claims::ReleaseReason;
 
 /// The release reasons as flags take them (`--reason`, `--success-reason`).
 impl ValueEnum for ReleaseReason {
@@ -96,7 +96,7 @@ impl ValueEnum for ReleaseReason {
 }
 
 #[derive(Debug, Args)]
-pub struct ReleaseArgs {
+pub(crate) struct ReleaseArgs {
     /// The issue number (142 or #142)
     #[arg(value_parser = issue_number)]
     pub issue: u64,
@@ -106,14 +106,14 @@ pub struct ReleaseArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct ReleaseAllArgs {
+pub(crate) struct ReleaseAllArgs {
     /// Why the work ends
     #[arg(long, value_enum, default_value = "abort")]
     pub reason: ReleaseReason,
 }
 
 #[derive(Debug, Args)]
-pub struct BlockArgs {
+pub(crate) struct BlockArgs {
     /// The issue that waits
     #[arg(value_parser = issue_number)]
     pub issue: u64,
@@ -123,7 +123,7 @@ pub struct BlockArgs {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum LabelCommand {
+pub(crate) enum LabelCommand {
     /// Add labels to an issue
     Add(LabelArgs),
     /// Remove labels from an issue
@@ -131,7 +131,7 @@ pub enum LabelCommand {
 }
 
 #[derive(Debug, Args)]
-pub struct LabelArgs {
+pub(crate) struct LabelArgs {
     /// The issue number (142 or #142)
     #[arg(value_parser = issue_number)]
     pub issue: u64,
@@ -140,7 +140,7 @@ pub struct LabelArgs {
     pub labels: Vec<String>,
 }
 
-pub fn run(global: &GlobalArgs, args: CoordArgs) -> Result<Outcome, CommandError> {
+pub(crate) fn run(global: &GlobalArgs, args: CoordArgs) -> Result<Outcome, CommandError> {
     let ctx = Context::load(global)?;
     let surface = ctx.surface()?;
     let coord = Coordinator::new(surface.as_ref(), &ctx.settings);
@@ -182,7 +182,7 @@ fn decision_exit(decision: Decision) -> Exit {
 }
 
 /// One line a person reads about one issue.
-pub fn describe(view: &IssueView) -> String {
+pub(crate) fn describe(view: &IssueView) -> String {
     let n = view.issue;
     let holder = view.holder.as_ref();
     let who = holder.map_or("nobody", |h| h.instance_id.as_str());

@@ -13,7 +13,7 @@ use crate::timefmt::format_duration;
 
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true)]
-pub struct DispatchArgs {
+pub(crate) struct DispatchArgs {
     #[command(subcommand)]
     pub command: Option<DispatchCommand>,
     /// The label that puts an issue on the frontier (maverick.frontierLabel, default agent-ready)
@@ -25,7 +25,7 @@ pub struct DispatchArgs {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum DispatchCommand {
+pub(crate) enum DispatchCommand {
     /// Show the slots: who holds them, since when, and what is stale
     Status,
     /// End a cycle: agent-wip comes off when the draft PR opens (the PR gets
@@ -34,7 +34,7 @@ pub enum DispatchCommand {
 }
 
 #[derive(Debug, Args)]
-pub struct ReleaseArgs {
+pub(crate) struct ReleaseArgs {
     /// The issue the cycle worked on (142 or #142)
     #[arg(value_parser = issue_number)]
     pub issue: u64,
@@ -46,7 +46,7 @@ pub struct ReleaseArgs {
     pub give_up: Option<String>,
 }
 
-pub fn run(global: &GlobalArgs, args: DispatchArgs) -> Result<Outcome, CommandError> {
+pub(crate) fn run(global: &GlobalArgs, args: DispatchArgs) -> Result<Outcome, CommandError> {
     for label in args.frontier_label.iter() {
         check_label(label)?;
     }

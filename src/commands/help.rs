@@ -14,19 +14,19 @@ use crate::config::{closest_name, KNOWN_KEYS};
 use crate::error::{CommandError, Exit};
 
 /// The commit the binary was built from (7 hex digits), when known.
-pub fn build_commit() -> Option<&'static str> {
+pub(crate) fn build_commit() -> Option<&'static str> {
     Some(env!("MAVERICK_BUILD_COMMIT")).filter(|c| !c.is_empty())
 }
 
 /// The date (YYYY-MM-DD, UTC) of that commit, when known.
-pub fn build_date() -> Option<String> {
+pub(crate) fn build_date() -> Option<String> {
     let secs: i64 = env!("MAVERICK_BUILD_EPOCH").parse().ok()?;
     let stamp = crate::timefmt::Timestamp(secs).to_string();
     Some(stamp[..10].to_owned())
 }
 
 /// `0.2.0 (1a2b3c4 2026-12-01)`, or as much of it as the build knew.
-pub fn version() -> String {
+pub(crate) fn version() -> String {
     let built: Vec<String> = build_commit()
         .map(str::to_owned)
         .into_iter()
@@ -40,7 +40,7 @@ pub fn version() -> String {
 }
 
 /// `--version --json`.
-pub fn version_json() -> serde_json::Value {
+pub(crate) fn version_json() -> serde_json::Value {
     json!({
         "name": "git-maverick",
         "version": env!("CARGO_PKG_VERSION"),
@@ -50,7 +50,7 @@ pub fn version_json() -> serde_json::Value {
 }
 
 /// The clap command with its run-time version line.
-pub fn command() -> clap::Command {
+pub(crate) fn command() -> clap::Command {
     // Once per process: clap wants a 'static version string.
     let version: &'static str = Box::leak(version().into_boxed_str());
     crate::cli::command().version(version)
@@ -79,7 +79,7 @@ fn subcommand_path(args: &[std::ffi::OsString]) -> Vec<String> {
 }
 
 /// The man page of a command path: `git-maverick`, `git-maverick-coord`, …
-pub fn page_name(path: &[String]) -> String {
+pub(crate) fn page_name(path: &[String]) -> String {
     std::iter::once("git-maverick")
         .chain(path.iter().map(String::as_str))
         .collect::<Vec<_>>()
@@ -89,7 +89,7 @@ pub fn page_name(path: &[String]) -> String {
 /// `--help` (not `-h`) opens the man page, as `git commit --help` does,
 /// when `man` finds it; the exit status of `man`, or `None` to print the
 /// help text instead.
-pub fn open_man_page(args: &[std::ffi::OsString]) -> Option<u8> {
+pub(crate) fn open_man_page(args: &[std::ffi::OsString]) -> Option<u8> {
     let asked = args
         .iter()
         .skip(1)
@@ -114,14 +114,14 @@ pub fn open_man_page(args: &[std::ffi::OsString]) -> Option<u8> {
 }
 
 #[derive(Debug, Args)]
-pub struct HelpArgs {
+pub(crate) struct HelpArgs {
     /// The command to show help for (`coord`, `coord claim`, …)
     #[arg(value_name = "COMMAND")]
     pub command: Vec<String>,
 }
 
 /// `git maverick help [COMMAND…]`: the help `-h` prints.
-pub fn help(json: bool, args: HelpArgs) -> Result<Outcome, CommandError> {
+pub(crate) fn help(json: bool, args: HelpArgs) -> Result<Outcome, CommandError> {
     let mut cmd = command();
     cmd.build();
     let mut path = Vec::new();
@@ -171,7 +171,7 @@ pub fn help(json: bool, args: HelpArgs) -> Result<Outcome, CommandError> {
 }
 
 #[derive(Debug, Args)]
-pub struct InstallManPagesArgs {
+pub(crate) struct InstallManPagesArgs {
     /// Where to write the pages [default: <dir of the binary>/../share/man/man1,
     /// where man finds them for every bin directory on PATH]
     #[arg(value_name = "DIR")]
@@ -179,7 +179,7 @@ pub struct InstallManPagesArgs {
 }
 
 /// `git maverick install-man-pages [DIR]`.
-pub fn install_man_pages(args: InstallManPagesArgs) -> Result<Outcome, CommandError> {
+pub(crate) fn install_man_pages(args: InstallManPagesArgs) -> Result<Outcome, CommandError> {
     let dir = match args.dir {
         Some(dir) => dir,
         None => default_man_dir()?,
@@ -247,7 +247,7 @@ fn man_finds(dir: &Path) -> bool {
 
 /// Every man page: `git-maverick.1` and one per visible subcommand, nested
 /// ones too (`git-maverick-coord-claim.1`), as (file name, roff).
-pub fn man_pages() -> std::io::Result<Vec<(String, Vec<u8>)>> {
+pub(crate) fn man_pages() -> std::io::Result<Vec<(String, Vec<u8>)>> {
     let mut cmd = command();
     cmd.build();
     let mut pages = Vec::new();
@@ -294,7 +294,7 @@ fn render_pages(
 }
 
 /// SPEC 10's exit codes: the same on every command.
-pub const EXIT_CODES: &[(u8, &str)] = &[
+pub(crate) const EXIT_CODES: &[(u8, &str)] = &[
     (0, "ok"),
     (1, "error: the tool failed (git, the network, a file)"),
     (2, "usage: the command line is wrong"),
@@ -314,7 +314,7 @@ pub const EXIT_CODES: &[(u8, &str)] = &[
 ];
 
 /// The variables maverick reads (and the ones `run` sets for its command).
-pub const ENVIRONMENT: &[(&str, &str)] = &[
+pub(crate) const ENVIRONMENT: &[(&str, &str)] = &[
     ("GH_TOKEN", "The GitHub token (checked first); never printed."),
     ("GITHUB_TOKEN", "The GitHub token when GH_TOKEN is not set; else `gh auth token` is asked."),
     ("GITHUB_API_URL", "The GitHub API's base URL; beats maverick.githubApiUrl."),
@@ -384,7 +384,7 @@ fn see_also_section(roff: &mut Roff, cmd: &clap::Command, top: bool) {
 }
 
 /// Writes `text` to stdout; a closed pipe is not an error.
-pub fn print_raw(text: &[u8]) {
+pub(crate) fn print_raw(text: &[u8]) {
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(text).and_then(|()| stdout.flush());
 }

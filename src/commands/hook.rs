@@ -21,13 +21,13 @@ use crate::writer::location;
 use crate::writer::prepush::{self, BranchState, RefUpdate, RefusalKind};
 
 #[derive(Debug, Args)]
-pub struct HookArgs {
+pub(crate) struct HookArgs {
     #[command(subcommand)]
     pub command: HookCommand,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum HookCommand {
+pub(crate) enum HookCommand {
     /// Install the pre-push hook where git looks for it (core.hooksPath and
     /// linked worktrees respected); an existing hook keeps working
     Install,
@@ -57,7 +57,7 @@ pub enum HookCommand {
 }
 
 #[derive(Debug, Args)]
-pub struct PrePushArgs {
+pub(crate) struct PrePushArgs {
     /// The remote's name (or its URL when the push named a URL); without
     /// it, pre-commit's PRE_COMMIT_* variables say what is pushed
     // Its own id: `remote` is the global --remote option's.
@@ -68,7 +68,7 @@ pub struct PrePushArgs {
     pub url: Option<String>,
 }
 
-pub fn run(global: &GlobalArgs, args: HookArgs) -> Result<Outcome, CommandError> {
+pub(crate) fn run(global: &GlobalArgs, args: HookArgs) -> Result<Outcome, CommandError> {
     match args.command {
         HookCommand::Install => install(),
         HookCommand::Uninstall => uninstall(),
@@ -456,9 +456,14 @@ fn pre_push(global: &GlobalArgs, args: PrePushArgs) -> Result<Outcome, CommandEr
     let settled = managed
         .iter()
         .all(|(_, s)| recorded(s).as_deref() == Some(destination.as_str()));
-    let (me, configured) = match env_me {
-        Some(me) if settled => (me, None),
-        env_me => {
+    let (me, configured) = match (env_me, prepush::locate_git_dir(&cwd, git.env())) {
+        (Some(me), _) if settled => (me, None),
+        // One `git config` process for the instance id, not the whole
+        // configuration (SPEC 10's budget for the hook).
+        (None, Some(git_dir)) if settled => {
+            (crate::config::instance_of_clone(&git, &git_dir)?, None)
+        }
+        (env_me, _) => {
             let settings = super::load_settings(&git, global)?;
             let configured = prepush::SeenOn::of_settings(&git, &settings).location;
             (env_me.unwrap_or(settings.instance), configured)

@@ -9,13 +9,13 @@ use crate::durable::hydrate;
 use crate::error::{CommandError, Exit};
 
 #[derive(Debug, Args)]
-pub struct HydrateArgs {
+pub(crate) struct HydrateArgs {
     /// The epic (or a story) to read from the surface (142 or #142)
     #[arg(value_parser = issue_number)]
     pub issue: u64,
 }
 
-pub fn run(global: &GlobalArgs, args: HydrateArgs) -> Result<Outcome, CommandError> {
+pub(crate) fn run(global: &GlobalArgs, args: HydrateArgs) -> Result<Outcome, CommandError> {
     let ctx = Context::load(global)?;
     let surface = ctx.surface()?;
     let hydrated = hydrate::hydrate(surface.as_ref(), &ctx.settings, args.issue)?;

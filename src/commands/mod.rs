@@ -1,17 +1,17 @@
 //! The only code that knows about clap, terminals and exit codes.
 
-pub mod completions;
-pub mod config;
-pub mod coord;
-pub mod dispatch;
-pub mod help;
-pub mod hook;
-pub mod hydrate;
-pub mod resume;
-pub mod run;
-pub mod state;
-pub mod status;
-pub mod task;
+pub(crate) mod completions;
+pub(crate) mod config;
+pub(crate) mod coord;
+pub(crate) mod dispatch;
+pub(crate) mod help;
+pub(crate) mod hook;
+pub(crate) mod hydrate;
+pub(crate) mod resume;
+pub(crate) mod run;
+pub(crate) mod state;
+pub(crate) mod status;
+pub(crate) mod task;
 
 use std::ffi::OsString;
 use std::io::Write as _;
@@ -30,11 +30,11 @@ use crate::surface::{Surface, SurfaceError};
 
 /// The version of the JSON contract (`schemas/`, README "JSON output"):
 /// additive fields keep it; a rename or a removal bumps it.
-pub const SCHEMA_VERSION: u32 = 1;
+pub(crate) const SCHEMA_VERSION: u32 = 1;
 
 /// What a command came to: an exit code, one JSON object, and lines for people.
 #[derive(Debug)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     pub exit: Exit,
     pub json: Value,
     /// For stdout.
@@ -47,7 +47,7 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    pub fn new(exit: Exit, json: Value) -> Outcome {
+    pub(crate) fn new(exit: Exit, json: Value) -> Outcome {
         Outcome {
             exit,
             json,
@@ -58,16 +58,16 @@ impl Outcome {
     }
 
     /// The process exit code.
-    pub fn code(&self) -> u8 {
+    pub(crate) fn code(&self) -> u8 {
         self.status.unwrap_or(self.exit.code())
     }
 
-    pub fn line(mut self, line: impl Into<String>) -> Outcome {
+    pub(crate) fn line(mut self, line: impl Into<String>) -> Outcome {
         self.lines.push(line.into());
         self
     }
 
-    pub fn note(mut self, note: impl Into<String>) -> Outcome {
+    pub(crate) fn note(mut self, note: impl Into<String>) -> Outcome {
         self.notes.push(note.into());
         self
     }
@@ -209,7 +209,7 @@ fn init_tracing(verbose: u8) {
         .try_init();
 }
 
-pub fn run(cli: Cli) -> Result<Outcome, CommandError> {
+pub(crate) fn run(cli: Cli) -> Result<Outcome, CommandError> {
     match cli.command {
         Command::Coord(args) => coord::run(&cli.global, args),
         Command::Task(args) => task::run(&cli.global, args),
@@ -231,7 +231,7 @@ pub fn run(cli: Cli) -> Result<Outcome, CommandError> {
 static WARNINGS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
 
 /// Prints `warning: TEXT` on stderr now, and keeps it for `--json`.
-pub fn warn(text: String) {
+pub(crate) fn warn(text: String) {
     eprintln!("warning: {text}");
     if let Ok(mut list) = WARNINGS.lock() {
         list.push(text);
@@ -247,14 +247,14 @@ pub(crate) fn take_warnings() -> Vec<String> {
 
 /// A `maverick.*` key nobody reads is a typo until shown otherwise: one
 /// line each, on every command that reads the configuration.
-pub fn warn_unknown_keys(keys: &[UnknownKey]) {
+pub(crate) fn warn_unknown_keys(keys: &[UnknownKey]) {
     for key in keys {
         warn(key.to_string());
     }
 }
 
 /// The repository the current directory is in.
-pub fn repository() -> Result<Git, CommandError> {
+pub(crate) fn repository() -> Result<Git, CommandError> {
     let cwd = std::env::current_dir()
         .map_err(|e| CommandError::tool(format!("cannot read the current directory: {e}")))?;
     let git = Git::new(cwd, GitEnv::inherit());
@@ -269,26 +269,26 @@ pub fn repository() -> Result<Git, CommandError> {
 }
 
 /// The settings, with a warning for each unknown `maverick.*` key.
-pub fn load_settings(git: &Git, global: &GlobalArgs) -> Result<Settings, CommandError> {
+pub(crate) fn load_settings(git: &Git, global: &GlobalArgs) -> Result<Settings, CommandError> {
     let (settings, origins) = Settings::load_explained(git, &global.overrides())?;
     warn_unknown_keys(&origins.unknown_keys);
     Ok(settings)
 }
 
 /// What most commands need: the repository, its settings, and its surface.
-pub struct Context {
+pub(crate) struct Context {
     pub git: Git,
     pub settings: Settings,
 }
 
 impl Context {
-    pub fn load(global: &GlobalArgs) -> Result<Context, CommandError> {
+    pub(crate) fn load(global: &GlobalArgs) -> Result<Context, CommandError> {
         let git = repository()?;
         let settings = load_settings(&git, global)?;
         Ok(Context { git, settings })
     }
 
-    pub fn surface(&self) -> Result<Box<dyn Surface>, CommandError> {
+    pub(crate) fn surface(&self) -> Result<Box<dyn Surface>, CommandError> {
         match self.settings.surface {
             SurfaceKind::Git => Ok(Box::new(
                 GitSurface::new(
@@ -305,7 +305,7 @@ impl Context {
 
     /// The GitHub surface of this repository. Never a fallback to the git
     /// surface: a missing token or repository is an error that says so.
-    pub fn github_surface(&self) -> Result<GithubSurface, CommandError> {
+    pub(crate) fn github_surface(&self) -> Result<GithubSurface, CommandError> {
         let settings = &self.settings;
         let repo = settings.repo.clone().ok_or_else(|| GithubError::NoRepo {
             remote: settings.remote.clone(),
@@ -328,7 +328,7 @@ impl Context {
             .map_err(|e| SurfaceError::from(e).into())
     }
 
-    pub fn claims(&self) -> Result<ClaimStore, CommandError> {
+    pub(crate) fn claims(&self) -> Result<ClaimStore, CommandError> {
         Ok(ClaimStore::new(&self.git.common_dir()?))
     }
 }

@@ -14,7 +14,7 @@ use crate::writer::prepush;
 use crate::writer::worktree::{self, LocalBranch};
 
 #[derive(Debug, Args)]
-pub struct ResumeArgs {
+pub(crate) struct ResumeArgs {
     /// The branch, as the remote names it (maverick/142-short-title)
     pub branch: String,
     /// Take the issue over when its holder's lease is stale (instead of exit 5)
@@ -113,7 +113,7 @@ fn refused(exit: Exit, view: &IssueView, what: String, hint: String) -> Outcome 
         .note(format!("hint: {hint}"))
 }
 
-pub fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome, CommandError> {
+pub(crate) fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome, CommandError> {
     let ctx = Context::load(global)?;
     let branch = super::branch_arg(&ctx.git, &args.branch)?;
     let issue = issue_of(&ctx, &branch, args.issue)?;

@@ -37,7 +37,7 @@ afterwards; a claim that `run` made is released when CMD ends: `merged` \
 Exit status: CMD's own (128+N when a signal N ended it, 130/143/129 when \
 maverick itself got SIGINT/SIGTERM/SIGHUP); the codes of `coord claim` when \
 the claim is refused; 7 when the claim was lost and CMD was stopped.")]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     /// The claim, as `coord claim` takes it
     #[command(flatten)]
     pub claim: ClaimArgs,
@@ -52,7 +52,7 @@ pub struct RunArgs {
     pub command: Vec<OsString>,
 }
 
-pub fn run(global: &GlobalArgs, args: RunArgs) -> Result<Outcome, CommandError> {
+pub(crate) fn run(global: &GlobalArgs, args: RunArgs) -> Result<Outcome, CommandError> {
     let ctx = Context::load(global)?;
     let settings = &ctx.settings;
     hold::check_timing(settings.lease_ttl, settings.heartbeat_interval, args.grace)?;

@@ -10,13 +10,13 @@ use crate::durable::state::{self, StateError, StoryState};
 use crate::error::{CommandError, Exit};
 
 #[derive(Debug, Args)]
-pub struct StateArgs {
+pub(crate) struct StateArgs {
     #[command(subcommand)]
     pub command: StateCommand,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum StateCommand {
+pub(crate) enum StateCommand {
     /// Print the newest trusted marker of a kind as JSON (exit 1 when there is none)
     Get(GetArgs),
     /// Upsert a marker in place from a JSON object, then read it back
@@ -26,7 +26,7 @@ pub enum StateCommand {
 }
 
 #[derive(Debug, Args)]
-pub struct GetArgs {
+pub(crate) struct GetArgs {
     /// dag, state, bprop, task-progress (or claim, lease, dispatch)
     #[arg(value_parser = marker_kind)]
     pub kind: MarkerKind,
@@ -36,7 +36,7 @@ pub struct GetArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct PutArgs {
+pub(crate) struct PutArgs {
     /// dag, state, bprop or task-progress
     #[arg(value_parser = marker_kind)]
     pub kind: MarkerKind,
@@ -53,7 +53,7 @@ pub struct PutArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct StoryArgs {
+pub(crate) struct StoryArgs {
     /// The epic (142 or #142)
     #[arg(value_parser = issue_number)]
     pub epic: u64,
@@ -69,7 +69,7 @@ fn marker_kind(text: &str) -> Result<MarkerKind, String> {
     text.parse::<MarkerKind>().map_err(|e| e.to_string())
 }
 
-pub fn run(global: &GlobalArgs, args: StateArgs) -> Result<Outcome, CommandError> {
+pub(crate) fn run(global: &GlobalArgs, args: StateArgs) -> Result<Outcome, CommandError> {
     let ctx = Context::load(global)?;
     match args.command {
         StateCommand::Get(a) => get(&ctx, a),

@@ -16,7 +16,7 @@ use crate::surface::github::GithubSurface;
 use crate::surface::Surface;
 
 #[derive(Debug, Args)]
-pub struct StatusArgs {
+pub(crate) struct StatusArgs {
     /// Only the issues this instance holds (claims and dispatch claims)
     #[arg(long)]
     pub mine: bool,
@@ -42,7 +42,7 @@ pub struct StatusArgs {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Format {
+pub(crate) enum Format {
     Text,
     Dot,
     Svg,
@@ -120,7 +120,7 @@ impl Source {
     }
 }
 
-pub fn run(global: &GlobalArgs, args: StatusArgs) -> Result<Outcome, CommandError> {
+pub(crate) fn run(global: &GlobalArgs, args: StatusArgs) -> Result<Outcome, CommandError> {
     if args.format != Format::Text {
         let name = if args.format == Format::Dot {
             "dot"

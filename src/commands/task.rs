@@ -12,13 +12,13 @@ use crate::durable::tasks::{self, IssueSource, Task, TaskError, TaskListView};
 use crate::error::{CommandError, Exit};
 
 #[derive(Debug, Args)]
-pub struct TaskArgs {
+pub(crate) struct TaskArgs {
     #[command(subcommand)]
     pub command: TaskCommand,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum TaskCommand {
+pub(crate) enum TaskCommand {
     /// Write the tasks comment of a story (`## Tasks` and one `- [ ]` line per task)
     Init(InitArgs),
     /// Show the tasks, which are done and the next one; checks off tasks
@@ -31,7 +31,7 @@ pub enum TaskCommand {
 }
 
 #[derive(Debug, Args)]
-pub struct InitArgs {
+pub(crate) struct InitArgs {
     /// The story (142 or #142)
     #[arg(value_parser = issue_number)]
     pub issue: u64,
@@ -49,7 +49,7 @@ pub struct InitArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct ListArgs {
+pub(crate) struct ListArgs {
     /// The story; default: the issue of the current branch
     #[arg(value_parser = issue_number)]
     pub issue: Option<u64>,
@@ -60,7 +60,7 @@ pub struct ListArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct CheckArgs {
+pub(crate) struct CheckArgs {
     /// The story (142 or #142)
     #[arg(value_parser = issue_number)]
     pub issue: u64,
@@ -72,7 +72,7 @@ pub struct CheckArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct DoneArgs {
+pub(crate) struct DoneArgs {
     /// The commit message, Conventional Commits: `type(scope)!: subject`
     /// (default: the task's title, when it is one)
     #[arg(short = 'm', long = "message", value_name = "MSG")]
@@ -85,7 +85,7 @@ pub struct DoneArgs {
     pub issue: Option<u64>,
 }
 
-pub fn run(global: &GlobalArgs, args: TaskArgs) -> Result<Outcome, CommandError> {
+pub(crate) fn run(global: &GlobalArgs, args: TaskArgs) -> Result<Outcome, CommandError> {
     let ctx = Context::load(global)?;
     match args.command {
         TaskCommand::Init(a) => init(&ctx, a),
@@ -96,7 +96,7 @@ pub fn run(global: &GlobalArgs, args: TaskArgs) -> Result<Outcome, CommandError>
 }
 
 /// Reads FILE, or standard input for `-` or no FILE.
-pub fn read_input(file: Option<&str>) -> Result<String, CommandError> {
+pub(crate) fn read_input(file: Option<&str>) -> Result<String, CommandError> {
     match file {
         None | Some("-") => {
             let mut text = String::new();
@@ -241,7 +241,7 @@ fn list(ctx: &Context, mut args: ListArgs) -> Result<Outcome, CommandError> {
 }
 
 /// What `task list` shows; also what `resume` can print.
-pub fn list_outcome(view: &TaskListView, remote: &str) -> Outcome {
+pub(crate) fn list_outcome(view: &TaskListView, remote: &str) -> Outcome {
     let mut o = Outcome::new(
         Exit::Ok,
         serde_json::to_value(view).expect("view serializes"),

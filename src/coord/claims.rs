@@ -35,13 +35,13 @@ pub enum ReleaseReason {
 }
 
 impl ReleaseReason {
-    pub const ALL: [ReleaseReason; 3] = [
+    pub(crate) const ALL: [ReleaseReason; 3] = [
         ReleaseReason::Merged,
         ReleaseReason::Ejected,
         ReleaseReason::Abort,
     ];
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ReleaseReason::Merged => "merged",
             ReleaseReason::Ejected => "ejected",
@@ -53,7 +53,7 @@ impl ReleaseReason {
 /// A claim as a command asks for it: the issue, the rest of its scope, the
 /// branch it writes to (already checked), and whether to take a stale
 /// lease over.
-pub struct ScopeClaim {
+pub(crate) struct ScopeClaim {
     pub issue: u64,
     pub scope: Vec<u64>,
     pub branch: Option<String>,
@@ -62,7 +62,7 @@ pub struct ScopeClaim {
 
 /// What a command's claim came to: the protocol's answer, and for a claim
 /// with a branch whose remote head could not be read, why.
-pub struct ClaimReport {
+pub(crate) struct ClaimReport {
     pub outcome: ClaimOutcome,
     pub branch: Option<String>,
     pub head_unread: Option<HeadUnread>,
@@ -70,7 +70,7 @@ pub struct ClaimReport {
 
 /// The remote head of a branch just claimed could not be read, so the
 /// pre-push hook has no last-seen head for it yet.
-pub struct HeadUnread {
+pub(crate) struct HeadUnread {
     pub branch: String,
     pub remote: String,
     pub error: GitError,
@@ -79,7 +79,7 @@ pub struct HeadUnread {
 /// Claims for `coord claim`, `coord takeover`, `run` and `resume`: the
 /// issue and its scope (each once), recorded in this clone, and for a
 /// branch, its remote head as last seen at the claim (SPEC 8).
-pub fn claim_scope(
+pub(crate) fn claim_scope(
     git: &Git,
     coord: &Coordinator<'_>,
     store: &ClaimStore,
@@ -178,7 +178,7 @@ pub fn claim(
 }
 
 /// The record of a claim this instance holds as `view` shows it.
-pub fn record_of(settings: &Settings, view: &IssueView) -> ClaimRecord {
+pub(crate) fn record_of(settings: &Settings, view: &IssueView) -> ClaimRecord {
     ClaimRecord {
         issue: view.issue,
         instance_id: settings.instance.clone(),
@@ -203,7 +203,7 @@ pub fn record_of(settings: &Settings, view: &IssueView) -> ClaimRecord {
 
 /// The issues a command about `issue` acts on: the whole scope it was
 /// claimed with when this instance has a record of it.
-pub fn scope_of(
+pub(crate) fn scope_of(
     store: &ClaimStore,
     instance: &str,
     issue: u64,
@@ -218,7 +218,7 @@ pub fn scope_of(
 
 /// Renews the lease on `issues` (at `generation`, when given) and records
 /// what the surface said.
-pub fn heartbeat(
+pub(crate) fn heartbeat(
     coord: &Coordinator<'_>,
     store: &ClaimStore,
     issues: &[u64],
@@ -232,7 +232,7 @@ pub fn heartbeat(
 /// Records a heartbeat's answer: a renewal moves `last_confirmed` and
 /// `expires_at`; a loss marks every issue of the claim lost, so that a push
 /// for it is refused without a network call.
-pub fn record_heartbeat(
+pub(crate) fn record_heartbeat(
     store: &ClaimStore,
     instance: &str,
     issues: &[u64],
@@ -254,7 +254,7 @@ pub fn record_heartbeat(
 }
 
 /// Marks this instance's records of `issues` lost, with why.
-pub fn mark_lost(
+pub(crate) fn mark_lost(
     store: &ClaimStore,
     instance: &str,
     issues: &[u64],
@@ -271,7 +271,7 @@ pub fn mark_lost(
 
 /// Releases what this instance holds among `issues` (never another's claim)
 /// and forgets the records of what it released.
-pub fn release(
+pub(crate) fn release(
     coord: &Coordinator<'_>,
     store: &ClaimStore,
     issues: &[u64],
@@ -315,7 +315,7 @@ fn forget(store: &ClaimStore, instance: &str, issue: u64) -> Result<(), RecordEr
 /// Releases every claim this instance holds by its local records (a
 /// session-end hook's sweep). Issues whose claim another instance holds now
 /// are left alone.
-pub fn release_all(
+pub(crate) fn release_all(
     coord: &Coordinator<'_>,
     store: &ClaimStore,
     reason: &str,

@@ -56,7 +56,7 @@ pub struct Ledger {
 impl Ledger {
     /// The ledger of fully read items, each placed by its labels: what a
     /// guard sees inside the compare-and-swap.
-    pub fn from_items(
+    pub(crate) fn from_items(
         now: Timestamp,
         items: &[Issue],
         settings: &Settings,
@@ -189,18 +189,18 @@ pub struct SlotView {
 
 impl SlotView {
     /// The eligible frontier issues, lowest first.
-    pub fn eligible(&self) -> impl Iterator<Item = u64> + '_ {
+    pub(crate) fn eligible(&self) -> impl Iterator<Item = u64> + '_ {
         self.frontier
             .iter()
             .filter(|f| f.skip.is_none())
             .map(|f| f.issue)
     }
 
-    pub fn stale(&self) -> impl Iterator<Item = &SlotClaim> {
+    pub(crate) fn stale(&self) -> impl Iterator<Item = &SlotClaim> {
         self.claims.iter().filter(|c| c.verdict == Verdict::Stale)
     }
 
-    pub fn claim(&self, marker_id: &str) -> Option<&SlotClaim> {
+    pub(crate) fn claim(&self, marker_id: &str) -> Option<&SlotClaim> {
         self.claims.iter().find(|c| c.marker_id == marker_id)
     }
 
@@ -556,7 +556,7 @@ impl<'a> Dispatcher<'a> {
 
     /// Reads the ledger: the agent PRs, then every `agent-wip` and frontier
     /// issue in full. One list of everything open serves all three labels.
-    pub fn read(&self) -> Result<Ledger, DispatchError> {
+    pub(crate) fn read(&self) -> Result<Ledger, DispatchError> {
         let now = self.surface.now()?;
         let labels = &self.settings.labels;
         let open = self.surface.list(&[], false)?;
@@ -601,7 +601,7 @@ impl<'a> Dispatcher<'a> {
         Ok(Ledger { now, pulls, issues })
     }
 
-    pub fn status(&self) -> Result<SlotView, DispatchError> {
+    pub(crate) fn status(&self) -> Result<SlotView, DispatchError> {
         let ledger = self.read()?;
         Ok(analyze(&ledger, self.settings, &self.frontier_label))
     }

@@ -23,7 +23,7 @@ use crate::timefmt::format_duration;
 
 /// What the control loop of a held command hears about, from the threads
 /// that watch things.
-pub enum HoldEvent {
+pub(crate) enum HoldEvent {
     Signal(libc::c_int),
     Exited(std::io::Result<ChildStatus>),
     Beat {
@@ -33,7 +33,7 @@ pub enum HoldEvent {
 }
 
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
-pub enum TimingError {
+pub(crate) enum TimingError {
     #[error("the heartbeat interval must be at least 1s")]
     ZeroHeartbeat,
     #[error(
@@ -55,7 +55,7 @@ pub enum TimingError {
 /// Checks `ttl > 2 × heartbeat + grace`: the second failed heartbeat and
 /// the grace period both end before the lease can go stale, so a command
 /// that lost its claim is stopped before anyone can take the claim over.
-pub fn check_timing(
+pub(crate) fn check_timing(
     ttl: Duration,
     heartbeat: Duration,
     grace: Duration,
@@ -78,7 +78,7 @@ pub fn check_timing(
 /// Renews the lease every `heartbeatInterval` from `renewed_at` on a fixed
 /// schedule until told to stop or the claim is lost. Only reports: the
 /// control loop keeps the records, so nothing is written after it decided.
-pub fn heartbeat_loop(
+pub(crate) fn heartbeat_loop(
     surface: &dyn Surface,
     settings: &Settings,
     issues: &[u64],
@@ -135,7 +135,7 @@ impl Inbox {
 
     /// Blocks the forwarded signals in this thread (and so in every thread
     /// started after) and reports them as events. Call it first.
-    pub fn watch_signals() -> Result<Inbox, HoldError> {
+    pub(crate) fn watch_signals() -> Result<Inbox, HoldError> {
         let inbox = Inbox::without_signals();
         let sender = inbox.events.clone();
         supervise::watch_signals(move |signal| {
@@ -239,7 +239,7 @@ pub enum HoldError {
 }
 
 /// The command line as one string, for people.
-pub fn command_line(command: &[OsString]) -> String {
+pub(crate) fn command_line(command: &[OsString]) -> String {
     command
         .iter()
         .map(|a| a.to_string_lossy())

@@ -951,7 +951,7 @@ impl<'a> Coordinator<'a> {
     }
 
     /// Adds or removes labels (block/unblock and `label`).
-    pub fn relabel(
+    pub(crate) fn relabel(
         &self,
         issue: u64,
         add: &[String],
@@ -969,7 +969,7 @@ impl<'a> Coordinator<'a> {
 
 /// Whether `view` shows a claim of ours whose lease has run out: lost, as
 /// any stale lease is, though no one else may have taken it yet.
-pub fn lapsed(view: &IssueView) -> bool {
+pub(crate) fn lapsed(view: &IssueView) -> bool {
     view.decision == Decision::Ours && view.expires_at.is_some_and(|e| e <= view.now)
 }
 
@@ -1025,6 +1025,6 @@ pub struct ReleaseOutcome {
 }
 
 /// How long until the lease of `view` runs out, for people.
-pub fn remaining(view: &IssueView) -> Option<Duration> {
+pub(crate) fn remaining(view: &IssueView) -> Option<Duration> {
     view.expires_at.map(|e| e.since(view.now))
 }

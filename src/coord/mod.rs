@@ -7,5 +7,5 @@ pub mod dispatch;
 pub mod hold;
 pub mod lease;
 pub mod record;
-pub mod status;
+pub(crate) mod status;
 pub mod supervise;

@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::files::{write_atomically, RecordError};
-use crate::timefmt::Timestamp;
 use crate::writer::branch_record::BranchStore;
 
 /// "My claim, generation, branch, last confirmed."
@@ -32,12 +31,6 @@ pub struct ClaimRecord {
     /// Set when a heartbeat found the claim gone; kept so that a push names why.
     #[serde(default)]
     pub lost: Option<String>,
-}
-
-impl ClaimRecord {
-    pub fn confirmed_at(&self) -> Option<Timestamp> {
-        Timestamp::parse(&self.last_confirmed)
-    }
 }
 
 /// What a damaged claim record at `path` (`<instance>/<issue>.json`) holds.
@@ -67,7 +60,7 @@ impl ClaimStore {
     }
 
     /// The last-seen records of the same clone.
-    pub fn branch_store(&self) -> BranchStore {
+    pub(crate) fn branch_store(&self) -> BranchStore {
         // `root` is `<common dir>/maverick/claims`.
         let common_dir = self.root.ancestors().nth(2).unwrap_or(&self.root);
         BranchStore::new(common_dir)
@@ -78,7 +71,7 @@ impl ClaimStore {
         self.root.join(instance).join(format!("{issue}.json"))
     }
 
-    pub fn save(&self, record: &ClaimRecord) -> Result<(), RecordError> {
+    pub(crate) fn save(&self, record: &ClaimRecord) -> Result<(), RecordError> {
         let path = self.path(&record.instance_id, record.issue);
         let mut bytes = serde_json::to_vec_pretty(record).expect("plain data serializes");
         bytes.push(b'\n');
@@ -93,7 +86,7 @@ impl ClaimStore {
         read_record(&self.path(instance, issue))
     }
 
-    pub fn remove(&self, instance: &str, issue: u64) -> Result<(), RecordError> {
+    pub(crate) fn remove(&self, instance: &str, issue: u64) -> Result<(), RecordError> {
         let path = self.path(instance, issue);
         match std::fs::remove_file(&path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(RecordError::Io {
@@ -106,14 +99,14 @@ impl ClaimStore {
     }
 
     /// Every record of one instance, by issue number.
-    pub fn of_instance(&self, instance: &str) -> Result<Vec<ClaimRecord>, RecordError> {
+    pub(crate) fn of_instance(&self, instance: &str) -> Result<Vec<ClaimRecord>, RecordError> {
         let mut records = read_dir_records(&self.root.join(instance))?;
         records.sort_by_key(|r| r.issue);
         Ok(records)
     }
 
     /// Every record of every instance of this clone that names `branch`.
-    pub fn for_branch(&self, branch: &str) -> Result<Vec<ClaimRecord>, RecordError> {
+    pub(crate) fn for_branch(&self, branch: &str) -> Result<Vec<ClaimRecord>, RecordError> {
         let mut all = self.all()?;
         all.retain(|record| record.branch.as_deref() == Some(branch));
         Ok(all)
@@ -122,7 +115,9 @@ impl ClaimStore {
     /// Every record of every instance of this clone that can be read, and
     /// the damaged ones apart: a damaged record must stop only what it is
     /// about (SPEC 8), which its caller decides.
-    pub fn all_readable(&self) -> Result<(Vec<ClaimRecord>, Vec<DamagedClaim>), RecordError> {
+    pub(crate) fn all_readable(
+        &self,
+    ) -> Result<(Vec<ClaimRecord>, Vec<DamagedClaim>), RecordError> {
         let mut found = Vec::new();
         let mut damaged = Vec::new();
         for dir in self.instance_dirs()? {
@@ -161,7 +156,7 @@ impl ClaimStore {
     }
 
     /// Every record of every instance of this clone.
-    pub fn all(&self) -> Result<Vec<ClaimRecord>, RecordError> {
+    pub(crate) fn all(&self) -> Result<Vec<ClaimRecord>, RecordError> {
         let mut found = Vec::new();
         for dir in self.instance_dirs()? {
             found.extend(read_dir_records(&dir)?);
@@ -172,7 +167,7 @@ impl ClaimStore {
 
 /// A claim record that does not parse, with what can still be told of it.
 #[derive(Debug)]
-pub struct DamagedClaim {
+pub(crate) struct DamagedClaim {
     /// From its file name.
     pub issue: Option<u64>,
     /// A `"branch": "…"` still legible in it.
@@ -183,7 +178,7 @@ pub struct DamagedClaim {
 impl DamagedClaim {
     /// Whether it may be about `branch`: it names it, or its issue is the
     /// branch's (by the branch's own record or its `maverick/N-…` name).
-    pub fn may_name(&self, branch: &str, issue_of_branch: Option<u64>) -> bool {
+    pub(crate) fn may_name(&self, branch: &str, issue_of_branch: Option<u64>) -> bool {
         match &self.branch {
             Some(b) => b == branch,
             None => {

@@ -34,10 +34,10 @@ use crate::timefmt::Timestamp;
 use crate::writer::branch_record::BranchStore;
 
 /// Bumped when a field of the JSON is renamed or removed (SPEC 10).
-pub const SCHEMA_VERSION: u32 = 1;
+pub(crate) const SCHEMA_VERSION: u32 = 1;
 
 #[derive(Debug, thiserror::Error)]
-pub enum StatusError {
+pub(crate) enum StatusError {
     #[error(transparent)]
     Surface(#[from] SurfaceError),
     #[error(transparent)]
@@ -58,7 +58,7 @@ impl From<HydrateError> for StatusError {
 
 /// What to gather.
 #[derive(Clone, Debug, Default)]
-pub struct StatusRequest {
+pub(crate) struct StatusRequest {
     /// Only this instance's claims.
     pub mine: bool,
     /// An epic whose stories to show in DAG order.
@@ -66,7 +66,7 @@ pub struct StatusRequest {
 }
 
 #[derive(Clone, Debug, Serialize)]
-pub struct StatusView {
+pub(crate) struct StatusView {
     pub schema_version: u32,
     pub surface: String,
     pub instance_id: String,
@@ -83,7 +83,7 @@ pub struct StatusView {
 
 /// One issue that is claimed, leased, blocked or dispatched.
 #[derive(Clone, Debug, Serialize)]
-pub struct IssueRow {
+pub(crate) struct IssueRow {
     pub issue: u64,
     /// `ours`, `held`, `stale`, `blocked`, `orphan` (labelled, no claim
     /// behind it) or `dispatch` (only a dispatch claim).
@@ -101,13 +101,8 @@ pub struct IssueRow {
 }
 
 impl IssueRow {
-    pub fn needs_attention(&self) -> bool {
+    pub(crate) fn needs_attention(&self) -> bool {
         !self.attention.is_empty()
-    }
-
-    pub fn ours(&self) -> bool {
-        self.holder.as_ref().is_some_and(|h| h.ours)
-            || self.dispatch.as_ref().is_some_and(|d| d.ours)
     }
 }
 
@@ -120,7 +115,7 @@ pub struct Holder {
 }
 
 #[derive(Clone, Debug, Serialize)]
-pub struct LeaseState {
+pub(crate) struct LeaseState {
     pub expires_at: Timestamp,
     pub live: bool,
     /// Seconds until it runs out (live) or since it ran out (stale).
@@ -130,7 +125,7 @@ pub struct LeaseState {
 }
 
 #[derive(Clone, Debug, Serialize)]
-pub struct BranchState {
+pub(crate) struct BranchState {
     pub name: String,
     /// The remote's head, `None` when the branch is not on the remote.
     pub head: Option<String>,
@@ -140,20 +135,20 @@ pub struct BranchState {
 }
 
 #[derive(Clone, Debug, Serialize)]
-pub struct TaskCount {
+pub(crate) struct TaskCount {
     pub done: usize,
     pub total: usize,
     pub next_task: Option<NextTask>,
 }
 
 #[derive(Clone, Debug, Serialize)]
-pub struct NextTask {
+pub(crate) struct NextTask {
     pub number: usize,
     pub title: String,
 }
 
 #[derive(Clone, Debug, Serialize)]
-pub struct PullState {
+pub(crate) struct PullState {
     pub number: u64,
     pub head_ref: String,
     pub head: String,
@@ -164,7 +159,7 @@ pub struct PullState {
 }
 
 #[derive(Clone, Debug, Serialize)]
-pub struct DispatchClaim {
+pub(crate) struct DispatchClaim {
     pub instance_id: String,
     pub ours: bool,
     pub claimed_at: Timestamp,
@@ -174,7 +169,7 @@ pub struct DispatchClaim {
 }
 
 #[derive(Clone, Debug, Serialize)]
-pub struct DispatchSlots {
+pub(crate) struct DispatchSlots {
     pub slots: u32,
     pub used: u32,
     pub free: u32,
@@ -182,7 +177,7 @@ pub struct DispatchSlots {
 }
 
 #[derive(Clone, Debug, Serialize)]
-pub struct SlotHolder {
+pub(crate) struct SlotHolder {
     pub slot: u32,
     /// `pull_request`, `labelled` or `claim`.
     pub kind: HolderKind,
@@ -193,7 +188,7 @@ pub struct SlotHolder {
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
-pub struct Totals {
+pub(crate) struct Totals {
     pub issues: usize,
     pub ours: usize,
     pub held: usize,
@@ -205,20 +200,20 @@ pub struct Totals {
 }
 
 #[derive(Clone, Debug, Serialize)]
-pub struct EpicView {
+pub(crate) struct EpicView {
     pub epic: u64,
     pub waves: Vec<Wave>,
 }
 
 #[derive(Clone, Debug, Serialize)]
-pub struct Wave {
+pub(crate) struct Wave {
     /// 1 for stories without dependencies inside the epic.
     pub wave: u32,
     pub stories: Vec<Story>,
 }
 
 #[derive(Clone, Debug, Serialize)]
-pub struct Story {
+pub(crate) struct Story {
     pub issue: u64,
     /// `pending`, `in_flight`, `merged`, `blocked` or `ejected`.
     pub state: String,
@@ -233,7 +228,7 @@ pub struct Story {
 }
 
 /// Where the branches' heads come from.
-pub struct Heads {
+pub(crate) struct Heads {
     /// Branch name to (head, committer time).
     pub by_branch: BTreeMap<String, (String, Timestamp)>,
 }
@@ -241,7 +236,7 @@ pub struct Heads {
 impl Heads {
     /// The remote-tracking refs of `remote`, as the last fetch left them
     /// (one local `git for-each-ref`).
-    pub fn read(git: &Git, remote: &str) -> Result<Heads, GitError> {
+    pub(crate) fn read(git: &Git, remote: &str) -> Result<Heads, GitError> {
         let by_branch = git
             .remote_tracking_heads(remote)?
             .into_iter()
@@ -253,7 +248,7 @@ impl Heads {
 
 /// Reads the view. `heads` are the branches as of a fetch the caller made
 /// (the command layer makes it, once, as the surface allows).
-pub fn gather(
+pub(crate) fn gather(
     surface: &dyn Surface,
     settings: &Settings,
     git: &Git,
@@ -595,7 +590,7 @@ fn moved_behind_back(
     )))
 }
 
-pub fn short(sha: &str) -> &str {
+pub(crate) fn short(sha: &str) -> &str {
     &sha[..sha.len().min(7)]
 }
 
@@ -741,7 +736,7 @@ fn waves_of(stories: &BTreeSet<u64>, deps: &BTreeMap<u64, Vec<u64>>) -> BTreeMap
 }
 
 /// For people: `14m`, `2h5m`, `45s` (seconds only under a minute).
-pub fn rough_duration(d: Duration) -> String {
+pub(crate) fn rough_duration(d: Duration) -> String {
     let s = d.as_secs();
     match s {
         0..=59 => format!("{s}s"),
@@ -752,7 +747,7 @@ pub fn rough_duration(d: Duration) -> String {
 }
 
 /// The view as lines a person reads.
-pub fn render_text(view: &StatusView) -> Vec<String> {
+pub(crate) fn render_text(view: &StatusView) -> Vec<String> {
     let mut lines = Vec::new();
     lines.push(format!(
         "{} surface, {}, you are {}",
@@ -933,7 +928,7 @@ fn render_epic(epic: &EpicView, view: &StatusView) -> Vec<String> {
 
 /// The epic as a Graphviz digraph: one node per story coloured by state,
 /// an edge from each dependency, one rank per wave.
-pub fn render_dot(epic: &EpicView) -> String {
+pub(crate) fn render_dot(epic: &EpicView) -> String {
     let mut out = String::new();
     out.push_str(&format!("digraph \"epic-{}\" {{\n", epic.epic));
     out.push_str(&format!(

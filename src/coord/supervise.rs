@@ -12,7 +12,7 @@ use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
 
 /// The signals `run` forwards to its command.
-pub const FORWARDED: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+pub(crate) const FORWARDED: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 
 fn forwarded_set() -> libc::sigset_t {
     // SAFETY: sigemptyset initialises the set before sigaddset reads it.
@@ -33,7 +33,9 @@ fn forwarded_set() -> libc::sigset_t {
 /// (death) for them. Processes started afterwards inherit the mask (git's
 /// keep it: a fetch in flight finishes); [`Group::spawn`] clears it for the
 /// command.
-pub fn watch_signals(mut on_signal: impl FnMut(libc::c_int) + Send + 'static) -> io::Result<()> {
+pub(crate) fn watch_signals(
+    mut on_signal: impl FnMut(libc::c_int) + Send + 'static,
+) -> io::Result<()> {
     let set = forwarded_set();
     // SAFETY: `set` is initialised; a null old-set pointer is allowed.
     let rc = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
@@ -62,14 +64,14 @@ pub enum ChildStatus {
 
 impl ChildStatus {
     /// As a shell reports it: the exit code, or 128 + the signal's number.
-    pub fn code(self) -> u8 {
+    pub(crate) fn code(self) -> u8 {
         match self {
             ChildStatus::Exited(code) => (code & 0xff) as u8,
             ChildStatus::Signaled(signal) => (128 + signal).clamp(0, 255) as u8,
         }
     }
 
-    pub fn success(self) -> bool {
+    pub(crate) fn success(self) -> bool {
         self == ChildStatus::Exited(0)
     }
 
@@ -91,7 +93,7 @@ impl std::fmt::Display for ChildStatus {
     }
 }
 
-pub fn signal_name(signal: libc::c_int) -> String {
+pub(crate) fn signal_name(signal: libc::c_int) -> String {
     match signal {
         libc::SIGHUP => "SIGHUP".to_owned(),
         libc::SIGINT => "SIGINT".to_owned(),
@@ -105,7 +107,7 @@ pub fn signal_name(signal: libc::c_int) -> String {
 }
 
 /// A command running as the leader of its own process group.
-pub struct Group {
+pub(crate) struct Group {
     child: Child,
     pgid: libc::pid_t,
     /// Whether the group was given the terminal, to be taken back at the end.
@@ -135,7 +137,7 @@ impl Group {
     /// as a shell does for a job it starts, so an interactive command can
     /// read it (and Ctrl-C reaches the command, whose death by SIGINT `run`
     /// then reports as 130).
-    pub fn spawn(cmd: &mut Command) -> io::Result<Group> {
+    pub(crate) fn spawn(cmd: &mut Command) -> io::Result<Group> {
         let terminal = owns_terminal();
         cmd.process_group(0);
         // SAFETY: a plain query, before the fork.
@@ -188,12 +190,12 @@ impl Group {
         })
     }
 
-    pub fn id(&self) -> u32 {
+    pub(crate) fn id(&self) -> u32 {
         self.child.id()
     }
 
     /// Sends `signal` to every process of the group.
-    pub fn signal(&self, signal: libc::c_int) {
+    pub(crate) fn signal(&self, signal: libc::c_int) {
         // SAFETY: a plain system call; the leader is not reaped before the
         // caller is done signalling (see `watch_exit`).
         unsafe {
@@ -204,7 +206,7 @@ impl Group {
     /// Reports the leader's end to `on_exit`, from a thread of its own,
     /// without reaping it: until [`Group::reap`] its id (the group's id)
     /// stays taken, so a signal to the group never reaches a stranger.
-    pub fn watch_exit(
+    pub(crate) fn watch_exit(
         &self,
         on_exit: impl FnOnce(io::Result<ChildStatus>) + Send + 'static,
     ) -> io::Result<()> {
@@ -216,14 +218,14 @@ impl Group {
     }
 
     /// Reaps the leader after `watch_exit` reported its end.
-    pub fn reap(&mut self) -> io::Result<ChildStatus> {
+    pub(crate) fn reap(&mut self) -> io::Result<ChildStatus> {
         let status = self.child.wait()?;
         self.take_back_terminal();
         Ok(ChildStatus::from_exit_status(status))
     }
 
     /// Whether any process of the group is alive (or not yet reaped).
-    pub fn has_members(&self) -> bool {
+    pub(crate) fn has_members(&self) -> bool {
         // SAFETY: signal 0 only checks that the group exists.
         unsafe { libc::kill(-self.pgid, 0) == 0 }
     }
@@ -231,7 +233,7 @@ impl Group {
     /// After the leader was reaped: stops what is left of its group, with
     /// SIGTERM when `term` (the caller may have sent it already), then
     /// SIGKILL at `kill_at`. Returns whether anything was left.
-    pub fn stop_stragglers(&self, term: bool, kill_at: Instant) -> bool {
+    pub(crate) fn stop_stragglers(&self, term: bool, kill_at: Instant) -> bool {
         if !self.has_members() {
             return false;
         }

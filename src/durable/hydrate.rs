@@ -25,8 +25,8 @@ use crate::durable::tasks;
 use crate::git::{Git, GitError};
 use crate::surface::{CiStatus, Issue, IssueSummary, PullRequest, Surface, SurfaceError};
 
-pub const EPIC_STATE_FILE: &str = ".claude/epic-state.json";
-pub const ISSUE_STATE_FILE: &str = ".claude/issue-state.json";
+pub(crate) const EPIC_STATE_FILE: &str = ".claude/epic-state.json";
+pub(crate) const ISSUE_STATE_FILE: &str = ".claude/issue-state.json";
 
 #[derive(Debug, thiserror::Error)]
 pub enum HydrateError {
@@ -52,14 +52,14 @@ pub enum Hydrated {
 }
 
 impl Hydrated {
-    pub fn value(&self) -> &Value {
+    pub(crate) fn value(&self) -> &Value {
         match self {
             Hydrated::Epic(v) | Hydrated::Story(v) => v,
         }
     }
 
     /// The file in the worktree root that holds it.
-    pub fn file(&self) -> &'static str {
+    pub(crate) fn file(&self) -> &'static str {
         match self {
             Hydrated::Epic(_) => EPIC_STATE_FILE,
             Hydrated::Story(_) => ISSUE_STATE_FILE,
@@ -276,7 +276,7 @@ fn hydrate_story(
 
 /// Writes the hydrated JSON to its file in the worktree root, atomically
 /// (temporary file and rename), keeping it out of `git status`. Returns the path.
-pub fn write_local(git: &Git, hydrated: &Hydrated) -> Result<PathBuf, HydrateError> {
+pub(crate) fn write_local(git: &Git, hydrated: &Hydrated) -> Result<PathBuf, HydrateError> {
     let root = git.toplevel()?;
     let path = crate::files::inside(&root, Path::new(hydrated.file()))?;
     let mut bytes = serde_json::to_vec_pretty(hydrated.value()).expect("JSON values serialize");

@@ -73,7 +73,7 @@ impl MarkerKind {
     }
 
     /// The short name used on the command line, e.g. `state`.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         // Every fence tag is "maverick-" followed by the short name.
         &self.fence_tag()["maverick-".len()..]
     }
@@ -217,7 +217,7 @@ pub fn find_marker(body: &str, kind: MarkerKind) -> Option<Marker> {
 /// The markers a comment holds, one per kind, in order of appearance: of
 /// each kind its first block, as [`find_marker`] reads it (none of the kind
 /// when that block is malformed).
-pub fn first_of_each_kind(body: &str) -> Vec<Marker> {
+pub(crate) fn first_of_each_kind(body: &str) -> Vec<Marker> {
     let mut seen = Vec::new();
     scan(body)
         .blocks
@@ -241,7 +241,7 @@ pub fn render_marker(marker: &Marker) -> String {
 
 /// [`render_marker`] with another preamble, such as Maverick's
 /// `maverick lease released: REASON`.
-pub fn render_with_preamble(marker: &Marker, preamble: Option<&str>) -> String {
+pub(crate) fn render_with_preamble(marker: &Marker, preamble: Option<&str>) -> String {
     // Keys come out sorted because serde_json's `Map` is a `BTreeMap` unless
     // its `preserve_order` feature is on; a test pins this.
     let json = serde_json::to_string_pretty(&marker.payload)

@@ -3,6 +3,6 @@
 
 pub mod hydrate;
 pub mod markers;
-pub mod state;
-pub mod task_done;
+pub(crate) mod state;
+pub(crate) mod task_done;
 pub mod tasks;

@@ -18,7 +18,7 @@ use crate::timefmt::Timestamp;
 
 /// The kinds `state put` upserts. Claims, leases and dispatch claims are
 /// events whose order is the protocol: they are never rewritten here.
-pub const UPSERT_KINDS: [MarkerKind; 4] = [
+pub(crate) const UPSERT_KINDS: [MarkerKind; 4] = [
     MarkerKind::Dag,
     MarkerKind::State,
     MarkerKind::Bprop,
@@ -28,10 +28,11 @@ pub const UPSERT_KINDS: [MarkerKind; 4] = [
 const MAX_UPSERT_ATTEMPTS: u32 = 20;
 
 /// Computes a marker's new payload from its current one (`None`: no marker yet).
-pub type PayloadUpdate<'a> = &'a mut dyn FnMut(Option<&Map<String, Value>>) -> Map<String, Value>;
+pub(crate) type PayloadUpdate<'a> =
+    &'a mut dyn FnMut(Option<&Map<String, Value>>) -> Map<String, Value>;
 
 #[derive(Debug, thiserror::Error)]
-pub enum StateError {
+pub(crate) enum StateError {
     #[error(transparent)]
     Surface(#[from] SurfaceError),
     #[error("`{}` markers are events, not state: they are never rewritten (use `git maverick coord`)", .0.fence_tag())]
@@ -46,8 +47,6 @@ pub enum StateError {
     },
     #[error("the `{}` marker on #{issue} does not read back as written", .kind.fence_tag())]
     ReadBack { kind: MarkerKind, issue: u64 },
-    #[error("{story:?} is not a story state: use pending, in_flight, merged, blocked or ejected")]
-    BadStoryState { story: String },
     #[error("the `{}` payload {problem}: Maverick cannot read it, so it is not written", .kind.fence_tag())]
     Unreadable { kind: MarkerKind, problem: String },
 }
@@ -55,7 +54,7 @@ pub enum StateError {
 /// The fields Maverick needs in a marker of `kind` (SPEC 3): it fails on a
 /// `maverick-state` without `epic`, and iterates `stories`. `updated_at` is
 /// stamped on every write, so it is never missing from what is written.
-pub fn required_fields(kind: MarkerKind) -> &'static [&'static str] {
+pub(crate) fn required_fields(kind: MarkerKind) -> &'static [&'static str] {
     match kind {
         MarkerKind::State => &["epic", "stories", "updated_at"],
         MarkerKind::Dag => &["epic", "stories"],
@@ -65,7 +64,10 @@ pub fn required_fields(kind: MarkerKind) -> &'static [&'static str] {
 
 /// Refuses a payload Maverick could not read: a required field missing, an
 /// `epic` that is no issue number, `stories` that is no object.
-pub fn check_readable(kind: MarkerKind, payload: &Map<String, Value>) -> Result<(), StateError> {
+pub(crate) fn check_readable(
+    kind: MarkerKind,
+    payload: &Map<String, Value>,
+) -> Result<(), StateError> {
     let problem = |problem: &str| {
         Err(StateError::Unreadable {
             kind,
@@ -91,7 +93,7 @@ pub fn check_readable(kind: MarkerKind, payload: &Map<String, Value>) -> Result<
 
 /// A marker and the comment it was read from.
 #[derive(Clone, Debug, Serialize)]
-pub struct FoundMarker {
+pub(crate) struct FoundMarker {
     pub comment_id: u64,
     pub author: String,
     pub updated_at: Timestamp,
@@ -103,7 +105,7 @@ pub struct FoundMarker {
 
 /// The newest trusted marker of `kind`: the marker of the trusted comment
 /// with the highest id (its first block of the kind, as Maverick reads it).
-pub fn newest_marker(issue: &Issue, kind: MarkerKind) -> Option<FoundMarker> {
+pub(crate) fn newest_marker(issue: &Issue, kind: MarkerKind) -> Option<FoundMarker> {
     issue
         .comments
         .iter()
@@ -122,7 +124,7 @@ pub fn newest_marker(issue: &Issue, kind: MarkerKind) -> Option<FoundMarker> {
 
 /// What an upsert wrote.
 #[derive(Clone, Debug, Serialize)]
-pub struct Upserted {
+pub(crate) struct Upserted {
     pub issue: u64,
     pub comment_id: u64,
     pub created: bool,
@@ -134,7 +136,7 @@ pub struct Upserted {
 /// payload (if any) and returns the new one; `updated_at` and `marker_id`
 /// are stamped on it. When another writer changes the comment first, the
 /// update is re-applied to what it wrote; the result is read back.
-pub fn upsert(
+pub(crate) fn upsert(
     surface: &dyn Surface,
     settings: &Settings,
     issue: u64,
@@ -232,7 +234,7 @@ fn reflects(update: PayloadUpdate<'_>, payload: &Map<String, Value>) -> bool {
 /// `comments` ids are merged id by id, as Maverick's `task-progress set`
 /// does, so that recording a plan comment never loses the tasks comment.
 /// With `replace`, the payload is written exactly as given.
-pub fn put(
+pub(crate) fn put(
     surface: &dyn Surface,
     settings: &Settings,
     issue: u64,
@@ -267,7 +269,7 @@ pub fn put(
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
 #[value(rename_all = "snake_case")]
-pub enum StoryState {
+pub(crate) enum StoryState {
     Pending,
     InFlight,
     Merged,
@@ -276,7 +278,7 @@ pub enum StoryState {
 }
 
 impl StoryState {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             StoryState::Pending => "pending",
             StoryState::InFlight => "in_flight",
@@ -285,24 +287,11 @@ impl StoryState {
             StoryState::Ejected => "ejected",
         }
     }
-
-    pub fn parse(text: &str) -> Result<StoryState, StateError> {
-        match text.trim().replace('-', "_").as_str() {
-            "pending" => Ok(StoryState::Pending),
-            "in_flight" => Ok(StoryState::InFlight),
-            "merged" => Ok(StoryState::Merged),
-            "blocked" => Ok(StoryState::Blocked),
-            "ejected" => Ok(StoryState::Ejected),
-            _ => Err(StateError::BadStoryState {
-                story: text.to_owned(),
-            }),
-        }
-    }
 }
 
 /// A story state transition (SPEC 5): updates the epic's `maverick-state`
 /// at once, one story, keeping every other story and field.
-pub fn set_story_state(
+pub(crate) fn set_story_state(
     surface: &dyn Surface,
     settings: &Settings,
     epic: u64,

@@ -17,7 +17,7 @@ use crate::writer::branch_record::BranchStore;
 use crate::writer::push::{self, PushError};
 
 /// What `task done` is asked to do.
-pub struct DoneRequest<'a> {
+pub(crate) struct DoneRequest<'a> {
     pub issue: u64,
     /// The current branch: the one committed on and pushed.
     pub branch: &'a str,
@@ -29,7 +29,7 @@ pub struct DoneRequest<'a> {
 
 /// How `task done` ended when it did not fail.
 #[derive(Debug)]
-pub enum DoneOutcome {
+pub(crate) enum DoneOutcome {
     /// The claim record says this clone held the issue, and it no longer does.
     ClaimLost {
         reason: String,
@@ -50,7 +50,7 @@ pub enum DoneOutcome {
 
 /// A task pushed and checked off.
 #[derive(Debug)]
-pub struct DoneReport {
+pub(crate) struct DoneReport {
     pub task: usize,
     pub sha: String,
     pub short: String,
@@ -60,7 +60,7 @@ pub struct DoneReport {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum DoneError {
+pub(crate) enum DoneError {
     #[error("nothing is staged: the index has no changes to commit")]
     NothingStaged,
     #[error(
@@ -113,14 +113,18 @@ pub enum DoneError {
 /// made but could not push. Read before the surface is reached, so that an
 /// empty index is reported first.
 #[derive(Debug)]
-pub struct ToCommit {
+pub(crate) struct ToCommit {
     head: Option<String>,
     /// The task of an unpushed task commit at HEAD, when nothing is staged.
     unpushed_task: Option<usize>,
 }
 
 /// Finds what to commit; `NothingStaged` when there is nothing.
-pub fn to_commit(git: &Git, remote: &str, req: &DoneRequest<'_>) -> Result<ToCommit, DoneError> {
+pub(crate) fn to_commit(
+    git: &Git,
+    remote: &str,
+    req: &DoneRequest<'_>,
+) -> Result<ToCommit, DoneError> {
     let staged = git.has_staged_changes()?;
     let head = git.resolve_commit("HEAD")?;
     let mut unpushed_task: Option<usize> = None;
@@ -154,7 +158,7 @@ pub fn to_commit(git: &Git, remote: &str, req: &DoneRequest<'_>) -> Result<ToCom
 /// documentation. Nothing is committed when the claim fence refuses or the
 /// request is wrong; a commit that cannot be pushed stays, and the next run
 /// pushes it.
-pub fn task_done(
+pub(crate) fn task_done(
     surface: &dyn Surface,
     git: &Git,
     settings: &Settings,

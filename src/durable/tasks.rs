@@ -29,16 +29,13 @@ use crate::durable::state::{self, StateError};
 use crate::git::{Git, GitError, Order};
 use crate::surface::{write_if_unchanged, Comment, Conditional, Issue, Op, Surface, SurfaceError};
 
-/// The trailers `task done` writes and reconcile reads.
-pub use crate::git::{ISSUE_TRAILER, TASK_TRAILER};
-
 /// How many times a check-off is re-applied on a newer body before giving up.
 const MAX_CHECK_ATTEMPTS: u32 = 20;
 /// How much of a remote branch's history reconcile reads.
 const MAX_HISTORY: usize = 5000;
 
 #[derive(Debug, thiserror::Error)]
-pub enum TaskError {
+pub(crate) enum TaskError {
     #[error(transparent)]
     Surface(#[from] SurfaceError),
     #[error(transparent)]
@@ -86,7 +83,7 @@ pub struct Task {
 }
 
 /// Whether `body` is a tasks comment by its first line: `## Tasks`.
-pub fn is_tasks_comment(body: &str) -> bool {
+pub(crate) fn is_tasks_comment(body: &str) -> bool {
     body.trim_start_matches(['\u{feff}', ' ', '\t', '\r', '\n'])
         .lines()
         .next()
@@ -295,7 +292,7 @@ pub fn parse_tasks(body: &str) -> Vec<Task> {
 
 /// One task to write with `task init`.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
-pub struct NewTask {
+pub(crate) struct NewTask {
     pub title: String,
     #[serde(default)]
     pub detail: Option<String>,
@@ -304,7 +301,7 @@ pub struct NewTask {
 /// Reads the tasks `task init` is given: a JSON array (of strings or of
 /// `{"title", "detail"}` objects), a Markdown list (checkboxes or plain
 /// bullets, `## Tasks` heading optional), or one task per line.
-pub fn parse_task_input(text: &str) -> Result<Vec<NewTask>, TaskError> {
+pub(crate) fn parse_task_input(text: &str) -> Result<Vec<NewTask>, TaskError> {
     let trimmed = text.trim();
     if trimmed.starts_with('[') {
         if let Ok(items) = serde_json::from_str::<Vec<Value>>(trimmed) {
@@ -359,7 +356,7 @@ pub fn parse_task_input(text: &str) -> Result<Vec<NewTask>, TaskError> {
 }
 
 /// The tasks comment as Maverick writes it.
-pub fn render_tasks(tasks: &[NewTask]) -> String {
+pub(crate) fn render_tasks(tasks: &[NewTask]) -> String {
     let mut body = String::from("## Tasks\n");
     for task in tasks {
         let title = task.title.trim().replace('\n', " ");
@@ -379,7 +376,7 @@ pub fn render_tasks(tasks: &[NewTask]) -> String {
 
 /// `body` with each task in `checks` checked off and, when it has none yet,
 /// the sha appended; every other byte kept. Tasks out of range are an error.
-pub fn apply_checks(
+pub(crate) fn apply_checks(
     body: &str,
     issue: u64,
     checks: &[(usize, Option<String>)],
@@ -414,20 +411,16 @@ pub fn apply_checks(
 
 /// The tasks comment of an issue and where it was found.
 #[derive(Clone, Debug)]
-pub struct TasksComment {
+pub(crate) struct TasksComment {
     pub comment: Comment,
     pub tasks: Vec<Task>,
-    /// The task-progress marker that points at it, if any.
-    pub progress: Option<state::FoundMarker>,
 }
 
 /// Finds the tasks comment: the one the newest trusted `maverick-task-progress`
 /// marker points at (`comments.tasks`), else the newest trusted comment that
 /// starts with `## Tasks`.
-pub fn locate(issue: &Issue) -> Option<TasksComment> {
-    let progress = state::newest_marker(issue, MarkerKind::TaskProgress);
-    let pointed = progress
-        .as_ref()
+pub(crate) fn locate(issue: &Issue) -> Option<TasksComment> {
+    let pointed = state::newest_marker(issue, MarkerKind::TaskProgress)
         .and_then(|p| tasks_comment_id(&p.marker))
         .and_then(|id| issue.comments.iter().find(|c| c.id == id && c.trusted));
     let comment = pointed.or_else(|| {
@@ -440,7 +433,6 @@ pub fn locate(issue: &Issue) -> Option<TasksComment> {
     Some(TasksComment {
         tasks: parse_tasks(&comment.body),
         comment: comment.clone(),
-        progress,
     })
 }
 
@@ -453,7 +445,7 @@ fn tasks_comment_id(marker: &Marker) -> Option<u64> {
 }
 
 /// Task numbers as people read them: `1, 3, 4`.
-pub fn join_numbers(numbers: &[usize]) -> String {
+pub(crate) fn join_numbers(numbers: &[usize]) -> String {
     numbers
         .iter()
         .map(usize::to_string)
@@ -462,13 +454,13 @@ pub fn join_numbers(numbers: &[usize]) -> String {
 }
 
 /// The first unchecked task.
-pub fn next_task(tasks: &[Task]) -> Option<&Task> {
+pub(crate) fn next_task(tasks: &[Task]) -> Option<&Task> {
     tasks.iter().find(|t| !t.done)
 }
 
 /// What a check-off came to.
 #[derive(Clone, Debug, Serialize)]
-pub struct Checked {
+pub(crate) struct Checked {
     pub comment_id: u64,
     /// The tasks this write checked off (those already checked are not listed).
     pub checked: Vec<usize>,
@@ -480,7 +472,7 @@ pub struct Checked {
 /// computed from, re-applied to the newer body when another writer got
 /// there first, and verified by a read after the write (and repaired when a
 /// writer on a surface without compare-and-swap overwrote it).
-pub fn check_tasks(
+pub(crate) fn check_tasks(
     surface: &dyn Surface,
     settings: &Settings,
     issue: u64,
@@ -545,7 +537,7 @@ pub fn check_tasks(
 /// at it. Idempotent: an existing comment with the same titles is left as
 /// it is. With `replace`, an existing comment is rewritten in place, keeping
 /// the check marks of tasks whose titles stay.
-pub fn init_tasks(
+pub(crate) fn init_tasks(
     surface: &dyn Surface,
     settings: &Settings,
     issue: u64,
@@ -618,7 +610,7 @@ pub fn init_tasks(
 }
 
 #[derive(Clone, Debug, Serialize)]
-pub struct InitOutcome {
+pub(crate) struct InitOutcome {
     pub comment_id: u64,
     pub created: bool,
     pub tasks: Vec<Task>,
@@ -628,7 +620,7 @@ pub struct InitOutcome {
 /// Upserts the story's `maverick-task-progress` marker, merging into what is
 /// there (Maverick's `task-progress set` semantics): `phase`, `instance_id`,
 /// `comments.tasks`, and `branch` when known.
-pub fn update_progress(
+pub(crate) fn update_progress(
     surface: &dyn Surface,
     settings: &Settings,
     issue: u64,
@@ -670,7 +662,7 @@ pub fn update_progress(
 
 /// A commit on the remote branch that names an issue and task in its trailers.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct TaskCommit {
+pub(crate) struct TaskCommit {
     pub sha: String,
     pub short: String,
     pub task: usize,
@@ -678,7 +670,7 @@ pub struct TaskCommit {
 
 /// The remote branch as reconcile saw it.
 #[derive(Clone, Debug, Serialize)]
-pub struct RemoteBranch {
+pub(crate) struct RemoteBranch {
     pub name: String,
     /// `None` when the remote has no such branch.
     pub head: Option<String>,
@@ -690,14 +682,14 @@ pub struct RemoteBranch {
 
 impl RemoteBranch {
     /// Whether the branch's history holds a commit whose sha starts with `short`.
-    pub fn contains(&self, short: &str) -> bool {
+    pub(crate) fn contains(&self, short: &str) -> bool {
         self.history.iter().any(|sha| sha.starts_with(short))
     }
 }
 
 /// Fetches `branch` from `remote` (into its remote-tracking ref, as a plain
 /// `git fetch` would) and reads the task trailers of `issue` on it.
-pub fn read_remote_branch(
+pub(crate) fn read_remote_branch(
     git: &Git,
     remote: &str,
     branch: &str,
@@ -722,7 +714,7 @@ pub fn read_remote_branch(
 
 /// The history of `rev` (newest first, at most `MAX_HISTORY` commits) and the
 /// oldest commit of each task of `issue` on it, by its trailers.
-pub fn task_commits(
+pub(crate) fn task_commits(
     git: &Git,
     rev: &str,
     issue: u64,
@@ -751,7 +743,7 @@ pub fn task_commits(
 
 /// The tasks of an issue after reconciling them with the remote branch.
 #[derive(Clone, Debug, Serialize)]
-pub struct TaskListView {
+pub(crate) struct TaskListView {
     pub issue: u64,
     /// The tasks comment; `None` when the issue has none.
     pub comment_id: Option<u64>,
@@ -776,7 +768,7 @@ pub struct TaskListView {
 /// and its check mark; it never unchecks anything.
 ///
 /// For `task list` and `resume`. Without a branch, only reads.
-pub fn reconcile(
+pub(crate) fn reconcile(
     surface: &dyn Surface,
     git: &Git,
     settings: &Settings,
@@ -871,7 +863,7 @@ pub fn reconcile(
 /// `-` or `_` (`maverick/142-short-title`, `team/7-infra/142-parser`,
 /// `maverick/142_parser`, `142`). Folders above it (`team/7-infra/`) group
 /// branches; the last component is the branch's own name.
-pub fn issue_of_branch_name(branch: &str) -> Option<u64> {
+pub(crate) fn issue_of_branch_name(branch: &str) -> Option<u64> {
     let last = branch.rsplit('/').next()?;
     let digits = last.bytes().take_while(u8::is_ascii_digit).count();
     if digits == 0 || digits > 12 {
@@ -886,7 +878,7 @@ pub fn issue_of_branch_name(branch: &str) -> Option<u64> {
 /// Where an issue number came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum IssueSource {
+pub(crate) enum IssueSource {
     Claim,
     BranchName,
     Flag,
@@ -894,7 +886,7 @@ pub enum IssueSource {
 
 /// The issue of `branch` (SPEC 6): a claim record naming the branch (this
 /// instance's first), else the branch name.
-pub fn issue_of_branch(
+pub(crate) fn issue_of_branch(
     claims: &ClaimStore,
     instance: &str,
     branch: &str,
@@ -909,7 +901,7 @@ pub fn issue_of_branch(
 
 /// The branch whose remote holds the commits of `issue`: this instance's
 /// claim record, else the task-progress marker's `branch`.
-pub fn branch_of_issue(
+pub(crate) fn branch_of_issue(
     claims: &ClaimStore,
     instance: &str,
     issue: &Issue,
@@ -924,7 +916,7 @@ pub fn branch_of_issue(
 
 /// Why a commit message is not Conventional Commits.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum MessageError {
+pub(crate) enum MessageError {
     #[error("the commit message is empty; write `type(scope): subject`")]
     Empty,
     #[error("{0:?} is not a Conventional Commits message `type(scope)!: subject`: it does not start with a type")]
@@ -943,7 +935,7 @@ pub enum MessageError {
 
 /// Checks a Conventional Commits header `type(scope)!: subject` (and a
 /// blank line before any body).
-pub fn check_conventional(message: &str) -> Result<(), MessageError> {
+pub(crate) fn check_conventional(message: &str) -> Result<(), MessageError> {
     let message = message.trim_start_matches(['\n', '\r']);
     let mut lines = message.lines();
     let header = lines

@@ -20,14 +20,14 @@ use super::{
 use crate::git::{Git, Hooks, PushOutcome};
 use crate::timefmt::Timestamp;
 
-pub const SURFACE_REF: &str = "refs/maverick/issues";
+pub(crate) const SURFACE_REF: &str = "refs/maverick/issues";
 /// On the git surface an issue is open until it carries this label.
-pub const CLOSED_LABEL: &str = "closed";
+pub(crate) const CLOSED_LABEL: &str = "closed";
 const MAX_ATTEMPTS: u32 = 200;
 const AUTHOR_NAME: &str = "git-maverick";
 const AUTHOR_EMAIL: &str = "git-maverick@localhost";
 
-pub struct GitSurface {
+pub(crate) struct GitSurface {
     git: Git,
     remote: String,
     me: String,
@@ -76,7 +76,7 @@ struct Snapshot {
 }
 
 impl GitSurface {
-    pub fn new(git: Git, remote: &str, remote_url: &str, me: &str) -> GitSurface {
+    pub(crate) fn new(git: Git, remote: &str, remote_url: &str, me: &str) -> GitSurface {
         let safe_remote: String = remote
             .chars()
             .map(|c| {
@@ -103,7 +103,7 @@ impl GitSurface {
     /// `refs/remotes/<remote>/*`) at once; the reads after it answer from
     /// that fetch until the next call. For a view of the whole repository
     /// that costs the remote one round trip (`status`).
-    pub fn fetch_with_branches(&self) -> Result<(), SurfaceError> {
+    pub(crate) fn fetch_with_branches(&self) -> Result<(), SurfaceError> {
         let branches = format!("+refs/heads/*:refs/remotes/{}/*", self.remote);
         self.fetch_refspecs(&[branches])?;
         self.pinned
@@ -310,7 +310,7 @@ impl GitSurface {
     }
 
     /// Sets `maverick.maxClockSkew` (default: the documented one).
-    pub fn with_max_clock_skew(mut self, skew: Duration) -> GitSurface {
+    pub(crate) fn with_max_clock_skew(mut self, skew: Duration) -> GitSurface {
         self.max_clock_skew = skew;
         self
     }

@@ -4,7 +4,7 @@
 //! dispatch) is written once above it; a surface only stores issues, labels,
 //! assignees and comments, and tells the time.
 
-pub mod git;
+pub(crate) mod git;
 pub mod github;
 
 use crate::timefmt::Timestamp;
@@ -33,7 +33,7 @@ pub struct Issue {
 }
 
 impl Issue {
-    pub fn has_label(&self, label: &str) -> bool {
+    pub(crate) fn has_label(&self, label: &str) -> bool {
         self.labels.iter().any(|l| l == label)
     }
 }
@@ -89,7 +89,7 @@ pub struct CiStatus {
 impl CiStatus {
     /// The verdict of a combined status and check runs, as GitHub's merge
     /// box shows it: any failure fails, anything unfinished is pending.
-    pub fn verdict(combined: Option<&str>, runs: &[CheckRun]) -> &'static str {
+    pub(crate) fn verdict(combined: Option<&str>, runs: &[CheckRun]) -> &'static str {
         let failed = |c: &str| {
             matches!(
                 c,
@@ -319,7 +319,7 @@ pub trait Surface {
 }
 
 /// What [`write_if_unchanged`] came to.
-pub enum Conditional {
+pub(crate) enum Conditional {
     Written,
     /// Another writer changed the issue first; this is its newer state.
     Stale(Issue),
@@ -330,7 +330,7 @@ pub enum Conditional {
 /// creating) `absent` still says the comment to create is missing. On the
 /// git surface that check is part of the compare-and-swap; on GitHub it is a
 /// fresh read, so callers verify by reading back.
-pub fn write_if_unchanged(
+pub(crate) fn write_if_unchanged(
     surface: &dyn Surface,
     issue: u64,
     op: Op,

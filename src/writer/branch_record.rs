@@ -90,14 +90,14 @@ impl BranchStore {
         }
     }
 
-    pub fn set(&self, record: &BranchRecord) -> Result<(), RecordError> {
+    pub(crate) fn set(&self, record: &BranchRecord) -> Result<(), RecordError> {
         self.write(record, true)
     }
 
     /// `set` without waiting for the disk: for the pre-push hook, which
     /// writes on every push. A crash that loses the write fails safe: the
     /// next push sees a head it has no record of and refuses it.
-    pub fn set_unsynced(&self, record: &BranchRecord) -> Result<(), RecordError> {
+    pub(crate) fn set_unsynced(&self, record: &BranchRecord) -> Result<(), RecordError> {
         self.write(record, false)
     }
 
@@ -112,7 +112,7 @@ impl BranchStore {
         })
     }
 
-    pub fn remove(&self, branch: &str) -> Result<(), RecordError> {
+    pub(crate) fn remove(&self, branch: &str) -> Result<(), RecordError> {
         let path = self.path(branch);
         match std::fs::remove_file(&path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(RecordError::Io {

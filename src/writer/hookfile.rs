@@ -7,18 +7,18 @@ use std::path::{Path, PathBuf};
 use crate::git::{Git, GitError};
 
 /// The shim, as shipped in `hooks/pre-push`: a shebang and the block.
-pub const SHIM: &str = include_str!("../../hooks/pre-push");
-pub const BEGIN: &str = "# >>> git-maverick pre-push >>>";
-pub const END: &str = "# <<< git-maverick pre-push <<<";
+pub(crate) const SHIM: &str = include_str!("../../hooks/pre-push");
+pub(crate) const BEGIN: &str = "# >>> git-maverick pre-push >>>";
+pub(crate) const END: &str = "# <<< git-maverick pre-push <<<";
 
 /// Maverick's block: from the BEGIN line through the END line and its newline.
-pub fn block() -> &'static str {
+pub(crate) fn block() -> &'static str {
     let start = SHIM.find(BEGIN).expect("the shim has a begin marker");
     &SHIM[start..]
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum HookFileError {
+pub(crate) enum HookFileError {
     #[error(transparent)]
     Git(#[from] GitError),
     #[error("could not {action} {path}: {source}")]
@@ -41,7 +41,7 @@ pub enum HookFileError {
 /// What `install` or `uninstall` did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Change {
+pub(crate) enum Change {
     /// A new hook file with the shim.
     Created,
     /// The block went into an existing hook.
@@ -60,16 +60,16 @@ pub enum Change {
 
 /// The hook file git actually runs (`git rev-parse --git-path hooks`, which
 /// knows `core.hooksPath` and linked worktrees).
-pub fn hook_path(git: &Git) -> Result<PathBuf, GitError> {
+pub(crate) fn hook_path(git: &Git) -> Result<PathBuf, GitError> {
     Ok(git.git_path("hooks")?.join("pre-push"))
 }
 
 /// A BEGIN line without its END line: maverick does not guess where its block stops.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct UnclosedBlock;
+pub(crate) struct UnclosedBlock;
 
 /// True when `text` holds maverick's block (closed).
-pub fn has_block(text: &str) -> bool {
+pub(crate) fn has_block(text: &str) -> bool {
     matches!(find_block(text), Some(Ok(_)))
 }
 
@@ -111,7 +111,7 @@ fn is_shell(interpreter: &str) -> bool {
 
 /// `existing` with maverick's block in it: replacing an older block in place,
 /// else right after the shebang, so it runs before anything that could exit.
-pub fn with_block(existing: &str) -> Result<(String, Change), UnclosedBlock> {
+pub(crate) fn with_block(existing: &str) -> Result<(String, Change), UnclosedBlock> {
     let block = block();
     match find_block(existing) {
         Some(Ok((start, end))) => {
@@ -145,7 +145,7 @@ pub fn with_block(existing: &str) -> Result<(String, Change), UnclosedBlock> {
 
 /// `existing` without maverick's block; `None` when nothing else is left
 /// (a shebang alone does not count).
-pub fn without_block(existing: &str) -> Result<(Option<String>, Change), UnclosedBlock> {
+pub(crate) fn without_block(existing: &str) -> Result<(Option<String>, Change), UnclosedBlock> {
     match find_block(existing) {
         None => Ok((Some(existing.to_owned()), Change::Absent)),
         Some(Err(e)) => Err(e),
@@ -174,13 +174,13 @@ fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> HookF
 }
 
 #[cfg(unix)]
-pub fn executable(meta: &std::fs::Metadata) -> bool {
+pub(crate) fn executable(meta: &std::fs::Metadata) -> bool {
     use std::os::unix::fs::PermissionsExt as _;
     meta.permissions().mode() & 0o111 != 0
 }
 
 #[cfg(not(unix))]
-pub fn executable(_: &std::fs::Metadata) -> bool {
+pub(crate) fn executable(_: &std::fs::Metadata) -> bool {
     true
 }
 
@@ -203,13 +203,13 @@ fn write_hook(
 }
 
 /// Installs the block into the hook at `path`; running it twice changes nothing.
-pub fn install(path: &Path) -> Result<Change, HookFileError> {
+pub(crate) fn install(path: &Path) -> Result<Change, HookFileError> {
     install_block(path, true)
 }
 
 /// The same for a script a hook manager runs with `sh` (husky's
 /// `.husky/pre-push`): it need not be executable.
-pub fn install_script(path: &Path) -> Result<Change, HookFileError> {
+pub(crate) fn install_script(path: &Path) -> Result<Change, HookFileError> {
     install_block(path, false)
 }
 
@@ -255,7 +255,7 @@ fn install_block(path: &Path, needs_exec: bool) -> Result<Change, HookFileError>
 }
 
 /// Takes the block out of the hook at `path`, and the file when nothing else is left.
-pub fn uninstall(path: &Path) -> Result<Change, HookFileError> {
+pub(crate) fn uninstall(path: &Path) -> Result<Change, HookFileError> {
     let meta = match std::fs::symlink_metadata(path) {
         Ok(meta) => meta,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Change::Absent),

@@ -11,7 +11,7 @@ use std::path::{Component, Path, PathBuf};
 
 /// The normalised location of `url`; a relative local path is taken relative
 /// to `base` (the directory git resolves it from: the worktree's top level).
-pub fn normalise(url: &str, base: &Path) -> String {
+pub(crate) fn normalise(url: &str, base: &Path) -> String {
     let url = url.trim();
     if let Some((scheme, rest)) = url.split_once("://") {
         let scheme = scheme.to_ascii_lowercase();

@@ -4,9 +4,9 @@
 
 pub mod bash_guard;
 pub mod branch_record;
-pub mod hookfile;
-pub mod hookmanager;
-pub mod location;
+pub(crate) mod hookfile;
+pub(crate) mod hookmanager;
+pub(crate) mod location;
 pub mod prepush;
 pub mod push;
-pub mod worktree;
+pub(crate) mod worktree;

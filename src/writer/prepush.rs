@@ -45,7 +45,7 @@ const MAX_PENDING: usize = 8;
 /// One line of the pre-push hook's stdin:
 /// `<local ref> SP <local sha> SP <remote ref> SP <remote sha>`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RefUpdate {
+pub(crate) struct RefUpdate {
     pub local_ref: String,
     /// `None` for a deletion.
     pub local_sha: Option<String>,
@@ -56,13 +56,13 @@ pub struct RefUpdate {
 
 impl RefUpdate {
     /// The branch this update writes to on the remote, if it writes to one.
-    pub fn branch(&self) -> Option<&str> {
+    pub(crate) fn branch(&self) -> Option<&str> {
         self.remote_ref.strip_prefix("refs/heads/")
     }
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum PrePushError {
+pub(crate) enum PrePushError {
     #[error("the pre-push hook got a line it does not understand: {0:?}")]
     BadLine(String),
     #[error(transparent)]
@@ -77,7 +77,7 @@ fn null_sha(sha: &str) -> bool {
 
 /// Parses git's pre-push stdin. Blank lines are skipped; anything else that
 /// is not four fields is an error (the hook fails closed).
-pub fn parse_updates(input: &str) -> Result<Vec<RefUpdate>, PrePushError> {
+pub(crate) fn parse_updates(input: &str) -> Result<Vec<RefUpdate>, PrePushError> {
     let mut updates = Vec::new();
     for line in input.lines() {
         if line.trim().is_empty() {
@@ -102,29 +102,36 @@ pub fn parse_updates(input: &str) -> Result<Vec<RefUpdate>, PrePushError> {
     Ok(updates)
 }
 
-/// The repository's common git dir, found from the environment git gives
-/// hooks (`env`) and the `.git` entry of the working directory, without
-/// running git. `None` when it cannot be told that way (the caller asks git).
-pub fn locate_common_dir(cwd: &Path, env: &GitEnv) -> Option<PathBuf> {
+/// This worktree's git dir, found from the environment git gives hooks
+/// (`env`) and the `.git` entry of the working directory, without running
+/// git. `None` when it cannot be told that way (the caller asks git).
+pub(crate) fn locate_git_dir(cwd: &Path, env: &GitEnv) -> Option<PathBuf> {
     let absolute = |p: PathBuf| if p.is_absolute() { p } else { cwd.join(p) };
-    if let Some(dir) = env.get("GIT_COMMON_DIR") {
+    if let Some(dir) = env.get("GIT_DIR") {
         return Some(absolute(PathBuf::from(dir)));
     }
-    let git_dir = match env.get("GIT_DIR") {
-        Some(dir) => absolute(PathBuf::from(dir)),
-        None => {
-            let dot_git = cwd.join(".git");
-            let meta = std::fs::metadata(&dot_git).ok()?;
-            if meta.is_dir() {
-                dot_git
-            } else {
-                // A linked worktree or a submodule: `gitdir: <path>`.
-                let text = std::fs::read_to_string(&dot_git).ok()?;
-                let target = text.strip_prefix("gitdir:")?.trim();
-                absolute(PathBuf::from(target))
-            }
-        }
-    };
+    let dot_git = cwd.join(".git");
+    let meta = std::fs::metadata(&dot_git).ok()?;
+    if meta.is_dir() {
+        return Some(dot_git);
+    }
+    // A linked worktree or a submodule: `gitdir: <path>`.
+    let text = std::fs::read_to_string(&dot_git).ok()?;
+    let target = text.strip_prefix("gitdir:")?.trim();
+    Some(absolute(PathBuf::from(target)))
+}
+
+/// The repository's common git dir, found as [`locate_git_dir`] finds the
+/// git dir, without running git.
+pub(crate) fn locate_common_dir(cwd: &Path, env: &GitEnv) -> Option<PathBuf> {
+    if let Some(dir) = env.get("GIT_COMMON_DIR") {
+        return Some(if Path::new(dir).is_absolute() {
+            PathBuf::from(dir)
+        } else {
+            cwd.join(dir)
+        });
+    }
+    let git_dir = locate_git_dir(cwd, env)?;
     match std::fs::read_to_string(git_dir.join("commondir")) {
         Ok(text) => {
             let common = PathBuf::from(text.trim_end_matches(['\n', '\r']));
@@ -140,13 +147,13 @@ pub fn locate_common_dir(cwd: &Path, env: &GitEnv) -> Option<PathBuf> {
 
 /// True when maverick has never written anything in this clone: then no
 /// branch can be managed and the hook has nothing to check.
-pub fn maverick_absent(common_dir: &Path) -> bool {
+pub(crate) fn maverick_absent(common_dir: &Path) -> bool {
     !common_dir.join("maverick").is_dir()
 }
 
 /// What this clone knows about one branch.
 #[derive(Clone, Debug, Default)]
-pub struct BranchState {
+pub(crate) struct BranchState {
     /// Claim records of every instance of this clone that name the branch.
     pub claims: Vec<ClaimRecord>,
     pub seen: Option<BranchRecord>,
@@ -158,7 +165,7 @@ impl BranchState {
     /// A damaged record stops only the branch it is about: a claim record
     /// that does not parse is an error here only when it still names this
     /// branch, or its issue is this branch's.
-    pub fn load(common_dir: &Path, branch: &str) -> Result<BranchState, RecordError> {
+    pub(crate) fn load(common_dir: &Path, branch: &str) -> Result<BranchState, RecordError> {
         let seen = BranchStore::new(common_dir).get(branch)?;
         let issue = seen.as_ref().and_then(|s| s.issue);
         let (all, damaged) = ClaimStore::new(common_dir).all_readable()?;
@@ -182,7 +189,7 @@ impl BranchState {
         })
     }
 
-    pub fn managed(&self) -> bool {
+    pub(crate) fn managed(&self) -> bool {
         self.seen.is_some() || !self.claims.is_empty()
     }
 }
@@ -191,19 +198,19 @@ impl BranchState {
 /// it saw or pushed there (`current`), or one of the pushes the pre-push
 /// hook let through that nothing has confirmed or ruled out yet.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Expected {
+pub(crate) struct Expected {
     pub current: Option<String>,
     pub pending: Vec<String>,
 }
 
 impl Expected {
     /// True when the remote at `head` is where this writer left it.
-    pub fn accepts(&self, head: Option<&str>) -> bool {
+    pub(crate) fn accepts(&self, head: Option<&str>) -> bool {
         self.current.as_deref() == head || head.is_some_and(|h| self.pending.iter().any(|p| p == h))
     }
 
     /// The head to name as "last seen" when it does not.
-    pub fn newest(&self) -> Option<&str> {
+    pub(crate) fn newest(&self) -> Option<&str> {
         self.pending
             .last()
             .or(self.current.as_ref())
@@ -223,7 +230,7 @@ fn tracking_log(common_dir: &Path, name: &str, branch: &str) -> Option<PathBuf> 
 
 /// How long that reflog is now (0 when there is none): the mark a record
 /// keeps, so that only pushes made after it count.
-pub fn tracking_log_len(common_dir: &Path, name: &str, branch: &str) -> u64 {
+pub(crate) fn tracking_log_len(common_dir: &Path, name: &str, branch: &str) -> u64 {
     tracking_log(common_dir, name, branch)
         .and_then(|p| std::fs::metadata(p).ok())
         .map_or(0, |m| m.len())
@@ -253,7 +260,7 @@ fn pushed_since(common_dir: &Path, name: &str, branch: &str, mark: u64) -> Vec<S
 /// Where `record`'s writer expects the remote: its last-seen head, unless a
 /// push of its own landed since (with or without the hook: git logs it on
 /// the remote-tracking ref), and the pending heads not yet ruled out.
-pub fn expected(common_dir: &Path, record: &BranchRecord) -> Expected {
+pub(crate) fn expected(common_dir: &Path, record: &BranchRecord) -> Expected {
     let mut out = Expected {
         current: record.last_seen.clone(),
         pending: record.pending.clone(),
@@ -271,7 +278,7 @@ pub fn expected(common_dir: &Path, record: &BranchRecord) -> Expected {
 }
 
 /// The marks of every remote a record watches, plus `name`, as they are now.
-pub fn push_log_marks(
+pub(crate) fn push_log_marks(
     common_dir: &Path,
     record: Option<&BranchRecord>,
     name: &str,
@@ -290,7 +297,7 @@ pub fn push_log_marks(
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum RefusalKind {
+pub(crate) enum RefusalKind {
     /// The pusher holds no claim on the branch (another instance does, or nobody).
     NotHolder,
     /// A heartbeat found the claim lost, or this clone recorded a newer generation.
@@ -307,14 +314,14 @@ impl RefusalKind {
     /// Whether the pusher lost (or never had) the claim, as opposed to a
     /// collision on the branch itself. The command layer maps this to an
     /// exit code.
-    pub fn claim_lost(self) -> bool {
+    pub(crate) fn claim_lost(self) -> bool {
         matches!(self, RefusalKind::NotHolder | RefusalKind::ClaimLost)
     }
 }
 
 /// Why a push of one branch is refused, with everything a person needs.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct Refusal {
+pub(crate) struct Refusal {
     pub kind: RefusalKind,
     pub branch: String,
     /// The remote's head as it advertised it for this push.
@@ -330,7 +337,7 @@ pub struct Refusal {
 
 impl Refusal {
     /// The lines a person sees (stderr of `git push`).
-    pub fn describe(&self, remote: &str) -> Vec<String> {
+    pub(crate) fn describe(&self, remote: &str) -> Vec<String> {
         let head = |sha: &Option<String>| sha.clone().unwrap_or_else(|| "(no branch)".to_owned());
         vec![
             format!("maverick: push of {} refused: {}", self.branch, self.what),
@@ -353,7 +360,7 @@ impl Refusal {
 
 /// The claim check: `me` must hold the claim on the branch as its own
 /// records last confirmed. `claims` are the records naming the branch.
-pub fn check_holder(
+pub(crate) fn check_holder(
     branch: &str,
     claims: &[ClaimRecord],
     me: &str,
@@ -412,7 +419,7 @@ pub fn check_holder(
 /// stale lease is still held until someone takes it over (SPEC 4: the
 /// generation is the fence), and the hook cannot ask the surface; it can
 /// only say so.
-pub fn lease_warnings(claims: &[ClaimRecord], me: &str, now: Timestamp) -> Vec<String> {
+pub(crate) fn lease_warnings(claims: &[ClaimRecord], me: &str, now: Timestamp) -> Vec<String> {
     claims
         .iter()
         .filter(|c| c.instance_id == me)
@@ -458,7 +465,7 @@ fn loose_parents(common_dir: &Path, sha: &str) -> Option<Vec<String>> {
 /// `is_ancestor` for the common case without a process: the pushed commits
 /// are loose and reach the remote head within a few steps (a fast-forward
 /// of commits just made). Anything else asks git.
-pub fn is_ancestor_here(
+pub(crate) fn is_ancestor_here(
     git: &Git,
     common_dir: &Path,
     ancestor: &str,
@@ -481,7 +488,7 @@ pub fn is_ancestor_here(
 }
 
 /// Checks one update of a managed branch. `me` is the pushing instance.
-pub fn check_update(
+pub(crate) fn check_update(
     git: &Git,
     common_dir: &Path,
     update: &RefUpdate,
@@ -570,7 +577,7 @@ pub fn check_update(
 /// After every update of a push was allowed: the remote head this push saw
 /// becomes last seen, and what it sends becomes pending. `remote` is the
 /// remote name (or URL) git named to the hook.
-pub fn record_allowed(
+pub(crate) fn record_allowed(
     common_dir: &Path,
     update: &RefUpdate,
     state: &BranchState,
@@ -623,7 +630,7 @@ pub struct SeenOn<'a> {
 
 impl<'a> SeenOn<'a> {
     /// Maverick's remote (`maverick.remote`), located as git would reach it.
-    pub fn of_settings(git: &Git, settings: &'a crate::config::Settings) -> SeenOn<'a> {
+    pub(crate) fn of_settings(git: &Git, settings: &'a crate::config::Settings) -> SeenOn<'a> {
         SeenOn::of_remote(git, &settings.remote)
     }
 
@@ -640,7 +647,7 @@ impl<'a> SeenOn<'a> {
 
 /// The worktree's top level, which git resolves relative remote URLs from;
 /// the directory itself when git cannot tell.
-pub fn toplevel(git: &Git) -> PathBuf {
+pub(crate) fn toplevel(git: &Git) -> PathBuf {
     git.toplevel().unwrap_or_else(|_| git.dir().to_owned())
 }
 

@@ -19,7 +19,7 @@ fn fnv1a(text: &str) -> u64 {
 
 /// One path component made from a branch name: `/` (and anything a path
 /// could trip on) becomes `-`; never empty, `.`, `..` or dash- or dot-led.
-pub fn dir_name(branch: &str) -> String {
+pub(crate) fn dir_name(branch: &str) -> String {
     let mut name: String = branch
         .chars()
         .map(|c| {
@@ -44,7 +44,7 @@ pub fn dir_name(branch: &str) -> String {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum WorktreeError {
+pub(crate) enum WorktreeError {
     #[error(transparent)]
     Git(#[from] GitError),
     #[error("the worktree path for {branch:?} would leave {dir}")]
@@ -70,7 +70,7 @@ pub enum WorktreeError {
 
 /// `<root>/<worktree_dir>/<dir_name(branch)>`, checked to be one level
 /// below the worktree dir.
-pub fn worktree_path(
+pub(crate) fn worktree_path(
     root: &Path,
     worktree_dir: &Path,
     branch: &str,
@@ -96,7 +96,7 @@ pub fn worktree_path(
 /// worktree of another branch holds it (`a/b` and `a-b` both read `a-b`);
 /// then the readable name with a hash of the branch. A worktree of the
 /// branch already at either place is where it stays.
-pub fn choose_path(
+pub(crate) fn choose_path(
     git: &Git,
     root: &Path,
     worktree_dir: &Path,
@@ -125,7 +125,7 @@ pub fn choose_path(
 
 /// One entry of `git worktree list --porcelain`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Entry {
+pub(crate) struct Entry {
     pub path: PathBuf,
     pub head: Option<String>,
     /// `refs/heads/…`, `None` when detached.
@@ -137,12 +137,12 @@ pub struct Entry {
 
 impl Entry {
     /// Its directory is gone, or git says its registration is stale.
-    pub fn stale(&self) -> bool {
+    pub(crate) fn stale(&self) -> bool {
         !self.bare && (self.prunable || !self.path.is_dir())
     }
 }
 
-pub fn list(git: &Git) -> Result<Vec<Entry>, GitError> {
+pub(crate) fn list(git: &Git) -> Result<Vec<Entry>, GitError> {
     let listing = git.worktree_list()?;
     let mut entries = Vec::new();
     let mut current: Option<Entry> = None;
@@ -178,14 +178,14 @@ pub fn list(git: &Git) -> Result<Vec<Entry>, GitError> {
 }
 
 /// The main worktree's root (the first entry git lists).
-pub fn main_root(git: &Git) -> Result<PathBuf, GitError> {
+pub(crate) fn main_root(git: &Git) -> Result<PathBuf, GitError> {
     match list(git)?.into_iter().next() {
         Some(entry) => Ok(entry.path),
         None => Ok(git.dir().to_owned()),
     }
 }
 
-pub fn same_path(a: &Path, b: &Path) -> bool {
+pub(crate) fn same_path(a: &Path, b: &Path) -> bool {
     let canon = |p: &Path| {
         std::fs::canonicalize(p).unwrap_or_else(|_| match (p.parent(), p.file_name()) {
             (Some(parent), Some(name)) => std::fs::canonicalize(parent)
@@ -199,7 +199,7 @@ pub fn same_path(a: &Path, b: &Path) -> bool {
 
 /// Makes git ignore the worktree dir through `info/exclude` (not the
 /// project's `.gitignore`). Returns whether the file changed.
-pub fn exclude(common_dir: &Path, worktree_dir: &Path) -> Result<bool, WorktreeError> {
+pub(crate) fn exclude(common_dir: &Path, worktree_dir: &Path) -> Result<bool, WorktreeError> {
     let inside = worktree_dir.is_relative()
         && worktree_dir
             .components()
@@ -224,7 +224,11 @@ pub fn exclude(common_dir: &Path, worktree_dir: &Path) -> Result<bool, WorktreeE
 
 /// Adds `pattern` (`/…`, anchored at the top level) to `.git/info/exclude`
 /// under a `# why` line, unless it is there; true when it was added.
-pub fn exclude_pattern(common_dir: &Path, pattern: &str, why: &str) -> Result<bool, WorktreeError> {
+pub(crate) fn exclude_pattern(
+    common_dir: &Path,
+    pattern: &str,
+    why: &str,
+) -> Result<bool, WorktreeError> {
     let path = common_dir.join("info").join("exclude");
     let io = |action| {
         let path = path.clone();
@@ -258,7 +262,7 @@ pub fn exclude_pattern(common_dir: &Path, pattern: &str, why: &str) -> Result<bo
 
 /// Where the local branch stands against the remote head.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum LocalBranch {
+pub(crate) enum LocalBranch {
     Absent,
     AtRemote,
     /// Behind the remote head, with nothing of its own: it may fast-forward.
@@ -274,7 +278,7 @@ pub enum LocalBranch {
 
 /// What `apply` will do, decided before anything changes.
 #[derive(Clone, Debug)]
-pub struct Plan {
+pub(crate) struct Plan {
     pub branch: String,
     pub path: PathBuf,
     pub remote_head: String,
@@ -290,7 +294,7 @@ pub struct Plan {
 
 /// What `apply` did.
 #[derive(Clone, Debug, Default, serde::Serialize)]
-pub struct Applied {
+pub(crate) struct Applied {
     pub created: bool,
     pub repaired: bool,
     pub fast_forwarded: bool,
@@ -313,7 +317,7 @@ fn local_branch(git: &Git, branch: &str, remote_head: &str) -> Result<LocalBranc
 }
 
 /// Decides how to bring the worktree of `branch` to `remote_head`.
-pub fn plan(
+pub(crate) fn plan(
     git: &Git,
     path: &Path,
     branch: &str,
@@ -419,7 +423,7 @@ fn aside_path(path: &Path) -> PathBuf {
 }
 
 /// Carries out a plan whose local branch is not ahead of the remote.
-pub fn apply(git: &Git, plan: &Plan, remote: &str) -> Result<Applied, WorktreeError> {
+pub(crate) fn apply(git: &Git, plan: &Plan, remote: &str) -> Result<Applied, WorktreeError> {
     let mut applied = Applied::default();
     let branch = plan.branch.as_str();
     let refname = format!("refs/heads/{branch}");

@@ -200,6 +200,34 @@ impl TestEnv {
         }
     }
 
+    /// What a person saw, as a snapshot keeps it: [`Run::screen`] through
+    /// [`TestEnv::normalise`].
+    pub fn screen(&self, run: &Run) -> String {
+        self.normalise(&run.screen())
+    }
+
+    /// The one screen normaliser: what differs from machine to machine or
+    /// from one git to the next becomes a placeholder. This environment's
+    /// temp dir (as given and as the kernel resolves it) is `[ROOT]`, a
+    /// full object name (40 or 64 hex digits) `[oid]`, and an abbreviated
+    /// one (7 to 39 lowercase hex digits with a letter and a digit, on word
+    /// bounds) `[short-oid]`. Numbers (issue, comment ids) and words made of
+    /// hex letters only ("deadbeef", "defaced") stay as they are.
+    pub fn normalise(&self, text: &str) -> String {
+        let mut text = text.to_owned();
+        let root = self.root.path();
+        let mut roots = vec![root.to_path_buf()];
+        if let Ok(real) = root.canonicalize() {
+            if real != root {
+                roots.insert(0, real);
+            }
+        }
+        for dir in roots {
+            text = text.replace(dir.to_str().expect("a UTF-8 temp dir"), "[ROOT]");
+        }
+        normalise_object_names(&text)
+    }
+
     /// The surface's name, for messages and snapshot names.
     pub fn name(&self) -> &'static str {
         match self.surface() {
@@ -875,4 +903,59 @@ pub fn refused_as_collision(out: &Output) -> String {
         "{stderr}"
     );
     stderr
+}
+
+/// Object names to placeholders (see [`TestEnv::normalise`]).
+pub fn normalise_object_names(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String| {
+        let hex = word.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+        let digit = word.bytes().any(|b| b.is_ascii_digit());
+        let letter = word.bytes().any(|b| b.is_ascii_lowercase());
+        match word.len() {
+            40 | 64 if hex => out.push_str("[oid]"),
+            7..=39 if hex && digit && letter => out.push_str("[short-oid]"),
+            _ => out.push_str(word),
+        }
+        word.clear();
+    };
+    for c in text.chars() {
+        if c.is_ascii_alphanumeric() || c == '_' {
+            word.push(c);
+        } else {
+            flush(&mut word, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut word, &mut out);
+    out
+}
+
+#[test]
+fn object_names_become_placeholders_and_numbers_stay() {
+    let full = "d739c9f0e1a2b3c4d5e6f708192a3b4c5d6e7f80";
+    assert_eq!(
+        normalise_object_names(&format!("{full} d739c9f pushed (d739c9f), comment 2200000001, deadbeef0 deadbeef, #142, maverick/142-parser")),
+        "[oid] [short-oid] pushed ([short-oid]), comment 2200000001, [short-oid] deadbeef, #142, maverick/142-parser"
+    );
+    assert_eq!(
+        normalise_object_names("refs/heads/a1b2c3d4e..f00ba12"),
+        "refs/heads/[short-oid]..[short-oid]"
+    );
+}
+
+#[test]
+fn the_temp_dir_becomes_root_as_given_and_as_resolved() {
+    let env = TestEnv::new();
+    let given = env.path().join("alpha/.git");
+    let resolved = env.path().canonicalize().unwrap().join("alpha");
+    assert_eq!(
+        env.normalise(&format!(
+            "{}\n{}: d739c9f\n",
+            given.display(),
+            resolved.display()
+        )),
+        "[ROOT]/alpha/.git\n[ROOT]/alpha: [short-oid]\n"
+    );
 }

@@ -224,6 +224,8 @@ pub struct World {
     pub crashed: BTreeMap<String, Timestamp>,
     /// The log names the actor of every call, the clock's too.
     named_log: bool,
+    /// A guarded write is one compare-and-swap, as on the git surface.
+    compare_and_swap: bool,
 }
 
 impl World {
@@ -246,7 +248,16 @@ impl World {
             fault_rng: Rng::new(seed ^ 0xFA17),
             crashed: BTreeMap::new(),
             named_log: false,
+            compare_and_swap: false,
         }
+    }
+
+    /// The git surface's strength: a guarded write checks its guard on the
+    /// current state and applies every op in the same step (one
+    /// compare-and-swap of the surface ref), so nobody writes in between.
+    pub fn with_compare_and_swap(mut self) -> World {
+        self.compare_and_swap = true;
+        self
     }
 
     pub fn with_lag(mut self, lag: Lag) -> World {
@@ -542,12 +553,39 @@ impl Surface for SimSurface {
     }
 
     /// No compare-and-swap: the guard sees one (lagging) read, then every op
-    /// is its own request, as on GitHub.
+    /// is its own request, as on GitHub. In a world
+    /// [`World::with_compare_and_swap`], the guard and every op are one step
+    /// on the current state, as on the git surface.
     fn write(
         &self,
         writes: &[Write],
         guard: Option<Guard<'_>>,
     ) -> Result<Option<Vec<Vec<Applied>>>, SurfaceError> {
+        if self.world().compare_and_swap {
+            return self.call(vec!["write cas".into()], |w| {
+                if let Some(guard) = guard {
+                    let current: Vec<Issue> = writes
+                        .iter()
+                        .map(|x| w.issue_mut(x.issue).clone())
+                        .collect();
+                    let now = w.now();
+                    if !guard(&current, now) {
+                        return None;
+                    }
+                }
+                let applied = writes
+                    .iter()
+                    .map(|write| {
+                        write
+                            .ops
+                            .iter()
+                            .map(|op| w.apply(write.issue, op, &self.me))
+                            .collect()
+                    })
+                    .collect();
+                Some(applied)
+            });
+        }
         if let Some(guard) = guard {
             let (current, now) = self.call(vec!["write guard".into()], |w| {
                 let current: Vec<Issue> = writes.iter().map(|x| w.view(x.issue)).collect();

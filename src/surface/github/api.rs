@@ -560,10 +560,6 @@ impl GithubSurface {
         }
         cause
     }
-
-    pub fn repo(&self) -> &str {
-        &self.repo
-    }
 }
 
 impl Surface for GithubSurface {

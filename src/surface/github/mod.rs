@@ -64,7 +64,6 @@ mod token;
 mod transport;
 
 pub use token::{resolve_token, Token, TokenSource};
-pub use transport::parse_http_date;
 use transport::Reply;
 
 #[derive(Debug, thiserror::Error)]
@@ -124,7 +123,7 @@ pub enum GithubError {
 
 impl GithubError {
     /// The command that gets the user out, where there is one.
-    pub fn hint(&self) -> Option<String> {
+    pub(crate) fn hint(&self) -> Option<String> {
         Some(match self {
             GithubError::NoToken => {
                 "or coordinate through the git remote instead: `git config maverick.surface git`"
@@ -279,7 +278,7 @@ impl GithubSurface {
     }
 
     /// `text` with the token blanked out wherever it appears.
-    pub fn redact(&self, text: &str) -> String {
+    pub(crate) fn redact(&self, text: &str) -> String {
         let secret = self.token.secret.as_str();
         if secret.len() < 4 {
             return text.to_owned();

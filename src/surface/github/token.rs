@@ -54,7 +54,7 @@ impl Token {
         })
     }
 
-    pub fn source(&self) -> TokenSource {
+    pub(crate) fn source(&self) -> TokenSource {
         self.source
     }
 }

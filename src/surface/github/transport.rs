@@ -425,7 +425,7 @@ pub(super) fn next_link(header: &str) -> Option<String> {
 }
 
 /// `Tue, 10 Oct 2017 16:00:00 GMT` (RFC 7231's IMF-fixdate).
-pub fn parse_http_date(text: &str) -> Option<Timestamp> {
+pub(crate) fn parse_http_date(text: &str) -> Option<Timestamp> {
     const MONTHS: [&str; 12] = [
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
     ];
