@@ -825,6 +825,46 @@ pub(crate) fn session_instance_id(session: &str) -> String {
     digest[..5].iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The instance named explicitly: `MAVERICK_INSTANCE` (or
+/// `MAVERICK_INSTANCE_ID`), else `maverick.instance` (SPEC 2's first two).
+fn named_instance(keys: &ConfigKeys) -> Option<Result<(String, Origin), ConfigError>> {
+    if let Some(id) = instance_from_env() {
+        let var = if std::env::var_os("MAVERICK_INSTANCE").is_some_and(|v| !v.is_empty()) {
+            "MAVERICK_INSTANCE"
+        } else {
+            "MAVERICK_INSTANCE_ID"
+        };
+        return Some(id.map(|id| (id, Origin::Env(var))));
+    }
+    let id = keys.get("instance")?.to_owned();
+    Some(if valid_instance_id(&id) {
+        Ok((id, keys.origin("instance").unwrap_or(Origin::Default)))
+    } else {
+        Err(ConfigError::BadInstance(id))
+    })
+}
+
+/// The instance an agent session acts as, for the plugin's hooks, which get
+/// the session id on stdin rather than in the environment: SPEC 2's order
+/// (env, then config, then the session), with `session_id` as the session
+/// when given. `None` when nothing names an instance or a session.
+pub(crate) fn agent_session_instance(
+    git: Option<&Git>,
+    session_id: Option<&str>,
+) -> Result<Option<String>, ConfigError> {
+    let keys = match git {
+        Some(git) => ConfigKeys::read(git)?,
+        None => ConfigKeys(HashMap::new()),
+    };
+    if let Some(named) = named_instance(&keys) {
+        return named.map(|(id, _)| Some(id));
+    }
+    Ok(session_id
+        .filter(|s| !s.is_empty())
+        .map(session_instance_id)
+        .or_else(instance_from_session))
+}
+
 /// SPEC 2: env, then config, then the agent session, then one generated id
 /// kept in this worktree's git dir.
 fn resolve_instance(git: &Git, keys: &ConfigKeys) -> Result<(String, Origin), ConfigError> {
@@ -843,20 +883,8 @@ fn resolve_instance_in(
     keys: &ConfigKeys,
     git_dir: impl FnOnce() -> Result<PathBuf, GitError>,
 ) -> Result<(String, Origin), ConfigError> {
-    if let Some(id) = instance_from_env() {
-        let var = if std::env::var_os("MAVERICK_INSTANCE").is_some_and(|v| !v.is_empty()) {
-            "MAVERICK_INSTANCE"
-        } else {
-            "MAVERICK_INSTANCE_ID"
-        };
-        return id.map(|id| (id, Origin::Env(var)));
-    }
-    if let Some(id) = keys.get("instance").map(str::to_owned) {
-        return if valid_instance_id(&id) {
-            Ok((id, keys.origin("instance").unwrap_or(Origin::Default)))
-        } else {
-            Err(ConfigError::BadInstance(id))
-        };
+    if let Some(named) = named_instance(keys) {
+        return named;
     }
     if let Some(id) = instance_from_session() {
         let var = SESSION_VARS

@@ -27,9 +27,44 @@ impl Exit {
     }
 }
 
+/// What a program can switch on when a command fails: `error.code` in the
+/// JSON contract (README, "JSON output"). A stable set: new codes may be
+/// added; a code is never renamed or given another meaning.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum ErrorCode {
+    /// The command line is wrong (exit 2); the message is clap's whole text.
+    Usage,
+    NoToken,
+    BadToken,
+    NotARepository,
+    NoRemote,
+    /// The GitHub repository cannot be told from the remote, or does not exist.
+    NoRepository,
+    NoSuchIssue,
+    /// No usable answer from GitHub (connection, timeout, 5xx after retries).
+    Network,
+    RateLimited,
+    /// GitHub answered in a way maverick cannot use.
+    Github,
+    /// A git process failed; the message keeps git's stderr.
+    GitFailed,
+    /// git is older than maverick needs (the message names both versions).
+    GitTooOld,
+    /// A setting (git config, environment) has a value maverick cannot use.
+    BadConfig,
+    /// Other writers kept winning a compare-and-swap; running again helps.
+    Contended,
+    /// Maverick's state on the surface or in a local record is damaged.
+    Corrupt,
+    /// Anything else that failed.
+    Failed,
+}
+
 #[derive(Debug)]
 pub(crate) struct CommandError {
     pub exit: Exit,
+    pub code: ErrorCode,
     pub message: String,
     pub causes: Vec<String>,
     pub hints: Vec<String>,
@@ -39,6 +74,7 @@ impl CommandError {
     pub(crate) fn new(exit: Exit, message: impl Into<String>) -> CommandError {
         CommandError {
             exit,
+            code: default_code(exit),
             message: message.into(),
             causes: Vec::new(),
             hints: Vec::new(),
@@ -53,6 +89,15 @@ impl CommandError {
         CommandError::new(Exit::Usage, message)
     }
 
+    /// Sets the code, except that git being too old (found in the cause
+    /// chain) stays what a program sees, whatever wrapped it.
+    pub(crate) fn code(mut self, code: ErrorCode) -> CommandError {
+        if self.code != ErrorCode::GitTooOld {
+            self.code = code;
+        }
+        self
+    }
+
     pub(crate) fn hint(mut self, hint: impl Into<String>) -> CommandError {
         self.hints.push(hint.into());
         self
@@ -62,12 +107,14 @@ impl CommandError {
     pub(crate) fn from_error(exit: Exit, err: &(dyn std::error::Error + 'static)) -> CommandError {
         let mut causes = Vec::new();
         let mut hints = Vec::new();
+        let mut code = default_code(exit);
         let chain = std::iter::successors(Some(err), |e| e.source());
         for (depth, e) in chain.enumerate() {
             if let Some(crate::git::GitTooOld { needed, .. }) = e.downcast_ref() {
                 hints.push(format!(
                     "install git {needed} or newer (`git --version` names the git first on PATH)"
                 ));
+                code = ErrorCode::GitTooOld;
             }
             if depth > 0 {
                 causes.push(e.to_string());
@@ -75,6 +122,7 @@ impl CommandError {
         }
         CommandError {
             exit,
+            code,
             message: err.to_string(),
             causes,
             hints,
@@ -83,12 +131,24 @@ impl CommandError {
 
     pub(crate) fn to_json(&self) -> serde_json::Value {
         serde_json::json!({
+            "schema_version": crate::commands::SCHEMA_VERSION,
             "ok": false,
             "exit_code": self.exit.code(),
-            "error": self.message,
-            "causes": self.causes,
-            "hints": self.hints,
+            "error": {
+                "code": self.code,
+                "message": self.message,
+                "causes": self.causes,
+                "hints": self.hints,
+            },
+            "warnings": [],
         })
+    }
+}
+
+fn default_code(exit: Exit) -> ErrorCode {
+    match exit {
+        Exit::Usage => ErrorCode::Usage,
+        _ => ErrorCode::Failed,
     }
 }
 
@@ -124,11 +184,13 @@ impl From<crate::config::ConfigError> for CommandError {
             }
             _ => None,
         };
-        let exit = match err {
-            ConfigError::BadRepo(_) => Exit::Usage,
-            _ => Exit::Error,
+        let (exit, code) = match err {
+            ConfigError::BadRepo(_) => (Exit::Usage, ErrorCode::Usage),
+            ConfigError::NoRemote { .. } => (Exit::Error, ErrorCode::NoRemote),
+            ConfigError::Git(_) => (Exit::Error, ErrorCode::GitFailed),
+            _ => (Exit::Error, ErrorCode::BadConfig),
         };
-        let mut e = CommandError::from_error(exit, &err);
+        let mut e = CommandError::from_error(exit, &err).code(code);
         e.hints.extend(hint);
         e
     }
@@ -136,7 +198,7 @@ impl From<crate::config::ConfigError> for CommandError {
 
 impl From<crate::git::GitError> for CommandError {
     fn from(err: crate::git::GitError) -> Self {
-        CommandError::from_error(Exit::Error, &err)
+        CommandError::from_error(Exit::Error, &err).code(ErrorCode::GitFailed)
     }
 }
 
@@ -153,12 +215,38 @@ impl From<crate::surface::SurfaceError> for CommandError {
             ),
             _ => None,
         };
-        let mut e = CommandError::from_error(Exit::Error, &err);
+        let code = match &err {
+            SurfaceError::Git(_) | SurfaceError::PushRejected { .. } => ErrorCode::GitFailed,
+            SurfaceError::NoSuchIssue(_) | SurfaceError::NoSuchComment { .. } => {
+                ErrorCode::NoSuchIssue
+            }
+            SurfaceError::Contended { .. } => ErrorCode::Contended,
+            SurfaceError::Corrupt { .. } => ErrorCode::Corrupt,
+            SurfaceError::Github(github) => github_code(github),
+            SurfaceError::Other(_) => ErrorCode::Failed,
+        };
+        let mut e = CommandError::from_error(Exit::Error, &err).code(code);
         e.hints.extend(hint.map(str::to_owned));
         if let SurfaceError::Github(github) = &err {
             e.hints.extend(github.hint());
         }
         e
+    }
+}
+
+fn github_code(err: &crate::surface::github::GithubError) -> ErrorCode {
+    use crate::surface::github::GithubError;
+    match err {
+        GithubError::NoToken => ErrorCode::NoToken,
+        GithubError::BadToken { .. } | GithubError::Unauthorized { .. } => ErrorCode::BadToken,
+        GithubError::NoRepo { .. } | GithubError::NoSuchRepo { .. } => ErrorCode::NoRepository,
+        GithubError::BadUrl { .. } => ErrorCode::BadConfig,
+        GithubError::RateLimited { .. } => ErrorCode::RateLimited,
+        GithubError::Unavailable { .. } | GithubError::Client(_) => ErrorCode::Network,
+        GithubError::Status { .. }
+        | GithubError::BadAnswer { .. }
+        | GithubError::Assignees { .. }
+        | GithubError::LabelLeftBehind { .. } => ErrorCode::Github,
     }
 }
 

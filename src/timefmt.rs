@@ -76,6 +76,25 @@ fn clock_offset() -> i64 {
     })
 }
 
+/// Waits do not pass silently: one that lasts longer than this says so on
+/// stderr without `-v`.
+pub const ANNOUNCED_WAIT: Duration = Duration::from_secs(2);
+
+/// Sleeps for `pause`; a pause longer than [`ANNOUNCED_WAIT`] first prints one
+/// line on stderr ("waiting 43 s for GitHub's rate limit, until 10:42:00Z"),
+/// so that a person or agent watching knows the command is not stuck.
+pub fn wait_announced(pause: Duration, what_for: &str) {
+    if pause > ANNOUNCED_WAIT {
+        let until = Timestamp::now().plus(pause).to_string();
+        let clock = until.split_once('T').map_or(until.as_str(), |(_, t)| t);
+        eprintln!(
+            "waiting {} s for {what_for}, until {clock}",
+            pause.as_secs_f64().ceil() as u64
+        );
+    }
+    std::thread::sleep(pause);
+}
+
 impl fmt::Display for Timestamp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.to_utc().to_rfc3339_opts(SecondsFormat::Secs, true))

@@ -73,12 +73,30 @@ fn a_non_numeric_issue_is_a_usage_error(surface: Surface) {
     json.expect(2);
     assert_eq!(json.json()["ok"], false);
     assert!(
-        json.json()["error"]
+        json.json()["error"]["message"]
             .as_str()
             .unwrap()
             .contains("\"x\" is not an issue number"),
         "{}",
         json.stdout
+    );
+    // Under --json a usage error keeps clap's whole message: the argument's
+    // name, clap's tips and the usage line, which a program shows its user.
+    let error = &json.json()["error"];
+    assert_eq!(error["code"], "usage");
+    let message = error["message"].as_str().unwrap();
+    assert!(message.contains("<ISSUE>"), "{message}");
+    assert!(
+        message.contains("For more information, try '--help'."),
+        "{message}"
+    );
+    let json = repo.maverick(&["coord", "claim", "5", "--scopez", "6", "--json"]);
+    json.expect(2);
+    let message = json.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(message.contains("--scopez"), "{message}");
+    assert!(
+        message.contains("--scope"),
+        "clap's suggestion is kept: {message}"
     );
 }
 
@@ -164,7 +182,8 @@ fn a_repository_without_a_remote_names_the_way_out() {
     );
     let json = run_in(&dir, &env, &["coord", "read", "5", "--json"]);
     json.expect(1);
-    assert!(json.json()["hints"][0]
+    assert_eq!(json.json()["error"]["code"], "no_remote");
+    assert!(json.json()["error"]["hints"][0]
         .as_str()
         .unwrap()
         .contains("maverick.remote"));
@@ -209,6 +228,13 @@ fn a_git_older_than_a_feature_needs_is_named_with_the_version_needed() {
         run.screen()
     );
 
+    // A program reads the same as a code it can switch on.
+    let mut cmd = a.maverick_command(&["coord", "read", "142", "--json"]);
+    cmd.env("PATH", &path);
+    let run = Run::from_output(&["coord", "read", "142", "--json"], cmd.output().unwrap());
+    let json = run.expect(1).json();
+    assert_eq!(json["error"]["code"], "git_too_old", "{json}");
+
     // The same clone with the real git works.
     a.maverick(&["coord", "read", "142"]).expect(0);
 }
@@ -222,6 +248,143 @@ fn outside_a_repository_is_a_clear_error() {
         run.stderr.starts_with("error: not inside a git repository"),
         "{}",
         run.stderr
+    );
+    let run = run_in(env.path(), &env, &["coord", "read", "5", "--json"]);
+    run.expect(1);
+    assert_eq!(run.json()["error"]["code"], "not_a_repository");
+}
+
+/// The commands that joined after contract v1 keep it: help, completions,
+/// config, status and hook status answer with schema_version, warnings and,
+/// when they fail, the error object with its code (each object checked
+/// against its schema by `Run::json`).
+#[test]
+fn the_newer_commands_keep_the_json_contract() {
+    let env = TestEnv::new();
+    let help = run_in(env.path(), &env, &["help", "coord", "claim", "--json"]);
+    let json = help.expect(0).json();
+    assert_eq!(json["schema_version"], 1);
+    assert_eq!(json["command"], serde_json::json!(["coord", "claim"]));
+    assert!(json["help"]
+        .as_str()
+        .unwrap()
+        .contains("Usage: git maverick coord claim"));
+    let completions = run_in(env.path(), &env, &["completions", "bash", "--json"]);
+    let json = completions.expect(0).json();
+    assert_eq!(json["shell"], "bash");
+    assert!(json["script"].as_str().unwrap().contains("_git_maverick"));
+    let version = run_in(env.path(), &env, &["--version", "--json"]);
+    assert_eq!(version.expect(0).json()["warnings"], serde_json::json!([]));
+
+    // Outside a repository: the error a program switches on.
+    for args in [
+        &["status", "--json"][..],
+        &["config", "--json"],
+        &["hook", "status", "--json"],
+    ] {
+        let run = run_in(env.path(), &env, args);
+        run.expect(1);
+        let json = run.json();
+        assert_eq!(
+            json["error"]["code"], "not_a_repository",
+            "{args:?}: {json}"
+        );
+        assert!(
+            !json["error"]["hints"].as_array().unwrap().is_empty(),
+            "{json}"
+        );
+    }
+
+    // A bad value for a newer flag is a usage error that keeps clap's text.
+    let repo = env.clone("alice");
+    let run = repo.maverick(&["status", "--json", "--watch", "soon"]);
+    run.expect(2);
+    let json = run.json();
+    assert_eq!(json["error"]["code"], "usage");
+    assert!(
+        json["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("--watch"),
+        "{json}"
+    );
+
+    // A typo'd key is a warning in the object, not only on stderr.
+    repo.git(&["config", "maverick.leaseTime", "5m"]);
+    let status = repo.maverick(&["status", "--json"]);
+    let warnings = status.expect(0).json()["warnings"].clone();
+    assert!(
+        warnings
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("maverick.leaseTtl")),
+        "{warnings}"
+    );
+}
+
+/// The codes the README documents are the codes the schema allows, and
+/// every schema in schemas/ is a draft 2020-12 schema with schema_version 1.
+#[test]
+fn the_json_contract_is_documented_where_programs_read_it() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let section = readme
+        .split("### JSON output")
+        .nth(1)
+        .expect("README has a JSON output section");
+    let documented: Vec<&str> = section
+        .split("is one of a stable set")
+        .nth(1)
+        .expect("the README's table of error codes")
+        .lines()
+        .take_while(|l| !l.starts_with("## "))
+        .filter_map(|l| l.trim().strip_prefix("| `"))
+        .filter_map(|l| l.split('`').next())
+        .collect();
+    let error: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("schemas/error.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let codes: Vec<&str> = error["properties"]["error"]["properties"]["code"]["enum"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert_eq!(documented, codes);
+    let mut files = 0;
+    for entry in std::fs::read_dir(root.join("schemas")).unwrap() {
+        let path = entry.unwrap().path();
+        let schema: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(
+            schema["$schema"],
+            "https://json-schema.org/draft/2020-12/schema",
+            "{}",
+            path.display()
+        );
+        assert!(
+            schema
+                .to_string()
+                .contains(r#""schema_version":{"const":1}"#),
+            "{}",
+            path.display()
+        );
+        // Listed in the README, by its full name or its stem in a row.
+        let stem = path.file_name().unwrap().to_str().unwrap();
+        let stem = stem.trim_end_matches(".schema.json");
+        assert!(
+            section.contains(&format!("`schemas/{stem}.schema.json`"))
+                || section.contains(&format!(", `{stem}`")),
+            "README's JSON output section lists {stem}"
+        );
+        files += 1;
+    }
+    assert!(files >= 30, "one schema per command output");
+    assert!(
+        readme.contains("CMD's own stdout goes to stderr"),
+        "README says where run --json puts CMD's output"
     );
 }
 
@@ -278,7 +441,10 @@ fn an_unreachable_remote_is_an_error_not_a_decision() {
     let run = repo.maverick(&["coord", "read", "5", "--json"]);
     run.expect(1);
     assert!(
-        run.json()["error"].as_str().unwrap().contains("git fetch"),
+        run.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("git fetch"),
         "{}",
         run.stdout
     );
@@ -325,9 +491,9 @@ fn the_instance_id_is_generated_once_per_worktree(surface: Surface) {
         .maverick_command(&["coord", "claim", "5", "--json"])
         .output()
         .unwrap();
-    let first = Run::from_output(&[], first);
+    let first = Run::from_output(&["coord", "claim", "5", "--json"], first);
     first.expect(0);
-    let id = first.json()["views"][0]["holder"]["instance_id"]
+    let id = first.json()["issues"][0]["holder"]["instance_id"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -335,7 +501,7 @@ fn the_instance_id_is_generated_once_per_worktree(surface: Surface) {
     assert!(!host.is_empty());
     assert_eq!(hex.len(), 8, "{id}");
     let again = Run::from_output(
-        &[],
+        &["coord", "read", "5", "--json"],
         repo.maverick_command(&["coord", "read", "5", "--json"])
             .output()
             .unwrap(),
@@ -344,7 +510,7 @@ fn the_instance_id_is_generated_once_per_worktree(surface: Surface) {
     assert_eq!(again.json()["decision"], "ours");
     // An agent session is one instance.
     let agent = Run::from_output(
-        &[],
+        &["coord", "read", "5", "--json"],
         repo.maverick_command(&["coord", "read", "5", "--json"])
             .env("CLAUDE_CODE_SESSION_ID", "9F1C-77aa-bb")
             .output()
@@ -352,7 +518,7 @@ fn the_instance_id_is_generated_once_per_worktree(surface: Surface) {
     );
     agent.expect(4);
     // As Maverick derives it: `printf %s 9F1C-77aa-bb | sha256sum | cut -c1-10`.
-    assert_eq!(agent.json()["instance"], "eb3463a043");
+    assert_eq!(agent.json()["instance_id"], "eb3463a043");
 }
 
 #[test]

@@ -397,16 +397,61 @@ fn a_secondary_rate_limit_is_waited_out_as_retry_after_says() {
     );
 }
 
+/// `10:42:03` (or `2026-11-30T10:42:03Z`) as seconds since midnight.
+fn seconds_of_day(clock: &str) -> i64 {
+    let time = clock.split_once('T').map_or(clock, |(_, t)| t);
+    let time = time.trim_end_matches('Z');
+    time.split(':')
+        .map(|part| part.parse::<i64>().expect("HH:MM:SS"))
+        .fold(0, |acc, part| acc * 60 + part)
+}
+
 #[test]
 fn an_exhausted_rate_limit_waits_for_its_reset_or_says_when_to_come_back() {
     let env = github_env();
     let fake = env.github();
     fake.create_issue(86, "popular", &[]);
     let alice = env.clone("alice");
-    fake.primary_rate_limit_next(1, 2);
+    // The reset is 5 s ahead on GitHub's clock: whichever second the
+    // answer's Date falls in, the wait is well over the 2 s that are
+    // announced, and the line can be checked against the reset.
+    let before = seconds_of_day(&fake.now());
+    fake.primary_rate_limit_next(1, 5);
     let started = Instant::now();
-    alice.maverick(&["coord", "read", "86"]).expect(0);
-    assert!(started.elapsed() >= Duration::from_secs(2));
+    let run = alice.maverick(&["coord", "read", "86"]);
+    run.expect(0);
+    // A wait longer than 2 s says so without -v: one line, with the time it ends.
+    let waits: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("waiting "))
+        .collect();
+    assert_eq!(waits.len(), 1, "{}", run.stderr);
+    let (secs, until) = waits[0]
+        .strip_prefix("waiting ")
+        .and_then(|rest| rest.split_once(" s for GitHub's rate limit, until "))
+        .unwrap_or_else(|| {
+            panic!(
+                "waiting N s for GitHub's rate limit, until HH:MM:SSZ: {}",
+                run.stderr
+            )
+        });
+    let secs: u64 = secs.parse().expect("whole seconds");
+    assert!((5..=7).contains(&secs), "{}", run.stderr);
+    let until = seconds_of_day(until.strip_suffix('Z').expect("UTC"));
+    // Until the reset (plus its own second), give or take the second ticks.
+    let ahead = (until - before).rem_euclid(86_400);
+    assert!(
+        (5..=9).contains(&ahead),
+        "{} (GitHub's clock was at {before} s)",
+        run.stderr
+    );
+    // It did wait that long before reading.
+    assert!(
+        started.elapsed() >= Duration::from_secs(secs),
+        "{}",
+        run.stderr
+    );
 
     // An hour away is too long to wait: an error that says until when.
     fake.primary_rate_limit_next(1, 3600);
@@ -472,7 +517,7 @@ fn a_permanent_fault_is_a_clear_error_and_leaves_no_label_without_its_claim() {
     let run = alice.maverick(&["coord", "claim", "84", "--json"]);
     run.expect(1);
     assert!(
-        run.json()["error"]
+        run.json()["error"]["message"]
             .as_str()
             .unwrap()
             .contains("commenting on #84: no usable answer"),
@@ -684,7 +729,7 @@ fn an_unreachable_api_is_an_error_not_a_decision() {
     let run = Run::from_output(&["coord", "read"], out);
     run.expect(1);
     assert!(
-        run.json()["error"]
+        run.json()["error"]["message"]
             .as_str()
             .unwrap()
             .contains("reading issue #5: no usable answer after 5 attempts"),

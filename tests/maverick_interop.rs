@@ -369,7 +369,7 @@ fn a_session_running_both_tools_is_one_instance(surface: Surface) {
         );
         run.expect(0);
         let json = run.json();
-        assert_eq!(json["instance"], MAVERICK, "{var}");
+        assert_eq!(json["instance_id"], MAVERICK, "{var}");
         assert_eq!(json["decision"], "ours", "{var}: Maverick's claim is ours");
     }
     // MAVERICK_INSTANCE_ID, Maverick's own variable, beats the session.
@@ -378,7 +378,7 @@ fn a_session_running_both_tools_is_one_instance(surface: Surface) {
         .env("MAVERICK_INSTANCE_ID", "pinned-1");
     let run = Run::from_output(&["coord", "read"], cmd.output().unwrap());
     run.expect(4);
-    assert_eq!(run.json()["instance"], "pinned-1");
+    assert_eq!(run.json()["instance_id"], "pinned-1");
 }
 
 /// Makes sure the issue has a record to comment on, on either surface.

@@ -634,6 +634,17 @@ fn an_unknown_key_is_a_warning_on_every_command_and_an_error_in_check() {
         "{}",
         check.stderr
     );
+    // For a program: a bad setting, with the same hint.
+    let check = repo.maverick(&["config", "--check", "--json"]);
+    let json = check.expect(1).json();
+    assert_eq!(json["error"]["code"], "bad_config", "{json}");
+    assert!(
+        json["error"]["hints"][0]
+            .as_str()
+            .unwrap()
+            .contains("did you mean maverick.leaseTtl?"),
+        "{json}"
+    );
     // A key nothing resembles gets no guess.
     repo.git(&["config", "maverick.zzz", "1"]);
     let check = repo.maverick(&["config", "--check"]);

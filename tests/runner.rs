@@ -5,6 +5,7 @@
 #[macro_use]
 mod support;
 
+mod agent_hooks;
 mod cas_push;
 mod cli;
 mod coord;

@@ -3,7 +3,7 @@
 //! is taught, as one Claude Code session would run it: `git maverick` found
 //! on PATH, the instance derived from `CLAUDE_CODE_SESSION_ID`, stand-ins
 //! for the `cargo` and `claude` that the examples wrap, and the agent's edit
-//! written before each `git add`. The session-end hook
+//! written before each `git add`. The plugin's session-end hook
 //! is run as Claude Code runs it: its command through a shell, with the
 //! hook's JSON on standard input.
 
@@ -185,7 +185,7 @@ fn every_command_in_the_skill_runs_as_written() {
         run.expect(0);
         if line.contains("--json") {
             let json = run.json();
-            assert_eq!(json["instance"], INSTANCE, "the session is the instance");
+            assert_eq!(json["instance_id"], INSTANCE, "the session is the instance");
         }
         if line.contains(" -- ") {
             assert!(
@@ -222,10 +222,11 @@ fn every_command_in_the_skill_runs_as_written() {
 
 #[test]
 fn the_session_end_hook_releases_the_sessions_claims_and_nobody_elses() {
-    let text = skill();
-    let json = blocks(&text, "json");
-    assert_eq!(json.len(), 1, "one hook example");
-    let settings: serde_json::Value = serde_json::from_str(&json[0]).expect("valid JSON");
+    // The plugin's hooks, as the skill tells the agent they are installed.
+    assert!(skill().contains("/plugin install git-maverick@git-maverick"));
+    let hooks = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/hooks/hooks.json"))
+        .expect("hooks/hooks.json");
+    let settings: serde_json::Value = serde_json::from_str(&hooks).expect("valid JSON");
     let hook = &settings["hooks"]["SessionEnd"][0]["hooks"][0];
     assert_eq!(hook["type"], "command");
     let command = hook["command"].as_str().expect("a command string");

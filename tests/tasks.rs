@@ -127,7 +127,7 @@ fn three_tasks_done_in_a_row(surface: Surface) {
     );
     let json = a.maverick(&["--json", "task", "list", "142"]).json();
     assert_eq!(json["done"], 3);
-    assert_eq!(json["next"], Value::Null);
+    assert_eq!(json["next_task"], Value::Null);
     assert_eq!(json["reconciled"], serde_json::json!([]));
 
     let progress = a
@@ -190,7 +190,7 @@ fn crash_between_push_and_comment_heals_on_another_machine(surface: Surface) {
     // Once healed, nothing more to do; and the first machine carries on.
     let again = b.maverick(&["--json", "task", "list", "142"]).json();
     assert_eq!(again["reconciled"], serde_json::json!([]));
-    assert_eq!(again["next"]["number"], 3);
+    assert_eq!(again["next_task"]["number"], 3);
     stage(&a, "src/three.rs", "// three\n");
     a.maverick(&["task", "done", "-m", "test: three"]).expect(0);
     assert!(marks(&tasks_body(s)).iter().all(|(c, _)| *c));
@@ -217,7 +217,7 @@ fn crash_before_push_leaves_the_next_machine_at_that_task(surface: Surface) {
     let b = join_story(s, "beta");
     let json = b.maverick(&["--json", "task", "list"]).json();
     assert_eq!(json["done"], 1);
-    assert_eq!(json["next"]["number"], 2);
+    assert_eq!(json["next_task"]["number"], 2);
     assert_eq!(
         json["ahead"],
         serde_json::json!([]),
@@ -394,7 +394,7 @@ Plan agreed with @carol on Monday.
     assert_eq!(json["done"], 1);
     assert_eq!(json["tasks"][0]["title"], "Parse marker blocks");
     assert_eq!(json["tasks"][2]["title"], "Verify after writing");
-    assert_eq!(json["next"]["number"], 2);
+    assert_eq!(json["next_task"]["number"], 2);
 
     stage(&a, "src/two.rs", "// two\n");
     a.maverick(&["task", "done", "-m", "feat(markers): upsert in place"])
@@ -488,6 +488,26 @@ fn the_claim_names_the_issue_and_fences_task_done(surface: Surface) {
         fenced.screen()
     );
     assert_eq!(a.git(&["rev-parse", "HEAD"]), head, "nothing was committed");
+}
+
+/// A clone that never claimed the story, on its branch: `task done` is
+/// refused while another instance holds it (exit 4), commits nothing, and
+/// names the holder as the claim it is (`holder.instance_id`).
+fn task_done_on_an_issue_another_instance_holds_names_the_holder(surface: Surface) {
+    let s = &TestEnv::with_surface(surface);
+    let a = s.story_clone("alpha", THREE_TASKS);
+    a.maverick(&["coord", "claim", "142", "--branch", BRANCH])
+        .expect(0);
+    a.git(&["push", "--quiet", "origin", BRANCH]);
+    let g = join_story(s, "gamma");
+    stage(&g, "src/one.rs", "// one\n");
+    let head = g.git(&["rev-parse", "HEAD"]);
+    let run = g.maverick(&["--json", "task", "done", "-m", "feat: one"]);
+    let json = run.expect(4).json();
+    assert_eq!(json["committed"], false, "{json}");
+    assert_eq!(json["holder"]["instance_id"], "alpha", "{json}");
+    assert_eq!(json["holder"]["branch"], BRANCH, "{json}");
+    assert_eq!(g.git(&["rev-parse", "HEAD"]), head, "nothing was committed");
 }
 
 fn a_refused_push_leaves_the_commit_local_and_a_rerun_pushes_it(surface: Surface) {
@@ -717,6 +737,7 @@ fn task_done_and_resume_agree_on_the_issue_of_any_branch_name(surface: Surface) 
 }
 
 on_both_surfaces!(
+    task_done_on_an_issue_another_instance_holds_names_the_holder,
     task_done_and_resume_agree_on_the_issue_of_any_branch_name,
     a_branch_someone_else_created_after_the_claim_is_a_collision,
     resume_reconciles_and_names_the_next_task,

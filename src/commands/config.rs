@@ -40,7 +40,8 @@ pub(crate) fn run(global: &GlobalArgs, args: ConfigArgs) -> Result<Outcome, Comm
                 "unknown config key{}: {}",
                 if names.len() == 1 { "" } else { "s" },
                 names.join(", ")
-            ));
+            ))
+            .code(crate::error::ErrorCode::BadConfig);
             for unknown in &origins.unknown_keys {
                 let scope = match unknown.origin.scope.as_str() {
                     "local" | "global" | "system" | "worktree" => {

@@ -216,7 +216,7 @@ fn read(ctx: &Context, coord: &Coordinator<'_>, issue: u64) -> Result<Outcome, C
     let view = coord.read(&[issue])?.remove(0);
     let exit = decision_exit(view.decision);
     let mut json = serde_json::to_value(&view).expect("view serializes");
-    json["instance"] = json!(ctx.settings.instance);
+    json["instance_id"] = json!(ctx.settings.instance);
     json["surface"] = json!(ctx.settings.surface);
     let warnings: Vec<String> = view
         .clock_skew
@@ -408,7 +408,7 @@ fn release_all(
 ) -> Result<Outcome, CommandError> {
     let outcome = claims::release_all(coord, &ctx.claims()?, reason.as_str())?;
     let mut json = serde_json::to_value(&outcome).expect("outcome serializes");
-    json["instance"] = json!(ctx.settings.instance);
+    json["instance_id"] = json!(ctx.settings.instance);
     // A sweep that finds another holder has still done its job.
     let mut o = Outcome::new(Exit::Ok, json);
     if outcome.released.is_empty() && outcome.foreign.is_empty() {

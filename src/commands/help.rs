@@ -42,8 +42,6 @@ pub(crate) fn version() -> String {
 /// `--version --json`.
 pub(crate) fn version_json() -> serde_json::Value {
     json!({
-        "ok": true,
-        "exit_code": 0,
         "name": "git-maverick",
         "version": env!("CARGO_PKG_VERSION"),
         "commit": build_commit(),

@@ -1,4 +1,5 @@
-//! `git maverick hook`: the pre-push hook (SPEC 8).
+//! `git maverick hook`: the pre-push hook (SPEC 8) and the Claude Code
+//! plugin's session and tool-use hooks (SPEC 11).
 
 use std::io::Read as _;
 
@@ -7,9 +8,13 @@ use serde_json::json;
 
 use super::Outcome;
 use crate::cli::GlobalArgs;
+use crate::coord::claims;
+use crate::coord::lease::Coordinator;
+use crate::coord::record::ClaimStore;
 use crate::error::{CommandError, Exit};
 use crate::git::{Git, GitEnv};
 use crate::timefmt::Timestamp;
+use crate::writer::bash_guard;
 use crate::writer::hookfile::Change;
 use crate::writer::hookmanager::{self, Setup, Status};
 use crate::writer::location;
@@ -36,6 +41,19 @@ pub(crate) enum HookCommand {
     /// Call it from other hook managers as `git maverick hook pre-push "$@"`
     #[command(hide = true)]
     PrePush(PrePushArgs),
+    /// Claude Code's SessionStart hook: exports the session's instance id
+    /// through CLAUDE_ENV_FILE and reports the claims it still holds
+    #[command(hide = true)]
+    SessionStart,
+    /// Claude Code's SessionEnd hook: releases every claim of the session's
+    /// instance
+    #[command(hide = true)]
+    SessionEnd,
+    /// Claude Code's PreToolUse hook for the Bash tool: denies pushes that
+    /// skip the guard, force or delete a managed branch, or write to a
+    /// branch another instance holds
+    #[command(hide = true)]
+    PreToolUse,
 }
 
 #[derive(Debug, Args)]
@@ -56,18 +74,196 @@ pub(crate) fn run(global: &GlobalArgs, args: HookArgs) -> Result<Outcome, Comman
         HookCommand::Uninstall => uninstall(),
         HookCommand::Status => status(),
         HookCommand::PrePush(a) => pre_push(global, a),
+        HookCommand::SessionStart => never_fails("session-start", session_start()),
+        HookCommand::SessionEnd => never_fails("session-end", session_end(global)),
+        HookCommand::PreToolUse => never_fails("pre-tool-use", pre_tool_use()),
     }
 }
 
-fn repository() -> Result<Git, CommandError> {
+/// What Claude Code sends a command hook on stdin (the fields maverick
+/// reads; the rest is ignored).
+#[derive(Debug, Default, serde::Deserialize)]
+struct AgentHookInput {
+    session_id: Option<String>,
+    cwd: Option<std::path::PathBuf>,
+    tool_name: Option<String>,
+    #[serde(default)]
+    tool_input: serde_json::Value,
+}
+
+/// A hook never breaks the agent's session (SPEC 11): an error is one line
+/// on stderr, and the answer is "no objection".
+fn never_fails(hook: &str, result: Result<Outcome, CommandError>) -> Result<Outcome, CommandError> {
+    Ok(result.unwrap_or_else(|err| {
+        let message = err.to_string();
+        let first = message.lines().next().unwrap_or_default();
+        Outcome::new(Exit::Ok, json!({"hook": hook, "error": first})).note(format!(
+            "git maverick hook {hook}: {}",
+            first.trim_start_matches("error: ")
+        ))
+    }))
+}
+
+/// Reads the hook's JSON and moves to the session's directory.
+fn agent_hook_input() -> Result<AgentHookInput, CommandError> {
+    let mut text = String::new();
+    std::io::stdin()
+        .read_to_string(&mut text)
+        .map_err(|e| CommandError::tool(format!("cannot read the hook input on stdin: {e}")))?;
+    let input: AgentHookInput = if text.trim().is_empty() {
+        AgentHookInput::default()
+    } else {
+        serde_json::from_str(&text)
+            .map_err(|e| CommandError::tool(format!("the hook input is not JSON: {e}")))?
+    };
+    if let Some(cwd) = &input.cwd {
+        std::env::set_current_dir(cwd).map_err(|e| {
+            CommandError::tool(format!(
+                "cannot enter the session's cwd {}: {e}",
+                cwd.display()
+            ))
+        })?;
+    }
+    Ok(input)
+}
+
+/// The instance the session acts as, resolved as every command resolves it
+/// (SPEC 2: env, then `maverick.instance`, then the session, here the
+/// `session_id` of the hook's input).
+fn session_instance(input: &AgentHookInput) -> Result<String, CommandError> {
     let cwd = std::env::current_dir()
         .map_err(|e| CommandError::tool(format!("cannot read the current directory: {e}")))?;
     let git = Git::new(cwd, GitEnv::inherit());
-    if !git.is_repository()? {
-        return Err(CommandError::tool("not inside a git repository")
-            .hint("run it from a clone of the project"));
+    let in_repo = git.is_repository().unwrap_or(false);
+    crate::config::agent_session_instance(in_repo.then_some(&git), input.session_id.as_deref())?
+        .ok_or_else(|| CommandError::tool("the hook input names no session_id"))
+}
+
+fn session_start() -> Result<Outcome, CommandError> {
+    let input = agent_hook_input()?;
+    let me = session_instance(&input)?;
+    if let Some(path) = std::env::var_os("CLAUDE_ENV_FILE").filter(|p| !p.is_empty()) {
+        use std::io::Write as _;
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut f| writeln!(f, "export MAVERICK_INSTANCE={me}").map(|()| f));
+        if let Err(e) = file.as_mut() {
+            return Err(CommandError::tool(format!(
+                "cannot write CLAUDE_ENV_FILE {}: {e}",
+                std::path::Path::new(&path).display()
+            )));
+        }
     }
-    Ok(git)
+    let cwd = std::env::current_dir()
+        .map_err(|e| CommandError::tool(format!("cannot read the current directory: {e}")))?;
+    let held = match Git::new(&cwd, GitEnv::inherit()).common_dir() {
+        Ok(dir) if !prepush::maverick_absent(&dir) => ClaimStore::new(&dir).of_instance(&me)?,
+        _ => Vec::new(),
+    };
+    let mut context = format!("git maverick: this session acts as instance {me}.");
+    if !held.is_empty() {
+        context.push_str(" It still holds these claims from before:");
+        for c in &held {
+            context.push_str(&format!(
+                "\n- #{} (generation {}, branch {}, lease expires {})",
+                c.issue,
+                c.generation,
+                c.branch.as_deref().unwrap_or("-"),
+                c.expires_at
+            ));
+        }
+        context.push_str(
+            "\nResume the work (git maverick coord heartbeat ISSUE keeps the lease), or release \
+             what you will not finish (git maverick coord release ISSUE --reason abort).",
+        );
+    }
+    let answer = json!({
+        "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}
+    });
+    Ok(Outcome::new(Exit::Ok, answer.clone()).line(answer.to_string()))
+}
+
+fn session_end(global: &GlobalArgs) -> Result<Outcome, CommandError> {
+    let input = agent_hook_input()?;
+    let me = session_instance(&input)?;
+    let cwd = std::env::current_dir()
+        .map_err(|e| CommandError::tool(format!("cannot read the current directory: {e}")))?;
+    // Nothing held: no configuration read, no surface, no network.
+    let common_dir = match Git::new(&cwd, GitEnv::inherit()).common_dir() {
+        Ok(dir) if !prepush::maverick_absent(&dir) => dir,
+        _ => {
+            return Ok(Outcome::new(
+                Exit::Ok,
+                json!({"instance_id": me, "released": []}),
+            ))
+        }
+    };
+    if ClaimStore::new(&common_dir).of_instance(&me)?.is_empty() {
+        return Ok(Outcome::new(
+            Exit::Ok,
+            json!({"instance_id": me, "released": []}),
+        ));
+    }
+    let mut ctx = super::Context::load(global)?;
+    ctx.settings.instance = me.clone();
+    let surface = ctx.surface()?;
+    let coord = Coordinator::new(surface.as_ref(), &ctx.settings);
+    let outcome = claims::release_all(&coord, &ctx.claims()?, "abort")?;
+    let mut o = Outcome::new(
+        Exit::Ok,
+        json!({"instance_id": me, "released": outcome.released}),
+    );
+    for n in &outcome.released {
+        o = o.note(format!("git maverick: released #{n} (session ended)"));
+    }
+    Ok(o)
+}
+
+fn pre_tool_use() -> Result<Outcome, CommandError> {
+    let input = agent_hook_input()?;
+    let allow = || Ok(Outcome::new(Exit::Ok, json!({"permissionDecision": null})));
+    if input.tool_name.as_deref() != Some("Bash") {
+        return allow();
+    }
+    let Some(command) = input.tool_input.get("command").and_then(|c| c.as_str()) else {
+        return allow();
+    };
+    let pushes = bash_guard::pushes_in(command);
+    if pushes.is_empty() {
+        return allow();
+    }
+    let me = session_instance(&input).unwrap_or_default();
+    let cwd = std::env::current_dir()
+        .map_err(|e| CommandError::tool(format!("cannot read the current directory: {e}")))?;
+    for push in &pushes {
+        let dir = push.dir.as_ref().map_or(cwd.clone(), |d| cwd.join(d));
+        let git = Git::new(&dir, GitEnv::inherit());
+        let Some(common_dir) = prepush::locate_common_dir(&dir, git.env()) else {
+            continue;
+        };
+        if prepush::maverick_absent(&common_dir) {
+            continue;
+        }
+        let ctx = bash_guard::GuardContext {
+            common_dir: &common_dir,
+            me: &me,
+            current_branch: git.current_branch().ok().flatten(),
+            now: Timestamp::now(),
+        };
+        if let Some(denial) = bash_guard::judge(push, &ctx)? {
+            let answer = json!({
+                "hookSpecificOutput": {
+                    "hookEventName": "PreToolUse",
+                    "permissionDecision": "deny",
+                    "permissionDecisionReason": denial.reason,
+                }
+            });
+            return Ok(Outcome::new(Exit::Ok, answer.clone()).line(answer.to_string()));
+        }
+    }
+    allow()
 }
 
 fn change_line(path: &std::path::Path, change: Change) -> String {
@@ -104,7 +300,7 @@ fn status_outcome(status: &Status, json: serde_json::Value) -> Outcome {
 }
 
 fn install() -> Result<Outcome, CommandError> {
-    let git = repository()?;
+    let git = super::repository()?;
     let setup = Setup::detect(&git)?;
     let report = hookmanager::install(&setup)?;
     let status = hookmanager::status(&setup);
@@ -133,7 +329,7 @@ fn install() -> Result<Outcome, CommandError> {
 }
 
 fn uninstall() -> Result<Outcome, CommandError> {
-    let git = repository()?;
+    let git = super::repository()?;
     let setup = Setup::detect(&git)?;
     let changes = hookmanager::uninstall(&setup)?;
     let json = json!({
@@ -156,7 +352,7 @@ fn uninstall() -> Result<Outcome, CommandError> {
 }
 
 fn status() -> Result<Outcome, CommandError> {
-    let git = repository()?;
+    let git = super::repository()?;
     let setup = Setup::detect(&git)?;
     let status = hookmanager::status(&setup);
     let json = serde_json::to_value(&status).expect("status serializes");
@@ -320,7 +516,7 @@ fn pre_push(global: &GlobalArgs, args: PrePushArgs) -> Result<Outcome, CommandEr
             "remote": remote,
             "allowed": false,
             "checked": checked,
-            "instance": me,
+            "instance_id": me,
             "refusals": refusals,
         }),
     );

@@ -28,6 +28,10 @@ use crate::surface::git::GitSurface;
 use crate::surface::github::{resolve_token, GithubConfig, GithubError, GithubSurface};
 use crate::surface::{Surface, SurfaceError};
 
+/// The version of the JSON contract (`schemas/`, README "JSON output"):
+/// additive fields keep it; a rename or a removal bumps it.
+pub(crate) const SCHEMA_VERSION: u32 = 1;
+
 /// What a command came to: an exit code, one JSON object, and lines for people.
 #[derive(Debug)]
 pub(crate) struct Outcome {
@@ -85,7 +89,7 @@ pub fn main(args: Vec<OsString>) -> u8 {
                 }
             }
             if err.kind() == ErrorKind::DisplayVersion && wants_json {
-                print_json(&help::version_json());
+                print_json(&contract(help::version_json(), 0, &[]));
                 return 0;
             }
             if matches!(
@@ -96,9 +100,10 @@ pub fn main(args: Vec<OsString>) -> u8 {
                 return 0;
             }
             if wants_json {
+                // clap's whole message: what was wrong, the usage line, the
+                // argument names.
                 let rendered = err.render().to_string();
-                let first = rendered.lines().next().unwrap_or_default();
-                let e = CommandError::usage(first.trim_start_matches("error: "));
+                let e = CommandError::usage(rendered.trim_end().trim_start_matches("error: "));
                 print_json(&e.to_json());
             }
             let _ = err.print();
@@ -111,26 +116,13 @@ pub fn main(args: Vec<OsString>) -> u8 {
         Ok(outcome) => {
             let code = outcome.code();
             if json {
-                let mut object = match outcome.json {
-                    Value::Object(map) => map,
-                    other => {
-                        let mut map = serde_json::Map::new();
-                        map.insert("result".into(), other);
-                        map
-                    }
-                };
-                let warnings = take_warnings();
-                if !warnings.is_empty() {
-                    let list = object
-                        .entry("warnings")
-                        .or_insert_with(|| Value::Array(Vec::new()));
-                    if let Value::Array(list) = list {
-                        list.extend(warnings.into_iter().map(Value::String));
-                    }
-                }
-                object.insert("ok".into(), Value::Bool(code == 0));
-                object.insert("exit_code".into(), code.into());
-                print_json(&Value::Object(object));
+                let notes = outcome
+                    .notes
+                    .iter()
+                    .filter_map(|n| n.strip_prefix("warning: "))
+                    .map(str::to_owned);
+                let warnings: Vec<String> = take_warnings().into_iter().chain(notes).collect();
+                print_json(&contract(outcome.json, code, &warnings));
             } else {
                 let mut stdout = std::io::stdout().lock();
                 for line in &outcome.lines {
@@ -147,12 +139,43 @@ pub fn main(args: Vec<OsString>) -> u8 {
         }
         Err(err) => {
             if json {
-                print_json(&err.to_json());
+                let mut value = err.to_json();
+                value["warnings"] = take_warnings().into();
+                print_json(&value);
             }
             eprintln!("{err}");
             err.exit.code()
         }
     }
+}
+
+/// One `--json` object as the contract (README, "JSON output") has it:
+/// `schema_version`, `ok`, `exit_code`, and `warnings` holding the
+/// command's own and `extra`, once each.
+pub(crate) fn contract(json: Value, code: u8, extra: &[String]) -> Value {
+    let mut object = match json {
+        Value::Object(map) => map,
+        other => {
+            let mut map = serde_json::Map::new();
+            map.insert("result".into(), other);
+            map
+        }
+    };
+    object.insert("schema_version".into(), SCHEMA_VERSION.into());
+    let mut warnings: Vec<Value> = match object.remove("warnings") {
+        Some(Value::Array(list)) => list,
+        _ => Vec::new(),
+    };
+    for text in extra {
+        let text = Value::String(text.clone());
+        if !warnings.contains(&text) {
+            warnings.push(text);
+        }
+    }
+    object.insert("warnings".into(), Value::Array(warnings));
+    object.insert("ok".into(), Value::Bool(code == 0));
+    object.insert("exit_code".into(), code.into());
+    Value::Object(object)
 }
 
 fn print_json(value: &Value) {
@@ -215,7 +238,7 @@ pub(crate) fn warn(text: String) {
     }
 }
 
-fn take_warnings() -> Vec<String> {
+pub(crate) fn take_warnings() -> Vec<String> {
     WARNINGS
         .lock()
         .map(|mut list| std::mem::take(&mut *list))
@@ -236,9 +259,11 @@ pub(crate) fn repository() -> Result<Git, CommandError> {
         .map_err(|e| CommandError::tool(format!("cannot read the current directory: {e}")))?;
     let git = Git::new(cwd, GitEnv::inherit());
     if !git.is_repository()? {
-        return Err(CommandError::tool("not inside a git repository").hint(
-            "run git maverick from a clone of the project (cd into it, or `git clone URL`)",
-        ));
+        return Err(CommandError::tool("not inside a git repository")
+            .code(crate::error::ErrorCode::NotARepository)
+            .hint(
+                "run git maverick from a clone of the project (cd into it, or `git clone URL`)",
+            ));
     }
     Ok(git)
 }

@@ -198,8 +198,7 @@ pub(crate) fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome, Comm
             )? {
                 HeartbeatOutcome::Renewed { views, .. } => adopt_claim(&ctx, &views[0], &branch)?,
                 HeartbeatOutcome::Lost { reason, views } => {
-                    let json =
-                        json!({"issue": issue, "branch": branch, "reason": reason, "views": views});
+                    let json = json!({"issue": issue, "branch": branch, "reason": reason, "issues": views});
                     return Ok(Outcome::new(Exit::ClaimLost, json)
                         .line(format!("claim lost: {reason}"))
                         .note("hint: another instance owns this work now; do not resume it here"));
@@ -281,7 +280,7 @@ pub(crate) fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome, Comm
         "remote": ctx.settings.remote,
         "claim": claim,
         "generation": generation,
-        "instance": ctx.settings.instance,
+        "instance_id": ctx.settings.instance,
         "worktree_state": state,
         "fast_forwarded": applied.fast_forwarded,
         "moved_aside": applied.moved_aside,

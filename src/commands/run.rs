@@ -126,7 +126,7 @@ fn show(instance: &str, report: HoldReport) -> Outcome {
     let mut json = json!({
         "issue": issue,
         "issues": issues,
-        "instance": instance,
+        "instance_id": instance,
         "generation": generation,
         "command": command.iter().map(|a| a.to_string_lossy()).collect::<Vec<_>>(),
     });
@@ -154,7 +154,13 @@ fn show(instance: &str, report: HoldReport) -> Outcome {
             } else {
                 126
             };
-            json["error"] = json!(format!("cannot run `{line}`: {err}"));
+            // The contract's error object (README "JSON output").
+            json["error"] = json!({
+                "code": "failed",
+                "message": format!("cannot run `{line}`: {err}"),
+                "causes": [],
+                "hints": [],
+            });
             notes.push(format!("error: cannot run `{line}`: {err}"));
             (Exit::Error, Some(code), Some(released))
         }

@@ -250,17 +250,15 @@ fn watch(
     json: bool,
 ) -> Result<Outcome, CommandError> {
     let terminal = !json && std::io::stdout().is_terminal();
+    // What loading the settings warned about, on every object.
+    let warnings = super::take_warnings();
     let mut first = true;
     loop {
         let gathered = source.gather(ctx, request);
         let lines = match gathered {
             Ok(view) if json => {
-                let mut value = serde_json::to_value(&view).expect("the view serializes");
-                if let Value::Object(map) = &mut value {
-                    map.insert("ok".into(), Value::Bool(true));
-                    map.insert("exit_code".into(), 0.into());
-                }
-                vec![value.to_string()]
+                let value = serde_json::to_value(&view).expect("the view serializes");
+                vec![super::contract(value, 0, &warnings).to_string()]
             }
             Ok(view) => status::render_text(&view),
             // A first read that fails is an error; a later one a line

@@ -361,11 +361,7 @@ fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome, CommandError> {
             .line(format!("claim lost: {reason}; nothing was committed"))
             .note("hint: stop working on this issue and report; do not push to its branch"))
         }
-        DoneOutcome::Held {
-            holder,
-            generation,
-            stale,
-        } => {
+        DoneOutcome::Held { holder, stale } => {
             let exit = if stale {
                 Exit::HeldStale
             } else {
@@ -376,7 +372,8 @@ fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome, CommandError> {
                 json!({"issue": issue, "committed": false, "pushed": false, "holder": holder}),
             )
             .line(format!(
-                "#{issue} is claimed by {holder} (generation {generation}); nothing was committed"
+                "#{issue} is claimed by {} (generation {}); nothing was committed",
+                holder.instance_id, holder.generation
             ))
             .note(if stale {
                 format!("hint: its lease is stale; take it over with `git maverick coord claim {issue} --takeover`")
@@ -416,7 +413,7 @@ fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome, CommandError> {
         "committed": committed_now,
         "pushed": true,
         "checked": checked.checked,
-        "next": next,
+        "next_task": next,
         "done": checked.tasks.iter().filter(|t| t.done).count(),
         "total": checked.tasks.len(),
     });

@@ -391,21 +391,26 @@ pub enum ClaimOutcome {
     /// We hold every issue in scope.
     Claimed {
         generation: u64,
+        #[serde(rename = "issues")]
         views: Vec<IssueView>,
         already_held: bool,
     },
     Blocked {
+        #[serde(rename = "issues")]
         views: Vec<IssueView>,
     },
     Held {
+        #[serde(rename = "issues")]
         views: Vec<IssueView>,
     },
     Stale {
+        #[serde(rename = "issues")]
         views: Vec<IssueView>,
     },
     /// Another claim was ordered first; ours was released.
     Lost {
         winner: Option<String>,
+        #[serde(rename = "issues")]
         views: Vec<IssueView>,
     },
 }
@@ -697,7 +702,7 @@ impl<'a> Coordinator<'a> {
         written: &[(u64, Comment)],
     ) -> Result<ClaimOutcome, LeaseError> {
         if !self.settings.settle_delay.is_zero() {
-            std::thread::sleep(self.settings.settle_delay);
+            crate::timefmt::wait_announced(self.settings.settle_delay, "the settle delay");
         }
         let views = self.read_with(&req.issues, written)?;
         if views
@@ -1000,10 +1005,12 @@ fn lost_reason(view: &IssueView, me: &str, generation: Option<u64>, label: &str)
 pub enum HeartbeatOutcome {
     Renewed {
         generation: u64,
+        #[serde(rename = "issues")]
         views: Vec<IssueView>,
     },
     Lost {
         reason: String,
+        #[serde(rename = "issues")]
         views: Vec<IssueView>,
     },
 }
@@ -1013,6 +1020,7 @@ pub struct ReleaseOutcome {
     pub released: Vec<u64>,
     /// Issues held by another instance: left alone.
     pub foreign: Vec<IssueView>,
+    #[serde(rename = "issues")]
     pub views: Vec<IssueView>,
 }
 

@@ -36,8 +36,7 @@ pub(crate) enum DoneOutcome {
     },
     /// Another instance holds the issue (this clone never claimed it).
     Held {
-        holder: String,
-        generation: u64,
+        holder: lease::ClaimView,
         stale: bool,
     },
     /// Committed, not pushed: someone else's push is in the way.
@@ -196,8 +195,7 @@ pub(crate) fn task_done(
         }
     } else if let (Some(h), Decision::Held | Decision::Stale) = (&view.holder, view.decision) {
         return Ok(DoneOutcome::Held {
-            holder: h.instance_id.clone(),
-            generation: h.generation,
+            holder: h.clone(),
             stale: view.decision == Decision::Stale,
         });
     }

@@ -507,7 +507,7 @@ pub(crate) fn check_tasks(
             continue;
         }
         if !settings.settle_delay.is_zero() {
-            std::thread::sleep(settings.settle_delay);
+            crate::timefmt::wait_announced(settings.settle_delay, "the settle delay");
         }
         current = surface.issue(issue)?;
         // Verify: a writer without compare-and-swap may have overwritten us
@@ -751,6 +751,7 @@ pub(crate) struct TaskListView {
     pub done: usize,
     pub total: usize,
     /// The first unchecked task.
+    #[serde(rename = "next_task")]
     pub next: Option<Task>,
     /// Tasks this call checked off from the trailers on the remote branch.
     pub reconciled: Vec<TaskCommit>,

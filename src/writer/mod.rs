@@ -2,6 +2,7 @@
 //! maverick's own compare-and-swap pushes, the last-seen branch records, hook
 //! files and worktrees.
 
+pub mod bash_guard;
 pub mod branch_record;
 pub(crate) mod hookfile;
 pub(crate) mod hookmanager;

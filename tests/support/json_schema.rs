@@ -31,6 +31,21 @@ pub fn load_github_api_json(relative: &str) -> Value {
         .unwrap_or_else(|error| panic!("{} is not JSON: {error}", path.display()))
 }
 
+/// The schema of one command's `--json` output, `schemas/NAME.schema.json`.
+pub fn command_schema(name: &str) -> Schema {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("schemas")
+        .join(format!("{name}.schema.json"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|error| {
+        panic!(
+            "no schema for `{name}` ({error}): every command's --json output has one in schemas/"
+        )
+    });
+    let root = serde_json::from_str(&text)
+        .unwrap_or_else(|error| panic!("{} is not JSON: {error}", path.display()));
+    Schema::from_value(&format!("schemas/{name}.schema.json"), root)
+}
+
 pub struct Schema {
     name: String,
     root: Value,

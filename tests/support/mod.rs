@@ -745,6 +745,73 @@ impl Repo<'_> {
     }
 }
 
+/// Global options that take a value as the next word.
+const VALUE_OPTIONS: &[&str] = &[
+    "-R",
+    "--repo",
+    "--remote",
+    "--surface",
+    "--lease-ttl",
+    "--ttl",
+    "--heartbeat-interval",
+    "--heartbeat",
+    "--max-clock-skew",
+    "--settle-delay",
+    "--worktree-dir",
+    "--dispatch-slots",
+    "--slots",
+    "--dispatch-stale",
+    "--trusted-authors",
+];
+
+/// The schema of a command line's `--json` output: `coord-read` for
+/// `coord read 142 --json`, `dispatch` for `dispatch --dry-run`.
+pub fn schema_name(args: &[String]) -> String {
+    let mut words = Vec::new();
+    let mut rest = args.iter().map(String::as_str);
+    while let Some(word) = rest.next() {
+        if word == "--" {
+            break;
+        }
+        if VALUE_OPTIONS.contains(&word) {
+            rest.next();
+        } else if !word.starts_with('-') {
+            words.push(word);
+        }
+    }
+    // A single shell line (the skill's tests run `sh -c LINE`).
+    if words.len() == 1 && words[0].contains(' ') {
+        let split: Vec<String> = words[0]
+            .split_whitespace()
+            .skip_while(|w| *w != "maverick" && *w != "git-maverick")
+            .skip(1)
+            .map(str::to_owned)
+            .collect();
+        return schema_name(&split);
+    }
+    let with_sub = |first: &str, subs: &[&str]| -> String {
+        match words.get(1) {
+            Some(sub) if subs.contains(sub) => format!("{first}-{sub}"),
+            _ => first.to_owned(),
+        }
+    };
+    match words.first().copied() {
+        Some("coord") => match words.get(1).copied() {
+            Some("takeover") => "coord-claim".to_owned(),
+            Some("block" | "unblock" | "label") => "coord-label".to_owned(),
+            Some(sub) => format!("coord-{sub}"),
+            None => "coord".to_owned(),
+        },
+        Some(first @ ("task" | "state" | "hook")) => {
+            format!("{first}-{}", words.get(1).unwrap_or(&""))
+        }
+        Some("dispatch") => with_sub("dispatch", &["status", "release"]),
+        Some(first) => first.to_owned(),
+        None if args.iter().any(|a| a == "--version" || a == "-V") => "version".to_owned(),
+        None => String::new(),
+    }
+}
+
 /// A finished `git-maverick` process.
 #[derive(Debug)]
 pub struct Run {
@@ -791,6 +858,10 @@ impl Run {
             value["exit_code"], self.code,
             "exit_code field disagrees with the exit status"
         );
+        // The JSON contract: every object the suite sees validates against
+        // its command's schema in schemas/.
+        let schema = json_schema::command_schema(&schema_name(&self.args));
+        schema.assert_valid(&value);
         value
     }
 

@@ -150,7 +150,7 @@ impl GithubSurface {
                             limit.kind,
                             format_wait(limit.wait)
                         );
-                        std::thread::sleep(limit.wait);
+                        crate::timefmt::wait_announced(limit.wait, "GitHub's rate limit");
                         // A rate-limited request was not carried out: send it again.
                         attempt -= 1;
                         continue;
@@ -189,7 +189,7 @@ impl GithubSurface {
             }
             let pause = backoff(attempt);
             tracing::info!("{what}: {failure}; trying again in {}", format_wait(pause));
-            std::thread::sleep(pause);
+            crate::timefmt::wait_announced(pause, "GitHub to answer again");
             if let Some(recover) = recover {
                 match recover() {
                     Ok(Some(found)) => {

@@ -1,0 +1,466 @@
+//! The Claude Code plugin (SPEC 11): its manifests, and its hooks run as
+//! Claude Code runs them: the command from `hooks/hooks.json` through a
+//! shell, the event's JSON (`fixtures/claude-hooks/`) on stdin, the real
+//! `git-maverick` on PATH, real clones of a real bare origin.
+
+use std::io::Write as _;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use crate::support::{Repo, Run, Surface, TestEnv};
+use serde_json::Value;
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+/// The session of the fixtures, and its instance: the first 10 hex digits
+/// of the SHA-256 of the session id.
+const SESSION: &str = "5f0c2a9e-81d4-4b7e-9a61-0c3d2b1e7f44";
+const INSTANCE: &str = "1d77aaf625";
+const BRANCH: &str = "maverick/142-parser";
+
+fn read_json(relative: &str) -> Value {
+    let path = Path::new(ROOT).join(relative);
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{relative} is not JSON: {e}"))
+}
+
+/// The command `hooks/hooks.json` runs for `event`.
+fn hook_command(event: &str) -> String {
+    let hooks = read_json("hooks/hooks.json");
+    let entry = &hooks["hooks"][event][0]["hooks"][0];
+    assert_eq!(entry["type"], "command", "{event}");
+    entry["command"].as_str().expect("a command").to_owned()
+}
+
+/// Runs the plugin's hook for `fixture`'s event in `dir`, as Claude Code
+/// does, after `patch` has adjusted the input.
+fn run_hook(
+    repo: &Repo,
+    fixture: &str,
+    patch: impl FnOnce(&mut Value),
+    envs: &[(&str, &std::ffi::OsStr)],
+) -> Run {
+    let mut input = read_json(&format!("fixtures/claude-hooks/{fixture}.json"));
+    assert_eq!(input["session_id"], SESSION, "{fixture}");
+    input["cwd"] = Value::String(repo.dir.display().to_string());
+    let event = input["hook_event_name"].as_str().unwrap().to_owned();
+    patch(&mut input);
+    let command = hook_command(&event);
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c").arg(&command);
+    // Claude Code starts hooks in the project; the input's cwd says where.
+    cmd.current_dir(repo.env.path());
+    repo.env.apply_env(&mut cmd);
+    for (key, value) in envs {
+        cmd.env(key, value);
+    }
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("sh runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.to_string().as_bytes())
+        .unwrap();
+    Run::from_output(&[&command], child.wait_with_output().unwrap())
+}
+
+/// Runs the `fixture` SessionStart hook with `CLAUDE_ENV_FILE` set to a
+/// fresh `env_file`; the run and what the hook wrote there.
+fn session_start(repo: &Repo, fixture: &str, env_file: &Path) -> (Run, String) {
+    let _ = std::fs::remove_file(env_file);
+    let run = run_hook(
+        repo,
+        fixture,
+        |_| {},
+        &[("CLAUDE_ENV_FILE", env_file.as_os_str())],
+    );
+    run.expect(0);
+    let written = std::fs::read_to_string(env_file).unwrap_or_default();
+    (run, written)
+}
+
+/// The PreToolUse answer for one Bash command line: `Some(reason)` when denied.
+#[track_caller]
+fn guard(repo: &Repo, line: &str) -> Option<String> {
+    let run = run_hook(
+        repo,
+        "pre-tool-use-bash",
+        |input| input["tool_input"]["command"] = Value::String(line.to_owned()),
+        &[],
+    );
+    run.expect(0);
+    assert!(run.stderr.is_empty(), "{line}: {}", run.stderr);
+    if run.stdout.trim().is_empty() {
+        return None;
+    }
+    let answer: Value = serde_json::from_str(run.stdout.trim()).expect("the answer is JSON");
+    let out = &answer["hookSpecificOutput"];
+    assert_eq!(out["hookEventName"], "PreToolUse");
+    assert_eq!(out["permissionDecision"], "deny", "{answer}");
+    Some(out["permissionDecisionReason"].as_str().unwrap().to_owned())
+}
+
+#[test]
+fn the_plugin_manifests_have_claude_codes_documented_fields() {
+    let plugin = read_json(".claude-plugin/plugin.json");
+    let known = [
+        "name",
+        "version",
+        "description",
+        "author",
+        "homepage",
+        "repository",
+        "license",
+        "keywords",
+        "commands",
+        "agents",
+        "skills",
+        "hooks",
+        "mcpServers",
+        "lspServers",
+        "outputStyles",
+    ];
+    for key in plugin.as_object().expect("an object").keys() {
+        assert!(
+            known.contains(&key.as_str()),
+            "plugin.json: unknown field {key}"
+        );
+    }
+    let name = plugin["name"].as_str().expect("name is required");
+    let kebab = |s: &str| {
+        s.starts_with(|c: char| c.is_ascii_lowercase())
+            && s.split('-').all(|part| {
+                !part.is_empty()
+                    && part
+                        .chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+            })
+    };
+    assert!(kebab(name), "plugin name {name:?} is not kebab-case");
+    let version = plugin["version"].as_str().expect("a version");
+    assert_eq!(
+        version,
+        env!("CARGO_PKG_VERSION"),
+        "the plugin's version is the crate's"
+    );
+    assert!(plugin["description"].as_str().is_some_and(|d| d.len() > 40));
+    assert!(plugin["author"]["name"].is_string());
+
+    let market = read_json(".claude-plugin/marketplace.json");
+    for key in market.as_object().unwrap().keys() {
+        assert!(
+            [
+                "name",
+                "owner",
+                "plugins",
+                "metadata",
+                "$schema",
+                "description",
+                "version"
+            ]
+            .contains(&key.as_str()),
+            "marketplace.json: unknown field {key}"
+        );
+    }
+    assert!(kebab(market["name"].as_str().expect("a marketplace name")));
+    assert!(
+        market["owner"]["name"].is_string(),
+        "owner.name is required"
+    );
+    let plugins = market["plugins"].as_array().expect("plugins");
+    assert_eq!(plugins.len(), 1, "a one-plugin marketplace");
+    assert_eq!(plugins[0]["name"], name);
+    let source = plugins[0]["source"].as_str().expect("a relative source");
+    assert!(source.starts_with("./"), "{source}");
+    assert!(
+        Path::new(ROOT)
+            .join(source)
+            .join(".claude-plugin/plugin.json")
+            .is_file(),
+        "the source holds the plugin"
+    );
+    // The plugin's parts are where Claude Code looks for them by default.
+    assert!(Path::new(ROOT)
+        .join("skills/git-maverick/SKILL.md")
+        .is_file());
+    let hooks = read_json("hooks/hooks.json");
+    let events: Vec<&String> = hooks["hooks"].as_object().unwrap().keys().collect();
+    assert_eq!(events, ["PreToolUse", "SessionEnd", "SessionStart"]);
+    assert_eq!(hooks["hooks"]["PreToolUse"][0]["matcher"], "Bash");
+    // Each hook command is one this build knows.
+    let env = TestEnv::new();
+    let repo = env.clone("a");
+    for event in events {
+        let command = hook_command(event);
+        assert!(command.starts_with("git maverick hook "), "{command}");
+        let run = repo.maverick(&[
+            "hook",
+            command.trim_start_matches("git maverick hook "),
+            "--help",
+        ]);
+        run.expect(0);
+    }
+}
+
+#[test]
+fn session_start_exports_the_instance_and_reports_the_claims_it_still_holds() {
+    let env = TestEnv::new();
+    let repo = env.clone("agent");
+    let env_file = env.path().join("claude-env");
+    // A fresh session, nothing held: the export and the instance, no claims.
+    let (run, written) = session_start(&repo, "session-start", &env_file);
+    assert_eq!(written, format!("export MAVERICK_INSTANCE={INSTANCE}\n"));
+    let answer: Value = serde_json::from_str(run.stdout.trim()).expect("JSON on stdout");
+    let context = answer["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert_eq!(
+        answer["hookSpecificOutput"]["hookEventName"],
+        "SessionStart"
+    );
+    assert!(context.contains(INSTANCE), "{context}");
+    assert!(!context.contains("still holds"), "{context}");
+
+    // Every command of the session sources the file: it acts as the instance.
+    repo.maverick_as(INSTANCE, &["coord", "claim", "142", "--branch", BRANCH])
+        .expect(0);
+    let (run, _) = session_start(&repo, "session-start-resume", &env_file);
+    let mut sh = Command::new("sh");
+    sh.arg("-c")
+        .arg(format!(
+            ". '{}' && git maverick coord read --json 142",
+            env_file.display()
+        ))
+        .current_dir(&repo.dir);
+    env.apply_env(&mut sh);
+    let read = Run::from_output(&["coord", "read"], sh.output().unwrap());
+    let view = read.expect(0).json();
+    assert_eq!(view["decision"], "ours", "{view}");
+    let answer: Value = serde_json::from_str(run.stdout.trim()).unwrap();
+    let context = answer["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert!(context.contains("still holds"), "{context}");
+    assert!(context.contains("#142"), "{context}");
+    assert!(context.contains(BRANCH), "{context}");
+}
+
+/// The hook resolves the instance as every command does (SPEC 2): a clone
+/// whose `maverick.instance` names it acts as that instance in the session
+/// too, and the export says so; without it, the session's derived id.
+#[test]
+fn session_start_resolves_the_instance_as_every_command_does() {
+    let env = TestEnv::new();
+    let repo = env.clone("agent");
+    let env_file = env.path().join("claude-env");
+    repo.git(&["config", "maverick.instance", "laptop-7"]);
+    let (_, written) = session_start(&repo, "session-start", &env_file);
+    assert_eq!(written, "export MAVERICK_INSTANCE=laptop-7\n");
+    // What a command of the session (no MAVERICK_INSTANCE) resolves.
+    let mut cmd = repo.maverick_command(&["config", "--json"]);
+    cmd.env("CLAUDE_CODE_SESSION_ID", SESSION);
+    let config = Run::from_output(&["config", "--json"], cmd.output().unwrap());
+    let json = config.expect(0).json();
+    let instance = json["settings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "instance")
+        .unwrap();
+    assert_eq!(instance["value"], "laptop-7", "{json}");
+
+    repo.git(&["config", "--unset", "maverick.instance"]);
+    let (_, written) = session_start(&repo, "session-start", &env_file);
+    assert_eq!(written, format!("export MAVERICK_INSTANCE={INSTANCE}\n"));
+}
+
+#[test]
+fn session_start_never_fails_the_session() {
+    let env = TestEnv::new();
+    let repo = env.clone("agent");
+    // An env file that cannot be written, a cwd that is gone, input that is not JSON.
+    let unwritable = env.path().join("no-such-dir/env");
+    let gone = env.path().join("gone");
+    type Case<'a> = (
+        Box<dyn FnOnce(&mut Value) + 'a>,
+        Vec<(&'a str, &'a std::ffi::OsStr)>,
+    );
+    let cases: Vec<Case> = vec![
+        (
+            Box::new(|_: &mut Value| {}),
+            vec![("CLAUDE_ENV_FILE", unwritable.as_os_str())],
+        ),
+        (
+            Box::new(|input: &mut Value| input["cwd"] = Value::String(gone.display().to_string())),
+            vec![],
+        ),
+        (
+            Box::new(|input: &mut Value| *input = Value::from(7)),
+            vec![],
+        ),
+    ];
+    for (patch, envs) in cases {
+        let run = run_hook(&repo, "session-start", patch, &envs);
+        run.expect(0);
+        assert_eq!(run.stderr.lines().count(), 1, "one line: {}", run.stderr);
+        assert!(
+            run.stderr.starts_with("git maverick hook session-start: "),
+            "{}",
+            run.stderr
+        );
+    }
+}
+
+fn session_end_releases_the_sessions_claims_and_nobody_elses(surface: Surface) {
+    let env = TestEnv::with_surface(surface);
+    let repo = env.clone("agent");
+    let other = "0b7e4d2111";
+    repo.maverick_as(INSTANCE, &["coord", "claim", "150", "--scope", "150,151"])
+        .expect(0);
+    repo.maverick_as(other, &["coord", "claim", "152"])
+        .expect(0);
+    let run = run_hook(&repo, "session-end", |_| {}, &[]);
+    run.expect(0);
+    for issue in [150, 151] {
+        env.assert_released_once(issue, INSTANCE, "abort");
+    }
+    assert!(
+        env.releases(152).is_empty(),
+        "another instance's claim was released"
+    );
+    let read = repo.maverick_as(other, &["coord", "read", "--json", "152"]);
+    assert_eq!(read.expect(0).json()["decision"], "ours");
+    let records = repo.dir.join(".git/maverick/claims").join(INSTANCE);
+    assert_eq!(
+        std::fs::read_dir(records).map(|d| d.count()).unwrap_or(0),
+        0
+    );
+    // Run again (a second SessionEnd): nothing left, nothing written.
+    let writes = env.write_count();
+    run_hook(&repo, "session-end", |_| {}, &[]).expect(0);
+    assert_eq!(env.write_count(), writes);
+}
+
+on_both_surfaces!(session_end_releases_the_sessions_claims_and_nobody_elses);
+
+#[test]
+fn session_end_never_fails_teardown_and_leaves_the_lease_as_backstop() {
+    let env = TestEnv::new();
+    let repo = env.clone("agent");
+    repo.maverick_as(INSTANCE, &["coord", "claim", "160"])
+        .expect(0);
+    // The remote is gone: the release cannot be written.
+    repo.git(&["remote", "set-url", "origin", "/nonexistent/origin.git"]);
+    let run = run_hook(&repo, "session-end", |_| {}, &[]);
+    run.expect(0);
+    assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+    assert!(
+        run.stderr.starts_with("git maverick hook session-end: "),
+        "{}",
+        run.stderr
+    );
+    assert!(env.releases(160).is_empty());
+    // A directory that is no repository: nothing to do, no complaint.
+    let plain = env.path().join("plain");
+    std::fs::create_dir_all(&plain).unwrap();
+    let run = run_hook(&repo.at(plain), "session-end", |_| {}, &[]);
+    run.expect(0);
+    assert!(run.stderr.is_empty(), "{}", run.stderr);
+}
+
+#[test]
+fn pre_tool_use_denies_pushes_that_skip_force_or_delete_a_managed_branch() {
+    let env = TestEnv::new();
+    let repo = env.clone("agent");
+    repo.maverick_as(INSTANCE, &["coord", "claim", "142", "--branch", BRANCH])
+        .expect(0);
+    repo.git(&["switch", "--quiet", "-c", BRANCH]);
+    // Plain pushes and everything that is no push: no objection, no output.
+    for line in [
+        "git push origin maverick/142-parser",
+        "git push -u origin HEAD",
+        "git push",
+        "cargo test && git status",
+        "echo 'git push --force origin maverick/142-parser'",
+        "git commit -m 'do not git push -f'",
+        "git push --force origin unrelated-branch",
+        "git push origin --delete old-experiment",
+        "git push --force origin $BRANCH",
+    ] {
+        assert_eq!(guard(&repo, line), None, "{line} was denied");
+    }
+    for (line, says) in [
+        (
+            "git push --no-verify origin maverick/142-parser",
+            "--no-verify",
+        ),
+        ("git push --no-verify", "--no-verify"),
+        ("git push -f origin maverick/142-parser", "forced push"),
+        ("git push --force", "forced push"),
+        ("cd . && git push -fu origin HEAD", "forced push"),
+        ("git push origin +maverick/142-parser", "forced push"),
+        (
+            "git push origin +HEAD:refs/heads/maverick/142-parser",
+            "forced push",
+        ),
+        (
+            "git push --force-with-lease origin maverick/142-parser",
+            "forced push",
+        ),
+        ("git push origin --delete maverick/142-parser", "delete"),
+        ("git push origin :maverick/142-parser", "delete"),
+        ("git -C . push -d origin maverick/142-parser", "delete"),
+        ("git push --mirror origin", "delete"),
+    ] {
+        let reason = guard(&repo, line).unwrap_or_else(|| panic!("{line} was allowed"));
+        assert!(reason.contains(says), "{line}: {reason}");
+    }
+    // Any other tool is none of the guard's business.
+    let run = run_hook(&repo, "pre-tool-use-edit", |_| {}, &[]);
+    assert!(run.expect(0).stdout.is_empty());
+}
+
+#[test]
+fn pre_tool_use_denies_a_push_to_a_branch_another_instance_holds() {
+    let env = TestEnv::new();
+    let repo = env.clone("agent");
+    let theirs = "maverick/143-lexer";
+    repo.maverick_as(
+        "laptop-0a1b2c3d",
+        &["coord", "claim", "143", "--branch", theirs],
+    )
+    .expect(0);
+    let reason = guard(&repo, &format!("git push origin HEAD:{theirs}"))
+        .expect("a push to another instance's branch is denied");
+    assert!(reason.contains("laptop-0a1b2c3d"), "{reason}");
+    assert!(reason.contains(INSTANCE), "{reason}");
+    assert!(reason.contains("#143"), "{reason}");
+    // Once that instance released it, the branch is free to push to.
+    repo.maverick_as("laptop-0a1b2c3d", &["coord", "release", "143"])
+        .expect(0);
+    assert_eq!(
+        guard(&repo, &format!("git push origin HEAD:{theirs}")),
+        None
+    );
+}
+
+#[test]
+fn pre_tool_use_in_a_repository_without_maverick_allows_everything_at_once() {
+    let env = TestEnv::new();
+    let repo = env.clone("plain");
+    let start = std::time::Instant::now();
+    for line in [
+        "git push --force",
+        "git push --no-verify origin main",
+        "git push origin :main",
+    ] {
+        assert_eq!(guard(&repo, line), None, "{line}");
+    }
+    eprintln!(
+        "three guard runs (sh + git-maverick): {:?}",
+        start.elapsed()
+    );
+}
