@@ -40,6 +40,9 @@ export PATH="$work/bin:$PATH" HOME="$work/home" GIT_CONFIG_NOSYSTEM=1
 # `git config` process.
 export GIT_CONFIG_GLOBAL="$work/home/.gitconfig"
 unset MAVERICK_INSTANCE MAVERICK_INSTANCE_ID CLAUDE_CODE_SESSION_ID CLAUDE_SESSION_ID
+# As git gives its hooks (the "hook alone" cases run without git around them).
+GIT_EXEC_PATH=$(git --exec-path)
+export GIT_EXEC_PATH
 git config --global user.name bench
 git config --global user.email bench@example.com
 git config --global init.defaultBranch main

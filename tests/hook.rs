@@ -544,3 +544,45 @@ fn the_shim_fails_closed_without_git_maverick_on_path() {
     assert!(stderr.contains("git push --no-verify"), "{stderr}");
     assert_eq!(env.origin_head(BRANCH), None);
 }
+
+/// A person's clone names no instance in its environment: the hook finds it
+/// as every command does, from `maverick.instance` when set, else the id
+/// kept in the clone (read without a git process when no config can name
+/// one).
+#[test]
+fn without_an_instance_in_the_environment_the_hook_pushes_as_the_clone() {
+    let env = TestEnv::new();
+    // The kept id: claimed and pushed with no MAVERICK_INSTANCE anywhere.
+    let kept = env.clone("kept");
+    let as_person = |repo: &Repo, args: &[&str]| {
+        let out = repo.maverick_command(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    as_person(&kept, &["hook", "install"]);
+    as_person(&kept, &["coord", "claim", "142", "--branch", BRANCH]);
+    kept.git(&["switch", "--quiet", "-c", BRANCH]);
+    kept.commit_file("one.rs", "1\n", "feat: one");
+    allowed(&kept.git_output(&["push", "--quiet", "origin", BRANCH]));
+
+    // Another clone whose repository config names it `desk`: its claim is
+    // desk's, and a push from a clone configured as someone else is refused.
+    let desk = env.clone("desk");
+    desk.git(&["config", "maverick.instance", "desk"]);
+    as_person(&desk, &["hook", "install"]);
+    as_person(
+        &desk,
+        &["coord", "claim", "143", "--branch", "maverick/143-desk"],
+    );
+    desk.git(&["switch", "--quiet", "-c", "maverick/143-desk"]);
+    desk.commit_file("two.rs", "2\n", "feat: two");
+    allowed(&desk.git_output(&["push", "--quiet", "origin", "maverick/143-desk"]));
+    desk.git(&["config", "maverick.instance", "someone-else"]);
+    desk.commit_file("three.rs", "3\n", "feat: three");
+    let out = desk.git_output(&["push", "--quiet", "origin", "maverick/143-desk"]);
+    let stderr = refused_as_collision(&out);
+    assert!(stderr.contains("desk"), "{stderr}");
+}

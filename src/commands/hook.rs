@@ -460,9 +460,10 @@ fn pre_push(global: &GlobalArgs, args: PrePushArgs) -> Result<Outcome, CommandEr
         (Some(me), _) if settled => (me, None),
         // One `git config` process for the instance id, not the whole
         // configuration (SPEC 10's budget for the hook).
-        (None, Some(git_dir)) if settled => {
-            (crate::config::instance_of_clone(&git, &git_dir)?, None)
-        }
+        (None, Some(git_dir)) if settled => (
+            crate::config::instance_of_clone(&git, &git_dir, &common_dir)?,
+            None,
+        ),
         (env_me, _) => {
             let settings = super::load_settings(&git, global)?;
             let configured = prepush::SeenOn::of_settings(&git, &settings).location;
