@@ -425,8 +425,10 @@ fn pre_push(global: &GlobalArgs, args: PrePushArgs) -> Result<Outcome, CommandEr
     if branch_updates.is_empty() {
         return Ok(allowed(vec![]));
     }
-    let common_dir = match prepush::locate_common_dir(&cwd, git.env()) {
-        Some(dir) => dir,
+    // Found once, from `.git` and the environment: no git process.
+    let git_dir = prepush::locate_git_dir(&cwd, git.env());
+    let common_dir = match &git_dir {
+        Some(dir) => prepush::common_dir_from(&cwd, git.env(), dir),
         None => git.common_dir()?,
     };
     if prepush::maverick_absent(&common_dir) {
@@ -456,7 +458,7 @@ fn pre_push(global: &GlobalArgs, args: PrePushArgs) -> Result<Outcome, CommandEr
     let settled = managed
         .iter()
         .all(|(_, s)| recorded(s).as_deref() == Some(destination.as_str()));
-    let (me, configured) = match (env_me, prepush::locate_git_dir(&cwd, git.env())) {
+    let (me, configured) = match (env_me, git_dir) {
         (Some(me), _) if settled => (me, None),
         // One `git config` process for the instance id, not the whole
         // configuration (SPEC 10's budget for the hook).

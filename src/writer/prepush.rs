@@ -124,24 +124,19 @@ pub(crate) fn locate_git_dir(cwd: &Path, env: &GitEnv) -> Option<PathBuf> {
 /// The repository's common git dir, found as [`locate_git_dir`] finds the
 /// git dir, without running git.
 pub(crate) fn locate_common_dir(cwd: &Path, env: &GitEnv) -> Option<PathBuf> {
-    if let Some(dir) = env.get("GIT_COMMON_DIR") {
-        return Some(if Path::new(dir).is_absolute() {
-            PathBuf::from(dir)
-        } else {
-            cwd.join(dir)
-        });
-    }
     let git_dir = locate_git_dir(cwd, env)?;
+    Some(common_dir_from(cwd, env, &git_dir))
+}
+
+/// The common git dir of `git_dir` (a linked worktree's `commondir`), or
+/// the one the environment names.
+pub(crate) fn common_dir_from(cwd: &Path, env: &GitEnv, git_dir: &Path) -> PathBuf {
+    if let Some(dir) = env.get("GIT_COMMON_DIR") {
+        return cwd.join(dir);
+    }
     match std::fs::read_to_string(git_dir.join("commondir")) {
-        Ok(text) => {
-            let common = PathBuf::from(text.trim_end_matches(['\n', '\r']));
-            Some(if common.is_absolute() {
-                common
-            } else {
-                git_dir.join(common)
-            })
-        }
-        Err(_) => Some(git_dir),
+        Ok(text) => git_dir.join(text.trim_end_matches(['\n', '\r'])),
+        Err(_) => git_dir.to_owned(),
     }
 }
 
