@@ -621,6 +621,7 @@ impl Git {
                 "--quiet",
                 "--no-write-fetch-head",
                 "--no-recurse-submodules",
+                "--no-auto-maintenance",
                 "--end-of-options",
                 remote,
             ])
@@ -636,7 +637,10 @@ impl Git {
     }
 
     /// Fetches what `refspecs` name (in one round trip), pruning local refs
-    /// the remote dropped.
+    /// the remote dropped. Maverick's fetches (here and [`Git::fetch_branch`])
+    /// start no `git maintenance run --auto` after them: they bring a few
+    /// small objects, and the user's own git commands keep the repository
+    /// maintained.
     pub(crate) fn fetch_pruning(&self, remote: &str, refspecs: &[String]) -> Result<(), GitError> {
         self.cmd([
             "fetch",
@@ -645,6 +649,7 @@ impl Git {
             "--no-write-fetch-head",
             "--quiet",
             "--no-recurse-submodules",
+            "--no-auto-maintenance",
             "--end-of-options",
             remote,
         ])

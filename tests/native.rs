@@ -469,7 +469,7 @@ fn config_lists_every_setting_with_its_source() {
     // The surface as a user's clone has it: chosen from the remote.
     repo.git(&["config", "--unset", "maverick.surface"]);
     std::fs::write(
-        env.path().join("home/.gitconfig-none"),
+        env.path().join("home/.gitconfig"),
         "[maverick]\n\tdispatchSlots = 5\n",
     )
     .unwrap();

@@ -1,6 +1,7 @@
 //! The test environment: the real `git-maverick` binary against real git
 //! repositories (a bare origin and clones in a temp dir), hermetic like jj's
-//! `TestEnvironment`: fake HOME, no global or system git config, fixed dates,
+//! `TestEnvironment`: fake HOME, no system git config and a global one that
+//! only turns off git's background maintenance, fixed dates,
 //! UTC, C locale, and none of the caller's maverick or GitHub variables.
 //!
 //! One suite, two surfaces: `TestEnv::with_surface(Surface::Github)` starts a
@@ -78,6 +79,39 @@ macro_rules! on_both_surfaces {
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_git-maverick");
 
+/// The test user's global git config: no background maintenance, which git
+/// would otherwise start as a process of its own after every commit, fetch
+/// and received push in these throwaway repositories.
+const GLOBAL_CONFIG: &str =
+    "[maintenance]\n\tauto = false\n[receive]\n\tautogc = false\n[gc]\n\tauto = 0\n";
+
+/// Where every test's root directory goes: `MAVERICK_TEST_TMPDIR` when set,
+/// else a memory filesystem when the machine has one (`/dev/shm`), else the
+/// system temp dir. The suite makes and deletes tens of thousands of files
+/// (every clone's `.git`); on ext4, allocating their inodes was most of
+/// git's time in the suite.
+pub fn temp_base() -> &'static Path {
+    static BASE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BASE.get_or_init(find_temp_base)
+}
+
+fn find_temp_base() -> PathBuf {
+    if let Some(dir) = std::env::var_os("MAVERICK_TEST_TMPDIR").filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    let shm = Path::new("/dev/shm");
+    let writable = shm.is_dir()
+        && tempfile::Builder::new()
+            .prefix(".maverick-probe")
+            .tempfile_in(shm)
+            .is_ok();
+    if writable {
+        shm.to_owned()
+    } else {
+        std::env::temp_dir()
+    }
+}
+
 /// Variables from the caller's environment that must not reach a test.
 const SCRUBBED: &[&str] = &[
     "MAVERICK_INSTANCE",
@@ -141,9 +175,10 @@ impl TestEnv {
     /// test that runs dozens of processes spends (tests/github.rs tests the
     /// limit itself).
     pub fn with_surface(surface: Surface) -> TestEnv {
-        let root = assert_fs::TempDir::new().expect("temp dir");
+        let root = assert_fs::TempDir::new_in(temp_base()).expect("temp dir");
         let home = root.path().join("home");
         std::fs::create_dir_all(&home).unwrap();
+        std::fs::write(home.join(".gitconfig"), GLOBAL_CONFIG).unwrap();
         let origin = root.path().join("origin.git");
         let github = (surface == Surface::Github).then(|| {
             let (owner, name) = GITHUB_REPO.split_once('/').unwrap();
@@ -320,7 +355,7 @@ impl TestEnv {
             cmd.env_remove(var);
         }
         cmd.env("HOME", &self.home)
-            .env("GIT_CONFIG_GLOBAL", self.home.join(".gitconfig-none"))
+            .env("GIT_CONFIG_GLOBAL", self.home.join(".gitconfig"))
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("GIT_AUTHOR_NAME", "Test Author")
             .env("GIT_AUTHOR_EMAIL", "author@example.com")
@@ -379,24 +414,30 @@ impl TestEnv {
 
     /// A clone of origin named `name`, whose maverick instance is `name`.
     pub fn clone(&self, name: &str) -> Repo<'_> {
-        self.git_in(
-            self.root.path(),
-            &["clone", "--quiet", self.origin.to_str().unwrap(), name],
-        );
-        let repo = Repo {
+        // The clone's maverick settings go in with `clone -c`, as
+        // `git config` would write them, in the one process.
+        let repo_setting = format!("maverick.repo={GITHUB_REPO}");
+        let settings = if self.github.is_none() {
+            vec!["maverick.surface=git"]
+        } else {
+            vec![
+                "maverick.surface=github",
+                &repo_setting,
+                "maverick.settleDelay=200ms",
+                "maverick.httpTimeout=5s",
+            ]
+        };
+        let mut args = vec!["clone", "--quiet"];
+        for setting in &settings {
+            args.extend(["-c", setting]);
+        }
+        args.extend([self.origin.to_str().unwrap(), name]);
+        self.git_in(self.root.path(), &args);
+        Repo {
             env: self,
             dir: self.root.path().join(name),
             instance: name.to_owned(),
-        };
-        if self.github.is_none() {
-            repo.git(&["config", "maverick.surface", "git"]);
-        } else {
-            repo.git(&["config", "maverick.surface", "github"]);
-            repo.git(&["config", "maverick.repo", GITHUB_REPO]);
-            repo.git(&["config", "maverick.settleDelay", "200ms"]);
-            repo.git(&["config", "maverick.httpTimeout", "5s"]);
         }
-        repo
     }
 
     /// A clone with the pre-push hook installed, holding #142 with
