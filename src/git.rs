@@ -100,6 +100,8 @@ struct Requirement {
     needed: GitVersion,
 }
 
+const PATH_FORMAT_ABSOLUTE: &str = "--path-format=absolute";
+
 const PATH_FORMAT: Requirement = Requirement {
     feature: "`git rev-parse --path-format`",
     needed: GitVersion(2, 31, 0),
@@ -327,14 +329,31 @@ impl Git {
         self.absolute_path("--git-path", Some(name))
     }
 
+    /// No `git version` process of its own: a git older than 2.31 does not
+    /// know `--path-format`, and rev-parse echoes an option it does not
+    /// know on a line of its own, so only then is the version asked (to
+    /// name it in the error).
     fn absolute_path(&self, what: &str, name: Option<&str>) -> Result<PathBuf, GitError> {
-        self.require(&PATH_FORMAT)?;
-        let dir = self.read(
-            ["rev-parse", "--path-format=absolute", what]
+        if self.version.get().is_some() {
+            self.require(&PATH_FORMAT)?;
+        }
+        let text = self.read(
+            ["rev-parse", PATH_FORMAT_ABSOLUTE, what]
                 .into_iter()
                 .chain(name),
         )?;
-        Ok(PathBuf::from(dir))
+        match text.split_once('\n') {
+            Some((PATH_FORMAT_ABSOLUTE, _)) => {
+                self.require(&PATH_FORMAT)?;
+                // It says it is new enough, yet echoed the option.
+                Err(GitError::TooOld(GitTooOld {
+                    feature: PATH_FORMAT.feature,
+                    needed: PATH_FORMAT.needed,
+                    found: self.version()?,
+                }))
+            }
+            _ => Ok(PathBuf::from(text)),
+        }
     }
 
     /// The root of this worktree.

@@ -193,14 +193,21 @@ fn a_repository_without_a_remote_names_the_way_out() {
 fn a_git_older_than_a_feature_needs_is_named_with_the_version_needed() {
     let env = TestEnv::new();
     let a = env.clone("a");
-    // A git that says it is 2.30 and otherwise is the real one.
+    // A git that says it is 2.30 and, as git before 2.31 does, has
+    // rev-parse echo `--path-format=absolute` as an option it does not
+    // know (and otherwise is the real one).
     let bin = env.path().join("old-git");
     std::fs::create_dir_all(&bin).unwrap();
     let script = bin.join("git");
     std::fs::write(
         &script,
         format!(
-            "#!/bin/sh\nfor arg in \"$@\"; do [ \"$arg\" = version ] && {{ echo 'git version 2.30.2'; exit 0; }}; done\nexec {} \"$@\"\n",
+            concat!(
+                "#!/bin/sh\n",
+                "for arg in \"$@\"; do [ \"$arg\" = version ] && {{ echo 'git version 2.30.2'; exit 0; }}; done\n",
+                "for arg in \"$@\"; do shift; if [ \"$arg\" = --path-format=absolute ]; then echo \"$arg\"; else set -- \"$@\" \"$arg\"; fi; done\n",
+                "exec {} \"$@\"\n",
+            ),
             crate::support::real_git().display()
         ),
     )
