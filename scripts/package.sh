@@ -29,6 +29,9 @@ out=${2:-$root/dist}
 cargo=${CARGO:-cargo}
 profile=${MAVERICK_PACKAGE_PROFILE:-release}
 cd "$root"
+# cargo's target directory: CARGO_TARGET_DIR when set (.ci/run keeps one
+# across clones), else the clone's own.
+target_dir=${CARGO_TARGET_DIR:-target}
 
 version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n1)
 name="git-maverick-$version-$target"
@@ -41,13 +44,13 @@ esac
 
 if [ "$target" = "$host" ] && [ "$(basename "$cargo")" = cargo ]; then
   cargo build --profile "$profile" --locked
-  bin="target/$profile_dir/git-maverick"
+  bin="$target_dir/$profile_dir/git-maverick"
   docs_bin=$bin
 else
   "$cargo" build --profile "$profile" --locked --target "$target"
-  bin="target/$target/$profile_dir/git-maverick"
+  bin="$target_dir/$target/$profile_dir/git-maverick"
   cargo build --profile "$profile" --locked
-  docs_bin="target/$profile_dir/git-maverick"
+  docs_bin="$target_dir/$profile_dir/git-maverick"
 fi
 
 stage=$(mktemp -d "${TMPDIR:-/tmp}/maverick-package.XXXXXX")
