@@ -8,7 +8,7 @@ use std::ffi::{OsStr, OsString};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 /// The trailer naming the issue a task commit belongs to (SPEC 6).
 pub(crate) const ISSUE_TRAILER: &str = "Maverick-Issue";
@@ -93,8 +93,8 @@ impl GitVersion {
     }
 }
 
-/// A git feature newer than what every supported system ships; checked
-/// (once per process) only by the calls that use it.
+/// A git feature newer than what every supported system ships: the calls
+/// that use it tell an older git by its answer, and only then ask its version.
 struct Requirement {
     feature: &'static str,
     needed: GitVersion,
@@ -186,7 +186,6 @@ impl GitEnv {
 pub struct Git {
     dir: PathBuf,
     env: Arc<GitEnv>,
-    version: Arc<OnceLock<GitVersion>>,
 }
 
 /// One commit's task trailers (`Maverick-Issue`, `Maverick-Task`).
@@ -237,7 +236,6 @@ impl Git {
         Git {
             dir: dir.into(),
             env: Arc::new(env),
-            version: Arc::new(OnceLock::new()),
         }
     }
 
@@ -246,7 +244,6 @@ impl Git {
         Git {
             dir: dir.into(),
             env: Arc::clone(&self.env),
-            version: Arc::clone(&self.version),
         }
     }
 
@@ -280,27 +277,12 @@ impl Git {
         self.cmd(args).read()
     }
 
-    /// The version of the git this environment runs, asked once.
-    pub(crate) fn version(&self) -> Result<GitVersion, GitError> {
-        if let Some(v) = self.version.get() {
-            return Ok(*v);
-        }
+    /// The version of the git this environment runs (asked only to name
+    /// it in an error).
+    fn version(&self) -> Result<GitVersion, GitError> {
         let text = self.read(["version"])?;
         // A build that spells its version unlike git's own is taken as new.
-        let version = GitVersion::parse(&text).unwrap_or(GitVersion(u32::MAX, 0, 0));
-        Ok(*self.version.get_or_init(|| version))
-    }
-
-    fn require(&self, requirement: &Requirement) -> Result<(), GitError> {
-        let found = self.version()?;
-        if found < requirement.needed {
-            return Err(GitError::TooOld(GitTooOld {
-                feature: requirement.feature,
-                needed: requirement.needed,
-                found,
-            }));
-        }
-        Ok(())
+        Ok(GitVersion::parse(&text).unwrap_or(GitVersion(u32::MAX, 0, 0)))
     }
 
     // The repository and its files.
@@ -331,29 +313,25 @@ impl Git {
 
     /// No `git version` process of its own: a git older than 2.31 does not
     /// know `--path-format`, and rev-parse echoes an option it does not
-    /// know on a line of its own, so only then is the version asked (to
-    /// name it in the error).
+    /// know on a line of its own. Only then is the version asked, to name
+    /// it in the error.
     fn absolute_path(&self, what: &str, name: Option<&str>) -> Result<PathBuf, GitError> {
-        if self.version.get().is_some() {
-            self.require(&PATH_FORMAT)?;
-        }
         let text = self.read(
             ["rev-parse", PATH_FORMAT_ABSOLUTE, what]
                 .into_iter()
                 .chain(name),
         )?;
-        match text.split_once('\n') {
-            Some((PATH_FORMAT_ABSOLUTE, _)) => {
-                self.require(&PATH_FORMAT)?;
-                // It says it is new enough, yet echoed the option.
-                Err(GitError::TooOld(GitTooOld {
-                    feature: PATH_FORMAT.feature,
-                    needed: PATH_FORMAT.needed,
-                    found: self.version()?,
-                }))
-            }
-            _ => Ok(PathBuf::from(text)),
+        if text
+            .split_once('\n')
+            .is_some_and(|(first, _)| first == PATH_FORMAT_ABSOLUTE)
+        {
+            return Err(GitError::TooOld(GitTooOld {
+                feature: PATH_FORMAT.feature,
+                needed: PATH_FORMAT.needed,
+                found: self.version()?,
+            }));
         }
+        Ok(PathBuf::from(text))
     }
 
     /// The root of this worktree.
