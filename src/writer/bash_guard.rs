@@ -277,7 +277,12 @@ fn managed_branches(common_dir: &Path) -> Result<Vec<String>, RecordError> {
     if let Ok(entries) = std::fs::read_dir(&dir) {
         for entry in entries.flatten() {
             let name = entry.file_name();
-            let Some(hex) = name.to_str().and_then(|n| n.strip_suffix(".json")) else {
+            let Some(hex) = name.to_str().and_then(|n| {
+                n.strip_suffix(".json").or_else(|| {
+                    n.strip_suffix(crate::writer::branch_record::LOG_EXTENSION)
+                        .and_then(|n| n.strip_suffix('.'))
+                })
+            }) else {
                 continue;
             };
             let bytes: Option<Vec<u8>> = (0..hex.len())
