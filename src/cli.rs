@@ -40,7 +40,7 @@ pub(crate) struct Cli {
     pub command: Command,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Default, Args)]
 pub(crate) struct GlobalArgs {
     /// Print exactly one JSON object on stdout
     #[arg(long, global = true)]

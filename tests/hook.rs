@@ -374,15 +374,120 @@ fn install_twice_changes_nothing_and_uninstall_restores_the_existing_hook() {
         a.maverick(&["--json", "hook", "install"]).json()["change"],
         "created"
     );
-    assert_eq!(
-        std::fs::read_to_string(&hook).unwrap(),
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/hooks/pre-push")).unwrap()
-    );
+    assert_eq!(first_line(&hook), NATIVE_LINE);
     assert_eq!(
         a.maverick(&["--json", "hook", "uninstall"]).json()["change"],
         "deleted"
     );
     assert!(!hook.exists());
+}
+
+fn first_line(path: &std::path::Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap();
+    text.lines().next().unwrap_or_default().to_owned()
+}
+
+/// The first line of a hook file whose interpreter is git-maverick.
+const NATIVE_LINE: &str = "#!/usr/bin/env git-maverick";
+
+const SHIM: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/hooks/pre-push"));
+
+/// A PATH with git and nothing of maverick's.
+fn path_without_maverick(env: &TestEnv) -> std::path::PathBuf {
+    let bin = env.path().join("bin-without-maverick");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(crate::support::real_git(), bin.join("git")).unwrap();
+    assert!(!bin.join("git-maverick").exists() && std::path::Path::new(BIN).exists());
+    bin
+}
+
+/// Issue 11, item 9: in `.git/hooks`, a hook that holds only maverick's
+/// guard has git-maverick as its interpreter (no shell between git and
+/// maverick), and guards as the shell block does.
+#[test]
+fn a_new_hook_runs_git_maverick_as_its_interpreter_and_guards() {
+    let env = TestEnv::new();
+    let a = env.claimed_clone("a");
+    let hook = a.dir.join(".git/hooks/pre-push");
+    assert_eq!(first_line(&hook), NATIVE_LINE);
+    a.maverick(&["hook", "status"]).expect(0);
+    let head = a.commit_file("one.rs", "1\n", "feat: one");
+    allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
+    a.git(&["reset", "--quiet", "--hard", "HEAD~1"]);
+    a.commit_file("one.rs", "other\n", "feat: one again");
+    refused(&push(&a, &["--force", "origin", BRANCH]));
+    assert_eq!(env.origin_head(BRANCH), Some(head));
+}
+
+/// With git-maverick gone from PATH, the hook cannot start it and the push
+/// fails at once (it does not hang, as git does when a hook's interpreter
+/// path is missing), and `status` says why.
+#[test]
+fn a_native_hook_without_git_maverick_on_path_fails_closed() {
+    let env = TestEnv::new();
+    let a = env.claimed_clone("a");
+    a.commit_file("one.rs", "1\n", "feat: one");
+    let bin = path_without_maverick(&env);
+    let out = a.git_as_instance(
+        &["push", "origin", BRANCH],
+        &[("PATH", OsStr::new(bin.to_str().unwrap()))],
+    );
+    assert!(
+        !out.status.success(),
+        "a push went through without its guard"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("git-maverick"), "{stderr}");
+    assert_eq!(env.origin_head(BRANCH), None);
+    let status = a
+        .maverick_command(&["hook", "status"])
+        .env("PATH", &bin)
+        .output()
+        .unwrap();
+    assert_eq!(status.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&status.stderr);
+    assert!(stderr.contains("not on PATH"), "{stderr}");
+}
+
+/// The shell hook of older versions, alone in its file, becomes the native
+/// one on `install`; a shared `core.hooksPath` keeps the shell hook, which
+/// finds git-maverick on each machine's PATH.
+#[test]
+fn install_turns_maverick_s_own_shell_hook_native_but_not_in_a_shared_hooks_path() {
+    let env = TestEnv::new();
+    let a = env.clone("a");
+    let hook = a.dir.join(".git/hooks/pre-push");
+    std::fs::write(&hook, SHIM).unwrap();
+    make_executable(&hook);
+    let run = a.maverick(&["--json", "hook", "install"]);
+    run.expect(0);
+    assert_eq!(run.json()["change"], "updated");
+    assert_eq!(first_line(&hook), NATIVE_LINE);
+
+    a.git(&["config", "core.hooksPath", ".githooks"]);
+    a.maverick(&["hook", "install"]).expect(0);
+    assert_eq!(
+        std::fs::read_to_string(a.dir.join(".githooks/pre-push")).unwrap(),
+        SHIM
+    );
+    a.maverick(&["hook", "status"]).expect(0);
+}
+
+/// The native hook file run by hand without git's arguments is a usage
+/// error that says what the file is, not clap's "unrecognized subcommand".
+#[test]
+fn the_native_hook_run_by_hand_says_what_it_is() {
+    let env = TestEnv::new();
+    let a = env.clone("a");
+    a.maverick(&["hook", "install"]).expect(0);
+    let run = a.maverick(&[".git/hooks/pre-push"]);
+    run.expect(2);
+    assert!(
+        run.stderr
+            .contains("is maverick's pre-push hook: git runs it with REMOTE URL"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]
@@ -529,11 +634,20 @@ fn the_shim_fails_closed_without_git_maverick_on_path() {
     let env = TestEnv::new();
     let a = env.claimed_clone("a");
     a.commit_file("one.rs", "1\n", "feat: one");
-    // A PATH with git and nothing of maverick's.
-    let bin = env.path().join("bin-without-maverick");
-    std::fs::create_dir_all(&bin).unwrap();
-    std::os::unix::fs::symlink(crate::support::real_git(), bin.join("git")).unwrap();
-    assert!(!bin.join("git-maverick").exists() && std::path::Path::new(BIN).exists());
+    let bin = path_without_maverick(&env);
+    // Installed with git-maverick nowhere on PATH, the hook is the shim,
+    // which looks for it at every push.
+    let out = a
+        .maverick_command(&["--json", "hook", "install"])
+        .env("PATH", &bin)
+        .output()
+        .unwrap();
+    let installed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(installed["change"], "updated", "{installed}");
+    assert_eq!(
+        std::fs::read_to_string(a.dir.join(".git/hooks/pre-push")).unwrap(),
+        SHIM
+    );
     let out = a.git_as_instance(
         &["push", "origin", BRANCH],
         &[("PATH", OsStr::new(bin.to_str().unwrap()))],

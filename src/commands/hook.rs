@@ -15,7 +15,7 @@ use crate::error::{CommandError, Exit};
 use crate::git::{Git, GitEnv};
 use crate::timefmt::Timestamp;
 use crate::writer::bash_guard;
-use crate::writer::hookfile::Change;
+use crate::writer::hookfile::{self, Change};
 use crate::writer::hookmanager::{self, Setup, Status};
 use crate::writer::location;
 use crate::writer::prepush::{self, BranchState, RefUpdate, RefusalKind};
@@ -66,6 +66,56 @@ pub(crate) struct PrePushArgs {
     /// The remote's URL
     #[arg(id = "push_url", value_name = "URL")]
     pub url: Option<String>,
+}
+
+/// The pre-push hook's argument shapes, read without clap:
+/// `git-maverick hook pre-push REMOTE URL` (the shell block, hook managers)
+/// and `git-maverick <hook file> REMOTE URL` (git running a hook file whose
+/// interpreter is git-maverick, `hookfile::native_hook`; the file's first
+/// line says it is one). `None`: anything else, for clap.
+pub(crate) fn fast_pre_push(
+    args: &[std::ffi::OsString],
+) -> Option<Result<PrePushArgs, CommandError>> {
+    let words: Vec<&str> = args
+        .iter()
+        .skip(1)
+        .map(|a| a.to_str())
+        .collect::<Option<_>>()?;
+    let (remote, url) = match words.as_slice() {
+        ["hook", "pre-push", remote, url] => (*remote, *url),
+        [file, rest @ ..] if file.contains('/') && is_native_hook(file) => match rest {
+            [remote, url] => (*remote, *url),
+            _ => {
+                return Some(Err(CommandError::usage(format!(
+                    "{file} is maverick's pre-push hook: git runs it with REMOTE URL, and the pushed refs on stdin"
+                ))
+                .hint("to check a push by hand: git maverick hook pre-push REMOTE URL < refs")))
+            }
+        },
+        _ => return None,
+    };
+    // An option among them is clap's to read (git never passes one).
+    if remote.starts_with('-') || url.starts_with('-') {
+        return None;
+    }
+    Some(Ok(PrePushArgs {
+        remote: Some(remote.to_owned()),
+        url: Some(url.to_owned()),
+    }))
+}
+
+/// Whether `file` starts with the native hook's first line (one short read).
+fn is_native_hook(file: &str) -> bool {
+    use std::io::Read as _;
+    let mut head = [0u8; 64];
+    let Ok(mut opened) = std::fs::File::open(file) else {
+        return false;
+    };
+    let n = opened.read(&mut head).unwrap_or(0);
+    std::str::from_utf8(&head[..n]).is_ok_and(|text| {
+        text.strip_prefix(hookfile::NATIVE_LINE)
+            .is_some_and(|rest| rest.starts_with(['\n', '\r']))
+    })
 }
 
 pub(crate) fn run(global: &GlobalArgs, args: HookArgs) -> Result<Outcome, CommandError> {
@@ -390,7 +440,7 @@ fn pre_commit_update(
 
 /// The hot path: tags, unmanaged branches and repositories without maverick
 /// leave after a few file stats, with no git process and no network call.
-fn pre_push(global: &GlobalArgs, args: PrePushArgs) -> Result<Outcome, CommandError> {
+pub(crate) fn pre_push(global: &GlobalArgs, args: PrePushArgs) -> Result<Outcome, CommandError> {
     let cwd = std::env::current_dir()
         .map_err(|e| CommandError::tool(format!("cannot read the current directory: {e}")))?;
     // What git told the hook (GIT_DIR and the rest) passes on to git explicitly.

@@ -1,6 +1,16 @@
 //! The installed pre-push hook (SPEC 8): maverick's lines live in one marked
 //! block, so an existing hook keeps working and `uninstall` takes out only
 //! what `install` put in.
+//!
+//! A hook file that is maverick's alone, in a hooks directory of this
+//! clone's own, has git-maverick as its interpreter: `#!/usr/bin/env
+//! git-maverick`, so a push starts env and maverick where the shell block
+//! starts a shell that reads the refs line by line, forks and copies them
+//! (issue 11: the hook's whole budget is 2 ms). env finds git-maverick on
+//! PATH at each push as the block does, and fails the push with a message
+//! when it is gone. (A shebang naming the binary's own path would save env,
+//! but git 2.47 hangs the push when a hook's interpreter is missing, as
+//! after an uninstall.) Every other hook keeps the shell block.
 
 use std::path::{Path, PathBuf};
 
@@ -11,10 +21,61 @@ pub(crate) const SHIM: &str = include_str!("../../hooks/pre-push");
 pub(crate) const BEGIN: &str = "# >>> git-maverick pre-push >>>";
 pub(crate) const END: &str = "# <<< git-maverick pre-push <<<";
 
+/// The first line of a hook file whose interpreter is git-maverick; git
+/// then runs `git-maverick <hook file> REMOTE URL`
+/// (`commands::hook::fast_pre_push`).
+pub(crate) const NATIVE_LINE: &str = "#!/usr/bin/env git-maverick";
+
 /// Maverick's block: from the BEGIN line through the END line and its newline.
 pub(crate) fn block() -> &'static str {
     let start = SHIM.find(BEGIN).expect("the shim has a begin marker");
     &SHIM[start..]
+}
+
+/// The hook file whose interpreter is git-maverick. It holds maverick's
+/// markers, so everything that finds the block (status, uninstall, the
+/// copies hook managers leave) finds this file too.
+pub(crate) fn native_hook() -> String {
+    format!(
+        "{NATIVE_LINE}\n{BEGIN}\n{}{END}\n",
+        "\
+# One writer per branch: `git maverick hook install` wrote this file and
+# `git maverick hook uninstall` deletes it. Its interpreter is git-maverick
+# (the first line), not a shell: lines added to it do not run. For hooks of
+# your own as well, put them in a shell script here instead and run
+# `git maverick hook install` again: maverick adds its block to yours.
+"
+    )
+}
+
+/// Whether `text` is a hook file whose interpreter is git-maverick.
+pub(crate) fn is_native(text: &str) -> bool {
+    text.lines().next().map(str::trim_end) == Some(NATIVE_LINE)
+}
+
+/// Whether a hook file here may have git-maverick as its interpreter: env
+/// where the first line looks for it, and git-maverick on PATH now (else
+/// the shell block, whose message says what to do, is the better hook).
+#[cfg(unix)]
+pub(crate) fn native_possible() -> bool {
+    let env = NATIVE_LINE
+        .trim_start_matches("#!")
+        .split(' ')
+        .next()
+        .unwrap_or_default();
+    std::fs::metadata(env).is_ok_and(|m| m.is_file() && executable(&m))
+        && std::env::var_os("PATH").is_some_and(|path| {
+            std::env::split_paths(&path).any(|dir| {
+                std::fs::metadata(dir.join("git-maverick"))
+                    .is_ok_and(|m| m.is_file() && executable(&m))
+            })
+        })
+}
+
+/// Elsewhere git runs hooks through its own shell: the block it is.
+#[cfg(not(unix))]
+pub(crate) fn native_possible() -> bool {
+    false
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -42,7 +103,7 @@ pub(crate) enum HookFileError {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum Change {
-    /// A new hook file with the shim.
+    /// A new hook file: git-maverick itself, or the shim.
     Created,
     /// The block went into an existing hook.
     Added,
@@ -207,6 +268,47 @@ pub(crate) fn install(path: &Path) -> Result<Change, HookFileError> {
     install_block(path, true)
 }
 
+/// Installs the guard as git's own pre-push hook at `path`. With `native`
+/// (a hooks directory no one else shares), a new hook, or one that holds
+/// nothing but maverick's (the shim of older versions), has git-maverick
+/// as its interpreter; any other hook gets the block.
+pub(crate) fn install_hook(path: &Path, native: bool) -> Result<Change, HookFileError> {
+    if !native {
+        return install(path);
+    }
+    let wanted = native_hook();
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir).map_err(io("create", dir))?;
+            }
+            write_hook(path, &wanted, None)?;
+            return Ok(Change::Created);
+        }
+        Err(e) => return Err(io("read", path)(e)),
+    };
+    if meta.file_type().is_symlink() {
+        return Err(HookFileError::Symlink {
+            path: path.to_owned(),
+        });
+    }
+    let existing = std::fs::read_to_string(path).map_err(io("read", path))?;
+    if existing != SHIM && !is_native(&existing) {
+        return install(path);
+    }
+    if existing == wanted {
+        return Ok(Change::Unchanged);
+    }
+    if !executable(&meta) {
+        return Err(HookFileError::NotExecutable {
+            path: path.to_owned(),
+        });
+    }
+    write_hook(path, &wanted, Some(&meta))?;
+    Ok(Change::Updated)
+}
+
 /// The same for a script a hook manager runs with `sh` (husky's
 /// `.husky/pre-push`): it need not be executable.
 pub(crate) fn install_script(path: &Path) -> Result<Change, HookFileError> {
@@ -232,6 +334,17 @@ fn install_block(path: &Path, needs_exec: bool) -> Result<Change, HookFileError>
         });
     }
     let existing = std::fs::read_to_string(path).map_err(io("read", path))?;
+    if is_native(&existing) {
+        // Maverick's own native file where a shell script is wanted: the
+        // shim takes its place.
+        if !executable(&meta) && needs_exec {
+            return Err(HookFileError::NotExecutable {
+                path: path.to_owned(),
+            });
+        }
+        write_hook(path, SHIM, Some(&meta))?;
+        return Ok(Change::Updated);
+    }
     if let Some(name) = interpreter(&existing).filter(|i| !is_shell(i)) {
         return Err(HookFileError::NotShell {
             path: path.to_owned(),
@@ -331,6 +444,16 @@ mod tests {
             format!("#!/bin/sh\necho before\n{}echo after\n", block())
         );
         assert!(with_block(&format!("{BEGIN}\nno end\n")).is_err());
+    }
+
+    #[test]
+    fn a_native_hook_is_found_and_taken_out_as_the_block_is() {
+        let text = native_hook();
+        assert!(text.starts_with("#!/usr/bin/env git-maverick\n"));
+        assert!(is_native(&text) && has_block(&text));
+        assert_eq!(without_block(&text).unwrap(), (None, Change::Deleted));
+        assert!(!is_native(SHIM));
+        assert!(!is_native("#!/usr/bin/env git-maverick-other\n"));
     }
 
     #[test]

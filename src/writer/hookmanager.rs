@@ -2,7 +2,10 @@
 //! directory, or the place a hook manager keeps hooks, never a file the
 //! manager regenerates or renames.
 //!
-//! - none: maverick's block in `<hooks>/pre-push`.
+//! - none: maverick's block in `<hooks>/pre-push`; when that directory is
+//!   this clone's own (`.git/hooks`, not a `core.hooksPath` a team may
+//!   share) and the hook would hold nothing else, the file's interpreter is
+//!   git-maverick (`hookfile::native_hook`).
 //! - husky 9 (`core.hooksPath=.husky/_`): husky regenerates `.husky/_/*`
 //!   and runs `.husky/pre-push` with `sh -e`, the hook's arguments and
 //!   stdin: the block goes there.
@@ -142,6 +145,13 @@ impl Setup {
 
     pub(crate) fn hook_file(&self) -> PathBuf {
         self.hooks_dir.join("pre-push")
+    }
+
+    /// Whether the hook file may have git-maverick as its interpreter: only
+    /// where git's hooks are this clone's own, since a `core.hooksPath` may
+    /// be committed or shared with machines whose env or PATH differ.
+    fn native(&self) -> bool {
+        self.hooks_dir.starts_with(&self.common_dir) && hookfile::native_possible()
     }
 
     /// husky 9's own hook file: `.husky/pre-push` next to `.husky/_`.
@@ -344,9 +354,11 @@ pub(crate) fn install(setup: &Setup) -> Result<Report, ManagerError> {
     let mut report = Report::default();
     let hook = setup.hook_file();
     match setup.manager {
-        Manager::None => report
-            .changes
-            .push((hook.clone(), hookfile::install(&hook)?)),
+        Manager::None => {
+            report
+                .changes
+                .push((hook.clone(), hookfile::install_hook(&hook, setup.native())?));
+        }
         Manager::Husky => {
             let own = setup.husky_file();
             report
