@@ -18,9 +18,11 @@
 //! the request acted (the caller sees an error).
 #![allow(dead_code)]
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex, MutexGuard};
+use std::thread::Thread;
 
 use crate::support::mav::surface::{
     apply_membership, Applied, CiStatus, Comment, Guard, Issue, IssueSummary, Op, PullRequest,
@@ -75,17 +77,25 @@ pub fn for_each_seed(seeds: impl IntoIterator<Item = u64>, mut run: impl FnMut(u
 
 /// Lets exactly one actor run at a time, chosen by a seeded generator once
 /// every live actor waits for its next step.
+///
+/// The hand-off is a flag and `Thread::unpark` per actor: the actor picked
+/// wakes without taking the lock again (a condvar wait would), so a step
+/// costs one futex wake and one wait, the least two threads can do.
 pub struct Schedule {
     state: Mutex<ScheduleState>,
-    /// One per actor: only the actor picked is woken.
-    turns: Vec<Condvar>,
+    /// One per actor, set when the schedule gives it the next step.
+    go: Vec<AtomicBool>,
 }
 
 struct ScheduleState {
     alive: usize,
-    waiting: BTreeSet<usize>,
+    /// Which actors wait for a step, by actor (picked in actor order).
+    waiting: Vec<bool>,
+    waiting_count: usize,
     running: Option<usize>,
     rng: Rng,
+    /// The thread of each actor that has asked for a step, to wake it.
+    threads: Vec<Option<Thread>>,
 }
 
 impl Schedule {
@@ -93,11 +103,13 @@ impl Schedule {
         Arc::new(Schedule {
             state: Mutex::new(ScheduleState {
                 alive: actors,
-                waiting: BTreeSet::new(),
+                waiting: vec![false; actors],
+                waiting_count: 0,
                 running: None,
                 rng: Rng::new(seed),
+                threads: vec![None; actors],
             }),
-            turns: (0..actors).map(|_| Condvar::new()).collect(),
+            go: (0..actors).map(|_| AtomicBool::new(false)).collect(),
         })
     }
 
@@ -106,30 +118,44 @@ impl Schedule {
     }
 
     fn pick(&self, state: &mut ScheduleState) {
-        if state.running.is_none()
-            && !state.waiting.is_empty()
-            && state.waiting.len() == state.alive
+        if state.running.is_none() && state.waiting_count > 0 && state.waiting_count == state.alive
         {
-            let index = state.rng.below(state.waiting.len() as u64) as usize;
-            let next = *state.waiting.iter().nth(index).unwrap();
-            state.waiting.remove(&next);
+            // The same draw as ever: the index-th waiting actor in actor
+            // order, so a seed keeps its interleaving.
+            let index = state.rng.below(state.waiting_count as u64) as usize;
+            let next = (0..state.waiting.len())
+                .filter(|a| state.waiting[*a])
+                .nth(index)
+                .unwrap();
+            state.waiting[next] = false;
+            state.waiting_count -= 1;
             state.running = Some(next);
-            self.turns[next].notify_one();
+            self.go[next].store(true, Ordering::Release);
+            state.threads[next]
+                .as_ref()
+                .expect("a waiting actor named its thread")
+                .unpark();
         }
     }
 
     /// Waits until the schedule gives `actor` the next step.
     pub fn step(&self, actor: usize) {
-        let mut state = self.lock();
-        if state.running == Some(actor) {
-            state.running = None;
+        {
+            let mut state = self.lock();
+            if state.running == Some(actor) {
+                state.running = None;
+            }
+            if state.threads[actor].is_none() {
+                state.threads[actor] = Some(std::thread::current());
+            }
+            state.waiting[actor] = true;
+            state.waiting_count += 1;
+            self.pick(&mut state);
         }
-        state.waiting.insert(actor);
-        self.pick(&mut state);
-        while state.running != Some(actor) {
-            state = self.turns[actor]
-                .wait(state)
-                .unwrap_or_else(|e| e.into_inner());
+        // `park` may return early (a token left from an earlier use of a
+        // pooled thread, or spuriously): only the flag says it is our turn.
+        while !self.go[actor].swap(false, Ordering::Acquire) {
+            std::thread::park();
         }
     }
 
@@ -143,13 +169,15 @@ impl Schedule {
         self.pick(&mut state);
     }
 
-    /// Runs `body` as `actor` on its own thread; the actor finishes when the
-    /// body returns or panics, so one panicking actor never hangs the rest.
+    /// Runs `body` as `actor` on a thread of its own while it runs (a
+    /// pooled one: a new OS thread per actor per seed was a good part of
+    /// the simulator's system time); the actor finishes when the body
+    /// returns or panics, so one panicking actor never hangs the rest.
     pub fn spawn<T: Send + 'static>(
         self: &Arc<Schedule>,
         actor: usize,
         body: impl FnOnce() -> T + Send + 'static,
-    ) -> std::thread::JoinHandle<T> {
+    ) -> Actor<T> {
         struct Finish(Arc<Schedule>, usize);
         impl Drop for Finish {
             fn drop(&mut self) {
@@ -157,11 +185,56 @@ impl Schedule {
             }
         }
         let finish = Finish(Arc::clone(self), actor);
-        std::thread::spawn(move || {
-            let _finish = finish;
-            body()
-        })
+        let (send, receive) = mpsc::channel();
+        pool_run(Box::new(move || {
+            let out = catch_unwind(AssertUnwindSafe(body));
+            drop(finish);
+            let _ = send.send(out);
+        }));
+        Actor(receive)
     }
+}
+
+/// A spawned actor, to join as a thread is joined.
+pub struct Actor<T>(mpsc::Receiver<std::thread::Result<T>>);
+
+impl<T> Actor<T> {
+    /// The body's value, or the panic it unwound with.
+    pub fn join(self) -> std::thread::Result<T> {
+        self.0
+            .recv()
+            .expect("a pooled actor always sends its outcome")
+    }
+}
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// Idle pooled threads, each waiting on its own channel for a job.
+static POOL: Mutex<Vec<mpsc::Sender<Job>>> = Mutex::new(Vec::new());
+
+/// Runs `job` on an idle pooled thread, or a new one when none is idle;
+/// the thread goes back to the pool when the job is done.
+fn pool_run(job: Job) {
+    let idle = POOL.lock().unwrap_or_else(|e| e.into_inner()).pop();
+    let job = match idle {
+        Some(worker) => match worker.send(job) {
+            Ok(()) => return,
+            Err(mpsc::SendError(job)) => job,
+        },
+        None => job,
+    };
+    std::thread::spawn(move || {
+        let (send, receive) = mpsc::channel::<Job>();
+        let mut job = Some(job);
+        while let Some(run) = job.take() {
+            // The job catches its body's panics itself.
+            run();
+            POOL.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(send.clone());
+            job = receive.recv().ok();
+        }
+    });
 }
 
 /// How far the world's reads lag its writes, in steps.
@@ -186,7 +259,7 @@ pub struct Faults {
     pub lost_answer: u64,
 }
 
-/// What a crashed actor's thread unwinds with; `JoinHandle::join` returns it.
+/// What a crashed actor unwinds with; `Actor::join` returns it.
 #[derive(Debug)]
 pub struct Crashed;
 
