@@ -1,28 +1,34 @@
 #!/usr/bin/env bash
 # What the pre-push hook costs a push (issues 4 and 11: at most 2 ms at the
-# median on a managed branch, in this one run). Any hook at all costs git a
-# shell start (the `empty-hook` case, about 2 to 3 ms here), so maverick's
-# budget is read against it: the "over empty ms" column. On a managed branch
-# the hook runs one `git config` (the instance id) and, for the common
-# fast-forward (the pushed commits are loose and reach the remote head), no
-# merge-base walk.
+# median on a managed branch over the same push without a hook, in this one
+# run: the "added ms" column of `managed`). The hook `install` writes into
+# .git/hooks has git-maverick as its interpreter (`#!/usr/bin/env
+# git-maverick`): git starts env and maverick, no shell. An empty shell hook
+# (`empty-hook`) shows what a shell start alone costs. On a managed branch
+# the hook reads local records, runs no git process when no config file can
+# name a maverick key, needs no merge-base walk for the common fast-forward
+# (the pushed commits are loose and their parent is the remote head), and
+# appends its record to a log instead of replacing a file.
 #
 #   bench/prepush.sh            # builds the release binary, then measures
 #   RUNS=100 bench/prepush.sh   # more runs
 #   MAVERICK_BIN=/path/to/git-maverick bench/prepush.sh
 #
-# One bare origin on local disk, and one clone per case, each pushing one new
-# commit per run to its own branch:
+# One bare origin on local disk per case, and one clone per case, each
+# pushing one new commit per run to its own branch:
 #   none        no pre-push hook
+#   true-hook   /bin/true as the hook: what git's starting any hook costs
+#   empty-hook  a shell script that reads its stdin: a shell's start on top
 #   ls-remote   a hook that only runs `git ls-remote` (the cost of asking the
 #               remote, which maverick's hook never does)
 #   unmanaged   maverick's hook, a branch it does not manage (the hot path)
 #   managed     maverick's hook, the claimed branch: every check runs
-# Uses hyperfine when installed (apt-get install hyperfine), else a loop
-# timed with `date +%s%N`. Prints the medians and the ratios to `none`.
+# The cases take turns run by run (a VM's speed drifts between minutes), each
+# run timed with bash's own clock. Prints the medians and the ratios to `none`.
 set -euo pipefail
+[[ -n "${EPOCHREALTIME:-}" ]] || { echo "bench/prepush.sh needs bash 5 (EPOCHREALTIME)" >&2; exit 1; }
 
-RUNS=${RUNS:-60}
+RUNS=${RUNS:-100}
 here=$(cd "$(dirname "$0")/.." && pwd)
 if [[ -z "${MAVERICK_BIN:-}" ]]; then
 	(cd "$here" && cargo build --release --quiet)
@@ -52,12 +58,17 @@ git clone --quiet "$work/origin.git" "$work/seed" 2>/dev/null
 git -C "$work/seed" commit --quiet --allow-empty -m "chore: seed"
 git -C "$work/seed" push --quiet origin main
 
+# Each case pushes to an origin of its own, a copy of the seeded one, so
+# that no case pays for objects another case's pushes left behind.
 setup() { # case branch
-	git clone --quiet "$work/origin.git" "$work/$1"
+	cp -R "$work/origin.git" "$work/origin-$1.git"
+	git clone --quiet "$work/origin-$1.git" "$work/$1"
 	git -C "$work/$1" switch --quiet -c "$2"
 	git -C "$work/$1" commit --quiet --allow-empty -m "feat: first"
 }
 setup none bench/none
+setup true-hook bench/true-hook
+cp "$(command -v true)" "$work/true-hook/.git/hooks/pre-push"
 setup empty-hook bench/empty-hook
 printf '#!/bin/sh\ncat >/dev/null\n' >"$work/empty-hook/.git/hooks/pre-push"
 chmod +x "$work/empty-hook/.git/hooks/pre-push"
@@ -72,53 +83,48 @@ setup managed maverick/1-bench
 (cd "$work/unmanaged" && git maverick --lease-ttl 4h coord claim 2 --branch maverick/2-bench >/dev/null)
 (cd "$work/managed" && git maverick hook install >/dev/null)
 (cd "$work/managed" && git maverick --lease-ttl 4h coord claim 1 --branch maverick/1-bench >/dev/null)
-for case in none empty-hook ls-remote unmanaged managed; do
+for case in none true-hook empty-hook ls-remote unmanaged managed; do
 	git -C "$work/$case" push --quiet -u origin HEAD
 done
 
-# Mean CPU time (user + system, the process and its children) of a run, in ms.
-cpu_ms() {
-	local user sys
-	user=$(sed -n 's/.*"user": *\([0-9.e-]*\).*/\1/p' "$1" | head -1)
-	sys=$(sed -n 's/.*"system": *\([0-9.e-]*\).*/\1/p' "$1" | head -1)
-	awk -v u="$user" -v s="$sys" 'BEGIN { printf "%.3f", (u + s) * 1000 }'
-}
-declare -A cpu push_cpu push_min hook_min
-# Fastest run, in ms: the least disturbed by other load on the machine.
-min_ms() { sed -n 's/.*"min": *\([0-9.e-]*\).*/\1/p' "$1" | head -1 | awk '{ printf "%.3f", $1 * 1000 }'; }
-
 commit() { git -C "$work/$1" commit --quiet --allow-empty -m "feat: next"; }
-push() { git -C "$work/$1" push --quiet; }
 
-cases=(none empty-hook ls-remote unmanaged managed)
-declare -A median_ms
-if command -v hyperfine >/dev/null; then
+# One measured run of "$@", appended to $out: wall microseconds (bash's
+# clock, no extra process) and the CPU seconds of the run's processes
+# (bash's `time`: user, system).
+TIMEFORMAT='%3U %3S'
+measure() {
+	local t0 t1 cpu
+	t0=$EPOCHREALTIME
+	cpu=$({ time "$@" >/dev/null 2>&1; } 2>&1)
+	t1=$EPOCHREALTIME
+	echo "$t0 $t1 $cpu" >>"$out"
+}
+# median, min (ms) and mean CPU (ms) of a file of measure lines.
+summary() {
+	awk '{ printf "%.3f %.3f\n", ($2 - $1) * 1000, ($3 + $4) * 1000 }' "$1" | sort -n | awk '
+		{ w[NR] = $1; c += $2 }
+		END { m = (NR % 2) ? w[(NR + 1) / 2] : (w[NR / 2] + w[NR / 2 + 1]) / 2
+			printf "%.3f %.3f %.3f\n", m, w[1], c / NR }'
+}
+
+# The machine's speed drifts over a run (a VM's neighbours, caches), so the
+# cases take turns: run i of every case, then run i + 1. Three warm-up rounds.
+cases=(none true-hook empty-hook ls-remote unmanaged managed)
+for ((i = 0; i < RUNS + 3; i++)); do
 	for case in "${cases[@]}"; do
-		hyperfine --style none --warmup 3 --runs "$RUNS" -N 2>/dev/null \
-			--prepare "git -C $work/$case commit --quiet --allow-empty -m next" \
-			--export-json "$work/$case.json" \
-			"git -C $work/$case push --quiet" >/dev/null
-		median_ms[$case]=$(sed -n 's/.*"median": *\([0-9.e-]*\).*/\1/p' "$work/$case.json" | head -1 |
-			awk '{ printf "%.3f", $1 * 1000 }')
-		push_cpu[$case]=$(cpu_ms "$work/$case.json")
-		push_min[$case]=$(min_ms "$work/$case.json")
+		commit "$case"
+		out=$work/$case.times
+		((i < 3)) && out=/dev/null
+		measure git -C "$work/$case" push --quiet
 	done
-	tool="hyperfine $(hyperfine --version | awk '{print $2}'), $RUNS runs"
-else
-	for case in "${cases[@]}"; do
-		: >"$work/$case.times"
-		for ((i = 0; i < RUNS + 3; i++)); do
-			commit "$case"
-			start=$(date +%s%N)
-			push "$case"
-			end=$(date +%s%N)
-			((i >= 3)) && echo $(((end - start) / 1000)) >>"$work/$case.times"
-		done
-		median_ms[$case]=$(sort -n "$work/$case.times" | awk '{ a[NR] = $1 } END {
-			m = (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2; printf "%.3f", m / 1000 }')
-	done
-	tool="date +%s%N loop, $RUNS runs"
-fi
+done
+declare -A median_ms push_min push_cpu
+for case in "${cases[@]}"; do
+	read -r median min mean_cpu < <(summary "$work/$case.times")
+	median_ms[$case]=$median push_min[$case]=$min push_cpu[$case]=$mean_cpu
+done
+tool="bash's clock, $RUNS runs a case, taking turns"
 
 # The hook alone, fed the line git feeds it: what it adds without the noise
 # of the push around it (an empty shell script is the floor).
@@ -127,40 +133,33 @@ chmod +x "$work/empty-hook.sh"
 hook_line() { # case branch
 	local sha
 	sha=$(git -C "$work/$1" rev-parse HEAD)
-	echo "refs/heads/$2 $sha refs/heads/$2 $(git -C "$work/origin.git" rev-parse "$2")" >"$work/$1.line"
+	echo "refs/heads/$2 $sha refs/heads/$2 $(git -C "$work/origin-$1.git" rev-parse "$2")" >"$work/$1.line"
 }
 hook_line unmanaged bench/unmanaged
 hook_line managed maverick/1-bench
 hook_line ls-remote bench/ls-remote
 hook_cases=("empty:$work/empty-hook.sh:unmanaged" "ls-remote:$work/ls-remote/.git/hooks/pre-push:ls-remote"
 	"unmanaged:$work/unmanaged/.git/hooks/pre-push:unmanaged" "managed:$work/managed/.git/hooks/pre-push:managed")
-declare -A hook_ms
+# As git runs it: in the clone, with the remote's name and URL (every case
+# pays the same subshell).
+run_hook() { (cd "$work/$3" && exec "$2" origin "$work/origin-$3.git" <"$work/$3.line"); }
+for ((i = 0; i < RUNS * 2 + 5; i++)); do
+	for entry in "${hook_cases[@]}"; do
+		IFS=: read -r name hook dir <<<"$entry"
+		out=$work/hook-$name.times
+		((i < 5)) && out=/dev/null
+		measure run_hook "$name" "$hook" "$dir"
+	done
+done
+declare -A hook_ms hook_min cpu
 for entry in "${hook_cases[@]}"; do
-	IFS=: read -r name hook dir <<<"$entry"
-	cmd="cd $work/$dir && $hook origin $work/origin.git <$work/$dir.line"
-	if command -v hyperfine >/dev/null; then
-		# -N and an explicit sh: every case pays the same wrapper, no correction.
-		hyperfine --style none -N --warmup 5 --runs "$((RUNS * 2))" --export-json "$work/hook-$name.json" \
-			"sh -c '$cmd'" >/dev/null 2>&1
-		hook_ms[$name]=$(sed -n 's/.*"median": *\([0-9.e-]*\).*/\1/p' "$work/hook-$name.json" | head -1 |
-			awk '{ printf "%.3f", $1 * 1000 }')
-		cpu[$name]=$(cpu_ms "$work/hook-$name.json")
-		hook_min[$name]=$(min_ms "$work/hook-$name.json")
-	else
-		: >"$work/hook-$name.times"
-		for ((i = 0; i < RUNS * 2; i++)); do
-			start=$(date +%s%N)
-			sh -c "$cmd"
-			end=$(date +%s%N)
-			echo $(((end - start) / 1000)) >>"$work/hook-$name.times"
-		done
-		hook_ms[$name]=$(sort -n "$work/hook-$name.times" | awk '{ a[NR] = $1 } END {
-			m = (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2; printf "%.3f", m / 1000 }')
-	fi
+	name=${entry%%:*}
+	read -r median min mean_cpu < <(summary "$work/hook-$name.times")
+	hook_ms[$name]=$median hook_min[$name]=$min cpu[$name]=$mean_cpu
 done
 
 # Every managed push went through the hook's checks and was allowed.
-[[ "$(git -C "$work/origin.git" rev-parse maverick/1-bench)" == "$(git -C "$work/managed" rev-parse HEAD)" ]]
+[[ "$(git -C "$work/origin-managed.git" rev-parse maverick/1-bench)" == "$(git -C "$work/managed" rev-parse HEAD)" ]]
 
 echo "median time of one \`git push\` to a local bare origin ($tool)"
 # "over empty hook": what maverick adds beyond the shell hook every hook
@@ -182,4 +181,4 @@ for entry in "${hook_cases[@]}"; do
 		-v mn="${hook_min[$name]:-0}" -v mb="${hook_min[empty]:-0}" \
 		'BEGIN { printf "%-12s %10.2f %+12.2f %10.2f %+12.2f %10.2f %+14.2f\n", c, m, m - b, mn, mn - mb, cp, cp - cb }'
 done
-echo "(cpu: mean user+system time of the process tree; on a busy machine it moves far less than wall time)"
+echo "(cpu: mean user+system time of the run's processes; on a busy machine it moves far less than wall time)"

@@ -412,8 +412,11 @@ impl<'a> Iterator for Lines<'a> {
         if start >= bytes.len() {
             return None;
         }
-        let newline = self.body[start..]
-            .find('\n')
+        // A byte search: `str::find`'s generic searcher is the simulator's
+        // hottest loop in the unoptimised test build.
+        let newline = bytes[start..]
+            .iter()
+            .position(|&b| b == b'\n')
             .map_or(bytes.len(), |at| start + at);
         let has_newline = newline < bytes.len();
         let crlf = has_newline && newline > start && bytes[newline - 1] == b'\r';
