@@ -68,7 +68,7 @@ setup() { # case branch
 }
 setup none bench/none
 setup true-hook bench/true-hook
-cp "$(command -v true)" "$work/true-hook/.git/hooks/pre-push"
+cp "$(type -P true)" "$work/true-hook/.git/hooks/pre-push"
 setup empty-hook bench/empty-hook
 printf '#!/bin/sh\ncat >/dev/null\n' >"$work/empty-hook/.git/hooks/pre-push"
 chmod +x "$work/empty-hook/.git/hooks/pre-push"
