@@ -67,6 +67,24 @@ fn claim_push_hook_install_push() {
     a.maverick(&["task", "done", "-m", "feat: three"]).expect(0);
 }
 
+/// A push to the origin's URL moves no remote-tracking ref, so only the
+/// hook's own record (the commit it let through, appended on each push)
+/// says the next head is this clone's.
+#[test]
+fn pushes_by_url_in_a_row_see_their_own_push() {
+    let env = TestEnv::new();
+    let a = writer(&env, "a");
+    a.maverick(&["hook", "install"]).expect(0);
+    let url = format!("file://{}", env.origin.display());
+    a.commit_file("one.rs", "1\n", "feat: one");
+    allowed(&push(&a, &[&url, BRANCH]));
+    let two = a.commit_file("two.rs", "2\n", "feat: two");
+    allowed(&push(&a, &[&url, BRANCH]));
+    assert_eq!(env.origin_head(BRANCH), Some(two));
+    stage(&a, "three.rs", "3\n");
+    a.maverick(&["task", "done", "-m", "feat: three"]).expect(0);
+}
+
 #[test]
 fn a_push_by_someone_else_is_still_a_collision_for_task_done() {
     let env = TestEnv::new();

@@ -53,30 +53,8 @@ pub(crate) fn is_native(text: &str) -> bool {
     text.lines().next().map(str::trim_end) == Some(NATIVE_LINE)
 }
 
-/// Whether a hook file here may have git-maverick as its interpreter: env
-/// where the first line looks for it, and git-maverick on PATH now (else
-/// the shell block, whose message says what to do, is the better hook).
-#[cfg(unix)]
-pub(crate) fn native_possible() -> bool {
-    let env = NATIVE_LINE
-        .trim_start_matches("#!")
-        .split(' ')
-        .next()
-        .unwrap_or_default();
-    std::fs::metadata(env).is_ok_and(|m| m.is_file() && executable(&m))
-        && std::env::var_os("PATH").is_some_and(|path| {
-            std::env::split_paths(&path).any(|dir| {
-                std::fs::metadata(dir.join("git-maverick"))
-                    .is_ok_and(|m| m.is_file() && executable(&m))
-            })
-        })
-}
-
-/// Elsewhere git runs hooks through its own shell: the block it is.
-#[cfg(not(unix))]
-pub(crate) fn native_possible() -> bool {
-    false
-}
+/// The env the native hook's first line names.
+pub(crate) const NATIVE_ENV: &str = "/usr/bin/env";
 
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum HookFileError {
@@ -103,7 +81,7 @@ pub(crate) enum HookFileError {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum Change {
-    /// A new hook file: git-maverick itself, or the shim.
+    /// A new hook file: one whose interpreter is git-maverick, or the shim.
     Created,
     /// The block went into an existing hook.
     Added,
@@ -263,59 +241,28 @@ fn write_hook(
     Ok(())
 }
 
-/// Installs the block into the hook at `path`; running it twice changes nothing.
-pub(crate) fn install(path: &Path) -> Result<Change, HookFileError> {
-    install_block(path, true)
-}
-
-/// Installs the guard as git's own pre-push hook at `path`. With `native`
-/// (a hooks directory no one else shares), a new hook, or one that holds
-/// nothing but maverick's (the shim of older versions), has git-maverick
-/// as its interpreter; any other hook gets the block.
-pub(crate) fn install_hook(path: &Path, native: bool) -> Result<Change, HookFileError> {
-    if !native {
-        return install(path);
-    }
-    let wanted = native_hook();
-    let meta = match std::fs::symlink_metadata(path) {
-        Ok(meta) => meta,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            if let Some(dir) = path.parent() {
-                std::fs::create_dir_all(dir).map_err(io("create", dir))?;
-            }
-            write_hook(path, &wanted, None)?;
-            return Ok(Change::Created);
-        }
-        Err(e) => return Err(io("read", path)(e)),
-    };
-    if meta.file_type().is_symlink() {
-        return Err(HookFileError::Symlink {
-            path: path.to_owned(),
-        });
-    }
-    let existing = std::fs::read_to_string(path).map_err(io("read", path))?;
-    if existing != SHIM && !is_native(&existing) {
-        return install(path);
-    }
-    if existing == wanted {
-        return Ok(Change::Unchanged);
-    }
-    if !executable(&meta) {
-        return Err(HookFileError::NotExecutable {
-            path: path.to_owned(),
-        });
-    }
-    write_hook(path, &wanted, Some(&meta))?;
-    Ok(Change::Updated)
+/// Installs the guard into the hook at `path`; running it twice changes
+/// nothing. With `native` (a hooks directory no one else shares), a new
+/// hook, or one that holds nothing but maverick's (the shim of older
+/// versions), has git-maverick as its interpreter; without, such a file is
+/// the shim. Any other hook gets the block.
+pub(crate) fn install(path: &Path, native: bool) -> Result<Change, HookFileError> {
+    install_block(path, true, native)
 }
 
 /// The same for a script a hook manager runs with `sh` (husky's
 /// `.husky/pre-push`): it need not be executable.
 pub(crate) fn install_script(path: &Path) -> Result<Change, HookFileError> {
-    install_block(path, false)
+    install_block(path, false, false)
 }
 
-fn install_block(path: &Path, needs_exec: bool) -> Result<Change, HookFileError> {
+fn install_block(path: &Path, needs_exec: bool, native: bool) -> Result<Change, HookFileError> {
+    // What a file that holds only maverick's guard is.
+    let alone = if native {
+        std::borrow::Cow::Owned(native_hook())
+    } else {
+        std::borrow::Cow::Borrowed(SHIM)
+    };
     let meta = match std::fs::symlink_metadata(path) {
         Ok(meta) => Some(meta),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
@@ -325,7 +272,7 @@ fn install_block(path: &Path, needs_exec: bool) -> Result<Change, HookFileError>
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(io("create", dir))?;
         }
-        write_hook(path, SHIM, None)?;
+        write_hook(path, &alone, None)?;
         return Ok(Change::Created);
     };
     if meta.file_type().is_symlink() {
@@ -334,15 +281,17 @@ fn install_block(path: &Path, needs_exec: bool) -> Result<Change, HookFileError>
         });
     }
     let existing = std::fs::read_to_string(path).map_err(io("read", path))?;
-    if is_native(&existing) {
-        // Maverick's own native file where a shell script is wanted: the
-        // shim takes its place.
-        if !executable(&meta) && needs_exec {
+    if existing == SHIM || is_native(&existing) {
+        // Maverick's alone: it becomes what such a file is here.
+        if existing == *alone {
+            return Ok(Change::Unchanged);
+        }
+        if needs_exec && !executable(&meta) {
             return Err(HookFileError::NotExecutable {
                 path: path.to_owned(),
             });
         }
-        write_hook(path, SHIM, Some(&meta))?;
+        write_hook(path, &alone, Some(&meta))?;
         return Ok(Change::Updated);
     }
     if let Some(name) = interpreter(&existing).filter(|i| !is_shell(i)) {
@@ -454,6 +403,7 @@ mod tests {
         assert_eq!(without_block(&text).unwrap(), (None, Change::Deleted));
         assert!(!is_native(SHIM));
         assert!(!is_native("#!/usr/bin/env git-maverick-other\n"));
+        assert!(NATIVE_LINE.starts_with(&format!("#!{NATIVE_ENV} ")));
     }
 
     #[test]

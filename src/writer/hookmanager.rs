@@ -150,8 +150,15 @@ impl Setup {
     /// Whether the hook file may have git-maverick as its interpreter: only
     /// where git's hooks are this clone's own, since a `core.hooksPath` may
     /// be committed or shared with machines whose env or PATH differ.
+    /// It also takes env where the first line looks for it, and git-maverick
+    /// on PATH now (else the shell block, whose message says what to do, is
+    /// the better hook). Elsewhere than unix git runs hooks through its own
+    /// shell: the block it is.
     fn native(&self) -> bool {
-        self.hooks_dir.starts_with(&self.common_dir) && hookfile::native_possible()
+        cfg!(unix)
+            && self.hooks_dir.starts_with(&self.common_dir)
+            && executable_file(Path::new(hookfile::NATIVE_ENV))
+            && on_path("git-maverick")
     }
 
     /// husky 9's own hook file: `.husky/pre-push` next to `.husky/_`.
@@ -357,7 +364,7 @@ pub(crate) fn install(setup: &Setup) -> Result<Report, ManagerError> {
         Manager::None => {
             report
                 .changes
-                .push((hook.clone(), hookfile::install_hook(&hook, setup.native())?));
+                .push((hook.clone(), hookfile::install(&hook, setup.native())?));
         }
         Manager::Husky => {
             let own = setup.husky_file();
@@ -378,7 +385,7 @@ pub(crate) fn install(setup: &Setup) -> Result<Report, ManagerError> {
             let script = setup.lefthook_script();
             report
                 .changes
-                .push((script.clone(), hookfile::install(&script)?));
+                .push((script.clone(), hookfile::install(&script, false)?));
             let local = setup.lefthook_local();
             let text = read(&local);
             if hookfile::has_block(&text) {
