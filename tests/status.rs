@@ -197,6 +197,10 @@ fn row(json: &Value, issue: u64) -> Value {
 fn the_screen_puts_what_needs_a_person_first(surface: Surface) {
     let s = &TestEnv::with_surface(surface);
     let t = team(s);
+    // Half a minute passes, so alpha's ten-minute lease has 9m and some
+    // seconds left however fast the setup ran (in the same second as the
+    // claim, it showed "10m left").
+    s.advance_clock(30);
     let run = t.alpha.maverick(&["status"]);
     run.expect(0);
     let lines: Vec<&str> = run.stdout.lines().collect();
