@@ -972,11 +972,7 @@ fn resolve_instance_in(
             return Ok((id.to_owned(), kept));
         }
     }
-    let id = format!(
-        "{}-{}",
-        short_hostname(),
-        &crate::durable::markers::new_marker_id()[..8]
-    );
+    let id = format!("{}-{}", short_hostname(), &crate::unique::unique_id()[..8]);
     let io_err = |source| ConfigError::InstanceFile {
         path: path.display().to_string(),
         source,

@@ -128,21 +128,6 @@ impl CommandError {
             hints,
         }
     }
-
-    pub(crate) fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({
-            "schema_version": crate::commands::SCHEMA_VERSION,
-            "ok": false,
-            "exit_code": self.exit.code(),
-            "error": {
-                "code": self.code,
-                "message": self.message,
-                "causes": self.causes,
-                "hints": self.hints,
-            },
-            "warnings": [],
-        })
-    }
 }
 
 fn default_code(exit: Exit) -> ErrorCode {

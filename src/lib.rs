@@ -15,4 +15,5 @@ pub mod files;
 pub mod git;
 pub mod surface;
 pub mod timefmt;
+pub mod unique;
 pub mod writer;

@@ -18,6 +18,7 @@ mod github;
 mod hook;
 mod hook_managers;
 mod hydrate;
+mod layout;
 mod markers;
 mod maverick_interop;
 mod native;

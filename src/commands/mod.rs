@@ -17,7 +17,7 @@ use std::ffi::OsString;
 use std::io::Write as _;
 
 use clap::FromArgMatches as _;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::cli::{Cli, Command, GlobalArgs};
 use crate::config::{Settings, SurfaceKind, UnknownKey};
@@ -112,7 +112,7 @@ pub fn main(args: Vec<OsString>) -> u8 {
                 // argument names.
                 let rendered = err.render().to_string();
                 let e = CommandError::usage(rendered.trim_end().trim_start_matches("error: "));
-                print_json(&e.to_json());
+                print_json(&error_json(&e));
             }
             let _ = err.print();
             return Exit::Usage.code();
@@ -153,7 +153,7 @@ fn finish(result: Result<Outcome, CommandError>, json: bool) -> u8 {
         }
         Err(err) => {
             if json {
-                let mut value = err.to_json();
+                let mut value = error_json(&err);
                 value["warnings"] = take_warnings().into();
                 print_json(&value);
             }
@@ -190,6 +190,23 @@ pub(crate) fn contract(json: Value, code: u8, extra: &[String]) -> Value {
     object.insert("ok".into(), Value::Bool(code == 0));
     object.insert("exit_code".into(), code.into());
     Value::Object(object)
+}
+
+/// A failed command's `--json` object (README, "JSON output"): the
+/// contract's fields, and `error` with its code, message, causes and hints.
+pub(crate) fn error_json(err: &CommandError) -> Value {
+    json!({
+        "schema_version": SCHEMA_VERSION,
+        "ok": false,
+        "exit_code": err.exit.code(),
+        "error": {
+            "code": err.code,
+            "message": err.message,
+            "causes": err.causes,
+            "hints": err.hints,
+        },
+        "warnings": [],
+    })
 }
 
 fn print_json(value: &Value) {

@@ -264,7 +264,7 @@ fn watch(
             // A first read that fails is an error; a later one a line
             // on the screen, and the next round tries again.
             Err(err) if first => return Err(err),
-            Err(err) if json => vec![err.to_json().to_string()],
+            Err(err) if json => vec![super::error_json(&err).to_string()],
             Err(err) => err.to_string().lines().map(str::to_owned).collect(),
         };
         first = false;

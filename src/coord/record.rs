@@ -182,11 +182,28 @@ impl DamagedClaim {
         match &self.branch {
             Some(b) => b == branch,
             None => {
-                let by_name = crate::durable::tasks::issue_of_branch_name(branch);
+                let by_name = issue_of_branch_name(branch);
                 self.issue.is_some() && (self.issue == issue_of_branch || self.issue == by_name)
             }
         }
     }
+}
+
+/// The issue a branch name carries, the one rule every command uses: the
+/// leading number of the branch's last path component, followed by nothing,
+/// `-` or `_` (`maverick/142-short-title`, `team/7-infra/142-parser`,
+/// `maverick/142_parser`, `142`). Folders above it (`team/7-infra/`) group
+/// branches; the last component is the branch's own name.
+pub(crate) fn issue_of_branch_name(branch: &str) -> Option<u64> {
+    let last = branch.rsplit('/').next()?;
+    let digits = last.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 || digits > 12 {
+        return None;
+    }
+    if !matches!(last.as_bytes().get(digits), None | Some(b'-' | b'_')) {
+        return None;
+    }
+    last[..digits].parse().ok().filter(|n| *n > 0)
 }
 
 /// The branch a damaged record still spells out, if any.
@@ -243,5 +260,30 @@ fn read_record(path: &Path) -> Result<Option<ClaimRecord>, RecordError> {
             path: path.to_owned(),
             source,
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn branch_names() {
+        assert_eq!(issue_of_branch_name("maverick/142-short-title"), Some(142));
+        assert_eq!(issue_of_branch_name("feat/42-x"), Some(42));
+        assert_eq!(issue_of_branch_name("142"), Some(142));
+        assert_eq!(issue_of_branch_name("main"), None);
+        assert_eq!(issue_of_branch_name("maverick/v2-thing"), None);
+        assert_eq!(issue_of_branch_name("maverick/12abc"), None);
+        assert_eq!(issue_of_branch_name("maverick/0-x"), None);
+        // The last component decides, however deep the folders are.
+        assert_eq!(issue_of_branch_name("team/7-infra/142-parser"), Some(142));
+        assert_eq!(issue_of_branch_name("maverick/142_parser"), Some(142));
+        assert_eq!(issue_of_branch_name("a/b/142-x"), Some(142));
+        assert_eq!(issue_of_branch_name("story/140"), Some(140));
+        assert_eq!(issue_of_branch_name("142-x"), Some(142));
+        assert_eq!(issue_of_branch_name("team/7-infra/parser"), None);
+        assert_eq!(issue_of_branch_name("maverick/x-142"), None);
+        assert_eq!(issue_of_branch_name("maverick/142.x"), None);
     }
 }

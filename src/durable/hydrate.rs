@@ -19,6 +19,7 @@ use serde_json::{json, Map, Value};
 
 use crate::config::Settings;
 use crate::coord::lease::{self, Decision, IssueView};
+use crate::coord::record;
 use crate::durable::markers::MarkerKind;
 use crate::durable::state::{self, StoryState};
 use crate::durable::tasks;
@@ -408,7 +409,7 @@ pub(crate) fn pull_is_for(pr: &PullRequest, story: u64, branch: Option<&str>) ->
     if branch == Some(pr.head_ref.as_str()) {
         return true;
     }
-    if tasks::issue_of_branch_name(&pr.head_ref) == Some(story) {
+    if record::issue_of_branch_name(&pr.head_ref) == Some(story) {
         return true;
     }
     closes(&pr.body).contains(&story)

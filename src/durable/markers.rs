@@ -23,13 +23,9 @@
 //! issue, so parsing is total: every input yields markers or typed errors in
 //! linear time, and never panics.
 
-use std::collections::hash_map::RandomState;
 use std::fmt;
-use std::hash::{BuildHasher, Hasher};
 use std::ops::Range;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value};
 
@@ -309,28 +305,11 @@ fn replace_block(
     out
 }
 
-/// A fresh 128-bit id as 32 lowercase hex digits. It only has to be unique,
-/// not secret: it lets a reader recognise a comment that a retried POST
-/// created twice.
+/// A fresh marker id ([`crate::unique::unique_id`]). It only has to be
+/// unique, not secret: it lets a reader recognise a comment that a retried
+/// POST created twice.
 pub fn new_marker_id() -> String {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let count = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    let pid = std::process::id();
-    // RandomState is keyed from the OS once per thread and re-keyed on every
-    // `new`, so the two halves are independent; time, pid and counter keep
-    // ids apart even between processes that happened to draw the same keys.
-    let half = |salt: u64| {
-        let mut hasher = RandomState::new().build_hasher();
-        hasher.write_u64(salt);
-        hasher.write_u128(nanos);
-        hasher.write_u32(pid);
-        hasher.write_u64(count);
-        hasher.finish()
-    };
-    format!("{:016x}{:016x}", half(0), half(1))
+    crate::unique::unique_id()
 }
 
 /// A fence as opened: the character and how many of it, since only a run at

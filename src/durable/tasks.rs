@@ -23,7 +23,7 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use crate::config::Settings;
-use crate::coord::record::ClaimStore;
+use crate::coord::record::{self, ClaimStore};
 use crate::durable::markers::{Marker, MarkerKind};
 use crate::durable::state::{self, StateError};
 use crate::git::{Git, GitError, Order};
@@ -858,23 +858,6 @@ pub(crate) fn reconcile(
     })
 }
 
-/// The issue a branch name carries, the one rule every command uses: the
-/// leading number of the branch's last path component, followed by nothing,
-/// `-` or `_` (`maverick/142-short-title`, `team/7-infra/142-parser`,
-/// `maverick/142_parser`, `142`). Folders above it (`team/7-infra/`) group
-/// branches; the last component is the branch's own name.
-pub(crate) fn issue_of_branch_name(branch: &str) -> Option<u64> {
-    let last = branch.rsplit('/').next()?;
-    let digits = last.bytes().take_while(u8::is_ascii_digit).count();
-    if digits == 0 || digits > 12 {
-        return None;
-    }
-    if !matches!(last.as_bytes().get(digits), None | Some(b'-' | b'_')) {
-        return None;
-    }
-    last[..digits].parse().ok().filter(|n| *n > 0)
-}
-
 /// Where an issue number came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -896,7 +879,7 @@ pub(crate) fn issue_of_branch(
     if let Some(r) = records.first() {
         return Ok(Some((r.issue, IssueSource::Claim)));
     }
-    Ok(issue_of_branch_name(branch).map(|n| (n, IssueSource::BranchName)))
+    Ok(record::issue_of_branch_name(branch).map(|n| (n, IssueSource::BranchName)))
 }
 
 /// The branch whose remote holds the commits of `issue`: this instance's
@@ -1075,26 +1058,6 @@ A note about the plan.
         assert!(parse_task_input("\n\n").is_err());
         let rendered = render_tasks(&json);
         assert_eq!(rendered, "## Tasks\n- [ ] **A** — a\n- [ ] **B** — b\n");
-    }
-
-    #[test]
-    fn branch_names() {
-        assert_eq!(issue_of_branch_name("maverick/142-short-title"), Some(142));
-        assert_eq!(issue_of_branch_name("feat/42-x"), Some(42));
-        assert_eq!(issue_of_branch_name("142"), Some(142));
-        assert_eq!(issue_of_branch_name("main"), None);
-        assert_eq!(issue_of_branch_name("maverick/v2-thing"), None);
-        assert_eq!(issue_of_branch_name("maverick/12abc"), None);
-        assert_eq!(issue_of_branch_name("maverick/0-x"), None);
-        // The last component decides, however deep the folders are.
-        assert_eq!(issue_of_branch_name("team/7-infra/142-parser"), Some(142));
-        assert_eq!(issue_of_branch_name("maverick/142_parser"), Some(142));
-        assert_eq!(issue_of_branch_name("a/b/142-x"), Some(142));
-        assert_eq!(issue_of_branch_name("story/140"), Some(140));
-        assert_eq!(issue_of_branch_name("142-x"), Some(142));
-        assert_eq!(issue_of_branch_name("team/7-infra/parser"), None);
-        assert_eq!(issue_of_branch_name("maverick/x-142"), None);
-        assert_eq!(issue_of_branch_name("maverick/142.x"), None);
     }
 
     #[test]

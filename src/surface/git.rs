@@ -380,8 +380,7 @@ fn parse_json<T: serde::de::DeserializeOwned>(bytes: &[u8], what: &str) -> Resul
 
 /// Jittered, growing pause between attempts, so racers spread out.
 fn backoff(attempt: u32) {
-    let jitter =
-        u64::from_str_radix(&crate::durable::markers::new_marker_id()[..4], 16).unwrap_or(0) % 20;
+    let jitter = crate::unique::jitter(20);
     let base = 5 * u64::from(attempt.min(10));
     std::thread::sleep(Duration::from_millis(base + jitter));
 }

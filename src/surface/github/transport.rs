@@ -365,8 +365,7 @@ pub(super) fn rate_limit(reply: &Reply) -> Option<RateLimit> {
 /// 250 ms, 500 ms, 1 s, 2 s… with up to 100 ms of jitter, so that racing
 /// instances spread out.
 pub(super) fn backoff(attempt: u32) -> Duration {
-    let jitter =
-        u64::from_str_radix(&crate::durable::markers::new_marker_id()[..4], 16).unwrap_or(0) % 100;
+    let jitter = crate::unique::jitter(100);
     let base = 250u64 << attempt.saturating_sub(1).min(4);
     Duration::from_millis(base + jitter)
 }

@@ -1,0 +1,222 @@
+//! The layout's two rules (issue 10, README "Layout"), read from the
+//! source: no library module imports the command layer (`commands`, `cli`),
+//! and the modules (one a file) import one another without a cycle, but
+//! for clap's `cli` and `commands`.
+//!
+//! A module's imports are the `crate::…` paths (and `super::…` paths) its
+//! file names outside its unit tests, resolved to the longest module path
+//! they start with.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+type Graph = BTreeMap<String, BTreeSet<String>>;
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// `src/writer/mod.rs` → `writer`, `src/writer/push.rs` → `writer::push`.
+fn module_of(src: &Path, file: &Path) -> Option<String> {
+    let rel = file.strip_prefix(src).ok()?.with_extension("");
+    let mut parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if parts.last().is_some_and(|p| p == "mod") {
+        parts.pop();
+    }
+    match parts.as_slice() {
+        [one] if one == "main" || one == "lib" => None,
+        _ => Some(parts.join("::")),
+    }
+}
+
+/// The code of a file without comments and without its unit tests.
+fn code(text: &str) -> String {
+    let text = match text.find("#[cfg(test)]\nmod tests") {
+        Some(at) => &text[..at],
+        None => text,
+    };
+    text.lines()
+        .map(|line| match line.find("//") {
+            Some(at) => &line[..at],
+            None => line,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Every path that follows `prefix` (`crate::`, `super::`), with a `use`
+/// group's items each made a path of their own.
+fn paths_after(code: &str, prefix: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = code;
+    while let Some(at) = rest.find(prefix) {
+        let before = rest[..at].chars().next_back();
+        rest = &rest[at + prefix.len()..];
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+            continue;
+        }
+        let end = rest
+            .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+            .unwrap_or(rest.len());
+        let base = rest[..end].trim_end_matches(':');
+        if rest[end..].starts_with('{') && rest[..end].ends_with("::") {
+            let close = rest[end..].find('}').map_or(rest.len(), |c| end + c);
+            for item in rest[end + 1..close].split(',') {
+                let item = item.trim().split([' ', ':']).next().unwrap_or_default();
+                match item {
+                    "" | "self" => out.push(base.to_owned()),
+                    name => out.push(format!("{base}::{name}")),
+                }
+            }
+        } else {
+            out.push(base.to_owned());
+        }
+    }
+    out
+}
+
+fn graph() -> Graph {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let modules: BTreeMap<String, PathBuf> = files
+        .into_iter()
+        .filter_map(|f| Some((module_of(&src, &f)?, f)))
+        .collect();
+    let resolve = |path: &str| {
+        let parts: Vec<&str> = path.split("::").collect();
+        (1..=parts.len())
+            .rev()
+            .map(|n| parts[..n].join("::"))
+            .find(|m| modules.contains_key(m))
+    };
+    let mut graph = Graph::new();
+    for (module, file) in &modules {
+        let code = code(&std::fs::read_to_string(file).unwrap());
+        let parent = module.rsplit_once("::").map(|(p, _)| p);
+        let mut paths = paths_after(&code, "crate::");
+        paths.extend(
+            paths_after(&code, "super::")
+                .into_iter()
+                .map(|p| parent.map_or(p.clone(), |parent| format!("{parent}::{p}"))),
+        );
+        let imports = graph.entry(module.clone()).or_default();
+        for target in paths.iter().filter_map(|p| resolve(p)) {
+            // A module's own children, and its ancestors' items it names
+            // through `super::`, are not imports between modules.
+            let own = target == *module || target.starts_with(&format!("{module}::"));
+            let ancestor = module.starts_with(&format!("{target}::"));
+            if !own && !ancestor {
+                imports.insert(target);
+            }
+        }
+    }
+    graph
+}
+
+fn in_command_layer(module: &str) -> bool {
+    module == "cli" || module == "commands" || module.starts_with("commands::")
+}
+
+#[test]
+fn no_library_module_imports_the_command_layer() {
+    let graph = graph();
+    assert!(
+        graph.contains_key("writer::prepush") && graph.contains_key("commands::hook"),
+        "the module graph was not read: {:?}",
+        graph.keys().collect::<Vec<_>>()
+    );
+    let offenders: Vec<String> = graph
+        .iter()
+        .filter(|(module, _)| !in_command_layer(module))
+        .flat_map(|(module, imports)| {
+            imports
+                .iter()
+                .filter(|i| in_command_layer(i))
+                .map(move |i| format!("{module} imports {i}"))
+        })
+        .collect();
+    assert!(offenders.is_empty(), "{offenders:#?}");
+}
+
+/// Tarjan's strongly connected components with more than one module.
+fn cycles(graph: &Graph) -> Vec<Vec<String>> {
+    struct Walk<'a> {
+        graph: &'a Graph,
+        index: BTreeMap<&'a str, usize>,
+        low: BTreeMap<&'a str, usize>,
+        stack: Vec<&'a str>,
+        out: Vec<Vec<String>>,
+    }
+    impl<'a> Walk<'a> {
+        fn visit(&mut self, v: &'a str) {
+            let n = self.index.len();
+            self.index.insert(v, n);
+            self.low.insert(v, n);
+            self.stack.push(v);
+            for w in self.graph.get(v).into_iter().flatten() {
+                let w = w.as_str();
+                if !self.index.contains_key(w) {
+                    self.visit(w);
+                    let low = self.low[v].min(self.low[w]);
+                    self.low.insert(v, low);
+                } else if self.stack.contains(&w) {
+                    let low = self.low[v].min(self.index[w]);
+                    self.low.insert(v, low);
+                }
+            }
+            if self.low[v] == self.index[v] {
+                let at = self.stack.iter().position(|m| *m == v).unwrap();
+                let component: Vec<String> = self.stack.drain(at..).map(str::to_owned).collect();
+                if component.len() > 1 {
+                    self.out.push(component);
+                }
+            }
+        }
+    }
+    let mut walk = Walk {
+        graph,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        out: Vec::new(),
+    };
+    for module in graph.keys() {
+        if !walk.index.contains_key(module.as_str()) {
+            walk.visit(module);
+        }
+    }
+    walk.out
+}
+
+#[test]
+fn modules_import_one_another_without_a_cycle_but_cli_and_commands() {
+    let graph = graph();
+    let found: Vec<Vec<String>> = cycles(&graph)
+        .into_iter()
+        .filter(|component| !component.iter().all(|m| in_command_layer(m)))
+        .collect();
+    assert!(found.is_empty(), "import cycles: {found:#?}");
+    // The check finds a cycle where there is one.
+    let mut broken = graph.clone();
+    broken
+        .entry("git".into())
+        .or_default()
+        .insert("writer::prepush".into());
+    assert!(
+        cycles(&broken)
+            .iter()
+            .any(|c| c.contains(&"git".to_owned())),
+        "a cycle through git was not found"
+    );
+}
