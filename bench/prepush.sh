@@ -2,9 +2,9 @@
 # What the pre-push hook costs a push (issues 4 and 11: at most 2 ms at the
 # median on a managed branch over the same push without a hook, in this one
 # run: the "added ms" column of `managed`). The hook `install` writes into
-# .git/hooks has git-maverick as its interpreter (`#!/usr/bin/env
-# git-maverick`): git starts env and maverick, no shell. An empty shell hook
-# (`empty-hook`) shows what a shell start alone costs. On a managed branch
+# .git/hooks is a copy of git-maverick: git starts that one process, no
+# shell and no env. An empty shell hook (`empty-hook`) shows what a shell
+# start alone costs, `/bin/true` what any process git starts costs. On a managed branch
 # the hook reads local records, runs no git process when no config file can
 # name a maverick key, needs no merge-base walk for the common fast-forward
 # (the pushed commits are loose and their parent is the remote head), and

@@ -374,17 +374,37 @@ fn install_twice_changes_nothing_and_uninstall_restores_the_existing_hook() {
         a.maverick(&["--json", "hook", "install"]).json()["change"],
         "created"
     );
-    assert_eq!(first_line(&hook), NATIVE_LINE);
+    assert_copy_of_git_maverick(&hook);
+    assert_eq!(
+        a.maverick(&["--json", "hook", "install"]).json()["change"],
+        "unchanged"
+    );
     assert_eq!(
         a.maverick(&["--json", "hook", "uninstall"]).json()["change"],
         "deleted"
     );
     assert!(!hook.exists());
+    // The git-maverick it was copied from still runs.
+    let version = std::process::Command::new(BIN)
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert!(version.status.success());
 }
 
-fn first_line(path: &std::path::Path) -> String {
-    let text = std::fs::read_to_string(path).unwrap();
-    text.lines().next().unwrap_or_default().to_owned()
+/// `path` is git-maverick as built: the same bytes, runnable.
+fn assert_copy_of_git_maverick(path: &std::path::Path) {
+    let (copy, built) = (std::fs::read(path).unwrap(), std::fs::read(BIN).unwrap());
+    assert!(
+        copy == built,
+        "{} is not a copy of {BIN} ({} bytes against {})",
+        path.display(),
+        copy.len(),
+        built.len()
+    );
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = std::fs::metadata(path).unwrap().permissions().mode();
+    assert!(mode & 0o111 != 0, "{} is not executable", path.display());
 }
 
 /// The first line of a hook file whose interpreter is git-maverick.
@@ -402,15 +422,17 @@ fn path_without_maverick(env: &TestEnv) -> std::path::PathBuf {
 }
 
 /// Issue 11, item 9: in `.git/hooks`, a hook that holds only maverick's
-/// guard has git-maverick as its interpreter (no shell between git and
-/// maverick), and guards as the shell block does.
+/// guard is a copy of git-maverick (git starts one process, no shell or
+/// env before maverick), and guards as the shell block does.
 #[test]
-fn a_new_hook_runs_git_maverick_as_its_interpreter_and_guards() {
+fn a_new_hook_is_a_copy_of_git_maverick_and_guards() {
     let env = TestEnv::new();
     let a = env.claimed_clone("a");
     let hook = a.dir.join(".git/hooks/pre-push");
-    assert_eq!(first_line(&hook), NATIVE_LINE);
-    a.maverick(&["hook", "status"]).expect(0);
+    assert_copy_of_git_maverick(&hook);
+    let run = a.maverick(&["hook", "status"]);
+    run.expect(0);
+    assert!(run.stdout.contains(".git/hooks/pre-push"), "{}", run.stdout);
     let head = a.commit_file("one.rs", "1\n", "feat: one");
     allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
     a.git(&["reset", "--quiet", "--hard", "HEAD~1"]);
@@ -419,13 +441,84 @@ fn a_new_hook_runs_git_maverick_as_its_interpreter_and_guards() {
     assert_eq!(env.origin_head(BRANCH), Some(head));
 }
 
-/// With git-maverick gone from PATH, the hook cannot start it and the push
-/// fails at once (it does not hang, as git does when a hook's interpreter
-/// path is missing), and `status` says why.
+/// The copy needs no git-maverick on PATH: with it gone (uninstalled, or
+/// a PATH of a tool's own making), pushes are still checked, and `status`
+/// says the guard is on.
+#[test]
+fn the_copied_hook_guards_without_git_maverick_on_path() {
+    let env = TestEnv::new();
+    let a = env.claimed_clone("a");
+    let head = a.commit_file("one.rs", "1\n", "feat: one");
+    let bin = path_without_maverick(&env);
+    let path = [("PATH", OsStr::new(bin.to_str().unwrap()))];
+    allowed(&a.git_as_instance(&["push", "--quiet", "origin", BRANCH], &path));
+    a.git(&["reset", "--quiet", "--hard", "HEAD~1"]);
+    a.commit_file("one.rs", "other\n", "feat: one again");
+    refused(&a.git_as_instance(&["push", "--force", "origin", BRANCH], &path));
+    assert_eq!(env.origin_head(BRANCH), Some(head));
+    let status = a
+        .maverick_command(&["hook", "status"])
+        .env("PATH", &bin)
+        .output()
+        .unwrap();
+    assert_eq!(status.status.code(), Some(0), "{status:?}");
+}
+
+/// After an upgrade replaced the git-maverick on PATH, the next push runs
+/// the new build (the copy hands the push over) and the hook file becomes
+/// a copy of it; the push is checked all the same.
+#[test]
+fn an_upgraded_git_maverick_takes_the_copied_hook_over() {
+    let env = TestEnv::new();
+    let a = env.claimed_clone("a");
+    let hook = a.dir.join(".git/hooks/pre-push");
+    let head = a.commit_file("one.rs", "1\n", "feat: one");
+    allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
+    // The upgrade: another git-maverick first on PATH (this build, written
+    // at another time, as an install writes a new file).
+    let upgraded = env.path().join("upgraded-bin");
+    std::fs::create_dir_all(&upgraded).unwrap();
+    let new_build = upgraded.join("git-maverick");
+    std::fs::copy(BIN, &new_build).unwrap();
+    let then = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000);
+    std::fs::File::options()
+        .write(true)
+        .open(&new_build)
+        .unwrap()
+        .set_modified(then)
+        .unwrap();
+    let path = std::env::join_paths(
+        std::iter::once(upgraded.clone())
+            .chain(std::env::split_paths(&crate::support::path_with_bin())),
+    )
+    .unwrap();
+    a.git(&["reset", "--quiet", "--hard", "HEAD~1"]);
+    a.commit_file("one.rs", "other\n", "feat: one again");
+    refused(&a.git_as_instance(
+        &["push", "--force", "origin", BRANCH],
+        &[("PATH", path.as_os_str())],
+    ));
+    assert_eq!(env.origin_head(BRANCH), Some(head));
+    assert_eq!(
+        std::fs::metadata(&hook).unwrap().modified().unwrap(),
+        then,
+        "the hook file was not replaced by the upgraded build"
+    );
+    assert_copy_of_git_maverick(&hook);
+}
+
+/// The file of earlier versions, whose interpreter is git-maverick, still
+/// guards; with git-maverick gone from PATH it cannot start it and the
+/// push fails at once (it does not hang, as git does when a hook's
+/// interpreter path is missing), and `status` says why. `install` turns it
+/// into a copy.
 #[test]
 fn a_native_hook_without_git_maverick_on_path_fails_closed() {
     let env = TestEnv::new();
     let a = env.claimed_clone("a");
+    let hook = a.dir.join(".git/hooks/pre-push");
+    std::fs::write(&hook, native_hook_of_earlier_versions()).unwrap();
+    make_executable(&hook);
     a.commit_file("one.rs", "1\n", "feat: one");
     let bin = path_without_maverick(&env);
     let out = a.git_as_instance(
@@ -447,13 +540,27 @@ fn a_native_hook_without_git_maverick_on_path_fails_closed() {
     assert_eq!(status.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&status.stderr);
     assert!(stderr.contains("not on PATH"), "{stderr}");
+    // With git-maverick on PATH it guards, and install makes it a copy.
+    a.git(&["reset", "--quiet", "--hard", "HEAD~1"]);
+    a.commit_file("one.rs", "other\n", "feat: one again");
+    allowed(&push(&a, &["--quiet", "origin", BRANCH]));
+    let run = a.maverick(&["--json", "hook", "install"]);
+    assert_eq!(run.json()["change"], "updated");
+    assert_copy_of_git_maverick(&hook);
 }
 
-/// The shell hook of older versions, alone in its file, becomes the native
-/// one on `install`; a shared `core.hooksPath` keeps the shell hook, which
-/// finds git-maverick on each machine's PATH.
+/// The hook file earlier versions wrote: git-maverick as its interpreter.
+fn native_hook_of_earlier_versions() -> String {
+    format!(
+        "{NATIVE_LINE}\n# >>> git-maverick pre-push >>>\n# (earlier versions)\n# <<< git-maverick pre-push <<<\n"
+    )
+}
+
+/// The shell hook of older versions, alone in its file, becomes a copy of
+/// git-maverick on `install`; a shared `core.hooksPath` keeps the shell
+/// hook, which finds git-maverick on each machine's PATH.
 #[test]
-fn install_turns_maverick_s_own_shell_hook_native_but_not_in_a_shared_hooks_path() {
+fn install_turns_maverick_s_own_shell_hook_into_a_copy_but_not_in_a_shared_hooks_path() {
     let env = TestEnv::new();
     let a = env.clone("a");
     let hook = a.dir.join(".git/hooks/pre-push");
@@ -462,7 +569,7 @@ fn install_turns_maverick_s_own_shell_hook_native_but_not_in_a_shared_hooks_path
     let run = a.maverick(&["--json", "hook", "install"]);
     run.expect(0);
     assert_eq!(run.json()["change"], "updated");
-    assert_eq!(first_line(&hook), NATIVE_LINE);
+    assert_copy_of_git_maverick(&hook);
 
     a.git(&["config", "core.hooksPath", ".githooks"]);
     a.maverick(&["hook", "install"]).expect(0);
@@ -473,13 +580,26 @@ fn install_turns_maverick_s_own_shell_hook_native_but_not_in_a_shared_hooks_path
     a.maverick(&["hook", "status"]).expect(0);
 }
 
-/// The native hook file run by hand without git's arguments is a usage
-/// error that says what the file is, not clap's "unrecognized subcommand".
+/// The hook file run by hand without git's arguments is a usage error that
+/// says what the file is, not clap's "unrecognized subcommand": the copy
+/// run as itself, and the earlier native file through git-maverick.
 #[test]
-fn the_native_hook_run_by_hand_says_what_it_is() {
+fn the_hook_file_run_by_hand_says_what_it_is() {
     let env = TestEnv::new();
     let a = env.clone("a");
     a.maverick(&["hook", "install"]).expect(0);
+    let hook = a.dir.join(".git/hooks/pre-push");
+    let out = std::process::Command::new(&hook)
+        .current_dir(&a.dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("is maverick's pre-push hook: git runs it with REMOTE URL"),
+        "{stderr}"
+    );
+    std::fs::write(&hook, native_hook_of_earlier_versions()).unwrap();
     let run = a.maverick(&[".git/hooks/pre-push"]);
     run.expect(2);
     assert!(

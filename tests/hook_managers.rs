@@ -86,11 +86,20 @@ fn status(a: &Repo, code: i32) -> serde_json::Value {
 /// No file under `dir` holds maverick's block any more.
 #[track_caller]
 fn no_block_under(dir: &Path) {
+    let built = std::fs::read(crate::support::BIN).unwrap();
     for entry in std::fs::read_dir(dir).unwrap().flatten() {
         let path = entry.path();
         if path.is_dir() {
             no_block_under(&path);
-        } else if let Ok(text) = std::fs::read_to_string(&path) {
+            continue;
+        }
+        let bytes = std::fs::read(&path).unwrap();
+        assert!(
+            bytes != built,
+            "{} is still a copy of git-maverick",
+            path.display()
+        );
+        if let Ok(text) = String::from_utf8(bytes) {
             assert!(
                 !text.contains("git-maverick pre-push >>>"),
                 "{} still has maverick's block",
@@ -145,8 +154,10 @@ fn lefthook_installed_over_maverick_s_hook_is_reported_and_fixed() {
         "pre-push:\n  commands:\n    test:\n      run: echo ok\n",
     );
     tool(&a, "lefthook", &["install"]);
-    // lefthook renamed maverick's hook to pre-push.old and never runs it.
-    assert!(a.dir.join(".git/hooks/pre-push.old").exists());
+    // lefthook's own hook replaced maverick's (a copy of git-maverick,
+    // which lefthook takes for one of its own: it writes over it).
+    let hook = std::fs::read_to_string(a.dir.join(".git/hooks/pre-push")).unwrap();
+    assert!(hook.contains("lefthook"), "{hook}");
     let off = status(&a, 1);
     assert!(
         off["why_not"].as_str().unwrap().contains("lefthook"),
@@ -362,10 +373,9 @@ fn uninstall_removes_the_copy_pre_commit_keeps_as_legacy() {
     a.maverick(&["hook", "install"]).expect(0);
     a.write_file(".pre-commit-config.yaml", "repos: []\n");
     tool(&a, "pre-commit", &["install", "--hook-type", "pre-push"]);
+    // pre-commit keeps maverick's hook, a copy of git-maverick, as its legacy hook.
     let legacy = a.dir.join(".git/hooks/pre-push.legacy");
-    assert!(std::fs::read_to_string(&legacy)
-        .unwrap()
-        .contains("git-maverick"));
+    assert!(std::fs::read(&legacy).unwrap() == std::fs::read(crate::support::BIN).unwrap());
     a.maverick(&["hook", "uninstall"]).expect(0);
     no_block_under(&a.dir.join(".git/hooks"));
     // With git-maverick gone from PATH, pushes still work.

@@ -197,7 +197,9 @@ fn hook_entry(git: &Git) -> Entry {
         Ok(path) => {
             let text = std::fs::read_to_string(&path).unwrap_or_default();
             let shown = Origin::Derived(path.display().to_string());
-            if text.contains(crate::writer::hookfile::BEGIN) {
+            if text.contains(crate::writer::hookfile::BEGIN)
+                || crate::writer::hookfile::is_copy(&path)
+            {
                 ("installed".to_owned(), shown)
             } else if text.contains("maverick hook pre-push") {
                 ("called by another hook manager".to_owned(), shown)

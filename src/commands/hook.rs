@@ -69,6 +69,8 @@ pub(crate) struct PrePushArgs {
 }
 
 /// The pre-push hook's argument shapes, read without clap:
+/// `<hook file> REMOTE URL` (git running a hook file that is a copy of
+/// git-maverick: the program's name is `pre-push`),
 /// `git-maverick hook pre-push REMOTE URL` (the shell block, hook managers)
 /// and `git-maverick <hook file> REMOTE URL` (git running a hook file whose
 /// interpreter is git-maverick, `hookfile::native_hook`; the file's first
@@ -81,16 +83,27 @@ pub(crate) fn fast_pre_push(
         .skip(1)
         .map(|a| a.to_str())
         .collect::<Option<_>>()?;
+    // git running a hook file that is a copy of git-maverick: its own path
+    // is the program's name.
+    if let Some(hook) = args.first().and_then(|a| a.to_str()) {
+        if hookfile::is_hook_name(hook) {
+            return Some(match words.as_slice() {
+                [remote, url] => {
+                    hookfile::hand_over_if_replaced(std::path::Path::new(hook), remote, url);
+                    Ok(PrePushArgs {
+                        remote: Some((*remote).to_owned()),
+                        url: Some((*url).to_owned()),
+                    })
+                }
+                _ => Err(hook_by_hand(hook)),
+            });
+        }
+    }
     let (remote, url) = match words.as_slice() {
         ["hook", "pre-push", remote, url] => (*remote, *url),
         [file, rest @ ..] if file.contains('/') && is_native_hook(file) => match rest {
             [remote, url] => (*remote, *url),
-            _ => {
-                return Some(Err(CommandError::usage(format!(
-                    "{file} is maverick's pre-push hook: git runs it with REMOTE URL, and the pushed refs on stdin"
-                ))
-                .hint("to check a push by hand: git maverick hook pre-push REMOTE URL < refs")))
-            }
+            _ => return Some(Err(hook_by_hand(file))),
         },
         _ => return None,
     };
@@ -102,6 +115,14 @@ pub(crate) fn fast_pre_push(
         remote: Some(remote.to_owned()),
         url: Some(url.to_owned()),
     }))
+}
+
+/// The hook file run by hand, without git's arguments.
+fn hook_by_hand(file: &str) -> CommandError {
+    CommandError::usage(format!(
+        "{file} is maverick's pre-push hook: git runs it with REMOTE URL, and the pushed refs on stdin"
+    ))
+    .hint("to check a push by hand: git maverick hook pre-push REMOTE URL < refs")
 }
 
 /// Whether `file` starts with the native hook's first line (one short read).
@@ -318,6 +339,16 @@ fn pre_tool_use() -> Result<Outcome, CommandError> {
 
 fn change_line(path: &std::path::Path, change: Change) -> String {
     let shown = path.display();
+    if matches!(change, Change::Created | Change::Updated) && hookfile::is_copy(path) {
+        return format!(
+            "{} {shown}: a copy of git-maverick, the pre-push guard",
+            if change == Change::Created {
+                "created"
+            } else {
+                "updated"
+            }
+        );
+    }
     match change {
         Change::Created => format!("created {shown} with maverick's block"),
         Change::Added => format!("added maverick's block to {shown}"),

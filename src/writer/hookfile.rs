@@ -3,14 +3,18 @@
 //! what `install` put in.
 //!
 //! A hook file that is maverick's alone, in a hooks directory of this
-//! clone's own, has git-maverick as its interpreter: `#!/usr/bin/env
-//! git-maverick`, so a push starts env and maverick where the shell block
-//! starts a shell that reads the refs line by line, forks and copies them
-//! (issue 11: the hook's whole budget is 2 ms). env finds git-maverick on
-//! PATH at each push as the block does, and fails the push with a message
-//! when it is gone. (A shebang naming the binary's own path would save env,
-//! but git 2.47 hangs the push when a hook's interpreter is missing, as
-//! after an uninstall.) Every other hook keeps the shell block.
+//! clone's own, is a copy of git-maverick itself (issue 11: the hook's whole
+//! budget is 2 ms, and on a small VM every process git starts for it costs
+//! about 0.7 ms). git then starts one process, not a shell or env and then
+//! maverick. The copy keeps its source's size and modification time, so a
+//! push notices when an upgrade replaced the git-maverick on PATH: it copies
+//! the new one over itself and hands the push to it. With git-maverick gone
+//! from PATH, the copy still guards (it fails closed by still working).
+//! Where the copy cannot be made, the file's interpreter is git-maverick
+//! (`#!/usr/bin/env git-maverick`, a second process; a shebang naming the
+//! binary's own path would hang the push in git 2.47 when it is missing).
+//! A copy is replaced, never written through: a rename puts every new
+//! version in place. Every other hook keeps the shell block.
 
 use std::path::{Path, PathBuf};
 
@@ -51,6 +55,121 @@ pub(crate) fn native_hook() -> String {
 /// Whether `text` is a hook file whose interpreter is git-maverick.
 pub(crate) fn is_native(text: &str) -> bool {
     text.lines().next().map(str::trim_end) == Some(NATIVE_LINE)
+}
+
+/// Bytes every git-maverick binary holds: how maverick knows a hook file
+/// that is a copy of git-maverick, this build's or an older one's.
+#[used]
+static COPY_MARK: &[u8] = b"git-maverick: this file is a copy of git-maverick, the pre-push hook";
+
+/// What a hook file that is maverick's alone is.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Alone<'a> {
+    /// The shell block (a hooks directory others may share, or no
+    /// git-maverick on PATH now: the shim says what to do at each push).
+    Shim,
+    /// A copy of this git-maverick; the native file where no copy can be made.
+    Copy(&'a Path),
+}
+
+/// The git-maverick git would find on PATH now, with its metadata
+/// (symbolic links followed).
+pub(crate) fn installed_binary() -> Option<(PathBuf, std::fs::Metadata)> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).find_map(|dir| {
+        let binary = dir.join("git-maverick");
+        let meta = std::fs::metadata(&binary).ok()?;
+        (meta.is_file() && executable(&meta)).then_some((binary, meta))
+    })
+}
+
+/// Whether two files are one build: a copy keeps its source's size and
+/// modification time.
+fn same_build(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
+    a.len() == b.len() && matches!((a.modified(), b.modified()), (Ok(x), Ok(y)) if x == y)
+}
+
+/// Whether the file at `path` is a copy of git-maverick: of the one on
+/// PATH (size and time), or of any build (its bytes hold the mark).
+pub(crate) fn is_copy(path: &Path) -> bool {
+    use std::io::Read as _;
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return false;
+    };
+    let mut head = [0u8; 4];
+    let elf = meta.is_file()
+        && std::fs::File::open(path).is_ok_and(|mut f| f.read_exact(&mut head).is_ok())
+        && head == *b"\x7fELF";
+    if !elf {
+        return false;
+    }
+    if installed_binary().is_some_and(|(_, bin)| same_build(&meta, &bin)) {
+        return true;
+    }
+    let mark = std::hint::black_box(COPY_MARK);
+    std::fs::read(path).is_ok_and(|bytes| bytes.windows(mark.len()).any(|w| w == mark))
+}
+
+/// Puts a copy of the git-maverick at `binary` at `path` at once: written
+/// beside it with the source's mode and modification time, then renamed
+/// over whatever is there (so a running hook, or a file linked to it, is
+/// left as it was).
+pub(crate) fn copy_binary(binary: &Path, path: &Path) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("pre-push");
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let copied = (|| {
+        std::fs::copy(binary, &tmp)?;
+        let modified = std::fs::metadata(binary)?.modified()?;
+        std::fs::File::options()
+            .write(true)
+            .open(&tmp)?
+            .set_modified(modified)?;
+        std::fs::rename(&tmp, path)
+    })();
+    if copied.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    copied
+}
+
+/// Git runs a copy of git-maverick as the hook `hook`: when an upgrade
+/// replaced the git-maverick on PATH since the copy was made, the copy
+/// takes the new build's place (for the next push) and this push goes to
+/// the new build. Returns when this process is to check the push itself:
+/// the copy is current, there is no git-maverick on PATH, or the hand-over
+/// failed.
+#[cfg(unix)]
+pub(crate) fn hand_over_if_replaced(hook: &Path, remote: &str, url: &str) {
+    use std::os::unix::process::CommandExt as _;
+    let Some((installed, theirs)) = installed_binary() else {
+        return;
+    };
+    match std::fs::metadata(hook) {
+        Ok(own) if !same_build(&own, &theirs) => {}
+        _ => return,
+    }
+    let _ = copy_binary(&installed, hook);
+    let _ = std::process::Command::new(&installed)
+        .args(["hook", "pre-push", remote, url])
+        .exec();
+}
+
+#[cfg(not(unix))]
+pub(crate) fn hand_over_if_replaced(_: &Path, _: &str, _: &str) {}
+
+/// Whether `program` (git's `argv[0]`) is a hook file that is a copy of
+/// git-maverick: `pre-push`, or the `pre-push.legacy` pre-commit keeps
+/// and runs.
+pub(crate) fn is_hook_name(program: &str) -> bool {
+    Path::new(program)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n == "pre-push" || n.starts_with("pre-push."))
 }
 
 /// The env the native hook's first line names.
@@ -242,27 +361,37 @@ fn write_hook(
 }
 
 /// Installs the guard into the hook at `path`; running it twice changes
-/// nothing. With `native` (a hooks directory no one else shares), a new
-/// hook, or one that holds nothing but maverick's (the shim of older
-/// versions), has git-maverick as its interpreter; without, such a file is
-/// the shim. Any other hook gets the block.
-pub(crate) fn install(path: &Path, native: bool) -> Result<Change, HookFileError> {
-    install_block(path, true, native)
+/// nothing. A new hook, or one that holds nothing but maverick's (a copy,
+/// the native file or the shim of older versions), becomes `alone`. Any
+/// other hook gets the block.
+pub(crate) fn install(path: &Path, alone: Alone<'_>) -> Result<Change, HookFileError> {
+    install_block(path, true, alone)
 }
 
 /// The same for a script a hook manager runs with `sh` (husky's
 /// `.husky/pre-push`): it need not be executable.
 pub(crate) fn install_script(path: &Path) -> Result<Change, HookFileError> {
-    install_block(path, false, false)
+    install_block(path, false, Alone::Shim)
 }
 
-fn install_block(path: &Path, needs_exec: bool, native: bool) -> Result<Change, HookFileError> {
-    // What a file that holds only maverick's guard is.
-    let alone = if native {
-        std::borrow::Cow::Owned(native_hook())
-    } else {
-        std::borrow::Cow::Borrowed(SHIM)
-    };
+/// Makes `path` what a file holding maverick's guard alone is: a copy of
+/// git-maverick where one can be made, else its text.
+fn write_alone(
+    path: &Path,
+    alone: Alone<'_>,
+    mode_from: Option<&std::fs::Metadata>,
+) -> Result<(), HookFileError> {
+    match alone {
+        Alone::Copy(binary) => match copy_binary(binary, path) {
+            Ok(()) => Ok(()),
+            Err(e) if !Path::new(NATIVE_ENV).is_file() => Err(io("copy git-maverick to", path)(e)),
+            Err(_) => write_hook(path, &native_hook(), mode_from),
+        },
+        Alone::Shim => write_hook(path, SHIM, mode_from),
+    }
+}
+
+fn install_block(path: &Path, needs_exec: bool, alone: Alone<'_>) -> Result<Change, HookFileError> {
     let meta = match std::fs::symlink_metadata(path) {
         Ok(meta) => Some(meta),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
@@ -272,7 +401,7 @@ fn install_block(path: &Path, needs_exec: bool, native: bool) -> Result<Change, 
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(io("create", dir))?;
         }
-        write_hook(path, &alone, None)?;
+        write_alone(path, alone, None)?;
         return Ok(Change::Created);
     };
     if meta.file_type().is_symlink() {
@@ -280,10 +409,24 @@ fn install_block(path: &Path, needs_exec: bool, native: bool) -> Result<Change, 
             path: path.to_owned(),
         });
     }
+    if is_copy(path) {
+        // A copy of git-maverick: current, or replaced by what belongs here.
+        let current = match alone {
+            Alone::Copy(binary) => {
+                std::fs::metadata(binary).is_ok_and(|bin| same_build(&meta, &bin))
+            }
+            Alone::Shim => false,
+        };
+        if current {
+            return Ok(Change::Unchanged);
+        }
+        write_alone(path, alone, None)?;
+        return Ok(Change::Updated);
+    }
     let existing = std::fs::read_to_string(path).map_err(io("read", path))?;
     if existing == SHIM || is_native(&existing) {
         // Maverick's alone: it becomes what such a file is here.
-        if existing == *alone {
+        if matches!(alone, Alone::Shim) && existing == SHIM {
             return Ok(Change::Unchanged);
         }
         if needs_exec && !executable(&meta) {
@@ -291,8 +434,14 @@ fn install_block(path: &Path, needs_exec: bool, native: bool) -> Result<Change, 
                 path: path.to_owned(),
             });
         }
-        write_hook(path, &alone, Some(&meta))?;
-        return Ok(Change::Updated);
+        write_alone(path, alone, Some(&meta))?;
+        return Ok(
+            if is_native(&existing) && std::fs::read_to_string(path).is_ok_and(|t| t == existing) {
+                Change::Unchanged
+            } else {
+                Change::Updated
+            },
+        );
     }
     if let Some(name) = interpreter(&existing).filter(|i| !is_shell(i)) {
         return Err(HookFileError::NotShell {
@@ -327,6 +476,10 @@ pub(crate) fn uninstall(path: &Path) -> Result<Change, HookFileError> {
         return Err(HookFileError::Symlink {
             path: path.to_owned(),
         });
+    }
+    if is_copy(path) {
+        std::fs::remove_file(path).map_err(io("remove", path))?;
+        return Ok(Change::Deleted);
     }
     let existing = std::fs::read_to_string(path).map_err(io("read", path))?;
     let (text, change) =

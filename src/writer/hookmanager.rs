@@ -4,8 +4,8 @@
 //!
 //! - none: maverick's block in `<hooks>/pre-push`; when that directory is
 //!   this clone's own (`.git/hooks`, not a `core.hooksPath` a team may
-//!   share) and the hook would hold nothing else, the file's interpreter is
-//!   git-maverick (`hookfile::native_hook`).
+//!   share) and the hook would hold nothing else, the file is a copy of
+//!   git-maverick (`hookfile::Alone::Copy`).
 //! - husky 9 (`core.hooksPath=.husky/_`): husky regenerates `.husky/_/*`
 //!   and runs `.husky/pre-push` with `sh -e`, the hook's arguments and
 //!   stdin: the block goes there.
@@ -23,7 +23,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::git::{Git, GitError};
-use crate::writer::hookfile::{self, Change, HookFileError};
+use crate::writer::hookfile::{self, Alone, Change, HookFileError};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -147,18 +147,17 @@ impl Setup {
         self.hooks_dir.join("pre-push")
     }
 
-    /// Whether the hook file may have git-maverick as its interpreter: only
-    /// where git's hooks are this clone's own, since a `core.hooksPath` may
-    /// be committed or shared with machines whose env or PATH differ.
-    /// It also takes env where the first line looks for it, and git-maverick
-    /// on PATH now (else the shell block, whose message says what to do, is
-    /// the better hook). Elsewhere than unix git runs hooks through its own
-    /// shell: the block it is.
-    fn native(&self) -> bool {
-        cfg!(unix)
-            && self.hooks_dir.starts_with(&self.common_dir)
-            && executable_file(Path::new(hookfile::NATIVE_ENV))
-            && on_path("git-maverick")
+    /// What the hook file is when it holds maverick's guard alone: a copy of
+    /// the git-maverick on PATH only where git's hooks are this clone's own,
+    /// since a `core.hooksPath` may be committed or shared with machines
+    /// whose git-maverick differs; elsewhere, or with no git-maverick on PATH
+    /// now, the shell block (whose message says what to do). Elsewhere than
+    /// unix git runs hooks through its own shell: the block it is.
+    fn alone(&self) -> Option<PathBuf> {
+        if !cfg!(unix) || !self.hooks_dir.starts_with(&self.common_dir) {
+            return None;
+        }
+        hookfile::installed_binary().map(|(binary, _)| binary)
     }
 
     /// husky 9's own hook file: `.husky/pre-push` next to `.husky/_`.
@@ -233,12 +232,13 @@ pub(crate) fn status(setup: &Setup) -> Status {
     let found = match setup.manager {
         Manager::None => {
             let text = read(&hook);
+            let copy = hookfile::is_copy(&hook);
             if !hook.exists() {
                 Err((
                     format!("there is no pre-push hook in {}", shown(&setup.hooks_dir)),
                     install,
                 ))
-            } else if !calls_guard(&text) {
+            } else if !copy && !calls_guard(&text) {
                 Err((
                     format!("{} does not call git-maverick", shown(&hook)),
                     install,
@@ -320,7 +320,9 @@ pub(crate) fn status(setup: &Setup) -> Status {
                 ))
             } else if read(&config).contains("git-maverick") {
                 Ok(config)
-            } else if executable_file(&legacy) && calls_guard(&read(&legacy)) {
+            } else if executable_file(&legacy)
+                && (calls_guard(&read(&legacy)) || hookfile::is_copy(&legacy))
+            {
                 // pre-commit runs a `.legacy` hook first, with git's stdin.
                 Ok(legacy)
             } else {
@@ -335,7 +337,9 @@ pub(crate) fn status(setup: &Setup) -> Status {
         }
     };
     let mut out = verdict(found);
-    if out.on && !on_path("git-maverick") {
+    // A copy of git-maverick runs without one on PATH; everything else calls it.
+    let copy = out.via.as_deref().is_some_and(hookfile::is_copy);
+    if out.on && !copy && !on_path("git-maverick") {
         out.on = false;
         out.why_not = Some(format!(
             "{} calls git-maverick, which is not on PATH: every push is refused",
@@ -362,9 +366,14 @@ pub(crate) fn install(setup: &Setup) -> Result<Report, ManagerError> {
     let hook = setup.hook_file();
     match setup.manager {
         Manager::None => {
+            let binary = setup.alone();
+            let alone = match &binary {
+                Some(binary) => Alone::Copy(binary),
+                None => Alone::Shim,
+            };
             report
                 .changes
-                .push((hook.clone(), hookfile::install(&hook, setup.native())?));
+                .push((hook.clone(), hookfile::install(&hook, alone)?));
         }
         Manager::Husky => {
             let own = setup.husky_file();
@@ -385,7 +394,7 @@ pub(crate) fn install(setup: &Setup) -> Result<Report, ManagerError> {
             let script = setup.lefthook_script();
             report
                 .changes
-                .push((script.clone(), hookfile::install(&script, false)?));
+                .push((script.clone(), hookfile::install(&script, Alone::Shim)?));
             let local = setup.lefthook_local();
             let text = read(&local);
             if hookfile::has_block(&text) {
