@@ -48,14 +48,21 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()>
     replace_file(path, bytes, true)
 }
 
-pub(crate) fn replace_file(path: &Path, bytes: &[u8], sync: bool) -> std::io::Result<()> {
+/// The file a replacement of `path` is written to before it is renamed
+/// over it: beside it (one file system), named for this process; the
+/// directory is made when missing.
+pub(crate) fn temp_beside(path: &Path) -> std::io::Result<std::path::PathBuf> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
     let name = path
         .file_name()
         .and_then(|n| n.to_str())
         .unwrap_or("record");
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    Ok(dir.join(format!(".{name}.{}.tmp", std::process::id())))
+}
+
+pub(crate) fn replace_file(path: &Path, bytes: &[u8], sync: bool) -> std::io::Result<()> {
+    let tmp = temp_beside(path)?;
     let mut file = std::fs::File::create(&tmp)?;
     file.write_all(bytes)?;
     if sync {

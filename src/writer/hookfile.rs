@@ -115,13 +115,7 @@ pub(crate) fn is_copy(path: &Path) -> bool {
 /// over whatever is there (so a running hook, or a file linked to it, is
 /// left as it was).
 pub(crate) fn copy_binary(binary: &Path, path: &Path) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let name = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or("pre-push");
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let tmp = crate::files::temp_beside(path)?;
     let copied = (|| {
         std::fs::copy(binary, &tmp)?;
         let modified = std::fs::metadata(binary)?.modified()?;
