@@ -9,7 +9,7 @@ set -euo pipefail
 runs=${1:-30}
 root=$(cd "$(dirname "$0")/.." && pwd)
 cargo build --quiet --release --locked --manifest-path "$root/Cargo.toml"
-bin="$root/target/release/git-maverick"
+bin="${CARGO_TARGET_DIR:-$root/target}/release/git-maverick"
 work=$(mktemp -d "${TMPDIR:-/tmp}/maverick-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 export GIT_CONFIG_GLOBAL="$work/gitconfig" GIT_CONFIG_NOSYSTEM=1

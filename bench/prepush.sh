@@ -23,6 +23,8 @@
 #               remote, which maverick's hook never does)
 #   unmanaged   maverick's hook, a branch it does not manage (the hot path)
 #   managed     maverick's hook, the claimed branch: every check runs
+#   managed-env the same with the hook file earlier versions wrote
+#               (`#!/usr/bin/env git-maverick`: env, then maverick)
 # The cases take turns run by run (a VM's speed drifts between minutes), each
 # run timed with bash's own clock. Prints the medians and the ratios to `none`.
 set -euo pipefail
@@ -77,13 +79,18 @@ printf '#!/bin/sh\ngit ls-remote "$1" >/dev/null\n' >"$work/ls-remote/.git/hooks
 chmod +x "$work/ls-remote/.git/hooks/pre-push"
 setup unmanaged bench/unmanaged
 setup managed maverick/1-bench
+setup managed-env maverick/3-bench
 # Each clone is its own instance and claims its own issue: `unmanaged`
 # pushes a branch it holds no claim on, `managed` the one it claimed.
 (cd "$work/unmanaged" && git maverick hook install >/dev/null)
 (cd "$work/unmanaged" && git maverick --lease-ttl 4h coord claim 2 --branch maverick/2-bench >/dev/null)
 (cd "$work/managed" && git maverick hook install >/dev/null)
 (cd "$work/managed" && git maverick --lease-ttl 4h coord claim 1 --branch maverick/1-bench >/dev/null)
-for case in none true-hook empty-hook ls-remote unmanaged managed; do
+(cd "$work/managed-env" && git maverick --lease-ttl 4h coord claim 3 --branch maverick/3-bench >/dev/null 2>&1)
+printf '#!/usr/bin/env git-maverick\n# >>> git-maverick pre-push >>>\n# <<< git-maverick pre-push <<<\n' \
+	>"$work/managed-env/.git/hooks/pre-push"
+chmod +x "$work/managed-env/.git/hooks/pre-push"
+for case in none true-hook empty-hook ls-remote unmanaged managed managed-env; do
 	git -C "$work/$case" push --quiet -u origin HEAD
 done
 
@@ -110,7 +117,7 @@ summary() {
 
 # The machine's speed drifts over a run (a VM's neighbours, caches), so the
 # cases take turns: run i of every case, then run i + 1. Three warm-up rounds.
-cases=(none true-hook empty-hook ls-remote unmanaged managed)
+cases=(none true-hook empty-hook ls-remote unmanaged managed managed-env)
 for ((i = 0; i < RUNS + 3; i++)); do
 	for case in "${cases[@]}"; do
 		commit "$case"
@@ -160,6 +167,7 @@ done
 
 # Every managed push went through the hook's checks and was allowed.
 [[ "$(git -C "$work/origin-managed.git" rev-parse maverick/1-bench)" == "$(git -C "$work/managed" rev-parse HEAD)" ]]
+[[ "$(git -C "$work/origin-managed-env.git" rev-parse maverick/3-bench)" == "$(git -C "$work/managed-env" rev-parse HEAD)" ]]
 
 echo "median time of one \`git push\` to a local bare origin ($tool)"
 # "over empty hook": what maverick adds beyond the shell hook every hook

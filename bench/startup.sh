@@ -16,7 +16,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${2:-}
 if [ -z "$bin" ]; then
   cargo build --quiet --release --locked --manifest-path "$root/Cargo.toml"
-  bin="$root/target/release/git-maverick"
+  bin="${CARGO_TARGET_DIR:-$root/target}/release/git-maverick"
 fi
 budget_us=3000
 
