@@ -507,6 +507,110 @@ fn an_upgraded_git_maverick_takes_the_copied_hook_over() {
     assert_copy_of_git_maverick(&hook);
 }
 
+/// A PATH whose `git-maverick` is a wrapper script (as version managers
+/// install) that starts the real one, then the rest of the test PATH.
+fn path_with_a_wrapper(env: &TestEnv) -> std::ffi::OsString {
+    let dir = env.path().join("wrapper-bin");
+    std::fs::create_dir_all(&dir).unwrap();
+    let wrapper = dir.join("git-maverick");
+    std::fs::write(&wrapper, format!("#!/bin/sh\nexec '{BIN}' \"$@\"\n")).unwrap();
+    make_executable(&wrapper);
+    std::env::join_paths(
+        std::iter::once(dir).chain(std::env::split_paths(&crate::support::path_with_bin())),
+    )
+    .unwrap()
+}
+
+/// With a wrapper first on PATH, `install` copies no wrapper (a copy of a
+/// script or a version manager's shim would not run as the hook): the file
+/// starts git-maverick through env, and guards.
+#[test]
+fn with_a_wrapper_on_path_the_hook_starts_git_maverick_through_env() {
+    let env = TestEnv::new();
+    let a = env.clone("a");
+    let path = path_with_a_wrapper(&env);
+    let out = a
+        .maverick_command(&["hook", "install"])
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let hook = a.dir.join(".git/hooks/pre-push");
+    let text = std::fs::read_to_string(&hook).unwrap();
+    assert_eq!(text.lines().next(), Some(NATIVE_LINE), "{text}");
+    a.maverick(&["coord", "claim", "142", "--branch", BRANCH])
+        .expect(0);
+    a.git(&["switch", "--quiet", "-c", BRANCH]);
+    let head = a.commit_file("one.rs", "1\n", "feat: one");
+    let with_wrapper = [("PATH", path.as_os_str())];
+    allowed(&a.git_as_instance(&["push", "--quiet", "-u", "origin", BRANCH], &with_wrapper));
+    a.git(&["reset", "--quiet", "--hard", "HEAD~1"]);
+    a.commit_file("one.rs", "other\n", "feat: one again");
+    refused(&a.git_as_instance(&["push", "--force", "origin", BRANCH], &with_wrapper));
+    assert_eq!(env.origin_head(BRANCH), Some(head));
+}
+
+/// `install` knows a copy by its bytes: one of another build that kept the
+/// size and time of this one is replaced.
+#[test]
+fn install_replaces_a_copy_of_another_build_with_the_same_size_and_time() {
+    let env = TestEnv::new();
+    let a = env.clone("a");
+    a.maverick(&["hook", "install"]).expect(0);
+    let hook = a.dir.join(".git/hooks/pre-push");
+    let modified = std::fs::metadata(&hook).unwrap().modified().unwrap();
+    let mut bytes = std::fs::read(&hook).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0xff;
+    std::fs::write(&hook, &bytes).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&hook)
+        .unwrap()
+        .set_modified(modified)
+        .unwrap();
+    let run = a.maverick(&["--json", "hook", "install"]);
+    assert_eq!(run.json()["change"], "updated");
+    assert_copy_of_git_maverick(&hook);
+}
+
+/// A hooks directory that keeps times to the second (ext2, FAT, some
+/// mounts) does not make every push look like one after an upgrade: the
+/// copy is kept, and checks the push itself.
+#[test]
+fn a_copy_whose_time_was_kept_to_the_second_is_current() {
+    let env = TestEnv::new();
+    let a = env.claimed_clone("a");
+    let hook = a.dir.join(".git/hooks/pre-push");
+    let exact = std::fs::metadata(&hook).unwrap().modified().unwrap();
+    let secs = exact
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let to_the_second = std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs);
+    assert_ne!(
+        exact, to_the_second,
+        "the build's time has no fraction to lose"
+    );
+    std::fs::File::options()
+        .write(true)
+        .open(&hook)
+        .unwrap()
+        .set_modified(to_the_second)
+        .unwrap();
+    let head = a.commit_file("one.rs", "1\n", "feat: one");
+    allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
+    a.git(&["reset", "--quiet", "--hard", "HEAD~1"]);
+    a.commit_file("one.rs", "other\n", "feat: one again");
+    refused(&push(&a, &["--force", "origin", BRANCH]));
+    assert_eq!(env.origin_head(BRANCH), Some(head));
+    assert_eq!(
+        std::fs::metadata(&hook).unwrap().modified().unwrap(),
+        to_the_second,
+        "the push copied git-maverick again"
+    );
+}
+
 /// The file of earlier versions, whose interpreter is git-maverick, still
 /// guards; with git-maverick gone from PATH it cannot start it and the
 /// push fails at once (it does not hang, as git does when a hook's

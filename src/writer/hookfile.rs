@@ -68,7 +68,12 @@ pub(crate) enum Alone<'a> {
     /// The shell block (a hooks directory others may share, or no
     /// git-maverick on PATH now: the shim says what to do at each push).
     Shim,
-    /// A copy of this git-maverick; the native file where no copy can be made.
+    /// The file whose interpreter is git-maverick: the `git-maverick` on
+    /// PATH is something that starts it (a version manager's shim, a
+    /// wrapper script), not a build to copy.
+    Native,
+    /// A copy of this git-maverick build; the native file where no copy
+    /// can be made.
     Copy(&'a Path),
 }
 
@@ -83,46 +88,66 @@ pub(crate) fn installed_binary() -> Option<(PathBuf, std::fs::Metadata)> {
     })
 }
 
-/// Whether two files are one build: a copy keeps its source's size and
-/// modification time.
+/// Whether two files are one build as far as their metadata tells: a copy
+/// keeps its source's size and modification time. The times are compared
+/// to the two seconds the coarsest file systems keep (FAT; ext2 and some
+/// mounts keep whole seconds), so that such a hooks directory does not
+/// make every push look like one after an upgrade.
 fn same_build(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
-    a.len() == b.len() && matches!((a.modified(), b.modified()), (Ok(x), Ok(y)) if x == y)
+    let close = |x: std::time::SystemTime, y: std::time::SystemTime| {
+        let apart = x.duration_since(y).or_else(|_| y.duration_since(x));
+        apart.is_ok_and(|d| d <= std::time::Duration::from_secs(2))
+    };
+    a.len() == b.len() && matches!((a.modified(), b.modified()), (Ok(x), Ok(y)) if close(x, y))
 }
 
-/// Whether the file at `path` is a copy of git-maverick: of the one on
-/// PATH (size and time), or of any build (its bytes hold the mark).
-pub(crate) fn is_copy(path: &Path) -> bool {
-    use std::io::Read as _;
-    let Ok(meta) = std::fs::symlink_metadata(path) else {
-        return false;
-    };
-    let mut head = [0u8; 4];
-    let elf = meta.is_file()
-        && std::fs::File::open(path).is_ok_and(|mut f| f.read_exact(&mut head).is_ok())
-        && head == *b"\x7fELF";
-    if !elf {
-        return false;
-    }
-    if installed_binary().is_some_and(|(_, bin)| same_build(&meta, &bin)) {
-        return true;
-    }
+/// Whether the file at `path` is a git-maverick build: its bytes hold the
+/// mark every build holds (whatever the executable format).
+pub(crate) fn is_build(path: &Path) -> bool {
     let mark = std::hint::black_box(COPY_MARK);
     std::fs::read(path).is_ok_and(|bytes| bytes.windows(mark.len()).any(|w| w == mark))
 }
 
+/// Whether the file at `path` is a copy of git-maverick: of the one on
+/// PATH (size and time, no read), or of any build (the mark).
+pub(crate) fn is_copy(path: &Path) -> bool {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return false;
+    };
+    if !meta.is_file() {
+        return false;
+    }
+    let current = installed_binary().is_some_and(|(_, theirs)| same_build(&meta, &theirs));
+    current || is_build(path)
+}
+
+/// Whether the hook file at `path` is a copy of exactly the build at
+/// `binary`: the same bytes.
+pub(crate) fn is_copy_of(path: &Path, binary: &Path) -> bool {
+    match (std::fs::read(path), std::fs::read(binary)) {
+        (Ok(copy), Ok(build)) => copy == build,
+        _ => false,
+    }
+}
+
 /// Puts a copy of the git-maverick at `binary` at `path` at once: written
-/// beside it with the source's mode and modification time, then renamed
-/// over whatever is there (so a running hook, or a file linked to it, is
-/// left as it was).
+/// beside it, given the source's modification time and made executable,
+/// then renamed over whatever is there (so a running hook, or a file
+/// linked to it, is left as it was).
 pub(crate) fn copy_binary(binary: &Path, path: &Path) -> std::io::Result<()> {
     let tmp = crate::files::temp_beside(path)?;
     let copied = (|| {
-        std::fs::copy(binary, &tmp)?;
-        let modified = std::fs::metadata(binary)?.modified()?;
-        std::fs::File::options()
-            .write(true)
-            .open(&tmp)?
-            .set_modified(modified)?;
+        let mut from = std::fs::File::open(binary)?;
+        let modified = from.metadata()?.modified()?;
+        let mut to = std::fs::File::create(&tmp)?;
+        std::io::copy(&mut from, &mut to)?;
+        to.set_modified(modified)?;
+        drop(to);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755))?;
+        }
         std::fs::rename(&tmp, path)
     })();
     if copied.is_err() {
@@ -132,11 +157,11 @@ pub(crate) fn copy_binary(binary: &Path, path: &Path) -> std::io::Result<()> {
 }
 
 /// Git runs a copy of git-maverick as the hook `hook`: when an upgrade
-/// replaced the git-maverick on PATH since the copy was made, the copy
-/// takes the new build's place (for the next push) and this push goes to
-/// the new build. Returns when this process is to check the push itself:
-/// the copy is current, there is no git-maverick on PATH, or the hand-over
-/// failed.
+/// replaced the git-maverick build on PATH since the copy was made, the
+/// copy takes the new build's place (for the next push) and this push goes
+/// to the new build. Returns when this process is to check the push itself:
+/// the copy is current, there is no git-maverick build on PATH (none, or a
+/// wrapper: the copy still guards), or the hand-over failed.
 #[cfg(unix)]
 pub(crate) fn hand_over_if_replaced(hook: &Path, remote: &str, url: &str) {
     use std::os::unix::process::CommandExt as _;
@@ -146,6 +171,9 @@ pub(crate) fn hand_over_if_replaced(hook: &Path, remote: &str, url: &str) {
     match std::fs::metadata(hook) {
         Ok(own) if !same_build(&own, &theirs) => {}
         _ => return,
+    }
+    if !is_build(&installed) {
+        return;
     }
     let _ = copy_binary(&installed, hook);
     let _ = std::process::Command::new(&installed)
@@ -381,6 +409,7 @@ fn write_alone(
             Err(e) if !Path::new(NATIVE_ENV).is_file() => Err(io("copy git-maverick to", path)(e)),
             Err(_) => write_hook(path, &native_hook(), mode_from),
         },
+        Alone::Native => write_hook(path, &native_hook(), mode_from),
         Alone::Shim => write_hook(path, SHIM, mode_from),
     }
 }
@@ -405,11 +434,10 @@ fn install_block(path: &Path, needs_exec: bool, alone: Alone<'_>) -> Result<Chan
     }
     if is_copy(path) {
         // A copy of git-maverick: current, or replaced by what belongs here.
+        // The bytes, not the metadata: install is where a copy is made right.
         let current = match alone {
-            Alone::Copy(binary) => {
-                std::fs::metadata(binary).is_ok_and(|bin| same_build(&meta, &bin))
-            }
-            Alone::Shim => false,
+            Alone::Copy(binary) => is_copy_of(path, binary),
+            Alone::Native | Alone::Shim => false,
         };
         if current {
             return Ok(Change::Unchanged);
@@ -420,7 +448,12 @@ fn install_block(path: &Path, needs_exec: bool, alone: Alone<'_>) -> Result<Chan
     let existing = std::fs::read_to_string(path).map_err(io("read", path))?;
     if existing == SHIM || is_native(&existing) {
         // Maverick's alone: it becomes what such a file is here.
-        if matches!(alone, Alone::Shim) && existing == SHIM {
+        let unchanged = match alone {
+            Alone::Shim => existing == SHIM,
+            Alone::Native => existing == native_hook(),
+            Alone::Copy(_) => false,
+        };
+        if unchanged {
             return Ok(Change::Unchanged);
         }
         if needs_exec && !executable(&meta) {

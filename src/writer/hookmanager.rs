@@ -148,16 +148,21 @@ impl Setup {
     }
 
     /// What the hook file is when it holds maverick's guard alone: a copy of
-    /// the git-maverick on PATH only where git's hooks are this clone's own,
-    /// since a `core.hooksPath` may be committed or shared with machines
-    /// whose git-maverick differs; elsewhere, or with no git-maverick on PATH
-    /// now, the shell block (whose message says what to do). Elsewhere than
-    /// unix git runs hooks through its own shell: the block it is.
-    fn alone(&self) -> Option<PathBuf> {
+    /// the git-maverick build on PATH only where git's hooks are this
+    /// clone's own, since a `core.hooksPath` may be committed or shared
+    /// with machines whose git-maverick differs; the file whose interpreter
+    /// is git-maverick where what PATH finds is not a build (a version
+    /// manager's shim, a wrapper: copying it would copy the shim); the
+    /// shell block elsewhere, or with no git-maverick on PATH now (its
+    /// message says what to do). Elsewhere than unix git runs hooks through
+    /// its own shell: the block it is.
+    fn alone(&self) -> Option<(PathBuf, bool)> {
         if !cfg!(unix) || !self.hooks_dir.starts_with(&self.common_dir) {
             return None;
         }
-        hookfile::installed_binary().map(|(binary, _)| binary)
+        let (binary, _) = hookfile::installed_binary()?;
+        let build = hookfile::is_build(&binary);
+        Some((binary, build))
     }
 
     /// husky 9's own hook file: `.husky/pre-push` next to `.husky/_`.
@@ -368,8 +373,9 @@ pub(crate) fn install(setup: &Setup) -> Result<Report, ManagerError> {
         Manager::None => {
             let binary = setup.alone();
             let alone = match &binary {
-                Some(binary) => Alone::Copy(binary),
-                None => Alone::Shim,
+                Some((binary, true)) => Alone::Copy(binary),
+                Some((_, false)) if Path::new(hookfile::NATIVE_ENV).is_file() => Alone::Native,
+                _ => Alone::Shim,
             };
             report
                 .changes
