@@ -421,6 +421,18 @@ fn path_without_maverick(env: &TestEnv) -> std::path::PathBuf {
     bin
 }
 
+/// The guard holds: a first plain push of the claimed branch goes
+/// through, a force push over it is refused, and the remote keeps the
+/// first (`envs` for git, such as a PATH of the test's making).
+fn the_guard_holds(env: &TestEnv, a: &Repo, envs: &[(&str, &OsStr)]) {
+    let head = a.commit_file("one.rs", "1\n", "feat: one");
+    allowed(&a.git_as_instance(&["push", "--quiet", "-u", "origin", BRANCH], envs));
+    a.git(&["reset", "--quiet", "--hard", "HEAD~1"]);
+    a.commit_file("one.rs", "other\n", "feat: one again");
+    refused(&a.git_as_instance(&["push", "--force", "origin", BRANCH], envs));
+    assert_eq!(env.origin_head(BRANCH), Some(head));
+}
+
 /// Issue 11, item 9: in `.git/hooks`, a hook that holds only maverick's
 /// guard is a copy of git-maverick (git starts one process, no shell or
 /// env before maverick), and guards as the shell block does.
@@ -433,12 +445,7 @@ fn a_new_hook_is_a_copy_of_git_maverick_and_guards() {
     let run = a.maverick(&["hook", "status"]);
     run.expect(0);
     assert!(run.stdout.contains(".git/hooks/pre-push"), "{}", run.stdout);
-    let head = a.commit_file("one.rs", "1\n", "feat: one");
-    allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
-    a.git(&["reset", "--quiet", "--hard", "HEAD~1"]);
-    a.commit_file("one.rs", "other\n", "feat: one again");
-    refused(&push(&a, &["--force", "origin", BRANCH]));
-    assert_eq!(env.origin_head(BRANCH), Some(head));
+    the_guard_holds(&env, &a, &[]);
 }
 
 /// The copy needs no git-maverick on PATH: with it gone (uninstalled, or
@@ -448,14 +455,8 @@ fn a_new_hook_is_a_copy_of_git_maverick_and_guards() {
 fn the_copied_hook_guards_without_git_maverick_on_path() {
     let env = TestEnv::new();
     let a = env.claimed_clone("a");
-    let head = a.commit_file("one.rs", "1\n", "feat: one");
     let bin = path_without_maverick(&env);
-    let path = [("PATH", OsStr::new(bin.to_str().unwrap()))];
-    allowed(&a.git_as_instance(&["push", "--quiet", "origin", BRANCH], &path));
-    a.git(&["reset", "--quiet", "--hard", "HEAD~1"]);
-    a.commit_file("one.rs", "other\n", "feat: one again");
-    refused(&a.git_as_instance(&["push", "--force", "origin", BRANCH], &path));
-    assert_eq!(env.origin_head(BRANCH), Some(head));
+    the_guard_holds(&env, &a, &[("PATH", OsStr::new(bin.to_str().unwrap()))]);
     let status = a
         .maverick_command(&["hook", "status"])
         .env("PATH", &bin)
@@ -541,13 +542,7 @@ fn with_a_wrapper_on_path_the_hook_starts_git_maverick_through_env() {
     a.maverick(&["coord", "claim", "142", "--branch", BRANCH])
         .expect(0);
     a.git(&["switch", "--quiet", "-c", BRANCH]);
-    let head = a.commit_file("one.rs", "1\n", "feat: one");
-    let with_wrapper = [("PATH", path.as_os_str())];
-    allowed(&a.git_as_instance(&["push", "--quiet", "-u", "origin", BRANCH], &with_wrapper));
-    a.git(&["reset", "--quiet", "--hard", "HEAD~1"]);
-    a.commit_file("one.rs", "other\n", "feat: one again");
-    refused(&a.git_as_instance(&["push", "--force", "origin", BRANCH], &with_wrapper));
-    assert_eq!(env.origin_head(BRANCH), Some(head));
+    the_guard_holds(&env, &a, &[("PATH", path.as_os_str())]);
 }
 
 /// `install` knows a copy by its bytes: one of another build that kept the
@@ -598,12 +593,7 @@ fn a_copy_whose_time_was_kept_to_the_second_is_current() {
         .unwrap()
         .set_modified(to_the_second)
         .unwrap();
-    let head = a.commit_file("one.rs", "1\n", "feat: one");
-    allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
-    a.git(&["reset", "--quiet", "--hard", "HEAD~1"]);
-    a.commit_file("one.rs", "other\n", "feat: one again");
-    refused(&push(&a, &["--force", "origin", BRANCH]));
-    assert_eq!(env.origin_head(BRANCH), Some(head));
+    the_guard_holds(&env, &a, &[]);
     assert_eq!(
         std::fs::metadata(&hook).unwrap().modified().unwrap(),
         to_the_second,
