@@ -421,6 +421,17 @@ fn path_without_maverick(env: &TestEnv) -> std::path::PathBuf {
     bin
 }
 
+/// Gives the file at `path` the modification time `time`, as a copy or an
+/// install keeps it.
+fn set_modified(path: &std::path::Path, time: std::time::SystemTime) {
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(time)
+        .unwrap();
+}
+
 /// The guard holds: a first plain push of the claimed branch goes
 /// through, a force push over it is refused, and the remote keeps the
 /// first (`envs` for git, such as a PATH of the test's making).
@@ -482,12 +493,7 @@ fn an_upgraded_git_maverick_takes_the_copied_hook_over() {
     let new_build = upgraded.join("git-maverick");
     std::fs::copy(BIN, &new_build).unwrap();
     let then = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000);
-    std::fs::File::options()
-        .write(true)
-        .open(&new_build)
-        .unwrap()
-        .set_modified(then)
-        .unwrap();
+    set_modified(&new_build, then);
     let path = std::env::join_paths(
         std::iter::once(upgraded.clone())
             .chain(std::env::split_paths(&crate::support::path_with_bin())),
@@ -558,12 +564,7 @@ fn install_replaces_a_copy_of_another_build_with_the_same_size_and_time() {
     let at = bytes.len() / 2;
     bytes[at] ^= 0xff;
     std::fs::write(&hook, &bytes).unwrap();
-    std::fs::File::options()
-        .write(true)
-        .open(&hook)
-        .unwrap()
-        .set_modified(modified)
-        .unwrap();
+    set_modified(&hook, modified);
     let run = a.maverick(&["--json", "hook", "install"]);
     assert_eq!(run.json()["change"], "updated");
     assert_copy_of_git_maverick(&hook);
@@ -587,12 +588,7 @@ fn a_copy_whose_time_was_kept_to_the_second_is_current() {
         exact, to_the_second,
         "the build's time has no fraction to lose"
     );
-    std::fs::File::options()
-        .write(true)
-        .open(&hook)
-        .unwrap()
-        .set_modified(to_the_second)
-        .unwrap();
+    set_modified(&hook, to_the_second);
     the_guard_holds(&env, &a, &[]);
     assert_eq!(
         std::fs::metadata(&hook).unwrap().modified().unwrap(),

@@ -365,6 +365,27 @@ fn status_says_why_the_guard_is_off_and_commands_warn_once() {
     assert!(claim.stderr.contains("guard is off"), "{}", claim.stderr);
 }
 
+/// pre-commit keeps maverick's hook, a copy of git-maverick, as
+/// `pre-push.legacy` and runs it first with git's arguments and stdin: the
+/// copy guards from there, and `status` names it.
+#[test]
+fn pre_commit_runs_maverick_s_copy_kept_as_legacy() {
+    require("pre-commit", "pip install pre-commit");
+    let env = TestEnv::new();
+    let a = env.clone("a");
+    a.maverick(&["hook", "install"]).expect(0);
+    a.write_file(".pre-commit-config.yaml", "repos: []\n");
+    a.git(&["add", ".pre-commit-config.yaml"]);
+    a.git(&["commit", "--quiet", "-m", "chore: pre-commit"]);
+    tool(&a, "pre-commit", &["install", "--hook-type", "pre-push"]);
+    let on = status(&a, 0);
+    assert!(
+        on["via"].as_str().unwrap().ends_with("pre-push.legacy"),
+        "{on}"
+    );
+    the_guard_holds(&env, &a);
+}
+
 #[test]
 fn uninstall_removes_the_copy_pre_commit_keeps_as_legacy() {
     require("pre-commit", "pip install pre-commit");

@@ -195,11 +195,15 @@ fn token_entry(s: &Settings) -> Entry {
 fn hook_entry(git: &Git) -> Entry {
     let (value, origin) = match crate::writer::hookfile::hook_path(git) {
         Ok(path) => {
-            let text = std::fs::read_to_string(&path).unwrap_or_default();
             let shown = Origin::Derived(path.display().to_string());
-            if text.contains(crate::writer::hookfile::BEGIN)
-                || crate::writer::hookfile::is_copy(&path)
-            {
+            // A copy is known before its megabytes are read as text.
+            let copy = crate::writer::hookfile::is_copy(&path);
+            let text = if copy {
+                String::new()
+            } else {
+                std::fs::read_to_string(&path).unwrap_or_default()
+            };
+            if copy || text.contains(crate::writer::hookfile::BEGIN) {
                 ("installed".to_owned(), shown)
             } else if text.contains("maverick hook pre-push") {
                 ("called by another hook manager".to_owned(), shown)

@@ -63,8 +63,8 @@ pub(crate) fn is_native(text: &str) -> bool {
 static COPY_MARK: &[u8] = b"git-maverick: this file is a copy of git-maverick, the pre-push hook";
 
 /// What a hook file that is maverick's alone is.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Alone<'a> {
+#[derive(Clone, Debug)]
+pub(crate) enum Alone {
     /// The shell block (a hooks directory others may share, or no
     /// git-maverick on PATH now: the shim says what to do at each push).
     Shim,
@@ -72,9 +72,14 @@ pub(crate) enum Alone<'a> {
     /// PATH is something that starts it (a version manager's shim, a
     /// wrapper script), not a build to copy.
     Native,
-    /// A copy of this git-maverick build; the native file where no copy
-    /// can be made.
-    Copy(&'a Path),
+    /// A copy of the git-maverick build at this path; the native file
+    /// where no copy can be made.
+    Copy(PathBuf),
+}
+
+/// Whether the env the native file's first line names is there to start it.
+pub(crate) fn env_available() -> bool {
+    std::fs::metadata(NATIVE_ENV).is_ok_and(|m| m.is_file() && executable(&m))
 }
 
 /// The git-maverick git would find on PATH now, with its metadata
@@ -386,35 +391,38 @@ fn write_hook(
 /// nothing. A new hook, or one that holds nothing but maverick's (a copy,
 /// the native file or the shim of older versions), becomes `alone`. Any
 /// other hook gets the block.
-pub(crate) fn install(path: &Path, alone: Alone<'_>) -> Result<Change, HookFileError> {
+pub(crate) fn install(path: &Path, alone: &Alone) -> Result<Change, HookFileError> {
     install_block(path, true, alone)
 }
 
 /// The same for a script a hook manager runs with `sh` (husky's
 /// `.husky/pre-push`): it need not be executable.
 pub(crate) fn install_script(path: &Path) -> Result<Change, HookFileError> {
-    install_block(path, false, Alone::Shim)
+    install_block(path, false, &Alone::Shim)
 }
 
 /// Makes `path` what a file holding maverick's guard alone is: a copy of
-/// git-maverick where one can be made, else its text.
+/// git-maverick where one can be made, else its text. Returns the text
+/// written, `None` for a copy.
 fn write_alone(
     path: &Path,
-    alone: Alone<'_>,
+    alone: &Alone,
     mode_from: Option<&std::fs::Metadata>,
-) -> Result<(), HookFileError> {
-    match alone {
+) -> Result<Option<String>, HookFileError> {
+    let text = match alone {
         Alone::Copy(binary) => match copy_binary(binary, path) {
-            Ok(()) => Ok(()),
-            Err(e) if !Path::new(NATIVE_ENV).is_file() => Err(io("copy git-maverick to", path)(e)),
-            Err(_) => write_hook(path, &native_hook(), mode_from),
+            Ok(()) => return Ok(None),
+            Err(e) if !env_available() => return Err(io("copy git-maverick to", path)(e)),
+            Err(_) => native_hook(),
         },
-        Alone::Native => write_hook(path, &native_hook(), mode_from),
-        Alone::Shim => write_hook(path, SHIM, mode_from),
-    }
+        Alone::Native => native_hook(),
+        Alone::Shim => SHIM.to_owned(),
+    };
+    write_hook(path, &text, mode_from)?;
+    Ok(Some(text))
 }
 
-fn install_block(path: &Path, needs_exec: bool, alone: Alone<'_>) -> Result<Change, HookFileError> {
+fn install_block(path: &Path, needs_exec: bool, alone: &Alone) -> Result<Change, HookFileError> {
     let meta = match std::fs::symlink_metadata(path) {
         Ok(meta) => Some(meta),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
@@ -461,14 +469,13 @@ fn install_block(path: &Path, needs_exec: bool, alone: Alone<'_>) -> Result<Chan
                 path: path.to_owned(),
             });
         }
-        write_alone(path, alone, Some(&meta))?;
-        return Ok(
-            if is_native(&existing) && std::fs::read_to_string(path).is_ok_and(|t| t == existing) {
-                Change::Unchanged
-            } else {
-                Change::Updated
-            },
-        );
+        // A copy that could not be made may leave the file as it was.
+        let written = write_alone(path, alone, Some(&meta))?;
+        return Ok(if written.as_deref() == Some(existing.as_str()) {
+            Change::Unchanged
+        } else {
+            Change::Updated
+        });
     }
     if let Some(name) = interpreter(&existing).filter(|i| !is_shell(i)) {
         return Err(HookFileError::NotShell {

@@ -156,13 +156,15 @@ impl Setup {
     /// shell block elsewhere, or with no git-maverick on PATH now (its
     /// message says what to do). Elsewhere than unix git runs hooks through
     /// its own shell: the block it is.
-    fn alone(&self) -> Option<(PathBuf, bool)> {
+    fn alone(&self) -> Alone {
         if !cfg!(unix) || !self.hooks_dir.starts_with(&self.common_dir) {
-            return None;
+            return Alone::Shim;
         }
-        let (binary, _) = hookfile::installed_binary()?;
-        let build = hookfile::is_build(&binary);
-        Some((binary, build))
+        match hookfile::installed_binary() {
+            Some((binary, _)) if hookfile::is_build(&binary) => Alone::Copy(binary),
+            Some(_) if hookfile::env_available() => Alone::Native,
+            _ => Alone::Shim,
+        }
     }
 
     /// husky 9's own hook file: `.husky/pre-push` next to `.husky/_`.
@@ -211,19 +213,22 @@ fn executable_file(path: &Path) -> bool {
 }
 
 pub(crate) fn status(setup: &Setup) -> Status {
-    let verdict = |via: Result<PathBuf, (String, String)>| {
-        let (via, why_not, fix) = match via {
-            Ok(path) => (Some(path), None, None),
-            Err((why, fix)) => (None, Some(why), Some(fix)),
+    // `Ok` carries the file or config that calls the guard, and whether it
+    // is a copy of git-maverick (which needs none on PATH).
+    let verdict = |via: Result<(PathBuf, bool), (String, String)>| {
+        let (via, copy, why_not, fix) = match via {
+            Ok((path, copy)) => (Some(path), copy, None, None),
+            Err((why, fix)) => (None, false, Some(why), Some(fix)),
         };
-        Status {
+        let status = Status {
             on: via.is_some(),
             manager: setup.manager,
             hooks_dir: setup.hooks_dir.clone(),
             via,
             why_not,
             fix,
-        }
+        };
+        (status, copy)
     };
     let install = "git maverick hook install".to_owned();
     let hook = setup.hook_file();
@@ -236,14 +241,14 @@ pub(crate) fn status(setup: &Setup) -> Status {
     };
     let found = match setup.manager {
         Manager::None => {
-            let text = read(&hook);
+            // A copy is known before its megabytes are read as text.
             let copy = hookfile::is_copy(&hook);
             if !hook.exists() {
                 Err((
                     format!("there is no pre-push hook in {}", shown(&setup.hooks_dir)),
                     install,
                 ))
-            } else if !copy && !calls_guard(&text) {
+            } else if !copy && !calls_guard(&read(&hook)) {
                 Err((
                     format!("{} does not call git-maverick", shown(&hook)),
                     install,
@@ -254,7 +259,7 @@ pub(crate) fn status(setup: &Setup) -> Status {
                     format!("chmod +x {}", shown(&hook)),
                 ))
             } else {
-                Ok(hook)
+                Ok((hook, copy))
             }
         }
         Manager::Husky => {
@@ -279,7 +284,7 @@ pub(crate) fn status(setup: &Setup) -> Status {
                     install,
                 ))
             } else {
-                Ok(own)
+                Ok((own, false))
             }
         }
         Manager::Lefthook => {
@@ -308,7 +313,7 @@ pub(crate) fn status(setup: &Setup) -> Status {
                     "run `lefthook install`".to_owned(),
                 ))
             } else {
-                Ok(local)
+                Ok((local, false))
             }
         }
         Manager::PreCommit => {
@@ -324,12 +329,13 @@ pub(crate) fn status(setup: &Setup) -> Status {
                     "run `pre-commit install --hook-type pre-push`".to_owned(),
                 ))
             } else if read(&config).contains("git-maverick") {
-                Ok(config)
-            } else if executable_file(&legacy)
-                && (calls_guard(&read(&legacy)) || hookfile::is_copy(&legacy))
-            {
-                // pre-commit runs a `.legacy` hook first, with git's stdin.
-                Ok(legacy)
+                Ok((config, false))
+            } else if executable_file(&legacy) && hookfile::is_copy(&legacy) {
+                // pre-commit runs a `.legacy` hook first, with git's
+                // arguments and stdin.
+                Ok((legacy, true))
+            } else if executable_file(&legacy) && calls_guard(&read(&legacy)) {
+                Ok((legacy, false))
             } else {
                 Err((
                     format!("{} has no git-maverick hook", shown(&config)),
@@ -341,9 +347,8 @@ pub(crate) fn status(setup: &Setup) -> Status {
             }
         }
     };
-    let mut out = verdict(found);
+    let (mut out, copy) = verdict(found);
     // A copy of git-maverick runs without one on PATH; everything else calls it.
-    let copy = out.via.as_deref().is_some_and(hookfile::is_copy);
     if out.on && !copy && !on_path("git-maverick") {
         out.on = false;
         out.why_not = Some(format!(
@@ -371,15 +376,9 @@ pub(crate) fn install(setup: &Setup) -> Result<Report, ManagerError> {
     let hook = setup.hook_file();
     match setup.manager {
         Manager::None => {
-            let binary = setup.alone();
-            let alone = match &binary {
-                Some((binary, true)) => Alone::Copy(binary),
-                Some((_, false)) if Path::new(hookfile::NATIVE_ENV).is_file() => Alone::Native,
-                _ => Alone::Shim,
-            };
             report
                 .changes
-                .push((hook.clone(), hookfile::install(&hook, alone)?));
+                .push((hook.clone(), hookfile::install(&hook, &setup.alone())?));
         }
         Manager::Husky => {
             let own = setup.husky_file();
@@ -400,7 +399,7 @@ pub(crate) fn install(setup: &Setup) -> Result<Report, ManagerError> {
             let script = setup.lefthook_script();
             report
                 .changes
-                .push((script.clone(), hookfile::install(&script, Alone::Shim)?));
+                .push((script.clone(), hookfile::install(&script, &Alone::Shim)?));
             let local = setup.lefthook_local();
             let text = read(&local);
             if hookfile::has_block(&text) {
