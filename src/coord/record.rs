@@ -3,6 +3,10 @@
 //! The surface is the truth; these files are a cache that the pre-push hook
 //! and `task done` read without a network call. They live in the common git
 //! dir, so every linked worktree of a clone sees them.
+//!
+//! Which issue a branch belongs to is a claim record naming it, else the
+//! one rule for branch names here (`issue_of_branch_name`), which `task`,
+//! `resume`, `hydrate` and a damaged record's reach all use.
 
 use std::path::{Path, PathBuf};
 
