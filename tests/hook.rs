@@ -422,11 +422,10 @@ fn path_without_maverick(env: &TestEnv) -> std::path::PathBuf {
 }
 
 /// Gives the file at `path` the modification time `time`, as a copy or an
-/// install keeps it.
+/// install keeps it. Opened for reading only: a file this process holds
+/// open for writing may not be run (see `support::copy_program`).
 fn set_modified(path: &std::path::Path, time: std::time::SystemTime) {
-    std::fs::File::options()
-        .write(true)
-        .open(path)
+    std::fs::File::open(path)
         .unwrap()
         .set_modified(time)
         .unwrap();
@@ -491,7 +490,7 @@ fn an_upgraded_git_maverick_takes_the_copied_hook_over() {
     let upgraded = env.path().join("upgraded-bin");
     std::fs::create_dir_all(&upgraded).unwrap();
     let new_build = upgraded.join("git-maverick");
-    std::fs::copy(BIN, &new_build).unwrap();
+    crate::support::copy_program(std::path::Path::new(BIN), &new_build);
     let then = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000);
     set_modified(&new_build, then);
     let path = std::env::join_paths(
@@ -519,9 +518,11 @@ fn an_upgraded_git_maverick_takes_the_copied_hook_over() {
 fn path_with_a_wrapper(env: &TestEnv) -> std::ffi::OsString {
     let dir = env.path().join("wrapper-bin");
     std::fs::create_dir_all(&dir).unwrap();
-    let wrapper = dir.join("git-maverick");
-    std::fs::write(&wrapper, format!("#!/bin/sh\nexec '{BIN}' \"$@\"\n")).unwrap();
-    make_executable(&wrapper);
+    // Written beside, then copied in by `cp` (see `support::copy_program`).
+    let script = env.path().join("wrapper.sh");
+    std::fs::write(&script, format!("#!/bin/sh\nexec '{BIN}' \"$@\"\n")).unwrap();
+    make_executable(&script);
+    crate::support::copy_program(&script, &dir.join("git-maverick"));
     std::env::join_paths(
         std::iter::once(dir).chain(std::env::split_paths(&crate::support::path_with_bin())),
     )

@@ -158,7 +158,7 @@ fn colour_only_on_a_terminal_and_never_with_no_color() {
 fn install_prefix(env: &TestEnv) -> PathBuf {
     let prefix = env.path().join("prefix");
     std::fs::create_dir_all(prefix.join("bin")).unwrap();
-    std::fs::copy(BIN, prefix.join("bin").join("git-maverick")).unwrap();
+    crate::support::copy_program(Path::new(BIN), &prefix.join("bin").join("git-maverick"));
     prefix
 }
 

@@ -686,6 +686,20 @@ impl TestEnv {
     }
 }
 
+/// Copies the program at `from` to `to` in a `cp` process of its own, never
+/// in this one: a file this test process held open for writing would be
+/// inherited by whatever another test thread forks meanwhile, and
+/// executing the copy could then fail with ETXTBSY ("Text file busy").
+pub fn copy_program(from: &Path, to: &Path) {
+    let status = Command::new("cp")
+        .arg("--")
+        .arg(from)
+        .arg(to)
+        .status()
+        .expect("cp runs");
+    assert!(status.success(), "cp {} {}", from.display(), to.display());
+}
+
 /// PATH with the built `git-maverick` first, so that git hooks find it.
 pub fn path_with_bin() -> std::ffi::OsString {
     let bin_dir = Path::new(BIN)
