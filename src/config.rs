@@ -978,7 +978,7 @@ fn resolve_instance_in(
         source,
     };
     std::fs::create_dir_all(path.parent().expect("has a parent")).map_err(io_err)?;
-    crate::files::write_atomically(&path, format!("{id}\n").as_bytes()).map_err(io_err)?;
+    crate::records::files::write_atomically(&path, format!("{id}\n").as_bytes()).map_err(io_err)?;
     Ok((id, kept))
 }
 

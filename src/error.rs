@@ -244,8 +244,8 @@ impl From<crate::coord::lease::LeaseError> for CommandError {
     }
 }
 
-impl From<crate::files::RecordError> for CommandError {
-    fn from(err: crate::files::RecordError) -> Self {
+impl From<crate::records::files::RecordError> for CommandError {
+    fn from(err: crate::records::files::RecordError) -> Self {
         let mut e = CommandError::from_error(Exit::Error, &err);
         e.hints.extend(err.hint());
         e
@@ -389,9 +389,9 @@ impl From<crate::coord::dispatch::DispatchError> for CommandError {
     }
 }
 
-impl From<crate::durable::hydrate::HydrateError> for CommandError {
-    fn from(err: crate::durable::hydrate::HydrateError) -> Self {
-        use crate::durable::hydrate::HydrateError;
+impl From<crate::workflow::hydrate::HydrateError> for CommandError {
+    fn from(err: crate::workflow::hydrate::HydrateError) -> Self {
+        use crate::workflow::hydrate::HydrateError;
         match err {
             HydrateError::Surface(e) => e.into(),
             HydrateError::Git(e) => e.into(),
@@ -427,9 +427,9 @@ impl From<crate::durable::tasks::TaskError> for CommandError {
     }
 }
 
-impl From<crate::durable::task_done::DoneError> for CommandError {
-    fn from(err: crate::durable::task_done::DoneError) -> Self {
-        use crate::durable::task_done::DoneError;
+impl From<crate::workflow::task_done::DoneError> for CommandError {
+    fn from(err: crate::workflow::task_done::DoneError) -> Self {
+        use crate::workflow::task_done::DoneError;
         let again = "run `git maverick task done` again";
         match err {
             DoneError::NothingStaged => CommandError::tool(err.to_string()).hint(format!(

@@ -220,3 +220,66 @@ fn modules_import_one_another_without_a_cycle_but_cli_and_commands() {
         "a cycle through git was not found"
     );
 }
+
+/// The top-level module (a folder of `src/`, or a file directly in it) each
+/// module belongs to: `writer::prepush` → `writer`.
+fn folder_graph(graph: &Graph) -> Graph {
+    let top = |m: &str| m.split("::").next().unwrap_or(m).to_owned();
+    let mut folders = Graph::new();
+    for (module, imports) in graph {
+        let from = top(module);
+        let entry = folders.entry(from.clone()).or_default();
+        entry.extend(imports.iter().map(|i| top(i)).filter(|to| *to != from));
+    }
+    folders
+}
+
+#[test]
+fn folders_import_one_another_without_a_cycle_but_cli_and_commands() {
+    let folders = folder_graph(&graph());
+    for layer in [
+        "records", "workflow", "coord", "durable", "writer", "surface",
+    ] {
+        assert!(
+            folders.contains_key(layer),
+            "no {layer} folder: {folders:#?}"
+        );
+    }
+    let found: Vec<Vec<String>> = cycles(&folders)
+        .into_iter()
+        .filter(|component| !component.iter().all(|m| in_command_layer(m)))
+        .collect();
+    assert!(
+        found.is_empty(),
+        "import cycles between folders: {found:#?}"
+    );
+    // The promise folders sit below the workflows, and the local records
+    // and the marker format below every promise and surface.
+    for (from, to) in [
+        ("coord", "workflow"),
+        ("durable", "workflow"),
+        ("writer", "workflow"),
+        ("surface", "coord"),
+        ("records", "coord"),
+        ("records", "writer"),
+        ("markers", "surface"),
+    ] {
+        assert!(
+            !folders[from].contains(to),
+            "{from} imports {to}, which sits above it"
+        );
+    }
+    // The check finds a cycle between folders where there is one: a file of
+    // `records` reaching up into `coord`.
+    let mut broken = graph();
+    broken
+        .entry("records::claim".into())
+        .or_default()
+        .insert("coord::lease".into());
+    assert!(
+        cycles(&folder_graph(&broken))
+            .iter()
+            .any(|c| c.contains(&"records".to_owned())),
+        "a cycle through records was not found"
+    );
+}

@@ -686,8 +686,8 @@ mod hold_in_memory {
     use maverick::coord::claims::{self, ReleaseReason};
     use maverick::coord::hold::{self, Ending, HoldReport, HoldRequest, Inbox, Released};
     use maverick::coord::lease::{ClaimOutcome, ClaimRequest, Coordinator, Decision};
-    use maverick::coord::record::ClaimStore;
     use maverick::coord::supervise::ChildStatus;
+    use maverick::records::claim::ClaimStore;
 
     use crate::support::sim::{SimSurface, World};
 

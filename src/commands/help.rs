@@ -194,7 +194,7 @@ pub(crate) fn install_man_pages(args: InstallManPagesArgs) -> Result<Outcome, Co
     let mut written = Vec::new();
     for (name, text) in &pages {
         let path = dir.join(name);
-        crate::files::write_atomically(&path, text).map_err(|e| io_err(&path, e))?;
+        crate::records::files::write_atomically(&path, text).map_err(|e| io_err(&path, e))?;
         written.push(path.display().to_string());
     }
     let mut outcome = Outcome::new(

@@ -5,8 +5,8 @@ use serde_json::{json, Value};
 
 use super::{Context, Outcome};
 use crate::cli::{issue_number, GlobalArgs};
-use crate::durable::hydrate;
 use crate::error::{CommandError, Exit};
+use crate::workflow::hydrate;
 
 #[derive(Debug, Args)]
 pub(crate) struct HydrateArgs {

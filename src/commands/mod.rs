@@ -21,9 +21,9 @@ use serde_json::{json, Value};
 
 use crate::cli::{Cli, Command, GlobalArgs};
 use crate::config::{Settings, SurfaceKind, UnknownKey};
-use crate::coord::record::ClaimStore;
 use crate::error::{CommandError, Exit};
 use crate::git::{Git, GitEnv};
+use crate::records::claim::ClaimStore;
 use crate::surface::git::GitSurface;
 use crate::surface::github::{resolve_token, GithubConfig, GithubError, GithubSurface};
 use crate::surface::{Surface, SurfaceError};
@@ -389,7 +389,7 @@ pub(crate) fn warn_if_guard_off(git: &Git, outcome: Outcome) -> Outcome {
         return outcome;
     }
     let why = status.why_not.unwrap_or_default();
-    let _ = crate::files::write_atomically(&marker, format!("{why}\n").as_bytes());
+    let _ = crate::records::files::write_atomically(&marker, format!("{why}\n").as_bytes());
     outcome
         .note(format!(
             "warning: the pre-push guard is off in this clone, so a plain `git push` is not checked: {why}"

@@ -7,9 +7,9 @@ use serde_json::json;
 use super::{Context, Outcome};
 use crate::cli::{issue_number, GlobalArgs};
 use crate::coord::lease::{self, Coordinator, Decision, HeartbeatOutcome, IssueView};
-use crate::coord::record::ClaimRecord;
 use crate::durable::tasks::{self, IssueSource};
 use crate::error::{CommandError, Exit};
+use crate::records::claim::ClaimRecord;
 use crate::writer::prepush;
 use crate::writer::worktree::{self, LocalBranch};
 
@@ -235,7 +235,7 @@ pub(crate) fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome, Comm
     if applied.created && !instance_file.exists() {
         // The new worktree works for the instance that resumed it: a
         // generated id is kept per worktree, and the claim is this instance's.
-        crate::files::write_atomically(
+        crate::records::files::write_atomically(
             &instance_file,
             format!("{}\n", ctx.settings.instance).as_bytes(),
         )

@@ -5,9 +5,9 @@ use serde_json::{json, Map, Value};
 
 use super::{Context, Outcome};
 use crate::cli::{issue_number, GlobalArgs};
-use crate::durable::markers::MarkerKind;
 use crate::durable::state::{self, StateError, StoryState};
 use crate::error::{CommandError, Exit};
+use crate::markers::MarkerKind;
 
 #[derive(Debug, Args)]
 pub(crate) struct StateArgs {

@@ -9,11 +9,11 @@ use serde_json::Value;
 use super::{Context, Outcome};
 use crate::cli::{duration, issue_number, GlobalArgs};
 use crate::config::SurfaceKind;
-use crate::coord::status::{self, Heads, StatusError, StatusRequest, StatusView};
 use crate::error::{CommandError, Exit};
 use crate::surface::git::GitSurface;
 use crate::surface::github::GithubSurface;
 use crate::surface::Surface;
+use crate::workflow::status::{self, Heads, StatusError, StatusRequest, StatusView};
 
 #[derive(Debug, Args)]
 pub(crate) struct StatusArgs {

@@ -7,9 +7,9 @@ use serde_json::json;
 
 use super::{Context, Outcome};
 use crate::cli::{issue_number, GlobalArgs};
-use crate::durable::task_done::{self, DoneOutcome, DoneReport, DoneRequest};
 use crate::durable::tasks::{self, IssueSource, Task, TaskError, TaskListView};
 use crate::error::{CommandError, Exit};
+use crate::workflow::task_done::{self, DoneOutcome, DoneReport, DoneRequest};
 
 #[derive(Debug, Args)]
 pub(crate) struct TaskArgs {

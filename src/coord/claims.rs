@@ -10,10 +10,10 @@ use crate::coord::lease::{
     ClaimOutcome, ClaimRequest, Coordinator, Decision, HeartbeatOutcome, IssueView, LeaseError,
     ReleaseOutcome,
 };
-use crate::coord::record::{ClaimRecord, ClaimStore};
-use crate::files::RecordError;
 use crate::git::{Git, GitError};
-use crate::writer::branch_record::BranchStore;
+use crate::records::branch::BranchStore;
+use crate::records::claim::{ClaimRecord, ClaimStore};
+use crate::records::files::RecordError;
 use crate::writer::prepush;
 
 #[derive(Debug, thiserror::Error)]

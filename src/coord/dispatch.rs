@@ -30,7 +30,7 @@ use serde_json::{json, Map, Value};
 use std::collections::{BTreeSet, HashSet};
 
 use crate::config::Settings;
-use crate::durable::markers::{self, Marker, MarkerKind};
+use crate::markers::{self, Marker, MarkerKind};
 use crate::surface::{Applied, Comment, Issue, Op, Surface, SurfaceError, Write};
 use crate::timefmt::{format_duration, Timestamp};
 

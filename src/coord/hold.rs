@@ -15,9 +15,9 @@ use std::time::{Duration, Instant};
 use crate::config::Settings;
 use crate::coord::claims::{self, ClaimsError, ReleaseReason};
 use crate::coord::lease::{Coordinator, HeartbeatOutcome, LeaseError};
-use crate::coord::record::ClaimStore;
 use crate::coord::supervise::{self, ChildStatus, Group};
-use crate::files::RecordError;
+use crate::records::claim::ClaimStore;
+use crate::records::files::RecordError;
 use crate::surface::Surface;
 use crate::timefmt::format_duration;
 

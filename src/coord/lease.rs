@@ -27,7 +27,7 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use crate::config::{Settings, DEFAULT_LEASE_TTL};
-use crate::durable::markers::{self, Marker, MarkerKind};
+use crate::markers::{self, Marker, MarkerKind};
 use crate::surface::{Applied, Comment, Issue, Op, Surface, SurfaceError, Write};
 use crate::timefmt::{format_duration, parse_duration, Timestamp};
 

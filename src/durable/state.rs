@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use crate::config::Settings;
-use crate::durable::markers::{self, Marker, MarkerKind};
+use crate::markers::{self, Marker, MarkerKind};
 use crate::surface::{write_if_unchanged, Conditional, Issue, Op, Surface, SurfaceError};
 use crate::timefmt::Timestamp;
 

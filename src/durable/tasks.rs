@@ -23,10 +23,10 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use crate::config::Settings;
-use crate::coord::record::{self, ClaimStore};
-use crate::durable::markers::{Marker, MarkerKind};
 use crate::durable::state::{self, StateError};
 use crate::git::{Git, GitError, Order};
+use crate::markers::{Marker, MarkerKind};
+use crate::records::claim::{self, ClaimStore};
 use crate::surface::{write_if_unchanged, Comment, Conditional, Issue, Op, Surface, SurfaceError};
 
 /// How many times a check-off is re-applied on a newer body before giving up.
@@ -43,7 +43,7 @@ pub(crate) enum TaskError {
     #[error(transparent)]
     State(#[from] StateError),
     #[error(transparent)]
-    Record(#[from] crate::files::RecordError),
+    Record(#[from] crate::records::files::RecordError),
     #[error("#{issue} has no tasks comment")]
     NoTasksComment { issue: u64 },
     #[error("task {number} is out of range: the tasks comment of #{issue} has {total} task{}", if *.total == 1 { "" } else { "s" })]
@@ -879,7 +879,7 @@ pub(crate) fn issue_of_branch(
     if let Some(r) = records.first() {
         return Ok(Some((r.issue, IssueSource::Claim)));
     }
-    Ok(record::issue_of_branch_name(branch).map(|n| (n, IssueSource::BranchName)))
+    Ok(claim::issue_of_branch_name(branch).map(|n| (n, IssueSource::BranchName)))
 }
 
 /// The branch whose remote holds the commits of `issue`: this instance's

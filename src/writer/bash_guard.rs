@@ -8,8 +8,8 @@
 
 use std::path::Path;
 
-use crate::coord::record::{ClaimRecord, ClaimStore};
-use crate::files::RecordError;
+use crate::records::claim::{ClaimRecord, ClaimStore};
+use crate::records::files::RecordError;
 use crate::timefmt::Timestamp;
 use crate::writer::prepush::BranchState;
 
@@ -279,7 +279,7 @@ fn managed_branches(common_dir: &Path) -> Result<Vec<String>, RecordError> {
             let name = entry.file_name();
             let Some(hex) = name.to_str().and_then(|n| {
                 n.strip_suffix(".json").or_else(|| {
-                    n.strip_suffix(crate::writer::branch_record::LOG_EXTENSION)
+                    n.strip_suffix(crate::records::branch::LOG_EXTENSION)
                         .and_then(|n| n.strip_suffix('.'))
                 })
             }) else {

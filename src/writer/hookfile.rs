@@ -140,7 +140,7 @@ pub(crate) fn is_copy_of(path: &Path, binary: &Path) -> bool {
 /// then renamed over whatever is there (so a running hook, or a file
 /// linked to it, is left as it was).
 pub(crate) fn copy_binary(binary: &Path, path: &Path) -> std::io::Result<()> {
-    let tmp = crate::files::temp_beside(path)?;
+    let tmp = crate::records::files::temp_beside(path)?;
     let copied = (|| {
         let mut from = std::fs::File::open(binary)?;
         let modified = from.metadata()?.modified()?;
@@ -374,7 +374,7 @@ fn write_hook(
     text: &str,
     mode_from: Option<&std::fs::Metadata>,
 ) -> Result<(), HookFileError> {
-    crate::files::write_atomically(path, text.as_bytes()).map_err(io("write", path))?;
+    crate::records::files::write_atomically(path, text.as_bytes()).map_err(io("write", path))?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt as _;

@@ -412,13 +412,13 @@ pub(crate) fn install(setup: &Setup) -> Result<Report, ManagerError> {
                     new.push('\n');
                 }
                 new.push_str(&lefthook_block());
-                crate::files::write_atomically(&local, new.as_bytes()).map_err(|source| {
-                    HookFileError::Io {
+                crate::records::files::write_atomically(&local, new.as_bytes()).map_err(
+                    |source| HookFileError::Io {
                         action: "write",
                         path: local.clone(),
                         source,
-                    }
-                })?;
+                    },
+                )?;
                 let change = if text.is_empty() {
                     Change::Created
                 } else {

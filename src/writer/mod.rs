@@ -1,9 +1,8 @@
 //! Promise 3: one writer per branch (SPEC 7, 8). The pre-push checks,
-//! maverick's own compare-and-swap pushes, the last-seen branch records, hook
-//! files and worktrees.
+//! maverick's own compare-and-swap pushes, hook files, worktrees and the
+//! agents' Bash guard.
 
 pub mod bash_guard;
-pub mod branch_record;
 pub(crate) mod hookfile;
 pub(crate) mod hookmanager;
 pub(crate) mod location;

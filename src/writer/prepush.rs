@@ -32,11 +32,11 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::coord::record::{ClaimRecord, ClaimStore};
-use crate::files::RecordError;
 use crate::git::{Git, GitEnv, GitError};
+use crate::records::branch::{BranchRecord, BranchStore};
+use crate::records::claim::{ClaimRecord, ClaimStore};
+use crate::records::files::RecordError;
 use crate::timefmt::Timestamp;
-use crate::writer::branch_record::{BranchRecord, BranchStore};
 
 /// What this writer keeps pending at most (one per allowed push in a row
 /// that the remote never confirmed).

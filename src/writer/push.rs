@@ -11,9 +11,9 @@
 //! the pusher must hold it by its records, the same check the pre-push hook
 //! makes.
 
-use crate::files::RecordError;
 use crate::git::{Git, GitError, Hooks, PushOutcome};
-use crate::writer::branch_record::BranchStore;
+use crate::records::branch::BranchStore;
+use crate::records::files::RecordError;
 use crate::writer::prepush::{self, BranchState};
 
 #[derive(Debug, thiserror::Error)]

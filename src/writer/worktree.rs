@@ -65,7 +65,7 @@ pub(crate) enum WorktreeError {
         source: std::io::Error,
     },
     #[error(transparent)]
-    Confine(#[from] crate::files::ConfineError),
+    Confine(#[from] crate::records::files::ConfineError),
 }
 
 /// `<root>/<worktree_dir>/<dir_name(branch)>`, checked to be one level
@@ -81,10 +81,12 @@ pub(crate) fn worktree_path(
     match (components.next(), components.next()) {
         // Inside the repository, or inside the directory the configuration
         // names outside it: no symbolic link on the way (SPEC 7).
-        (Some(Component::Normal(_)), None) if worktree_dir.is_relative() => {
-            Ok(crate::files::inside(root, &worktree_dir.join(&name))?)
+        (Some(Component::Normal(_)), None) if worktree_dir.is_relative() => Ok(
+            crate::records::files::inside(root, &worktree_dir.join(&name))?,
+        ),
+        (Some(Component::Normal(_)), None) => {
+            Ok(crate::records::files::inside(&dir, Path::new(&name))?)
         }
-        (Some(Component::Normal(_)), None) => Ok(crate::files::inside(&dir, Path::new(&name))?),
         _ => Err(WorktreeError::Escapes {
             branch: branch.to_owned(),
             dir,
@@ -256,7 +258,7 @@ pub(crate) fn exclude_pattern(
     text.push_str(&format!("# {why}\n"));
     text.push_str(pattern);
     text.push('\n');
-    crate::files::write_atomically(&path, text.as_bytes()).map_err(io("write"))?;
+    crate::records::files::write_atomically(&path, text.as_bytes()).map_err(io("write"))?;
     Ok(true)
 }
 

@@ -35,12 +35,15 @@ pub mod mav {
     pub use maverick::cli;
     pub use maverick::config;
     pub use maverick::coord::{dispatch, lease};
-    pub use maverick::durable::{hydrate, markers, tasks};
+    pub use maverick::durable::tasks;
     pub use maverick::failpoint;
     pub use maverick::git;
+    pub use maverick::markers;
+    pub use maverick::records::branch as branch_record;
     pub use maverick::surface;
     pub use maverick::timefmt;
-    pub use maverick::writer::{branch_record, prepush, push};
+    pub use maverick::workflow::hydrate;
+    pub use maverick::writer::{prepush, push};
 }
 
 /// The repository the fake GitHub serves.

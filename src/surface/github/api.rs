@@ -854,7 +854,7 @@ fn add_names(list: &mut Vec<String>, names: &[String]) {
 }
 
 fn has_marker_id(body: &str) -> bool {
-    crate::durable::markers::parse_markers(body)
+    crate::markers::parse_markers(body)
         .iter()
         .flatten()
         .any(|m| m.marker_id().is_some())

@@ -8,12 +8,12 @@ use serde_json::{json, Map};
 
 use crate::config::Settings;
 use crate::coord::lease::{self, Decision};
-use crate::coord::record::ClaimStore;
 use crate::durable::tasks::{self, Checked, TaskError};
-use crate::files::RecordError;
 use crate::git::{Git, GitError, Order};
+use crate::records::branch::BranchStore;
+use crate::records::claim::ClaimStore;
+use crate::records::files::RecordError;
 use crate::surface::{Surface, SurfaceError};
-use crate::writer::branch_record::BranchStore;
 use crate::writer::push::{self, PushError};
 
 /// What `task done` is asked to do.

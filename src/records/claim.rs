@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::files::{write_atomically, RecordError};
-use crate::writer::branch_record::BranchStore;
+use crate::records::branch::BranchStore;
+use crate::records::files::{write_atomically, RecordError};
 
 /// "My claim, generation, branch, last confirmed."
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -19,11 +19,11 @@ use serde_json::{json, Map, Value};
 
 use crate::config::Settings;
 use crate::coord::lease::{self, Decision, IssueView};
-use crate::coord::record;
-use crate::durable::markers::MarkerKind;
 use crate::durable::state::{self, StoryState};
 use crate::durable::tasks;
 use crate::git::{Git, GitError};
+use crate::markers::MarkerKind;
+use crate::records::claim;
 use crate::surface::{CiStatus, Issue, IssueSummary, PullRequest, Surface, SurfaceError};
 
 pub(crate) const EPIC_STATE_FILE: &str = ".claude/epic-state.json";
@@ -42,7 +42,7 @@ pub enum HydrateError {
         source: std::io::Error,
     },
     #[error(transparent)]
-    Confine(#[from] crate::files::ConfineError),
+    Confine(#[from] crate::records::files::ConfineError),
 }
 
 /// What `hydrate` found: an epic (it has a DAG or an epic state) or a story.
@@ -279,12 +279,14 @@ fn hydrate_story(
 /// (temporary file and rename), keeping it out of `git status`. Returns the path.
 pub(crate) fn write_local(git: &Git, hydrated: &Hydrated) -> Result<PathBuf, HydrateError> {
     let root = git.toplevel()?;
-    let path = crate::files::inside(&root, Path::new(hydrated.file()))?;
+    let path = crate::records::files::inside(&root, Path::new(hydrated.file()))?;
     let mut bytes = serde_json::to_vec_pretty(hydrated.value()).expect("JSON values serialize");
     bytes.push(b'\n');
-    crate::files::write_atomically(&path, &bytes).map_err(|source| HydrateError::Write {
-        path: path.clone(),
-        source,
+    crate::records::files::write_atomically(&path, &bytes).map_err(|source| {
+        HydrateError::Write {
+            path: path.clone(),
+            source,
+        }
     })?;
     exclude(git, &root, hydrated.file())?;
     Ok(path)
@@ -302,7 +304,7 @@ fn exclude(git: &Git, root: &Path, relative: &str) -> Result<(), HydrateError> {
         text.push('\n');
     }
     text.push_str(&format!("/{relative}\n"));
-    crate::files::write_atomically(&path, text.as_bytes())
+    crate::records::files::write_atomically(&path, text.as_bytes())
         .map_err(|source| HydrateError::Write { path, source })
 }
 
@@ -409,7 +411,7 @@ pub(crate) fn pull_is_for(pr: &PullRequest, story: u64, branch: Option<&str>) ->
     if branch == Some(pr.head_ref.as_str()) {
         return true;
     }
-    if record::issue_of_branch_name(&pr.head_ref) == Some(story) {
+    if claim::issue_of_branch_name(&pr.head_ref) == Some(story) {
         return true;
     }
     closes(&pr.body).contains(&story)

@@ -25,13 +25,13 @@ use serde::Serialize;
 use crate::config::Settings;
 use crate::coord::dispatch::{self, HolderKind, Ledger, Verdict};
 use crate::coord::lease::{self, Decision, IssueView};
-use crate::durable::hydrate::{self, HydrateError};
-use crate::durable::markers::MarkerKind;
 use crate::durable::{state, tasks};
 use crate::git::{Git, GitError};
+use crate::markers::MarkerKind;
+use crate::records::branch::BranchStore;
 use crate::surface::{CiStatus, Issue, IssueSummary, PullRequest, Surface, SurfaceError};
 use crate::timefmt::Timestamp;
-use crate::writer::branch_record::BranchStore;
+use crate::workflow::hydrate::{self, HydrateError};
 
 /// Bumped when a field of the JSON is renamed or removed (SPEC 10).
 pub(crate) const SCHEMA_VERSION: u32 = 1;

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::files::{replace_file, RecordError};
+use crate::records::files::{replace_file, RecordError};
 
 /// The remote head of a managed branch as this clone's writer last saw it
 /// (SPEC 8): recorded when it claimed, created or resumed the worktree, or
