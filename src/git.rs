@@ -472,6 +472,30 @@ impl Git {
         }
     }
 
+    /// The entries of `refname`'s reflog, newest first, as git keeps them
+    /// (files or reftable alike); none when the ref or its reflog is missing.
+    pub(crate) fn reflog(&self, refname: &str) -> Result<Vec<ReflogEntry>, GitError> {
+        let text = self.read([
+            "log",
+            "--walk-reflogs",
+            "--ignore-missing",
+            "--format=%H%x09%gs",
+            "--end-of-options",
+            refname,
+            "--",
+        ])?;
+        Ok(text
+            .lines()
+            .filter_map(|line| {
+                let (commit, message) = line.split_once('\t')?;
+                Some(ReflogEntry {
+                    commit: commit.to_owned(),
+                    message: message.to_owned(),
+                })
+            })
+            .collect())
+    }
+
     /// The branch checked out here; `None` on a detached HEAD.
     pub(crate) fn current_branch(&self) -> Result<Option<String>, GitError> {
         let out = self
@@ -1016,6 +1040,14 @@ pub(crate) fn is_valid_branch_name(name: &str) -> bool {
         c.is_ascii_control()
             || matches!(c, ' ' | '~' | '^' | ':' | '?' | '*' | '[' | '\\' | '\u{7f}')
     })
+}
+
+/// One entry of a reflog: the value the ref took, and why (`update by
+/// push`, `fetch: fast-forward`, ...).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ReflogEntry {
+    pub commit: String,
+    pub message: String,
 }
 
 /// One config setting and where it came from: its scope (`local`, `global`,
