@@ -104,6 +104,19 @@ fn no_block_under(dir: &Path) {
     }
 }
 
+/// A clone `a` whose lefthook config is `config`, with lefthook's hooks
+/// installed by lefthook itself.
+fn lefthook_clone<'a>(env: &'a TestEnv, config: &str) -> Repo<'a> {
+    require("lefthook", "npm install lefthook husky");
+    let a = env.clone("a");
+    a.write_file("lefthook.yml", config);
+    tool(&a, "lefthook", &["install"]);
+    a
+}
+
+const LEFTHOOK_PRE_COMMIT: &str = "pre-commit:\n  commands:\n    lint:\n      run: echo ok\n";
+const LEFTHOOK_PRE_PUSH: &str = "pre-push:\n  commands:\n    test:\n      run: echo ok\n";
+
 /// A push from `repo` with `path` as PATH (a machine without git-maverick).
 fn push_with_path(repo: &Repo, path: &std::ffi::OsStr, args: &[&str]) -> Output {
     let mut full = vec!["push"];
@@ -116,14 +129,8 @@ fn push_with_path(repo: &Repo, path: &std::ffi::OsStr, args: &[&str]) -> Output 
 /// place, lefthook runs the guard from the clone's local config.
 #[test]
 fn lefthook_runs_the_guard_from_its_config() {
-    require("lefthook", "npm install lefthook husky");
     let env = TestEnv::new();
-    let a = env.clone("a");
-    a.write_file(
-        "lefthook.yml",
-        "pre-commit:\n  commands:\n    lint:\n      run: echo ok\n",
-    );
-    tool(&a, "lefthook", &["install"]);
+    let a = lefthook_clone(&env, LEFTHOOK_PRE_COMMIT);
     assert!(!a.dir.join(".git/hooks/pre-push").exists());
     a.maverick(&["hook", "install"]).expect(0);
     let on = status(&a, 0);
@@ -166,14 +173,8 @@ fn lefthook_runs_the_guard_from_its_config() {
 /// `status` does not call the guard on.
 #[test]
 fn lefthook_without_lefthook_is_reported_off() {
-    require("lefthook", "npm install lefthook husky");
     let env = TestEnv::new();
-    let a = env.clone("a");
-    a.write_file(
-        "lefthook.yml",
-        "pre-push:\n  commands:\n    test:\n      run: echo ok\n",
-    );
-    tool(&a, "lefthook", &["install"]);
+    let a = lefthook_clone(&env, LEFTHOOK_PRE_PUSH);
     a.maverick(&["hook", "install"]).expect(0);
     status(&a, 0);
     // No lefthook on PATH, and the path lefthook wrote into its hook gone.
@@ -218,10 +219,7 @@ fn a_tracked_lefthook_local_link_out_of_the_repository_is_never_followed() {
     let outside = env.path().join("outside");
     std::fs::create_dir_all(&outside).unwrap();
     let b = env.clone("b");
-    b.write_file(
-        "lefthook.yml",
-        "pre-push:\n  commands:\n    test:\n      run: echo ok\n",
-    );
+    b.write_file("lefthook.yml", LEFTHOOK_PRE_PUSH);
     std::os::unix::fs::symlink("../outside", b.dir.join(".lefthook-local")).unwrap();
     b.git(&["add", "lefthook.yml", ".lefthook-local"]);
     b.git(&["commit", "--quiet", "-m", "chore: lefthook"]);
@@ -256,10 +254,7 @@ fn lefthook_installed_over_maverick_s_hook_is_reported_and_fixed() {
     let env = TestEnv::new();
     let a = env.clone("a");
     a.maverick(&["hook", "install"]).expect(0);
-    a.write_file(
-        "lefthook.yml",
-        "pre-push:\n  commands:\n    test:\n      run: echo ok\n",
-    );
+    a.write_file("lefthook.yml", LEFTHOOK_PRE_PUSH);
     tool(&a, "lefthook", &["install"]);
     // lefthook's own hook replaced maverick's, renamed to one it never runs.
     let hook = std::fs::read_to_string(a.dir.join(".git/hooks/pre-push")).unwrap();
@@ -286,10 +281,7 @@ fn a_lefthook_local_config_with_its_own_pre_push_gets_the_lines_to_add() {
     require("lefthook", "npm install lefthook husky");
     let env = TestEnv::new();
     let a = env.clone("a");
-    a.write_file(
-        "lefthook.yml",
-        "pre-commit:\n  commands:\n    lint:\n      run: echo ok\n",
-    );
+    a.write_file("lefthook.yml", LEFTHOOK_PRE_COMMIT);
     a.write_file(
         "lefthook-local.yml",
         "pre-push:\n  commands:\n    mine:\n      run: echo ok\n",
