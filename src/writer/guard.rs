@@ -226,11 +226,8 @@ fn decide(
     let mut refusals = Vec::new();
     let mut checks = Vec::new();
     for (update, state) in &managed {
-        let branch = update.branch().unwrap_or_default();
-        let checked = Checked::read(git, state, remote, branch)?;
-        if let Some(refusal) =
-            prepush::check_update(git, update, state, checked.expected.as_ref(), &me)?
-        {
+        let checked = Checked::read(git, state, remote, update)?;
+        if let Some(refusal) = prepush::check_update(git, update, state, &checked, &me)? {
             refusals.push(refusal);
         }
         checks.push(checked);

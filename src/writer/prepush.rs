@@ -228,37 +228,76 @@ fn tracking_ref(name: &str, branch: &str) -> Option<String> {
 }
 
 /// The reflogs of a branch's remote-tracking refs, by remote name, newest
-/// entry first, as `git reflog` shows them (one git process a remote):
-/// what tells this clone's own pushes, made with or without the hook, from
-/// what a fetch saw.
+/// entry first, as `git reflog` shows them: what tells this clone's own
+/// pushes, made with or without the hook, from what a fetch saw. Read in
+/// one git process, with the reflog of the ref a push sends (its commits
+/// made here link the pushed commit to the remote head: a fast-forward
+/// proven without a history walk).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Tracking {
     reflogs: std::collections::BTreeMap<String, Vec<crate::git::ReflogEntry>>,
+    local: Vec<crate::git::ReflogEntry>,
 }
 
 impl Tracking {
-    /// The reflogs of the remotes `record` watches, and of `also` (the
-    /// remote a push or a look goes to).
+    /// The reflogs of the remotes `record` watches and of `also` (the
+    /// remote a push or a look goes to), and of `local_ref` (the ref a push
+    /// sends, when it is one).
     pub(crate) fn read(
         git: &Git,
         record: Option<&BranchRecord>,
         also: &str,
         branch: &str,
+        local_ref: Option<&str>,
     ) -> Result<Tracking, GitError> {
         let mut names: Vec<&str> = record
             .map(|r| r.reflog_entries.keys().map(String::as_str).collect())
             .unwrap_or_default();
         names.push(also);
-        let mut reflogs = std::collections::BTreeMap::new();
+        let mut by_ref: Vec<(String, String)> = Vec::new();
         for name in names {
-            if reflogs.contains_key(name) {
-                continue;
-            }
             if let Some(refname) = tracking_ref(name, branch) {
-                reflogs.insert(name.to_owned(), git.reflog(&refname)?);
+                if !by_ref.iter().any(|(n, _)| n == name) {
+                    by_ref.push((name.to_owned(), refname));
+                }
             }
         }
-        Ok(Tracking { reflogs })
+        let local_ref = local_ref.filter(|r| r.starts_with("refs/") || *r == "HEAD");
+        let mut refnames: Vec<String> = by_ref.iter().map(|(_, r)| r.clone()).collect();
+        refnames.extend(local_ref.map(str::to_owned));
+        let mut reflogs = git.reflogs(&refnames)?;
+        let local = local_ref
+            .and_then(|r| reflogs.remove(r))
+            .unwrap_or_default();
+        let reflogs = by_ref
+            .into_iter()
+            .map(|(name, refname)| (name, reflogs.remove(&refname).unwrap_or_default()))
+            .collect();
+        Ok(Tracking { reflogs, local })
+    }
+
+    /// Whether the local reflog links `descendant` to `ancestor` through
+    /// commits and their parents (commits made here on top of it). `false`
+    /// proves nothing: git is asked then.
+    pub(crate) fn links(&self, ancestor: &str, descendant: &str) -> bool {
+        let parents: std::collections::HashMap<&str, &[String]> = self
+            .local
+            .iter()
+            .map(|e| (e.commit.as_str(), e.parents.as_slice()))
+            .collect();
+        let mut todo = vec![descendant];
+        let mut seen = std::collections::HashSet::new();
+        while let Some(commit) = todo.pop() {
+            if commit == ancestor {
+                return true;
+            }
+            if seen.insert(commit) {
+                if let Some(up) = parents.get(commit) {
+                    todo.extend(up.iter().map(String::as_str));
+                }
+            }
+        }
+        false
     }
 
     /// How many entries each reflog has now: the marks a record keeps, so
@@ -308,7 +347,7 @@ pub(crate) fn expected_from(record: &BranchRecord, tracking: &Tracking) -> Expec
 
 /// [`expected_from`], reading the reflogs `record` watches.
 pub(crate) fn expected(git: &Git, record: &BranchRecord) -> Result<Expected, GitError> {
-    let tracking = Tracking::read(git, Some(record), "", &record.branch)?;
+    let tracking = Tracking::read(git, Some(record), "", &record.branch, None)?;
     Ok(expected_from(record, &tracking))
 }
 
@@ -452,15 +491,16 @@ pub(crate) fn lease_warnings(claims: &[ClaimRecord], me: &str, now: Timestamp) -
 }
 
 /// Checks one update of a managed branch. `me` is the pushing instance.
-/// `expected` is where this writer left the remote (`None`: it never
-/// recorded the branch's head).
+/// `checked` is what git said of it: where this writer left the remote
+/// (`None`: it never recorded the branch's head), and the reflogs.
 pub(crate) fn check_update(
     git: &Git,
     update: &RefUpdate,
     state: &BranchState,
-    expected: Option<&Expected>,
+    checked: &Checked,
     me: &str,
 ) -> Result<Option<Refusal>, GitError> {
+    let expected = checked.expected.as_ref();
     let branch = update.branch().unwrap_or(&update.remote_ref).to_owned();
     // What this writer believes the remote holds: its newest push not yet
     // confirmed, else the newest head it saw or pushed.
@@ -524,7 +564,7 @@ pub(crate) fn check_update(
         )));
     }
     if let Some(remote) = &update.remote_sha {
-        if !git.is_ancestor(remote, pushed)? {
+        if !checked.tracking.links(remote, pushed) && !git.is_ancestor(remote, pushed)? {
             return Ok(Some(refusal(
                 RefusalKind::NonFastForward,
                 "this push would rewrite it (not a fast-forward: a forced push)".to_owned(),
@@ -593,14 +633,17 @@ pub(crate) struct Checked {
 }
 
 impl Checked {
-    /// Reads the reflogs of `state`'s remotes and of `remote` (the push's).
+    /// Reads the reflogs of `state`'s remotes and of `remote` (the push's),
+    /// and of the ref `update` sends.
     pub(crate) fn read(
         git: &Git,
         state: &BranchState,
         remote: &str,
-        branch: &str,
+        update: &RefUpdate,
     ) -> Result<Checked, GitError> {
-        let tracking = Tracking::read(git, state.seen.as_ref(), remote, branch)?;
+        let branch = update.branch().unwrap_or_default();
+        let local = Some(update.local_ref.as_str());
+        let tracking = Tracking::read(git, state.seen.as_ref(), remote, branch, local)?;
         let expected = state.seen.as_ref().map(|s| expected_from(s, &tracking));
         Ok(Checked { tracking, expected })
     }
@@ -653,7 +696,7 @@ pub fn record_seen(
     let store = BranchStore::new(common_dir);
     // Unreadable or absent, the old record only lends its watched remotes.
     let old = store.get(branch).ok().flatten();
-    let tracking = Tracking::read(&on.git, old.as_ref(), on.name, branch)?;
+    let tracking = Tracking::read(&on.git, old.as_ref(), on.name, branch, None)?;
     store.set(&BranchRecord {
         branch: branch.to_owned(),
         last_seen: head.map(str::to_owned),
@@ -777,10 +820,12 @@ mod tests {
         let (l0, p1) = ("a".repeat(40), "b".repeat(40));
         let entry = |commit: &str, message: &str| crate::git::ReflogEntry {
             commit: commit.to_owned(),
+            parents: Vec::new(),
             message: message.to_owned(),
         };
         let tracking = |entries: Vec<crate::git::ReflogEntry>| Tracking {
             reflogs: [("origin".to_owned(), entries)].into(),
+            local: Vec::new(),
         };
         let fetched = vec![entry(&l0, "fetch: storing head")];
         let record = BranchRecord {
@@ -812,6 +857,27 @@ mod tests {
         };
         let expected = expected_from(&record, &tracking(old_push));
         assert_eq!(expected.current.as_deref(), Some(l0.as_str()));
+    }
+
+    #[test]
+    fn commits_made_here_link_a_push_to_the_remote_head() {
+        let entry = |commit: &str, parents: &[&str]| crate::git::ReflogEntry {
+            commit: commit.to_owned(),
+            parents: parents.iter().map(|p| (*p).to_owned()).collect(),
+            message: "commit: x".to_owned(),
+        };
+        let tracking = Tracking {
+            reflogs: Default::default(),
+            local: vec![
+                entry("c", &["b"]),
+                entry("b", &["a", "m"]),
+                entry("x", &["r"]),
+            ],
+        };
+        assert!(tracking.links("a", "c") && tracking.links("m", "c") && tracking.links("c", "c"));
+        // Nothing links c to r here: not proven (git is asked), not refuted.
+        assert!(!tracking.links("r", "c"));
+        assert!(!Tracking::default().links("a", "c"));
     }
 
     #[test]
