@@ -298,16 +298,22 @@ fn a_lefthook_local_config_with_its_own_pre_push_gets_the_lines_to_add() {
     );
 }
 
-#[test]
-fn husky_runs_the_guard_from_its_own_hook_file() {
+/// A clone `name` of a node project with husky's hooks installed by husky.
+fn husky_clone<'a>(env: &'a TestEnv, name: &str) -> Repo<'a> {
     require("husky", "npm install lefthook husky");
-    let env = TestEnv::new();
-    let a = env.clone("a");
-    a.write_file(
+    let repo = env.clone(name);
+    repo.write_file(
         "package.json",
         "{\"name\": \"widgets\", \"version\": \"1.0.0\"}\n",
     );
-    tool(&a, "husky", &[]);
+    tool(&repo, "husky", &[]);
+    repo
+}
+
+#[test]
+fn husky_runs_the_guard_from_its_own_hook_file() {
+    let env = TestEnv::new();
+    let a = husky_clone(&env, "a");
     assert_eq!(a.git(&["config", "core.hooksPath"]), ".husky/_");
     status(&a, 1);
     a.maverick(&["hook", "install"]).expect(0);
@@ -332,14 +338,8 @@ fn husky_runs_the_guard_from_its_own_hook_file() {
 /// closed without the binary.
 #[test]
 fn husky_s_shared_hook_lets_teammates_without_maverick_through() {
-    require("husky", "npm install lefthook husky");
     let env = TestEnv::new();
-    let a = env.clone("a");
-    a.write_file(
-        "package.json",
-        "{\"name\": \"widgets\", \"version\": \"1.0.0\"}\n",
-    );
-    tool(&a, "husky", &[]);
+    let a = husky_clone(&env, "a");
     a.maverick(&["hook", "install"]).expect(0);
     a.git(&["add", "package.json", ".husky/pre-push"]);
     a.git(&[
