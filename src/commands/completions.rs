@@ -3,7 +3,8 @@
 
 use clap::{Args, ValueEnum};
 use clap_complete::Shell;
-use serde_json::json;
+use schemars::JsonSchema;
+use serde::Serialize;
 
 use super::Outcome;
 use crate::error::{CommandError, Exit};
@@ -40,7 +41,17 @@ _git_maverick() {
 }
 "#;
 
-pub(crate) fn run(json: bool, args: CompletionsArgs) -> Result<Outcome, CommandError> {
+/// `completions SHELL --json`: the completion script.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct CompletionsOutput {
+    pub shell: String,
+    pub script: String,
+}
+
+pub(crate) fn run(
+    json: bool,
+    args: CompletionsArgs,
+) -> Result<Outcome<CompletionsOutput>, CommandError> {
     let shell = match args.shell {
         CompletionShell::Bash => Shell::Bash,
         CompletionShell::Zsh => Shell::Zsh,
@@ -59,13 +70,12 @@ pub(crate) fn run(json: bool, args: CompletionsArgs) -> Result<Outcome, CommandE
         script = text.into_bytes();
         script.extend_from_slice(GIT_BASH_BRIDGE.as_bytes());
     }
-    if json {
-        let text = String::from_utf8_lossy(&script).into_owned();
-        return Ok(Outcome::new(
-            Exit::Ok,
-            json!({ "shell": shell.to_string(), "script": text }),
-        ));
+    let output = CompletionsOutput {
+        shell: shell.to_string(),
+        script: String::from_utf8_lossy(&script).into_owned(),
+    };
+    if !json {
+        super::help::print_raw(&script);
     }
-    super::help::print_raw(&script);
-    Ok(Outcome::new(Exit::Ok, json!({})))
+    Ok(Outcome::new(Exit::Ok, output))
 }

@@ -88,7 +88,7 @@ impl Ledger {
 }
 
 /// Why a live claim does not hold a slot.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum Verdict {
     Holds {
@@ -109,7 +109,7 @@ pub enum Verdict {
 }
 
 /// One unclosed dispatch claim and the settle's verdict on it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct SlotClaim {
     pub issue: u64,
     pub comment_id: u64,
@@ -131,7 +131,7 @@ impl SlotClaim {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum HolderKind {
     /// An open agent PR.
@@ -143,7 +143,7 @@ pub enum HolderKind {
 }
 
 /// One busy slot.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Holder {
     pub slot: u32,
     pub kind: HolderKind,
@@ -155,7 +155,7 @@ pub struct Holder {
 }
 
 /// Why a frontier issue cannot be dispatched.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Skip {
     Assigned,
@@ -165,7 +165,7 @@ pub enum Skip {
     PullOpen,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct FrontierIssue {
     pub issue: u64,
     /// `None` when it is eligible.
@@ -173,7 +173,7 @@ pub struct FrontierIssue {
 }
 
 /// The slots as the settle sees them.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct SlotView {
     pub now: Timestamp,
     pub slots: u32,
@@ -456,7 +456,7 @@ fn slot_claim(c: &ParsedClaim, issue: u64, labelled: bool, verdict: Verdict) -> 
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DispatchResult {
     /// A slot is ours: start the agent cycle on `issue`.
@@ -472,7 +472,7 @@ pub enum DispatchResult {
 }
 
 /// What one `dispatch` came to.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct DispatchReport {
     pub result: DispatchResult,
     pub issue: Option<u64>,
@@ -500,7 +500,7 @@ pub enum ReleaseHow {
     GiveUp(String),
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct ReleaseReport {
     pub issue: u64,
     pub pr: Option<u64>,

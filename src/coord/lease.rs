@@ -31,7 +31,7 @@ use crate::markers::{self, Marker, MarkerKind};
 use crate::surface::{Applied, Comment, Issue, Op, Surface, SurfaceError, Write};
 use crate::timefmt::{format_duration, parse_duration, Timestamp};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Decision {
     Free,
@@ -43,14 +43,14 @@ pub enum Decision {
 
 /// Which tool wrote a claim: git maverick stamps every claim with a
 /// generation, Maverick never does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Writer {
     GitMaverick,
     Maverick,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct ClaimView {
     pub instance_id: String,
     pub host: Option<String>,
@@ -70,7 +70,7 @@ pub struct ClaimView {
     pub ttl: Duration,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct LeaseView {
     pub instance_id: String,
     pub heartbeat_at: Option<Timestamp>,
@@ -80,7 +80,7 @@ pub struct LeaseView {
 }
 
 /// One issue as the claim protocol sees it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct IssueView {
     pub issue: u64,
     pub open: bool,
@@ -115,7 +115,7 @@ pub struct IssueView {
 }
 
 /// A writer whose clock runs ahead of the reader's by more than allowed.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct ClockSkew {
     pub instance_id: String,
     /// Its stamp furthest ahead.
@@ -385,7 +385,7 @@ pub fn analyze(issue: &Issue, settings: &Settings, me: &str, now: Timestamp) -> 
 }
 
 /// What a claim attempt came to.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 #[serde(tag = "result", rename_all = "snake_case")]
 pub enum ClaimOutcome {
     /// We hold every issue in scope.
@@ -1000,7 +1000,7 @@ fn lost_reason(view: &IssueView, me: &str, generation: Option<u64>, label: &str)
     }
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 #[serde(tag = "result", rename_all = "snake_case")]
 pub enum HeartbeatOutcome {
     Renewed {
@@ -1015,7 +1015,7 @@ pub enum HeartbeatOutcome {
     },
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct ReleaseOutcome {
     pub released: Vec<u64>,
     /// Issues held by another instance: left alone.

@@ -92,7 +92,7 @@ pub(crate) fn check_readable(
 }
 
 /// A marker and the comment it was read from.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct FoundMarker {
     pub comment_id: u64,
     pub author: String,
@@ -123,7 +123,7 @@ pub(crate) fn newest_marker(issue: &Issue, kind: MarkerKind) -> Option<FoundMark
 }
 
 /// What an upsert wrote.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct Upserted {
     pub issue: u64,
     pub comment_id: u64,
@@ -266,7 +266,7 @@ pub(crate) fn put(
 }
 
 /// A story's state in the epic's `maverick-state`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 #[value(rename_all = "snake_case")]
 pub(crate) enum StoryState {

@@ -65,7 +65,7 @@ pub(crate) enum TaskError {
 }
 
 /// One task of the tasks comment.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Task {
     /// 1-based, in the order the list shows.
     pub number: usize,
@@ -459,7 +459,7 @@ pub(crate) fn next_task(tasks: &[Task]) -> Option<&Task> {
 }
 
 /// What a check-off came to.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct Checked {
     pub comment_id: u64,
     /// The tasks this write checked off (those already checked are not listed).
@@ -609,7 +609,7 @@ pub(crate) fn init_tasks(
     })
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct InitOutcome {
     pub comment_id: u64,
     pub created: bool,
@@ -661,7 +661,7 @@ pub(crate) fn update_progress(
 }
 
 /// A commit on the remote branch that names an issue and task in its trailers.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub(crate) struct TaskCommit {
     pub sha: String,
     pub short: String,
@@ -669,7 +669,7 @@ pub(crate) struct TaskCommit {
 }
 
 /// The remote branch as reconcile saw it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct RemoteBranch {
     pub name: String,
     /// `None` when the remote has no such branch.
@@ -742,7 +742,7 @@ pub(crate) fn task_commits(
 }
 
 /// The tasks of an issue after reconciling them with the remote branch.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct TaskListView {
     pub issue: u64,
     /// The tasks comment; `None` when the issue has none.
@@ -859,7 +859,7 @@ pub(crate) fn reconcile(
 }
 
 /// Where an issue number came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub(crate) enum IssueSource {
     Claim,
