@@ -5,7 +5,7 @@
 
 use schemars::generate::SchemaSettings;
 use schemars::JsonSchema;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::contract::{Answer, Envelope, Failure};
 use crate::error::Exit;
@@ -58,12 +58,12 @@ fn described(name: &str, title: String, description: String, schema: Value) -> V
     );
     root.insert(
         "$id".into(),
-        json!(format!(
+        Value::from(format!(
             "https://git-maverick.invalid/schemas/{name}.schema.json"
         )),
     );
-    root.insert("title".into(), json!(title));
-    root.insert("description".into(), json!(description));
+    root.insert("title".into(), Value::from(title));
+    root.insert("description".into(), Value::from(description));
     for (key, value) in generated {
         if !root.contains_key(&key) {
             root.insert(key, value);

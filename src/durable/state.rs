@@ -9,7 +9,7 @@
 //! Each write is guarded by the body it was computed from and read back.
 
 use serde::Serialize;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use crate::config::Settings;
 use crate::markers::{self, Marker, MarkerKind};
@@ -151,12 +151,12 @@ pub(crate) fn upsert(
         let existing = newest_marker(&current, kind);
         let mut payload = update(existing.as_ref().map(|f| &f.marker.payload));
         let now = surface.now()?;
-        payload.insert("updated_at".into(), json!(now.to_string()));
+        payload.insert("updated_at".into(), Value::from(now.to_string()));
         let marker_id = existing
             .as_ref()
             .and_then(|f| f.marker.marker_id().map(str::to_owned))
             .unwrap_or_else(markers::new_marker_id);
-        payload.insert("marker_id".into(), json!(marker_id));
+        payload.insert("marker_id".into(), Value::from(marker_id));
         check_readable(kind, &payload)?;
         let marker = Marker::new(kind, payload);
         let rendered = markers::render_marker(&marker);
@@ -300,12 +300,12 @@ pub(crate) fn set_story_state(
 ) -> Result<Upserted, StateError> {
     let mut update = |old: Option<&Map<String, Value>>| {
         let mut payload = old.cloned().unwrap_or_default();
-        payload.entry("epic").or_insert_with(|| json!(epic));
+        payload.entry("epic").or_insert_with(|| Value::from(epic));
         let mut stories = match payload.remove("stories") {
             Some(Value::Object(map)) => map,
             _ => Map::new(),
         };
-        stories.insert(story.to_string(), json!(to.as_str()));
+        stories.insert(story.to_string(), Value::from(to.as_str()));
         payload.insert("stories".into(), Value::Object(stories));
         payload
     };

@@ -20,7 +20,7 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use crate::config::Settings;
 use crate::durable::state::{self, StateError};
@@ -632,16 +632,16 @@ pub(crate) fn update_progress(
     let instance = settings.instance.clone();
     let mut update = |old: Option<&Map<String, Value>>| {
         let mut payload = old.cloned().unwrap_or_default();
-        payload.insert("phase".into(), json!(phase));
-        payload.insert("instance_id".into(), json!(instance));
+        payload.insert("phase".into(), Value::from(phase));
+        payload.insert("instance_id".into(), Value::from(instance.as_str()));
         if let Some(b) = branch {
-            payload.insert("branch".into(), json!(b));
+            payload.insert("branch".into(), Value::from(b));
         }
         let mut comments = match payload.remove("comments") {
             Some(Value::Object(map)) => map,
             _ => Map::new(),
         };
-        comments.insert("tasks".into(), json!(tasks_comment));
+        comments.insert("tasks".into(), Value::from(tasks_comment));
         payload.insert("comments".into(), Value::Object(comments));
         if let Some(extra) = &extra {
             for (k, v) in extra {
@@ -822,7 +822,7 @@ pub(crate) fn reconcile(
             if !reconciled.is_empty() {
                 if let Some(last) = reconciled.iter().map(|c| c.task).max() {
                     let mut extra = Map::new();
-                    extra.insert("task".into(), json!(last));
+                    extra.insert("task".into(), Value::from(last));
                     update_progress(
                         surface,
                         settings,
