@@ -9,7 +9,8 @@ use serde::Serialize;
 use super::Outcome;
 use crate::error::{CommandError, Exit};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
 pub(crate) enum CompletionShell {
     Bash,
     Zsh,
@@ -44,7 +45,7 @@ _git_maverick() {
 /// `completions SHELL --json`: the completion script.
 #[derive(Debug, Serialize, JsonSchema)]
 pub(crate) struct CompletionsOutput {
-    pub shell: String,
+    pub shell: CompletionShell,
     pub script: String,
 }
 
@@ -71,7 +72,7 @@ pub(crate) fn run(
         script.extend_from_slice(GIT_BASH_BRIDGE.as_bytes());
     }
     let output = CompletionsOutput {
-        shell: shell.to_string(),
+        shell: args.shell,
         script: String::from_utf8_lossy(&script).into_owned(),
     };
     if !json {

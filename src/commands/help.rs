@@ -43,12 +43,17 @@ pub(crate) fn version() -> String {
 /// `--version --json`: the build.
 #[derive(Debug, Serialize, JsonSchema)]
 pub(crate) struct VersionOutput {
+    #[schemars(schema_with = "program_name")]
     pub name: &'static str,
     pub version: &'static str,
     /// The commit the binary was built from (7 hex digits), when known.
     pub commit: Option<&'static str>,
     /// The date (YYYY-MM-DD, UTC) of that commit, when known.
     pub date: Option<String>,
+}
+
+fn program_name(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({ "const": "git-maverick" })
 }
 
 pub(crate) fn version_output() -> VersionOutput {

@@ -265,6 +265,12 @@ pub(crate) fn put(
     upsert(surface, settings, issue, kind, &mut update)
 }
 
+/// A story state as a string, for the schemas of outputs that keep it
+/// as one (the value a `maverick-state` marker holds).
+pub(crate) fn story_states(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    <StoryState as schemars::JsonSchema>::json_schema(generator)
+}
+
 /// A story's state in the epic's `maverick-state`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]

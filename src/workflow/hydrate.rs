@@ -83,8 +83,12 @@ pub struct EpicState {
 /// One story of an epic.
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct StoryDetail {
+    /// As the epic's state marker records it (`pending`, `in_flight`,
+    /// `merged`, `blocked`, `ejected`, or what another tool wrote), else
+    /// derived from labels.
     pub state: String,
     /// `marker` (the epic's maverick-state) or `derived` (from labels).
+    #[schemars(schema_with = "state_sources")]
     pub state_source: &'static str,
     pub deps: Vec<u64>,
     pub open: Option<bool>,
@@ -93,6 +97,11 @@ pub struct StoryDetail {
     pub claim: Option<ClaimDetail>,
     pub decision: Decision,
     pub pull: Option<PullDetail>,
+}
+
+/// Where a story's state comes from, for the schemas.
+pub(crate) fn state_sources(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({ "type": "string", "enum": ["marker", "derived"] })
 }
 
 /// `.claude/issue-state.json`: one story.

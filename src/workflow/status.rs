@@ -85,6 +85,7 @@ pub(crate) struct IssueRow {
     pub issue: u64,
     /// `ours`, `held`, `stale`, `blocked`, `orphan` (labelled, no claim
     /// behind it) or `dispatch` (only a dispatch claim).
+    #[schemars(schema_with = "row_states")]
     pub state: &'static str,
     pub holder: Option<Holder>,
     pub generation: Option<u64>,
@@ -153,6 +154,7 @@ pub(crate) struct PullState {
     pub draft: bool,
     /// `success`, `failure`, `pending`, `none`, or `unknown` where the
     /// surface knows nothing of CI.
+    #[schemars(schema_with = "ci_verdicts")]
     pub ci: String,
 }
 
@@ -162,6 +164,7 @@ pub(crate) struct DispatchClaim {
     pub ours: bool,
     pub claimed_at: Timestamp,
     /// `holds`, `no_slot`, `issue_taken`, `pull_open` or `stale`.
+    #[schemars(schema_with = "dispatch_verdicts")]
     pub verdict: String,
     pub slot: Option<u32>,
 }
@@ -214,8 +217,10 @@ pub(crate) struct Wave {
 pub(crate) struct Story {
     pub issue: u64,
     /// `pending`, `in_flight`, `merged`, `blocked` or `ejected`.
+    #[schemars(schema_with = "crate::durable::state::story_states")]
     pub state: String,
     /// `marker` (the epic's maverick-state) or `derived` (from labels).
+    #[schemars(schema_with = "crate::workflow::hydrate::state_sources")]
     pub state_source: &'static str,
     pub deps: Vec<u64>,
     pub open: Option<bool>,
@@ -223,6 +228,28 @@ pub(crate) struct Story {
     /// Whether the holder's lease ran out.
     pub stale: bool,
     pub blocked_by: Vec<u64>,
+}
+
+// The closed vocabularies of the view's plain strings, for its schema.
+fn row_states(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "string",
+        "enum": ["ours", "held", "stale", "blocked", "orphan", "dispatch"],
+    })
+}
+
+fn ci_verdicts(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "string",
+        "enum": ["success", "failure", "pending", "none", "unknown"],
+    })
+}
+
+fn dispatch_verdicts(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "string",
+        "enum": ["holds", "no_slot", "issue_taken", "pull_open", "stale"],
+    })
 }
 
 /// Where the branches' heads come from.
