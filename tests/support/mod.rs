@@ -919,15 +919,6 @@ impl Run {
         // The JSON contract: every object the suite sees validates against
         // its command's schema in schemas/.
         let schema = json_schema::command_schema(&schema_name(&self.args));
-        if let Ok(log) = std::env::var("MAVERICK_JSON_LOG") {
-            use std::io::Write as _;
-            let mut f = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(log)
-                .unwrap();
-            writeln!(f, "{}\t{}", schema_name(&self.args), trimmed).unwrap();
-        }
         schema.assert_valid(&value);
         value
     }
