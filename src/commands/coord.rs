@@ -171,7 +171,7 @@ pub(crate) struct LabelOutput {
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
 pub(crate) enum CoordOutput {
-    Read(ReadOutput),
+    Read(Box<ReadOutput>),
     Claim(ClaimOutcome),
     Heartbeat(HeartbeatOutcome),
     Release(ReleaseOutcome),
@@ -192,7 +192,9 @@ fn coord(ctx: &Context, args: CoordArgs) -> Result<Outcome<CoordOutput>, Command
     let coord = Coordinator::new(surface.as_ref(), &ctx.settings);
     let labels = &ctx.settings.labels;
     Ok(match args.command {
-        CoordCommand::Read(a) => read(ctx, &coord, a.issue)?.map(CoordOutput::Read),
+        CoordCommand::Read(a) => {
+            read(ctx, &coord, a.issue)?.map(|r| CoordOutput::Read(Box::new(r)))
+        }
         CoordCommand::Claim(a) => claim(ctx, &coord, a.issue, a.scope, a.branch, a.takeover)?
             .1
             .map(CoordOutput::Claim),
