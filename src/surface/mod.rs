@@ -60,6 +60,7 @@ pub struct PullRequest {
     pub draft: bool,
     pub labels: Vec<String>,
     /// The description, where `Closes #142` links it to a story.
+    #[serde(skip)]
     pub body: String,
 }
 

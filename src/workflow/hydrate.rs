@@ -148,13 +148,8 @@ pub struct TasksDetail {
 /// An open pull request and its CI.
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct PullDetail {
-    pub number: u64,
-    pub title: String,
-    pub head_ref: String,
-    pub head_sha: String,
-    pub base_ref: String,
-    pub draft: bool,
-    pub labels: Vec<String>,
+    #[serde(flatten)]
+    pub pull: PullRequest,
     pub ci: Option<CiStatus>,
 }
 
@@ -567,13 +562,7 @@ pub(crate) fn ci_by_sha<'a>(
 
 fn pull_detail(pr: &PullRequest, ci: &BTreeMap<String, CiStatus>) -> PullDetail {
     PullDetail {
-        number: pr.number,
-        title: pr.title.clone(),
-        head_ref: pr.head_ref.clone(),
-        head_sha: pr.head_sha.clone(),
-        base_ref: pr.base_ref.clone(),
-        draft: pr.draft,
-        labels: pr.labels.clone(),
+        pull: pr.clone(),
         ci: ci.get(&pr.head_sha).cloned(),
     }
 }
