@@ -351,7 +351,7 @@ pub(crate) fn expected(git: &Git, record: &BranchRecord) -> Result<Expected, Git
     Ok(expected_from(record, &tracking))
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum RefusalKind {
     /// The pusher holds no claim on the branch (another instance does, or nobody).
@@ -376,7 +376,7 @@ impl RefusalKind {
 }
 
 /// Why a push of one branch is refused, with everything a person needs.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub(crate) struct Refusal {
     pub kind: RefusalKind,
     pub branch: String,
