@@ -18,6 +18,7 @@
 pub mod fake_github;
 pub mod json_schema;
 pub mod run_flags;
+pub mod screen;
 pub mod sim;
 
 use std::cell::Cell;
