@@ -82,9 +82,27 @@ fn session_start(repo: &Repo, fixture: &str, env_file: &Path) -> (Run, String) {
     (run, written)
 }
 
-/// The PreToolUse answer for one Bash command line: `Some(reason)` when denied.
+/// The guard's answer to one Bash command line.
+#[derive(Debug, PartialEq, Eq)]
+enum Answer {
+    Allow,
+    Ask(String),
+    Deny(String),
+}
+
+impl Answer {
+    #[track_caller]
+    fn denied(self, line: &str) -> String {
+        match self {
+            Answer::Deny(reason) => reason,
+            other => panic!("{line}: denied expected, got {other:?}"),
+        }
+    }
+}
+
+/// The PreToolUse answer for one Bash command line, run in `repo`.
 #[track_caller]
-fn guard(repo: &Repo, line: &str) -> Option<String> {
+fn guard(repo: &Repo, line: &str) -> Answer {
     let run = run_hook(
         repo,
         "pre-tool-use-bash",
@@ -94,13 +112,17 @@ fn guard(repo: &Repo, line: &str) -> Option<String> {
     run.expect(0);
     assert!(run.stderr.is_empty(), "{line}: {}", run.stderr);
     if run.stdout.trim().is_empty() {
-        return None;
+        return Answer::Allow;
     }
     let answer: Value = serde_json::from_str(run.stdout.trim()).expect("the answer is JSON");
     let out = &answer["hookSpecificOutput"];
     assert_eq!(out["hookEventName"], "PreToolUse");
-    assert_eq!(out["permissionDecision"], "deny", "{answer}");
-    Some(out["permissionDecisionReason"].as_str().unwrap().to_owned())
+    let reason = out["permissionDecisionReason"].as_str().unwrap().to_owned();
+    match out["permissionDecision"].as_str() {
+        Some("deny") => Answer::Deny(reason),
+        Some("ask") => Answer::Ask(reason),
+        _ => panic!("{line}: {answer}"),
+    }
 }
 
 #[test]
@@ -388,9 +410,8 @@ fn pre_tool_use_denies_pushes_that_skip_force_or_delete_a_managed_branch() {
         "git commit -m 'do not git push -f'",
         "git push --force origin unrelated-branch",
         "git push origin --delete old-experiment",
-        "git push --force origin $BRANCH",
     ] {
-        assert_eq!(guard(&repo, line), None, "{line} was denied");
+        assert_eq!(guard(&repo, line), Answer::Allow, "{line}");
     }
     for (line, says) in [
         (
@@ -415,12 +436,288 @@ fn pre_tool_use_denies_pushes_that_skip_force_or_delete_a_managed_branch() {
         ("git -C . push -d origin maverick/142-parser", "delete"),
         ("git push --mirror origin", "delete"),
     ] {
-        let reason = guard(&repo, line).unwrap_or_else(|| panic!("{line} was allowed"));
+        let reason = guard(&repo, line).denied(line);
         assert!(reason.contains(says), "{line}: {reason}");
+        assert!(reason.contains(BRANCH), "{line}: {reason}");
     }
     // Any other tool is none of the guard's business.
     let run = run_hook(&repo, "pre-tool-use-edit", |_| {}, &[]);
     assert!(run.expect(0).stdout.is_empty());
+}
+
+/// The guard reads a command line as the shell will run it (issue 30):
+/// wrappers, compound commands, git's unique option prefixes, `-c`
+/// overrides, `send-pack`, aliases, and what is only data; it asks where
+/// the shell alone can tell.
+#[test]
+fn pre_tool_use_reads_the_command_as_the_shell_runs_it() {
+    let env = TestEnv::new();
+    let repo = env.clone("agent");
+    repo.maverick_as(INSTANCE, &["coord", "claim", "142", "--branch", BRANCH])
+        .expect(0);
+    repo.maverick_as(
+        "laptop-0a1b2c3d",
+        &["coord", "claim", "143", "--branch", "maverick/143-lexer"],
+    )
+    .expect(0);
+    repo.git(&["switch", "--quiet", "-c", BRANCH]);
+    std::fs::create_dir_all(repo.dir.join("src")).unwrap();
+    // A remote maverick does not manage.
+    env.git_in(env.path(), &["init", "--quiet", "--bare", "other.git"]);
+    repo.git(&["remote", "add", "other", "../other.git"]);
+    repo.git(&["config", "alias.pnv", "push --no-verify"]);
+    repo.git(&["config", "alias.yolo", "!git push --force origin \"$@\" #"]);
+
+    let denied: &[(&str, &str)] = &[
+        // git takes any unique prefix of a long option.
+        ("git push --no-verif", "--no-verify"),
+        (
+            "git push --no-veri origin maverick/142-parser",
+            "--no-verify",
+        ),
+        ("git push --dele origin maverick/142-parser", "delete"),
+        // Wrappers that run their arguments as a command.
+        ("timeout 60 git push --no-verify", "--no-verify"),
+        ("timeout -s KILL 5m git push -f", "forced push"),
+        (
+            "env GIT_TRACE=1 git push --no-verify origin HEAD",
+            "--no-verify",
+        ),
+        ("command git push --no-verify", "--no-verify"),
+        ("nice -n 5 git push -f", "forced push"),
+        (
+            "nohup git push --force origin maverick/142-parser &",
+            "forced push",
+        ),
+        ("echo x | xargs git push --no-verify origin", "--no-verify"),
+        ("sh -c 'git push --force-with-lease'", "forced push"),
+        ("bash -lc \"cd src && git push --no-verify\"", "--no-verify"),
+        ("eval git push --no-verify", "--no-verify"),
+        ("bash <<'EOF'\ngit push --no-verify\nEOF", "--no-verify"),
+        // Compound commands, lists, pipelines, substitutions.
+        ("if true; then git push --no-verify; fi", "--no-verify"),
+        ("{ git status; git push --force; }", "forced push"),
+        ("(cd src; git push -f)", "forced push"),
+        (
+            "git status && git push --no-verify || echo failed",
+            "--no-verify",
+        ),
+        ("for i in 1 2; do git push --no-verify; done", "--no-verify"),
+        (
+            "git log | head -1; git push origin :maverick/142-parser",
+            "delete",
+        ),
+        ("echo \"$(git push --no-verify)\"", "--no-verify"),
+        ("cd src && git push --no-verify", "--no-verify"),
+        // What the line itself says is known.
+        (
+            "git push --no-verify origin \"$(git branch --show-current)\"",
+            "--no-verify",
+        ),
+        (
+            "B=maverick/142-parser; git push -f origin \"$B\"",
+            "forced push",
+        ),
+        // Other ways to skip the hook.
+        ("git -c core.hooksPath=/dev/null push", "core.hooksPath"),
+        (
+            "git -c core.hookspath=/dev/null push origin maverick/142-parser",
+            "core.hooksPath",
+        ),
+        (
+            "git send-pack ../origin.git maverick/142-parser",
+            "send-pack",
+        ),
+        (
+            "git send-pack --force ../origin.git maverick/142-parser",
+            "send-pack",
+        ),
+        // Aliases are what they expand to.
+        ("git pnv", "--no-verify"),
+        ("git yolo maverick/142-parser", "forced push"),
+    ];
+    for (line, says) in denied {
+        let reason = guard(&repo, line).denied(line);
+        assert!(reason.contains(says), "{line}: {reason}");
+    }
+
+    let asked: &[(&str, &str)] = &[
+        ("git push origin \"$BRANCH\"", "\"$BRANCH\""),
+        ("git push --force origin $BRANCH", "$BRANCH"),
+        (
+            "git push -f origin \"$(cat branch.txt)\"",
+            "$(cat branch.txt)",
+        ),
+        (
+            "git push --no-verify \"$REMOTE\" maverick/142-parser",
+            "$REMOTE",
+        ),
+        ("$GIT push --force origin maverick/142-parser", "$GIT"),
+        ("cd \"$WORKTREE\" && git push --force", "directory"),
+        ("git push --forc origin maverick/142-parser", "--forc"),
+        ("git push --no-ver origin maverick/142-parser", "--no-ver"),
+        ("git -c \"$SETTING\" push", "$SETTING"),
+        (
+            "git push origin \"$(git branch --show-current)\" \"$OTHER\"",
+            "$OTHER",
+        ),
+    ];
+    for (line, says) in asked {
+        match guard(&repo, line) {
+            Answer::Ask(reason) => assert!(reason.contains(says), "{line}: {reason}"),
+            other => panic!("{line}: ask expected, got {other:?}"),
+        }
+    }
+
+    for line in [
+        // A heredoc is data, unless a shell reads it.
+        "cat > notes.md <<'EOF'\nNever run git push --no-verify here.\nEOF",
+        "cat <<EOF\ngit push --force origin maverick/142-parser\nEOF",
+        "git commit -F - <<'EOF'\nci: git push --no-verify is gone\nEOF",
+        "echo git push --force",
+        "git commit -m \"do not git push --no-verify\"",
+        "command -v git",
+        // --no-verify to a remote or branch maverick does not manage.
+        "git push --no-verify other maverick/142-parser",
+        "git push --no-verify ../other.git HEAD",
+        "git push --no-verify origin unrelated-branch",
+        "git send-pack ../other.git maverick/142-parser",
+        // What the guard can read and lets through.
+        "git push origin maverick/142-parser",
+        "git push -u origin \"$(git branch --show-current)\"",
+        "git push --verify origin maverick/142-parser",
+        "git push --force --dry-run origin maverick/142-parser",
+        "git push --no-verify --dry-run",
+        "git -c core.hooksPath=/dev/null status",
+        "git p4 submit",
+    ] {
+        assert_eq!(guard(&repo, line), Answer::Allow, "{line}");
+    }
+}
+
+/// The guard's reading of option spellings is git's own: for each
+/// spelling, the guard's answer is checked against what the real git does
+/// with it (a dry run: whether the pre-push hook ran, whether the push was
+/// forced, whether git refused the option).
+#[test]
+fn pre_tool_use_reads_option_spellings_as_the_real_git_does() {
+    let env = TestEnv::new();
+    let repo = env.clone("agent");
+    repo.maverick_as(INSTANCE, &["coord", "claim", "142", "--branch", BRANCH])
+        .expect(0);
+    repo.git(&["switch", "--quiet", "-c", BRANCH]);
+    repo.commit_file("a.txt", "a\n", "feat: a");
+    let marker = repo.dir.join("hook-ran");
+    let hook = repo.dir.join(".git/hooks/pre-push");
+    std::fs::write(&hook, format!("#!/bin/sh\ntouch '{}'\n", marker.display())).unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+
+    // What git does with `git [GLOBAL] push --dry-run --porcelain SPELLING origin BRANCH`.
+    let git_does = |global: &[&str], spelling: &[&str]| {
+        let _ = std::fs::remove_file(&marker);
+        let mut args: Vec<&str> = global.to_vec();
+        args.extend(["push", "--dry-run", "--porcelain"]);
+        args.extend(spelling);
+        args.extend(["origin", BRANCH]);
+        let out = repo.git_output(&args);
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        (out.status.code(), marker.exists(), stdout, stderr)
+    };
+    // git refuses an ambiguous option (129) and names what it could be:
+    // the guard asks when one of those would skip the hook, force or
+    // delete, and lets the rest through.
+    let refused = |line: &str, stderr: &str, answer: Answer| {
+        let could_be = stderr
+            .lines()
+            .find(|l| l.contains("ambiguous option"))
+            .unwrap_or_else(|| panic!("{line}: {stderr}"));
+        let risky = [
+            "--no-verify",
+            "--force ",
+            "--force)",
+            "--force-with-lease",
+            "--delete",
+        ]
+        .iter()
+        .any(|o| format!("{could_be})").contains(o));
+        match answer {
+            Answer::Ask(_) if risky => {}
+            Answer::Allow if !risky => {}
+            other => panic!("{line}: {could_be}: {other:?}"),
+        }
+    };
+
+    let hook_spellings: &[(&[&str], &[&str])] = &[
+        (&[], &["--no-verify"]),
+        (&[], &["--no-verif"]),
+        (&[], &["--no-veri"]),
+        (&[], &["--no-ver"]),
+        (&[], &["--no-v"]),
+        (&[], &["--verify"]),
+        (&[], &["--veri"]),
+        (&[], &["--ver"]),
+        (&[], &["--no-no-verify"]),
+        (&[], &["--no-verify", "--verify"]),
+        (&["-c", "core.hooksPath=/dev/null"], &[]),
+        (&["-c", "Core.HooksPath=/dev/null"], &[]),
+        (&["--config-env=core.hooksPath=HOME"], &[]),
+    ];
+    for (global, spelling) in hook_spellings {
+        let mut words = vec!["git"];
+        words.extend(*global);
+        words.push("push");
+        words.extend(*spelling);
+        words.extend(["origin", BRANCH]);
+        let line = words.join(" ");
+        let (code, hook_ran, _, stderr) = git_does(global, spelling);
+        let answer = guard(&repo, &line);
+        match code {
+            Some(0) if hook_ran => assert_eq!(answer, Answer::Allow, "{line}"),
+            Some(0) => {
+                answer.denied(&line);
+            }
+            Some(129) => refused(&line, &stderr, answer),
+            other => panic!("{line}: git exited {other:?}: {stderr}"),
+        }
+    }
+
+    // The local branch no longer contains the remote's head.
+    repo.git(&["push", "--quiet", "--no-verify", "origin", BRANCH]);
+    repo.git(&["reset", "--quiet", "--hard", "HEAD~1"]);
+    repo.commit_file("b.txt", "b\n", "feat: b");
+    let force_spellings: &[&[&str]] = &[
+        &["--force"],
+        &["-f"],
+        &["-uf"],
+        &["--forc"],
+        &["--for"],
+        &["--force-w"],
+        &["--force-with-lease"],
+        &["--force-i"],
+        &["--no-force"],
+        &["--force", "--no-force"],
+        &["--no-forc"],
+        &["--no-force", "--force-w"],
+    ];
+    for spelling in force_spellings {
+        let line = format!("git push {} origin {BRANCH}", spelling.join(" "));
+        let mut with_no_verify = spelling.to_vec();
+        with_no_verify.push("--no-verify");
+        let (code, _, porcelain, stderr) = git_does(&[], &with_no_verify);
+        let forced = porcelain.lines().any(|l| l.starts_with('+'));
+        let answer = guard(&repo, &line);
+        match code {
+            Some(0) if forced => {
+                answer.denied(&line);
+            }
+            // Rejected as non-fast-forward: the guard leaves it to the hook.
+            Some(0 | 1) => assert_eq!(answer, Answer::Allow, "{line}: {porcelain}"),
+            Some(129) => refused(&line, &stderr, answer),
+            other => panic!("{line}: git exited {other:?}: {porcelain}{stderr}"),
+        }
+    }
 }
 
 #[test]
@@ -433,18 +730,15 @@ fn pre_tool_use_denies_a_push_to_a_branch_another_instance_holds() {
         &["coord", "claim", "143", "--branch", theirs],
     )
     .expect(0);
-    let reason = guard(&repo, &format!("git push origin HEAD:{theirs}"))
-        .expect("a push to another instance's branch is denied");
+    let line = format!("git push origin HEAD:{theirs}");
+    let reason = guard(&repo, &line).denied(&line);
     assert!(reason.contains("laptop-0a1b2c3d"), "{reason}");
     assert!(reason.contains(INSTANCE), "{reason}");
     assert!(reason.contains("#143"), "{reason}");
     // Once that instance released it, the branch is free to push to.
     repo.maverick_as("laptop-0a1b2c3d", &["coord", "release", "143"])
         .expect(0);
-    assert_eq!(
-        guard(&repo, &format!("git push origin HEAD:{theirs}")),
-        None
-    );
+    assert_eq!(guard(&repo, &line), Answer::Allow);
 }
 
 #[test]
@@ -456,11 +750,10 @@ fn pre_tool_use_in_a_repository_without_maverick_allows_everything_at_once() {
         "git push --force",
         "git push --no-verify origin main",
         "git push origin :main",
+        "git push origin \"$BRANCH\" --force",
+        "git -c core.hooksPath=/dev/null push",
     ] {
-        assert_eq!(guard(&repo, line), None, "{line}");
+        assert_eq!(guard(&repo, line), Answer::Allow, "{line}");
     }
-    eprintln!(
-        "three guard runs (sh + git-maverick): {:?}",
-        start.elapsed()
-    );
+    eprintln!("five guard runs (sh + git-maverick): {:?}", start.elapsed());
 }

@@ -301,40 +301,29 @@ fn pre_tool_use() -> Result<Outcome, CommandError> {
     let Some(command) = input.tool_input.get("command").and_then(|c| c.as_str()) else {
         return allow();
     };
-    let pushes = bash_guard::pushes_in(command);
-    if pushes.is_empty() {
-        return allow();
-    }
     let me = session_instance(&input).unwrap_or_default();
     let cwd = std::env::current_dir()
         .map_err(|e| CommandError::tool(format!("cannot read the current directory: {e}")))?;
-    for push in &pushes {
-        let dir = push.dir.as_ref().map_or(cwd.clone(), |d| cwd.join(d));
-        let git = Git::new(&dir, GitEnv::inherit());
-        let Some(common_dir) = prepush::locate_common_dir(&dir, git.env()) else {
-            continue;
-        };
-        if prepush::maverick_absent(&common_dir) {
-            continue;
+    let env = GitEnv::inherit();
+    let session = bash_guard::Session {
+        cwd: &cwd,
+        me: &me,
+        now: Timestamp::now(),
+        env: &env,
+    };
+    let (decision, reason) = match bash_guard::judge(command, &session)? {
+        bash_guard::Verdict::Allow => return allow(),
+        bash_guard::Verdict::Ask(reason) => ("ask", reason),
+        bash_guard::Verdict::Deny(reason) => ("deny", reason),
+    };
+    let answer = json!({
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": decision,
+            "permissionDecisionReason": reason,
         }
-        let ctx = bash_guard::GuardContext {
-            common_dir: &common_dir,
-            me: &me,
-            current_branch: git.current_branch().ok().flatten(),
-            now: Timestamp::now(),
-        };
-        if let Some(denial) = bash_guard::judge(push, &ctx)? {
-            let answer = json!({
-                "hookSpecificOutput": {
-                    "hookEventName": "PreToolUse",
-                    "permissionDecision": "deny",
-                    "permissionDecisionReason": denial.reason,
-                }
-            });
-            return Ok(Outcome::new(Exit::Ok, answer.clone()).line(answer.to_string()));
-        }
-    }
-    allow()
+    });
+    Ok(Outcome::new(Exit::Ok, answer.clone()).line(answer.to_string()))
 }
 
 fn change_line(path: &std::path::Path, change: Change) -> String {
