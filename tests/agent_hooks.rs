@@ -299,6 +299,101 @@ fn session_start_resolves_the_instance_as_every_command_does() {
     assert_eq!(written, format!("export MAVERICK_INSTANCE={INSTANCE}\n"));
 }
 
+/// The context a SessionStart run gave the model.
+fn context_of(run: &Run) -> String {
+    let answer: Value = serde_json::from_str(run.stdout.trim()).expect("JSON on stdout");
+    answer["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .expect("additionalContext")
+        .to_owned()
+}
+
+/// Without CLAUDE_ENV_FILE nothing exports the instance (issue 30): the
+/// hook says what a command of the session will act as, and two sessions in
+/// one clone stay two instances.
+#[test]
+fn session_start_without_claude_env_file_says_what_is_true_and_keeps_sessions_apart() {
+    let env = TestEnv::new();
+    let repo = env.clone("agent");
+    let other_session = "0b7e4d21-aaaa-4bbb-8ccc-111122223333";
+    let other_instance = {
+        let run = run_hook(
+            &repo,
+            "session-start",
+            |input| input["session_id"] = Value::from(other_session),
+            &[],
+        );
+        let context = context_of(run.expect(0));
+        let id = context
+            .split("instance is ")
+            .nth(1)
+            .and_then(|rest| rest.split(',').next())
+            .unwrap_or_else(|| panic!("{context}"))
+            .to_owned();
+        assert_ne!(id, INSTANCE);
+        id
+    };
+    // Claude Code gave the hook neither CLAUDE_ENV_FILE nor a session id.
+    let run = run_hook(&repo, "session-start", |_| {}, &[]);
+    let context = context_of(run.expect(0));
+    assert!(!context.contains("acts as instance"), "{context}");
+    assert!(context.contains("nothing gives it"), "{context}");
+    assert!(
+        context.contains(&format!("MAVERICK_INSTANCE={INSTANCE} git maverick")),
+        "{context}"
+    );
+    // That is true: a command run as it is acts as the clone's own instance.
+    let config = repo
+        .maverick_command(&["config", "--json"])
+        .output()
+        .unwrap();
+    let config = Run::from_output(&["config", "--json"], config)
+        .expect(0)
+        .json();
+    let clone_instance = config["settings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "instance")
+        .unwrap()["value"]
+        .clone();
+    assert_ne!(clone_instance, INSTANCE, "{config}");
+    // The two sessions, as told, claim as their own instances, and the end
+    // of one releases its claims only.
+    repo.maverick_as(INSTANCE, &["coord", "claim", "150"])
+        .expect(0);
+    repo.maverick_as(&other_instance, &["coord", "claim", "151"])
+        .expect(0);
+    run_hook(&repo, "session-end", |_| {}, &[]).expect(0);
+    wait_for_session_release(&repo, INSTANCE);
+    env.assert_released_once(150, INSTANCE, "abort");
+    assert!(env.releases(151).is_empty());
+    let read = repo.maverick_as(&other_instance, &["coord", "read", "--json", "151"]);
+    assert_eq!(read.expect(0).json()["decision"], "ours");
+
+    // With the session id in its environment, as Claude Code gives every
+    // command, the hook says the instance comes from it.
+    let run = run_hook(
+        &repo,
+        "session-start",
+        |_| {},
+        &[("CLAUDE_CODE_SESSION_ID", std::ffi::OsStr::new(SESSION))],
+    );
+    let context = context_of(run.expect(0));
+    assert!(
+        context.contains(&format!(
+            "acts as instance {INSTANCE}, which git maverick derives from CLAUDE_CODE_SESSION_ID"
+        )),
+        "{context}"
+    );
+    // A clone that names its instance makes every session that one instance.
+    repo.git(&["config", "maverick.instance", "laptop-7"]);
+    let run = run_hook(&repo, "session-start", |_| {}, &[]);
+    let context = context_of(run.expect(0));
+    assert!(context.contains("acts as instance laptop-7"), "{context}");
+    assert!(context.contains("every session that has it"), "{context}");
+}
+
 #[test]
 fn session_start_never_fails_the_session() {
     let env = TestEnv::new();
@@ -336,6 +431,47 @@ fn session_start_never_fails_the_session() {
     }
 }
 
+/// Waits until the release `hook session-end` started for `instance` has
+/// finished: it holds the instance's lock from before the hook returns
+/// until it exits, so taking the lock is the event.
+pub(crate) fn wait_for_session_release(repo: &Repo, instance: &str) {
+    let lock = repo
+        .dir
+        .join(format!(".git/maverick/session-end-{instance}.lock"));
+    let file = std::fs::File::open(&lock)
+        .unwrap_or_else(|e| panic!("no session-end lock {}: {e}", lock.display()));
+    let (done, wait) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::os::fd::AsRawFd as _;
+        // SAFETY: flock on a descriptor this thread owns.
+        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
+        let _ = done.send(rc);
+    });
+    let rc = wait
+        .recv_timeout(std::time::Duration::from_secs(120))
+        .expect("the session's release finishes within two minutes");
+    assert_eq!(rc, 0, "flock {}", lock.display());
+}
+
+/// The clone's session-end log.
+pub(crate) fn session_log(repo: &Repo) -> String {
+    std::fs::read_to_string(repo.dir.join(".git/maverick/session-end.log")).unwrap_or_default()
+}
+
+/// Polls `what` until it holds (an event another process causes), for at
+/// most two minutes.
+#[track_caller]
+fn wait_until(what: &str, mut holds: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !holds() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "waited 120 s for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
 fn session_end_releases_the_sessions_claims_and_nobody_elses(surface: Surface) {
     let env = TestEnv::with_surface(surface);
     let repo = env.clone("agent");
@@ -346,6 +482,13 @@ fn session_end_releases_the_sessions_claims_and_nobody_elses(surface: Surface) {
         .expect(0);
     let run = run_hook(&repo, "session-end", |_| {}, &[]);
     run.expect(0);
+    assert!(
+        run.stderr
+            .contains("releasing #150, #151 in the background"),
+        "{}",
+        run.stderr
+    );
+    wait_for_session_release(&repo, INSTANCE);
     for issue in [150, 151] {
         env.assert_released_once(issue, INSTANCE, "abort");
     }
@@ -360,13 +503,93 @@ fn session_end_releases_the_sessions_claims_and_nobody_elses(surface: Surface) {
         std::fs::read_dir(records).map(|d| d.count()).unwrap_or(0),
         0
     );
-    // Run again (a second SessionEnd): nothing left, nothing written.
+    let log = session_log(&repo);
+    assert!(
+        log.contains(&format!("session end of {INSTANCE}: released #150, #151")),
+        "{log}"
+    );
+    // Run again (a second SessionEnd): nothing left, nothing started, nothing written.
     let writes = env.write_count();
-    run_hook(&repo, "session-end", |_| {}, &[]).expect(0);
+    let run = run_hook(&repo, "session-end", |_| {}, &[]);
+    assert!(run.expect(0).stderr.is_empty(), "{}", run.stderr);
     assert_eq!(env.write_count(), writes);
 }
 
 on_both_surfaces!(session_end_releases_the_sessions_claims_and_nobody_elses);
+
+/// Claude Code gives a plugin's SessionEnd hook about 1.5 s; a release on
+/// GitHub can take longer. The hook returns while GitHub has not answered
+/// yet, and the release it started, in a process session of its own,
+/// finishes after it.
+#[test]
+fn session_end_returns_before_the_release_which_outlives_it() {
+    let env = TestEnv::with_surface(Surface::Github);
+    let repo = env.clone("agent");
+    repo.maverick_as(INSTANCE, &["coord", "claim", "150"])
+        .expect(0);
+    env.github().hold_requests(true);
+    let start = std::time::Instant::now();
+    let run = run_hook(&repo, "session-end", |_| {}, &[]);
+    let took = start.elapsed();
+    run.expect(0);
+    eprintln!("the session-end hook returned after {took:?}");
+    // The release is under way, waiting for GitHub, after the hook is gone.
+    wait_until("the release to ask GitHub", || {
+        env.github().held_requests() > 0
+    });
+    assert!(env.releases(150).is_empty());
+    let pid: u32 = run
+        .stderr
+        .split("(process ")
+        .nth(1)
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|pid| pid.parse().ok())
+        .unwrap_or_else(|| panic!("no process named: {}", run.stderr));
+    // It leads a session of its own: no terminal, no process group of the
+    // agent's that a signal at the session's end would reach.
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("the release runs");
+    let fields: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    assert_eq!(fields[3], pid.to_string(), "session id of {pid}: {stat}");
+    assert_eq!(fields[2], pid.to_string(), "process group of {pid}: {stat}");
+    env.github().hold_requests(false);
+    wait_for_session_release(&repo, INSTANCE);
+    env.assert_released_once(150, INSTANCE, "abort");
+    let log = session_log(&repo);
+    assert!(log.contains("released #150"), "{log}");
+}
+
+/// Two SessionEnd hooks of one session (or a hook run by hand meanwhile):
+/// one release, one release comment.
+#[test]
+fn session_end_is_safe_to_run_twice() {
+    let env = TestEnv::with_surface(Surface::Github);
+    let repo = env.clone("agent");
+    repo.maverick_as(INSTANCE, &["coord", "claim", "150"])
+        .expect(0);
+    env.github().hold_requests(true);
+    let first = run_hook(&repo, "session-end", |_| {}, &[]);
+    let second = run_hook(&repo, "session-end", |_| {}, &[]);
+    first.expect(0);
+    second.expect(0);
+    assert!(
+        second.stderr.contains("already running"),
+        "{}",
+        second.stderr
+    );
+    env.github().hold_requests(false);
+    wait_for_session_release(&repo, INSTANCE);
+    env.assert_released_once(150, INSTANCE, "abort");
+    let third = run_hook(&repo, "session-end", |_| {}, &[]);
+    assert!(third.expect(0).stderr.is_empty(), "{}", third.stderr);
+    wait_for_session_release(&repo, INSTANCE);
+    env.assert_released_once(150, INSTANCE, "abort");
+    assert_eq!(session_log(&repo).matches("released #150").count(), 1);
+}
 
 #[test]
 fn session_end_never_fails_teardown_and_leaves_the_lease_as_backstop() {
@@ -379,18 +602,33 @@ fn session_end_never_fails_teardown_and_leaves_the_lease_as_backstop() {
     let run = run_hook(&repo, "session-end", |_| {}, &[]);
     run.expect(0);
     assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
-    assert!(
-        run.stderr.starts_with("git maverick hook session-end: "),
-        "{}",
-        run.stderr
-    );
+    wait_for_session_release(&repo, INSTANCE);
     assert!(env.releases(160).is_empty());
+    let log = session_log(&repo);
+    assert!(
+        log.contains(&format!("session end of {INSTANCE}: the release failed"))
+            && log.contains("its leases run out on their own"),
+        "{log}"
+    );
+    // The claim's record stays: the lease is the backstop.
+    assert!(repo
+        .dir
+        .join(format!(".git/maverick/claims/{INSTANCE}/160.json"))
+        .is_file());
     // A directory that is no repository: nothing to do, no complaint.
     let plain = env.path().join("plain");
     std::fs::create_dir_all(&plain).unwrap();
     let run = run_hook(&repo.at(plain), "session-end", |_| {}, &[]);
     run.expect(0);
     assert!(run.stderr.is_empty(), "{}", run.stderr);
+    // Input that is not JSON: one line on stderr, exit 0.
+    let run = run_hook(&repo, "session-end", |input| *input = Value::from(7), &[]);
+    run.expect(0);
+    assert!(
+        run.stderr.starts_with("git maverick hook session-end: "),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]

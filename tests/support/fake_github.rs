@@ -377,6 +377,17 @@ impl FakeGithub {
         self.state().slow.extend(vec![delay; n]);
     }
 
+    /// While on, every request waits (unanswered) until it is turned off:
+    /// a GitHub that answers only when the test says so.
+    pub fn hold_requests(&self, on: bool) {
+        self.state().held = on;
+    }
+
+    /// How many requests wait for [`FakeGithub::hold_requests`] to end.
+    pub fn held_requests(&self) -> usize {
+        self.state().waiting
+    }
+
     /// The primary limit per hour (GitHub's 5,000 for a user token by
     /// default); what is left of it starts full.
     pub fn set_rate_limit(&self, per_hour: u64) {
@@ -558,6 +569,10 @@ struct State {
     issues_on_demand: bool,
     echo_authorization: bool,
     slow: VecDeque<Duration>,
+    /// Requests wait while set ([`FakeGithub::hold_requests`]).
+    held: bool,
+    /// How many requests are waiting for `held` to clear.
+    waiting: usize,
     rate_limit: u64,
     rate_remaining: u64,
     rate_reset: i64,
@@ -588,6 +603,8 @@ impl State {
             issues_on_demand: false,
             echo_authorization: false,
             slow: VecDeque::new(),
+            held: false,
+            waiting: 0,
             rate_limit: RATE_LIMIT,
             rate_remaining: RATE_LIMIT,
             rate_reset: 0,
@@ -1907,6 +1924,13 @@ fn serve_connection(shared: &Shared, stream: TcpStream) -> io::Result<()> {
         let delay = lock(&shared.state).slow.pop_front();
         if let Some(delay) = delay {
             thread::sleep(delay);
+        }
+        if lock(&shared.state).held {
+            lock(&shared.state).waiting += 1;
+            while lock(&shared.state).held && !shared.stopping.load(Ordering::SeqCst) {
+                thread::sleep(Duration::from_millis(5));
+            }
+            lock(&shared.state).waiting -= 1;
         }
         let response = lock(&shared.state).respond(&request);
         write_response(&mut writer, &response, request.close)?;
