@@ -195,6 +195,12 @@ fn the_plugin_manifests_have_claude_codes_documented_fields() {
     let plugins = market["plugins"].as_array().expect("plugins");
     assert_eq!(plugins.len(), 1, "a one-plugin marketplace");
     assert_eq!(plugins[0]["name"], name);
+    // A release bumps the crate's version; the plugin's follows it, in both
+    // manifests (Claude Code offers an update when it changes).
+    assert_eq!(
+        plugins[0]["version"], version,
+        "marketplace.json names the plugin's version"
+    );
     let source = plugins[0]["source"].as_str().expect("a relative source");
     assert!(source.starts_with("./"), "{source}");
     assert!(
