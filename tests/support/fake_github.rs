@@ -1776,13 +1776,14 @@ fn label_names(request: &Request, docs: &str) -> Result<Vec<String>, Answer> {
 // ---------------------------------------------------------------------------
 // HTTP
 
-struct Request {
-    method: String,
+/// One HTTP/1.1 request (the fake model server reads them the same way).
+pub(super) struct Request {
+    pub(super) method: String,
     /// Origin-form path and query.
-    target: String,
+    pub(super) target: String,
     headers: Vec<(String, String)>,
-    body: Vec<u8>,
-    close: bool,
+    pub(super) body: Vec<u8>,
+    pub(super) close: bool,
 }
 
 impl Request {
@@ -1873,10 +1874,10 @@ impl Answer {
     }
 }
 
-struct Response {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
+pub(super) struct Response {
+    pub(super) status: u16,
+    pub(super) headers: Vec<(String, String)>,
+    pub(super) body: Vec<u8>,
 }
 
 fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
@@ -1952,7 +1953,10 @@ fn read_line(reader: &mut impl BufRead) -> io::Result<Option<String>> {
     Ok(Some(line.trim_end_matches(['\r', '\n']).to_string()))
 }
 
-fn read_request(reader: &mut impl BufRead, writer: &mut impl Write) -> io::Result<Option<Request>> {
+pub(super) fn read_request(
+    reader: &mut impl BufRead,
+    writer: &mut impl Write,
+) -> io::Result<Option<Request>> {
     // Tolerate blank lines between pipelined requests.
     let request_line = loop {
         match read_line(reader)? {
@@ -2041,7 +2045,11 @@ fn read_chunked(reader: &mut impl BufRead) -> io::Result<Vec<u8>> {
     }
 }
 
-fn write_response(writer: &mut impl Write, response: &Response, close: bool) -> io::Result<()> {
+pub(super) fn write_response(
+    writer: &mut impl Write,
+    response: &Response,
+    close: bool,
+) -> io::Result<()> {
     let mut head = format!(
         "HTTP/1.1 {} {}\r\n",
         response.status,
