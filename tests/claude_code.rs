@@ -133,14 +133,20 @@ impl Drop for Running {
 }
 
 impl Running {
-    /// The client's process: strace's one child.
+    /// The client's process: the child of strace's that runs claude's
+    /// binary (strace starts short-lived children of its own first, to
+    /// probe what ptrace can do).
     fn client_pid(&self) -> u32 {
+        let binary = std::fs::canonicalize(claude()).expect("claude's binary");
         let children = format!("/proc/{0}/task/{0}/children", self.strace.id());
-        let pid = poll("strace to start claude", || {
+        poll("strace to start claude", || {
             let text = std::fs::read_to_string(&children).ok()?;
-            text.split_whitespace().next()?.parse().ok()
-        });
-        pid
+            text.split_whitespace()
+                .filter_map(|pid| pid.parse::<u32>().ok())
+                .find(|pid| {
+                    std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|exe| exe == binary)
+                })
+        })
     }
 
     /// Waits until the client itself has exited (strace may still trace
@@ -148,14 +154,16 @@ impl Running {
     fn client_exited(&self) -> (String, String) {
         let pid = self.client_pid();
         poll("claude to exit", || {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"));
-            // Gone, or a zombie strace has not reaped yet.
-            let running = stat.is_ok_and(|s| {
-                s.rsplit(')')
+            // Gone, or a zombie strace has not reaped yet. (While it execs,
+            // its stat may not read: that is no exit.)
+            let exited = match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+                Ok(stat) => stat
+                    .rsplit(')')
                     .next()
-                    .is_some_and(|r| !r.trim_start().starts_with('Z'))
-            });
-            (!running).then_some(())
+                    .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+                Err(_) => !Path::new(&format!("/proc/{pid}")).exists(),
+            };
+            exited.then_some(())
         });
         self.printed()
     }

@@ -12,16 +12,14 @@
 //! hooks' context, the skills offered, each tool result.
 #![allow(dead_code)]
 
-use std::collections::HashMap;
 use std::io::{self, BufReader};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::thread::{self, JoinHandle};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
 
-use super::fake_github::{read_request, write_response, Response};
+use super::fake_github::{lock, read_request, write_response, Acceptor, Response};
 
 /// One model turn of the script.
 #[derive(Clone, Debug)]
@@ -51,16 +49,14 @@ pub struct Received {
 pub struct FakeModel {
     shared: Arc<Shared>,
     addr: SocketAddr,
-    acceptor: Option<JoinHandle<()>>,
+    _acceptor: Acceptor,
 }
 
 struct Shared {
     steps: Vec<Step>,
     final_text: String,
     received: Mutex<Vec<Received>>,
-    stopping: AtomicBool,
-    connections: Mutex<HashMap<u64, TcpStream>>,
-    next_id: AtomicU64,
+    stopping: Arc<AtomicBool>,
 }
 
 impl FakeModel {
@@ -68,38 +64,23 @@ impl FakeModel {
     pub fn start(steps: Vec<Step>, final_text: &str) -> FakeModel {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind the fake model server");
         let addr = listener.local_addr().expect("its address");
+        let stopping = Arc::new(AtomicBool::new(false));
         let shared = Arc::new(Shared {
             steps,
             final_text: final_text.to_owned(),
             received: Mutex::new(Vec::new()),
-            stopping: AtomicBool::new(false),
-            connections: Mutex::new(HashMap::new()),
-            next_id: AtomicU64::new(0),
+            stopping: Arc::clone(&stopping),
         });
         let acceptor = {
             let shared = Arc::clone(&shared);
-            thread::spawn(move || {
-                for stream in listener.incoming() {
-                    if shared.stopping.load(Ordering::SeqCst) {
-                        break;
-                    }
-                    let Ok(stream) = stream else { continue };
-                    let id = shared.next_id.fetch_add(1, Ordering::SeqCst);
-                    if let Ok(clone) = stream.try_clone() {
-                        lock(&shared.connections).insert(id, clone);
-                    }
-                    let shared = Arc::clone(&shared);
-                    thread::spawn(move || {
-                        let _ = serve(&shared, stream);
-                        lock(&shared.connections).remove(&id);
-                    });
-                }
+            Acceptor::start(listener, stopping, move |stream| {
+                let _ = serve(&shared, stream);
             })
         };
         FakeModel {
             shared,
             addr,
-            acceptor: Some(acceptor),
+            _acceptor: acceptor,
         }
     }
 
@@ -150,25 +131,6 @@ impl FakeModel {
         }
         results
     }
-}
-
-impl Drop for FakeModel {
-    fn drop(&mut self) {
-        self.shared.stopping.store(true, Ordering::SeqCst);
-        let _ = TcpStream::connect(self.addr);
-        if let Some(acceptor) = self.acceptor.take() {
-            let _ = acceptor.join();
-        }
-        for (_, stream) in lock(&self.shared.connections).drain() {
-            let _ = stream.shutdown(Shutdown::Both);
-        }
-    }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 fn offers_bash(body: &Value) -> bool {

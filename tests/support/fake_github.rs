@@ -59,15 +59,12 @@ pub struct RecordedRequest {
 pub struct FakeGithub {
     shared: Arc<Shared>,
     addr: SocketAddr,
-    acceptor: Option<JoinHandle<()>>,
+    _acceptor: Acceptor,
 }
 
 struct Shared {
     state: Mutex<State>,
-    stopping: AtomicBool,
-    /// Clones of open connections, so Drop can cut idle keep-alive clients.
-    connections: Mutex<HashMap<u64, TcpStream>>,
-    next_connection: AtomicU64,
+    stopping: Arc<AtomicBool>,
 }
 
 impl FakeGithub {
@@ -77,20 +74,21 @@ impl FakeGithub {
             .local_addr()
             .expect("local address of the fake GitHub server");
         let state = State::new(format!("http://{addr}"), owner, repo);
+        let stopping = Arc::new(AtomicBool::new(false));
         let shared = Arc::new(Shared {
             state: Mutex::new(state),
-            stopping: AtomicBool::new(false),
-            connections: Mutex::new(HashMap::new()),
-            next_connection: AtomicU64::new(0),
+            stopping: Arc::clone(&stopping),
         });
         let acceptor = {
             let shared = Arc::clone(&shared);
-            thread::spawn(move || accept_loop(listener, shared))
+            Acceptor::start(listener, stopping, move |stream| {
+                let _ = serve_connection(&shared, stream);
+            })
         };
         FakeGithub {
             shared,
             addr,
-            acceptor: Some(acceptor),
+            _acceptor: acceptor,
         }
     }
 
@@ -417,22 +415,72 @@ impl FakeGithub {
     }
 }
 
-impl Drop for FakeGithub {
+/// Serves each connection `listener` accepts on a thread of its own until
+/// dropped; then cuts the open ones (idle keep-alive clients included).
+pub(super) struct Acceptor {
+    addr: SocketAddr,
+    stopping: Arc<AtomicBool>,
+    connections: Arc<Mutex<HashMap<u64, TcpStream>>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Acceptor {
+    pub(super) fn start(
+        listener: TcpListener,
+        stopping: Arc<AtomicBool>,
+        serve: impl Fn(TcpStream) + Send + Sync + 'static,
+    ) -> Acceptor {
+        let addr = listener.local_addr().expect("a bound listener");
+        let connections: Arc<Mutex<HashMap<u64, TcpStream>>> = Arc::default();
+        let serve = Arc::new(serve);
+        let thread = {
+            let stopping = Arc::clone(&stopping);
+            let connections = Arc::clone(&connections);
+            thread::spawn(move || {
+                let next = AtomicU64::new(0);
+                for stream in listener.incoming() {
+                    if stopping.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    let Ok(stream) = stream else { continue };
+                    let id = next.fetch_add(1, Ordering::SeqCst);
+                    if let Ok(clone) = stream.try_clone() {
+                        lock(&connections).insert(id, clone);
+                    }
+                    let connections = Arc::clone(&connections);
+                    let serve = Arc::clone(&serve);
+                    thread::spawn(move || {
+                        serve(stream);
+                        lock(&connections).remove(&id);
+                    });
+                }
+            })
+        };
+        Acceptor {
+            addr,
+            stopping,
+            connections,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Acceptor {
     fn drop(&mut self) {
-        self.shared.stopping.store(true, Ordering::SeqCst);
+        self.stopping.store(true, Ordering::SeqCst);
         // Wake the blocking accept so the acceptor sees the flag.
         let _ = TcpStream::connect(self.addr);
-        if let Some(acceptor) = self.acceptor.take() {
-            let _ = acceptor.join();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
         }
-        for (_, stream) in lock(&self.shared.connections).drain() {
+        for (_, stream) in lock(&self.connections).drain() {
             let _ = stream.shutdown(Shutdown::Both);
         }
     }
 }
 
 /// A panicking test thread must not wedge every other request.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -1878,24 +1926,6 @@ pub(super) struct Response {
     pub(super) status: u16,
     pub(super) headers: Vec<(String, String)>,
     pub(super) body: Vec<u8>,
-}
-
-fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
-    for stream in listener.incoming() {
-        if shared.stopping.load(Ordering::SeqCst) {
-            break;
-        }
-        let Ok(stream) = stream else { continue };
-        let id = shared.next_connection.fetch_add(1, Ordering::SeqCst);
-        if let Ok(clone) = stream.try_clone() {
-            lock(&shared.connections).insert(id, clone);
-        }
-        let shared = Arc::clone(&shared);
-        thread::spawn(move || {
-            let _ = serve_connection(&shared, stream);
-            lock(&shared.connections).remove(&id);
-        });
-    }
 }
 
 fn serve_connection(shared: &Shared, stream: TcpStream) -> io::Result<()> {
