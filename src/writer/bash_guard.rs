@@ -89,7 +89,7 @@ impl Tri {
         }
     }
 
-    fn from(set: bool) -> Tri {
+    fn when(set: bool) -> Tri {
         if set {
             Tri::Yes
         } else {
@@ -324,7 +324,7 @@ fn long_option(
 
 /// Applies one option to the push.
 fn apply(push: &mut Push, long: &str, negated: bool, value: Option<&str>) {
-    let set = Tri::from(!negated);
+    let set = Tri::when(!negated);
     match long {
         "no-verify" => {
             push.skip = set;
@@ -511,8 +511,8 @@ fn refspec(text: &str, delete_all: bool) -> Option<Target> {
     };
     Some(Target {
         dest,
-        forced: Tri::from(forced),
-        deletion: Tri::from(deletion),
+        forced: Tri::when(forced),
+        deletion: Tri::when(deletion),
         certain: true,
     })
 }
@@ -633,8 +633,8 @@ fn read_push(words: &[Arg], more_args: Option<&str>, send_pack: bool) -> Push {
                 push.unknown(&spec.spelled);
                 push.targets.push(Target {
                     dest: Dest::Pattern("*".to_owned()),
-                    forced: Tri::from(known.starts_with('+')),
-                    deletion: Tri::from(known.trim_start_matches('+').starts_with(':')),
+                    forced: Tri::when(known.starts_with('+')),
+                    deletion: Tri::when(known.trim_start_matches('+').starts_with(':')),
                     certain: false,
                 });
             }
@@ -750,7 +750,7 @@ impl Place {
         if managed_on.is_empty() {
             managed_on.extend(self.location("origin"));
         }
-        Tri::from(managed_on.contains(&destination))
+        Tri::when(managed_on.contains(&destination))
     }
 }
 
