@@ -802,6 +802,10 @@ fn pre_tool_use_reads_the_command_as_the_shell_runs_it() {
         ("git push --no-ver origin maverick/142-parser", "--no-ver"),
         ("git -c \"$SETTING\" push", "$SETTING"),
         (
+            "git push --prune origin 'refs/heads/*:refs/heads/*'",
+            "which branches --prune deletes",
+        ),
+        (
             "git push origin \"$(git branch --show-current)\" \"$OTHER\"",
             "$OTHER",
         ),

@@ -146,6 +146,8 @@ struct Push {
     dry_run: bool,
     /// `--all`, `--branches`, `--mirror`: every branch.
     every_branch: bool,
+    /// `--mirror`: also deletes the remote's branches this clone lacks.
+    mirror: bool,
     /// `--prune`: remote branches with no local counterpart are deleted.
     prune: Tri,
     remote: Option<Remote>,
@@ -336,6 +338,7 @@ fn apply(push: &mut Push, long: &str, negated: bool, value: Option<&str>) {
         "all" | "branches" => push.every_branch = !negated,
         "mirror" => {
             push.every_branch = !negated;
+            push.mirror = !negated;
             push.force = set;
             push.delete = set;
         }
@@ -510,10 +513,11 @@ fn refspec(text: &str, delete_all: bool) -> Option<Target> {
         }
     };
     Some(Target {
+        // A pattern writes the branches it matches on this side only.
+        certain: !matches!(dest, Dest::Pattern(_)),
         dest,
         forced: Tri::when(forced),
         deletion: Tri::when(deletion),
-        certain: true,
     })
 }
 
@@ -651,6 +655,7 @@ struct Place {
     current: Option<Option<String>>,
     locations: BTreeMap<String, Option<String>>,
     managed: Option<Vec<String>>,
+    local: BTreeMap<String, bool>,
 }
 
 impl Place {
@@ -677,6 +682,7 @@ impl Place {
             current: None,
             locations: BTreeMap::new(),
             managed: None,
+            local: BTreeMap::new(),
         })
     }
 
@@ -718,6 +724,15 @@ impl Place {
         keys.iter()
             .find_map(|k| self.git.config_get(k).ok().flatten())
             .unwrap_or_else(|| "origin".to_owned())
+    }
+
+    /// Whether this clone has `branch` (what `--all` pushes).
+    fn has_branch(&mut self, branch: &str) -> bool {
+        let git = &self.git;
+        *self.local.entry(branch.to_owned()).or_insert_with(|| {
+            git.resolve_commit(&format!("refs/heads/{branch}"))
+                .is_ok_and(|c| c.is_some())
+        })
     }
 
     fn managed_branches(&mut self) -> Result<Vec<String>, RecordError> {
@@ -1128,7 +1143,9 @@ impl Judge<'_, '_> {
             }
         }
         for b in &managed {
-            if push.every_branch {
+            // `--all` pushes this clone's branches; `--mirror` also deletes
+            // the remote's others.
+            if push.every_branch && (push.mirror || place.has_branch(b)) {
                 candidates.push((b.clone(), Tri::No, Tri::No, true));
             }
             if push.unknown_target {
@@ -1178,26 +1195,33 @@ impl Judge<'_, '_> {
                 None => {}
             }
         }
-        Ok(match feared {
-            None => Verdict::Allow,
-            Some(reason) => {
-                let unknowns = if push.unknowns.is_empty() {
-                    "what the shell only knows when it runs the command".to_owned()
-                } else {
-                    push.unknowns
-                        .iter()
-                        .map(|u| format!("`{u}`"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                };
-                Verdict::Ask(format!(
-                    "git maverick cannot tell from the command line alone whether this push is \
-                     allowed: it depends on {unknowns}, which the shell only knows when it runs \
-                     the command. If it goes as feared: {reason} Spell the remote, branches and \
-                     options out to get a clear answer."
-                ))
-            }
-        })
+        let Some(reason) = feared else {
+            return Ok(Verdict::Allow);
+        };
+        let mut depends = Vec::new();
+        if !push.unknowns.is_empty() {
+            let spelled: Vec<String> = push.unknowns.iter().map(|u| format!("`{u}`")).collect();
+            depends.push(format!(
+                "{}, which the shell only knows when it runs the command",
+                spelled.join(", ")
+            ));
+        }
+        if push
+            .targets
+            .iter()
+            .any(|t| matches!(t.dest, Dest::Pattern(_)))
+        {
+            depends.push("which of this clone's branches a refspec pattern matches".to_owned());
+        }
+        if push.prune == Tri::Yes {
+            depends.push("which branches --prune deletes on the remote".to_owned());
+        }
+        Ok(Verdict::Ask(format!(
+            "git maverick cannot tell from the command line alone whether this push is allowed: \
+             it depends on {}. If it goes as feared: {reason} Spell the remote, branches and \
+             options out to get a clear answer.",
+            depends.join("; and on ")
+        )))
     }
 }
 
