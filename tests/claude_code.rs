@@ -136,10 +136,24 @@ impl Running {
     /// The client's process: the child of strace's that runs claude's
     /// binary (strace starts short-lived children of its own first, to
     /// probe what ptrace can do).
-    fn client_pid(&self) -> u32 {
+    fn client_pid(&mut self) -> u32 {
         let binary = std::fs::canonicalize(claude()).expect("claude's binary");
         let children = format!("/proc/{0}/task/{0}/children", self.strace.id());
+        let Running {
+            strace,
+            stdout,
+            stderr,
+        } = self;
         poll("strace to start claude", || {
+            // Gone before the test saw it: it failed at once; say how.
+            if let Some(status) = strace.try_wait().expect("strace is our child") {
+                let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_default();
+                panic!(
+                    "claude ended at once ({status}):\n{}\n{}",
+                    read(stdout),
+                    read(stderr)
+                );
+            }
             let text = std::fs::read_to_string(&children).ok()?;
             text.split_whitespace()
                 .filter_map(|pid| pid.parse::<u32>().ok())
@@ -151,7 +165,7 @@ impl Running {
 
     /// Waits until the client itself has exited (strace may still trace
     /// what it left running); what it printed.
-    fn client_exited(&self) -> (String, String) {
+    fn client_exited(&mut self) -> (String, String) {
         let pid = self.client_pid();
         poll("claude to exit", || {
             // Gone, or a zombie strace has not reaped yet. (While it execs,
@@ -212,7 +226,9 @@ fn start_client(
     std::fs::create_dir_all(&base).unwrap();
     let running = |ext: &str| base.join(format!("{name}.{ext}"));
     let mut cmd = Command::new(strace());
-    cmd.args(["-f", "-qq", "-e", "trace=connect", "-o"])
+    // --seccomp-bpf: only connect() stops the traced processes, not every
+    // system call (half the client's time on a loaded machine).
+    cmd.args(["-f", "-qq", "--seccomp-bpf", "-e", "trace=connect", "-o"])
         .arg(running("strace"))
         .arg(claude())
         .args(args)
