@@ -706,6 +706,18 @@ fn pre_tool_use_reads_the_command_as_the_shell_runs_it() {
     .expect(0);
     repo.git(&["switch", "--quiet", "-c", BRANCH]);
     std::fs::create_dir_all(repo.dir.join("src")).unwrap();
+    // Scripts the agent wrote earlier; a script runs where it is started.
+    std::fs::write(
+        repo.dir.join("push.sh"),
+        "set -e\ngit push --no-verify origin maverick/142-parser\n",
+    )
+    .unwrap();
+    std::fs::write(repo.dir.join("src/up.sh"), "cd ..\ngit push --force\n").unwrap();
+    std::fs::write(
+        repo.dir.join("src/ok.sh"),
+        "git push origin maverick/142-parser\n",
+    )
+    .unwrap();
     // A remote maverick does not manage.
     env.git_in(env.path(), &["init", "--quiet", "--bare", "other.git"]);
     repo.git(&["remote", "add", "other", "../other.git"]);
@@ -737,6 +749,12 @@ fn pre_tool_use_reads_the_command_as_the_shell_runs_it() {
         ("sh -c 'git push --force-with-lease'", "forced push"),
         ("bash -lc \"cd src && git push --no-verify\"", "--no-verify"),
         ("eval git push --no-verify", "--no-verify"),
+        // A script file a shell runs is read as it is now.
+        ("sh push.sh", "--no-verify"),
+        ("bash -o pipefail ./push.sh", "--no-verify"),
+        (". ./push.sh", "--no-verify"),
+        ("source push.sh", "--no-verify"),
+        ("cd src && sh up.sh", "forced push"),
         ("bash <<'EOF'\ngit push --no-verify\nEOF", "--no-verify"),
         // Compound commands, lists, pipelines, substitutions.
         ("if true; then git push --no-verify; fi", "--no-verify"),
@@ -837,6 +855,8 @@ fn pre_tool_use_reads_the_command_as_the_shell_runs_it() {
         "git push --force --dry-run origin maverick/142-parser",
         "git push --no-verify --dry-run",
         "git -c core.hooksPath=/dev/null status",
+        "sh src/ok.sh",
+        "sh not-written-yet.sh",
         "git p4 submit",
     ] {
         assert_eq!(guard(&repo, line), Answer::Allow, "{line}");

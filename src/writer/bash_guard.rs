@@ -24,6 +24,8 @@ use crate::writer::shell::{self, Arg, Invocation, Piece};
 
 /// How deep git aliases are followed (`git p` → `!git push …`).
 const MAX_ALIAS_DEPTH: usize = 4;
+/// The largest script file the guard reads (`sh FILE`, `. FILE`).
+const MAX_SCRIPT: u64 = 64 * 1024;
 
 /// The guard's answer to one command line.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -931,11 +933,14 @@ impl Judge<'_, '_> {
     }
 
     fn invocation(&mut self, invocation: &Invocation) -> Result<Verdict, RecordError> {
+        if invocation.args.first().and_then(Arg::literal).as_deref() == Some(".") {
+            return self.script_file(".", invocation);
+        }
         let Some(program) = invocation.program() else {
             return self.unknown_program(invocation);
         };
         if program != "git" {
-            return Ok(Verdict::Allow);
+            return self.script_file(&program, invocation);
         }
         let Some(call) = git_call(&invocation.args, &invocation.env) else {
             return Ok(Verdict::Allow);
@@ -996,6 +1001,68 @@ impl Judge<'_, '_> {
             None if known_place => Ok(Verdict::Allow),
             None => self.unknown_place(&push),
         }
+    }
+
+    /// A script file a shell runs (`sh push.sh`, `bash -e ./ci.sh`,
+    /// `. ./env.sh`, `source env.sh`): what it runs, read from the file as it
+    /// is now. A file that is not there (yet) or not readable is left to the
+    /// pre-push hook, as any program the guard cannot see into.
+    fn script_file(
+        &mut self,
+        program: &str,
+        invocation: &Invocation,
+    ) -> Result<Verdict, RecordError> {
+        let operands = &invocation.args[1..];
+        let file = match program {
+            "." | "source" => operands.first(),
+            "sh" | "bash" | "dash" | "zsh" | "ksh" | "mksh" | "ash" => {
+                // The first operand after the options (`-o NAME` and
+                // `--rcfile FILE` take the next word).
+                let mut words = operands.iter();
+                loop {
+                    let Some(word) = words.next() else { break None };
+                    match word.literal() {
+                        Some(l)
+                            if matches!(
+                                l.as_str(),
+                                "-o" | "+o" | "-O" | "+O" | "--rcfile" | "--init-file"
+                            ) =>
+                        {
+                            words.next();
+                        }
+                        Some(l) if l.starts_with(['-', '+']) && l != "-" => {}
+                        _ => break Some(word),
+                    }
+                }
+            }
+            _ => None,
+        };
+        let (Some(file), Some(dir)) = (file.and_then(Arg::literal), &invocation.dir) else {
+            return Ok(Verdict::Allow);
+        };
+        if self.depth >= MAX_ALIAS_DEPTH {
+            return Ok(Verdict::Allow);
+        }
+        let dir = self.session.cwd.join(dir);
+        let path = dir.join(&file);
+        let small = std::fs::metadata(&path).is_ok_and(|m| m.is_file() && m.len() <= MAX_SCRIPT);
+        let Some(text) = small.then(|| std::fs::read_to_string(&path).ok()).flatten() else {
+            return Ok(Verdict::Allow);
+        };
+        let mut invocations = match shell::invocations(&text) {
+            Ok(invocations) => invocations,
+            Err(unreadable) => return self.unreadable(&text, &unreadable.to_string()),
+        };
+        for inner in &mut invocations {
+            inner.dir = inner.dir.as_ref().map(|d| dir.join(d));
+            let mut env = invocation.env.clone();
+            env.append(&mut inner.env);
+            inner.env = env;
+        }
+        self.depth += 1;
+        let verdict = self.all(&invocations);
+        self.depth -= 1;
+        verdict
     }
 
     /// A program only the running shell knows (`$GIT push`, a script the
