@@ -1049,15 +1049,29 @@ impl Judge<'_, '_> {
         let Some(text) = small.then(|| std::fs::read_to_string(&path).ok()).flatten() else {
             return Ok(Verdict::Allow);
         };
-        let mut invocations = match shell::invocations(&text) {
+        self.nested(&text, &dir, invocation, |_| {})
+    }
+
+    /// Judges another script `invocation` runs (a script file, a git
+    /// alias), started in `dir` with `invocation`'s variables; `adjust`
+    /// amends each program it runs.
+    fn nested(
+        &mut self,
+        script: &str,
+        dir: &Path,
+        invocation: &Invocation,
+        mut adjust: impl FnMut(&mut Invocation),
+    ) -> Result<Verdict, RecordError> {
+        let mut invocations = match shell::invocations(script) {
             Ok(invocations) => invocations,
-            Err(unreadable) => return self.unreadable(&text, &unreadable.to_string()),
+            Err(unreadable) => return self.unreadable(script, &unreadable.to_string()),
         };
         for inner in &mut invocations {
             inner.dir = inner.dir.as_ref().map(|d| dir.join(d));
             let mut env = invocation.env.clone();
             env.append(&mut inner.env);
             inner.env = env;
+            adjust(inner);
         }
         self.depth += 1;
         let verdict = self.all(&invocations);
@@ -1148,28 +1162,17 @@ impl Judge<'_, '_> {
             ),
             None => (format!("git {value} {}", args.join(" ")), place.dir.clone()),
         };
-        let mut invocations = match shell::invocations(&script) {
-            Ok(invocations) => invocations,
-            Err(unreadable) => return self.unreadable(&script, &unreadable.to_string()),
-        };
-        for inner in &mut invocations {
-            inner.dir = inner.dir.as_ref().map(|d| dir.join(d));
-            let mut env = invocation.env.clone();
-            env.append(&mut inner.env);
-            inner.env = env;
-            if value.starts_with('!') {
-                continue;
+        let shell_alias = value.starts_with('!');
+        self.nested(&script, &dir, invocation, |inner| {
+            if shell_alias {
+                return;
             }
             // `git -c … ALIAS`: the settings hold for the alias's git.
             let mut args = vec![inner.args[0].clone()];
             args.extend(call.settings.iter().cloned());
             args.extend(inner.args.drain(1..));
             inner.args = args;
-        }
-        self.depth += 1;
-        let verdict = self.all(&invocations);
-        self.depth -= 1;
-        verdict
+        })
     }
 
     /// Every way the push may go, judged: deny when a branch it certainly
