@@ -7,6 +7,7 @@ mod support;
 
 mod agent_hooks;
 mod cas_push;
+mod claude_code;
 mod cli;
 mod coord;
 mod crash;

@@ -190,7 +190,7 @@ pub(crate) fn all() -> Vec<SchemaFile> {
         answer::<SessionEndOutput>(
             "hook-session-end",
             "hook session-end",
-            "`hook session-end`: the claims the session's instance released.",
+            "`hook session-end`: the release of the session's claims, started in the background.",
         ),
         answer::<HydrateOutput>(
             "hydrate",

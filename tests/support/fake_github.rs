@@ -59,15 +59,12 @@ pub struct RecordedRequest {
 pub struct FakeGithub {
     shared: Arc<Shared>,
     addr: SocketAddr,
-    acceptor: Option<JoinHandle<()>>,
+    _acceptor: Acceptor,
 }
 
 struct Shared {
     state: Mutex<State>,
-    stopping: AtomicBool,
-    /// Clones of open connections, so Drop can cut idle keep-alive clients.
-    connections: Mutex<HashMap<u64, TcpStream>>,
-    next_connection: AtomicU64,
+    stopping: Arc<AtomicBool>,
 }
 
 impl FakeGithub {
@@ -77,20 +74,21 @@ impl FakeGithub {
             .local_addr()
             .expect("local address of the fake GitHub server");
         let state = State::new(format!("http://{addr}"), owner, repo);
+        let stopping = Arc::new(AtomicBool::new(false));
         let shared = Arc::new(Shared {
             state: Mutex::new(state),
-            stopping: AtomicBool::new(false),
-            connections: Mutex::new(HashMap::new()),
-            next_connection: AtomicU64::new(0),
+            stopping: Arc::clone(&stopping),
         });
         let acceptor = {
             let shared = Arc::clone(&shared);
-            thread::spawn(move || accept_loop(listener, shared))
+            Acceptor::start(listener, stopping, move |stream| {
+                let _ = serve_connection(&shared, stream);
+            })
         };
         FakeGithub {
             shared,
             addr,
-            acceptor: Some(acceptor),
+            _acceptor: acceptor,
         }
     }
 
@@ -377,6 +375,17 @@ impl FakeGithub {
         self.state().slow.extend(vec![delay; n]);
     }
 
+    /// While on, every request waits (unanswered) until it is turned off:
+    /// a GitHub that answers only when the test says so.
+    pub fn hold_requests(&self, on: bool) {
+        self.state().held = on;
+    }
+
+    /// How many requests wait for [`FakeGithub::hold_requests`] to end.
+    pub fn held_requests(&self) -> usize {
+        self.state().waiting
+    }
+
     /// The primary limit per hour (GitHub's 5,000 for a user token by
     /// default); what is left of it starts full.
     pub fn set_rate_limit(&self, per_hour: u64) {
@@ -406,22 +415,72 @@ impl FakeGithub {
     }
 }
 
-impl Drop for FakeGithub {
+/// Serves each connection `listener` accepts on a thread of its own until
+/// dropped; then cuts the open ones (idle keep-alive clients included).
+pub(super) struct Acceptor {
+    addr: SocketAddr,
+    stopping: Arc<AtomicBool>,
+    connections: Arc<Mutex<HashMap<u64, TcpStream>>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Acceptor {
+    pub(super) fn start(
+        listener: TcpListener,
+        stopping: Arc<AtomicBool>,
+        serve: impl Fn(TcpStream) + Send + Sync + 'static,
+    ) -> Acceptor {
+        let addr = listener.local_addr().expect("a bound listener");
+        let connections: Arc<Mutex<HashMap<u64, TcpStream>>> = Arc::default();
+        let serve = Arc::new(serve);
+        let thread = {
+            let stopping = Arc::clone(&stopping);
+            let connections = Arc::clone(&connections);
+            thread::spawn(move || {
+                let next = AtomicU64::new(0);
+                for stream in listener.incoming() {
+                    if stopping.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    let Ok(stream) = stream else { continue };
+                    let id = next.fetch_add(1, Ordering::SeqCst);
+                    if let Ok(clone) = stream.try_clone() {
+                        lock(&connections).insert(id, clone);
+                    }
+                    let connections = Arc::clone(&connections);
+                    let serve = Arc::clone(&serve);
+                    thread::spawn(move || {
+                        serve(stream);
+                        lock(&connections).remove(&id);
+                    });
+                }
+            })
+        };
+        Acceptor {
+            addr,
+            stopping,
+            connections,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Acceptor {
     fn drop(&mut self) {
-        self.shared.stopping.store(true, Ordering::SeqCst);
+        self.stopping.store(true, Ordering::SeqCst);
         // Wake the blocking accept so the acceptor sees the flag.
         let _ = TcpStream::connect(self.addr);
-        if let Some(acceptor) = self.acceptor.take() {
-            let _ = acceptor.join();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
         }
-        for (_, stream) in lock(&self.shared.connections).drain() {
+        for (_, stream) in lock(&self.connections).drain() {
             let _ = stream.shutdown(Shutdown::Both);
         }
     }
 }
 
 /// A panicking test thread must not wedge every other request.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -558,6 +617,10 @@ struct State {
     issues_on_demand: bool,
     echo_authorization: bool,
     slow: VecDeque<Duration>,
+    /// Requests wait while set ([`FakeGithub::hold_requests`]).
+    held: bool,
+    /// How many requests are waiting for `held` to clear.
+    waiting: usize,
     rate_limit: u64,
     rate_remaining: u64,
     rate_reset: i64,
@@ -588,6 +651,8 @@ impl State {
             issues_on_demand: false,
             echo_authorization: false,
             slow: VecDeque::new(),
+            held: false,
+            waiting: 0,
             rate_limit: RATE_LIMIT,
             rate_remaining: RATE_LIMIT,
             rate_reset: 0,
@@ -1759,13 +1824,14 @@ fn label_names(request: &Request, docs: &str) -> Result<Vec<String>, Answer> {
 // ---------------------------------------------------------------------------
 // HTTP
 
-struct Request {
-    method: String,
+/// One HTTP/1.1 request (the fake model server reads them the same way).
+pub(super) struct Request {
+    pub(super) method: String,
     /// Origin-form path and query.
-    target: String,
+    pub(super) target: String,
     headers: Vec<(String, String)>,
-    body: Vec<u8>,
-    close: bool,
+    pub(super) body: Vec<u8>,
+    pub(super) close: bool,
 }
 
 impl Request {
@@ -1856,28 +1922,10 @@ impl Answer {
     }
 }
 
-struct Response {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
-    for stream in listener.incoming() {
-        if shared.stopping.load(Ordering::SeqCst) {
-            break;
-        }
-        let Ok(stream) = stream else { continue };
-        let id = shared.next_connection.fetch_add(1, Ordering::SeqCst);
-        if let Ok(clone) = stream.try_clone() {
-            lock(&shared.connections).insert(id, clone);
-        }
-        let shared = Arc::clone(&shared);
-        thread::spawn(move || {
-            let _ = serve_connection(&shared, stream);
-            lock(&shared.connections).remove(&id);
-        });
-    }
+pub(super) struct Response {
+    pub(super) status: u16,
+    pub(super) headers: Vec<(String, String)>,
+    pub(super) body: Vec<u8>,
 }
 
 fn serve_connection(shared: &Shared, stream: TcpStream) -> io::Result<()> {
@@ -1908,6 +1956,13 @@ fn serve_connection(shared: &Shared, stream: TcpStream) -> io::Result<()> {
         if let Some(delay) = delay {
             thread::sleep(delay);
         }
+        if lock(&shared.state).held {
+            lock(&shared.state).waiting += 1;
+            while lock(&shared.state).held && !shared.stopping.load(Ordering::SeqCst) {
+                thread::sleep(Duration::from_millis(5));
+            }
+            lock(&shared.state).waiting -= 1;
+        }
         let response = lock(&shared.state).respond(&request);
         write_response(&mut writer, &response, request.close)?;
         if request.close {
@@ -1928,7 +1983,10 @@ fn read_line(reader: &mut impl BufRead) -> io::Result<Option<String>> {
     Ok(Some(line.trim_end_matches(['\r', '\n']).to_string()))
 }
 
-fn read_request(reader: &mut impl BufRead, writer: &mut impl Write) -> io::Result<Option<Request>> {
+pub(super) fn read_request(
+    reader: &mut impl BufRead,
+    writer: &mut impl Write,
+) -> io::Result<Option<Request>> {
     // Tolerate blank lines between pipelined requests.
     let request_line = loop {
         match read_line(reader)? {
@@ -2017,7 +2075,11 @@ fn read_chunked(reader: &mut impl BufRead) -> io::Result<Vec<u8>> {
     }
 }
 
-fn write_response(writer: &mut impl Write, response: &Response, close: bool) -> io::Result<()> {
+pub(super) fn write_response(
+    writer: &mut impl Write,
+    response: &Response,
+    close: bool,
+) -> io::Result<()> {
     let mut head = format!(
         "HTTP/1.1 {} {}\r\n",
         response.status,

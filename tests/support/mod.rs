@@ -15,6 +15,7 @@
 //! afterwards (`MAVERICK_CLOCK_OFFSET`), never by sleeping.
 #![allow(dead_code)]
 
+pub mod fake_anthropic;
 pub mod fake_github;
 pub mod json_schema;
 pub mod run_flags;
