@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::clock::Clock;
 use crate::git::{Git, GitError};
 use crate::timefmt::{parse_duration, DurationError};
 
@@ -82,6 +83,9 @@ pub struct Settings {
     pub labels: Labels,
     pub trusted_authors: Vec<String>,
     pub instance: String,
+    /// What time it is, and every wait: the system's, or a test's
+    /// (`MAVERICK_CLOCK_FILE`).
+    pub clock: Clock,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -640,6 +644,7 @@ impl Settings {
             labels,
             trusted_authors,
             instance,
+            clock: Clock::from_env(),
         };
         Ok((settings, origins))
     }
@@ -727,6 +732,7 @@ impl Settings {
             labels: Labels::default(),
             trusted_authors: Vec::new(),
             instance: instance.to_owned(),
+            clock: Clock::system(),
         }
     }
 }

@@ -6,8 +6,19 @@
 
 use crate::support::mav::branch_record::BranchStore;
 use crate::support::mav::git::{Git, GitEnv};
-use crate::support::mav::push::{cas_push, cas_push_last_seen, PushError};
+use crate::support::mav::clock::Clock;
+use crate::support::mav::push::{cas_push, cas_push_last_seen, PushError, Pusher};
 use crate::support::TestEnv;
+
+/// `instance`'s push of #142's branch.
+fn by(instance: &str) -> Pusher<'_> {
+    static CLOCK: std::sync::OnceLock<Clock> = std::sync::OnceLock::new();
+    Pusher {
+        issue: Some(142),
+        instance,
+        clock: CLOCK.get_or_init(Clock::system),
+    }
+}
 
 use crate::support::STORY_BRANCH as BRANCH;
 
@@ -32,7 +43,7 @@ fn cas_push_refuses_a_remote_that_moved_and_a_rewrite() {
     assert_eq!(store.get(BRANCH).unwrap().unwrap().last_seen, None);
 
     let first = a.commit_file("one.rs", "1\n", "feat: one");
-    let pushed = cas_push(&git, "origin", "HEAD", BRANCH, None, Some(142), "a").unwrap();
+    let pushed = cas_push(&git, "origin", "HEAD", BRANCH, None, by("a")).unwrap();
     assert_eq!(pushed, first);
     assert_eq!(env.origin_head(BRANCH), Some(first.clone()));
     assert_eq!(
@@ -47,7 +58,7 @@ fn cas_push_refuses_a_remote_that_moved_and_a_rewrite() {
     let intruder = b.commit_file("b.rs", "b\n", "feat: someone else");
     b.git(&["push", "--quiet", "origin", BRANCH]);
     a.commit_file("two.rs", "2\n", "feat: two");
-    let err = cas_push(&git, "origin", "HEAD", BRANCH, Some(&first), Some(142), "a").unwrap_err();
+    let err = cas_push(&git, "origin", "HEAD", BRANCH, Some(&first), by("a")).unwrap_err();
     assert!(matches!(err, PushError::Collision { .. }), "{err:?}");
     assert!(err.to_string().contains("someone else pushed"), "{err}");
     assert_eq!(env.origin_head(BRANCH), Some(intruder.clone()));
@@ -67,8 +78,7 @@ fn cas_push_refuses_a_remote_that_moved_and_a_rewrite() {
         "HEAD",
         BRANCH,
         Some(&intruder),
-        Some(142),
-        "a",
+        by("a"),
     )
     .unwrap_err();
     assert!(matches!(err, PushError::NotFastForward { .. }), "{err:?}");
@@ -84,8 +94,7 @@ fn cas_push_refuses_a_remote_that_moved_and_a_rewrite() {
         "HEAD",
         BRANCH,
         Some(&intruder),
-        Some(142),
-        "intruder",
+        by("intruder"),
     )
     .unwrap_err();
     assert!(matches!(err, PushError::NotHolder { .. }), "{err:?}");
@@ -98,8 +107,7 @@ fn cas_push_refuses_a_remote_that_moved_and_a_rewrite() {
         "HEAD",
         BRANCH,
         Some(&intruder),
-        Some(142),
-        "a",
+        by("a"),
     )
     .unwrap_err();
     assert!(matches!(err, PushError::Refused { .. }), "{err:?}");
@@ -112,6 +120,7 @@ fn cas_push_refuses_a_remote_that_moved_and_a_rewrite() {
         Some(142),
         "a",
         &maverick::writer::prepush::SeenOn::of_remote(&git, "origin"),
+        env.clock().now(),
     )
     .unwrap();
     // On top of the head it now expects, the holder's push goes through.
@@ -121,8 +130,7 @@ fn cas_push_refuses_a_remote_that_moved_and_a_rewrite() {
         "HEAD",
         BRANCH,
         Some(&intruder),
-        Some(142),
-        "a",
+        by("a"),
     )
     .unwrap();
     assert_eq!(pushed, mine);
@@ -138,7 +146,7 @@ fn cas_push_refuses_a_remote_that_moved_and_a_rewrite() {
     assert_eq!(env.origin_head(BRANCH), Some(next.clone()));
     // The plain push left its head pending; maverick's next push finds it.
     let fifth = a.commit_file("five.rs", "5\n", "feat: five");
-    let pushed = cas_push_last_seen(&git, "origin", "HEAD", BRANCH, Some(142), "a").unwrap();
+    let pushed = cas_push_last_seen(&git, "origin", "HEAD", BRANCH, by("a")).unwrap();
     assert_eq!(pushed, fifth);
     assert_eq!(
         store.get(BRANCH).unwrap().unwrap().last_seen,
@@ -156,7 +164,7 @@ fn cas_push_refuses_a_remote_that_moved_and_a_rewrite() {
     let late = b.commit_file("late.rs", "late\n", "feat: late intrusion");
     b.git(&["push", "--quiet", "origin", BRANCH]);
     a.commit_file("seven.rs", "7\n", "feat: seven");
-    let err = cas_push_last_seen(&git, "origin", "HEAD", BRANCH, Some(142), "a").unwrap_err();
+    let err = cas_push_last_seen(&git, "origin", "HEAD", BRANCH, by("a")).unwrap_err();
     assert!(matches!(err, PushError::Collision { .. }), "{err:?}");
     assert!(err.to_string().contains(&sixth), "{err}");
     assert_eq!(env.origin_head(BRANCH), Some(late));

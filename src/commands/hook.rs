@@ -13,7 +13,7 @@ use crate::coord::lease::Coordinator;
 use crate::error::{CommandError, Exit};
 use crate::git::{Git, GitEnv};
 use crate::records::claim::ClaimStore;
-use crate::timefmt::Timestamp;
+use crate::clock::Clock;
 use crate::writer::bash_guard;
 use crate::writer::hookfile::{self, Change};
 use crate::writer::hookmanager::{self, Setup, Status};
@@ -321,7 +321,7 @@ fn pre_tool_use() -> Result<Outcome, CommandError> {
             common_dir: &common_dir,
             me: &me,
             current_branch: git.current_branch().ok().flatten(),
-            now: Timestamp::now(),
+            now: Clock::from_env().now(),
         };
         if let Some(denial) = bash_guard::judge(push, &ctx)? {
             let answer = json!({
@@ -568,7 +568,7 @@ pub(crate) fn pre_push(global: &GlobalArgs, args: PrePushArgs) -> Result<Outcome
             update.remote_sha = git.remote_head(url.as_deref().unwrap_or(&remote), &branch)?;
         }
     }
-    let now = Timestamp::now();
+    let now = Clock::from_env().now();
     let mut refusals = Vec::new();
     for (update, state) in &managed {
         if let Some(refusal) = prepush::check_update(&git, &common_dir, update, state, &me)? {
@@ -579,7 +579,7 @@ pub(crate) fn pre_push(global: &GlobalArgs, args: PrePushArgs) -> Result<Outcome
     if refusals.is_empty() {
         let mut outcome = allowed(checked.clone());
         for (update, state) in &managed {
-            prepush::record_allowed(&common_dir, update, state, &me, &remote)?;
+            prepush::record_allowed(&common_dir, update, state, &me, &remote, now)?;
             for warning in prepush::lease_warnings(&state.claims, &me, now) {
                 outcome = outcome.note(warning);
             }

@@ -327,6 +327,7 @@ impl Context {
                     &self.settings.remote,
                     self.settings.remote_url.as_deref().unwrap_or_default(),
                     &self.settings.instance,
+                    self.settings.clock.clone(),
                 )
                 .with_max_clock_skew(self.settings.max_clock_skew),
             )),
@@ -352,6 +353,7 @@ impl Context {
                 token: resolve_token(&settings.github_api_url)?,
                 trusted_authors: settings.trusted_authors.clone(),
                 timeout,
+                clock: settings.clock.clone(),
             })
         });
         config

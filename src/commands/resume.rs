@@ -166,7 +166,13 @@ pub(crate) fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome, Comm
     crate::failpoint::hit("resume-after-fetch");
     let root = worktree::main_root(&ctx.git)?;
     let path = worktree::choose_path(&ctx.git, &root, &ctx.settings.worktree_dir, &branch)?;
-    let plan = worktree::plan(&ctx.git, &path, &branch, &remote_head)?;
+    let plan = worktree::plan(
+        &ctx.git,
+        &path,
+        &branch,
+        &remote_head,
+        ctx.settings.clock.now(),
+    )?;
     if let LocalBranch::Ahead { local, commits } = &plan.local {
         let json = json!({
             "branch": branch, "issue": issue, "remote_head": remote_head,
@@ -254,6 +260,7 @@ pub(crate) fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome, Comm
         Some(issue),
         &ctx.settings.instance,
         &prepush::SeenOn::of_settings(&ctx.git, &ctx.settings),
+        ctx.settings.clock.now(),
     )?;
     let generation = match claim {
         "none" => None,

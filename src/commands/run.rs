@@ -11,7 +11,7 @@
 //! report `hold` returns, with its exit code.
 
 use std::ffi::OsString;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use clap::Args;
 use serde_json::json;
@@ -63,7 +63,7 @@ pub(crate) fn run(global: &GlobalArgs, args: RunArgs) -> Result<Outcome, Command
     let surface = ctx.surface()?;
     let coord = Coordinator::new(surface.as_ref(), settings);
     let store = ctx.claims()?;
-    let claimed_at = Instant::now();
+    let claimed_at = settings.clock.instant();
     let (claimed, refused) = coord::claim(
         &ctx,
         &coord,

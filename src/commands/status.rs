@@ -76,6 +76,7 @@ impl Source {
                 &settings.remote,
                 settings.remote_url.as_deref().unwrap_or_default(),
                 &settings.instance,
+                settings.clock.clone(),
             )),
             SurfaceKind::Github => Source::Github(Box::new(ctx.github_surface()?)),
         })
@@ -253,8 +254,12 @@ fn watch(
     // What loading the settings warned about, on every object.
     let warnings = super::take_warnings();
     let mut first = true;
+    let clock = &ctx.settings.clock;
     loop {
         let gathered = source.gather(ctx, request);
+        // The pause starts before the round shows: whoever sees it and then
+        // moves the clock on brings the next round.
+        let next_round = clock.instant() + interval;
         let lines = match gathered {
             Ok(view) if json => {
                 let value = serde_json::to_value(&view).expect("the view serializes");
@@ -297,6 +302,6 @@ fn watch(
             return Ok(Outcome::new(Exit::Ok, Value::Null));
         }
         drop(stdout);
-        std::thread::sleep(interval);
+        clock.wait_until(next_round);
     }
 }

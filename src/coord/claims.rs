@@ -139,6 +139,7 @@ fn record_head_at_claim(
                 Some(issue),
                 &settings.instance,
                 &on,
+                settings.clock.now(),
             )?;
             Ok(None)
         }

@@ -88,14 +88,15 @@ pub(crate) fn heartbeat_loop(
     events: Sender<HoldEvent>,
 ) {
     let interval = settings.heartbeat_interval;
+    let clock = &settings.clock;
     let coord = Coordinator::new(surface, settings);
     // Returns whether to go on.
     let beat_at = |due: Instant| -> bool {
-        match stop.recv_timeout(due.saturating_duration_since(Instant::now())) {
+        match clock.recv_until(&stop, due) {
             Err(RecvTimeoutError::Timeout) => {}
             _ => return false,
         }
-        let started = Instant::now();
+        let started = clock.instant();
         let result = coord.heartbeat(issues, Some(generation));
         let lost = matches!(result, Ok(HeartbeatOutcome::Lost { .. }));
         events.send(HoldEvent::Beat { started, result }).is_ok() && !lost
@@ -109,7 +110,7 @@ pub(crate) fn heartbeat_loop(
     }
     let mut due = renewed_at + interval;
     while beat_at(due) {
-        due = (due + interval).max(Instant::now());
+        due = (due + interval).max(clock.instant());
     }
 }
 
@@ -279,8 +280,9 @@ pub fn hold(
 
     // A claim held from before may have been renewed long ago: renew it now,
     // so that the lease the command starts with is a whole ttl.
+    let clock = &settings.clock;
     let renewed_at = if req.already_held {
-        let started = Instant::now();
+        let started = clock.instant();
         match claims::heartbeat(coord, &run.store, &run.issues, Some(generation))? {
             HeartbeatOutcome::Renewed { .. } => started,
             HeartbeatOutcome::Lost { reason, .. } => {
@@ -367,19 +369,13 @@ pub fn hold(
     let mut received: Option<libc::c_int> = None;
 
     let lost = loop {
-        let deadline = last_renewed + silence;
-        let wait = deadline.saturating_duration_since(Instant::now());
         // At the deadline, what already arrived (a renewal that landed just
         // in time) still counts.
-        let event = if wait.is_zero() {
-            inbox.try_recv().map_err(|_| RecvTimeoutError::Timeout)
-        } else {
-            inbox.recv_timeout(wait)
-        };
-        if wait.is_zero() && event.is_err() {
+        let event = clock.recv_until(&inbox, last_renewed + silence);
+        if matches!(event, Err(RecvTimeoutError::Timeout)) {
             break format!(
                 "no heartbeat renewed the lease for {:.1}s{}",
-                last_renewed.elapsed().as_secs_f64(),
+                clock.since(last_renewed).as_secs_f64(),
                 if last_error.is_empty() {
                     String::new()
                 } else {
@@ -394,7 +390,7 @@ pub fn hold(
             }
             Ok(HoldEvent::Exited(status)) => {
                 let status = reap(&mut group, status)?;
-                group.stop_stragglers(true, Instant::now() + grace);
+                group.stop_stragglers(clock, true, clock.instant() + grace);
                 drop(stop_heartbeats);
                 let _ = heartbeats.join();
                 let reason = match (received, status.success()) {
@@ -435,7 +431,7 @@ pub fn hold(
                     }
                 }
             },
-            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Timeout) => unreachable!("a timeout ends the loop above"),
             Err(RecvTimeoutError::Disconnected) => {
                 unreachable!("the command watcher holds a sender until it reports")
             }
@@ -443,7 +439,7 @@ pub fn hold(
     };
 
     // The claim is lost: the command must not outlive it.
-    let lost_at = Instant::now();
+    let lost_at = clock.instant();
     if let Err(e) = claims::mark_lost(&run.store, &settings.instance, &run.issues, &lost) {
         run.warnings.push(e);
     }
@@ -452,12 +448,12 @@ pub fn hold(
     let kill_at = lost_at + grace;
     let mut killed = false;
     let status = loop {
-        let wait = if killed {
-            Duration::from_secs(3600)
+        let until = if killed {
+            clock.instant() + Duration::from_secs(3600)
         } else {
-            kill_at.saturating_duration_since(Instant::now())
+            kill_at
         };
-        match inbox.recv_timeout(wait) {
+        match clock.recv_until(&inbox, until) {
             Ok(HoldEvent::Exited(status)) => break reap(&mut group, status)?,
             Ok(HoldEvent::Signal(signal)) => group.signal(signal),
             Ok(HoldEvent::Beat { .. }) => {}
@@ -468,8 +464,8 @@ pub fn hold(
             Err(_) => {}
         }
     };
-    let stopped_after = lost_at.elapsed();
-    group.stop_stragglers(false, kill_at);
+    let stopped_after = clock.since(lost_at);
+    group.stop_stragglers(clock, false, kill_at);
     // The heartbeat thread may hang in the network; it is not waited for.
     // Whatever is still ours (a surface that only failed to answer) is
     // released; a release never touches another instance's claim.

@@ -702,7 +702,7 @@ impl<'a> Coordinator<'a> {
         written: &[(u64, Comment)],
     ) -> Result<ClaimOutcome, LeaseError> {
         if !self.settings.settle_delay.is_zero() {
-            crate::timefmt::wait_announced(self.settings.settle_delay, "the settle delay");
+            self.settings.clock.wait_announced(self.settings.settle_delay, "the settle delay");
         }
         let views = self.read_with(&req.issues, written)?;
         if views

@@ -332,8 +332,11 @@ pub(crate) fn task_done(
         &sha,
         branch,
         expected.as_deref(),
-        Some(issue),
-        instance,
+        push::Pusher {
+            issue: Some(issue),
+            instance,
+            clock: &settings.clock,
+        },
     ) {
         Ok(_) => crate::failpoint::hit("task-done-after-push"),
         Err(err @ PushError::Collision { .. }) => {
@@ -466,7 +469,13 @@ mod tests {
         sh(&dir, &["commit", "--quiet", "-m", "chore: start"]);
         sh(&dir, &["push", "--quiet", "origin", BRANCH]);
         let settings = Settings::defaults(SurfaceKind::Git, "agent-a");
-        let surface = GitSurface::new(git.clone(), "origin", "", "agent-a");
+        let surface = GitSurface::new(
+            git.clone(),
+            "origin",
+            "",
+            "agent-a",
+            settings.clock.clone(),
+        );
         let new = tasks::parse_task_input("feat(parser): read input\nfeat(parser): write output\n")
             .unwrap();
         tasks::init_tasks(&surface, &settings, 7, &new, false, Some(BRANCH)).unwrap();

@@ -571,13 +571,14 @@ pub(crate) fn check_update(
 
 /// After every update of a push was allowed: the remote head this push saw
 /// becomes last seen, and what it sends becomes pending. `remote` is the
-/// remote name (or URL) git named to the hook.
+/// remote name (or URL) git named to the hook; `now` stamps the record.
 pub(crate) fn record_allowed(
     common_dir: &Path,
     update: &RefUpdate,
     state: &BranchState,
     me: &str,
     remote: &str,
+    now: Timestamp,
 ) -> Result<(), RecordError> {
     let Some(branch) = update.branch() else {
         return Ok(());
@@ -611,7 +612,7 @@ pub(crate) fn record_allowed(
     }
     record.push_log = push_log_marks(common_dir, state.seen.as_ref(), remote, branch);
     record.instance_id = Some(me.to_owned());
-    record.updated_at = Timestamp::now().to_string();
+    record.updated_at = now.to_string();
     BranchStore::new(common_dir).set_unsynced(&record)
 }
 
@@ -647,7 +648,7 @@ pub(crate) fn toplevel(git: &Git) -> PathBuf {
 }
 
 /// Records `head` as the last-seen head of `branch` (a claim, a resume, or
-/// maverick's own push saw the remote there).
+/// maverick's own push saw the remote there) at `now`.
 pub fn record_seen(
     common_dir: &Path,
     branch: &str,
@@ -655,6 +656,7 @@ pub fn record_seen(
     issue: Option<u64>,
     me: &str,
     on: &SeenOn<'_>,
+    now: Timestamp,
 ) -> Result<(), RecordError> {
     let store = BranchStore::new(common_dir);
     // Unreadable or absent, the old record only lends its watched remotes.
@@ -664,7 +666,7 @@ pub fn record_seen(
         last_seen: head.map(str::to_owned),
         issue,
         instance_id: Some(me.to_owned()),
-        updated_at: Timestamp::now().to_string(),
+        updated_at: now.to_string(),
         pending: Vec::new(),
         location: on
             .location
@@ -747,7 +749,7 @@ mod tests {
         };
         let state = |_: &BranchStore| BranchState::load(dir.path(), "x").unwrap();
         let allow = |update: &RefUpdate, state: &BranchState| {
-            record_allowed(dir.path(), update, state, "me", "origin").unwrap()
+            record_allowed(dir.path(), update, state, "me", "origin", Timestamp(0)).unwrap()
         };
         allow(&update(None, &a), &state(&store));
         let seen = store.get("x").unwrap().unwrap();

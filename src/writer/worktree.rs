@@ -6,6 +6,7 @@
 use std::path::{Component, Path, PathBuf};
 
 use crate::git::{Git, GitError};
+use crate::timefmt::Timestamp;
 
 /// Longest directory name made from a branch name, in bytes; longer names
 /// are cut and get a hash of the whole name, so two stay apart.
@@ -318,12 +319,14 @@ fn local_branch(git: &Git, branch: &str, remote_head: &str) -> Result<LocalBranc
     })
 }
 
-/// Decides how to bring the worktree of `branch` to `remote_head`.
+/// Decides how to bring the worktree of `branch` to `remote_head`; a stale
+/// directory in the way is to be moved aside under a name stamped `now`.
 pub(crate) fn plan(
     git: &Git,
     path: &Path,
     branch: &str,
     remote_head: &str,
+    now: Timestamp,
 ) -> Result<Plan, WorktreeError> {
     let refname = format!("refs/heads/{branch}");
     let entries = list(git)?;
@@ -378,7 +381,7 @@ pub(crate) fn plan(
                     .unwrap_or(false);
                 if !empty {
                     if path.join(".git").is_file() {
-                        move_aside = Some(aside_path(path));
+                        move_aside = Some(aside_path(path, now));
                     } else {
                         return Err(WorktreeError::PathOccupied {
                             path: path.to_owned(),
@@ -405,8 +408,8 @@ pub(crate) fn plan(
     })
 }
 
-fn aside_path(path: &Path) -> PathBuf {
-    let stamp = crate::timefmt::Timestamp::now().0;
+fn aside_path(path: &Path, now: Timestamp) -> PathBuf {
+    let stamp = now.0;
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

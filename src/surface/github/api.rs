@@ -247,7 +247,7 @@ impl GithubSurface {
         self.state
             .borrow_mut()
             .last_read
-            .insert(issue.number, (Instant::now(), issue.clone()));
+            .insert(issue.number, (self.clock.instant(), issue.clone()));
         issue
     }
 
@@ -279,7 +279,7 @@ impl GithubSurface {
     /// the settle and the next heartbeat are there for those.
     fn show_own_writes(&self, issue: &mut Issue, issue_updated_at: Option<Timestamp>) {
         let state = self.state.borrow();
-        let now = state.clock.map(|(date, at)| date.plus(at.elapsed()));
+        let now = state.clock.map(|(date, at)| date.plus(self.clock.since(at)));
         for write in state.own_writes.iter().filter(|w| w.issue == issue.number) {
             let stale = issue_updated_at.is_none_or(|read| read <= write.at);
             match &write.op {
@@ -314,7 +314,7 @@ impl GithubSurface {
     }
 
     fn remember(&self, issue: u64, reply: &Reply, op: OwnOp) {
-        let at = reply.date().unwrap_or_else(Timestamp::now);
+        let at = reply.date().unwrap_or_else(|| self.clock.now());
         let mut state = self.state.borrow_mut();
         if let OwnOp::Comment(comment) = &op {
             // An update replaces what we remember of that comment.
@@ -580,7 +580,7 @@ impl Surface for GithubSurface {
             "reading GitHub's clock",
             None,
         )?;
-        Ok(reply.date().unwrap_or_else(Timestamp::now))
+        Ok(reply.date().unwrap_or_else(|| self.clock.now()))
     }
 
     fn me(&self) -> &str {
@@ -781,7 +781,7 @@ impl Surface for GithubSurface {
                     .borrow()
                     .last_read
                     .get(&n)
-                    .filter(|(at, _)| at.elapsed() <= GUARD_READ_MAX_AGE)
+                    .filter(|(at, _)| self.clock.since(*at) <= GUARD_READ_MAX_AGE)
                     .map(|(_, issue)| issue.clone());
                 current.push(match recent {
                     Some(issue) => issue,
