@@ -22,6 +22,12 @@
 //!   next round of `status --watch`). A moved clock returns when the time
 //!   comes, whoever brings it: the test moving the clock, another process's
 //!   pause, or real time.
+//!
+//! A test that must act while a process pauses (take a claim over during
+//! its settle delay) starts that process with `MAVERICK_CLOCK_PAUSES=wait`
+//! too: its pauses then wait for the time to come, as waits do, and the
+//! line a long pause prints ("waiting 90 s for the settle delay") tells the
+//! test that the pause began.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read as _, Seek as _, SeekFrom, Write as _};
@@ -35,6 +41,10 @@ use crate::timefmt::Timestamp;
 
 /// The environment variable that selects a moved clock (tests only).
 pub const CLOCK_FILE_VAR: &str = "MAVERICK_CLOCK_FILE";
+
+/// With a moved clock, `wait` makes this process's pauses wait for the
+/// time to come instead of moving the clock (tests only).
+pub const CLOCK_PAUSES_VAR: &str = "MAVERICK_CLOCK_PAUSES";
 
 /// Waits do not pass silently: one that lasts longer than this says so on
 /// stderr without `-v`.
@@ -50,7 +60,19 @@ pub struct Clock(Arc<Source>);
 enum Source {
     System,
     /// The system's clock run ahead by an offset someone else moves too.
-    Moved(Offset),
+    Moved {
+        offset: Offset,
+        pauses: Pauses,
+    },
+}
+
+/// What a pause does on a moved clock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pauses {
+    /// Moves the clock on (the default).
+    Move,
+    /// Waits for the time to come, as a wait for a moment does.
+    Wait,
 }
 
 /// How far a moved clock runs ahead of the system's, in milliseconds.
@@ -66,8 +88,16 @@ impl std::fmt::Debug for Clock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &*self.0 {
             Source::System => f.write_str("Clock::system"),
-            Source::Moved(Offset::File(path)) => write!(f, "Clock::file({})", path.display()),
-            Source::Moved(Offset::Memory(_)) => f.write_str("Clock::manual"),
+            Source::Moved { offset, pauses } => {
+                match offset {
+                    Offset::File(path) => write!(f, "Clock::file({})", path.display())?,
+                    Offset::Memory(_) => f.write_str("Clock::manual")?,
+                }
+                match pauses {
+                    Pauses::Move => Ok(()),
+                    Pauses::Wait => f.write_str(".pauses_wait()"),
+                }
+            }
         }
     }
 }
@@ -79,24 +109,33 @@ impl Clock {
     }
 
     /// The clock the environment selects: a moved clock kept in the file
-    /// `MAVERICK_CLOCK_FILE` names, else the system's.
+    /// `MAVERICK_CLOCK_FILE` names (whose pauses wait with
+    /// `MAVERICK_CLOCK_PAUSES=wait`), else the system's.
     pub fn from_env() -> Clock {
-        match std::env::var_os(CLOCK_FILE_VAR).filter(|v| !v.is_empty()) {
-            Some(path) => Clock::file(PathBuf::from(path)),
-            None => Clock::system(),
-        }
+        let Some(path) = std::env::var_os(CLOCK_FILE_VAR).filter(|v| !v.is_empty()) else {
+            return Clock::system();
+        };
+        let pauses = match std::env::var(CLOCK_PAUSES_VAR).as_deref() {
+            Ok("wait") => Pauses::Wait,
+            _ => Pauses::Move,
+        };
+        Clock::moved(Offset::File(PathBuf::from(path)), pauses)
     }
 
     /// A moved clock whose offset is kept in `path` (created by the first
     /// move; no file is no offset).
     pub fn file(path: impl Into<PathBuf>) -> Clock {
-        Clock(Arc::new(Source::Moved(Offset::File(path.into()))))
+        Clock::moved(Offset::File(path.into()), Pauses::Move)
     }
 
     /// A moved clock of this process alone, at the system's time until
     /// [`Clock::advance`] moves it.
     pub fn manual() -> Clock {
-        Clock(Arc::new(Source::Moved(Offset::Memory(Mutex::new(0)))))
+        Clock::moved(Offset::Memory(Mutex::new(0)), Pauses::Move)
+    }
+
+    fn moved(offset: Offset, pauses: Pauses) -> Clock {
+        Clock(Arc::new(Source::Moved { offset, pauses }))
     }
 
     /// The wall-clock time, to the second: lease stamps, record stamps.
@@ -125,14 +164,18 @@ impl Clock {
 
     /// Lets `pause` pass doing nothing else (see the module's doc).
     pub fn pause(&self, pause: Duration) {
+        let until = self.instant() + pause;
         match &*self.0 {
             Source::System => std::thread::sleep(pause),
-            Source::Moved(offset) => {
-                let until = self.instant() + pause;
+            Source::Moved {
+                pauses: Pauses::Wait,
+                ..
+            } => self.wait_until(until),
+            Source::Moved { offset, .. } => {
                 if offset.move_to(until).is_err() {
                     // A test whose clock file cannot be written still gets
-                    // the pause, in real time.
-                    std::thread::sleep(pause);
+                    // the pause, as a wait.
+                    self.wait_until(until);
                 }
             }
         }
@@ -173,7 +216,7 @@ impl Clock {
         }
         Some(match &*self.0 {
             Source::System => left,
-            Source::Moved(_) => left.min(MOVED_POLL),
+            Source::Moved { .. } => left.min(MOVED_POLL),
         })
     }
 
@@ -201,7 +244,7 @@ impl Clock {
     pub fn advance(&self, by: Duration) -> std::io::Result<()> {
         match &*self.0 {
             Source::System => Ok(()),
-            Source::Moved(offset) => offset.update(|millis| {
+            Source::Moved { offset, .. } => offset.update(|millis| {
                 millis.saturating_add(i64::try_from(by.as_millis()).unwrap_or(i64::MAX))
             }),
         }
@@ -210,7 +253,7 @@ impl Clock {
     fn offset_millis(&self) -> i64 {
         match &*self.0 {
             Source::System => 0,
-            Source::Moved(offset) => offset.read(),
+            Source::Moved { offset, .. } => offset.read(),
         }
     }
 }

@@ -11,7 +11,8 @@ use std::time::Duration;
 use chrono::{DateTime, SecondsFormat, Utc};
 
 /// Seconds since the Unix epoch, UTC. Second precision is all GitHub has.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// Written and read (serde) as RFC 3339 text; the default is the epoch.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Timestamp(pub i64);
 
 impl Timestamp {
@@ -62,6 +63,14 @@ impl fmt::Display for Timestamp {
 impl serde::Serialize for Timestamp {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Timestamp {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Timestamp, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        Timestamp::parse(&text)
+            .ok_or_else(|| serde::de::Error::custom(format!("{text:?} is not an RFC 3339 time")))
     }
 }
 

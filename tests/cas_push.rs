@@ -5,8 +5,8 @@
 //! passes a hermetic one explicitly and leaves its own process alone.
 
 use crate::support::mav::branch_record::BranchStore;
-use crate::support::mav::git::{Git, GitEnv};
 use crate::support::mav::clock::Clock;
+use crate::support::mav::git::{Git, GitEnv};
 use crate::support::mav::push::{cas_push, cas_push_last_seen, PushError, Pusher};
 use crate::support::TestEnv;
 
@@ -72,15 +72,7 @@ fn cas_push_refuses_a_remote_that_moved_and_a_rewrite() {
     // lease that matches (git would force it).
     a.git(&["reset", "--quiet", "--hard", "main"]);
     a.commit_file("one.rs", "rewritten\n", "feat: one, rewritten");
-    let err = cas_push(
-        &git,
-        "origin",
-        "HEAD",
-        BRANCH,
-        Some(&intruder),
-        by("a"),
-    )
-    .unwrap_err();
+    let err = cas_push(&git, "origin", "HEAD", BRANCH, Some(&intruder), by("a")).unwrap_err();
     assert!(matches!(err, PushError::NotFastForward { .. }), "{err:?}");
     assert_eq!(env.origin_head(BRANCH), Some(intruder.clone()));
 
@@ -101,15 +93,7 @@ fn cas_push_refuses_a_remote_that_moved_and_a_rewrite() {
 
     // Even the holder's push is refused by its hook while this clone has
     // not accepted the intruder's head as last seen...
-    let err = cas_push(
-        &git,
-        "origin",
-        "HEAD",
-        BRANCH,
-        Some(&intruder),
-        by("a"),
-    )
-    .unwrap_err();
+    let err = cas_push(&git, "origin", "HEAD", BRANCH, Some(&intruder), by("a")).unwrap_err();
     assert!(matches!(err, PushError::Refused { .. }), "{err:?}");
     assert!(err.to_string().contains("moved on the remote"), "{err}");
     // ...until whoever owns the work decides to build on it.
@@ -124,15 +108,7 @@ fn cas_push_refuses_a_remote_that_moved_and_a_rewrite() {
     )
     .unwrap();
     // On top of the head it now expects, the holder's push goes through.
-    let pushed = cas_push(
-        &git,
-        "origin",
-        "HEAD",
-        BRANCH,
-        Some(&intruder),
-        by("a"),
-    )
-    .unwrap();
+    let pushed = cas_push(&git, "origin", "HEAD", BRANCH, Some(&intruder), by("a")).unwrap();
     assert_eq!(pushed, mine);
     assert_eq!(env.origin_head(BRANCH), Some(mine.clone()));
     // And a plain `git push` after it raises no false alarm.

@@ -457,7 +457,11 @@ fn an_exhausted_rate_limit_waits_for_its_reset_or_says_when_to_come_back() {
         .position(|r| r.status == 403)
         .expect("a limited request");
     let waited = requests[limited + 1].at_ms - requests[limited].at_ms;
-    assert!(waited >= secs as i64 * 1000, "waited {waited} ms; {}", run.stderr);
+    assert!(
+        waited >= secs as i64 * 1000,
+        "waited {waited} ms; {}",
+        run.stderr
+    );
 
     // An hour away is too long to wait: an error that says until when.
     fake.primary_rate_limit_next(1, 3600);
@@ -499,9 +503,14 @@ fn a_request_that_times_out_is_retried() {
         std::thread::sleep(Duration::from_millis(10));
     }
     env.advance_clock(60);
-    let run = crate::support::Run::from_output(&["coord", "read"], read.wait_with_output().unwrap());
+    let run =
+        crate::support::Run::from_output(&["coord", "read"], read.wait_with_output().unwrap());
     run.expect(0);
-    assert!(run.stderr.contains("no answer within 60s"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("no answer within 60s"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]

@@ -391,7 +391,10 @@ fn a_command_that_ignores_sigterm_is_killed_after_the_grace_period() {
     run.expect(7);
     let json = run.json();
     assert_eq!(json["killed"], true, "{json}");
-    assert_eq!(json["status"], serde_json::json!({"signaled": libc::SIGKILL}));
+    assert_eq!(
+        json["status"],
+        serde_json::json!({"signaled": libc::SIGKILL})
+    );
     // Not before the grace period was over, on the clock the test moved.
     let stopped_after = json["stopped_after_ms"].as_u64().unwrap();
     assert!(

@@ -91,7 +91,10 @@ impl ValueEnum for ReleaseReason {
     }
 
     fn to_possible_value(&self) -> Option<PossibleValue> {
-        Some(PossibleValue::new(self.as_str()))
+        match self {
+            ReleaseReason::LostRace => None,
+            _ => Some(PossibleValue::new(self.as_str())),
+        }
     }
 }
 
@@ -291,7 +294,7 @@ pub(crate) fn claim(
 }
 
 /// What a person sees of a claim.
-fn show_claim(ctx: &Context, issue: u64, report: &ClaimReport) -> Outcome {
+pub(crate) fn show_claim(ctx: &Context, issue: u64, report: &ClaimReport) -> Outcome {
     let json = serde_json::to_value(&report.outcome).expect("outcome serializes");
     match &report.outcome {
         ClaimOutcome::Claimed { views, already_held, .. } => {
@@ -379,7 +382,7 @@ fn release(
 ) -> Result<Outcome, CommandError> {
     let store = ctx.claims()?;
     // One issue: releasing a merged story of a wave leaves its siblings held.
-    let outcome = claims::release(coord, &store, &[issue], reason.as_str())?;
+    let outcome = claims::release(coord, &store, &[issue], reason)?;
     let json = serde_json::to_value(&outcome).expect("outcome serializes");
     if !outcome.foreign.is_empty() {
         let mut o = Outcome::new(Exit::ClaimLost, json);
@@ -406,7 +409,7 @@ fn release_all(
     coord: &Coordinator<'_>,
     reason: ReleaseReason,
 ) -> Result<Outcome, CommandError> {
-    let outcome = claims::release_all(coord, &ctx.claims()?, reason.as_str())?;
+    let outcome = claims::release_all(coord, &ctx.claims()?, reason)?;
     let mut json = serde_json::to_value(&outcome).expect("outcome serializes");
     json["instance_id"] = json!(ctx.settings.instance);
     // A sweep that finds another holder has still done its job.

@@ -8,12 +8,12 @@ use serde_json::json;
 
 use super::Outcome;
 use crate::cli::GlobalArgs;
+use crate::clock::Clock;
 use crate::coord::claims;
 use crate::coord::lease::Coordinator;
 use crate::error::{CommandError, Exit};
 use crate::git::{Git, GitEnv};
 use crate::records::claim::ClaimStore;
-use crate::clock::Clock;
 use crate::writer::bash_guard;
 use crate::writer::hookfile::{self, Change};
 use crate::writer::hookmanager::{self, Setup, Status};
@@ -281,7 +281,7 @@ fn session_end(global: &GlobalArgs) -> Result<Outcome, CommandError> {
     ctx.settings.instance = me.clone();
     let surface = ctx.surface()?;
     let coord = Coordinator::new(surface.as_ref(), &ctx.settings);
-    let outcome = claims::release_all(&coord, &ctx.claims()?, "abort")?;
+    let outcome = claims::release_all(&coord, &ctx.claims()?, claims::ReleaseReason::Abort)?;
     let mut o = Outcome::new(
         Exit::Ok,
         json!({"instance_id": me, "released": outcome.released}),

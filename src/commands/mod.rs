@@ -342,17 +342,13 @@ impl Context {
         let repo = settings.repo.clone().ok_or_else(|| GithubError::NoRepo {
             remote: settings.remote.clone(),
         });
-        let timeout = crate::config::ConfigKeys::read(&self.git)?
-            .duration("httpTimeout")?
-            .filter(|d| !d.is_zero())
-            .unwrap_or(crate::config::DEFAULT_HTTP_TIMEOUT);
         let config = repo.and_then(|repo| {
             Ok(GithubConfig {
                 api_url: settings.github_api_url.clone(),
                 repo,
                 token: resolve_token(&settings.github_api_url)?,
                 trusted_authors: settings.trusted_authors.clone(),
-                timeout,
+                timeout: settings.http_timeout,
                 clock: settings.clock.clone(),
             })
         });

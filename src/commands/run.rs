@@ -122,140 +122,165 @@ fn show(instance: &str, report: HoldReport) -> Outcome {
         ending,
     } = report;
     let issue = issues[0];
-    let line = command_line(&command);
-    let mut json = json!({
-        "issue": issue,
-        "issues": issues,
-        "instance_id": instance,
-        "generation": generation,
-        "command": command.iter().map(|a| a.to_string_lossy()).collect::<Vec<_>>(),
-    });
-    let mut notes = Vec::new();
-    let (exit, code, released) = match ending {
-        Ending::LostBeforeStart(reason) => {
-            json["lost"] = json!(reason);
-            notes.push(format!("claim lost before the command started: {reason}"));
-            notes.push(
-                "hint: stop working on this issue and report; do not push to its branch".to_owned(),
-            );
-            (Exit::ClaimLost, None, None)
-        }
-        Ending::SignalBeforeStart(signal, released) => {
-            json["signal"] = json!(signal_name(signal));
-            notes.push(format!(
-                "{} before the command started; it was not run",
-                signal_name(signal)
-            ));
-            (Exit::Error, Some(signal_code(signal)), Some(released))
-        }
-        Ending::SpawnFailed(err, released) => {
-            let code = if err.kind() == std::io::ErrorKind::NotFound {
-                127
-            } else {
-                126
-            };
-            // The contract's error object (README "JSON output").
-            json["error"] = json!({
-                "code": "failed",
-                "message": format!("cannot run `{line}`: {err}"),
-                "causes": [],
-                "hints": [],
-            });
-            notes.push(format!("error: cannot run `{line}`: {err}"));
-            (Exit::Error, Some(code), Some(released))
-        }
-        Ending::Exited {
-            status,
-            received,
-            released,
-        } => {
-            json["status"] = json!(status);
-            let code = match received {
-                Some(signal) => {
-                    json["signal"] = json!(signal_name(signal));
-                    notes.push(format!(
-                        "`{line}` {status} after maverick forwarded {}",
-                        signal_name(signal)
-                    ));
-                    signal_code(signal)
-                }
-                None => status.code(),
-            };
-            let exit = if code == 0 { Exit::Ok } else { Exit::Error };
-            (exit, Some(code), Some(released))
-        }
-        Ending::Lost {
-            reason,
-            status,
-            killed,
-            stopped_after,
-            released,
-        } => {
-            json["lost"] = json!(reason);
-            json["status"] = json!(status);
-            json["killed"] = json!(killed);
-            json["stopped_after_ms"] = json!(stopped_after.as_millis() as u64);
-            notes.push(format!("claim lost: {reason}"));
-            notes.push(format!(
-                "`{line}` was stopped with {} ({status}, {:.1}s after the loss)",
-                if killed {
-                    "SIGKILL after the grace period"
-                } else {
-                    "SIGTERM"
-                },
-                stopped_after.as_secs_f64()
-            ));
-            notes.push(
-                "hint: stop working on this issue and report; do not push to its branch".to_owned(),
-            );
-            (Exit::ClaimLost, None, Some(released))
-        }
+    let mut shown = Shown {
+        json: json!({
+            "issue": issue,
+            "issues": issues,
+            "instance_id": instance,
+            "generation": generation,
+            "command": command.iter().map(|a| a.to_string_lossy()).collect::<Vec<_>>(),
+        }),
+        notes: Vec::new(),
     };
-    let mut code = code;
-    match released {
-        Some(Released::Done(issues, reason)) => {
-            json["released"] = json!(issues);
-            json["reason"] = json!(reason.as_str());
-            if !issues.is_empty() {
-                notes.push(format!(
-                    "released {} ({})",
-                    issues
-                        .iter()
-                        .map(|n| format!("#{n}"))
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    reason.as_str()
-                ));
-            }
+    let (exit, mut code, released) = shown.ending(ending, &command_line(&command));
+    if let Some(released) = released {
+        let failed = shown.released(released, issue);
+        // The command's own failure says more; a clean run that left its
+        // claim behind is still a failure of the tool.
+        if failed && exit != Exit::ClaimLost && code == Some(0) {
+            code = Some(Exit::Error.code());
         }
-        Some(Released::Kept) => {
-            json["released"] = json!([]);
-            json["kept"] = json!(true);
-            notes.push(format!(
-                "kept #{issue}: this instance held it before `run`; release it with `git maverick coord release {issue}`"
-            ));
-        }
-        Some(Released::Failed(err)) => {
-            let err = CommandError::from(err);
-            json["released"] = json!([]);
-            json["release_error"] = json!(err.message);
-            notes.push(format!("{err}"));
-            notes.push(format!(
-                "hint: release it by hand with `git maverick coord release {issue} --reason abort`"
-            ));
-            // The command's own failure says more; a clean run that
-            // left its claim behind is still a failure of the tool.
-            if exit != Exit::ClaimLost && code == Some(0) {
-                code = Some(Exit::Error.code());
-            }
-        }
-        None => {}
     }
-    let mut outcome = Outcome::new(exit, json);
+    let mut outcome = Outcome::new(exit, shown.json);
     outcome.status = code;
     outcome.notes = warnings.iter().map(|e| format!("warning: {e}")).collect();
-    outcome.notes.extend(notes);
+    outcome.notes.extend(shown.notes);
     outcome
+}
+
+/// The JSON object and the lines for stderr, as they are built.
+struct Shown {
+    json: serde_json::Value,
+    notes: Vec<String>,
+}
+
+impl Shown {
+    /// How the command ended: the protocol's exit, the command's own exit
+    /// status (when it ran), and what the release at the end did.
+    fn ending(&mut self, ending: Ending, line: &str) -> (Exit, Option<u8>, Option<Released>) {
+        let json = &mut self.json;
+        let notes = &mut self.notes;
+        let hint_lost =
+            "hint: stop working on this issue and report; do not push to its branch".to_owned();
+        match ending {
+            Ending::LostBeforeStart(reason) => {
+                json["lost"] = json!(reason);
+                notes.push(format!("claim lost before the command started: {reason}"));
+                notes.push(hint_lost);
+                (Exit::ClaimLost, None, None)
+            }
+            Ending::SignalBeforeStart(signal, released) => {
+                json["signal"] = json!(signal_name(signal));
+                notes.push(format!(
+                    "{} before the command started; it was not run",
+                    signal_name(signal)
+                ));
+                (Exit::Error, Some(signal_code(signal)), Some(released))
+            }
+            Ending::SpawnFailed(err, released) => {
+                let code = if err.kind() == std::io::ErrorKind::NotFound {
+                    127
+                } else {
+                    126
+                };
+                // The contract's error object (README "JSON output").
+                json["error"] = json!({
+                    "code": "failed",
+                    "message": format!("cannot run `{line}`: {err}"),
+                    "causes": [],
+                    "hints": [],
+                });
+                notes.push(format!("error: cannot run `{line}`: {err}"));
+                (Exit::Error, Some(code), Some(released))
+            }
+            Ending::Exited {
+                status,
+                received,
+                released,
+            } => {
+                json["status"] = json!(status);
+                let code = match received {
+                    Some(signal) => {
+                        json["signal"] = json!(signal_name(signal));
+                        notes.push(format!(
+                            "`{line}` {status} after maverick forwarded {}",
+                            signal_name(signal)
+                        ));
+                        signal_code(signal)
+                    }
+                    None => status.code(),
+                };
+                let exit = if code == 0 { Exit::Ok } else { Exit::Error };
+                (exit, Some(code), Some(released))
+            }
+            Ending::Lost {
+                reason,
+                status,
+                killed,
+                stopped_after,
+                released,
+            } => {
+                json["lost"] = json!(reason);
+                json["status"] = json!(status);
+                json["killed"] = json!(killed);
+                json["stopped_after_ms"] = json!(stopped_after.as_millis() as u64);
+                notes.push(format!("claim lost: {reason}"));
+                notes.push(format!(
+                    "`{line}` was stopped with {} ({status}, {:.1}s after the loss)",
+                    if killed {
+                        "SIGKILL after the grace period"
+                    } else {
+                        "SIGTERM"
+                    },
+                    stopped_after.as_secs_f64()
+                ));
+                notes.push(hint_lost);
+                (Exit::ClaimLost, None, Some(released))
+            }
+        }
+    }
+
+    /// What the release at the end did; true when it failed.
+    fn released(&mut self, released: Released, issue: u64) -> bool {
+        let json = &mut self.json;
+        let notes = &mut self.notes;
+        match released {
+            Released::Done(issues, reason) => {
+                json["released"] = json!(issues);
+                json["reason"] = json!(reason.as_str());
+                if !issues.is_empty() {
+                    notes.push(format!(
+                        "released {} ({})",
+                        issues
+                            .iter()
+                            .map(|n| format!("#{n}"))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        reason.as_str()
+                    ));
+                }
+                false
+            }
+            Released::Kept => {
+                json["released"] = json!([]);
+                json["kept"] = json!(true);
+                notes.push(format!(
+                    "kept #{issue}: this instance held it before `run`; release it with `git maverick coord release {issue}`"
+                ));
+                false
+            }
+            Released::Failed(err) => {
+                let err = CommandError::from(err);
+                json["released"] = json!([]);
+                json["release_error"] = json!(err.message);
+                notes.push(format!("{err}"));
+                notes.push(format!(
+                    "hint: release it by hand with `git maverick coord release {issue} --reason abort`"
+                ));
+                true
+            }
+        }
+    }
 }
 
 fn signal_code(signal: libc::c_int) -> u8 {

@@ -709,7 +709,9 @@ impl<'a> Dispatcher<'a> {
                 continue;
             };
             if !self.settings.settle_delay.is_zero() {
-                self.settings.clock.wait_announced(self.settings.settle_delay, "the settle delay");
+                self.settings
+                    .clock
+                    .wait_announced(self.settings.settle_delay, "the settle delay");
             }
             let ledger = self.with_own_claim(self.read()?, issue, &comment)?;
             view = analyze(&ledger, self.settings, &self.frontier_label);

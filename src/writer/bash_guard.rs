@@ -263,7 +263,7 @@ pub struct GuardContext<'a> {
 
 /// A claim record that still counts: not lost, lease not run out.
 fn live(record: &ClaimRecord, now: Timestamp) -> bool {
-    record.lost.is_none() && Timestamp::parse(&record.expires_at).is_some_and(|at| at > now)
+    record.lost.is_none() && record.expires_at > now
 }
 
 /// Every branch this clone manages (a claim record or a last-seen record).

@@ -419,7 +419,7 @@ pub(crate) fn lease_warnings(claims: &[ClaimRecord], me: &str, now: Timestamp) -
         .iter()
         .filter(|c| c.instance_id == me)
         .filter_map(|c| {
-            let expired = Timestamp::parse(&c.expires_at).filter(|e| *e <= now)?;
+            let expired = Some(c.expires_at).filter(|e| *e <= now)?;
             Some(format!(
                 "maverick: warning: the lease of {me} on #{} expired at {expired}; if another instance \
                  took it over, this push is a collision it will see. Renew it: git maverick coord heartbeat {}",
@@ -612,7 +612,7 @@ pub(crate) fn record_allowed(
     }
     record.push_log = push_log_marks(common_dir, state.seen.as_ref(), remote, branch);
     record.instance_id = Some(me.to_owned());
-    record.updated_at = now.to_string();
+    record.updated_at = now;
     BranchStore::new(common_dir).set_unsynced(&record)
 }
 
@@ -666,7 +666,7 @@ pub fn record_seen(
         last_seen: head.map(str::to_owned),
         issue,
         instance_id: Some(me.to_owned()),
-        updated_at: now.to_string(),
+        updated_at: now,
         pending: Vec::new(),
         location: on
             .location
@@ -689,9 +689,9 @@ mod tests {
             scope: vec![issue],
             surface: "git".to_owned(),
             remote: "origin".to_owned(),
-            claimed_at: "2026-11-30T10:00:00Z".to_owned(),
-            last_confirmed: "2026-11-30T10:00:00Z".to_owned(),
-            expires_at: expires_at.to_owned(),
+            claimed_at: Timestamp::parse("2026-11-30T10:00:00Z").unwrap(),
+            last_confirmed: Timestamp::parse("2026-11-30T10:00:00Z").unwrap(),
+            expires_at: Timestamp::parse(expires_at).unwrap(),
             lost: None,
         }
     }

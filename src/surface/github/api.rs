@@ -279,7 +279,9 @@ impl GithubSurface {
     /// the settle and the next heartbeat are there for those.
     fn show_own_writes(&self, issue: &mut Issue, issue_updated_at: Option<Timestamp>) {
         let state = self.state.borrow();
-        let now = state.clock.map(|(date, at)| date.plus(self.clock.since(at)));
+        let now = state
+            .clock
+            .map(|(date, at)| date.plus(self.clock.since(at)));
         for write in state.own_writes.iter().filter(|w| w.issue == issue.number) {
             let stale = issue_updated_at.is_none_or(|read| read <= write.at);
             match &write.op {

@@ -314,7 +314,11 @@ impl GithubSurface {
 }
 
 /// What `work` comes to, or `None` once `limit` has passed on `clock`.
-async fn within<F: std::future::Future>(clock: &Clock, limit: Duration, work: F) -> Option<F::Output> {
+async fn within<F: std::future::Future>(
+    clock: &Clock,
+    limit: Duration,
+    work: F,
+) -> Option<F::Output> {
     let deadline = clock.instant() + limit;
     let mut work = std::pin::pin!(work);
     while let Some(slice) = clock.left_until(deadline) {
@@ -473,26 +477,32 @@ mod tests {
             body: json!({ "message": message }).to_string().into_bytes(),
         };
         let date = ("date", "Mon, 30 Nov 2026 10:00:00 GMT");
-        let secondary = rate_limit(&reply(
-            403,
-            &[date, ("retry-after", "2")],
-            "You have exceeded a secondary rate limit",
-        ), Timestamp(0))
+        let secondary = rate_limit(
+            &reply(
+                403,
+                &[date, ("retry-after", "2")],
+                "You have exceeded a secondary rate limit",
+            ),
+            Timestamp(0),
+        )
         .unwrap();
         assert_eq!(
             (secondary.kind, secondary.wait),
             ("secondary", Duration::from_secs(2))
         );
         let reset = (Timestamp::parse("2026-11-30T10:00:30Z").unwrap().0).to_string();
-        let primary = rate_limit(&reply(
-            403,
-            &[
-                date,
-                ("x-ratelimit-remaining", "0"),
-                ("x-ratelimit-reset", &reset),
-            ],
-            "API rate limit exceeded",
-        ), Timestamp(0))
+        let primary = rate_limit(
+            &reply(
+                403,
+                &[
+                    date,
+                    ("x-ratelimit-remaining", "0"),
+                    ("x-ratelimit-reset", &reset),
+                ],
+                "API rate limit exceeded",
+            ),
+            Timestamp(0),
+        )
         .unwrap();
         assert_eq!(
             (primary.kind, primary.wait),
@@ -501,11 +511,14 @@ mod tests {
         let unnamed = rate_limit(&reply(429, &[date], "slow down"), Timestamp(0)).unwrap();
         assert_eq!(unnamed.wait, Duration::from_secs(60));
         // A plain "forbidden" is not a rate limit: no waiting, an error.
-        assert!(rate_limit(&reply(
-            403,
-            &[date, ("x-ratelimit-remaining", "4999")],
-            "Resource not accessible by integration"
-        ), Timestamp(0))
+        assert!(rate_limit(
+            &reply(
+                403,
+                &[date, ("x-ratelimit-remaining", "4999")],
+                "Resource not accessible by integration"
+            ),
+            Timestamp(0)
+        )
         .is_none());
         assert!(rate_limit(&reply(502, &[date], "Bad Gateway"), Timestamp(0)).is_none());
     }
