@@ -489,6 +489,22 @@ pub struct DispatchReport {
     pub view: SlotView,
 }
 
+/// Why a dispatch claim ends, as its closing marker's `reason` says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+enum DispatchEnd {
+    /// Withdrawn by its dispatcher: it lost the settle.
+    LostSettle,
+    /// Cleared by another dispatcher: too old.
+    Stale,
+    /// Released: the cycle's pull request takes the slot.
+    PrOpened,
+    /// Released: the cycle gave up.
+    GiveUp,
+    /// Released: the cycle ended without a pull request.
+    Done,
+}
+
 /// How a cycle ends for `dispatch release`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ReleaseHow {
@@ -860,7 +876,7 @@ impl<'a> Dispatcher<'a> {
             ),
         };
         let mut extra = Map::new();
-        extra.insert("reason".into(), json!("lost-settle"));
+        extra.insert("reason".into(), json!(DispatchEnd::LostSettle));
         ops.push(Op::CreateComment(self.closing_body(
             ACTION_WITHDRAW,
             claim.issue,
@@ -896,7 +912,7 @@ impl<'a> Dispatcher<'a> {
             }
             let oldest = stale.iter().map(|c| c.claimed_at).min().unwrap_or(view.now);
             let mut extra = Map::new();
-            extra.insert("reason".into(), json!("stale"));
+            extra.insert("reason".into(), json!(DispatchEnd::Stale));
             let who: Vec<String> = stale
                 .iter()
                 .map(|c| format!("`{}`", c.instance_id))
@@ -972,7 +988,7 @@ impl<'a> Dispatcher<'a> {
             let text = match (&pr, &give_up) {
                 (Some(pr), _) => {
                     extra.insert("pr".into(), json!(pr));
-                    extra.insert("reason".into(), json!("pr-opened"));
+                    extra.insert("reason".into(), json!(DispatchEnd::PrOpened));
                     format!(
                         "Dispatch slot of #{issue} passed to pull request #{pr} by `{}`.",
                         self.me()
@@ -980,11 +996,11 @@ impl<'a> Dispatcher<'a> {
                 }
                 (None, Some(label)) => {
                     extra.insert("give_up".into(), json!(label));
-                    extra.insert("reason".into(), json!("give-up"));
+                    extra.insert("reason".into(), json!(DispatchEnd::GiveUp));
                     format!("Dispatch cycle on #{issue} gave up (labelled `{label}`); released by `{}`.", self.me())
                 }
                 (None, None) => {
-                    extra.insert("reason".into(), json!("done"));
+                    extra.insert("reason".into(), json!(DispatchEnd::Done));
                     format!("Dispatch slot of #{issue} released by `{}`.", self.me())
                 }
             };
@@ -1103,6 +1119,30 @@ mod tests {
 
     fn verdict(view: &SlotView, key: &str) -> Verdict {
         view.claim(key).expect(key).verdict.clone()
+    }
+
+    #[test]
+    fn closing_markers_name_their_reason_as_earlier_versions_wrote_it() {
+        let written: Vec<Value> = [
+            DispatchEnd::LostSettle,
+            DispatchEnd::Stale,
+            DispatchEnd::PrOpened,
+            DispatchEnd::GiveUp,
+            DispatchEnd::Done,
+        ]
+        .iter()
+        .map(|end| json!(end))
+        .collect();
+        assert_eq!(
+            written,
+            [
+                json!("lost-settle"),
+                json!("stale"),
+                json!("pr-opened"),
+                json!("give-up"),
+                json!("done")
+            ]
+        );
     }
 
     #[test]
