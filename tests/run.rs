@@ -409,9 +409,10 @@ fn wait_for_surface_write(env: &TestEnv, last: &Option<Vec<u8>>, within: Duratio
     let ref_file = env.origin.join("refs/maverick/issues");
     let end = Instant::now() + within;
     while Instant::now() < end {
-        let now = std::fs::read(&ref_file).ok();
-        if now.is_some() && now != *last {
-            return now.unwrap();
+        if let Ok(now) = std::fs::read(&ref_file) {
+            if last.as_ref() != Some(&now) {
+                return now;
+            }
         }
         std::thread::sleep(Duration::from_millis(10));
     }

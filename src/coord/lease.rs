@@ -111,7 +111,7 @@ pub struct IssueView {
     #[serde(skip)]
     pub my_losing_claim: Option<ClaimView>,
     #[serde(skip)]
-    my_lease_comment: Option<(u64, Map<String, Value>)>,
+    my_lease_comment: Option<LeaseComment>,
 }
 
 /// A writer whose clock runs ahead of the reader's by more than allowed.
@@ -352,12 +352,12 @@ fn unreleased<'c>(
     live
 }
 
-/// The lease of `holder`'s claim, and the comment and payload that wrote
-/// it (when one did).
-fn lease_of(
-    holder: &ClaimView,
-    leases: &[&MarkerAt<'_>],
-) -> (LeaseView, Option<(u64, Map<String, Value>)>) {
+/// The comment a lease was written in, and its payload.
+type LeaseComment = (u64, Map<String, Value>);
+
+/// The lease of `holder`'s claim, and the comment that wrote it (when one
+/// did).
+fn lease_of(holder: &ClaimView, leases: &[&MarkerAt<'_>]) -> (LeaseView, Option<LeaseComment>) {
     // By payload, not by comment: a lease PATCHed into an older comment
     // (Maverick's upsert) counts from when it was written.
     let newest = leases
