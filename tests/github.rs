@@ -387,18 +387,24 @@ fn a_secondary_rate_limit_is_waited_out_as_retry_after_says() {
     run.expect(0);
     // The request after the limited one came 2 s later on the clock that
     // maverick and the fake share (maverick moved it instead of sleeping).
-    let requests = fake.requests();
-    let limited = requests
-        .iter()
-        .position(|r| r.status == 403)
-        .expect("a limited request");
-    let waited = requests[limited + 1].at_ms - requests[limited].at_ms;
+    let waited = waited_after_the_limit(fake);
     assert!(waited >= 2000, "waited only {waited} ms");
     assert!(
         run.stderr.contains("secondary rate limit; waiting 2s"),
         "{}",
         run.stderr
     );
+}
+
+/// Milliseconds between the first rate-limited answer and the request after
+/// it, on the fake's clock.
+fn waited_after_the_limit(fake: &crate::support::FakeGithub) -> i64 {
+    let requests = fake.requests();
+    let limited = requests
+        .iter()
+        .position(|r| r.status == 403)
+        .expect("a limited request");
+    requests[limited + 1].at_ms - requests[limited].at_ms
 }
 
 /// `10:42:03` (or `2026-11-30T10:42:03Z`) as seconds since midnight.
@@ -451,12 +457,7 @@ fn an_exhausted_rate_limit_waits_for_its_reset_or_says_when_to_come_back() {
         run.stderr
     );
     // It did wait that long before reading again (on the shared clock).
-    let requests = fake.requests();
-    let limited = requests
-        .iter()
-        .position(|r| r.status == 403)
-        .expect("a limited request");
-    let waited = requests[limited + 1].at_ms - requests[limited].at_ms;
+    let waited = waited_after_the_limit(fake);
     assert!(
         waited >= secs as i64 * 1000,
         "waited {waited} ms; {}",

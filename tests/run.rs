@@ -367,9 +367,10 @@ fn a_command_that_ignores_sigterm_is_killed_after_the_grace_period() {
     let alice = env.clone("alice");
     let bob = env.clone("bob");
     let dir = marker_dir(&env, "stubborn");
+    // It answers a ping as long as it lives.
     let script = format!(
         "trap 'touch {d}/term' TERM; echo $$ > {d}/pid; touch {d}/started; \
-         while :; do sleep 0.05; done",
+         while :; do [ -e {d}/ping ] && touch {d}/pong; sleep 0.05; done",
         d = dir.display()
     );
     let mut child = spawn(run_command(&alice, &["--json", "80"], &script));
@@ -383,9 +384,14 @@ fn a_command_that_ignores_sigterm_is_killed_after_the_grace_period() {
         .expect(0);
     env.advance_clock(HEARTBEAT_SECS);
     wait_for_file(&dir.join("term"), Duration::from_secs(20));
-    // The grace period passes: SIGKILL.
-    env.advance_clock(GRACE_SECS);
-    wait_for_death(pid, Duration::from_secs(20));
+    // A second short of the grace period, it still lives.
+    env.advance_clock(GRACE_SECS - 1);
+    std::fs::write(dir.join("ping"), "").unwrap();
+    wait_for_file(&dir.join("pong"), Duration::from_secs(10));
+    // The grace period is over: SIGKILL, on the clock the test moved (real
+    // time would take the whole grace period).
+    env.advance_clock(1);
+    wait_for_death(pid, Duration::from_secs(5));
     wait_for_exit(&mut child, Duration::from_secs(10));
     let run = finish(child);
     run.expect(7);
