@@ -2,16 +2,19 @@
 //! remote and pick the work up where it stopped (SPEC 7).
 
 use clap::Args;
-use serde_json::json;
+use std::path::PathBuf;
+
+use schemars::JsonSchema;
+use serde::Serialize;
 
 use super::{Context, Outcome};
 use crate::cli::{issue_number, GlobalArgs};
 use crate::config::Settings;
-use crate::coord::lease::IssueView;
-use crate::durable::tasks::{self, IssueSource};
+use crate::coord::lease::{ClaimOutcome, Decision, IssueView};
+use crate::durable::tasks::{self, IssueSource, Task, TaskListView};
 use crate::error::{CommandError, Exit};
 use crate::workflow::resume::{
-    self, ClaimState, Refusal, ResumeError, ResumeOutcome, ResumeRequest, Resumed,
+    self, ClaimState, Refusal, ResumeError, ResumeOutcome, ResumeRequest, WorktreeState,
 };
 
 #[derive(Debug, Args)]
@@ -24,6 +27,64 @@ pub(crate) struct ResumeArgs {
     /// The branch's issue, when neither a claim record nor the branch name tells
     #[arg(long, value_name = "N", value_parser = issue_number)]
     pub issue: Option<u64>,
+}
+
+/// `resume BRANCH --json`: the worktree, or why not (exit 3-8).
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub(crate) enum ResumeOutput {
+    Resumed(Box<Resumed>),
+    Refused(Box<Refused>),
+    LocalAhead(LocalAhead),
+    ClaimLost(ClaimLost),
+    /// The takeover's claim did not go through: what it came to.
+    Claim(ClaimOutcome),
+}
+
+/// The worktree, ready to work in.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct Resumed {
+    pub branch: String,
+    pub issue: u64,
+    pub worktree: PathBuf,
+    pub head: String,
+    pub remote: String,
+    pub claim: ClaimState,
+    pub generation: Option<u64>,
+    pub instance_id: String,
+    pub worktree_state: WorktreeState,
+    pub fast_forwarded: bool,
+    /// Where a stale worktree directory was moved aside.
+    pub moved_aside: Option<PathBuf>,
+    pub next_task: Option<Task>,
+    pub tasks: Option<TaskListView>,
+}
+
+/// Who holds the issue stopped the resume.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct Refused {
+    pub issue: u64,
+    pub decision: Decision,
+    pub view: IssueView,
+}
+
+/// The local branch has commits the remote lacks: it is never moved (exit 8).
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct LocalAhead {
+    pub branch: String,
+    pub issue: u64,
+    pub remote_head: String,
+    pub local_head: String,
+    pub unpushed: Vec<String>,
+}
+
+/// The claim was lost while picking the work up (exit 7).
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct ClaimLost {
+    pub issue: u64,
+    pub branch: String,
+    pub reason: String,
+    pub issues: Vec<IssueView>,
 }
 
 /// The issue of `branch`: the claim record that names it, else `--issue`,
@@ -46,18 +107,29 @@ fn issue_of(ctx: &Context, branch: &str, flag: Option<u64>) -> Result<u64, Comma
     }
 }
 
-fn refused(exit: Exit, view: &IssueView, what: String, hint: String) -> Outcome {
-    let json = json!({"issue": view.issue, "decision": view.decision, "view": view});
-    Outcome::new(exit, json)
+fn refused(exit: Exit, view: &IssueView, what: String, hint: String) -> Outcome<ResumeOutput> {
+    let output = Refused {
+        issue: view.issue,
+        decision: view.decision,
+        view: view.clone(),
+    };
+    Outcome::new(exit, ResumeOutput::Refused(Box::new(output)))
         .line(super::coord::describe(view))
         .note(format!("resume refused: {what}"))
-        .note(format!("hint: {hint}"))
+        .hint(hint)
 }
 
-pub(crate) fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome, CommandError> {
+pub(crate) fn run(
+    global: &GlobalArgs,
+    args: ResumeArgs,
+) -> Result<Outcome<ResumeOutput>, CommandError> {
     let ctx = Context::load(global)?;
+    ctx.report(resume(&ctx, args))
+}
+
+fn resume(ctx: &Context, args: ResumeArgs) -> Result<Outcome<ResumeOutput>, CommandError> {
     let branch = super::branch_arg(&ctx.git, &args.branch)?;
-    let issue = issue_of(&ctx, &branch, args.issue)?;
+    let issue = issue_of(ctx, &branch, args.issue)?;
     let surface = ctx.surface()?;
     let request = ResumeRequest {
         branch: &branch,
@@ -78,17 +150,25 @@ pub(crate) fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome, Comm
             remote_head,
             local,
             commits,
-        } => show_local_ahead(&ctx, &branch, issue, remote_head, local, commits),
+        } => show_local_ahead(&ctx.settings, &branch, issue, remote_head, local, commits),
         ResumeOutcome::ClaimLost { reason, views } => {
-            let json = json!({"issue": issue, "branch": branch, "reason": reason, "issues": views});
-            Outcome::new(Exit::ClaimLost, json)
-                .line(format!("claim lost: {reason}"))
-                .note("hint: another instance owns this work now; do not resume it here")
+            let line = format!("claim lost: {reason}");
+            let output = ClaimLost {
+                issue,
+                branch,
+                reason,
+                issues: views,
+            };
+            Outcome::new(Exit::ClaimLost, ResumeOutput::ClaimLost(output))
+                .line(line)
+                .hint("another instance owns this work now; do not resume it here")
         }
-        ResumeOutcome::NotTakenOver(report) => super::coord::show_claim(&ctx, issue, &report).note(
-            format!("resume of {branch} stopped: the takeover of #{issue} did not go through"),
-        ),
-        ResumeOutcome::Resumed(resumed) => show_resumed(&ctx.settings, &resumed),
+        ResumeOutcome::NotTakenOver(report) => super::coord::show_claim(ctx, issue, &report)
+            .map(ResumeOutput::Claim)
+            .note(format!(
+                "resume of {branch} stopped: the takeover of #{issue} did not go through"
+            )),
+        ResumeOutcome::Resumed(resumed) => show_resumed(&ctx.settings, *resumed),
     })
 }
 
@@ -115,7 +195,7 @@ fn resume_error(err: ResumeError, remote: &str) -> CommandError {
     }
 }
 
-fn show_refusal(refusal: Refusal, view: &IssueView, branch: &str) -> Outcome {
+fn show_refusal(refusal: Refusal, view: &IssueView, branch: &str) -> Outcome<ResumeOutput> {
     let issue = view.issue;
     let holder = view
         .holder
@@ -144,35 +224,38 @@ fn show_refusal(refusal: Refusal, view: &IssueView, branch: &str) -> Outcome {
 }
 
 fn show_local_ahead(
-    ctx: &Context,
+    settings: &Settings,
     branch: &str,
     issue: u64,
     remote_head: String,
     local: String,
     commits: Vec<String>,
-) -> Outcome {
-    let mut outcome = Outcome::new(
-        Exit::Collision,
-        json!({
-            "branch": branch, "issue": issue, "remote_head": remote_head,
-            "local_head": local, "unpushed": commits,
-        }),
-    )
-    .note(format!(
+) -> Outcome<ResumeOutput> {
+    let mut notes = vec![format!(
         "resume refused: the local branch {branch} has {} commit(s) that {} lacks; it is never moved:",
         commits.len(),
-        ctx.settings.remote
-    ));
-    for commit in &commits {
-        outcome = outcome.note(format!("  {commit}"));
+        settings.remote
+    )];
+    notes.extend(commits.iter().map(|commit| format!("  {commit}")));
+    let output = LocalAhead {
+        branch: branch.to_owned(),
+        issue,
+        remote_head,
+        local_head: local,
+        unpushed: commits,
+    };
+    let mut outcome = Outcome::new(Exit::Collision, ResumeOutput::LocalAhead(output));
+    for note in notes {
+        outcome = outcome.note(note);
     }
     outcome
         .note("stop and report; do not merge or overwrite.")
-        .note("hint: push them from the worktree that made them, or keep them on another branch (git branch -m) and resume again")
+        .hint("push them from the worktree that made them, or keep them on another branch (git branch -m) and resume again")
 }
 
-fn show_resumed(settings: &Settings, resumed: &Resumed) -> Outcome {
-    let Resumed {
+fn show_resumed(settings: &Settings, resumed: resume::Resumed) -> Outcome<ResumeOutput> {
+    let state = resumed.worktree_state();
+    let resume::Resumed {
         branch,
         issue,
         worktree: path,
@@ -184,46 +267,28 @@ fn show_resumed(settings: &Settings, resumed: &Resumed) -> Outcome {
         tasks,
         worktree_git,
     } = resumed;
-    let state = resumed.worktree_state();
     let next_task = tasks.as_ref().and_then(|t| t.next.clone());
-    let json = json!({
-        "branch": branch,
-        "issue": issue,
-        "worktree": path,
-        "head": head,
-        "remote": settings.remote,
-        "claim": claim,
-        "generation": generation,
-        "instance_id": settings.instance,
-        "worktree_state": state,
-        "fast_forwarded": applied.fast_forwarded,
-        "moved_aside": applied.moved_aside,
-        "next_task": next_task,
-        "tasks": tasks,
-    });
-    let mut outcome = Outcome::new(Exit::Ok, json)
-        .line(format!("worktree: {}", path.display()))
-        .line(format!("branch:   {branch} ({state})"))
-        .line(format!(
-            "head:     {} {subject}",
-            &head[..head.len().min(12)]
-        ))
-        .line(match generation {
-            Some(g) if *claim != ClaimState::None => format!(
+    let mut lines = vec![
+        format!("worktree: {}", path.display()),
+        format!("branch:   {branch} ({})", state.as_str()),
+        format!("head:     {} {subject}", &head[..head.len().min(12)]),
+        match generation {
+            Some(g) if claim != ClaimState::None => format!(
                 "issue:    #{issue} ({} by {}, generation {g})",
-                claim_word(*claim),
+                claim.as_str(),
                 settings.instance
             ),
             _ => format!("issue:    #{issue} (not claimed)"),
-        });
-    if let Some(tasks) = tasks {
+        },
+    ];
+    if let Some(tasks) = &tasks {
         for fixed in &tasks.reconciled {
-            outcome = outcome.line(format!(
+            lines.push(format!(
                 "checked off task {} from {} (pushed before a crash)",
                 fixed.task, fixed.short
             ));
         }
-        outcome = outcome.line(match &next_task {
+        lines.push(match &next_task {
             Some(t) => format!(
                 "next:     task {} of {} — {}",
                 t.number, tasks.total, t.title
@@ -231,27 +296,36 @@ fn show_resumed(settings: &Settings, resumed: &Resumed) -> Outcome {
             None => format!("next:     nothing: all {} tasks are done", tasks.total),
         });
     }
-    if let Some(aside) = &applied.moved_aside {
+    let aside = applied.moved_aside.clone();
+    let output = Resumed {
+        branch: branch.clone(),
+        issue,
+        worktree: path,
+        head,
+        remote: settings.remote.clone(),
+        claim,
+        generation,
+        instance_id: settings.instance.clone(),
+        worktree_state: state,
+        fast_forwarded: applied.fast_forwarded,
+        moved_aside: applied.moved_aside,
+        next_task,
+        tasks,
+    };
+    let mut outcome = Outcome::new(Exit::Ok, ResumeOutput::Resumed(Box::new(output)));
+    outcome.lines = lines;
+    if let Some(aside) = &aside {
         outcome = outcome.note(format!(
             "note: a stale worktree directory was moved aside, not deleted: {}",
             aside.display()
         ));
     }
-    outcome = super::warn_if_guard_off(worktree_git, outcome);
-    if *claim == ClaimState::None {
+    outcome = super::warn_if_guard_off(&worktree_git, outcome);
+    if claim == ClaimState::None {
         outcome = outcome.note(format!(
             "note: nobody holds #{issue}; claim it before working on it: \
              git maverick coord claim {issue} --branch {branch}"
         ));
     }
     outcome
-}
-
-/// The claim as the screen says it (`held`, `taken_over`).
-fn claim_word(claim: ClaimState) -> &'static str {
-    match claim {
-        ClaimState::Held => "held",
-        ClaimState::TakenOver => "taken_over",
-        ClaimState::None => "none",
-    }
 }

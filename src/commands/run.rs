@@ -14,15 +14,17 @@ use std::ffi::OsString;
 use std::time::Duration;
 
 use clap::Args;
-use serde_json::json;
+use schemars::JsonSchema;
+use serde::Serialize;
 
+use super::contract::{ErrorObject, Note};
 use super::coord::{self, ClaimArgs, ReleaseReason};
-use super::{Context, Outcome};
+use super::{Context, Outcome, Warning};
 use crate::cli::{lease_duration, GlobalArgs};
 use crate::coord::hold::{self, command_line, Ending, HoldReport, HoldRequest, Inbox, Released};
 use crate::coord::lease::{ClaimOutcome, Coordinator};
 use crate::coord::supervise::{signal_name, ChildStatus};
-use crate::error::{CommandError, Exit};
+use crate::error::{CommandError, ErrorCode, Exit};
 
 #[derive(Debug, Args)]
 #[command(after_help = "\
@@ -52,8 +54,64 @@ pub(crate) struct RunArgs {
     pub command: Vec<OsString>,
 }
 
-pub(crate) fn run(global: &GlobalArgs, args: RunArgs) -> Result<Outcome, CommandError> {
+/// `run ISSUE -- CMD --json`: maverick's object is all of stdout; CMD's
+/// own stdout goes to stderr. The exit code is CMD's own status.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub(crate) enum RunOutput {
+    Held(Box<HoldOutput>),
+    /// The claim was refused: what it came to, and CMD did not run.
+    Refused(ClaimOutcome),
+}
+
+/// The claim held while CMD ran, and how it ended.
+#[derive(Debug, Default, Serialize, JsonSchema)]
+pub(crate) struct HoldOutput {
+    pub issue: u64,
+    pub issues: Vec<u64>,
+    pub instance_id: String,
+    pub generation: u64,
+    pub command: Vec<String>,
+    /// CMD's exit status.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<ChildStatus>,
+    /// The signal that maverick got and forwarded, or that stopped it before CMD started.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signal: Option<String>,
+    /// Why the claim was lost (exit 7).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lost: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub killed: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped_after_ms: Option<u64>,
+    /// CMD could not start.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorObject>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub released: Option<Vec<u64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<ReleaseReason>,
+    /// This instance held the claim before `run`: kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kept: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub release_error: Option<String>,
+}
+
+pub(crate) fn run(
+    global: &GlobalArgs,
+    args: RunArgs,
+) -> Result<Outcome<RunOutput, u8>, CommandError> {
     let ctx = Context::load(global)?;
+    ctx.report(hold_for(&ctx, global, args))
+}
+
+fn hold_for(
+    ctx: &Context,
+    global: &GlobalArgs,
+    args: RunArgs,
+) -> Result<Outcome<RunOutput, u8>, CommandError> {
     let settings = &ctx.settings;
     hold::check_timing(settings.lease_ttl, settings.heartbeat_interval, args.grace)?;
 
@@ -65,7 +123,7 @@ pub(crate) fn run(global: &GlobalArgs, args: RunArgs) -> Result<Outcome, Command
     let store = ctx.claims()?;
     let claimed_at = settings.clock.instant();
     let (claimed, refused) = coord::claim(
-        &ctx,
+        ctx,
         &coord,
         args.claim.issue,
         args.claim.scope,
@@ -78,7 +136,7 @@ pub(crate) fn run(global: &GlobalArgs, args: RunArgs) -> Result<Outcome, Command
         already_held,
     } = claimed
     else {
-        return Ok(refused);
+        return Ok(refused.map(RunOutput::Refused).map_exit(Exit::code));
     };
     let request = HoldRequest {
         issues: views.iter().map(|v| v.issue).collect(),
@@ -96,6 +154,7 @@ pub(crate) fn run(global: &GlobalArgs, args: RunArgs) -> Result<Outcome, Command
         let ctx = Context {
             git: ctx.git.clone(),
             settings: settings.clone(),
+            warnings: Vec::new(),
         };
         Box::new(move || ctx.surface().ok())
     };
@@ -113,7 +172,7 @@ pub(crate) fn run(global: &GlobalArgs, args: RunArgs) -> Result<Outcome, Command
 
 /// What a person (and `--json`) sees of a held command, and the exit code:
 /// the command's own, or the protocol's when the claim was lost.
-fn show(instance: &str, report: HoldReport) -> Outcome {
+fn show(instance: &str, report: HoldReport) -> Outcome<RunOutput, u8> {
     let HoldReport {
         issues,
         generation,
@@ -123,13 +182,17 @@ fn show(instance: &str, report: HoldReport) -> Outcome {
     } = report;
     let issue = issues[0];
     let mut shown = Shown {
-        json: json!({
-            "issue": issue,
-            "issues": issues,
-            "instance_id": instance,
-            "generation": generation,
-            "command": command.iter().map(|a| a.to_string_lossy()).collect::<Vec<_>>(),
-        }),
+        output: HoldOutput {
+            issue,
+            issues,
+            instance_id: instance.to_owned(),
+            generation,
+            command: command
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+            ..HoldOutput::default()
+        },
         notes: Vec::new(),
     };
     let (exit, mut code, released) = shown.ending(ending, &command_line(&command));
@@ -141,37 +204,46 @@ fn show(instance: &str, report: HoldReport) -> Outcome {
             code = Some(Exit::Error.code());
         }
     }
-    let mut outcome = Outcome::new(exit, shown.json);
-    outcome.status = code;
-    outcome.notes = warnings.iter().map(|e| format!("warning: {e}")).collect();
+    let mut outcome = Outcome::new(
+        code.unwrap_or(exit.code()),
+        RunOutput::Held(Box::new(shown.output)),
+    );
+    for warning in &warnings {
+        outcome = outcome.warn(Warning::new(warning.to_string()));
+    }
     outcome.notes.extend(shown.notes);
     outcome
 }
 
-/// The JSON object and the lines for stderr, as they are built.
+/// The output and the lines for stderr, as they are built.
 struct Shown {
-    json: serde_json::Value,
-    notes: Vec<String>,
+    output: HoldOutput,
+    notes: Vec<Note>,
 }
 
 impl Shown {
+    fn text(&mut self, text: String) {
+        self.notes.push(Note::Text(text));
+    }
+
     /// How the command ended: the protocol's exit, the command's own exit
     /// status (when it ran), and what the release at the end did.
     fn ending(&mut self, ending: Ending, line: &str) -> (Exit, Option<u8>, Option<Released>) {
-        let json = &mut self.json;
-        let notes = &mut self.notes;
-        let hint_lost =
-            "hint: stop working on this issue and report; do not push to its branch".to_owned();
+        let hint_lost = || {
+            Note::Hint(
+                "stop working on this issue and report; do not push to its branch".to_owned(),
+            )
+        };
         match ending {
             Ending::LostBeforeStart(reason) => {
-                json["lost"] = json!(reason);
-                notes.push(format!("claim lost before the command started: {reason}"));
-                notes.push(hint_lost);
+                self.text(format!("claim lost before the command started: {reason}"));
+                self.notes.push(hint_lost());
+                self.output.lost = Some(reason);
                 (Exit::ClaimLost, None, None)
             }
             Ending::SignalBeforeStart(signal, released) => {
-                json["signal"] = json!(signal_name(signal));
-                notes.push(format!(
+                self.output.signal = Some(signal_name(signal));
+                self.text(format!(
                     "{} before the command started; it was not run",
                     signal_name(signal)
                 ));
@@ -184,13 +256,13 @@ impl Shown {
                     126
                 };
                 // The contract's error object (README "JSON output").
-                json["error"] = json!({
-                    "code": "failed",
-                    "message": format!("cannot run `{line}`: {err}"),
-                    "causes": [],
-                    "hints": [],
+                self.output.error = Some(ErrorObject {
+                    code: ErrorCode::Failed,
+                    message: format!("cannot run `{line}`: {err}"),
+                    causes: Vec::new(),
+                    hints: Vec::new(),
                 });
-                notes.push(format!("error: cannot run `{line}`: {err}"));
+                self.text(format!("error: cannot run `{line}`: {err}"));
                 (Exit::Error, Some(code), Some(released))
             }
             Ending::Exited {
@@ -198,11 +270,11 @@ impl Shown {
                 received,
                 released,
             } => {
-                json["status"] = json!(status);
+                self.output.status = Some(status);
                 let code = match received {
                     Some(signal) => {
-                        json["signal"] = json!(signal_name(signal));
-                        notes.push(format!(
+                        self.output.signal = Some(signal_name(signal));
+                        self.text(format!(
                             "`{line}` {status} after maverick forwarded {}",
                             signal_name(signal)
                         ));
@@ -220,12 +292,8 @@ impl Shown {
                 stopped_after,
                 released,
             } => {
-                json["lost"] = json!(reason);
-                json["status"] = json!(status);
-                json["killed"] = json!(killed);
-                json["stopped_after_ms"] = json!(stopped_after.as_millis() as u64);
-                notes.push(format!("claim lost: {reason}"));
-                notes.push(format!(
+                self.text(format!("claim lost: {reason}"));
+                self.text(format!(
                     "`{line}` was stopped with {} ({status}, {:.1}s after the loss)",
                     if killed {
                         "SIGKILL after the grace period"
@@ -234,7 +302,11 @@ impl Shown {
                     },
                     stopped_after.as_secs_f64()
                 ));
-                notes.push(hint_lost);
+                self.notes.push(hint_lost());
+                self.output.lost = Some(reason);
+                self.output.status = Some(status);
+                self.output.killed = Some(killed);
+                self.output.stopped_after_ms = Some(stopped_after.as_millis() as u64);
                 (Exit::ClaimLost, None, Some(released))
             }
         }
@@ -242,14 +314,10 @@ impl Shown {
 
     /// What the release at the end did; true when it failed.
     fn released(&mut self, released: Released, issue: u64) -> bool {
-        let json = &mut self.json;
-        let notes = &mut self.notes;
         match released {
             Released::Done(issues, reason) => {
-                json["released"] = json!(issues);
-                json["reason"] = json!(reason.as_str());
                 if !issues.is_empty() {
-                    notes.push(format!(
+                    self.text(format!(
                         "released {} ({})",
                         issues
                             .iter()
@@ -259,24 +327,26 @@ impl Shown {
                         reason.as_str()
                     ));
                 }
+                self.output.released = Some(issues);
+                self.output.reason = Some(reason);
                 false
             }
             Released::Kept => {
-                json["released"] = json!([]);
-                json["kept"] = json!(true);
-                notes.push(format!(
+                self.output.released = Some(Vec::new());
+                self.output.kept = Some(true);
+                self.text(format!(
                     "kept #{issue}: this instance held it before `run`; release it with `git maverick coord release {issue}`"
                 ));
                 false
             }
             Released::Failed(err) => {
                 let err = CommandError::from(err);
-                json["released"] = json!([]);
-                json["release_error"] = json!(err.message);
-                notes.push(format!("{err}"));
-                notes.push(format!(
-                    "hint: release it by hand with `git maverick coord release {issue} --reason abort`"
-                ));
+                self.output.released = Some(Vec::new());
+                self.output.release_error = Some(err.message());
+                self.text(format!("{err}"));
+                self.notes.push(Note::Hint(format!(
+                    "release it by hand with `git maverick coord release {issue} --reason abort`"
+                )));
                 true
             }
         }

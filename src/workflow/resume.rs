@@ -57,16 +57,46 @@ pub(crate) enum Refusal {
     HeldStale,
 }
 
-/// How the issue is held after a resume.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+/// This instance's claim on the issue after the resume.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum ClaimState {
-    /// This instance held it already (renewed, or claimed anew after its own
-    /// lease lapsed).
+    /// Held already, and renewed (or claimed anew after its own lease
+    /// lapsed).
     Held,
+    /// A stale lease taken over.
     TakenOver,
-    /// Nobody holds it: resume recreated the branch and claimed nothing.
+    /// Nobody holds the issue; resume claims nothing.
     None,
+}
+
+impl ClaimState {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            ClaimState::Held => "held",
+            ClaimState::TakenOver => "taken_over",
+            ClaimState::None => "none",
+        }
+    }
+}
+
+/// What became of the worktree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum WorktreeState {
+    Created,
+    Repaired,
+    Reused,
+}
+
+impl WorktreeState {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            WorktreeState::Created => "created",
+            WorktreeState::Repaired => "repaired",
+            WorktreeState::Reused => "reused",
+        }
+    }
 }
 
 /// A branch picked up.
@@ -87,14 +117,14 @@ pub(crate) struct Resumed {
 }
 
 impl Resumed {
-    /// What became of the worktree: `repaired`, `created` or `reused`.
-    pub(crate) fn worktree_state(&self) -> &'static str {
+    /// What became of the worktree.
+    pub(crate) fn worktree_state(&self) -> WorktreeState {
         if self.applied.repaired {
-            "repaired"
+            WorktreeState::Repaired
         } else if self.applied.created {
-            "created"
+            WorktreeState::Created
         } else {
-            "reused"
+            WorktreeState::Reused
         }
     }
 }
