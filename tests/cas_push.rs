@@ -8,7 +8,7 @@ use crate::support::mav::branch_record::BranchStore;
 use crate::support::mav::clock::Clock;
 use crate::support::mav::git::{Git, GitEnv};
 use crate::support::mav::push::{cas_push, cas_push_last_seen, PushError, Pusher};
-use crate::support::TestEnv;
+use crate::support::{RepoKind, TestEnv};
 
 /// `instance`'s push of #142's branch.
 fn by(instance: &str) -> Pusher<'_> {
@@ -22,9 +22,10 @@ fn by(instance: &str) -> Pusher<'_> {
 
 use crate::support::STORY_BRANCH as BRANCH;
 
-#[test]
-fn cas_push_refuses_a_remote_that_moved_and_a_rewrite() {
-    let env = TestEnv::new();
+on_every_repo_kind!(cas_push_refuses_a_remote_that_moved_and_a_rewrite);
+
+fn cas_push_refuses_a_remote_that_moved_and_a_rewrite(kind: RepoKind) {
+    let env = TestEnv::with_repo_kind(kind);
     let a = env.claimed_clone("a");
     let home = env.path().join("cas-home");
     std::fs::create_dir_all(&home).unwrap();

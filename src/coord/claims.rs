@@ -25,6 +25,9 @@ pub enum ClaimsError {
     Record(#[from] RecordError),
     #[error(transparent)]
     Git(#[from] GitError),
+    /// Recording the head the claim saw.
+    #[error(transparent)]
+    Seen(#[from] crate::writer::prepush::SeenError),
 }
 
 /// A claim as a command asks for it: the issue, the rest of its scope, the

@@ -169,6 +169,15 @@ pub(crate) enum ResumeError {
     Task(#[from] TaskError),
 }
 
+impl From<prepush::SeenError> for ResumeError {
+    fn from(err: prepush::SeenError) -> Self {
+        match err {
+            prepush::SeenError::Git(e) => ResumeError::Git(e),
+            prepush::SeenError::Record(e) => ResumeError::Record(e),
+        }
+    }
+}
+
 /// Resumes `req.branch` (see the module documentation).
 pub(crate) fn resume(
     git: &Git,

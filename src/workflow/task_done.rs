@@ -372,7 +372,7 @@ fn collision(
     // Where this writer left the remote: the head it last saw, or a push of
     // its own since (a plain `git push`, with or without the hook: git logs
     // it on the remote-tracking ref; or one the hook left pending).
-    let expected = crate::writer::prepush::expected(&common_dir, &recorded);
+    let expected = crate::writer::prepush::expected(git, &recorded)?;
     if expected.accepts(live) {
         return Ok(None);
     }
