@@ -288,16 +288,6 @@ fn folders_import_one_another_without_a_cycle_but_cli_and_commands() {
 /// closing brace: a longer one is split into named steps.
 const MAX_FUNCTION_LINES: usize = 120;
 
-/// Functions that may still run longer, in files their owners are changing
-/// now: (file under `src/`, function, who splits it). The lead empties this
-/// list; an entry whose function is short already must go.
-const LONG_FUNCTIONS_ALLOWED: &[(&str, &str, &str)] = &[
-    ("commands/hook.rs", "pre_push", "guard, issue 26"),
-    ("writer/hookmanager.rs", "status", "guard, issue 26"),
-    ("coord/dispatch.rs", "analyze", "gitscale, issue 27"),
-    ("surface/github/api.rs", "apply", "later"),
-];
-
 /// `text` with every comment, string literal and character literal blanked
 /// out (newlines kept), so that the braces left are the code's.
 fn code_only(text: &str) -> String {
@@ -439,7 +429,6 @@ fn no_function_runs_over_120_lines() {
     let mut files = Vec::new();
     rust_files(&src, &mut files);
     let mut long = Vec::new();
-    let mut allowed_and_long = Vec::new();
     for file in &files {
         let rel = file
             .strip_prefix(&src)
@@ -448,15 +437,7 @@ fn no_function_runs_over_120_lines() {
             .into_owned();
         let text = std::fs::read_to_string(file).unwrap();
         for (name, lines) in function_lengths(&code_only(&text)) {
-            if lines <= MAX_FUNCTION_LINES {
-                continue;
-            }
-            if LONG_FUNCTIONS_ALLOWED
-                .iter()
-                .any(|(f, n, _)| *f == rel && *n == name)
-            {
-                allowed_and_long.push((rel.clone(), name));
-            } else {
+            if lines > MAX_FUNCTION_LINES {
                 long.push(format!("src/{rel}: {name} has {lines} lines"));
             }
         }
@@ -464,14 +445,6 @@ fn no_function_runs_over_120_lines() {
     assert!(
         long.is_empty(),
         "functions over {MAX_FUNCTION_LINES} lines; split them into named steps: {long:#?}"
-    );
-    let shortened: Vec<_> = LONG_FUNCTIONS_ALLOWED
-        .iter()
-        .filter(|(f, n, _)| !allowed_and_long.iter().any(|(af, an)| af == f && an == n))
-        .collect();
-    assert!(
-        shortened.is_empty(),
-        "no longer over {MAX_FUNCTION_LINES} lines (or gone): take them off LONG_FUNCTIONS_ALLOWED: {shortened:#?}"
     );
 }
 
