@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::clock::Clock;
 use crate::git::{Git, GitError};
 use crate::timefmt::{parse_duration, DurationError};
 
@@ -78,12 +79,17 @@ pub struct Settings {
     /// How far a stamp may lead a clock before it is not believed (SPEC 2).
     pub max_clock_skew: Duration,
     pub settle_delay: Duration,
+    /// How long one GitHub request may take before it is given up and retried.
+    pub http_timeout: Duration,
     pub worktree_dir: PathBuf,
     pub dispatch_slots: u32,
     pub dispatch_stale: Duration,
     pub labels: Labels,
     pub trusted_authors: Vec<String>,
     pub instance: String,
+    /// What time it is, and every wait: the system's, or a test's
+    /// (`MAVERICK_CLOCK_FILE`).
+    pub clock: Clock,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -258,12 +264,6 @@ impl ConfigKeys {
         self.entry(key).map(|e| Origin::Config(e.origin.clone()))
     }
 
-    pub(crate) fn duration(&self, key: &'static str) -> Result<Option<Duration>, ConfigError> {
-        self.get(key)
-            .map(|v| parse_duration(v).map_err(|source| ConfigError::Duration { key, source }))
-            .transpose()
-    }
-
     /// The keys maverick does not read (a typo reads as a default otherwise),
     /// in name order, each with the closest known key.
     pub(crate) fn unknown(&self) -> Vec<UnknownKey> {
@@ -317,6 +317,12 @@ impl Origins {
         self.of.push((name, origin));
     }
 
+    /// Notes where the setting `name` came from; returns its value.
+    fn keep<T>(&mut self, name: &'static str, (value, origin): (T, Origin)) -> T {
+        self.set(name, origin);
+        value
+    }
+
     pub(crate) fn get(&self, name: &str) -> Origin {
         self.of
             .iter()
@@ -334,6 +340,16 @@ pub(crate) const DEFAULT_GITHUB_SETTLE: Duration = Duration::from_secs(3);
 /// How long one GitHub request may take before it is retried
 /// (`maverick.httpTimeout`).
 pub(crate) const DEFAULT_HTTP_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_DISPATCH_STALE: Duration = Duration::from_secs(4 * 3600);
+pub(crate) const DEFAULT_WORKTREE_DIR: &str = ".maverick/worktrees";
+
+/// GitHub's lists lag; the git surface's writes are exact.
+fn default_settle_delay(surface: SurfaceKind) -> Duration {
+    match surface {
+        SurfaceKind::Git => Duration::ZERO,
+        SurfaceKind::Github => DEFAULT_GITHUB_SETTLE,
+    }
+}
 
 impl Settings {
     /// The settings and where each came from (`git maverick config`), and
@@ -347,303 +363,425 @@ impl Settings {
             unknown_keys: keys.unknown(),
             ..Origins::default()
         };
-        let gh = GhEnv::read()?;
-        let remote = match (&overrides.remote, keys.get("remote")) {
-            (Some(flag), _) => {
-                origins.set("remote", Origin::Flag("--remote"));
-                flag.clone()
-            }
-            (None, Some(key)) => {
-                origins.set("remote", keys.origin("remote").unwrap_or(Origin::Default));
-                key.to_owned()
-            }
-            (None, None) => "origin".to_owned(),
+        let place = Place::resolve(git, &keys, overrides, &mut origins)?;
+        let timing = Timing::resolve(&keys, overrides, place.surface, &mut origins)?;
+        let labels = Labels::resolve(&keys, &mut origins)?;
+        let dispatch_slots = origins.keep(
+            "dispatchSlots",
+            keys.resolve(
+                flag(overrides.dispatch_slots, "--dispatch-slots"),
+                "dispatchSlots",
+                default(3),
+            )?,
+        );
+        let trusted_authors = origins.keep(
+            "trustedAuthors",
+            keys.resolve(
+                flag(overrides.trusted_authors.clone(), "--trusted-authors"),
+                "trustedAuthors",
+                default(Vec::new()),
+            )?,
+        );
+        let worktree_dir = origins.keep(
+            "worktreeDir",
+            keys.resolve(
+                flag(overrides.worktree_dir.clone(), "--worktree-dir"),
+                "worktreeDir",
+                default(PathBuf::from(DEFAULT_WORKTREE_DIR)),
+            )?,
+        );
+        let instance = origins.keep("instance", resolve_instance(git, &keys)?);
+        let settings = Settings {
+            surface: place.surface,
+            remote: place.remote,
+            remote_url: place.remote_url,
+            repo: place.repo,
+            github_api_url: place.github_api_url,
+            lease_ttl: timing.lease_ttl,
+            heartbeat_interval: timing.heartbeat_interval,
+            max_clock_skew: timing.max_clock_skew,
+            settle_delay: timing.settle_delay,
+            http_timeout: timing.http_timeout,
+            worktree_dir,
+            dispatch_slots,
+            dispatch_stale: timing.dispatch_stale,
+            labels,
+            trusted_authors,
+            instance,
+            clock: Clock::from_env(),
         };
+        Ok((settings, origins))
+    }
+}
+
+/// Where to coordinate: the remote, the surface, and on GitHub the
+/// repository and its API.
+struct Place {
+    surface: SurfaceKind,
+    remote: String,
+    remote_url: Option<String>,
+    repo: Option<String>,
+    github_api_url: String,
+}
+
+impl Place {
+    fn resolve(
+        git: &Git,
+        keys: &ConfigKeys,
+        overrides: &Overrides,
+        origins: &mut Origins,
+    ) -> Result<Place, ConfigError> {
+        let gh = GhEnv::read()?;
+        let remote: String = origins.keep(
+            "remote",
+            keys.resolve(
+                flag(overrides.remote.clone(), "--remote"),
+                "remote",
+                default("origin".to_owned()),
+            )?,
+        );
         let remote_url = git.config_get(&format!("remote.{remote}.url"))?;
         origins.set("remoteUrl", Origin::Derived(format!("remote.{remote}.url")));
-        let github_host = gh.host.as_deref();
-        let repo_of_remote = || {
-            remote_url
-                .as_deref()
-                .and_then(|url| github_repo_of_url_on(url, github_host))
+        let implied = Implied {
+            overrides,
+            gh: &gh,
+            keys,
+            remote: &remote,
+            remote_url: remote_url.as_deref(),
         };
-        let surface = match (overrides.surface, keys.get("surface")) {
-            (Some(kind), _) => {
-                origins.set("surface", Origin::Flag("--surface"));
-                kind
-            }
-            (None, Some(value)) => {
-                origins.set("surface", keys.origin("surface").unwrap_or(Origin::Default));
-                match value {
-                    "git" => SurfaceKind::Git,
-                    "github" => SurfaceKind::Github,
-                    other => {
-                        return Err(ConfigError::Invalid {
-                            key: "surface",
-                            value: other.to_owned(),
-                            expected: "git or github",
-                        })
-                    }
-                }
-            }
-            (None, None) if overrides.repo.is_some() => {
-                origins.set(
-                    "surface",
-                    Origin::Derived("-R/--repo names a GitHub repository".to_owned()),
-                );
-                SurfaceKind::Github
-            }
-            (None, None) if gh.repo.is_some() => {
-                origins.set(
-                    "surface",
-                    Origin::Derived("GH_REPO names a GitHub repository".to_owned()),
-                );
-                SurfaceKind::Github
-            }
-            (None, None) if keys.get("repo").is_some() => {
-                origins.set(
-                    "surface",
-                    Origin::Derived("maverick.repo names a GitHub repository".to_owned()),
-                );
-                SurfaceKind::Github
-            }
-            (None, None) => match repo_of_remote() {
-                Some(_) => {
-                    let host = github_host.unwrap_or("github.com");
-                    origins.set(
-                        "surface",
-                        Origin::Derived(format!("the remote {remote:?} is on {host}")),
-                    );
-                    SurfaceKind::Github
-                }
-                None => {
-                    origins.set(
-                        "surface",
-                        Origin::Derived(format!("the remote {remote:?} is not on GitHub")),
-                    );
-                    SurfaceKind::Git
-                }
-            },
-        };
+        let surface = origins.keep(
+            "surface",
+            keys.resolve(flag(overrides.surface, "--surface"), "surface", || {
+                implied.surface()
+            })?,
+        );
         if surface == SurfaceKind::Git && remote_url.is_none() {
             return Err(ConfigError::NoRemote { remote });
         }
-        let repo = match (&overrides.repo, &gh.repo) {
-            (Some(r), _) => {
-                origins.set("repo", Origin::Flag("--repo"));
-                Some(
-                    parse_repo(r)
-                        .ok_or_else(|| ConfigError::BadRepo(r.clone()))?
-                        .1,
-                )
-            }
-            (None, Some((_, r))) => {
-                origins.set("repo", Origin::Env("GH_REPO"));
-                Some(r.clone())
-            }
-            (None, None) => match keys.get("repo") {
-                Some(r) if valid_repo(r) => {
-                    origins.set("repo", keys.origin("repo").unwrap_or(Origin::Default));
-                    Some(r.to_owned())
-                }
-                Some(r) => {
-                    return Err(ConfigError::Invalid {
-                        key: "repo",
-                        value: r.to_owned(),
-                        expected: "OWNER/NAME",
-                    })
-                }
-                None => {
-                    origins.set(
-                        "repo",
-                        Origin::Derived(format!("the URL of the remote {remote:?}")),
-                    );
-                    repo_of_remote()
-                }
-            },
-        };
-        let github_api_url = if let Some(url) = std::env::var("GITHUB_API_URL")
-            .ok()
-            .filter(|v| !v.is_empty())
-        {
-            origins.set("githubApiUrl", Origin::Env("GITHUB_API_URL"));
-            url
-        } else if let Some(url) = keys.get("githubApiUrl") {
-            origins.set(
-                "githubApiUrl",
-                keys.origin("githubApiUrl").unwrap_or(Origin::Default),
-            );
-            url.to_owned()
-        } else if let Some((Some(host), _)) = &gh.repo {
-            origins.set(
-                "githubApiUrl",
-                Origin::Derived("the host GH_REPO names".to_owned()),
-            );
-            api_url_of_host(host)
-        } else if let Some(host) = github_host {
-            origins.set("githubApiUrl", Origin::Env("GH_HOST"));
-            api_url_of_host(host)
-        } else {
-            "https://api.github.com".to_owned()
-        };
-        let default_labels = Labels::default();
-        let mut label = |key: &'static str, default: &str| match keys.get(key) {
-            Some(value) => {
-                origins.set(key, keys.origin(key).unwrap_or(Origin::Default));
-                value.to_owned()
-            }
-            None => default.to_owned(),
-        };
-        let labels = Labels {
-            in_progress: label("inProgressLabel", &default_labels.in_progress),
-            blocked_prefix: label("blockedLabelPrefix", &default_labels.blocked_prefix),
-            wip: label("wipLabel", &default_labels.wip),
-            pr: label("prLabel", &default_labels.pr),
-            frontier: label("frontierLabel", &default_labels.frontier),
-        };
-        let dispatch_slots = match overrides.dispatch_slots {
-            Some(n) => {
-                origins.set("dispatchSlots", Origin::Flag("--dispatch-slots"));
-                n
-            }
-            None => match keys.get("dispatchSlots") {
-                Some(v) => {
-                    origins.set(
-                        "dispatchSlots",
-                        keys.origin("dispatchSlots").unwrap_or(Origin::Default),
-                    );
-                    v.parse().map_err(|_| ConfigError::Invalid {
-                        key: "dispatchSlots",
-                        value: v.to_owned(),
-                        expected: "a whole number",
-                    })?
-                }
-                None => 3,
-            },
-        };
-        let trusted_authors = match &overrides.trusted_authors {
-            Some(list) => {
-                origins.set("trustedAuthors", Origin::Flag("--trusted-authors"));
-                list.clone()
-            }
-            None => match keys.get("trustedAuthors") {
-                Some(list) => {
-                    origins.set(
-                        "trustedAuthors",
-                        keys.origin("trustedAuthors").unwrap_or(Origin::Default),
-                    );
-                    split_list(list)
-                }
-                None => Vec::new(),
-            },
-        };
-        let settle_default = match surface {
-            SurfaceKind::Git => Duration::ZERO,
-            SurfaceKind::Github => DEFAULT_GITHUB_SETTLE,
-        };
-        let mut pick = |flag: Option<Duration>,
-                        flag_name: &'static str,
-                        key: &'static str,
-                        default: Duration|
-         -> Result<Duration, ConfigError> {
-            if let Some(value) = flag {
-                origins.set(key, Origin::Flag(flag_name));
-                return Ok(value);
-            }
-            match keys.duration(key)? {
-                Some(value) => {
-                    origins.set(key, keys.origin(key).unwrap_or(Origin::Default));
-                    Ok(value)
-                }
-                None => Ok(default),
-            }
-        };
-        let lease_ttl = pick(
-            overrides.lease_ttl,
-            "--lease-ttl",
-            "leaseTtl",
-            DEFAULT_LEASE_TTL,
-        )?;
-        let heartbeat_interval = pick(
-            overrides.heartbeat_interval,
-            "--heartbeat-interval",
-            "heartbeatInterval",
-            DEFAULT_HEARTBEAT,
-        )?;
-        let max_clock_skew = pick(
-            overrides.max_clock_skew,
-            "--max-clock-skew",
-            "maxClockSkew",
-            DEFAULT_MAX_CLOCK_SKEW,
-        )?;
-        let settle_delay = pick(
-            overrides.settle_delay,
-            "--settle-delay",
-            "settleDelay",
-            settle_default,
-        )?;
-        let dispatch_stale = pick(
-            overrides.dispatch_stale,
-            "--dispatch-stale",
-            "dispatchStale",
-            Duration::from_secs(4 * 3600),
-        )?;
-        // A flag's value was checked by its parser (exit 2, naming the flag);
-        // a key's is checked here (exit 1, naming the key).
-        for (key, flag, value) in [
-            ("leaseTtl", overrides.lease_ttl, lease_ttl),
-            (
-                "heartbeatInterval",
-                overrides.heartbeat_interval,
-                heartbeat_interval,
-            ),
-            ("maxClockSkew", overrides.max_clock_skew, max_clock_skew),
-        ] {
-            if flag.is_some() {
-                continue;
-            }
-            if let Err(expected) = crate::timefmt::check_lease_duration(value) {
-                return Err(ConfigError::Invalid {
-                    key,
-                    value: keys.get(key).unwrap_or_default().to_owned(),
-                    expected,
-                });
-            }
-        }
-        let worktree_dir = match (&overrides.worktree_dir, keys.get("worktreeDir")) {
-            (Some(dir), _) => {
-                origins.set("worktreeDir", Origin::Flag("--worktree-dir"));
-                dir.clone()
-            }
-            (None, Some(dir)) => {
-                origins.set(
-                    "worktreeDir",
-                    keys.origin("worktreeDir").unwrap_or(Origin::Default),
-                );
-                PathBuf::from(dir)
-            }
-            (None, None) => PathBuf::from(".maverick/worktrees"),
-        };
-        let (instance, instance_origin) = resolve_instance(git, &keys)?;
-        origins.set("instance", instance_origin);
-        let settings = Settings {
+        let repo = origins.keep(
+            "repo",
+            keys.resolve_with(implied.repo_override()?, "repo", repo_key, || {
+                implied.repo()
+            })?,
+        );
+        let github_api_url = origins.keep(
+            "githubApiUrl",
+            keys.resolve(env_var("GITHUB_API_URL"), "githubApiUrl", || {
+                implied.api_url()
+            })?,
+        );
+        Ok(Place {
             surface,
             remote,
             remote_url,
             repo,
             github_api_url,
+        })
+    }
+}
+
+/// The durations: of a lease and its heartbeats, of the settle, of a
+/// dispatch claim, and of one GitHub request.
+struct Timing {
+    lease_ttl: Duration,
+    heartbeat_interval: Duration,
+    max_clock_skew: Duration,
+    settle_delay: Duration,
+    dispatch_stale: Duration,
+    http_timeout: Duration,
+}
+
+impl Timing {
+    fn resolve(
+        keys: &ConfigKeys,
+        overrides: &Overrides,
+        surface: SurfaceKind,
+        origins: &mut Origins,
+    ) -> Result<Timing, ConfigError> {
+        let mut lease_duration =
+            |flag_value, flag_name, key, default_value| -> Result<Duration, ConfigError> {
+                let found = keys.resolve_with(
+                    flag(flag_value, flag_name),
+                    key,
+                    lease_duration_key,
+                    default(default_value),
+                )?;
+                Ok(origins.keep(key, found))
+            };
+        let lease_ttl = lease_duration(
+            overrides.lease_ttl,
+            "--lease-ttl",
+            "leaseTtl",
+            DEFAULT_LEASE_TTL,
+        )?;
+        let heartbeat_interval = lease_duration(
+            overrides.heartbeat_interval,
+            "--heartbeat-interval",
+            "heartbeatInterval",
+            DEFAULT_HEARTBEAT,
+        )?;
+        let max_clock_skew = lease_duration(
+            overrides.max_clock_skew,
+            "--max-clock-skew",
+            "maxClockSkew",
+            DEFAULT_MAX_CLOCK_SKEW,
+        )?;
+        let settle_delay = origins.keep(
+            "settleDelay",
+            keys.resolve(
+                flag(overrides.settle_delay, "--settle-delay"),
+                "settleDelay",
+                default(default_settle_delay(surface)),
+            )?,
+        );
+        let dispatch_stale = origins.keep(
+            "dispatchStale",
+            keys.resolve(
+                flag(overrides.dispatch_stale, "--dispatch-stale"),
+                "dispatchStale",
+                default(DEFAULT_DISPATCH_STALE),
+            )?,
+        );
+        // Zero is no timeout at all: the default stands.
+        let http_timeout = origins.keep(
+            "httpTimeout",
+            match keys.resolve(None, "httpTimeout", default(DEFAULT_HTTP_TIMEOUT))? {
+                (zero, _) if zero.is_zero() => (DEFAULT_HTTP_TIMEOUT, Origin::Default),
+                found => found,
+            },
+        );
+        Ok(Timing {
             lease_ttl,
             heartbeat_interval,
             max_clock_skew,
             settle_delay,
-            worktree_dir,
-            dispatch_slots,
             dispatch_stale,
-            labels,
-            trusted_authors,
-            instance,
+            http_timeout,
+        })
+    }
+}
+
+impl Labels {
+    fn resolve(keys: &ConfigKeys, origins: &mut Origins) -> Result<Labels, ConfigError> {
+        let mut label = |key: &'static str, default_value: String| -> Result<String, ConfigError> {
+            Ok(origins.keep(key, keys.resolve(None, key, default(default_value))?))
         };
-        Ok((settings, origins))
+        let defaults = Labels::default();
+        Ok(Labels {
+            in_progress: label("inProgressLabel", defaults.in_progress)?,
+            blocked_prefix: label("blockedLabelPrefix", defaults.blocked_prefix)?,
+            wip: label("wipLabel", defaults.wip)?,
+            pr: label("prLabel", defaults.pr)?,
+            frontier: label("frontierLabel", defaults.frontier)?,
+        })
+    }
+}
+
+/// A value a `maverick.*` key holds, read from its text.
+pub(crate) trait KeyValue: Sized {
+    fn from_key(key: &'static str, text: &str) -> Result<Self, ConfigError>;
+}
+
+impl KeyValue for String {
+    fn from_key(_: &'static str, text: &str) -> Result<String, ConfigError> {
+        Ok(text.to_owned())
+    }
+}
+
+impl KeyValue for PathBuf {
+    fn from_key(_: &'static str, text: &str) -> Result<PathBuf, ConfigError> {
+        Ok(PathBuf::from(text))
+    }
+}
+
+impl KeyValue for Duration {
+    fn from_key(key: &'static str, text: &str) -> Result<Duration, ConfigError> {
+        parse_duration(text).map_err(|source| ConfigError::Duration { key, source })
+    }
+}
+
+impl KeyValue for u32 {
+    fn from_key(key: &'static str, text: &str) -> Result<u32, ConfigError> {
+        text.parse().map_err(|_| ConfigError::Invalid {
+            key,
+            value: text.to_owned(),
+            expected: "a whole number",
+        })
+    }
+}
+
+/// A comma- (or space-) separated list.
+impl KeyValue for Vec<String> {
+    fn from_key(_: &'static str, text: &str) -> Result<Vec<String>, ConfigError> {
+        Ok(split_list(text))
+    }
+}
+
+impl KeyValue for SurfaceKind {
+    fn from_key(key: &'static str, text: &str) -> Result<SurfaceKind, ConfigError> {
+        match text {
+            "git" => Ok(SurfaceKind::Git),
+            "github" => Ok(SurfaceKind::Github),
+            other => Err(ConfigError::Invalid {
+                key,
+                value: other.to_owned(),
+                expected: "git or github",
+            }),
+        }
+    }
+}
+
+impl ConfigKeys {
+    /// One setting and where it came from: `over` (a flag, or an
+    /// environment variable that beats the key) when there is one, else
+    /// the key `key` as `T` reads it, else `otherwise` (the default, or
+    /// what other settings imply).
+    pub(crate) fn resolve<T: KeyValue>(
+        &self,
+        over: Option<(T, Origin)>,
+        key: &'static str,
+        otherwise: impl FnOnce() -> (T, Origin),
+    ) -> Result<(T, Origin), ConfigError> {
+        self.resolve_with(over, key, T::from_key, otherwise)
+    }
+
+    /// [`ConfigKeys::resolve`] with the key read by `parse`.
+    pub(crate) fn resolve_with<T>(
+        &self,
+        over: Option<(T, Origin)>,
+        key: &'static str,
+        parse: impl FnOnce(&'static str, &str) -> Result<T, ConfigError>,
+        otherwise: impl FnOnce() -> (T, Origin),
+    ) -> Result<(T, Origin), ConfigError> {
+        if let Some(found) = over {
+            return Ok(found);
+        }
+        match self.entry(key) {
+            Some(entry) => Ok((
+                parse(key, &entry.value)?,
+                Origin::Config(entry.origin.clone()),
+            )),
+            None => Ok(otherwise()),
+        }
+    }
+}
+
+/// A flag's value, when the command line gave it.
+fn flag<T>(value: Option<T>, name: &'static str) -> Option<(T, Origin)> {
+    value.map(|v| (v, Origin::Flag(name)))
+}
+
+/// An environment variable's value, when it is set and not empty.
+fn env_var(name: &'static str) -> Option<(String, Origin)> {
+    std::env::var(name)
+        .ok()
+        .filter(|v| !v.is_empty())
+        .map(|v| (v, Origin::Env(name)))
+}
+
+/// The documented default.
+fn default<T>(value: T) -> impl FnOnce() -> (T, Origin) {
+    move || (value, Origin::Default)
+}
+
+/// A lease duration in a key (ttl, heartbeat interval, clock skew): whole
+/// seconds, at least one. A flag's value was checked by its parser (exit 2,
+/// naming the flag); a key's is checked here (exit 1, naming the key).
+fn lease_duration_key(key: &'static str, text: &str) -> Result<Duration, ConfigError> {
+    let value = Duration::from_key(key, text)?;
+    crate::timefmt::check_lease_duration(value).map_err(|expected| ConfigError::Invalid {
+        key,
+        value: text.to_owned(),
+        expected,
+    })?;
+    Ok(value)
+}
+
+/// `maverick.repo`: `OWNER/NAME`.
+fn repo_key(key: &'static str, text: &str) -> Result<Option<String>, ConfigError> {
+    if valid_repo(text) {
+        Ok(Some(text.to_owned()))
+    } else {
+        Err(ConfigError::Invalid {
+            key,
+            value: text.to_owned(),
+            expected: "OWNER/NAME",
+        })
+    }
+}
+
+/// What the settings that have no value of their own are worked out from.
+struct Implied<'a> {
+    overrides: &'a Overrides,
+    gh: &'a GhEnv,
+    keys: &'a ConfigKeys,
+    remote: &'a str,
+    remote_url: Option<&'a str>,
+}
+
+impl Implied<'_> {
+    /// The GitHub repository the remote's URL names, on github.com or
+    /// `GH_HOST`.
+    fn repo_of_remote(&self) -> Option<String> {
+        self.remote_url
+            .and_then(|url| github_repo_of_url_on(url, self.gh.host.as_deref()))
+    }
+
+    /// The surface when nothing names one: GitHub when something names a
+    /// GitHub repository or the remote is on GitHub, else git.
+    fn surface(&self) -> (SurfaceKind, Origin) {
+        let github = |why: String| (SurfaceKind::Github, Origin::Derived(why));
+        if self.overrides.repo.is_some() {
+            return github("-R/--repo names a GitHub repository".to_owned());
+        }
+        if self.gh.repo.is_some() {
+            return github("GH_REPO names a GitHub repository".to_owned());
+        }
+        if self.keys.get("repo").is_some() {
+            return github("maverick.repo names a GitHub repository".to_owned());
+        }
+        let remote = self.remote;
+        match self.repo_of_remote() {
+            Some(_) => {
+                let host = self.gh.host.as_deref().unwrap_or("github.com");
+                github(format!("the remote {remote:?} is on {host}"))
+            }
+            None => (
+                SurfaceKind::Git,
+                Origin::Derived(format!("the remote {remote:?} is not on GitHub")),
+            ),
+        }
+    }
+
+    /// `-R/--repo`, else `GH_REPO`: both beat `maverick.repo`.
+    fn repo_override(&self) -> Result<Option<(Option<String>, Origin)>, ConfigError> {
+        if let Some(r) = &self.overrides.repo {
+            let (_, repo) = parse_repo(r).ok_or_else(|| ConfigError::BadRepo(r.clone()))?;
+            return Ok(Some((Some(repo), Origin::Flag("--repo"))));
+        }
+        Ok(self
+            .gh
+            .repo
+            .as_ref()
+            .map(|(_, r)| (Some(r.clone()), Origin::Env("GH_REPO"))))
+    }
+
+    /// The repository the remote's URL names.
+    fn repo(&self) -> (Option<String>, Origin) {
+        let why = format!("the URL of the remote {:?}", self.remote);
+        (self.repo_of_remote(), Origin::Derived(why))
+    }
+
+    /// The API of the host `GH_REPO` or `GH_HOST` names, else github.com's.
+    fn api_url(&self) -> (String, Origin) {
+        if let Some((Some(host), _)) = &self.gh.repo {
+            let why = Origin::Derived("the host GH_REPO names".to_owned());
+            return (api_url_of_host(host), why);
+        }
+        match &self.gh.host {
+            Some(host) => (api_url_of_host(host), Origin::Env("GH_HOST")),
+            None => ("https://api.github.com".to_owned(), Origin::Default),
+        }
     }
 }
 
@@ -719,16 +857,15 @@ impl Settings {
             lease_ttl: DEFAULT_LEASE_TTL,
             heartbeat_interval: DEFAULT_HEARTBEAT,
             max_clock_skew: DEFAULT_MAX_CLOCK_SKEW,
-            settle_delay: match surface {
-                SurfaceKind::Git => Duration::ZERO,
-                SurfaceKind::Github => DEFAULT_GITHUB_SETTLE,
-            },
-            worktree_dir: PathBuf::from(".maverick/worktrees"),
+            settle_delay: default_settle_delay(surface),
+            http_timeout: DEFAULT_HTTP_TIMEOUT,
+            worktree_dir: PathBuf::from(DEFAULT_WORKTREE_DIR),
             dispatch_slots: 3,
-            dispatch_stale: Duration::from_secs(4 * 3600),
+            dispatch_stale: DEFAULT_DISPATCH_STALE,
             labels: Labels::default(),
             trusted_authors: Vec::new(),
             instance: instance.to_owned(),
+            clock: Clock::system(),
         }
     }
 }

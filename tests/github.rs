@@ -382,19 +382,29 @@ fn a_secondary_rate_limit_is_waited_out_as_retry_after_says() {
     fake.create_issue(81, "busy", &[]);
     let alice = env.clone("alice");
     fake.secondary_rate_limit_next(1, 2);
-    let started = Instant::now();
+    fake.reset_count();
     let run = alice.maverick(&["coord", "read", "81", "-v"]);
     run.expect(0);
-    assert!(
-        started.elapsed() >= Duration::from_secs(2),
-        "waited only {:?}",
-        started.elapsed()
-    );
+    // The request after the limited one came 2 s later on the clock that
+    // maverick and the fake share (maverick moved it instead of sleeping).
+    let waited = waited_after_the_limit(fake);
+    assert!(waited >= 2000, "waited only {waited} ms");
     assert!(
         run.stderr.contains("secondary rate limit; waiting 2s"),
         "{}",
         run.stderr
     );
+}
+
+/// Milliseconds between the first rate-limited answer and the request after
+/// it, on the fake's clock.
+fn waited_after_the_limit(fake: &crate::support::FakeGithub) -> i64 {
+    let requests = fake.requests();
+    let limited = requests
+        .iter()
+        .position(|r| r.status == 403)
+        .expect("a limited request");
+    requests[limited + 1].at_ms - requests[limited].at_ms
 }
 
 /// `10:42:03` (or `2026-11-30T10:42:03Z`) as seconds since midnight.
@@ -417,7 +427,7 @@ fn an_exhausted_rate_limit_waits_for_its_reset_or_says_when_to_come_back() {
     // announced, and the line can be checked against the reset.
     let before = seconds_of_day(&fake.now());
     fake.primary_rate_limit_next(1, 5);
-    let started = Instant::now();
+    fake.reset_count();
     let run = alice.maverick(&["coord", "read", "86"]);
     run.expect(0);
     // A wait longer than 2 s says so without -v: one line, with the time it ends.
@@ -446,10 +456,11 @@ fn an_exhausted_rate_limit_waits_for_its_reset_or_says_when_to_come_back() {
         "{} (GitHub's clock was at {before} s)",
         run.stderr
     );
-    // It did wait that long before reading.
+    // It did wait that long before reading again (on the shared clock).
+    let waited = waited_after_the_limit(fake);
     assert!(
-        started.elapsed() >= Duration::from_secs(secs),
-        "{}",
+        waited >= secs as i64 * 1000,
+        "waited {waited} ms; {}",
         run.stderr
     );
 
@@ -477,13 +488,30 @@ fn a_request_that_times_out_is_retried() {
     let fake = env.github();
     fake.create_issue(82, "slow", &[]);
     let alice = env.clone("alice");
-    alice.git(&["config", "maverick.httpTimeout", "1s"]);
-    fake.slow_next(1, Duration::from_secs(3));
-    let started = Instant::now();
-    let run = alice.maverick(&["coord", "read", "82", "-v"]);
+    alice.git(&["config", "maverick.httpTimeout", "1m"]);
+    fake.slow_next(1, Duration::from_secs(120));
+    let read = alice
+        .command(&["coord", "read", "82", "-v"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once the slow answer is on its way, a minute passes: maverick gives
+    // up on it and asks again.
+    let end = Instant::now() + Duration::from_secs(30);
+    while fake.slowed_requests() == 0 {
+        assert!(Instant::now() < end, "no request reached the fake");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    env.advance_clock(60);
+    let run =
+        crate::support::Run::from_output(&["coord", "read"], read.wait_with_output().unwrap());
     run.expect(0);
-    assert!(started.elapsed() >= Duration::from_secs(1));
-    assert!(run.stderr.contains("no answer within 1s"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("no answer within 60s"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]
@@ -864,6 +892,7 @@ fn library_surface(
         token: Token::new(env.github().token(), TokenSource::Given).unwrap(),
         trusted_authors: trusted.iter().map(|s| s.to_string()).collect(),
         timeout: Duration::from_secs(5),
+        clock: env.clock().clone(),
     })
     .unwrap()
 }

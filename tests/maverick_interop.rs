@@ -20,7 +20,7 @@ const MAVERICK_2: &str = "746d2ea6c0";
 const MAVERICK_LOGIN: &str = "dana";
 const LABEL: &str = "claude-in-progress";
 /// Past Maverick's ten-minute lease and git maverick's default ttl.
-const PAST_A_LEASE: i64 = 11 * 60;
+const PAST_A_LEASE: u64 = 11 * 60;
 
 on_both_surfaces!(
     every_mixed_interleaving_ends_with_at_most_one_holder,

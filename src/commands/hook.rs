@@ -11,13 +11,13 @@ use serde::Serialize;
 
 use super::Outcome;
 use crate::cli::GlobalArgs;
+use crate::clock::Clock;
 use crate::coord::claims;
 use crate::coord::lease::Coordinator;
 use crate::coord::session_end;
 use crate::error::{CommandError, Exit};
 use crate::git::{Git, GitEnv};
 use crate::records::claim::ClaimStore;
-use crate::timefmt::Timestamp;
 use crate::writer::bash_guard;
 use crate::writer::guard::{self, PushInput, Verdict};
 use crate::writer::hookfile::Change;
@@ -513,7 +513,7 @@ fn session_release(
     };
     let released = ctx.surface().and_then(|surface| {
         let coord = Coordinator::new(surface.as_ref(), &ctx.settings);
-        Ok(claims::release_all(&coord, &ctx.claims()?, "abort")?)
+        Ok(claims::release_all(&coord, &ctx.claims()?, claims::ReleaseReason::Abort)?)
     });
     match released {
         Ok(outcome) => {
@@ -570,7 +570,7 @@ fn pre_tool_use() -> Result<Outcome<HookOutput>, CommandError> {
     let session = bash_guard::Session {
         cwd: &cwd,
         me: &me,
-        now: Timestamp::now(),
+        now: Clock::from_env().now(),
         env: &env,
     };
     let (decision, reason) = match bash_guard::judge(command, &session)? {
@@ -713,7 +713,7 @@ pub(crate) fn pre_push(
             )
         })?,
     };
-    let verdict = guard::check_push(input, &global.overrides())?;
+    let verdict = guard::check_push(input, &global.overrides(), &Clock::from_env())?;
     Ok(verdict_outcome(verdict))
 }
 

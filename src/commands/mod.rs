@@ -250,6 +250,7 @@ impl Context {
                     &self.settings.remote,
                     self.settings.remote_url.as_deref().unwrap_or_default(),
                     &self.settings.instance,
+                    self.settings.clock.clone(),
                 )
                 .with_max_clock_skew(self.settings.max_clock_skew),
             )),
@@ -264,17 +265,14 @@ impl Context {
         let repo = settings.repo.clone().ok_or_else(|| GithubError::NoRepo {
             remote: settings.remote.clone(),
         });
-        let timeout = crate::config::ConfigKeys::read(&self.git)?
-            .duration("httpTimeout")?
-            .filter(|d| !d.is_zero())
-            .unwrap_or(crate::config::DEFAULT_HTTP_TIMEOUT);
         let config = repo.and_then(|repo| {
             Ok(GithubConfig {
                 api_url: settings.github_api_url.clone(),
                 repo,
                 token: resolve_token(&settings.github_api_url)?,
                 trusted_authors: settings.trusted_authors.clone(),
-                timeout,
+                timeout: settings.http_timeout,
+                clock: settings.clock.clone(),
             })
         });
         config

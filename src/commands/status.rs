@@ -80,6 +80,7 @@ impl Source {
                 &settings.remote,
                 settings.remote_url.as_deref().unwrap_or_default(),
                 &settings.instance,
+                settings.clock.clone(),
             )),
             SurfaceKind::Github => Source::Github(Box::new(ctx.github_surface()?)),
         })
@@ -269,8 +270,12 @@ fn watch(
 ) -> Result<Outcome<Option<StatusView>>, CommandError> {
     let terminal = !json && std::io::stdout().is_terminal();
     let mut first = true;
+    let clock = &ctx.settings.clock;
     loop {
         let gathered = source.gather(ctx, request);
+        // The pause starts before the round shows: whoever sees it and then
+        // moves the clock on brings the next round.
+        let next_round = clock.instant() + interval;
         let lines = match gathered {
             Ok(view) if json => {
                 // What loading the settings warned about, on every object.
@@ -319,7 +324,7 @@ fn watch(
             return Ok(Outcome::new(Exit::Ok, None));
         }
         drop(stdout);
-        std::thread::sleep(interval);
+        clock.wait_until(next_round);
     }
 }
 

@@ -420,14 +420,7 @@ fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome<DoneOutput>, CommandErr
             .hint("switch to the story's branch: `git switch BRANCH`")
     })?;
     let (issue, source) = issue_here(ctx, Some(&branch), args.issue)?;
-    if let Some(m) = &args.message {
-        tasks::check_conventional(m).map_err(|e| {
-            CommandError::from_error(Exit::Usage, e).hint(
-                "nothing was committed; write e.g. -m \"feat(parser): accept CRLF line endings\"",
-            )
-        })?;
-    }
-
+    check_message(args.message.as_deref())?;
     let req = DoneRequest {
         issue,
         branch: &branch,
@@ -535,6 +528,15 @@ fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome<DoneOutput>, CommandErr
         ));
     }
     Ok(o.line(last))
+}
+
+/// A `-m` message is a conventional commit subject, or nothing is committed.
+fn check_message(message: Option<&str>) -> Result<(), CommandError> {
+    let Some(m) = message else { return Ok(()) };
+    tasks::check_conventional(m).map_err(|e| {
+        CommandError::from_error(Exit::Usage, e)
+            .hint("nothing was committed; write e.g. -m \"feat(parser): accept CRLF line endings\"")
+    })
 }
 
 /// A push that did not happen: the commit stays local, the task unchecked.

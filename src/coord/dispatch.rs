@@ -304,132 +304,17 @@ fn issue_marks(issue: &Issue) -> IssueMarks {
 /// Settles the ledger: who holds the slots, which claims lose or are stale,
 /// and what can be dispatched next.
 pub fn analyze(ledger: &Ledger, settings: &Settings, frontier_label: &str) -> SlotView {
-    let labels = &settings.labels;
     let now = ledger.now;
-    let fresh = |c: &ParsedClaim| now.since(c.claimed_at) < settings.dispatch_stale;
     let marks: Vec<(&Issue, IssueMarks)> =
         ledger.issues.iter().map(|i| (i, issue_marks(i))).collect();
-    let open_pr = |m: &IssueMarks| {
-        m.linked_prs
-            .iter()
-            .copied()
-            .find(|p| ledger.pulls.contains(p))
+    let settle = Settle {
+        ledger,
+        settings,
+        marks: &marks,
     };
-
-    let mut holders: Vec<Holder> = ledger
-        .pulls
-        .iter()
-        .map(|&pr| Holder {
-            slot: 0,
-            kind: HolderKind::PullRequest,
-            number: pr,
-            instance_id: None,
-            since: None,
-            comment_id: None,
-        })
-        .collect();
-    for (issue, m) in &marks {
-        if issue.has_label(&labels.wip) && m.live.is_empty() && open_pr(m).is_none() {
-            holders.push(Holder {
-                slot: 0,
-                kind: HolderKind::Labelled,
-                number: issue.number,
-                instance_id: None,
-                since: None,
-                comment_id: None,
-            });
-        }
-    }
-
-    let mut claims: Vec<SlotClaim> = Vec::new();
-    let mut stale: Vec<SlotClaim> = Vec::new();
-    let mut candidates: Vec<(&ParsedClaim, u64, bool)> = Vec::new();
-    for (issue, m) in &marks {
-        let labelled = issue.has_label(&labels.wip);
-        for c in &m.live {
-            let verdict = match open_pr(m) {
-                Some(pr) => Some(Verdict::PullOpen { pr }),
-                None if !fresh(c) => Some(Verdict::Stale),
-                None => None,
-            };
-            match verdict {
-                Some(v) => {
-                    let view = slot_claim(c, issue.number, labelled, v);
-                    if view.verdict == Verdict::Stale {
-                        stale.push(view);
-                    } else {
-                        claims.push(view);
-                    }
-                }
-                None => candidates.push((c, issue.number, labelled)),
-            }
-        }
-    }
-    candidates.sort_by_key(|(c, _, _)| (c.claimed_at, c.comment_id));
-    let mut holding: Vec<(u64, u64)> = Vec::new();
-    for (c, issue, labelled) in candidates {
-        let held = holders.len() as u32;
-        let verdict = if let Some((_, by)) = holding.iter().find(|(n, _)| *n == issue) {
-            Verdict::IssueTaken { by_comment: *by }
-        } else if held < settings.dispatch_slots {
-            holding.push((issue, c.comment_id));
-            holders.push(Holder {
-                slot: 0,
-                kind: HolderKind::Claim,
-                number: issue,
-                instance_id: Some(c.instance_id.clone()),
-                since: Some(c.claimed_at),
-                comment_id: Some(c.comment_id),
-            });
-            Verdict::Holds { slot: held + 1 }
-        } else {
-            Verdict::NoSlot
-        };
-        claims.push(slot_claim(c, issue, labelled, verdict));
-    }
-    for (index, holder) in holders.iter_mut().enumerate() {
-        holder.slot = index as u32 + 1;
-    }
-    claims.sort_by_key(|c| (c.claimed_at, c.comment_id));
-    stale.sort_by_key(|c| (c.claimed_at, c.comment_id));
-    claims.extend(stale);
-
-    let mut frontier: Vec<FrontierIssue> = marks
-        .iter()
-        .filter(|(issue, _)| issue.has_label(frontier_label))
-        .map(|(issue, m)| {
-            // A label backed only by stale claims goes with them.
-            let wip =
-                issue.has_label(&labels.wip) && (m.live.is_empty() || m.live.iter().any(fresh));
-            let skip = if open_pr(m).is_some() {
-                Some(Skip::PullOpen)
-            } else if wip || m.live.iter().any(fresh) {
-                Some(Skip::Claimed)
-            } else if issue.has_label(&labels.in_progress)
-                && !crate::coord::lease::analyze(issue, settings, "", now).orphan_label
-            {
-                // A claim label with no unreleased claim behind it is an
-                // orphan (a release that failed part way): the issue is free.
-                Some(Skip::InProgress)
-            } else if !issue.assignees.is_empty() {
-                Some(Skip::Assigned)
-            } else if issue
-                .labels
-                .iter()
-                .any(|l| l.starts_with(&labels.blocked_prefix))
-            {
-                Some(Skip::Blocked)
-            } else {
-                None
-            };
-            FrontierIssue {
-                issue: issue.number,
-                skip,
-            }
-        })
-        .collect();
-    frontier.sort_by_key(|f| f.issue);
-
+    let mut holders = settle.holders_without_claims();
+    let claims = settle.claims(&mut holders);
+    let frontier = settle.frontier(frontier_label);
     let busy = holders.len() as u32;
     SlotView {
         now,
@@ -440,6 +325,171 @@ pub fn analyze(ledger: &Ledger, settings: &Settings, frontier_label: &str) -> Sl
         holders,
         claims,
         frontier,
+    }
+}
+
+/// The ledger, each issue with its marks, as [`analyze`] settles them.
+struct Settle<'a> {
+    ledger: &'a Ledger,
+    settings: &'a Settings,
+    marks: &'a [(&'a Issue, IssueMarks)],
+}
+
+impl Settle<'_> {
+    /// A claim young enough to hold a slot.
+    fn fresh(&self, c: &ParsedClaim) -> bool {
+        self.ledger.now.since(c.claimed_at) < self.settings.dispatch_stale
+    }
+
+    /// The open pull request linked to an issue, which holds its slot.
+    fn open_pr(&self, m: &IssueMarks) -> Option<u64> {
+        m.linked_prs
+            .iter()
+            .copied()
+            .find(|p| self.ledger.pulls.contains(p))
+    }
+
+    /// The slots held without a claim: every open pull request, and every
+    /// issue labelled work-in-progress with neither a claim nor a pull
+    /// request behind the label.
+    fn holders_without_claims(&self) -> Vec<Holder> {
+        let wip = &self.settings.labels.wip;
+        let pulls = self
+            .ledger
+            .pulls
+            .iter()
+            .map(|&pr| (HolderKind::PullRequest, pr));
+        let labelled = self
+            .marks
+            .iter()
+            .filter(|(issue, m)| {
+                issue.has_label(wip) && m.live.is_empty() && self.open_pr(m).is_none()
+            })
+            .map(|(issue, _)| (HolderKind::Labelled, issue.number));
+        pulls
+            .chain(labelled)
+            .map(|(kind, number)| Holder {
+                slot: 0,
+                kind,
+                number,
+                instance_id: None,
+                since: None,
+                comment_id: None,
+            })
+            .collect()
+    }
+
+    /// Every live claim with its verdict, oldest first and the stale ones
+    /// last; the claims that win a slot join `holders`, which are then
+    /// numbered.
+    fn claims(&self, holders: &mut Vec<Holder>) -> Vec<SlotClaim> {
+        let labels = &self.settings.labels;
+        let mut claims: Vec<SlotClaim> = Vec::new();
+        let mut stale: Vec<SlotClaim> = Vec::new();
+        let mut candidates: Vec<(&ParsedClaim, u64, bool)> = Vec::new();
+        for (issue, m) in self.marks {
+            let labelled = issue.has_label(&labels.wip);
+            for c in &m.live {
+                let verdict = match self.open_pr(m) {
+                    Some(pr) => Some(Verdict::PullOpen { pr }),
+                    None if !self.fresh(c) => Some(Verdict::Stale),
+                    None => None,
+                };
+                match verdict {
+                    Some(Verdict::Stale) => {
+                        stale.push(slot_claim(c, issue.number, labelled, Verdict::Stale))
+                    }
+                    Some(v) => claims.push(slot_claim(c, issue.number, labelled, v)),
+                    None => candidates.push((c, issue.number, labelled)),
+                }
+            }
+        }
+        claims.extend(self.fill_slots(candidates, holders));
+        for (index, holder) in holders.iter_mut().enumerate() {
+            holder.slot = index as u32 + 1;
+        }
+        claims.sort_by_key(|c| (c.claimed_at, c.comment_id));
+        stale.sort_by_key(|c| (c.claimed_at, c.comment_id));
+        claims.extend(stale);
+        claims
+    }
+
+    /// The fresh claims without a pull request, oldest first: each takes a
+    /// free slot, unless an earlier claim holds its issue already.
+    fn fill_slots(
+        &self,
+        mut candidates: Vec<(&ParsedClaim, u64, bool)>,
+        holders: &mut Vec<Holder>,
+    ) -> Vec<SlotClaim> {
+        candidates.sort_by_key(|(c, _, _)| (c.claimed_at, c.comment_id));
+        let mut holding: Vec<(u64, u64)> = Vec::new();
+        let mut claims = Vec::new();
+        for (c, issue, labelled) in candidates {
+            let held = holders.len() as u32;
+            let verdict = if let Some((_, by)) = holding.iter().find(|(n, _)| *n == issue) {
+                Verdict::IssueTaken { by_comment: *by }
+            } else if held < self.settings.dispatch_slots {
+                holding.push((issue, c.comment_id));
+                holders.push(Holder {
+                    slot: 0,
+                    kind: HolderKind::Claim,
+                    number: issue,
+                    instance_id: Some(c.instance_id.clone()),
+                    since: Some(c.claimed_at),
+                    comment_id: Some(c.comment_id),
+                });
+                Verdict::Holds { slot: held + 1 }
+            } else {
+                Verdict::NoSlot
+            };
+            claims.push(slot_claim(c, issue, labelled, verdict));
+        }
+        claims
+    }
+
+    /// The issues labelled `frontier_label`, each with what keeps it from
+    /// being dispatched (if anything), by number.
+    fn frontier(&self, frontier_label: &str) -> Vec<FrontierIssue> {
+        let mut frontier: Vec<FrontierIssue> = self
+            .marks
+            .iter()
+            .filter(|(issue, _)| issue.has_label(frontier_label))
+            .map(|(issue, m)| FrontierIssue {
+                issue: issue.number,
+                skip: self.skip(issue, m),
+            })
+            .collect();
+        frontier.sort_by_key(|f| f.issue);
+        frontier
+    }
+
+    /// Why a frontier issue is not dispatched, if it is not.
+    fn skip(&self, issue: &Issue, m: &IssueMarks) -> Option<Skip> {
+        let labels = &self.settings.labels;
+        // A label backed only by stale claims goes with them.
+        let wip = issue.has_label(&labels.wip)
+            && (m.live.is_empty() || m.live.iter().any(|c| self.fresh(c)));
+        if self.open_pr(m).is_some() {
+            Some(Skip::PullOpen)
+        } else if wip || m.live.iter().any(|c| self.fresh(c)) {
+            Some(Skip::Claimed)
+        } else if issue.has_label(&labels.in_progress)
+            && !crate::coord::lease::analyze(issue, self.settings, "", self.ledger.now).orphan_label
+        {
+            // A claim label with no unreleased claim behind it is an
+            // orphan (a release that failed part way): the issue is free.
+            Some(Skip::InProgress)
+        } else if !issue.assignees.is_empty() {
+            Some(Skip::Assigned)
+        } else if issue
+            .labels
+            .iter()
+            .any(|l| l.starts_with(&labels.blocked_prefix))
+        {
+            Some(Skip::Blocked)
+        } else {
+            None
+        }
     }
 }
 
@@ -487,6 +537,22 @@ pub struct DispatchReport {
     pub withdrawn: Vec<SlotClaim>,
     /// The slots as the last read saw them.
     pub view: SlotView,
+}
+
+/// Why a dispatch claim ends, as its closing marker's `reason` says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+enum DispatchEnd {
+    /// Withdrawn by its dispatcher: it lost the settle.
+    LostSettle,
+    /// Cleared by another dispatcher: too old.
+    Stale,
+    /// Released: the cycle's pull request takes the slot.
+    PrOpened,
+    /// Released: the cycle gave up.
+    GiveUp,
+    /// Released: the cycle ended without a pull request.
+    Done,
 }
 
 /// How a cycle ends for `dispatch release`.
@@ -555,7 +621,7 @@ struct ClosingPayload<'a> {
 /// Why claims close, in the closing payload.
 #[derive(Serialize)]
 struct Closing {
-    reason: &'static str,
+    reason: DispatchEnd,
     #[serde(skip_serializing_if = "Option::is_none")]
     pr: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -563,7 +629,7 @@ struct Closing {
 }
 
 impl Closing {
-    fn because(reason: &'static str) -> Closing {
+    fn because(reason: DispatchEnd) -> Closing {
         Closing {
             reason,
             pr: None,
@@ -754,7 +820,9 @@ impl<'a> Dispatcher<'a> {
                 continue;
             };
             if !self.settings.settle_delay.is_zero() {
-                crate::timefmt::wait_announced(self.settings.settle_delay, "the settle delay");
+                self.settings
+                    .clock
+                    .wait_announced(self.settings.settle_delay, "the settle delay");
             }
             let ledger = self.with_own_claim(self.read()?, issue, &comment)?;
             view = analyze(&ledger, self.settings, &self.frontier_label);
@@ -902,7 +970,7 @@ impl<'a> Dispatcher<'a> {
                 self.settings.dispatch_slots
             ),
         };
-        let extra = Closing::because("lost-settle");
+        let extra = Closing::because(DispatchEnd::LostSettle);
         ops.push(Op::CreateComment(self.closing_body(
             ACTION_WITHDRAW,
             claim.issue,
@@ -937,7 +1005,7 @@ impl<'a> Dispatcher<'a> {
                 ops.push(Op::RemoveLabel(self.wip().to_owned()));
             }
             let oldest = stale.iter().map(|c| c.claimed_at).min().unwrap_or(view.now);
-            let extra = Closing::because("stale");
+            let extra = Closing::because(DispatchEnd::Stale);
             let who: Vec<String> = stale
                 .iter()
                 .map(|c| format!("`{}`", c.instance_id))
@@ -1009,12 +1077,12 @@ impl<'a> Dispatcher<'a> {
             ops.push(Op::AddLabels(vec![label.clone()]));
         }
         if !released.is_empty() || pr.is_some() || give_up.is_some() {
-            let mut extra = Closing::because("done");
+            let mut extra = Closing::because(DispatchEnd::Done);
             let text = match (&pr, &give_up) {
                 (Some(pr), _) => {
                     extra = Closing {
                         pr: Some(*pr),
-                        ..Closing::because("pr-opened")
+                        ..Closing::because(DispatchEnd::PrOpened)
                     };
                     format!(
                         "Dispatch slot of #{issue} passed to pull request #{pr} by `{}`.",
@@ -1024,7 +1092,7 @@ impl<'a> Dispatcher<'a> {
                 (None, Some(label)) => {
                     extra = Closing {
                         give_up: Some(label.clone()),
-                        ..Closing::because("give-up")
+                        ..Closing::because(DispatchEnd::GiveUp)
                     };
                     format!("Dispatch cycle on #{issue} gave up (labelled `{label}`); released by `{}`.", self.me())
                 }
@@ -1148,6 +1216,30 @@ mod tests {
 
     fn verdict(view: &SlotView, key: &str) -> Verdict {
         view.claim(key).expect(key).verdict.clone()
+    }
+
+    #[test]
+    fn closing_markers_name_their_reason_as_earlier_versions_wrote_it() {
+        let written: Vec<Value> = [
+            DispatchEnd::LostSettle,
+            DispatchEnd::Stale,
+            DispatchEnd::PrOpened,
+            DispatchEnd::GiveUp,
+            DispatchEnd::Done,
+        ]
+        .iter()
+        .map(|end| json!(end))
+        .collect();
+        assert_eq!(
+            written,
+            [
+                json!("lost-settle"),
+                json!("stale"),
+                json!("pr-opened"),
+                json!("give-up"),
+                json!("done")
+            ]
+        );
     }
 
     #[test]

@@ -111,7 +111,7 @@ pub struct IssueView {
     #[serde(skip)]
     pub my_losing_claim: Option<ClaimView>,
     #[serde(skip)]
-    my_lease_comment: Option<(u64, Map<String, Value>)>,
+    my_lease_comment: Option<LeaseComment>,
 }
 
 /// A writer whose clock runs ahead of the reader's by more than allowed.
@@ -236,17 +236,7 @@ fn is_release(m: &Marker) -> bool {
 /// Derives the claim state of `issue` as `me` sees it at surface time `now`.
 pub fn analyze(issue: &Issue, settings: &Settings, me: &str, now: Timestamp) -> IssueView {
     let markers = trusted_markers(issue);
-    let mut claims: Vec<ClaimView> = Vec::new();
-    let mut generation = 0;
-    for at in markers
-        .iter()
-        .filter(|m| m.marker.kind == MarkerKind::Claim)
-    {
-        if let Some(claim) = claim_view(at, generation) {
-            generation = generation.max(claim.generation);
-            claims.push(claim);
-        }
-    }
+    let (claims, generation) = claims_of(&markers);
     let leases: Vec<&MarkerAt<'_>> = markers
         .iter()
         .filter(|m| m.marker.kind == MarkerKind::Lease)
@@ -256,18 +246,7 @@ pub fn analyze(issue: &Issue, settings: &Settings, me: &str, now: Timestamp) -> 
                 .is_none_or(|g| g == generation)
         })
         .collect();
-    let released = |claim: &ClaimView| {
-        leases.iter().any(|l| {
-            is_release(&l.marker)
-                && l.comment.id > claim.comment_id
-                && l.marker.str_field("instance_id") == Some(claim.instance_id.as_str())
-        })
-    };
-    let mut live_claims: Vec<&ClaimView> = claims
-        .iter()
-        .filter(|c| c.generation == generation && !released(c))
-        .collect();
-    live_claims.sort_by(|a, b| (a.comment_id, &a.instance_id).cmp(&(b.comment_id, &b.instance_id)));
+    let live_claims = unreleased(&claims, generation, &leases);
     let labelled = issue.has_label(&settings.labels.in_progress);
     let holder = if labelled {
         live_claims.first().map(|c| (*c).clone())
@@ -280,60 +259,10 @@ pub fn analyze(issue: &Issue, settings: &Settings, me: &str, now: Timestamp) -> 
             c.instance_id == me && holder.as_ref().map(|h| h.comment_id) != Some(c.comment_id)
         })
         .map(|c| (*c).clone());
-
     let (lease, my_lease_comment) = match &holder {
         Some(h) => {
-            // By payload, not by comment: a lease PATCHed into an older
-            // comment (Maverick's upsert) counts from when it was written.
-            let newest = leases
-                .iter()
-                .filter(|l| {
-                    !is_release(&l.marker)
-                        && l.marker.str_field("instance_id") == Some(h.instance_id.as_str())
-                        && (l.comment.id > h.comment_id || l.comment.updated_at >= h.claimed_at)
-                })
-                .max_by_key(|l| (l.comment.updated_at, l.comment.id));
-            match newest {
-                Some(l) => {
-                    let heartbeat_at = l
-                        .marker
-                        .str_field("heartbeat_at")
-                        .and_then(Timestamp::parse);
-                    let declared_expiry =
-                        l.marker.str_field("expires_at").and_then(Timestamp::parse);
-                    // Judge by the surface's own time of the lease comment.
-                    let expires_at = match (heartbeat_at, declared_expiry) {
-                        (Some(hb), Some(exp)) => l.comment.updated_at.plus(exp.since(hb)),
-                        (None, Some(exp)) => exp,
-                        _ => l.comment.updated_at.plus(h.ttl),
-                    };
-                    let mine =
-                        (h.instance_id == me).then(|| (l.comment.id, l.marker.payload.clone()));
-                    (
-                        Some(LeaseView {
-                            instance_id: h.instance_id.clone(),
-                            heartbeat_at,
-                            expires_at,
-                            comment_id: Some(l.comment.id),
-                            author: Some(l.comment.author.clone()),
-                        }),
-                        mine,
-                    )
-                }
-                // A claim whose lease was never written (a crash between the
-                // two) or was overwritten lives the ttl it declared from the
-                // claim: the reader's own setting says nothing about it.
-                None => (
-                    Some(LeaseView {
-                        instance_id: h.instance_id.clone(),
-                        heartbeat_at: None,
-                        expires_at: h.claimed_at.plus(h.ttl),
-                        comment_id: None,
-                        author: None,
-                    }),
-                    None,
-                ),
-            }
+            let (lease, mine) = lease_of(h, &leases);
+            (Some(lease), mine.filter(|_| h.instance_id == me))
         }
         None => (None, None),
     };
@@ -381,6 +310,128 @@ pub fn analyze(issue: &Issue, settings: &Settings, me: &str, now: Timestamp) -> 
         my_release_unfinished,
         my_losing_claim,
         my_lease_comment,
+    }
+}
+
+/// Every claim among `markers`, in comment order, and the highest
+/// generation among them.
+fn claims_of(markers: &[MarkerAt<'_>]) -> (Vec<ClaimView>, u64) {
+    let mut claims: Vec<ClaimView> = Vec::new();
+    let mut generation = 0;
+    for at in markers
+        .iter()
+        .filter(|m| m.marker.kind == MarkerKind::Claim)
+    {
+        if let Some(claim) = claim_view(at, generation) {
+            generation = generation.max(claim.generation);
+            claims.push(claim);
+        }
+    }
+    (claims, generation)
+}
+
+/// The claims of `generation` that no later release of their instance
+/// ended, earliest comment first: the first one holds the issue.
+fn unreleased<'c>(
+    claims: &'c [ClaimView],
+    generation: u64,
+    leases: &[&MarkerAt<'_>],
+) -> Vec<&'c ClaimView> {
+    let released = |claim: &ClaimView| {
+        leases.iter().any(|l| {
+            is_release(&l.marker)
+                && l.comment.id > claim.comment_id
+                && l.marker.str_field("instance_id") == Some(claim.instance_id.as_str())
+        })
+    };
+    let mut live: Vec<&ClaimView> = claims
+        .iter()
+        .filter(|c| c.generation == generation && !released(c))
+        .collect();
+    live.sort_by(|a, b| (a.comment_id, &a.instance_id).cmp(&(b.comment_id, &b.instance_id)));
+    live
+}
+
+/// The comment a lease was written in, and its payload.
+type LeaseComment = (u64, Map<String, Value>);
+
+/// The lease of `holder`'s claim, and the comment that wrote it (when one
+/// did).
+fn lease_of(holder: &ClaimView, leases: &[&MarkerAt<'_>]) -> (LeaseView, Option<LeaseComment>) {
+    // By payload, not by comment: a lease PATCHed into an older comment
+    // (Maverick's upsert) counts from when it was written.
+    let newest = leases
+        .iter()
+        .filter(|l| {
+            !is_release(&l.marker)
+                && l.marker.str_field("instance_id") == Some(holder.instance_id.as_str())
+                && (l.comment.id > holder.comment_id || l.comment.updated_at >= holder.claimed_at)
+        })
+        .max_by_key(|l| (l.comment.updated_at, l.comment.id));
+    let Some(l) = newest else {
+        // A claim whose lease was never written (a crash between the two)
+        // or was overwritten lives the ttl it declared from the claim: the
+        // reader's own setting says nothing about it.
+        let lease = LeaseView {
+            instance_id: holder.instance_id.clone(),
+            heartbeat_at: None,
+            expires_at: holder.claimed_at.plus(holder.ttl),
+            comment_id: None,
+            author: None,
+        };
+        return (lease, None);
+    };
+    let heartbeat_at = l
+        .marker
+        .str_field("heartbeat_at")
+        .and_then(Timestamp::parse);
+    let declared_expiry = l.marker.str_field("expires_at").and_then(Timestamp::parse);
+    // Judge by the surface's own time of the lease comment.
+    let expires_at = match (heartbeat_at, declared_expiry) {
+        (Some(hb), Some(exp)) => l.comment.updated_at.plus(exp.since(hb)),
+        (None, Some(exp)) => exp,
+        _ => l.comment.updated_at.plus(holder.ttl),
+    };
+    let lease = LeaseView {
+        instance_id: holder.instance_id.clone(),
+        heartbeat_at,
+        expires_at,
+        comment_id: Some(l.comment.id),
+        author: Some(l.comment.author.clone()),
+    };
+    (lease, Some((l.comment.id, l.marker.payload.clone())))
+}
+
+/// Why the work on a claim ends, as its release marker says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReleaseReason {
+    Merged,
+    Ejected,
+    Abort,
+    // A claim that lost the settle, withdrawn by the claimer itself; no
+    // command's output names it (a doc comment here would turn the
+    // schema's enum into a oneOf).
+    #[schemars(skip)]
+    LostRace,
+}
+
+impl ReleaseReason {
+    /// The reasons a person or a script gives (`--reason`,
+    /// `--success-reason`); a lost race is maverick's own.
+    pub(crate) const ALL: [ReleaseReason; 3] = [
+        ReleaseReason::Merged,
+        ReleaseReason::Ejected,
+        ReleaseReason::Abort,
+    ];
+
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            ReleaseReason::Merged => "merged",
+            ReleaseReason::Ejected => "ejected",
+            ReleaseReason::Abort => "abort",
+            ReleaseReason::LostRace => "lost-race",
+        }
     }
 }
 
@@ -589,7 +640,8 @@ impl<'a> Coordinator<'a> {
         )
     }
 
-    fn release_body(&self, generation: u64, now: Timestamp, reason: &str) -> String {
+    fn release_body(&self, generation: u64, now: Timestamp, reason: ReleaseReason) -> String {
+        let reason = reason.as_str();
         let payload = markers::payload_of(&ReleasePayload {
             instance_id: self.me(),
             released_at: now,
@@ -727,7 +779,7 @@ impl<'a> Coordinator<'a> {
             })
             .collect();
         if !mine.is_empty() {
-            let _ = self.withdraw(&mine, "abort", None);
+            let _ = self.withdraw(&mine, ReleaseReason::Abort, None);
         }
     }
 
@@ -739,7 +791,9 @@ impl<'a> Coordinator<'a> {
         written: &[(u64, Comment)],
     ) -> Result<ClaimOutcome, LeaseError> {
         if !self.settings.settle_delay.is_zero() {
-            crate::timefmt::wait_announced(self.settings.settle_delay, "the settle delay");
+            self.settings
+                .clock
+                .wait_announced(self.settings.settle_delay, "the settle delay");
         }
         let views = self.read_with(&req.issues, written)?;
         if views
@@ -759,7 +813,7 @@ impl<'a> Coordinator<'a> {
             .map(|h| h.instance_id.clone());
         // Our own claim may not show in a lagging list yet: withdraw the
         // generation we wrote whether or not the re-read saw it.
-        self.withdraw(&views, "lost-race", Some(generation))?;
+        self.withdraw(&views, ReleaseReason::LostRace, Some(generation))?;
         let views = self.read(&req.issues)?;
         Ok(ClaimOutcome::Lost { winner, views })
     }
@@ -773,7 +827,7 @@ impl<'a> Coordinator<'a> {
     fn withdraw(
         &self,
         views: &[IssueView],
-        reason: &str,
+        reason: ReleaseReason,
         wrote: Option<u64>,
     ) -> Result<Vec<u64>, LeaseError> {
         let issues: Vec<u64> = views.iter().map(|v| v.issue).collect();
@@ -875,7 +929,7 @@ impl<'a> Coordinator<'a> {
                 })
                 .cloned()
                 .collect();
-            self.withdraw(&losing, "lost-race", None)?;
+            self.withdraw(&losing, ReleaseReason::LostRace, None)?;
             return Ok(HeartbeatOutcome::Lost { reason, views });
         }
         let generation = views[0].generation;
@@ -967,7 +1021,11 @@ impl<'a> Coordinator<'a> {
     }
 
     /// Releases the issues this instance holds; never another's claim.
-    pub fn release(&self, issues: &[u64], reason: &str) -> Result<ReleaseOutcome, LeaseError> {
+    pub fn release(
+        &self,
+        issues: &[u64],
+        reason: ReleaseReason,
+    ) -> Result<ReleaseOutcome, LeaseError> {
         let views = self.read(issues)?;
         let released = self.withdraw(&views, reason, None)?;
         let views = self.read(issues)?;

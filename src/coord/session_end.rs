@@ -48,7 +48,7 @@ pub(crate) enum Started {
 /// Appends one line to the log, stamped with the time.
 pub(crate) fn log(common_dir: &Path, line: &str) -> std::io::Result<()> {
     let mut file = open_log(common_dir)?;
-    writeln!(file, "{} {line}", crate::timefmt::Timestamp::now())
+    writeln!(file, "{} {line}", crate::clock::Clock::from_env().now())
 }
 
 fn open_log(common_dir: &Path) -> std::io::Result<File> {

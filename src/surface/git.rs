@@ -17,6 +17,7 @@ use super::{
     apply_membership, Applied, Comment, Guard, Issue, IssueSummary, Op, Surface, SurfaceError,
     Write,
 };
+use crate::clock::Clock;
 use crate::git::{Git, Hooks, PushOutcome};
 use crate::timefmt::Timestamp;
 
@@ -40,6 +41,8 @@ pub(crate) struct GitSurface {
     /// Reads answer from the latest fetch instead of fetching again (see
     /// [`GitSurface::fetch_with_branches`]).
     pinned: std::sync::atomic::AtomicBool,
+    /// This writer's clock (the stamps) and every wait (backoff).
+    clock: Clock,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -76,7 +79,13 @@ struct Snapshot {
 }
 
 impl GitSurface {
-    pub(crate) fn new(git: Git, remote: &str, remote_url: &str, me: &str) -> GitSurface {
+    pub(crate) fn new(
+        git: Git,
+        remote: &str,
+        remote_url: &str,
+        me: &str,
+        clock: Clock,
+    ) -> GitSurface {
         let safe_remote: String = remote
             .chars()
             .map(|c| {
@@ -96,6 +105,7 @@ impl GitSurface {
             fetched: std::sync::atomic::AtomicBool::new(false),
             max_clock_skew: crate::config::DEFAULT_MAX_CLOCK_SKEW,
             pinned: std::sync::atomic::AtomicBool::new(false),
+            clock,
         }
     }
 
@@ -146,7 +156,7 @@ impl GitSurface {
             // cache ref's lock; the other one brought what we wanted.
             attempt += 1;
             if attempt < 20 && error.stderr().contains("lock") {
-                backoff(attempt);
+                backoff(&self.clock, attempt);
                 continue;
             }
             return Err(error.into());
@@ -322,7 +332,7 @@ impl GitSurface {
     /// wrong: following it would make every later lease live as long, so it
     /// is not followed, and this write puts it right.
     fn surface_now(&self, meta: &Meta) -> Timestamp {
-        let mine = Timestamp::now();
+        let mine = self.clock.now();
         let last = meta.clock.as_deref().and_then(Timestamp::parse);
         match last {
             Some(last) if last <= mine.plus(self.max_clock_skew) => mine.max(last),
@@ -379,10 +389,10 @@ fn parse_json<T: serde::de::DeserializeOwned>(bytes: &[u8], what: &str) -> Resul
 }
 
 /// Jittered, growing pause between attempts, so racers spread out.
-fn backoff(attempt: u32) {
+fn backoff(clock: &Clock, attempt: u32) {
     let jitter = crate::unique::jitter(20);
     let base = 5 * u64::from(attempt.min(10));
-    std::thread::sleep(Duration::from_millis(base + jitter));
+    clock.pause(Duration::from_millis(base + jitter));
 }
 
 fn apply_op(
@@ -436,7 +446,7 @@ impl Surface for GitSurface {
     }
 
     fn now(&self) -> Result<Timestamp, SurfaceError> {
-        Ok(Timestamp::now())
+        Ok(self.clock.now())
     }
 
     fn me(&self) -> &str {
@@ -555,7 +565,7 @@ impl Surface for GitSurface {
             }
             last_conflict = format!("attempt {attempt} lost the compare-and-swap");
             fresh = true;
-            backoff(attempt);
+            backoff(&self.clock, attempt);
         }
         Err(SurfaceError::Contended {
             refname: SURFACE_REF.to_owned(),

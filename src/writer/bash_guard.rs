@@ -809,7 +809,7 @@ fn managed_branches(common_dir: &Path) -> Result<Vec<String>, RecordError> {
 
 /// A claim record that still counts: not lost, lease not run out.
 fn live(record: &ClaimRecord, now: Timestamp) -> bool {
-    record.lost.is_none() && Timestamp::parse(&record.expires_at).is_some_and(|at| at > now)
+    record.lost.is_none() && record.expires_at > now
 }
 
 /// `*` in a refspec pattern matches any run of characters.

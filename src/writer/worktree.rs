@@ -6,6 +6,8 @@
 use std::path::{Component, Path, PathBuf};
 
 use crate::git::{Git, GitError};
+use crate::records::files::IoError;
+use crate::timefmt::Timestamp;
 
 /// Longest directory name made from a branch name, in bytes; longer names
 /// are cut and get a hash of the whole name, so two stay apart.
@@ -57,13 +59,8 @@ pub(crate) enum WorktreeError {
     },
     #[error("{path} exists and is not a worktree of this repository")]
     PathOccupied { path: PathBuf },
-    #[error("could not {action} {path}: {source}")]
-    Io {
-        action: &'static str,
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] IoError),
     #[error(transparent)]
     Confine(#[from] crate::records::files::ConfineError),
 }
@@ -233,12 +230,8 @@ pub(crate) fn exclude_pattern(
 ) -> Result<bool, WorktreeError> {
     let path = common_dir.join("info").join("exclude");
     let io = |action| {
-        let path = path.clone();
-        move |source| WorktreeError::Io {
-            action,
-            path,
-            source,
-        }
+        let io = IoError::on(action, &path);
+        move |source| WorktreeError::from(io(source))
     };
     let existing = match std::fs::read_to_string(&path) {
         Ok(text) => text,
@@ -318,12 +311,14 @@ fn local_branch(git: &Git, branch: &str, remote_head: &str) -> Result<LocalBranc
     })
 }
 
-/// Decides how to bring the worktree of `branch` to `remote_head`.
+/// Decides how to bring the worktree of `branch` to `remote_head`; a stale
+/// directory in the way is to be moved aside under a name stamped `now`.
 pub(crate) fn plan(
     git: &Git,
     path: &Path,
     branch: &str,
     remote_head: &str,
+    now: Timestamp,
 ) -> Result<Plan, WorktreeError> {
     let refname = format!("refs/heads/{branch}");
     let entries = list(git)?;
@@ -378,7 +373,7 @@ pub(crate) fn plan(
                     .unwrap_or(false);
                 if !empty {
                     if path.join(".git").is_file() {
-                        move_aside = Some(aside_path(path));
+                        move_aside = Some(aside_path(path, now));
                     } else {
                         return Err(WorktreeError::PathOccupied {
                             path: path.to_owned(),
@@ -405,8 +400,8 @@ pub(crate) fn plan(
     })
 }
 
-fn aside_path(path: &Path) -> PathBuf {
-    let stamp = crate::timefmt::Timestamp::now().0;
+fn aside_path(path: &Path, now: Timestamp) -> PathBuf {
+    let stamp = now.0;
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -435,20 +430,12 @@ pub(crate) fn apply(git: &Git, plan: &Plan, remote: &str) -> Result<Applied, Wor
         applied.repaired = true;
     }
     if let Some(aside) = &plan.move_aside {
-        std::fs::rename(&plan.path, aside).map_err(|source| WorktreeError::Io {
-            action: "move aside",
-            path: plan.path.clone(),
-            source,
-        })?;
+        std::fs::rename(&plan.path, aside).map_err(IoError::on("move aside", &plan.path))?;
         applied.repaired = true;
         applied.moved_aside = Some(aside.clone());
     }
     if let Some(parent) = plan.path.parent() {
-        std::fs::create_dir_all(parent).map_err(|source| WorktreeError::Io {
-            action: "create",
-            path: parent.to_owned(),
-            source,
-        })?;
+        std::fs::create_dir_all(parent).map_err(IoError::on("create", parent))?;
     }
     match (&plan.existing, &plan.local) {
         (_, LocalBranch::Ahead { .. }) => {

@@ -20,9 +20,11 @@ use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use serde_json::{json, Value};
+
+use super::mav::clock::Clock;
 
 /// Distinctive, so a test can assert it never shows up in any output.
 const TOKEN: &str = "ghp_FAKEtoken0123456789abcdefSECRET";
@@ -53,6 +55,9 @@ pub struct RecordedRequest {
     pub status: u16,
     pub had_authorization: bool,
     pub body: String,
+    /// When it was answered, on the fake's clock (milliseconds since the
+    /// Unix epoch).
+    pub at_ms: i64,
 }
 
 /// One repository on a fake GitHub; stops serving when dropped.
@@ -65,19 +70,29 @@ pub struct FakeGithub {
 struct Shared {
     state: Mutex<State>,
     stopping: Arc<AtomicBool>,
+    slowed: AtomicU64,
 }
 
 impl FakeGithub {
+    /// A fake on the system's clock.
     pub fn start(owner: &str, repo: &str) -> FakeGithub {
+        FakeGithub::start_with_clock(owner, repo, Clock::system())
+    }
+
+    /// A fake whose clock is `clock` (a test environment's, which every
+    /// maverick process it starts shares), plus what
+    /// [`FakeGithub::advance_clock`] moves GitHub's alone.
+    pub fn start_with_clock(owner: &str, repo: &str, clock: Clock) -> FakeGithub {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind the fake GitHub server");
         let addr = listener
             .local_addr()
             .expect("local address of the fake GitHub server");
-        let state = State::new(format!("http://{addr}"), owner, repo);
+        let state = State::new(format!("http://{addr}"), owner, repo, clock);
         let stopping = Arc::new(AtomicBool::new(false));
         let shared = Arc::new(Shared {
             state: Mutex::new(state),
             stopping: Arc::clone(&stopping),
+            slowed: AtomicU64::new(0),
         });
         let acceptor = {
             let shared = Arc::clone(&shared);
@@ -283,8 +298,9 @@ impl FakeGithub {
         rfc3339(self.state().now_secs())
     }
 
-    /// Moves the fake's clock (Date header, timestamps, lag, rate-limit
-    /// window); real time keeps flowing underneath.
+    /// Moves the fake's clock alone (Date header, timestamps, lag,
+    /// rate-limit window), as when GitHub's clock and a writer's differ;
+    /// the shared clock keeps flowing underneath.
     pub fn advance_clock(&self, secs: i64) {
         self.state().clock_offset_ms += secs * 1000;
     }
@@ -369,8 +385,9 @@ impl FakeGithub {
         self.push_faults(n, Fault::PrimaryRateLimit { reset_in_secs });
     }
 
-    /// The next `n` requests are carried out only after `delay`, whether or
-    /// not the client is still waiting (as a slow GitHub does).
+    /// The next `n` requests are carried out only after `delay` on the
+    /// fake's clock, whether or not the client is still waiting (as a slow
+    /// GitHub does).
     pub fn slow_next(&self, n: usize, delay: Duration) {
         self.state().slow.extend(vec![delay; n]);
     }
@@ -384,6 +401,12 @@ impl FakeGithub {
     /// How many requests wait for [`FakeGithub::hold_requests`] to end.
     pub fn held_requests(&self) -> usize {
         self.state().waiting
+    }
+
+    /// How many requests [`FakeGithub::slow_next`] made wait so far (each
+    /// counts from when it starts to wait).
+    pub fn slowed_requests(&self) -> u64 {
+        self.shared.slowed.load(Ordering::SeqCst)
     }
 
     /// The primary limit per hour (GitHub's 5,000 for a user token by
@@ -608,6 +631,9 @@ struct State {
     check_runs: HashMap<String, Vec<CheckRun>>,
     /// A commit's status and when it was set (fake clock).
     statuses: HashMap<String, (String, i64)>,
+    /// The clock the fake shares with the test's maverick processes.
+    clock: Clock,
+    /// How far GitHub's clock alone is ahead of it.
     clock_offset_ms: i64,
     list_lag_ms: i64,
     get_lag_ms: i64,
@@ -629,7 +655,7 @@ struct State {
 }
 
 impl State {
-    fn new(base: String, owner: &str, repo: &str) -> State {
+    fn new(base: String, owner: &str, repo: &str, clock: Clock) -> State {
         let mut state = State {
             base,
             owner: owner.to_string(),
@@ -642,6 +668,7 @@ impl State {
             last_comment_id: FIRST_COMMENT_ID,
             check_runs: HashMap::new(),
             statuses: HashMap::new(),
+            clock,
             clock_offset_ms: 0,
             list_lag_ms: 0,
             get_lag_ms: 0,
@@ -666,11 +693,7 @@ impl State {
     }
 
     fn now_ms(&self) -> i64 {
-        let real = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(duration_ms)
-            .unwrap_or(0);
-        real + self.clock_offset_ms
+        self.clock.unix_millis() + self.clock_offset_ms
     }
 
     fn now_secs(&self) -> i64 {
@@ -844,6 +867,7 @@ impl State {
             status: response.status,
             had_authorization: request.header("authorization").is_some(),
             body: String::from_utf8_lossy(&request.body).into_owned(),
+            at_ms: self.now_ms(),
         });
         response
     }
@@ -1952,9 +1976,15 @@ fn serve_connection(shared: &Shared, stream: TcpStream) -> io::Result<()> {
         if shared.stopping.load(Ordering::SeqCst) {
             return Ok(());
         }
-        let delay = lock(&shared.state).slow.pop_front();
-        if let Some(delay) = delay {
-            thread::sleep(delay);
+        let slow = {
+            let mut state = lock(&shared.state);
+            let delay = state.slow.pop_front();
+            delay.map(|delay| (state.clock.clone(), delay))
+        };
+        if let Some((clock, delay)) = slow {
+            let until = clock.instant() + delay;
+            shared.slowed.fetch_add(1, Ordering::SeqCst);
+            clock.wait_until(until);
         }
         if lock(&shared.state).held {
             lock(&shared.state).waiting += 1;

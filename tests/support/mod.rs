@@ -10,9 +10,12 @@
 //! (`add_comment`, `edit_comment`, `open_pull`, `close`) work on either
 //! surface, so a test written once runs on both (`on_both_surfaces!`).
 //!
-//! Time passes because a test moves it: [`TestEnv::advance_clock`] moves the
-//! fake GitHub's clock and the clock of every maverick process started
-//! afterwards (`MAVERICK_CLOCK_OFFSET`), never by sleeping.
+//! Time passes because a test moves it: every maverick process, git hook and
+//! the fake GitHub share one clock (`MAVERICK_CLOCK_FILE`, the library's
+//! `Clock::file`), which [`TestEnv::advance_clock`] moves, running
+//! processes included, and which a maverick process's own pauses (settle
+//! delays, backoffs, rate-limit waits) move instead of waiting. No test
+//! sleeps to let time pass, and none waits for maverick to sleep.
 #![allow(dead_code)]
 
 pub mod fake_anthropic;
@@ -35,6 +38,7 @@ pub use fake_github::FakeGithub;
 /// module lives in `src/`, so a move there changes only these lines.
 pub mod mav {
     pub use maverick::cli;
+    pub use maverick::clock;
     pub use maverick::config;
     pub use maverick::coord::{dispatch, lease};
     pub use maverick::durable::tasks;
@@ -195,8 +199,9 @@ pub struct TestEnv {
     pub origin: PathBuf,
     home: PathBuf,
     github: Option<FakeGithub>,
-    /// Seconds every maverick process's clock is ahead of the real one.
-    clock_offset: Cell<i64>,
+    /// The one clock of this environment, kept in `clock_file`.
+    clock: mav::clock::Clock,
+    clock_file: PathBuf,
     repo_kind: RepoKind,
     /// How many person's edits of the git surface so far (names their clones).
     edits: Cell<u32>,
@@ -242,9 +247,11 @@ impl TestEnv {
         std::fs::create_dir_all(&home).unwrap();
         std::fs::write(home.join(".gitconfig"), GLOBAL_CONFIG).unwrap();
         let origin = root.path().join("origin.git");
+        let clock_file = root.path().join("clock");
+        let clock = mav::clock::Clock::file(&clock_file);
         let github = (surface == Surface::Github).then(|| {
             let (owner, name) = GITHUB_REPO.split_once('/').unwrap();
-            let fake = FakeGithub::start(owner, name);
+            let fake = FakeGithub::start_with_clock(owner, name, clock.clone());
             fake.create_issues_on_demand(true);
             fake.set_rate_limit(100_000);
             fake
@@ -254,7 +261,8 @@ impl TestEnv {
             origin,
             home,
             github,
-            clock_offset: Cell::new(0),
+            clock,
+            clock_file,
             repo_kind,
             edits: Cell::new(0),
         };
@@ -307,14 +315,20 @@ impl TestEnv {
         self.root.path().join(name)
     }
 
-    /// Lets `secs` seconds pass on the surface: the fake GitHub's clock
-    /// (its `Date` header and timestamps) and the writer's clock of every
-    /// maverick process started from now on, on either surface.
-    pub fn advance_clock(&self, secs: i64) {
-        self.clock_offset.set(self.clock_offset.get() + secs);
-        if let Some(fake) = &self.github {
-            fake.advance_clock(secs);
-        }
+    /// Lets `secs` seconds pass, for everyone at once: the fake GitHub's
+    /// clock (its `Date` header and timestamps) and the clock of every
+    /// maverick process, those running now included, on either surface. A
+    /// process waiting for a moment (a heartbeat, the end of a grace period,
+    /// the next round of `status --watch`) sees it come.
+    pub fn advance_clock(&self, secs: u64) {
+        self.clock
+            .advance(std::time::Duration::from_secs(secs))
+            .expect("the test clock moves");
+    }
+
+    /// This environment's clock, as every maverick process reads it.
+    pub fn clock(&self) -> &mav::clock::Clock {
+        &self.clock
     }
 
     /// What a person saw, as a snapshot keeps it: [`Run::screen`] through
@@ -452,7 +466,7 @@ impl TestEnv {
             // No installed man page opens for `--help`: the help text prints.
             .env("MANPATH", self.home.join("no-man-pages"))
             .env("PATH", path_with_bin())
-            .env("MAVERICK_CLOCK_OFFSET", self.clock_offset.get().to_string())
+            .env(mav::clock::CLOCK_FILE_VAR, &self.clock_file)
             .stdin(Stdio::null());
         if let Some(fake) = &self.github {
             cmd.env("GITHUB_API_URL", fake.url())
@@ -673,10 +687,7 @@ impl TestEnv {
                     .unwrap_or_else(|| panic!("no comment {id} on #{issue}"));
                 comment["body"] = json!(body);
                 // As on GitHub, an edit is stamped with when it was made.
-                let now = mav::timefmt::Timestamp(
-                    mav::timefmt::Timestamp::now().0 + self.clock_offset.get(),
-                );
-                comment["updated_at"] = json!(now.to_string());
+                comment["updated_at"] = json!(self.clock.now().to_string());
             }),
         }
     }

@@ -247,7 +247,7 @@ impl GithubSurface {
         self.state
             .borrow_mut()
             .last_read
-            .insert(issue.number, (Instant::now(), issue.clone()));
+            .insert(issue.number, (self.clock.instant(), issue.clone()));
         issue
     }
 
@@ -279,7 +279,9 @@ impl GithubSurface {
     /// the settle and the next heartbeat are there for those.
     fn show_own_writes(&self, issue: &mut Issue, issue_updated_at: Option<Timestamp>) {
         let state = self.state.borrow();
-        let now = state.clock.map(|(date, at)| date.plus(at.elapsed()));
+        let now = state
+            .clock
+            .map(|(date, at)| date.plus(self.clock.since(at)));
         for write in state.own_writes.iter().filter(|w| w.issue == issue.number) {
             let stale = issue_updated_at.is_none_or(|read| read <= write.at);
             match &write.op {
@@ -314,7 +316,7 @@ impl GithubSurface {
     }
 
     fn remember(&self, issue: u64, reply: &Reply, op: OwnOp) {
-        let at = reply.date().unwrap_or_else(Timestamp::now);
+        let at = reply.date().unwrap_or_else(|| self.clock.now());
         let mut state = self.state.borrow_mut();
         if let OwnOp::Comment(comment) = &op {
             // An update replaces what we remember of that comment.
@@ -366,130 +368,146 @@ impl GithubSurface {
 
     fn apply(&self, issue: u64, op: &Op) -> Result<Applied, SurfaceError> {
         match op {
-            Op::AddLabels(labels) => {
-                let what = format!("adding {} to #{issue}", labels.join(", "));
-                let reply = self.call_on_issue(
-                    issue,
-                    Method::POST,
-                    &format!("issues/{issue}/labels"),
-                    Some(&request(&LabelsBody { labels: &labels })),
-                    &what,
-                    None,
-                )?;
-                let names = self.label_names(&what, &reply)?;
-                self.learn_labels(issue, &names);
-                self.remember(issue, &reply, OwnOp::AddLabels(labels.clone()));
-                Ok(Applied::Labels(names))
-            }
-            Op::RemoveLabel(label) => {
-                let what = format!("removing {label} from #{issue}");
-                let reply = self.call(
-                    Method::DELETE,
-                    &self.repo_path(&format!("issues/{issue}/labels/{}", percent_encode(label))),
-                    None,
-                    &what,
-                    None,
-                )?;
-                let names = if reply.success() {
-                    self.label_names(&what, &reply)?
-                } else if reply.status == StatusCode::NOT_FOUND
-                    && reply.message().eq_ignore_ascii_case("Label does not exist")
-                {
-                    // Not there: what removing it wanted.
-                    let mut names = self.known_labels(issue);
-                    names.retain(|l| !l.eq_ignore_ascii_case(label));
-                    names
-                } else if reply.status == StatusCode::NOT_FOUND {
-                    return Err(SurfaceError::NoSuchIssue(issue));
-                } else {
-                    return Err(self.unexpected(&what, &reply).into());
-                };
-                self.learn_labels(issue, &names);
-                self.remember(issue, &reply, OwnOp::RemoveLabel(label.clone()));
-                Ok(Applied::Labels(names))
-            }
-            Op::CreateComment(body) => {
-                let what = format!("commenting on #{issue}");
-                let payload = request(&CommentBody { body });
-                let recover = || {
-                    let since = self.clock_now().minus(Duration::from_secs(120));
-                    self.find_created(issue, body, since)
-                };
-                let recover: &dyn Fn() -> Result<Option<Reply>, GithubError> = &recover;
-                let reply = self.call_on_issue(
-                    issue,
-                    Method::POST,
-                    &format!("issues/{issue}/comments"),
-                    Some(&payload),
-                    &what,
-                    has_marker_id(body).then_some(recover),
-                )?;
-                let comment = self.written_comment(&what, &reply)?;
-                self.remember(issue, &reply, OwnOp::Comment(comment.clone()));
-                Ok(Applied::Comment(comment))
-            }
-            Op::UpdateComment { id, body } => {
-                let what = format!("updating comment {id} on #{issue}");
-                let reply = self.call(
-                    Method::PATCH,
-                    &self.repo_path(&format!("issues/comments/{id}")),
-                    Some(&request(&CommentBody { body })),
-                    &what,
-                    None,
-                )?;
-                if reply.status == StatusCode::NOT_FOUND {
-                    return Err(SurfaceError::NoSuchComment { issue, id: *id });
-                }
-                if !reply.success() {
-                    return Err(self.unexpected(&what, &reply).into());
-                }
-                let comment = self.written_comment(&what, &reply)?;
-                self.remember(issue, &reply, OwnOp::Comment(comment.clone()));
-                Ok(Applied::Comment(comment))
-            }
-            Op::Assign(logins) | Op::Unassign(logins) => {
-                let assign = matches!(op, Op::Assign(_));
-                let verb = if assign { "assign" } else { "unassign" };
-                let what = format!("{verb}ing {} on #{issue}", logins.join(", "));
-                let method = if assign { Method::POST } else { Method::DELETE };
-                let reply = self.call_on_issue(
-                    issue,
-                    method,
-                    &format!("issues/{issue}/assignees"),
-                    Some(&request(&AssigneesBody { assignees: &logins })),
-                    &what,
-                    None,
-                )?;
-                let api: ApiIssue = self.parse(&what, &reply)?;
-                let now: Vec<String> = api
-                    .assignees
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|u| u.login)
-                    .collect();
-                // GitHub silently drops logins it cannot assign: check.
-                let missed: Vec<&str> = logins
-                    .iter()
-                    .filter(|l| now.iter().any(|a| a.eq_ignore_ascii_case(l)) != assign)
-                    .map(String::as_str)
-                    .collect();
-                if !missed.is_empty() {
-                    return Err(GithubError::Assignees {
-                        issue,
-                        verb,
-                        logins: missed.join(", "),
-                    }
-                    .into());
-                }
-                let own = if assign {
-                    OwnOp::Assign(logins.clone())
-                } else {
-                    OwnOp::Unassign(logins.clone())
-                };
-                self.remember(issue, &reply, own);
-                Ok(Applied::Assignees(now))
-            }
+            Op::AddLabels(labels) => self.add_labels(issue, labels),
+            Op::RemoveLabel(label) => self.remove_label(issue, label),
+            Op::CreateComment(body) => self.create_comment(issue, body),
+            Op::UpdateComment { id, body } => self.update_comment(issue, *id, body),
+            Op::Assign(logins) => self.set_assignees(issue, logins, true),
+            Op::Unassign(logins) => self.set_assignees(issue, logins, false),
         }
+    }
+
+    fn add_labels(&self, issue: u64, labels: &[String]) -> Result<Applied, SurfaceError> {
+        let what = format!("adding {} to #{issue}", labels.join(", "));
+        let reply = self.call_on_issue(
+            issue,
+            Method::POST,
+            &format!("issues/{issue}/labels"),
+            Some(&request(&LabelsBody { labels: &labels })),
+            &what,
+            None,
+        )?;
+        let names = self.label_names(&what, &reply)?;
+        self.learn_labels(issue, &names);
+        self.remember(issue, &reply, OwnOp::AddLabels(labels.to_vec()));
+        Ok(Applied::Labels(names))
+    }
+
+    fn remove_label(&self, issue: u64, label: &str) -> Result<Applied, SurfaceError> {
+        let what = format!("removing {label} from #{issue}");
+        let reply = self.call(
+            Method::DELETE,
+            &self.repo_path(&format!("issues/{issue}/labels/{}", percent_encode(label))),
+            None,
+            &what,
+            None,
+        )?;
+        let names = if reply.success() {
+            self.label_names(&what, &reply)?
+        } else if reply.status == StatusCode::NOT_FOUND
+            && reply.message().eq_ignore_ascii_case("Label does not exist")
+        {
+            // Not there: what removing it wanted.
+            let mut names = self.known_labels(issue);
+            names.retain(|l| !l.eq_ignore_ascii_case(label));
+            names
+        } else if reply.status == StatusCode::NOT_FOUND {
+            return Err(SurfaceError::NoSuchIssue(issue));
+        } else {
+            return Err(self.unexpected(&what, &reply).into());
+        };
+        self.learn_labels(issue, &names);
+        self.remember(issue, &reply, OwnOp::RemoveLabel(label.to_owned()));
+        Ok(Applied::Labels(names))
+    }
+
+    fn create_comment(&self, issue: u64, body: &str) -> Result<Applied, SurfaceError> {
+        let what = format!("commenting on #{issue}");
+        let payload = request(&CommentBody { body });
+        let recover = || {
+            let since = self.clock_now().minus(Duration::from_secs(120));
+            self.find_created(issue, body, since)
+        };
+        let recover: &dyn Fn() -> Result<Option<Reply>, GithubError> = &recover;
+        let reply = self.call_on_issue(
+            issue,
+            Method::POST,
+            &format!("issues/{issue}/comments"),
+            Some(&payload),
+            &what,
+            has_marker_id(body).then_some(recover),
+        )?;
+        let comment = self.written_comment(&what, &reply)?;
+        self.remember(issue, &reply, OwnOp::Comment(comment.clone()));
+        Ok(Applied::Comment(comment))
+    }
+
+    fn update_comment(&self, issue: u64, id: u64, body: &str) -> Result<Applied, SurfaceError> {
+        let what = format!("updating comment {id} on #{issue}");
+        let reply = self.call(
+            Method::PATCH,
+            &self.repo_path(&format!("issues/comments/{id}")),
+            Some(&request(&CommentBody { body })),
+            &what,
+            None,
+        )?;
+        if reply.status == StatusCode::NOT_FOUND {
+            return Err(SurfaceError::NoSuchComment { issue, id });
+        }
+        if !reply.success() {
+            return Err(self.unexpected(&what, &reply).into());
+        }
+        let comment = self.written_comment(&what, &reply)?;
+        self.remember(issue, &reply, OwnOp::Comment(comment.clone()));
+        Ok(Applied::Comment(comment))
+    }
+
+    /// Assigns (`assign`) or unassigns `logins`; GitHub silently drops
+    /// logins it cannot assign, so the answer is checked.
+    fn set_assignees(
+        &self,
+        issue: u64,
+        logins: &[String],
+        assign: bool,
+    ) -> Result<Applied, SurfaceError> {
+        let verb = if assign { "assign" } else { "unassign" };
+        let what = format!("{verb}ing {} on #{issue}", logins.join(", "));
+        let method = if assign { Method::POST } else { Method::DELETE };
+        let reply = self.call_on_issue(
+            issue,
+            method,
+            &format!("issues/{issue}/assignees"),
+            Some(&request(&AssigneesBody { assignees: &logins })),
+            &what,
+            None,
+        )?;
+        let api: ApiIssue = self.parse(&what, &reply)?;
+        let now: Vec<String> = api
+            .assignees
+            .unwrap_or_default()
+            .into_iter()
+            .map(|u| u.login)
+            .collect();
+        let missed: Vec<&str> = logins
+            .iter()
+            .filter(|l| now.iter().any(|a| a.eq_ignore_ascii_case(l)) != assign)
+            .map(String::as_str)
+            .collect();
+        if !missed.is_empty() {
+            return Err(GithubError::Assignees {
+                issue,
+                verb,
+                logins: missed.join(", "),
+            }
+            .into());
+        }
+        let own = if assign {
+            OwnOp::Assign(logins.to_vec())
+        } else {
+            OwnOp::Unassign(logins.to_vec())
+        };
+        self.remember(issue, &reply, own);
+        Ok(Applied::Assignees(now))
     }
 
     fn label_names(&self, what: &str, reply: &Reply) -> Result<Vec<String>, GithubError> {
@@ -580,7 +598,7 @@ impl Surface for GithubSurface {
             "reading GitHub's clock",
             None,
         )?;
-        Ok(reply.date().unwrap_or_else(Timestamp::now))
+        Ok(reply.date().unwrap_or_else(|| self.clock.now()))
     }
 
     fn me(&self) -> &str {
@@ -781,7 +799,7 @@ impl Surface for GithubSurface {
                     .borrow()
                     .last_read
                     .get(&n)
-                    .filter(|(at, _)| at.elapsed() <= GUARD_READ_MAX_AGE)
+                    .filter(|(at, _)| self.clock.since(*at) <= GUARD_READ_MAX_AGE)
                     .map(|(_, issue)| issue.clone());
                 current.push(match recent {
                     Some(issue) => issue,

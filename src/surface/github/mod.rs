@@ -39,6 +39,7 @@ use super::{
     Applied, CheckRun, CiStatus, Comment, Guard, Issue, IssueSummary, Op, PullRequest, Surface,
     SurfaceError, Write,
 };
+use crate::clock::Clock;
 use crate::timefmt::Timestamp;
 
 /// The most a page holds; an epic's comments come 100 at a time.
@@ -179,6 +180,9 @@ pub struct GithubConfig {
     pub trusted_authors: Vec<String>,
     /// How long one request may take before it is given up and retried.
     pub timeout: Duration,
+    /// The local clock: the time before GitHub's first answer, how long
+    /// since that answer, and every wait (backoff, rate limits).
+    pub clock: Clock,
 }
 
 pub struct GithubSurface {
@@ -189,6 +193,7 @@ pub struct GithubSurface {
     token: Token,
     trusted_authors: Vec<String>,
     timeout: Duration,
+    clock: Clock,
     /// The token's login, once known (from `GET /user` or a comment we wrote).
     identity: OnceCell<String>,
     identity_asked: Cell<bool>,
@@ -271,6 +276,7 @@ impl GithubSurface {
                 .map(|l| l.to_ascii_lowercase())
                 .collect(),
             timeout: config.timeout,
+            clock: config.clock,
             identity: OnceCell::new(),
             identity_asked: Cell::new(false),
             state: RefCell::new(State::default()),
@@ -290,8 +296,8 @@ impl GithubSurface {
     /// monotonic clock; the local clock before any answer.
     fn clock_now(&self) -> Timestamp {
         match self.state.borrow().clock {
-            Some((date, at)) => date.plus(at.elapsed()),
-            None => Timestamp::now(),
+            Some((date, at)) => date.plus(self.clock.since(at)),
+            None => self.clock.now(),
         }
     }
 

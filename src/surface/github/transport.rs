@@ -70,19 +70,19 @@ impl GithubSurface {
             Err(e) => return Sent::Lost(self.redact(&error_chain(&e))),
         };
         let client = &self.client;
-        let result = self.runtime.block_on(async {
-            tokio::time::timeout(self.timeout, async {
-                let response = client.execute(request).await?;
-                let (parts, body) = response.into_parts();
-                let bytes = body.collect().await?.to_bytes();
-                Ok::<_, octocrab::Error>((parts, bytes))
-            })
-            .await
-        });
+        let exchange = async {
+            let response = client.execute(request).await?;
+            let (parts, body) = response.into_parts();
+            let bytes = body.collect().await?.to_bytes();
+            Ok::<_, octocrab::Error>((parts, bytes))
+        };
+        let result = self
+            .runtime
+            .block_on(within(&self.clock, self.timeout, exchange));
         match result {
-            Err(_) => Sent::Lost(format!("no answer within {}", format_wait(self.timeout))),
-            Ok(Err(e)) => Sent::Lost(self.redact(&error_chain(&e))),
-            Ok(Ok((parts, bytes))) => Sent::Answered(Reply {
+            None => Sent::Lost(format!("no answer within {}", format_wait(self.timeout))),
+            Some(Err(e)) => Sent::Lost(self.redact(&error_chain(&e))),
+            Some(Ok((parts, bytes))) => Sent::Answered(Reply {
                 status: parts.status,
                 headers: parts.headers,
                 body: bytes.to_vec(),
@@ -122,7 +122,7 @@ impl GithubSurface {
                         started.elapsed().as_millis()
                     );
                     if let Some(date) = reply.date() {
-                        self.state.borrow_mut().clock = Some((date, Instant::now()));
+                        self.state.borrow_mut().clock = Some((date, self.clock.instant()));
                     }
                     if reply.status == StatusCode::NOT_MODIFIED {
                         if let Some(cached) = &cached {
@@ -135,9 +135,9 @@ impl GithubSurface {
                             return Ok(reply);
                         }
                     }
-                    if let Some(limit) = rate_limit(&reply) {
+                    if let Some(limit) = rate_limit(&reply, self.clock.now()) {
                         rate_waits += 1;
-                        let until = reply.date().unwrap_or_else(Timestamp::now).plus(limit.wait);
+                        let until = reply.date().unwrap_or(self.clock.now()).plus(limit.wait);
                         if limit.wait > MAX_RATE_LIMIT_WAIT || rate_waits > MAX_RATE_LIMIT_WAITS {
                             return Err(GithubError::RateLimited {
                                 what: what.to_owned(),
@@ -150,7 +150,7 @@ impl GithubSurface {
                             limit.kind,
                             format_wait(limit.wait)
                         );
-                        crate::timefmt::wait_announced(limit.wait, "GitHub's rate limit");
+                        self.clock.wait_announced(limit.wait, "GitHub's rate limit");
                         // A rate-limited request was not carried out: send it again.
                         attempt -= 1;
                         continue;
@@ -189,7 +189,7 @@ impl GithubSurface {
             }
             let pause = backoff(attempt);
             tracing::info!("{what}: {failure}; trying again in {}", format_wait(pause));
-            crate::timefmt::wait_announced(pause, "GitHub to answer again");
+            self.clock.wait_announced(pause, "GitHub to answer again");
             if let Some(recover) = recover {
                 match recover() {
                     Ok(Some(found)) => {
@@ -313,6 +313,22 @@ impl GithubSurface {
     }
 }
 
+/// What `work` comes to, or `None` once `limit` has passed on `clock`.
+async fn within<F: std::future::Future>(
+    clock: &Clock,
+    limit: Duration,
+    work: F,
+) -> Option<F::Output> {
+    let deadline = clock.instant() + limit;
+    let mut work = std::pin::pin!(work);
+    while let Some(slice) = clock.left_until(deadline) {
+        if let Ok(done) = tokio::time::timeout(slice, work.as_mut()).await {
+            return Some(done);
+        }
+    }
+    None
+}
+
 pub(super) struct RateLimit {
     kind: &'static str,
     wait: Duration,
@@ -320,8 +336,9 @@ pub(super) struct RateLimit {
 
 /// Whether `reply` is a rate-limit answer, and how long GitHub asks to wait:
 /// `retry-after`, else until `x-ratelimit-reset`, else (a secondary limit
-/// that names no time) a minute.
-pub(super) fn rate_limit(reply: &Reply) -> Option<RateLimit> {
+/// that names no time) a minute. `local_now` stands in for an answer
+/// without a `Date`.
+pub(super) fn rate_limit(reply: &Reply, local_now: Timestamp) -> Option<RateLimit> {
     let status = reply.status.as_u16();
     if status != 403 && status != 429 {
         return None;
@@ -347,7 +364,7 @@ pub(super) fn rate_limit(reply: &Reply) -> Option<RateLimit> {
         let reset = reply
             .header("x-ratelimit-reset")
             .and_then(|v| v.trim().parse::<i64>().ok());
-        let now = reply.date().unwrap_or_else(Timestamp::now);
+        let now = reply.date().unwrap_or(local_now);
         if let Some(reset) = reset {
             return Some(RateLimit {
                 kind,
@@ -461,41 +478,50 @@ mod tests {
             body: json!({ "message": message }).to_string().into_bytes(),
         };
         let date = ("date", "Mon, 30 Nov 2026 10:00:00 GMT");
-        let secondary = rate_limit(&reply(
-            403,
-            &[date, ("retry-after", "2")],
-            "You have exceeded a secondary rate limit",
-        ))
+        let secondary = rate_limit(
+            &reply(
+                403,
+                &[date, ("retry-after", "2")],
+                "You have exceeded a secondary rate limit",
+            ),
+            Timestamp(0),
+        )
         .unwrap();
         assert_eq!(
             (secondary.kind, secondary.wait),
             ("secondary", Duration::from_secs(2))
         );
         let reset = (Timestamp::parse("2026-11-30T10:00:30Z").unwrap().0).to_string();
-        let primary = rate_limit(&reply(
-            403,
-            &[
-                date,
-                ("x-ratelimit-remaining", "0"),
-                ("x-ratelimit-reset", &reset),
-            ],
-            "API rate limit exceeded",
-        ))
+        let primary = rate_limit(
+            &reply(
+                403,
+                &[
+                    date,
+                    ("x-ratelimit-remaining", "0"),
+                    ("x-ratelimit-reset", &reset),
+                ],
+                "API rate limit exceeded",
+            ),
+            Timestamp(0),
+        )
         .unwrap();
         assert_eq!(
             (primary.kind, primary.wait),
             ("primary", Duration::from_secs(31))
         );
-        let unnamed = rate_limit(&reply(429, &[date], "slow down")).unwrap();
+        let unnamed = rate_limit(&reply(429, &[date], "slow down"), Timestamp(0)).unwrap();
         assert_eq!(unnamed.wait, Duration::from_secs(60));
         // A plain "forbidden" is not a rate limit: no waiting, an error.
-        assert!(rate_limit(&reply(
-            403,
-            &[date, ("x-ratelimit-remaining", "4999")],
-            "Resource not accessible by integration"
-        ))
+        assert!(rate_limit(
+            &reply(
+                403,
+                &[date, ("x-ratelimit-remaining", "4999")],
+                "Resource not accessible by integration"
+            ),
+            Timestamp(0)
+        )
         .is_none());
-        assert!(rate_limit(&reply(502, &[date], "Bad Gateway")).is_none());
+        assert!(rate_limit(&reply(502, &[date], "Bad Gateway"), Timestamp(0)).is_none());
     }
 
     #[test]
