@@ -373,7 +373,7 @@ fn session_start() -> Result<Outcome<HookOutput>, CommandError> {
 fn agent_answer(output: HookSpecificOutput) -> Outcome<HookOutput> {
     let answer = AgentAnswer::Speak { output };
     let line = super::json_line(&answer);
-    Outcome::new(Exit::Ok, HookOutput::Agent(answer)).line(line)
+    Outcome::new(Exit::Ok, HookOutput::Agent(answer)).exact_line(line)
 }
 
 fn session_end(global: &GlobalArgs) -> Result<Outcome<HookOutput>, CommandError> {
