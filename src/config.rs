@@ -362,11 +362,11 @@ impl Settings {
         let remote_url = git.config_get(&format!("remote.{remote}.url"))?;
         origins.set("remoteUrl", Origin::Derived(format!("remote.{remote}.url")));
         let github_host = gh.host.as_deref();
-        let repo_of_remote = || {
-            remote_url
-                .as_deref()
-                .and_then(|url| github_repo_of_url_on(url, github_host))
-        };
+        // The GitHub host the remote is on, and the repository there.
+        let github_remote = remote_url
+            .as_deref()
+            .and_then(|url| github_remote_on(url, github_host));
+        let repo_of_remote = || github_remote.as_ref().map(|(_, repo)| repo.clone());
         let surface = match (overrides.surface, keys.get("surface")) {
             (Some(kind), _) => {
                 origins.set("surface", Origin::Flag("--surface"));
@@ -407,9 +407,8 @@ impl Settings {
                 );
                 SurfaceKind::Github
             }
-            (None, None) => match repo_of_remote() {
-                Some(_) => {
-                    let host = github_host.unwrap_or("github.com");
+            (None, None) => match &github_remote {
+                Some((host, _)) => {
                     origins.set(
                         "surface",
                         Origin::Derived(format!("the remote {remote:?} is on {host}")),
@@ -428,14 +427,13 @@ impl Settings {
         if surface == SurfaceKind::Git && remote_url.is_none() {
             return Err(ConfigError::NoRemote { remote });
         }
+        let mut flag_host = None;
         let repo = match (&overrides.repo, &gh.repo) {
             (Some(r), _) => {
                 origins.set("repo", Origin::Flag("--repo"));
-                Some(
-                    parse_repo(r)
-                        .ok_or_else(|| ConfigError::BadRepo(r.clone()))?
-                        .1,
-                )
+                let (host, repo) = parse_repo(r).ok_or_else(|| ConfigError::BadRepo(r.clone()))?;
+                flag_host = host;
+                Some(repo)
             }
             (None, Some((_, r))) => {
                 origins.set("repo", Origin::Env("GH_REPO"));
@@ -474,17 +472,15 @@ impl Settings {
                 keys.origin("githubApiUrl").unwrap_or(Origin::Default),
             );
             url.to_owned()
-        } else if let Some((Some(host), _)) = &gh.repo {
-            origins.set(
-                "githubApiUrl",
-                Origin::Derived("the host GH_REPO names".to_owned()),
-            );
-            api_url_of_host(host)
-        } else if let Some(host) = github_host {
-            origins.set("githubApiUrl", Origin::Env("GH_HOST"));
-            api_url_of_host(host)
         } else {
-            "https://api.github.com".to_owned()
+            let (url, origin) = api_url_of_names(
+                flag_host.as_deref(),
+                &gh,
+                github_remote.as_ref().map(|(host, _)| host.as_str()),
+                &remote,
+            );
+            origins.set("githubApiUrl", origin);
+            url
         };
         let default_labels = Labels::default();
         let mut label = |key: &'static str, default: &str| match keys.get(key) {
@@ -667,6 +663,37 @@ impl GhEnv {
     }
 }
 
+/// The API a repository's requests (and its token) go to when no URL is
+/// set, from the host that names it: `-R HOST/…`, then `GH_REPO`'s host,
+/// then the host the remote is on, and `GH_HOST` only when none names one
+/// (gh's own order: `GH_HOST` never moves a repository whose remote says
+/// where it lives).
+fn api_url_of_names(
+    flag_host: Option<&str>,
+    gh: &GhEnv,
+    remote_host: Option<&str>,
+    remote: &str,
+) -> (String, Origin) {
+    let gh_repo_host = gh.repo.as_ref().and_then(|(host, _)| host.as_deref());
+    let (host, origin) = if let Some(host) = flag_host {
+        (host, Origin::Flag("--repo"))
+    } else if let Some(host) = gh_repo_host {
+        (host, Origin::Derived("the host GH_REPO names".to_owned()))
+    } else if let Some(host) = remote_host.filter(|&h| {
+        gh.host
+            .as_deref()
+            .is_some_and(|g| g.split(':').next() != Some(h))
+    }) {
+        let why = format!("the remote {remote:?} is on {host}");
+        (host, Origin::Derived(why))
+    } else if let Some(host) = gh.host.as_deref() {
+        (host, Origin::Env("GH_HOST"))
+    } else {
+        return ("https://api.github.com".to_owned(), Origin::Default);
+    };
+    (api_url_of_host(host), origin)
+}
+
 /// `OWNER/NAME` or `HOST/OWNER/NAME`: the host (if any) and `OWNER/NAME`.
 fn parse_repo(text: &str) -> Option<(Option<String>, String)> {
     if valid_repo(text) {
@@ -754,7 +781,15 @@ fn valid_repo(repo: &str) -> bool {
 
 /// `OWNER/NAME` when the URL points at github.com or at `host` (`GH_HOST`, a
 /// GitHub Enterprise Server).
-pub(crate) fn github_repo_of_url_on(url: &str, gh_host: Option<&str>) -> Option<String> {
+#[cfg(test)]
+fn github_repo_of_url_on(url: &str, gh_host: Option<&str>) -> Option<String> {
+    github_remote_on(url, gh_host).map(|(_, repo)| repo)
+}
+
+/// The GitHub host a remote URL is on (github.com, or `gh_host`) and its
+/// `OWNER/NAME`: the host is where the repository's API, and so its token,
+/// goes.
+fn github_remote_on(url: &str, gh_host: Option<&str>) -> Option<(String, String)> {
     let rest = url
         .strip_prefix("https://")
         .or_else(|| url.strip_prefix("http://"))
@@ -782,7 +817,11 @@ pub(crate) fn github_repo_of_url_on(url: &str, gh_host: Option<&str>) -> Option<
     let path = path.trim_end_matches('/');
     let path = path.strip_suffix(".git").unwrap_or(path);
     let repo = path.to_owned();
-    valid_repo(&repo).then_some(repo)
+    let host = match host.as_str() {
+        "www.github.com" => "github.com".to_owned(),
+        _ => host,
+    };
+    valid_repo(&repo).then_some((host, repo))
 }
 
 pub(crate) fn valid_instance_id(id: &str) -> bool {
