@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use super::contract::Note;
 use super::{Context, Outcome};
 use crate::cli::{issue_number, GlobalArgs};
 use crate::coord::lease::{self, ClaimOutcome, Coordinator, Decision, HeartbeatOutcome, IssueView};
@@ -219,6 +220,17 @@ fn refused(exit: Exit, view: &IssueView, what: String, hint: String) -> Outcome<
         .hint(hint)
 }
 
+/// What the claim a resume made warned about (the guard being off, shown
+/// once per clone) and the way out: the resume's own to show, in its lines
+/// and in `--json`'s `warnings`, not lost with the claim's outcome.
+fn warnings_and_hints<T>(claim: Outcome<T>) -> Vec<Note> {
+    claim
+        .notes
+        .into_iter()
+        .filter(|n| matches!(n, Note::Warning(_) | Note::Hint(_)))
+        .collect()
+}
+
 pub(crate) fn run(
     global: &GlobalArgs,
     args: ResumeArgs,
@@ -302,6 +314,7 @@ fn resume(ctx: &Context, args: ResumeArgs) -> Result<Outcome<ResumeOutput>, Comm
     }
 
     // 3. The claim: ours already, or claimed (taken over) now.
+    let mut claim_notes = Vec::new();
     let claim = match view.decision {
         Decision::Ours if !lease::lapsed(&view) => {
             // Picking the work up renews the lease, and confirms the claim
@@ -340,6 +353,7 @@ fn resume(ctx: &Context, args: ResumeArgs) -> Result<Outcome<ResumeOutput>, Comm
                     "resume of {branch} stopped: the takeover of #{issue} did not go through"
                 )));
             }
+            claim_notes = warnings_and_hints(outcome);
             match view.decision {
                 Decision::Ours => ClaimState::Held,
                 _ => ClaimState::TakenOver,
@@ -448,6 +462,7 @@ fn resume(ctx: &Context, args: ResumeArgs) -> Result<Outcome<ResumeOutput>, Comm
             aside.display()
         ));
     }
+    outcome.notes.extend(claim_notes);
     outcome = super::warn_if_guard_off(&wt_git, outcome);
     if claim == ClaimState::None {
         outcome = outcome.note(format!(
