@@ -723,8 +723,14 @@ impl Implied<'_> {
     /// The GitHub repository the remote's URL names, on github.com or
     /// `GH_HOST`.
     fn repo_of_remote(&self) -> Option<String> {
+        self.github_remote().map(|(_, repo)| repo)
+    }
+
+    /// The GitHub host the remote is on (github.com or `GH_HOST`) and the
+    /// repository there: the host is where its API, and so its token, goes.
+    fn github_remote(&self) -> Option<(String, String)> {
         self.remote_url
-            .and_then(|url| github_repo_of_url_on(url, self.gh.host.as_deref()))
+            .and_then(|url| github_remote_on(url, self.gh.host.as_deref()))
     }
 
     /// The surface when nothing names one: GitHub when something names a
@@ -741,11 +747,8 @@ impl Implied<'_> {
             return github("maverick.repo names a GitHub repository".to_owned());
         }
         let remote = self.remote;
-        match self.repo_of_remote() {
-            Some(_) => {
-                let host = self.gh.host.as_deref().unwrap_or("github.com");
-                github(format!("the remote {remote:?} is on {host}"))
-            }
+        match self.github_remote() {
+            Some((host, _)) => github(format!("the remote {remote:?} is on {host}")),
             None => (
                 SurfaceKind::Git,
                 Origin::Derived(format!("the remote {remote:?} is not on GitHub")),
@@ -772,16 +775,22 @@ impl Implied<'_> {
         (self.repo_of_remote(), Origin::Derived(why))
     }
 
-    /// The API of the host `GH_REPO` or `GH_HOST` names, else github.com's.
+    /// The API of the host `-R`, `GH_REPO` or the remote names, else
+    /// `GH_HOST`'s, else github.com's ([`api_url_of_names`]).
     fn api_url(&self) -> (String, Origin) {
-        if let Some((Some(host), _)) = &self.gh.repo {
-            let why = Origin::Derived("the host GH_REPO names".to_owned());
-            return (api_url_of_host(host), why);
-        }
-        match &self.gh.host {
-            Some(host) => (api_url_of_host(host), Origin::Env("GH_HOST")),
-            None => ("https://api.github.com".to_owned(), Origin::Default),
-        }
+        let flag_host = self
+            .overrides
+            .repo
+            .as_deref()
+            .and_then(parse_repo)
+            .and_then(|(host, _)| host);
+        let remote = self.github_remote();
+        api_url_of_names(
+            flag_host.as_deref(),
+            self.gh,
+            remote.as_ref().map(|(host, _)| host.as_str()),
+            self.remote,
+        )
     }
 }
 
@@ -803,6 +812,37 @@ impl GhEnv {
         let host = var("GH_HOST").map(|h| h.trim().to_ascii_lowercase());
         Ok(GhEnv { repo, host })
     }
+}
+
+/// The API a repository's requests (and its token) go to when no URL is
+/// set, from the host that names it: `-R HOST/…`, then `GH_REPO`'s host,
+/// then the host the remote is on, and `GH_HOST` only when none names one
+/// (gh's own order: `GH_HOST` never moves a repository whose remote says
+/// where it lives).
+fn api_url_of_names(
+    flag_host: Option<&str>,
+    gh: &GhEnv,
+    remote_host: Option<&str>,
+    remote: &str,
+) -> (String, Origin) {
+    let gh_repo_host = gh.repo.as_ref().and_then(|(host, _)| host.as_deref());
+    let (host, origin) = if let Some(host) = flag_host {
+        (host, Origin::Flag("--repo"))
+    } else if let Some(host) = gh_repo_host {
+        (host, Origin::Derived("the host GH_REPO names".to_owned()))
+    } else if let Some(host) = remote_host.filter(|&h| {
+        gh.host
+            .as_deref()
+            .is_some_and(|g| g.split(':').next() != Some(h))
+    }) {
+        let why = format!("the remote {remote:?} is on {host}");
+        (host, Origin::Derived(why))
+    } else if let Some(host) = gh.host.as_deref() {
+        (host, Origin::Env("GH_HOST"))
+    } else {
+        return ("https://api.github.com".to_owned(), Origin::Default);
+    };
+    (api_url_of_host(host), origin)
 }
 
 /// `OWNER/NAME` or `HOST/OWNER/NAME`: the host (if any) and `OWNER/NAME`.
@@ -891,7 +931,15 @@ fn valid_repo(repo: &str) -> bool {
 
 /// `OWNER/NAME` when the URL points at github.com or at `host` (`GH_HOST`, a
 /// GitHub Enterprise Server).
-pub(crate) fn github_repo_of_url_on(url: &str, gh_host: Option<&str>) -> Option<String> {
+#[cfg(test)]
+fn github_repo_of_url_on(url: &str, gh_host: Option<&str>) -> Option<String> {
+    github_remote_on(url, gh_host).map(|(_, repo)| repo)
+}
+
+/// The GitHub host a remote URL is on (github.com, or `gh_host`) and its
+/// `OWNER/NAME`: the host is where the repository's API, and so its token,
+/// goes.
+fn github_remote_on(url: &str, gh_host: Option<&str>) -> Option<(String, String)> {
     let rest = url
         .strip_prefix("https://")
         .or_else(|| url.strip_prefix("http://"))
@@ -919,7 +967,11 @@ pub(crate) fn github_repo_of_url_on(url: &str, gh_host: Option<&str>) -> Option<
     let path = path.trim_end_matches('/');
     let path = path.strip_suffix(".git").unwrap_or(path);
     let repo = path.to_owned();
-    valid_repo(&repo).then_some(repo)
+    let host = match host.as_str() {
+        "www.github.com" => "github.com".to_owned(),
+        _ => host,
+    };
+    valid_repo(&repo).then_some((host, repo))
 }
 
 pub(crate) fn valid_instance_id(id: &str) -> bool {

@@ -584,6 +584,9 @@ impl From<crate::workflow::task_done::DoneError> for CommandError {
             }
             DoneError::NotConventional { .. } => CommandError::from_error(Exit::Usage, err)
                 .hint("nothing was committed; pass -m \"type(scope): subject\""),
+            DoneError::MassDelete { .. } => CommandError::from_error(Exit::Error, err).hint(format!(
+                "nothing was committed; check `git status` (after an interrupted `git maverick resume`, run it again to rebuild the worktree); if the deletion is meant, {again} with --allow-mass-delete"
+            )),
             DoneError::Commit(e) => CommandError::from_error(Exit::Error, e).hint(format!(
                 "nothing was committed or pushed; fix what git says and {again}"
             )),

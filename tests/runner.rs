@@ -23,6 +23,7 @@ mod layout;
 mod markers;
 mod maverick_interop;
 mod native;
+mod recovery;
 mod resume;
 mod run;
 mod settle;

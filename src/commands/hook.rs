@@ -416,7 +416,7 @@ fn instance_context(git: &Git, me: &str, exported: bool) -> String {
 fn agent_answer(output: HookSpecificOutput) -> Outcome<HookOutput> {
     let answer = AgentAnswer::Speak { output };
     let line = super::json_line(&answer);
-    Outcome::new(Exit::Ok, HookOutput::Agent(answer)).line(line)
+    Outcome::new(Exit::Ok, HookOutput::Agent(answer)).exact_line(line)
 }
 
 /// Returns within Claude Code's SessionEnd budget (about 1.5 s): reads only
@@ -513,7 +513,11 @@ fn session_release(
     };
     let released = ctx.surface().and_then(|surface| {
         let coord = Coordinator::new(surface.as_ref(), &ctx.settings);
-        Ok(claims::release_all(&coord, &ctx.claims()?, claims::ReleaseReason::Abort)?)
+        Ok(claims::release_all(
+            &coord,
+            &ctx.claims()?,
+            claims::ReleaseReason::Abort,
+        )?)
     });
     match released {
         Ok(outcome) => {

@@ -19,6 +19,7 @@ use serde::Serialize;
 
 use super::contract::{ErrorObject, Note};
 use super::coord::{self, ClaimArgs, ReleaseReason};
+use super::escape::{for_terminal, Newlines};
 use super::{Context, Outcome, Warning};
 use crate::cli::{lease_duration, GlobalArgs};
 use crate::coord::hold::{self, command_line, Ending, HoldReport, HoldRequest, Inbox, Released};
@@ -159,13 +160,14 @@ fn hold_for(
         Box::new(move || ctx.surface().ok())
     };
     let report = hold::hold(&coord, store, inbox, request, new_surface, &mut |started| {
-        eprintln!(
+        let line = format!(
             "git maverick: holding #{} (generation {}) while `{}` runs (pid {})",
             started.issue,
             started.generation,
             command_line(started.command),
             started.pid
         );
+        eprintln!("{}", for_terminal(&line, Newlines::Escape));
     })?;
     Ok(show(&settings.instance, report))
 }

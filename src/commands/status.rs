@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
+use super::escape::{for_terminal, Newlines};
 use super::{Context, Envelope, Failure, Outcome, Warning};
 use crate::cli::{duration, issue_number, GlobalArgs};
 use crate::config::SurfaceKind;
@@ -302,7 +303,10 @@ fn watch(
             text.push_str("\x1b[H\x1b[2J");
         }
         for line in &lines {
-            text.push_str(line);
+            match json {
+                true => text.push_str(line),
+                false => text.push_str(&for_terminal(line, Newlines::Escape)),
+            }
             text.push('\n');
         }
         if terminal {

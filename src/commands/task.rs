@@ -87,6 +87,10 @@ pub(crate) struct DoneArgs {
     /// The story, when neither a claim nor the branch name tells it
     #[arg(long = "issue", value_name = "N", value_parser = issue_number)]
     pub issue: Option<u64>,
+    /// Commit even when the staged changes delete more than half of the
+    /// files HEAD tracks (refused otherwise: a broken worktree's empty index)
+    #[arg(long)]
+    pub allow_mass_delete: bool,
 }
 
 /// `task check --json`.
@@ -426,6 +430,7 @@ fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome<DoneOutput>, CommandErr
         branch: &branch,
         task: args.task,
         message: args.message.as_deref(),
+        allow_mass_delete: args.allow_mass_delete,
     };
     let what = task_done::to_commit(&ctx.git, &remote, &req)?;
     let surface = ctx.surface()?;

@@ -25,6 +25,9 @@ pub(crate) struct DoneRequest<'a> {
     pub task: Option<usize>,
     /// `-m`; otherwise the task's title, when it is a Conventional Commits message.
     pub message: Option<&'a str>,
+    /// `--allow-mass-delete`: commit even when the index deletes most of
+    /// the tree.
+    pub allow_mass_delete: bool,
 }
 
 /// How `task done` ended when it did not fail.
@@ -79,6 +82,16 @@ pub(crate) enum DoneError {
         "no -m given, and task {number}'s title {title:?} is not a Conventional Commits message"
     )]
     NotConventional { number: usize, title: String },
+    #[error(
+        "the staged changes delete {deleted} of the {tracked} files HEAD tracks ({first}{more}): \
+         most of the tree, as a broken worktree or index would"
+    )]
+    MassDelete {
+        deleted: usize,
+        tracked: usize,
+        first: String,
+        more: String,
+    },
     #[error("{0}")]
     Commit(GitError),
     #[error("committed {short} locally but could not push it: {source}; task {number} of #{issue} stays unchecked")]
@@ -119,6 +132,26 @@ pub(crate) struct ToCommit {
     unpushed_task: Option<usize>,
 }
 
+/// Refuses an index that deletes more than half of the files HEAD tracks:
+/// what a half-made worktree (an empty index) or a stray `git rm -r` would
+/// commit, and push, as a task (issue 29).
+fn refuse_mass_delete(git: &Git) -> Result<(), DoneError> {
+    let (deleted, tracked) = git.staged_deletions()?;
+    if deleted.is_empty() || deleted.len() * 2 <= tracked {
+        return Ok(());
+    }
+    let shown = 3;
+    Err(DoneError::MassDelete {
+        deleted: deleted.len(),
+        tracked,
+        first: deleted[..deleted.len().min(shown)].join(", "),
+        more: match deleted.len().saturating_sub(shown) {
+            0 => String::new(),
+            n => format!(" and {n} more"),
+        },
+    })
+}
+
 /// Finds what to commit; `NothingStaged` when there is nothing.
 pub(crate) fn to_commit(
     git: &Git,
@@ -126,6 +159,9 @@ pub(crate) fn to_commit(
     req: &DoneRequest<'_>,
 ) -> Result<ToCommit, DoneError> {
     let staged = git.has_staged_changes()?;
+    if staged && !req.allow_mass_delete {
+        refuse_mass_delete(git)?;
+    }
     let head = git.resolve_commit("HEAD")?;
     let mut unpushed_task: Option<usize> = None;
     if !staged {
@@ -546,6 +582,7 @@ mod tests {
             branch: BRANCH,
             task: None,
             message: None,
+            allow_mass_delete: false,
         };
         let what = to_commit(git, &settings.remote, &req)?;
         let claims = ClaimStore::new(&git.common_dir().unwrap());

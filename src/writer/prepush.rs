@@ -625,6 +625,37 @@ pub(crate) fn record_allowed(
     BranchStore::new(common_dir).set_unsynced(&record)
 }
 
+/// Before maverick's own push of `sha`: `sha` joins the pending heads (the
+/// hook's rule, kept when no hook runs), so a push the remote took but this
+/// process never heard back from (killed before git wrote the
+/// remote-tracking ref) reads as this writer's own, not someone else's.
+/// Without a record, the head the push replaces, `expected`, becomes last
+/// seen.
+pub(crate) fn record_pushing(
+    common_dir: &Path,
+    branch: &str,
+    sha: &str,
+    expected: Option<&str>,
+    issue: Option<u64>,
+    me: &str,
+    now: Timestamp,
+) -> Result<(), RecordError> {
+    let store = BranchStore::new(common_dir);
+    let mut record = store.get(branch)?.unwrap_or_else(|| BranchRecord {
+        branch: branch.to_owned(),
+        last_seen: expected.map(str::to_owned),
+        issue,
+        ..BranchRecord::default()
+    });
+    record.pending.retain(|p| p != sha);
+    record.pending.push(sha.to_owned());
+    let excess = record.pending.len().saturating_sub(MAX_PENDING);
+    record.pending.drain(..excess);
+    record.instance_id = Some(me.to_owned());
+    record.updated_at = now;
+    store.set(&record)
+}
+
 /// What one check of a managed branch read from git: the reflogs of its
 /// remote-tracking refs, and where this writer expects the remote from
 /// them and the record (`None` without a record).

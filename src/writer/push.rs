@@ -106,6 +106,16 @@ pub fn cas_push(
             });
         }
     }
+    prepush::record_pushing(
+        &common_dir,
+        branch,
+        &sha,
+        expected,
+        issue,
+        instance,
+        clock.now(),
+    )?;
+    crate::failpoint::hit("push-before-remote");
     let target = format!("refs/heads/{branch}");
     let outcome = git.push_with_lease(remote, &sha, &target, expected, Hooks::Run)?;
     if let PushOutcome::Refused { status, error, .. } = outcome {

@@ -131,6 +131,9 @@ pub(crate) struct Entry {
     pub branch: Option<String>,
     pub bare: bool,
     pub locked: bool,
+    /// Why it is locked, as git lists it (`initializing` while `git
+    /// worktree add` runs).
+    pub lock_reason: String,
     pub prunable: bool,
 }
 
@@ -167,7 +170,10 @@ pub(crate) fn list(git: &Git) -> Result<Vec<Entry>, GitError> {
             "HEAD" => entry.head = Some(value.to_owned()),
             "branch" => entry.branch = Some(value.to_owned()),
             "bare" => entry.bare = true,
-            "locked" => entry.locked = true,
+            "locked" => {
+                entry.locked = true;
+                entry.lock_reason = value.to_owned();
+            }
             "prunable" => entry.prunable = true,
             _ => {}
         }
@@ -281,9 +287,13 @@ pub(crate) struct Plan {
     pub existing: Option<Entry>,
     /// Stale registrations to prune first (a deleted worktree directory).
     pub prune: bool,
-    /// A leftover directory at `path` whose registration is gone: it is
-    /// moved aside (never deleted: it may hold uncommitted work).
+    /// A leftover directory at `path` whose registration is gone, or a
+    /// half-made worktree there: it is moved aside (never deleted: it may
+    /// hold uncommitted work).
     pub move_aside: Option<PathBuf>,
+    /// Worktrees whose lock goes before the prune: git's "initializing"
+    /// lock of a half-made one, or any lock of one whose directory is gone.
+    pub unlock: Vec<PathBuf>,
     pub local: LocalBranch,
 }
 
@@ -322,11 +332,33 @@ pub(crate) fn plan(
 ) -> Result<Plan, WorktreeError> {
     let refname = format!("refs/heads/{branch}");
     let entries = list(git)?;
-    let (stale, live): (Vec<Entry>, Vec<Entry>) = entries.into_iter().partition(Entry::stale);
-    let prune = stale
+    let (mut stale, mut live): (Vec<Entry>, Vec<Entry>) =
+        entries.into_iter().partition(Entry::stale);
+    // A half-made worktree of the branch at its path is rebuilt, never
+    // reused: its index may delete every file (issue 29).
+    let half_made = match live
         .iter()
-        .any(|e| same_path(&e.path, path) || e.branch.as_deref() == Some(&refname));
+        .position(|e| same_path(&e.path, path) && e.branch.as_deref() == Some(&refname))
+    {
+        Some(at) if is_half_made(git, &live[at])? => Some(live.remove(at)),
+        _ => None,
+    };
+    let ours = |e: &Entry| same_path(&e.path, path) || e.branch.as_deref() == Some(&refname);
+    let mut prune = stale.iter().any(ours);
+    let mut unlock: Vec<PathBuf> = stale
+        .iter()
+        .filter(|e| ours(e) && e.locked)
+        .map(|e| e.path.clone())
+        .collect();
+    if let Some(entry) = half_made {
+        prune = true;
+        if entry.locked {
+            unlock.push(entry.path.clone());
+        }
+        stale.push(entry);
+    }
     let live: Vec<Entry> = if prune {
+        live.retain(|e| !stale.iter().any(|s| s.path == e.path));
         live
     } else {
         // Stale entries we leave alone still hold their branch.
@@ -346,6 +378,7 @@ pub(crate) fn plan(
             existing: Some(elsewhere.clone()),
             prune,
             move_aside: None,
+            unlock,
             local: local_branch(git, branch, remote_head)?,
         });
     }
@@ -396,8 +429,24 @@ pub(crate) fn plan(
         existing,
         prune,
         move_aside,
+        unlock,
         local: local_branch(git, branch, remote_head)?,
     })
+}
+
+/// A worktree `git worktree add` never finished (killed while it ran): git's
+/// own "initializing" lock on it, a stale `index.lock`, or an index without
+/// a single file of HEAD's.
+fn is_half_made(git: &Git, entry: &Entry) -> Result<bool, GitError> {
+    if entry.locked && entry.lock_reason == "initializing" {
+        return Ok(true);
+    }
+    let here = git.at(&entry.path);
+    if here.git_path("index.lock")?.exists() {
+        return Ok(true);
+    }
+    let (deleted, tracked) = here.staged_deletions()?;
+    Ok(tracked > 0 && deleted.len() == tracked)
 }
 
 fn aside_path(path: &Path, now: Timestamp) -> PathBuf {
@@ -425,14 +474,18 @@ pub(crate) fn apply(git: &Git, plan: &Plan, remote: &str) -> Result<Applied, Wor
     let branch = plan.branch.as_str();
     let refname = format!("refs/heads/{branch}");
     let head = plan.remote_head.as_str();
-    if plan.prune {
-        git.worktree_prune()?;
-        applied.repaired = true;
+    for locked in &plan.unlock {
+        git.worktree_unlock(locked)?;
     }
     if let Some(aside) = &plan.move_aside {
         std::fs::rename(&plan.path, aside).map_err(IoError::on("move aside", &plan.path))?;
         applied.repaired = true;
         applied.moved_aside = Some(aside.clone());
+    }
+    // After the move: a half-made worktree's registration goes with it.
+    if plan.prune {
+        git.worktree_prune()?;
+        applied.repaired = true;
     }
     if let Some(parent) = plan.path.parent() {
         std::fs::create_dir_all(parent).map_err(IoError::on("create", parent))?;
