@@ -326,7 +326,7 @@ fn show_claim(ctx: &Context, issue: u64, report: &ClaimReport) -> Outcome {
             Exit::LostRace,
             views,
             &format!(
-                "hint: {} claimed it first; this instance's claim was withdrawn. Pick another issue",
+                "hint: {} won the claim; this instance's claim was withdrawn. Pick another issue",
                 winner.as_deref().unwrap_or("another instance")
             ),
         ),

@@ -121,6 +121,7 @@ const SCRUBBED: &[&str] = &[
     "MAVERICK_INSTANCE_ID",
     "CLAUDE_CODE_SESSION_ID",
     "CLAUDE_SESSION_ID",
+    "KIRO_SESSION_ID",
     "GH_TOKEN",
     "GITHUB_TOKEN",
     "GITHUB_API_URL",
@@ -236,6 +237,16 @@ impl TestEnv {
         if let Some(fake) = &self.github {
             fake.advance_clock(secs);
         }
+    }
+
+    /// Seconds the surface's clock runs ahead of the real one.
+    pub fn clock_offset(&self) -> i64 {
+        self.clock_offset.get()
+    }
+
+    /// The HOME every process of this environment gets.
+    pub fn home(&self) -> &Path {
+        &self.home
     }
 
     /// What a person saw, as a snapshot keeps it: [`Run::screen`] through
