@@ -14,7 +14,8 @@
 //! (see its README); the tests at the end plant those bodies on both
 //! surfaces and check what git maverick makes of them.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 use std::thread::JoinHandle;
@@ -36,7 +37,7 @@ const PAST_A_LEASE: i64 = 11 * 60;
 /// The Maverick release this suite was written against.
 const MAVERICK_VERSION: &str = "maverick 5.1.1";
 
-// ------------------------------------------------------------ the real tools
+// ---------------------------------------------------------- the real tools
 
 /// Fails the test, with the way out, when the real Maverick or gh is not
 /// installed: these tests must not pass without them.
@@ -166,14 +167,18 @@ impl<'a> Maverick<'a> {
         serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {}", run.stdout))
     }
 
-    /// Who Maverick takes to hold the issue: the newest claim, when the
-    /// label is on and the newest lease is live (its skills' "held"); none
-    /// when it reads the issue as free or stale.
+    /// Who Maverick takes to hold the issue (see [`names`]).
     fn names(&self, issue: u64) -> Option<String> {
-        let read = self.read(issue);
-        (read["in_progress"] == true && read["lease_live"] == true)
-            .then(|| read["claim"]["instance_id"].as_str().unwrap().to_owned())
+        names(&self.read(issue))
     }
+}
+
+/// Who Maverick takes to hold an issue, from its `coord read`: the newest
+/// claim, when the label is on and the newest lease is live (its skills'
+/// "held"); none when it reads the issue as free or stale.
+fn names(read: &Value) -> Option<String> {
+    (read["in_progress"] == true && read["lease_live"] == true)
+        .then(|| read["claim"]["instance_id"].as_str().unwrap().to_owned())
 }
 
 /// A process running in the background while the test stages the rest.
@@ -195,15 +200,16 @@ impl Spawned {
     }
 }
 
-// ------------------------------------------------------------- the team
+// ---------------------------------------------------------------- the team
 
-/// A mixed team on the fake GitHub: alice runs git maverick, carol (git
-/// maverick) only reads, three Maverick sessions; the third only reads and
-/// claims last.
+/// A mixed team on the fake GitHub: alice and carol run git maverick, dave
+/// (git maverick too) only reads and claims last; three Maverick sessions,
+/// the third of which only reads and claims last.
 struct Team<'a> {
     env: &'a TestEnv,
     alice: Repo<'a>,
     carol: Repo<'a>,
+    dave: Repo<'a>,
     maverick: Maverick<'a>,
     maverick_2: Maverick<'a>,
     maverick_3: Maverick<'a>,
@@ -214,13 +220,17 @@ fn team(env: &TestEnv) -> Team<'_> {
     // The label exists in the repository, as Maverick's `gh issue edit`
     // needs (it adds only labels the repository has).
     env.github().create_label(LABEL);
-    let alice = env.clone("alice");
-    // A held answer must not time out while the other tool acts.
-    alice.git(&["config", "maverick.httpTimeout", "120s"]);
+    let claimant = |name: &str| {
+        let repo = env.clone(name);
+        // A held answer must not time out while the other tool acts.
+        repo.git(&["config", "maverick.httpTimeout", "120s"]);
+        repo
+    };
     Team {
         env,
-        alice,
-        carol: env.clone("carol"),
+        alice: claimant("alice"),
+        carol: claimant("carol"),
+        dave: env.clone("dave"),
         maverick: Maverick::in_session(env, MAVERICK_SESSION),
         maverick_2: Maverick::in_session(env, "maverick-session-8"),
         maverick_3: Maverick::in_session(env, "maverick-session-9"),
@@ -228,10 +238,10 @@ fn team(env: &TestEnv) -> Team<'_> {
 }
 
 impl Team<'_> {
-    /// The holder git maverick names, read by carol, and its decision.
+    /// The holder git maverick names, read by dave, and its decision.
     fn git_maverick_names(&self, issue: u64) -> (Option<String>, Value) {
         let view = self
-            .carol
+            .dave
             .maverick(&["coord", "read", &issue.to_string(), "--json"])
             .json();
         let holder = view["holder"]["instance_id"].as_str().map(str::to_owned);
@@ -239,7 +249,7 @@ impl Team<'_> {
     }
 
     /// Both tools name `who` as the live holder of `issue`: git maverick
-    /// (carol's read) and Maverick (a third session's read); and a third
+    /// (dave's read) and Maverick (a third session's read); and a third
     /// instance of each tool is turned away.
     #[track_caller]
     fn assert_both_name(&self, issue: u64, who: &str, when: &str) {
@@ -248,12 +258,12 @@ impl Team<'_> {
         assert_eq!(view["decision"], "held", "{when}: {view}");
         let read = self.maverick_3.read(issue);
         assert_eq!(
-            self.maverick_3.names(issue).as_deref(),
+            names(&read).as_deref(),
             Some(who),
             "{when}: Maverick's holder: {read}"
         );
         let n = issue.to_string();
-        self.carol.maverick(&["coord", "claim", &n]).expect(4);
+        self.dave.maverick(&["coord", "claim", &n]).expect(4);
         let third = self.maverick_3.coord("claim", issue, &[]);
         third.expect(2);
         assert!(
@@ -267,11 +277,7 @@ impl Team<'_> {
 
     /// `git maverick coord claim ISSUE` by alice, in the background.
     fn alice_claims(&self, issue: u64) -> Spawned {
-        let n = issue.to_string();
-        spawn(
-            &["coord", "claim", "--json"],
-            self.alice.command(&["coord", "claim", &n, "--json"]),
-        )
+        claims_in_background(&self.alice, issue, &[])
     }
 
     /// Every release marker alice wrote on `issue`.
@@ -284,6 +290,14 @@ impl Team<'_> {
     }
 }
 
+/// `git maverick coord claim ISSUE [MORE…] --json` by `repo`, in the background.
+fn claims_in_background(repo: &Repo<'_>, issue: u64, more: &[&str]) -> Spawned {
+    let n = issue.to_string();
+    let mut args = vec!["coord", "claim", &n, "--json"];
+    args.extend(more);
+    spawn(&["coord", "claim", "--json"], repo.command(&args))
+}
+
 /// A request git maverick (not gh) sent.
 fn from_git_maverick(r: &HeldRequest<'_>) -> bool {
     !r.from_gh()
@@ -293,7 +307,7 @@ fn path_of<'r>(r: &HeldRequest<'r>) -> &'r str {
     r.path.split('?').next().unwrap_or(r.path)
 }
 
-// ------------------------------------------------------------ mixed races
+// ------------------------------------------------------------- mixed races
 
 /// alice's claim comment is posted first; Maverick, which read the issue
 /// before alice's lease, claims after it; alice's settle finds
@@ -482,7 +496,103 @@ fn two_maverick_sessions_race_and_git_maverick_names_the_newest() {
     assert_eq!(view["holder"]["writer"], "maverick", "{view}");
 }
 
-// ---------------------------------------------- takeovers and releases
+/// Maverick claims first; alice's claim races it and stands. Maverick's
+/// lease upsert looked for the newest lease block before alice's claim,
+/// so its lease is a new comment after alice's: the lease every Maverick
+/// reads. alice's heartbeats renew there (a new lease comment), not in her
+/// own older one, so Maverick keeps reading alice's issue as held past
+/// Maverick's own ten minutes.
+#[test]
+fn git_maverick_renews_where_maverick_reads_the_lease() {
+    let env = TestEnv::with_surface(Surface::Github);
+    let t = team(&env);
+    let issue = 209;
+    let alice_label = env.github().hold_answer(move |r| {
+        from_git_maverick(r)
+            && r.method == "POST"
+            && path_of(r).ends_with(&format!("/issues/{issue}/labels"))
+    });
+    let alice = t.alice_claims(issue);
+    alice_label.wait_until_holding();
+    // Maverick's lookup for the newest lease comment, after its claim.
+    let claimed = AtomicBool::new(false);
+    let lookup = env.github().hold_answer(move |r| {
+        if r.from_gh() && r.method == "POST" && r.body.contains("maverick-claim") {
+            claimed.store(true, SeqCst);
+        }
+        claimed.load(SeqCst) && r.from_gh() && r.method == "GET" && r.path.contains("/comments")
+    });
+    let maverick = t.maverick.spawn_coord("claim", issue);
+    lookup.wait_until_holding();
+    alice_label.release();
+    alice.finish().expect(0);
+    lookup.release();
+    maverick.finish().expect(2);
+    let newest = lease_comment(&env, issue);
+    assert!(
+        newest.body.contains(MAVERICK),
+        "Maverick's lease is the newest: {}",
+        newest.body
+    );
+    t.assert_both_name(issue, "alice", "after the race");
+
+    env.advance_clock(5 * 60);
+    let n = issue.to_string();
+    t.alice.maverick(&["coord", "heartbeat", &n]).expect(0);
+    let renewed = lease_comment(&env, issue);
+    assert!(renewed.id > newest.id, "renewed in a new comment");
+    assert!(
+        renewed.body.contains("\"instance_id\": \"alice\""),
+        "{}",
+        renewed.body
+    );
+    t.maverick.coord("heartbeat", issue, &[]).expect(3);
+    // Past Maverick's ten minutes from its lease: still alice's, live.
+    env.advance_clock(6 * 60);
+    t.assert_both_name(issue, "alice", "eleven minutes on");
+}
+
+/// A git maverick takeover (carol) races a Maverick takeover of alice's
+/// stale claim: Maverick writes its takeover comment and its plain claim,
+/// carol's claim lands after both, and Maverick's re-read sees it. Both
+/// tools name carol: Maverick's two comments are one step, which carol's
+/// claim (one above alice's) matches and, coming later, supersedes.
+#[test]
+fn a_git_maverick_takeover_that_races_a_maverick_takeover_stands() {
+    let env = TestEnv::with_surface(Surface::Github);
+    let t = team(&env);
+    let issue = 210;
+    let n = issue.to_string();
+    t.alice.maverick(&["coord", "claim", &n]).expect(0);
+    env.advance_clock(PAST_A_LEASE);
+    let carol_label = env.github().hold_answer(move |r| {
+        from_git_maverick(r)
+            && r.method == "POST"
+            && path_of(r).ends_with(&format!("/issues/{issue}/labels"))
+    });
+    let carol = claims_in_background(&t.carol, issue, &["--takeover"]);
+    carol_label.wait_until_holding();
+    let maverick_lease = env
+        .github()
+        .hold_answer(|r| r.from_gh() && r.body.contains("maverick-lease"));
+    let maverick = t.maverick.spawn_coord("takeover", issue);
+    maverick_lease.wait_until_holding();
+    carol_label.release();
+    let carol = carol.finish();
+    carol.expect(0);
+    assert_eq!(carol.json()["generation"], 2);
+    maverick_lease.release();
+    let lost = maverick.finish();
+    lost.expect(2);
+    assert!(lost.stderr.contains("race lost"), "{}", lost.stderr);
+    t.assert_both_name(issue, "carol", "after the race");
+    t.maverick.coord("heartbeat", issue, &[]).expect(3);
+    t.carol.maverick(&["coord", "heartbeat", &n]).expect(0);
+    t.alice.maverick(&["coord", "heartbeat", &n]).expect(7);
+    t.assert_both_name(issue, "carol", "after the heartbeats");
+}
+
+// -------------------------------------------------- takeovers and releases
 
 /// Maverick's takeover: a takeover comment, then a plain claim, and its
 /// lease PATCHed over alice's lease comment. git maverick counts the
@@ -587,7 +697,7 @@ fn lease_comment(env: &TestEnv, issue: u64) -> crate::support::StoredComment {
         .expect("a lease comment")
 }
 
-// ---------------------------------------------------------- one person
+// -------------------------------------------------------------- one person
 
 /// A Claude Code session that runs both tools is one instance; in a
 /// Kiro session started inside it, Kiro's session names it, for both;
@@ -708,7 +818,7 @@ fn a_person_without_a_session_is_one_instance() {
     assert_eq!(view["instance_id"], MAVERICK);
 }
 
-// ------------------------------------------------------- durable state
+// ----------------------------------------------------------- durable state
 
 /// `maverick-state` on an epic: git maverick's comment is Maverick's
 /// too (`state show`, and `state set` updates that comment in place),
@@ -760,7 +870,7 @@ fn epic_state_written_by_either_tool_reads_in_the_other() {
     assert_eq!(state["stories"]["150"], "merged");
 }
 
-// ------------------------------------------ how Maverick reads markers
+// ---------------------------------------------- how Maverick reads markers
 
 /// Maverick finds a marker with a pattern, not by Markdown: a claim
 /// quoted inside another code block is a claim to it, a `~~~` fence is
@@ -777,7 +887,7 @@ fn maverick_reads_markers_by_its_pattern() {
     };
     let n = |issue: u64| issue.to_string();
 
-    for issue in 230..=234 {
+    for issue in 230..=236 {
         touch(&t.carol, issue);
     }
     env.add_comment(230, "dana", &comments_fixture("fence-inside-code-block.md"));
@@ -817,6 +927,11 @@ fn maverick_reads_markers_by_its_pattern() {
     assert!(crashed.stderr.contains("AttributeError"), "{}", crashed.stderr);
     t.alice.maverick(&["coord", "claim", &n(234)]).expect(0);
 
+    // A block cut short is nothing to Maverick (its pattern needs the
+    // closing fence), and an error git maverick skips.
+    env.add_comment(236, "dana", &comments_fixture("unterminated.md"));
+    assert_eq!(t.maverick.read(236)["claim"], Value::Null);
+
     // What git maverick writes, Maverick reads as written: whole-second
     // `Z` stamps (a `.000Z` one would read as stale at once).
     t.alice.maverick(&["coord", "claim", &n(235)]).expect(0);
@@ -827,7 +942,7 @@ fn maverick_reads_markers_by_its_pattern() {
     assert!(expires.len() == 20 && expires.ends_with('Z'), "{expires}");
 }
 
-// ------------------------------------------ fixtures, on both surfaces
+// ---------------------------------------------- fixtures, on both surfaces
 
 /// A body of `fixtures/maverick/`: what Maverick 5.1.1 writes.
 fn fixture(name: &str) -> String {
@@ -862,6 +977,56 @@ on_both_surfaces!(
     maverick_state_markers_read_and_update_in_place,
     a_comment_with_two_blocks_of_a_kind_reads_the_first,
 );
+
+/// `fixtures/maverick/` is what the installed Maverick writes: its
+/// `generate.py`, run with Maverick's own Python, gives the same bytes.
+#[test]
+fn fixtures_are_what_maverick_writes_byte_for_byte() {
+    require_tools();
+    let maverick = std::env::split_paths(&path_with_bin())
+        .map(|dir| dir.join("maverick"))
+        .find(|p| p.is_file())
+        .unwrap();
+    let script = std::fs::read_to_string(&maverick).unwrap();
+    let python = script
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("#!"))
+        .expect("the maverick console script names its Python");
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/maverick");
+    let out = tempfile::tempdir().unwrap();
+    let generated = out.path().join("bodies");
+    let run = Command::new(python.trim())
+        .arg(dir.join("generate.py"))
+        .arg(&generated)
+        .env_remove("MAVERICK_INSTANCE_ID")
+        .env_remove("KIRO_SESSION_ID")
+        .env_remove("CLAUDE_SESSION_ID")
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let names = |dir: &Path| {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.ends_with(".md") && n != "README.md")
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(names(&dir), names(&generated));
+    for name in names(&dir) {
+        assert_eq!(
+            std::fs::read(dir.join(&name)).unwrap(),
+            std::fs::read(generated.join(&name)).unwrap(),
+            "{name}"
+        );
+    }
+}
 
 /// Each fixture parses as the kind Maverick wrote, with its preamble and
 /// no newline after the closing fence.
