@@ -806,8 +806,11 @@ pub(crate) fn instance_from_env() -> Option<Result<String, ConfigError>> {
 
 /// The agent session's variables, in Maverick's order of preference (Kiro
 /// first: a Kiro session started inside Claude Code inherits Claude's).
-pub(crate) const SESSION_VARS: [&str; 3] =
-    ["KIRO_SESSION_ID", "CLAUDE_CODE_SESSION_ID", "CLAUDE_SESSION_ID"];
+pub(crate) const SESSION_VARS: [&str; 3] = [
+    "KIRO_SESSION_ID",
+    "CLAUDE_CODE_SESSION_ID",
+    "CLAUDE_SESSION_ID",
+];
 
 /// The instance id of the agent session the environment names, derived as
 /// Maverick derives it, so that one session is one instance whichever tool

@@ -259,7 +259,10 @@ fn replace_marker_replaces_only_the_first_block_of_its_kind() {
     let claim_end = body.find("```\n\n<!-- maverick lease -->").unwrap() + "```\n\n".len();
     assert_eq!(&replaced[..claim_end], &body[..claim_end]);
     // The body's own final newline stays.
-    assert_eq!(&replaced[claim_end..], format!("{}\n", render_marker(&lease)));
+    assert_eq!(
+        &replaced[claim_end..],
+        format!("{}\n", render_marker(&lease))
+    );
 
     let state = sample_marker(MarkerKind::State);
     let twice = format!(
@@ -384,7 +387,10 @@ fn fixture_dag() {
     // Written back with the preamble Maverick's `gh-state write` gives it.
     assert_eq!(
         render_marker(&dag),
-        format!("<!-- maverick maverick-dag -->\n\n{}", fixture("dag.md").trim_end())
+        format!(
+            "<!-- maverick maverick-dag -->\n\n{}",
+            fixture("dag.md").trim_end()
+        )
     );
 }
 

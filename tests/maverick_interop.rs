@@ -15,8 +15,8 @@
 //! surfaces and check what git maverick makes of them.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::process::{Command, Output};
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::OnceLock;
 use std::thread::JoinHandle;
 
@@ -45,9 +45,8 @@ fn require_tools() {
     static CHECKED: OnceLock<Result<(), String>> = OnceLock::new();
     let checked = CHECKED.get_or_init(|| {
         let path = path_with_bin();
-        let found = |program: &str| {
-            std::env::split_paths(&path).any(|dir| dir.join(program).is_file())
-        };
+        let found =
+            |program: &str| std::env::split_paths(&path).any(|dir| dir.join(program).is_file());
         let install = "`.ci/run` installs them: `apt-get install gh`, and `pip install \
                        maverick-harness==5.1.1` into its tools venv \
                        (~/.cache/git-maverick-ci/venv, whose bin/ must be on PATH)";
@@ -254,7 +253,11 @@ impl Team<'_> {
     #[track_caller]
     fn assert_both_name(&self, issue: u64, who: &str, when: &str) {
         let (git, view) = self.git_maverick_names(issue);
-        assert_eq!(git.as_deref(), Some(who), "{when}: git maverick's holder: {view}");
+        assert_eq!(
+            git.as_deref(),
+            Some(who),
+            "{when}: git maverick's holder: {view}"
+        );
         assert_eq!(view["decision"], "held", "{when}: {view}");
         let read = self.maverick_3.read(issue);
         assert_eq!(
@@ -267,9 +270,9 @@ impl Team<'_> {
         let third = self.maverick_3.coord("claim", issue, &[]);
         third.expect(2);
         assert!(
-            third
-                .stderr
-                .contains(&format!("already claimed by instance {who} with live lease")),
+            third.stderr.contains(&format!(
+                "already claimed by instance {who} with live lease"
+            )),
             "{when}: {}",
             third.stderr
         );
@@ -300,7 +303,7 @@ fn claims_in_background(repo: &Repo<'_>, issue: u64, more: &[&str]) -> Spawned {
 
 /// A request git maverick (not gh) sent.
 fn from_git_maverick(r: &HeldRequest<'_>) -> bool {
-    !r.from_gh()
+    !r.is_from_gh()
 }
 
 fn path_of<'r>(r: &HeldRequest<'r>) -> &'r str {
@@ -336,9 +339,17 @@ fn git_maverick_claims_first_and_loses_the_settle_to_a_later_maverick_claim() {
 
     // alice's claim comment no longer reads as a claim, to either tool.
     let first = &env.comments(issue)[0];
-    assert!(first.body.contains("```maverick-withdrawn\n"), "{}", first.body);
+    assert!(
+        first.body.contains("```maverick-withdrawn\n"),
+        "{}",
+        first.body
+    );
     assert!(!first.body.contains("maverick-claim"), "{}", first.body);
-    assert!(t.alice_releases(issue).is_empty(), "{:?}", env.releases(issue));
+    assert!(
+        t.alice_releases(issue).is_empty(),
+        "{:?}",
+        env.releases(issue)
+    );
     assert_eq!(env.labels(issue), [LABEL]);
     t.assert_both_name(issue, MAVERICK, "after the race");
 
@@ -363,7 +374,7 @@ fn git_maverick_claims_first_and_loses_at_its_heartbeat() {
     let t = team(&env);
     let issue = 202;
     let hold = env.github().hold_answer(move |r| {
-        r.from_gh()
+        r.is_from_gh()
             && path_of(r) == "/graphql"
             && r.body.contains("IssueByNumber")
             && r.body.contains(&format!("\"number\":{issue}"))
@@ -382,8 +393,16 @@ fn git_maverick_claims_first_and_loses_at_its_heartbeat() {
         .alice
         .maverick(&["coord", "heartbeat", &issue.to_string()]);
     lost.expect(7);
-    assert!(lost.stdout.contains(&format!("held by {MAVERICK}")), "{}", lost.screen());
-    assert!(t.alice_releases(issue).is_empty(), "{:?}", env.releases(issue));
+    assert!(
+        lost.stdout.contains(&format!("held by {MAVERICK}")),
+        "{}",
+        lost.screen()
+    );
+    assert!(
+        t.alice_releases(issue).is_empty(),
+        "{:?}",
+        env.releases(issue)
+    );
     t.assert_both_name(issue, MAVERICK, "after both heartbeats");
     let (_, view) = t.git_maverick_names(issue);
     assert_eq!(view["holder"]["writer"], "maverick", "{view}");
@@ -429,6 +448,28 @@ fn maverick_claims_first_and_a_racing_git_maverick_claim_stands() {
     t.assert_both_name(issue, "alice", "after both heartbeats");
     let (_, view) = t.git_maverick_names(issue);
     assert_eq!(view["generation"], 1, "{view}");
+
+    // Where they still differ: Maverick's session end releases every issue
+    // its session claimed, this lost one too, from under alice.
+    let swept = t
+        .maverick
+        .run(&["coord", "release-all", "--reason", "session-end"]);
+    swept.expect(0);
+    assert!(
+        swept
+            .stdout
+            .contains(&format!("released {GITHUB_REPO}#{issue}")),
+        "{}",
+        swept.stdout
+    );
+    assert_eq!(t.maverick_3.names(issue), None);
+    assert_eq!(t.git_maverick_names(issue).0, None);
+    t.alice.maverick(&["coord", "heartbeat", &n]).expect(7);
+    // gh went nowhere but the fake GitHub: no tunnel was ever asked for.
+    let requests = env.github().requests();
+    assert!(requests
+        .iter()
+        .all(|r| r.method != "CONNECT" && r.path.starts_with('/')));
 }
 
 /// As above, but Maverick's own re-read comes after alice's claim:
@@ -448,7 +489,7 @@ fn maverick_claims_first_and_learns_at_its_claim_that_git_maverick_won() {
     alice_label.wait_until_holding();
     let maverick_lease = env
         .github()
-        .hold_answer(|r| r.from_gh() && r.body.contains("maverick-lease"));
+        .hold_answer(|r| r.is_from_gh() && r.body.contains("maverick-lease"));
     let maverick = t.maverick.spawn_coord("claim", issue);
     maverick_lease.wait_until_holding();
     alice_label.release();
@@ -458,7 +499,7 @@ fn maverick_claims_first_and_learns_at_its_claim_that_git_maverick_won() {
     lost.expect(2);
     assert!(
         lost.stderr
-            .contains(&format!("race lost — superseded by claim from instance alice")),
+            .contains("race lost — superseded by claim from instance alice"),
         "{}",
         lost.stderr
     );
@@ -477,9 +518,9 @@ fn two_maverick_sessions_race_and_git_maverick_names_the_newest() {
     let env = TestEnv::with_surface(Surface::Github);
     let t = team(&env);
     let issue = 205;
-    let first_claim = env.github().hold_answer(|r| {
-        r.from_gh() && r.method == "POST" && r.body.contains("maverick-claim")
-    });
+    let first_claim = env
+        .github()
+        .hold_answer(|r| r.is_from_gh() && r.method == "POST" && r.body.contains("maverick-claim"));
     let first = t.maverick.spawn_coord("claim", issue);
     first_claim.wait_until_holding();
     t.maverick_2.coord("claim", issue, &[]).expect(0);
@@ -517,10 +558,10 @@ fn git_maverick_renews_where_maverick_reads_the_lease() {
     // Maverick's lookup for the newest lease comment, after its claim.
     let claimed = AtomicBool::new(false);
     let lookup = env.github().hold_answer(move |r| {
-        if r.from_gh() && r.method == "POST" && r.body.contains("maverick-claim") {
+        if r.is_from_gh() && r.method == "POST" && r.body.contains("maverick-claim") {
             claimed.store(true, SeqCst);
         }
-        claimed.load(SeqCst) && r.from_gh() && r.method == "GET" && r.path.contains("/comments")
+        claimed.load(SeqCst) && r.is_from_gh() && r.method == "GET" && r.path.contains("/comments")
     });
     let maverick = t.maverick.spawn_coord("claim", issue);
     lookup.wait_until_holding();
@@ -574,7 +615,7 @@ fn a_git_maverick_takeover_that_races_a_maverick_takeover_stands() {
     carol_label.wait_until_holding();
     let maverick_lease = env
         .github()
-        .hold_answer(|r| r.from_gh() && r.body.contains("maverick-lease"));
+        .hold_answer(|r| r.is_from_gh() && r.body.contains("maverick-lease"));
     let maverick = t.maverick.spawn_coord("takeover", issue);
     maverick_lease.wait_until_holding();
     carol_label.release();
@@ -622,11 +663,16 @@ fn maverick_takes_over_a_stale_git_maverick_claim() {
     // Its lease went over alice's comment, whole.
     let patched = lease_comment(&env, issue);
     assert_eq!(patched.id, alice_lease.id);
-    assert!(patched.body.starts_with("<!-- maverick lease -->\n\n```maverick-lease\n"));
+    assert!(patched
+        .body
+        .starts_with("<!-- maverick lease -->\n\n```maverick-lease\n"));
 
     t.assert_both_name(issue, MAVERICK, "after the takeover");
     let (_, view) = t.git_maverick_names(issue);
-    assert_eq!(view["generation"], 2, "the takeover pair is one step: {view}");
+    assert_eq!(
+        view["generation"], 2,
+        "the takeover pair is one step: {view}"
+    );
     assert_eq!(view["holder"]["writer"], "maverick");
     assert_eq!(view["lease"]["comment_id"], alice_lease.id, "{view}");
     let lost = t.alice.maverick(&["coord", "heartbeat", &n]);
@@ -641,7 +687,12 @@ fn git_maverick_takes_over_a_stale_maverick_claim() {
     let t = team(&env);
     let issue = 207;
     let n = issue.to_string();
-    t.maverick.coord("claim", issue, &[]).expect(0);
+    // Maverick keeps its scope as typed: "207, 208" gives " 208".
+    t.maverick
+        .coord("claim", issue, &["--scope", "207, 208"])
+        .expect(0);
+    let (_, view) = t.git_maverick_names(issue);
+    assert_eq!(view["holder"]["scope"], json!([207, 208]), "{view}");
     t.alice.maverick(&["coord", "claim", &n]).expect(4);
     env.advance_clock(PAST_A_LEASE);
     t.alice.maverick(&["coord", "claim", &n]).expect(5);
@@ -671,7 +722,11 @@ fn each_tool_claims_after_the_other_released() {
         "{release}"
     );
     let (holder, view) = t.git_maverick_names(issue);
-    assert_eq!((holder, &view["decision"]), (None, &json!("free")), "{view}");
+    assert_eq!(
+        (holder, &view["decision"]),
+        (None, &json!("free")),
+        "{view}"
+    );
     t.alice.maverick(&["coord", "claim", &n]).expect(0);
     t.assert_both_name(issue, "alice", "after alice's claim");
 
@@ -707,9 +762,9 @@ fn one_session_is_one_instance_whichever_tool_runs() {
     let env = TestEnv::with_surface(Surface::Github);
     let t = team(&env);
     let read_in = |issue: u64, vars: &[(&str, &str)]| {
-        let mut cmd =
-            t.carol
-                .maverick_command(&["coord", "read", &issue.to_string(), "--json"]);
+        let mut cmd = t
+            .carol
+            .maverick_command(&["coord", "read", &issue.to_string(), "--json"]);
         for (var, value) in vars {
             cmd.env(var, value);
         }
@@ -745,7 +800,10 @@ fn one_session_is_one_instance_whichever_tool_runs() {
     assert_eq!(view["instance_id"], kiro_instance.as_str());
     assert_eq!(view["decision"], "ours");
 
-    let pinned = [("MAVERICK_INSTANCE_ID", "pinned-1"), ("KIRO_SESSION_ID", "kiro-1")];
+    let pinned = [
+        ("MAVERICK_INSTANCE_ID", "pinned-1"),
+        ("KIRO_SESSION_ID", "kiro-1"),
+    ];
     let mut as_pinned = Maverick::in_session(&env, "pinned");
     as_pinned.extra = pinned.iter().map(|(k, v)| (*k, v.to_string())).collect();
     as_pinned.coord("claim", 212, &[]).expect(0);
@@ -812,7 +870,9 @@ fn a_person_without_a_session_is_one_instance() {
     assert_eq!(view["decision"], "held");
     t.carol.git(&["config", "--unset", "maverick.instance"]);
     // A session names another instance, for both tools.
-    let mut cmd = t.carol.maverick_command(&["coord", "read", "220", "--json"]);
+    let mut cmd = t
+        .carol
+        .maverick_command(&["coord", "read", "220", "--json"]);
     cmd.env("CLAUDE_CODE_SESSION_ID", MAVERICK_SESSION);
     let view = Run::from_output(&["coord", "read"], cmd.output().unwrap()).json();
     assert_eq!(view["instance_id"], MAVERICK);
@@ -898,7 +958,9 @@ fn maverick_reads_markers_by_its_pattern() {
 
     env.add_comment(231, "dana", &comments_fixture("tilde-fence.md"));
     assert_eq!(t.maverick.read(231)["claim"], Value::Null);
-    t.carol.maverick(&["coord", "label", "add", &n(231), LABEL]).expect(0);
+    t.carol
+        .maverick(&["coord", "label", "add", &n(231), LABEL])
+        .expect(0);
     let (holder, _) = t.git_maverick_names(231);
     assert_eq!(holder.as_deref(), Some("carol-laptop-0a0b0c0d"));
 
@@ -914,7 +976,8 @@ fn maverick_reads_markers_by_its_pattern() {
         "{}",
         crashed.stderr
     );
-    let broken_claim = comments_fixture("malformed-json.md").replace("maverick-state", "maverick-claim");
+    let broken_claim =
+        comments_fixture("malformed-json.md").replace("maverick-state", "maverick-claim");
     env.add_comment(233, "dana", &broken_claim);
     t.maverick.coord("read", 233, &[]).expect(1);
     t.alice.maverick(&["coord", "claim", &n(233)]).expect(0);
@@ -924,7 +987,11 @@ fn maverick_reads_markers_by_its_pattern() {
     env.add_comment(234, "dana", &comments_fixture("not-an-object.md"));
     let crashed = t.maverick.coord("read", 234, &[]);
     crashed.expect(1);
-    assert!(crashed.stderr.contains("AttributeError"), "{}", crashed.stderr);
+    assert!(
+        crashed.stderr.contains("AttributeError"),
+        "{}",
+        crashed.stderr
+    );
     t.alice.maverick(&["coord", "claim", &n(234)]).expect(0);
 
     // A block cut short is nothing to Maverick (its pattern needs the
@@ -1220,7 +1287,10 @@ fn maverick_state_markers_read_and_update_in_place(surface: Surface) {
     assert!(comments[1]
         .body
         .starts_with("<!-- maverick epic-state snapshot -->\n\n```maverick-state\n"));
-    assert!(comments[1].body.ends_with("\n}\n```"), "as Maverick ends it");
+    assert!(
+        comments[1].body.ends_with("\n}\n```"),
+        "as Maverick ends it"
+    );
     // The dag keeps Maverick's shape: its `gh-state write` preamble.
     let path = alice.dir.join("dag.json");
     std::fs::write(&path, r#"{"stories": {"151": {"deps": ["150"]}}}"#).unwrap();

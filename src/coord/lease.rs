@@ -206,13 +206,15 @@ fn trusted_markers(issue: &Issue) -> Vec<MarkerAt<'_>> {
     found
 }
 
+/// The issues a claim names. Maverick keeps its `--scope` list as typed,
+/// split at commas: `"140, 142"` gives `" 142"`.
 fn scope_of(marker: &Marker) -> Vec<u64> {
     match marker.payload.get("scope") {
         Some(Value::Array(items)) => items
             .iter()
             .filter_map(|v| match v {
                 Value::Number(n) => n.as_u64(),
-                Value::String(s) => s.trim_start_matches('#').parse().ok(),
+                Value::String(s) => s.trim().trim_start_matches('#').parse().ok(),
                 _ => None,
             })
             .collect(),
@@ -477,7 +479,7 @@ pub enum ClaimOutcome {
         #[serde(rename = "issues")]
         views: Vec<IssueView>,
     },
-    /// Another claim was ordered first; ours was released.
+    /// Another claim won the settle; ours was withdrawn.
     Lost {
         winner: Option<String>,
         #[serde(rename = "issues")]
@@ -868,7 +870,8 @@ impl<'a> Coordinator<'a> {
                                 .iter()
                                 .filter(|(_, claim)| {
                                     let generation = claim.u64_field("generation");
-                                    generation.is_some() && (generation == losing || generation == wrote)
+                                    generation.is_some()
+                                        && (generation == losing || generation == wrote)
                                 })
                                 .map(|(id, claim)| Op::UpdateComment {
                                     id: *id,

@@ -1735,7 +1735,7 @@ pub struct HeldRequest<'a> {
 
 impl HeldRequest<'_> {
     /// Sent by the gh CLI (Maverick's writes and reads).
-    pub fn from_gh(&self) -> bool {
+    pub fn is_from_gh(&self) -> bool {
         self.user_agent.starts_with("GitHub CLI")
     }
 }
@@ -1842,10 +1842,7 @@ impl FakeGithub {
     /// request took effect (a write is committed), until the [`Hold`] is
     /// released or dropped: one process stays between two of its steps
     /// while another acts.
-    pub fn hold_answer(
-        &self,
-        matches: impl Fn(&HeldRequest<'_>) -> bool + Send + 'static,
-    ) -> Hold {
+    pub fn hold_answer(&self, matches: impl Fn(&HeldRequest<'_>) -> bool + Send + 'static) -> Hold {
         let gate = Arc::new(Gate {
             state: Mutex::new(GateState::Armed),
             changed: Condvar::new(),
@@ -1917,7 +1914,10 @@ impl State {
             return graphql_no_repository(vars, "repo");
         }
         let Some(number) = vars["number"].as_u64() else {
-            return graphql_error("INVALID", "Variable $number of type Int! was provided invalid value");
+            return graphql_error(
+                "INVALID",
+                "Variable $number of type Int! was provided invalid value",
+            );
         };
         if self.issues_on_demand && !self.issues.contains_key(&number) {
             self.seed_issue(number, &format!("Issue {number}"), &[], None);
@@ -1934,7 +1934,11 @@ impl State {
                 }]
             }));
         };
-        let type_name = if issue.pull.is_some() { "PullRequest" } else { "Issue" };
+        let type_name = if issue.pull.is_some() {
+            "PullRequest"
+        } else {
+            "Issue"
+        };
         let labels: Vec<Value> = issue
             .labels
             .iter()
@@ -1954,7 +1958,15 @@ impl State {
             "title": issue.title,
             "body": "",
             "url": format!("{}/{}/{number}", self.html_repo_url(), if issue.pull.is_some() { "pull" } else { "issues" }),
-            "labels": { "nodes": labels, "totalCount": labels.len() }
+            "labels": { "nodes": labels, "totalCount": labels.len() },
+            // What other gh versions and commands select besides.
+            "state": if issue.open { "OPEN" } else { "CLOSED" },
+            "closed": !issue.open,
+            "author": { "login": issue.author },
+            "assignees": { "nodes": issue.assignees.iter().map(|login| json!({ "login": login })).collect::<Vec<_>>(), "totalCount": issue.assignees.len() },
+            "milestone": null,
+            "projectCards": { "nodes": [], "totalCount": 0 },
+            "projectItems": { "nodes": [], "totalCount": 0 }
         });
         let mut node = serde_json::Map::new();
         node.insert("__typename".into(), json!(type_name));
@@ -2005,7 +2017,10 @@ impl State {
     fn graphql_relabel(&mut self, add: bool, vars: &Value) -> Answer {
         let input = &vars["input"];
         let Some(number) = input["labelableId"].as_str().and_then(graphql_issue_number) else {
-            return graphql_error("NOT_FOUND", "Could not resolve to a node with the global id");
+            return graphql_error(
+                "NOT_FOUND",
+                "Could not resolve to a node with the global id",
+            );
         };
         let mut names = Vec::new();
         for id in input["labelIds"].as_array().into_iter().flatten() {
@@ -2034,12 +2049,18 @@ impl State {
             }
         });
         if changed.is_none() {
-            return graphql_error("NOT_FOUND", "Could not resolve to a node with the global id");
+            return graphql_error(
+                "NOT_FOUND",
+                "Could not resolve to a node with the global id",
+            );
         }
         let (field, payload) = if add {
             ("addLabelsToLabelable", "AddLabelsToLabelablePayload")
         } else {
-            ("removeLabelsFromLabelable", "RemoveLabelsFromLabelablePayload")
+            (
+                "removeLabelsFromLabelable",
+                "RemoveLabelsFromLabelablePayload",
+            )
         };
         Answer::ok(json!({ "data": { field: { "__typename": payload } } }))
     }
@@ -2064,7 +2085,8 @@ fn graphql_selection(query: &str, type_name: &str) -> Vec<String> {
         return Vec::new();
     };
     let inner = &compact[start + "...on".len() + type_name.len() + 1..];
-    let (mut depth, mut fields, mut word, mut in_args) = (0usize, Vec::new(), String::new(), 0usize);
+    let (mut depth, mut fields, mut word, mut in_args) =
+        (0usize, Vec::new(), String::new(), 0usize);
     for c in inner.chars() {
         match c {
             '(' => in_args += 1,
@@ -2078,11 +2100,8 @@ fn graphql_selection(query: &str, type_name: &str) -> Vec<String> {
             }
             '}' if depth == 0 => break,
             '}' => depth -= 1,
-            ',' if depth == 0 => {
-                if !word.is_empty() {
-                    fields.push(std::mem::take(&mut word));
-                }
-            }
+            ',' if depth == 0 && !word.is_empty() => fields.push(std::mem::take(&mut word)),
+            ',' => {}
             _ if depth == 0 => word.push(c),
             _ => {}
         }
