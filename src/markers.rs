@@ -746,6 +746,42 @@ mod tests {
         assert_eq!(marker.u64_field("missing"), None);
     }
 
+    /// Each body against Maverick 5.1.1's own pattern, as Python's `re`
+    /// answers for ```` ```maverick-lease\s*\n(.*?)\n``` ```` (DOTALL).
+    #[test]
+    fn maverick_reads_blocks_as_its_pattern_finds_them() {
+        for (body, found) in [
+            ("```maverick-lease\n{}\n```", true),
+            ("```maverick-lease   \n{}\n```", true),
+            ("```maverick-lease\r\n{}\r\n```", true),
+            ("see: ```maverick-lease\n{}\n```", true),
+            ("````maverick-lease\n{}\n````", true),
+            ("````markdown\n```maverick-lease\n{}\n```\n````", true),
+            ("```maverick-lease\n\n```", true),
+            ("```maverick-lease\n\n\n{}\n```", true),
+            ("```maverick-lease\n```", false),
+            ("~~~maverick-lease\n{}\n~~~", false),
+            ("```maverick-lease json\n{}\n```", false),
+            ("``` maverick-lease\n{}\n```", false),
+            ("```Maverick-Lease\n{}\n```", false),
+            ("```maverick-leasex\n{}\n```", false),
+            ("```maverick-lease\n{}```", false),
+            ("```maverick-lease\n{}\n", false),
+            ("> ```maverick-lease\n> {}\n> ```", false),
+            ("    ```maverick-lease\n    {}\n    ```", false),
+        ] {
+            assert_eq!(
+                maverick_reads_block(body, MarkerKind::Lease),
+                found,
+                "{body:?}"
+            );
+        }
+        assert!(!maverick_reads_block(
+            "```maverick-withdrawn\n{}\n```",
+            MarkerKind::Claim
+        ));
+    }
+
     #[test]
     fn marker_ids_are_32_hex_and_distinct() {
         let ids: std::collections::HashSet<_> = (0..1000).map(|_| new_marker_id()).collect();

@@ -310,6 +310,27 @@ fn path_of<'r>(r: &HeldRequest<'r>) -> &'r str {
     r.path.split('?').next().unwrap_or(r.path)
 }
 
+/// git maverick adding the label to `issue`: the first write of its claim,
+/// after the read its guard judged.
+fn git_maverick_labels(issue: u64) -> impl Fn(&HeldRequest<'_>) -> bool + Send + 'static {
+    move |r| {
+        from_git_maverick(r)
+            && r.method == "POST"
+            && path_of(r).ends_with(&format!("/issues/{issue}/labels"))
+    }
+}
+
+/// Maverick posting a claim comment.
+fn maverick_posts_a_claim(r: &HeldRequest<'_>) -> bool {
+    r.is_from_gh() && r.method == "POST" && r.body.contains("maverick-claim")
+}
+
+/// Maverick writing its lease (a new comment or a PATCH): the last write
+/// of its claim, before its re-read.
+fn maverick_writes_a_lease(r: &HeldRequest<'_>) -> bool {
+    r.is_from_gh() && r.body.contains("maverick-lease")
+}
+
 // ------------------------------------------------------------- mixed races
 
 /// alice's claim comment is posted first; Maverick, which read the issue
@@ -352,6 +373,9 @@ fn git_maverick_claims_first_and_loses_the_settle_to_a_later_maverick_claim() {
     );
     assert_eq!(env.labels(issue), [LABEL]);
     t.assert_both_name(issue, MAVERICK, "after the race");
+    // The withdrawn claim still counts: Maverick's is one above it.
+    let (_, view) = t.git_maverick_names(issue);
+    assert_eq!(view["generation"], 2, "{view}");
 
     // Each side's next heartbeat: Maverick's renews, alice's finds the
     // claim lost and writes nothing.
@@ -419,11 +443,7 @@ fn maverick_claims_first_and_a_racing_git_maverick_claim_stands() {
     let env = TestEnv::with_surface(Surface::Github);
     let t = team(&env);
     let issue = 203;
-    let hold = env.github().hold_answer(move |r| {
-        from_git_maverick(r)
-            && r.method == "POST"
-            && path_of(r).ends_with(&format!("/issues/{issue}/labels"))
-    });
+    let hold = env.github().hold_answer(git_maverick_labels(issue));
     let alice = t.alice_claims(issue);
     hold.wait_until_holding();
     t.maverick.coord("claim", issue, &[]).expect(0);
@@ -480,16 +500,10 @@ fn maverick_claims_first_and_learns_at_its_claim_that_git_maverick_won() {
     let env = TestEnv::with_surface(Surface::Github);
     let t = team(&env);
     let issue = 204;
-    let alice_label = env.github().hold_answer(move |r| {
-        from_git_maverick(r)
-            && r.method == "POST"
-            && path_of(r).ends_with(&format!("/issues/{issue}/labels"))
-    });
+    let alice_label = env.github().hold_answer(git_maverick_labels(issue));
     let alice = t.alice_claims(issue);
     alice_label.wait_until_holding();
-    let maverick_lease = env
-        .github()
-        .hold_answer(|r| r.is_from_gh() && r.body.contains("maverick-lease"));
+    let maverick_lease = env.github().hold_answer(maverick_writes_a_lease);
     let maverick = t.maverick.spawn_coord("claim", issue);
     maverick_lease.wait_until_holding();
     alice_label.release();
@@ -518,9 +532,7 @@ fn two_maverick_sessions_race_and_git_maverick_names_the_newest() {
     let env = TestEnv::with_surface(Surface::Github);
     let t = team(&env);
     let issue = 205;
-    let first_claim = env
-        .github()
-        .hold_answer(|r| r.is_from_gh() && r.method == "POST" && r.body.contains("maverick-claim"));
+    let first_claim = env.github().hold_answer(maverick_posts_a_claim);
     let first = t.maverick.spawn_coord("claim", issue);
     first_claim.wait_until_holding();
     t.maverick_2.coord("claim", issue, &[]).expect(0);
@@ -548,17 +560,13 @@ fn git_maverick_renews_where_maverick_reads_the_lease() {
     let env = TestEnv::with_surface(Surface::Github);
     let t = team(&env);
     let issue = 209;
-    let alice_label = env.github().hold_answer(move |r| {
-        from_git_maverick(r)
-            && r.method == "POST"
-            && path_of(r).ends_with(&format!("/issues/{issue}/labels"))
-    });
+    let alice_label = env.github().hold_answer(git_maverick_labels(issue));
     let alice = t.alice_claims(issue);
     alice_label.wait_until_holding();
     // Maverick's lookup for the newest lease comment, after its claim.
     let claimed = AtomicBool::new(false);
     let lookup = env.github().hold_answer(move |r| {
-        if r.is_from_gh() && r.method == "POST" && r.body.contains("maverick-claim") {
+        if maverick_posts_a_claim(r) {
             claimed.store(true, SeqCst);
         }
         claimed.load(SeqCst) && r.is_from_gh() && r.method == "GET" && r.path.contains("/comments")
@@ -606,16 +614,10 @@ fn a_git_maverick_takeover_that_races_a_maverick_takeover_stands() {
     let n = issue.to_string();
     t.alice.maverick(&["coord", "claim", &n]).expect(0);
     env.advance_clock(PAST_A_LEASE);
-    let carol_label = env.github().hold_answer(move |r| {
-        from_git_maverick(r)
-            && r.method == "POST"
-            && path_of(r).ends_with(&format!("/issues/{issue}/labels"))
-    });
+    let carol_label = env.github().hold_answer(git_maverick_labels(issue));
     let carol = claims_in_background(&t.carol, issue, &["--takeover"]);
     carol_label.wait_until_holding();
-    let maverick_lease = env
-        .github()
-        .hold_answer(|r| r.is_from_gh() && r.body.contains("maverick-lease"));
+    let maverick_lease = env.github().hold_answer(maverick_writes_a_lease);
     let maverick = t.maverick.spawn_coord("takeover", issue);
     maverick_lease.wait_until_holding();
     carol_label.release();
