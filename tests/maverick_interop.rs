@@ -1009,6 +1009,33 @@ fn maverick_reads_markers_by_its_pattern() {
     let expires = read["lease"]["expires_at"].as_str().unwrap();
     assert!(Timestamp::parse(expires).is_some(), "{expires}");
     assert!(expires.len() == 20 && expires.ends_with('Z'), "{expires}");
+    // A `.000Z` stamp is expired to Maverick however far ahead it is.
+    touch(&t.carol, 237);
+    t.carol
+        .maverick(&["coord", "label", "add", &n(237), LABEL])
+        .expect(0);
+    plant(&env, 237, "claim", MAVERICK_2);
+    let far = fixture("lease")
+        .replace(MAVERICK, MAVERICK_2)
+        .replace("2026-11-30T10:10:00Z", "2099-01-01T00:00:00.000Z");
+    env.add_comment(237, "dana", &far);
+    let read = t.maverick.read(237);
+    assert_eq!(read["lease_live"], false, "{read}");
+
+    // Any label that starts with `blocked-by:#` blocks a Maverick claim;
+    // git maverick's block labels name an issue.
+    touch(&t.carol, 238);
+    t.carol
+        .maverick(&["coord", "label", "add", &n(238), "blocked-by:#later"])
+        .expect(0);
+    let blocked = t.maverick.coord("claim", 238, &[]);
+    blocked.expect(2);
+    assert!(
+        blocked.stderr.contains("blocked-by:#later"),
+        "{}",
+        blocked.stderr
+    );
+    t.alice.maverick(&["coord", "claim", &n(238)]).expect(0);
 }
 
 // ---------------------------------------------- fixtures, on both surfaces
