@@ -259,6 +259,15 @@ pub(crate) fn maverick_reads_block(body: &str, kind: MarkerKind) -> bool {
     })
 }
 
+/// The fields of a typed payload as a marker's map, to write as they are
+/// or to merge into a payload read back (whose unknown fields stay).
+pub(crate) fn payload_of(fields: &impl serde::Serialize) -> Map<String, Value> {
+    match serde_json::to_value(fields) {
+        Ok(Value::Object(map)) => map,
+        _ => Map::new(),
+    }
+}
+
 /// The preamble, a blank line and the fenced payload, byte for byte as the
 /// Python plugin writes it (`gh_state.format_marker` after its preamble):
 /// `json.dumps(indent=2, sort_keys=True)`, which escapes every non-ASCII
