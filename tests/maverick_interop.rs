@@ -76,6 +76,24 @@ fn require_tools() {
     }
 }
 
+/// Debian's libfaketime, which the `faketime` wrapper preloads.
+fn libfaketime() -> &'static Path {
+    static FOUND: OnceLock<PathBuf> = OnceLock::new();
+    FOUND.get_or_init(|| {
+        let multiarch = std::fs::read_dir("/usr/lib")
+            .into_iter()
+            .flatten()
+            .map(|e| e.unwrap().path().join("faketime"));
+        ["/usr/local/lib/faketime", "/usr/lib/faketime"]
+            .into_iter()
+            .map(PathBuf::from)
+            .chain(multiarch)
+            .map(|dir| dir.join("libfaketime.so.1"))
+            .find(|lib| lib.is_file())
+            .expect("libfaketime.so.1 is installed with faketime (apt-get install faketime)")
+    })
+}
+
 /// One Maverick instance: the real CLI in an agent session of its own, with
 /// a HOME of its own (where it keeps `~/.maverick`), or the person's HOME.
 struct Maverick<'a> {
@@ -110,19 +128,20 @@ impl<'a> Maverick<'a> {
     }
 
     /// `maverick ARGS` as its skills run it, through gh, to the fake GitHub,
-    /// on the environment's clock (the real faketime, when it was moved).
+    /// on the environment's clock (the real libfaketime, when it was moved).
     fn command(&self, args: &[&str]) -> Command {
         require_tools();
-        let offset = self.env.clock_offset();
-        let mut cmd = if offset == 0 {
-            Command::new("maverick")
-        } else {
-            let mut faked = Command::new("faketime");
-            faked.args(["-f", &format!("{offset:+}s"), "maverick"]);
-            faked
-        };
+        let mut cmd = Command::new("maverick");
         cmd.args(args).current_dir(&self.home);
         self.env.apply_env(&mut cmd);
+        let offset = self.env.clock_offset();
+        if offset != 0 {
+            // libfaketime itself, as the `faketime` wrapper loads it, but
+            // without the wrapper's named semaphore, which a killed earlier
+            // run can leave behind under a pid this run reuses.
+            cmd.env("LD_PRELOAD", libfaketime())
+                .env("FAKETIME", format!("{offset:+}s"));
+        }
         cmd.env("HOME", &self.home)
             .env("GH_CONFIG_DIR", self.home.join(".config/gh"))
             .env_remove("GITHUB_API_URL")
@@ -247,35 +266,34 @@ impl Team<'_> {
         (holder, view)
     }
 
-    /// Both tools name `who` as the live holder of `issue`: git maverick
-    /// (dave's read) and Maverick (a third session's read); and a third
-    /// instance of each tool is turned away.
+    /// Both tools name `who` as the live holder of `issue`, and a third
+    /// instance of each is turned away naming it: git maverick's (dave's
+    /// claim: exit 4, `who` the holder of its view) and Maverick's (a
+    /// third session's `coord claim`: exit 2, "already claimed by instance
+    /// WHO with live lease", which it says exactly when its `coord read`
+    /// names WHO: the newest claim, the label on, the newest lease live).
+    /// Returns git maverick's view of the issue.
     #[track_caller]
-    fn assert_both_name(&self, issue: u64, who: &str, when: &str) {
-        let (git, view) = self.git_maverick_names(issue);
+    fn assert_both_name(&self, issue: u64, who: &str, when: &str) -> Value {
+        let n = issue.to_string();
+        let refused = self.dave.maverick(&["coord", "claim", &n, "--json"]);
+        refused.expect(4);
+        let view = refused.json()["issues"][0].clone();
         assert_eq!(
-            git.as_deref(),
-            Some(who),
+            view["holder"]["instance_id"], who,
             "{when}: git maverick's holder: {view}"
         );
         assert_eq!(view["decision"], "held", "{when}: {view}");
-        let read = self.maverick_3.read(issue);
-        assert_eq!(
-            names(&read).as_deref(),
-            Some(who),
-            "{when}: Maverick's holder: {read}"
-        );
-        let n = issue.to_string();
-        self.dave.maverick(&["coord", "claim", &n]).expect(4);
         let third = self.maverick_3.coord("claim", issue, &[]);
         third.expect(2);
         assert!(
             third.stderr.contains(&format!(
-                "already claimed by instance {who} with live lease"
+                "#{issue} already claimed by instance {who} with live lease"
             )),
-            "{when}: {}",
+            "{when}: Maverick's holder: {}",
             third.stderr
         );
+        view
     }
 
     /// `git maverick coord claim ISSUE` by alice, in the background.
@@ -372,9 +390,8 @@ fn git_maverick_claims_first_and_loses_the_settle_to_a_later_maverick_claim() {
         env.releases(issue)
     );
     assert_eq!(env.labels(issue), [LABEL]);
-    t.assert_both_name(issue, MAVERICK, "after the race");
+    let view = t.assert_both_name(issue, MAVERICK, "after the race");
     // The withdrawn claim still counts: Maverick's is one above it.
-    let (_, view) = t.git_maverick_names(issue);
     assert_eq!(view["generation"], 2, "{view}");
 
     // Each side's next heartbeat: Maverick's renews, alice's finds the
@@ -427,8 +444,7 @@ fn git_maverick_claims_first_and_loses_at_its_heartbeat() {
         "{:?}",
         env.releases(issue)
     );
-    t.assert_both_name(issue, MAVERICK, "after both heartbeats");
-    let (_, view) = t.git_maverick_names(issue);
+    let view = t.assert_both_name(issue, MAVERICK, "after both heartbeats");
     assert_eq!(view["holder"]["writer"], "maverick", "{view}");
     assert_eq!(view["generation"], 2, "one above alice's claim: {view}");
 }
@@ -465,8 +481,7 @@ fn maverick_claims_first_and_a_racing_git_maverick_claim_stands() {
     renewed.expect(0);
     assert_eq!(renewed.json()["result"], "renewed");
     assert_eq!(env.comments(issue).len(), before, "a heartbeat posted");
-    t.assert_both_name(issue, "alice", "after both heartbeats");
-    let (_, view) = t.git_maverick_names(issue);
+    let view = t.assert_both_name(issue, "alice", "after both heartbeats");
     assert_eq!(view["generation"], 1, "{view}");
 
     // Where they still differ: Maverick's session end releases every issue
@@ -543,8 +558,7 @@ fn two_maverick_sessions_race_and_git_maverick_names_the_newest() {
     t.assert_both_name(issue, MAVERICK_2, "after the race");
     t.maverick.coord("heartbeat", issue, &[]).expect(3);
     t.maverick_2.coord("heartbeat", issue, &[]).expect(0);
-    t.assert_both_name(issue, MAVERICK_2, "after both heartbeats");
-    let (_, view) = t.git_maverick_names(issue);
+    let view = t.assert_both_name(issue, MAVERICK_2, "after both heartbeats");
     assert_eq!(view["generation"], 2, "{view}");
     assert_eq!(view["holder"]["writer"], "maverick", "{view}");
 }
@@ -669,8 +683,7 @@ fn maverick_takes_over_a_stale_git_maverick_claim() {
         .body
         .starts_with("<!-- maverick lease -->\n\n```maverick-lease\n"));
 
-    t.assert_both_name(issue, MAVERICK, "after the takeover");
-    let (_, view) = t.git_maverick_names(issue);
+    let view = t.assert_both_name(issue, MAVERICK, "after the takeover");
     assert_eq!(
         view["generation"], 2,
         "the takeover pair is one step: {view}"
@@ -981,9 +994,16 @@ fn maverick_reads_markers_by_its_pattern() {
     let broken_claim =
         comments_fixture("malformed-json.md").replace("maverick-state", "maverick-claim");
     env.add_comment(233, "dana", &broken_claim);
-    t.maverick.coord("read", 233, &[]).expect(1);
     t.alice.maverick(&["coord", "claim", &n(233)]).expect(0);
-    t.maverick.coord("claim", 233, &[]).expect(1);
+    let crashed = t.maverick.coord("claim", 233, &[]);
+    crashed.expect(1);
+    assert!(
+        crashed
+            .stderr
+            .contains("ValueError: malformed maverick-claim marker"),
+        "{}",
+        crashed.stderr
+    );
     t.carol.maverick(&["coord", "read", &n(233)]).expect(4);
     // A lease whose payload is an array: Maverick's read fails on it.
     env.add_comment(234, "dana", &comments_fixture("not-an-object.md"));
@@ -1001,12 +1021,12 @@ fn maverick_reads_markers_by_its_pattern() {
     env.add_comment(236, "dana", &comments_fixture("unterminated.md"));
     assert_eq!(t.maverick.read(236)["claim"], Value::Null);
 
-    // What git maverick writes, Maverick reads as written: whole-second
-    // `Z` stamps (a `.000Z` one would read as stale at once).
+    // What git maverick writes, Maverick reads as written (the races
+    // above): whole-second `Z` stamps (a `.000Z` one would read as stale
+    // at once).
     t.alice.maverick(&["coord", "claim", &n(235)]).expect(0);
-    let read = t.maverick.read(235);
-    assert_eq!(read["lease_live"], true, "{read}");
-    let expires = read["lease"]["expires_at"].as_str().unwrap();
+    let lease = first_block(&lease_comment(&env, 235).body, MarkerKind::Lease).unwrap();
+    let expires = lease.payload["expires_at"].as_str().unwrap();
     assert!(Timestamp::parse(expires).is_some(), "{expires}");
     assert!(expires.len() == 20 && expires.ends_with('Z'), "{expires}");
     // A `.000Z` stamp is expired to Maverick however far ahead it is.
