@@ -250,7 +250,9 @@ impl Clock {
         }
     }
 
-    fn offset_millis(&self) -> i64 {
+    /// How far this clock runs ahead of the system's, in milliseconds
+    /// (what another program on the same moved time is told: libfaketime).
+    pub fn offset_millis(&self) -> i64 {
         match &*self.0 {
             Source::System => 0,
             Source::Moved { offset, .. } => offset.read(),

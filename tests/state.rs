@@ -128,7 +128,7 @@ fn a_persons_edit_survives_an_update_of_one_field(surface: Surface) {
         .body;
     // A person adds a sentence around the block and a field inside it.
     let edited = format!(
-        "Epic status, kept by the bot. Ask @carol before editing.\n\n{}\nLast reviewed on Friday.\n",
+        "Epic status, kept by the bot. Ask @carol before editing.\n\n{}\n\nLast reviewed on Friday.\n",
         body.replacen("{\n", "{\n  \"note\": \"hold 150 until the API lands\",\n", 1)
     );
     s.edit_comment(EPIC, id, &edited);

@@ -384,7 +384,7 @@ pub(crate) fn show_claim(ctx: &Context, issue: u64, report: &ClaimReport) -> Out
             Exit::LostRace,
             views,
             &format!(
-                "{} claimed it first; this instance's claim was withdrawn. Pick another issue",
+                "{} won the claim; this instance's claim was withdrawn. Pick another issue",
                 winner.as_deref().unwrap_or("another instance")
             ),
         ),

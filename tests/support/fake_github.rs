@@ -18,7 +18,7 @@ use std::hash::{Hash, Hasher};
 use std::io::{self, BufRead, BufReader, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
@@ -652,6 +652,8 @@ struct State {
     rate_reset: i64,
     requests: Vec<RecordedRequest>,
     request_serial: u64,
+    /// Answers to hold back (see [`FakeGithub::hold_answer`]).
+    holds: Vec<ArmedHold>,
 }
 
 impl State {
@@ -685,6 +687,7 @@ impl State {
             rate_reset: 0,
             requests: Vec::new(),
             request_serial: 0,
+            holds: Vec::new(),
         };
         state.ensure_user(owner, "OWNER");
         state.ensure_user(DEFAULT_USER, "MEMBER");
@@ -851,7 +854,12 @@ impl State {
             .map(Fault::Status)
             .or(matching)
             .or_else(|| self.faults.pop_front());
+        let asked_base = self.asked_base(request);
+        let own_base = asked_base.map(|base| std::mem::replace(&mut self.base, base));
         let mut answer = self.answer(request, fault, now);
+        if let Some(base) = own_base {
+            self.base = base;
+        }
         if self.echo_authorization && answer.status >= 400 {
             if let (Some(auth), Some(body)) = (request.header("authorization"), &mut answer.body) {
                 body["message"] = json!(format!(
@@ -973,6 +981,7 @@ impl State {
         let rest = match segments.as_slice() {
             ["user"] if method == "GET" => return Answer::ok(self.authenticated_user_json()),
             ["rate_limit"] if method == "GET" => return Answer::ok(self.rate_limit_json()),
+            ["graphql"] if method == "POST" => return self.graphql(request),
             ["repos", owner, repo, rest @ ..]
                 if owner.eq_ignore_ascii_case(&self.owner)
                     && repo.eq_ignore_ascii_case(&self.repo) =>
@@ -1794,6 +1803,445 @@ fn sort_issues(issues: &mut [&Issue], query: &[(String, String)]) {
 }
 
 // ---------------------------------------------------------------------------
+// The gh CLI, Maverick's transport: how a real `gh` (2.23, Debian's) reaches
+// this server, the GraphQL operations it sends, and answers held back so a
+// test can stage a race between two real processes.
+
+/// The host gh is told it talks to: for `github.localhost` gh speaks plain
+/// HTTP to `api.github.localhost` (REST) and `api.github.localhost/graphql`,
+/// and the proxy variables of [`FakeGithub::gh_env`] bring every request
+/// here, so no name is resolved and nothing leaves the loopback interface.
+pub const GH_HOST: &str = "github.localhost";
+
+/// A request as a hold sees it, once it has been answered.
+pub struct HeldRequest<'a> {
+    pub method: &'a str,
+    /// Path and query, as sent.
+    pub path: &'a str,
+    pub body: &'a str,
+    pub user_agent: &'a str,
+}
+
+impl HeldRequest<'_> {
+    /// Sent by the gh CLI (Maverick's writes and reads).
+    pub fn is_from_gh(&self) -> bool {
+        self.user_agent.starts_with("GitHub CLI")
+    }
+}
+
+type HoldMatcher = Box<dyn Fn(&HeldRequest<'_>) -> bool + Send>;
+
+struct ArmedHold {
+    matches: HoldMatcher,
+    gate: Arc<Gate>,
+}
+
+/// The answer to one request, held back after the request took effect.
+/// Dropping it lets the answer go.
+pub struct Hold {
+    gate: Arc<Gate>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum GateState {
+    Armed,
+    Holding,
+    Released,
+}
+
+struct Gate {
+    state: Mutex<GateState>,
+    changed: Condvar,
+}
+
+/// Far longer than any wait a working test makes: past it, the test fails.
+const HOLD_TIMEOUT: Duration = Duration::from_secs(120);
+
+impl Gate {
+    /// Called by the connection's thread, outside the state lock.
+    fn hold(&self) {
+        let mut state = lock(&self.state);
+        if *state == GateState::Armed {
+            *state = GateState::Holding;
+            self.changed.notify_all();
+        }
+        let (_state, _) = self
+            .changed
+            .wait_timeout_while(state, HOLD_TIMEOUT, |s| *s != GateState::Released)
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+    }
+}
+
+impl Hold {
+    /// Blocks until a matching request has been answered and its answer is
+    /// held; fails the test when none comes.
+    #[track_caller]
+    pub fn wait_until_holding(&self) {
+        let state = lock(&self.gate.state);
+        let (state, _) = self
+            .gate
+            .changed
+            .wait_timeout_while(state, HOLD_TIMEOUT, |s| *s == GateState::Armed)
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        assert!(
+            *state != GateState::Armed,
+            "no request matched the hold within {HOLD_TIMEOUT:?}"
+        );
+    }
+
+    /// Lets the held answer go (or, if none is held yet, the next one).
+    pub fn release(&self) {
+        *lock(&self.gate.state) = GateState::Released;
+        self.gate.changed.notify_all();
+    }
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+impl FakeGithub {
+    /// The variables that route a real `gh` to this server, as the real
+    /// gh reads them: `GH_HOST` (plain HTTP to `api.github.localhost`),
+    /// `GH_TOKEN`, and this server as the HTTP and HTTPS proxy. The caller
+    /// also removes `NO_PROXY`/`no_proxy` and gives gh a config dir of its own.
+    pub fn gh_env(&self) -> Vec<(&'static str, String)> {
+        let proxy = self.url();
+        vec![
+            ("GH_HOST", GH_HOST.to_string()),
+            ("GH_TOKEN", TOKEN.to_string()),
+            ("HTTP_PROXY", proxy.clone()),
+            ("http_proxy", proxy.clone()),
+            ("HTTPS_PROXY", proxy.clone()),
+            ("https_proxy", proxy.clone()),
+            ("ALL_PROXY", proxy),
+            ("GH_NO_UPDATE_NOTIFIER", "1".to_string()),
+            ("GH_PROMPT_DISABLED", "1".to_string()),
+        ]
+    }
+
+    /// A label in the repository (gh adds only labels that exist).
+    pub fn create_label(&self, name: &str) {
+        self.state().ensure_label(name);
+    }
+
+    /// Holds back the answer to the first request that `matches`, after the
+    /// request took effect (a write is committed), until the [`Hold`] is
+    /// released or dropped: one process stays between two of its steps
+    /// while another acts.
+    pub fn hold_answer(&self, matches: impl Fn(&HeldRequest<'_>) -> bool + Send + 'static) -> Hold {
+        let gate = Arc::new(Gate {
+            state: Mutex::new(GateState::Armed),
+            changed: Condvar::new(),
+        });
+        self.state().holds.push(ArmedHold {
+            matches: Box::new(matches),
+            gate: Arc::clone(&gate),
+        });
+        Hold { gate }
+    }
+}
+
+impl State {
+    /// The base URL of the links in an answer: the host the client asked
+    /// for when it came through the proxy (gh asks `api.github.localhost`,
+    /// and follows `link` headers there with its token), else this server.
+    fn asked_base(&self, request: &Request) -> Option<String> {
+        let host = request.header("host")?;
+        let own = self.base.trim_start_matches("http://");
+        (host != own).then(|| format!("http://{host}"))
+    }
+
+    /// The first armed hold that matches `request`, disarmed.
+    fn take_hold(&mut self, request: &Request) -> Option<Arc<Gate>> {
+        let body = String::from_utf8_lossy(&request.body);
+        let seen = HeldRequest {
+            method: &request.method,
+            path: &request.target,
+            body: &body,
+            user_agent: request.header("user-agent").unwrap_or(""),
+        };
+        let at = self.holds.iter().position(|hold| (hold.matches)(&seen))?;
+        Some(self.holds.remove(at).gate)
+    }
+
+    /// GitHub's GraphQL endpoint, for the operations gh 2.23 sends on the
+    /// way to `gh issue view --json labels` and `gh issue edit
+    /// --add-label/--remove-label`. Answers carry exactly the fields asked
+    /// for (gh's GraphQL client decodes strictly); anything else is a
+    /// GraphQL error, so a new operation fails loudly.
+    fn graphql(&mut self, request: &Request) -> Answer {
+        let docs = "https://docs.github.com/graphql";
+        let body = match json_body(request, docs) {
+            Ok(body) => body,
+            Err(answer) => return answer,
+        };
+        let query = body["query"].as_str().unwrap_or_default();
+        let vars = &body["variables"];
+        let operation = graphql_operation(query);
+        match operation {
+            "IssueByNumber" => self.graphql_issue(query, vars),
+            "RepositoryLabelList" => self.graphql_labels(vars),
+            "LabelAdd" | "LabelRemove" => self.graphql_relabel(operation == "LabelAdd", vars),
+            _ => graphql_error(
+                "UNKNOWN",
+                &format!("the fake GitHub does not answer the GraphQL operation {operation:?}"),
+            ),
+        }
+    }
+
+    fn graphql_repo_is_ours(&self, vars: &Value, name_key: &str) -> bool {
+        let owner = vars["owner"].as_str().unwrap_or_default();
+        let repo = vars[name_key].as_str().unwrap_or_default();
+        owner.eq_ignore_ascii_case(&self.owner) && repo.eq_ignore_ascii_case(&self.repo)
+    }
+
+    fn graphql_issue(&mut self, query: &str, vars: &Value) -> Answer {
+        if !self.graphql_repo_is_ours(vars, "repo") {
+            return graphql_no_repository(vars, "repo");
+        }
+        let Some(number) = vars["number"].as_u64() else {
+            return graphql_error(
+                "INVALID",
+                "Variable $number of type Int! was provided invalid value",
+            );
+        };
+        if self.issues_on_demand && !self.issues.contains_key(&number) {
+            self.seed_issue(number, &format!("Issue {number}"), &[], None);
+        }
+        let cutoff = self.now_ms() - self.get_lag_ms;
+        let Some(issue) = self.issue_at(&number.to_string(), cutoff).cloned() else {
+            return Answer::ok(json!({
+                "data": { "repository": { "hasIssuesEnabled": true, "issue": null } },
+                "errors": [{
+                    "type": "NOT_FOUND",
+                    "path": ["repository", "issue"],
+                    "locations": [{ "line": 4, "column": 4 }],
+                    "message": format!("Could not resolve to an issue or pull request with the number of {number}.")
+                }]
+            }));
+        };
+        let type_name = if issue.pull.is_some() {
+            "PullRequest"
+        } else {
+            "Issue"
+        };
+        let labels: Vec<Value> = issue
+            .labels
+            .iter()
+            .filter_map(|name| self.labels.iter().find(|l| &l.name == name))
+            .map(|label| {
+                json!({
+                    "id": graphql_label_id(label.id),
+                    "name": label.name,
+                    "description": label.description,
+                    "color": label.color
+                })
+            })
+            .collect();
+        let full = json!({
+            "id": graphql_issue_id(number, issue.pull.is_some()),
+            "number": number,
+            "title": issue.title,
+            "body": "",
+            "url": format!("{}/{}/{number}", self.html_repo_url(), if issue.pull.is_some() { "pull" } else { "issues" }),
+            "labels": { "nodes": labels, "totalCount": labels.len() },
+            // What other gh versions and commands select besides.
+            "state": if issue.open { "OPEN" } else { "CLOSED" },
+            "closed": !issue.open,
+            "author": { "login": issue.author },
+            "assignees": { "nodes": issue.assignees.iter().map(|login| json!({ "login": login })).collect::<Vec<_>>(), "totalCount": issue.assignees.len() },
+            "milestone": null,
+            "projectCards": { "nodes": [], "totalCount": 0 },
+            "projectItems": { "nodes": [], "totalCount": 0 }
+        });
+        let mut node = serde_json::Map::new();
+        node.insert("__typename".into(), json!(type_name));
+        for field in graphql_selection(query, type_name) {
+            match full.get(&field) {
+                Some(value) => node.insert(field, value.clone()),
+                None => {
+                    return graphql_error(
+                        "UNKNOWN",
+                        &format!("the fake GitHub does not answer {type_name}.{field}"),
+                    )
+                }
+            };
+        }
+        Answer::ok(json!({
+            "data": { "repository": { "hasIssuesEnabled": true, "issue": node } }
+        }))
+    }
+
+    fn graphql_labels(&self, vars: &Value) -> Answer {
+        if !self.graphql_repo_is_ours(vars, "name") {
+            return graphql_no_repository(vars, "name");
+        }
+        let mut labels: Vec<&Label> = self.labels.iter().collect();
+        labels.sort_by_key(|l| l.name.to_lowercase());
+        let after: usize = vars["endCursor"]
+            .as_str()
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0);
+        let page: Vec<Value> = labels
+            .iter()
+            .skip(after)
+            .take(100)
+            .map(|l| json!({ "id": graphql_label_id(l.id), "name": l.name }))
+            .collect();
+        let end = after + page.len();
+        Answer::ok(json!({
+            "data": { "repository": { "labels": {
+                "nodes": page,
+                "pageInfo": {
+                    "hasNextPage": end < labels.len(),
+                    "endCursor": (end > after).then(|| end.to_string())
+                }
+            } } }
+        }))
+    }
+
+    fn graphql_relabel(&mut self, add: bool, vars: &Value) -> Answer {
+        let input = &vars["input"];
+        let Some(number) = input["labelableId"].as_str().and_then(graphql_issue_number) else {
+            return graphql_error(
+                "NOT_FOUND",
+                "Could not resolve to a node with the global id",
+            );
+        };
+        let mut names = Vec::new();
+        for id in input["labelIds"].as_array().into_iter().flatten() {
+            let label = id
+                .as_str()
+                .and_then(|id| self.labels.iter().find(|l| graphql_label_id(l.id) == id));
+            match label {
+                Some(label) => names.push(label.name.clone()),
+                None => {
+                    return graphql_error(
+                        "NOT_FOUND",
+                        &format!("Could not resolve to a node with the global id of '{id}'"),
+                    )
+                }
+            }
+        }
+        let written_at = self.now_ms();
+        let changed = self.update_issue(number, written_at, |issue| {
+            for name in names {
+                let present = issue.labels.iter().any(|l| l.eq_ignore_ascii_case(&name));
+                if add && !present {
+                    issue.labels.push(name);
+                } else if !add {
+                    issue.labels.retain(|l| !l.eq_ignore_ascii_case(&name));
+                }
+            }
+        });
+        if changed.is_none() {
+            return graphql_error(
+                "NOT_FOUND",
+                "Could not resolve to a node with the global id",
+            );
+        }
+        let (field, payload) = if add {
+            ("addLabelsToLabelable", "AddLabelsToLabelablePayload")
+        } else {
+            (
+                "removeLabelsFromLabelable",
+                "RemoveLabelsFromLabelablePayload",
+            )
+        };
+        Answer::ok(json!({ "data": { field: { "__typename": payload } } }))
+    }
+}
+
+/// The operation's name: the word after `query` or `mutation`.
+fn graphql_operation(query: &str) -> &str {
+    let mut words = query
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty());
+    words
+        .find(|w| *w == "query" || *w == "mutation")
+        .and_then(|_| words.next())
+        .unwrap_or("")
+}
+
+/// The fields selected on `type_name` in the query's `...on TYPE{…}`
+/// fragment, top level only.
+fn graphql_selection(query: &str, type_name: &str) -> Vec<String> {
+    let compact: String = query.chars().filter(|c| !c.is_whitespace()).collect();
+    let Some(start) = compact.find(&format!("...on{type_name}{{")) else {
+        return Vec::new();
+    };
+    let inner = &compact[start + "...on".len() + type_name.len() + 1..];
+    let (mut depth, mut fields, mut word, mut in_args) =
+        (0usize, Vec::new(), String::new(), 0usize);
+    for c in inner.chars() {
+        match c {
+            '(' => in_args += 1,
+            ')' => in_args = in_args.saturating_sub(1),
+            _ if in_args > 0 => {}
+            '{' => {
+                if depth == 0 && !word.is_empty() {
+                    fields.push(std::mem::take(&mut word));
+                }
+                depth += 1;
+            }
+            '}' if depth == 0 => break,
+            '}' => depth -= 1,
+            ',' if depth == 0 && !word.is_empty() => fields.push(std::mem::take(&mut word)),
+            ',' => {}
+            _ if depth == 0 => word.push(c),
+            _ => {}
+        }
+    }
+    if !word.is_empty() {
+        fields.push(word);
+    }
+    fields
+}
+
+fn graphql_issue_id(number: u64, pull: bool) -> String {
+    if pull {
+        format!("PR_kwFAKE{number}")
+    } else {
+        format!("I_kwFAKE{number}")
+    }
+}
+
+fn graphql_issue_number(id: &str) -> Option<u64> {
+    id.strip_prefix("I_kwFAKE")
+        .or_else(|| id.strip_prefix("PR_kwFAKE"))?
+        .parse()
+        .ok()
+}
+
+fn graphql_label_id(id: u64) -> String {
+    format!("LA_kwFAKE{id}")
+}
+
+fn graphql_error(kind: &str, message: &str) -> Answer {
+    Answer::ok(json!({
+        "data": null,
+        "errors": [{ "type": kind, "message": message }]
+    }))
+}
+
+fn graphql_no_repository(vars: &Value, name_key: &str) -> Answer {
+    let owner = vars["owner"].as_str().unwrap_or_default();
+    let repo = vars[name_key].as_str().unwrap_or_default();
+    Answer::ok(json!({
+        "data": { "repository": null },
+        "errors": [{
+            "type": "NOT_FOUND",
+            "path": ["repository"],
+            "locations": [{ "line": 2, "column": 3 }],
+            "message": format!("Could not resolve to a Repository with the name '{owner}/{repo}'.")
+        }]
+    }))
+}
+
+// ---------------------------------------------------------------------------
 // Request bodies
 
 fn json_body(request: &Request, docs: &str) -> Result<Value, Answer> {
@@ -1994,6 +2442,10 @@ fn serve_connection(shared: &Shared, stream: TcpStream) -> io::Result<()> {
             lock(&shared.state).waiting -= 1;
         }
         let response = lock(&shared.state).respond(&request);
+        let hold = lock(&shared.state).take_hold(&request);
+        if let Some(gate) = hold {
+            gate.hold();
+        }
         write_response(&mut writer, &response, request.close)?;
         if request.close {
             return Ok(());

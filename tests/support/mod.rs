@@ -174,6 +174,7 @@ const SCRUBBED: &[&str] = &[
     "MAVERICK_INSTANCE_ID",
     "CLAUDE_CODE_SESSION_ID",
     "CLAUDE_SESSION_ID",
+    "KIRO_SESSION_ID",
     "GH_TOKEN",
     "GITHUB_TOKEN",
     "GITHUB_API_URL",
@@ -329,6 +330,16 @@ impl TestEnv {
     /// This environment's clock, as every maverick process reads it.
     pub fn clock(&self) -> &mav::clock::Clock {
         &self.clock
+    }
+
+    /// Seconds the surface's clock runs ahead of the real one.
+    pub fn clock_offset(&self) -> i64 {
+        self.clock.offset_millis().div_euclid(1000)
+    }
+
+    /// The HOME every process of this environment gets.
+    pub fn home(&self) -> &Path {
+        &self.home
     }
 
     /// What a person saw, as a snapshot keeps it: [`Run::screen`] through
