@@ -513,7 +513,11 @@ fn session_release(
     };
     let released = ctx.surface().and_then(|surface| {
         let coord = Coordinator::new(surface.as_ref(), &ctx.settings);
-        Ok(claims::release_all(&coord, &ctx.claims()?, claims::ReleaseReason::Abort)?)
+        Ok(claims::release_all(
+            &coord,
+            &ctx.claims()?,
+            claims::ReleaseReason::Abort,
+        )?)
     });
     match released {
         Ok(outcome) => {
