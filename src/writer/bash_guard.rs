@@ -535,6 +535,19 @@ fn read_push(words: &[Arg], more_args: Option<&str>, send_pack: bool) -> Push {
         push.skip = Tri::Yes;
         push.skip_how = Some(Skip::SendPack);
     }
+    let positional = read_push_options(&mut push, table, words);
+    if let Some(why) = more_args {
+        push.unknown(why);
+    }
+    let mut positional = positional.into_iter();
+    push.remote = Some(push_remote(&mut push, positional.next()));
+    read_refspecs(&mut push, positional, send_pack);
+    push
+}
+
+/// Applies the push's options as git reads them; returns its operands (the
+/// remote and the refspecs) in order.
+fn read_push_options(push: &mut Push, table: &'static [GitOption], words: &[Arg]) -> Vec<Arg> {
     let mut positional: Vec<Arg> = Vec::new();
     let mut options_end = false;
     let mut rest = words.iter().peekable();
@@ -558,62 +571,76 @@ fn read_push(words: &[Arg], more_args: Option<&str>, send_pack: bool) -> Push {
         if let Some(long) = word.strip_prefix("--") {
             match long_option(table, long, &mut next) {
                 OptionWord::One(name, negated, value) => {
-                    apply(&mut push, name, negated, value.as_deref());
+                    apply(push, name, negated, value.as_deref());
                 }
-                OptionWord::Ambiguous(candidates) => {
-                    // git refuses it, unless it is newer than this table and
-                    // reads it as one of them: a risky one leaves the push open.
-                    let mut risky = false;
-                    for (name, negated) in &candidates {
-                        match (*name, negated) {
-                            ("no-verify", false) => {
-                                push.skip = push.skip.or(Tri::Maybe);
-                                push.skip_how.get_or_insert(Skip::NoVerify);
-                            }
-                            ("force" | "force-with-lease", false) => {
-                                push.force = push.force.or(Tri::Maybe);
-                            }
-                            ("delete", false) => push.delete = push.delete.or(Tri::Maybe),
-                            _ => continue,
-                        }
-                        risky = true;
-                    }
-                    if risky {
-                        let names: Vec<String> = candidates
-                            .iter()
-                            .map(|(n, neg)| format!("--{}{n}", if *neg { "no-" } else { "" }))
-                            .collect();
-                        push.unknowns.push(format!(
-                            "{word} (git may read it as {})",
-                            names.join(" or ")
-                        ));
-                    }
-                }
+                OptionWord::Ambiguous(candidates) => ambiguous_option(push, &word, &candidates),
                 OptionWord::Unknown => {}
             }
             continue;
         }
-        // A cluster of short options: `-fu`, `-o value`, `-ovalue`.
-        for (i, c) in word[1..].char_indices() {
-            let Some(option) = table.iter().find(|o| o.short == Some(c)) else {
-                break;
-            };
-            if option.value == OptionValue::Required {
-                let attached = &word[1 + i + c.len_utf8()..];
-                if attached.is_empty() {
-                    next();
-                }
-                apply(&mut push, option.long, false, Some(attached));
-                break;
+        short_options(push, table, &word, &mut next);
+    }
+    positional
+}
+
+/// An abbreviation several long options share: git refuses it, unless it is
+/// newer than this table and reads it as one of them: a risky one leaves the
+/// push open.
+fn ambiguous_option(push: &mut Push, word: &str, candidates: &[(&'static str, bool)]) {
+    let mut risky = false;
+    for (name, negated) in candidates {
+        match (*name, negated) {
+            ("no-verify", false) => {
+                push.skip = push.skip.or(Tri::Maybe);
+                push.skip_how.get_or_insert(Skip::NoVerify);
             }
-            apply(&mut push, option.long, false, None);
+            ("force" | "force-with-lease", false) => {
+                push.force = push.force.or(Tri::Maybe);
+            }
+            ("delete", false) => push.delete = push.delete.or(Tri::Maybe),
+            _ => continue,
         }
+        risky = true;
     }
-    if let Some(why) = more_args {
-        push.unknown(why);
+    if risky {
+        let names: Vec<String> = candidates
+            .iter()
+            .map(|(n, neg)| format!("--{}{n}", if *neg { "no-" } else { "" }))
+            .collect();
+        push.unknowns.push(format!(
+            "{word} (git may read it as {})",
+            names.join(" or ")
+        ));
     }
-    let mut positional = positional.into_iter();
-    push.remote = Some(match positional.next() {
+}
+
+/// A cluster of short options: `-fu`, `-o value`, `-ovalue`.
+fn short_options(
+    push: &mut Push,
+    table: &'static [GitOption],
+    word: &str,
+    next: &mut dyn FnMut() -> Option<String>,
+) {
+    for (i, c) in word[1..].char_indices() {
+        let Some(option) = table.iter().find(|o| o.short == Some(c)) else {
+            break;
+        };
+        if option.value == OptionValue::Required {
+            let attached = &word[1 + i + c.len_utf8()..];
+            if attached.is_empty() {
+                next();
+            }
+            apply(push, option.long, false, Some(attached));
+            break;
+        }
+        apply(push, option.long, false, None);
+    }
+}
+
+/// The remote the push goes to: its first operand, else `--repo`'s, else the
+/// default.
+fn push_remote(push: &mut Push, first: Option<Arg>) -> Remote {
+    match first {
         Some(first) => match first.literal() {
             Some(name) => Remote::Named(name),
             None => {
@@ -623,9 +650,13 @@ fn read_push(words: &[Arg], more_args: Option<&str>, send_pack: bool) -> Push {
         },
         // `--repo` names it when no operand does.
         None => push.remote.take().unwrap_or(Remote::Default),
-    });
+    }
+}
+
+/// The branches the refspecs after the remote write (`tag NAME` writes none).
+fn read_refspecs(push: &mut Push, specs: impl Iterator<Item = Arg>, send_pack: bool) {
     let mut tag_next = false;
-    for spec in positional {
+    for spec in specs {
         if tag_next {
             tag_next = false;
             continue;
@@ -646,7 +677,6 @@ fn read_push(words: &[Arg], more_args: Option<&str>, send_pack: bool) -> Push {
             }
         }
     }
-    push
 }
 
 /// The clone one command runs in.

@@ -913,9 +913,8 @@ struct WrapperOptions {
     operands: usize,
 }
 
-/// `timeout`, `env`, `nice`, `xargs` and the like: the command they run.
-/// `None` when `program` is no wrapper.
-fn unwrap(program: &str, args: &[Arg]) -> Option<Unwrapped> {
+/// The options of the wrapper `program`; `None` when it is no wrapper.
+fn wrapper_options(program: &str) -> Option<WrapperOptions> {
     let options = match program {
         "timeout" => WrapperOptions {
             short_values: "ks",
@@ -989,6 +988,13 @@ fn unwrap(program: &str, args: &[Arg]) -> Option<Unwrapped> {
         },
         _ => return None,
     };
+    Some(options)
+}
+
+/// `timeout`, `env`, `nice`, `xargs` and the like: the command they run.
+/// `None` when `program` is no wrapper.
+fn unwrap(program: &str, args: &[Arg]) -> Option<Unwrapped> {
+    let options = wrapper_options(program)?;
     let mut unwrapped = Unwrapped {
         command: Vec::new(),
         env: Vec::new(),
@@ -1008,36 +1014,17 @@ fn unwrap(program: &str, args: &[Arg]) -> Option<Unwrapped> {
         if word == "--" {
             continue;
         }
-        if program == "env" {
-            if let Some((name, value)) = split_assignment(arg) {
-                unwrapped.env.push((name, value));
-                continue;
-            }
-        }
-        if program == "sudo" {
+        if matches!(program, "env" | "sudo") {
             if let Some((name, value)) = split_assignment(arg) {
                 unwrapped.env.push((name, value));
                 continue;
             }
         }
         if let Some(long) = word.strip_prefix("--") {
-            let (name, attached) = match long.split_once('=') {
-                Some((name, value)) => (name, Some(value.to_owned())),
-                None => (long, None),
-            };
-            let takes_value = options.long_values.contains(&format!("--{name}").as_str());
-            let value = match (&attached, takes_value) {
-                (Some(v), _) => Some(Arg::text(v)),
-                (None, true) => rest.next().cloned(),
-                (None, false) => None,
-            };
+            let (name, attached, value) = long_option(long, options.long_values, &mut rest);
             match (program, name) {
                 ("env", "chdir") => unwrapped.dir = value,
-                ("env", "split-string") => {
-                    if let Some(split) = value {
-                        unwrapped.command.extend(split_words(&split));
-                    }
-                }
+                ("env", "split-string") => split_string(&mut unwrapped, value),
                 ("xargs", "replace") => replace = Some(attached.unwrap_or_else(|| "{}".to_owned())),
                 _ => {}
             }
@@ -1048,42 +1035,14 @@ fn unwrap(program: &str, args: &[Arg]) -> Option<Unwrapped> {
             continue;
         }
         if let Some(flags) = word.strip_prefix('-').filter(|f| !f.is_empty()) {
-            for (i, flag) in flags.char_indices() {
-                if program == "command" && matches!(flag, 'v' | 'V') {
-                    unwrapped.runs = false;
-                }
-                if program == "xargs" && matches!(flag, 'i' | 'e' | 'l') {
-                    // Optional values, attached only.
-                    if flag == 'i' {
-                        let value = &flags[i + 1..];
-                        replace = Some(if value.is_empty() {
-                            "{}".to_owned()
-                        } else {
-                            value.to_owned()
-                        });
-                    }
-                    break;
-                }
-                if options.short_values.contains(flag) {
-                    let attached = &flags[i + flag.len_utf8()..];
-                    let value = if attached.is_empty() {
-                        rest.next().cloned()
-                    } else {
-                        Some(Arg::text(attached))
-                    };
-                    match (program, flag) {
-                        ("env", 'C') => unwrapped.dir = value,
-                        ("env", 'S') => {
-                            if let Some(split) = value {
-                                unwrapped.command.extend(split_words(&split));
-                            }
-                        }
-                        ("xargs", 'I') => replace = value.and_then(|v| v.literal()),
-                        _ => {}
-                    }
-                    break;
-                }
-            }
+            short_options(
+                program,
+                flags,
+                options.short_values,
+                &mut rest,
+                &mut unwrapped,
+                &mut replace,
+            );
             continue;
         }
         if operands > 0 {
@@ -1095,25 +1054,105 @@ fn unwrap(program: &str, args: &[Arg]) -> Option<Unwrapped> {
     }
     unwrapped.command.extend(rest.cloned());
     if program == "xargs" {
-        match &replace {
-            Some(marker) => {
-                for arg in unwrapped.command.iter_mut().skip(1) {
-                    if arg.literal().is_some_and(|l| l.contains(marker.as_str())) {
-                        *arg = Arg::unknown(&arg.spelled);
-                    }
-                }
-            }
-            None => {
-                unwrapped.more_args =
-                    Some("xargs adds arguments read from its standard input".to_owned());
-            }
-        }
-        if unwrapped.command.is_empty() {
-            // xargs alone runs echo.
-            unwrapped.runs = false;
-        }
+        xargs_arguments(&mut unwrapped, replace.as_deref());
     }
     Some(unwrapped)
+}
+
+/// A wrapper's long option (the word after `--`): its name, the value given
+/// with `=`, and its value (that one, or the next word when the option takes
+/// one).
+fn long_option<'a>(
+    long: &'a str,
+    long_values: &[&str],
+    rest: &mut std::slice::Iter<'_, Arg>,
+) -> (&'a str, Option<String>, Option<Arg>) {
+    let (name, attached) = match long.split_once('=') {
+        Some((name, value)) => (name, Some(value.to_owned())),
+        None => (long, None),
+    };
+    let takes_value = long_values.contains(&format!("--{name}").as_str());
+    let value = match (&attached, takes_value) {
+        (Some(v), _) => Some(Arg::text(v)),
+        (None, true) => rest.next().cloned(),
+        (None, false) => None,
+    };
+    (name, attached, value)
+}
+
+/// A wrapper's cluster of short options (`-k5`, `-n 10`, `-vp`) and what they
+/// change in what it runs. The first option that takes a value ends the
+/// cluster: its value is the rest of the word, or else the next word.
+fn short_options(
+    program: &str,
+    flags: &str,
+    short_values: &str,
+    rest: &mut std::slice::Iter<'_, Arg>,
+    unwrapped: &mut Unwrapped,
+    replace: &mut Option<String>,
+) {
+    for (i, flag) in flags.char_indices() {
+        if program == "command" && matches!(flag, 'v' | 'V') {
+            unwrapped.runs = false;
+        }
+        if program == "xargs" && matches!(flag, 'i' | 'e' | 'l') {
+            // Optional values, attached only.
+            if flag == 'i' {
+                let value = &flags[i + 1..];
+                *replace = Some(if value.is_empty() {
+                    "{}".to_owned()
+                } else {
+                    value.to_owned()
+                });
+            }
+            break;
+        }
+        if short_values.contains(flag) {
+            let attached = &flags[i + flag.len_utf8()..];
+            let value = if attached.is_empty() {
+                rest.next().cloned()
+            } else {
+                Some(Arg::text(attached))
+            };
+            match (program, flag) {
+                ("env", 'C') => unwrapped.dir = value,
+                ("env", 'S') => split_string(unwrapped, value),
+                ("xargs", 'I') => *replace = value.and_then(|v| v.literal()),
+                _ => {}
+            }
+            break;
+        }
+    }
+}
+
+/// `env -S STRING`: the words of the string start the command.
+fn split_string(unwrapped: &mut Unwrapped, value: Option<Arg>) {
+    if let Some(split) = value {
+        unwrapped.command.extend(split_words(&split));
+    }
+}
+
+/// `xargs`: with `-I MARKER`, the arguments holding the marker are known only
+/// when it runs; without, it adds arguments from its standard input. Alone, it
+/// runs `echo`.
+fn xargs_arguments(unwrapped: &mut Unwrapped, replace: Option<&str>) {
+    match replace {
+        Some(marker) => {
+            for arg in unwrapped.command.iter_mut().skip(1) {
+                if arg.literal().is_some_and(|l| l.contains(marker)) {
+                    *arg = Arg::unknown(&arg.spelled);
+                }
+            }
+        }
+        None => {
+            unwrapped.more_args =
+                Some("xargs adds arguments read from its standard input".to_owned());
+        }
+    }
+    if unwrapped.command.is_empty() {
+        // xargs alone runs echo.
+        unwrapped.runs = false;
+    }
 }
 
 /// `env -S STRING`: the string split into words as a shell would.
