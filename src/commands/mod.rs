@@ -352,6 +352,11 @@ impl Context {
                 token: resolve_token(&settings.github_api_url)?,
                 trusted_authors: settings.trusted_authors.clone(),
                 timeout,
+                cache_dir: self
+                    .git
+                    .common_dir()
+                    .ok()
+                    .map(|dir| dir.join("maverick").join("github-cache")),
             })
         });
         config

@@ -257,6 +257,15 @@ pub trait Surface {
         guard: Option<Guard<'_>>,
     ) -> Result<Option<Vec<Vec<Applied>>>, SurfaceError>;
 
+    /// Issues as a claim on them is judged: labels and every comment as
+    /// fresh as [`issues`](Surface::issues) reads them; open state and
+    /// assignees may be as last read. The default reads the issues whole;
+    /// a surface where re-reading an unchanged resource is free answers
+    /// from the resources a heartbeat's own write leaves unchanged.
+    fn claim_records(&self, numbers: &[u64]) -> Result<Vec<Issue>, SurfaceError> {
+        self.issues(numbers)
+    }
+
     /// Labels and open state of issues, without their comments. The
     /// default reads the issues whole; a surface where comments cost a
     /// request per issue answers from a list instead.

@@ -53,6 +53,13 @@ pub struct RecordedRequest {
     pub status: u16,
     pub had_authorization: bool,
     pub body: String,
+    /// Whether GitHub would count it against the primary rate limit: a 304
+    /// answer to a conditional request does not count, nor does
+    /// `GET /rate_limit`, nor an answer that is itself a rate limit.
+    pub counted: bool,
+    /// What the request sent as `If-None-Match` / `If-Modified-Since`.
+    pub if_none_match: Option<String>,
+    pub if_modified_since: Option<String>,
 }
 
 /// One repository on a fake GitHub; stops serving when dropped.
@@ -130,6 +137,14 @@ impl FakeGithub {
     /// is an issue, run unchanged. Off by default, as on GitHub.
     pub fn create_issues_on_demand(&self, on: bool) {
         self.state().issues_on_demand = on;
+    }
+
+    /// A new comment, a label or an assignee change moves an issue's
+    /// `updated_at` (and so its ETag and every list page it is on). Whether
+    /// editing or deleting a comment does is not documented; off by default,
+    /// on to check that a budget does not depend on it.
+    pub fn set_comment_edits_touch_issues(&self, on: bool) {
+        self.state().edits_touch_issues = on;
     }
 
     pub fn create_issue(&self, number: u64, title: &str, labels: &[&str]) {
@@ -389,6 +404,21 @@ impl FakeGithub {
         self.state().requests.len()
     }
 
+    /// Requests since the last `reset_count` that GitHub counts against the
+    /// primary rate limit (a 304 does not), judged here, not by the client.
+    pub fn counted_requests(&self) -> usize {
+        self.state().requests.iter().filter(|r| r.counted).count()
+    }
+
+    /// Requests answered 304 Not Modified since the last `reset_count`.
+    pub fn not_modified_count(&self) -> usize {
+        self.state()
+            .requests
+            .iter()
+            .filter(|r| r.status == 304)
+            .count()
+    }
+
     pub fn reset_count(&self) {
         self.state().requests.clear();
     }
@@ -556,6 +586,7 @@ struct State {
     fail_always: Option<u16>,
     fail_matching: Vec<MatchingFault>,
     issues_on_demand: bool,
+    edits_touch_issues: bool,
     echo_authorization: bool,
     slow: VecDeque<Duration>,
     rate_limit: u64,
@@ -586,6 +617,7 @@ impl State {
             fail_always: None,
             fail_matching: Vec::new(),
             issues_on_demand: false,
+            edits_touch_issues: false,
             echo_authorization: false,
             slow: VecDeque::new(),
             rate_limit: RATE_LIMIT,
@@ -772,13 +804,16 @@ impl State {
                 ));
             }
         }
-        let response = self.finish(request, answer, now);
+        let (response, counted) = self.finish(request, answer, now);
         self.requests.push(RecordedRequest {
             method: request.method.clone(),
             path: request.target.clone(),
             status: response.status,
             had_authorization: request.header("authorization").is_some(),
             body: String::from_utf8_lossy(&request.body).into_owned(),
+            counted,
+            if_none_match: request.header("if-none-match").map(str::to_string),
+            if_modified_since: request.header("if-modified-since").map(str::to_string),
         });
         response
     }
@@ -814,26 +849,50 @@ impl State {
         }
     }
 
-    /// Adds what every GitHub answer carries, and turns a GET whose ETag the
-    /// client already holds into a 304.
-    fn finish(&mut self, request: &Request, mut answer: Answer, now: i64) -> Response {
+    /// Adds what every GitHub answer carries, and answers a conditional GET
+    /// whose resource did not change with a bodiless 304, as GitHub does:
+    /// every answer with a body carries an ETag (weak, `W/"…"`, on a GET)
+    /// that changes whenever anything in the body does (so a list's changes
+    /// when any item on the page does); a single resource also carries
+    /// `Last-Modified` (its `updated_at`). `If-None-Match` wins over
+    /// `If-Modified-Since` when a request sends both (RFC 9110 13.2.2).
+    fn finish(&mut self, request: &Request, mut answer: Answer, now: i64) -> (Response, bool) {
         let mut body = answer
             .body
             .as_ref()
             .map(|value| value.to_string().into_bytes())
             .unwrap_or_default();
         let mut status = answer.status;
-        if request.method == "GET" && status == 200 {
-            let etag = etag(&body, &answer.headers);
-            if if_none_match(request, &etag) {
-                status = 304;
-                body.clear();
+        if (200..300).contains(&status) && answer.body.is_some() {
+            let get = request.method == "GET";
+            let etag = etag(&body, &answer.headers, get);
+            if get && status == 200 {
+                let unchanged = match request.header("if-none-match") {
+                    Some(_) => if_none_match(request, &etag),
+                    None => not_modified_since(request, answer.last_modified),
+                };
+                if unchanged {
+                    status = 304;
+                    body.clear();
+                }
+                answer.header(
+                    "cache-control",
+                    "private, max-age=60, s-maxage=60".to_string(),
+                );
+                answer.header(
+                    "vary",
+                    "Accept, Authorization, Cookie, X-GitHub-OTP, Accept-Encoding".to_string(),
+                );
             }
             answer.header("etag", etag);
+            if let Some(modified) = answer.last_modified {
+                answer.header("last-modified", http_date(modified));
+            }
         }
         // A 304 does not count against the primary limit; neither does /rate_limit.
         let free = status == 304 || request.path() == "/rate_limit";
-        if !free && answer.rate_limited_until.is_none() {
+        let counted = !free && answer.rate_limited_until.is_none();
+        if counted {
             self.rate_remaining = self.rate_remaining.saturating_sub(1);
         }
         let (remaining, reset) = match answer.rate_limited_until {
@@ -865,11 +924,12 @@ impl State {
             headers.push(("content-type".to_string(), json));
         }
         headers.append(&mut answer.headers);
-        Response {
+        let response = Response {
             status,
             headers,
             body,
-        }
+        };
+        (response, counted)
     }
 
     fn route(&mut self, request: &Request) -> Answer {
@@ -945,7 +1005,7 @@ impl State {
     fn get_issue(&self, number: &str) -> Answer {
         let cutoff = self.list_cutoff();
         match self.issue_at(number, cutoff) {
-            Some(issue) => Answer::ok(self.issue_json(issue, cutoff)),
+            Some(issue) => Answer::ok(self.issue_json(issue, cutoff)).modified_at(issue.updated_at),
             None => Answer::not_found("https://docs.github.com/rest/issues/issues#get-an-issue"),
         }
     }
@@ -1038,7 +1098,9 @@ impl State {
             Some((id, stored.issue, stored.history.as_of(cutoff)?))
         });
         match found {
-            Some((id, issue, comment)) => Answer::ok(self.comment_json(id, issue, comment)),
+            Some((id, issue, comment)) => {
+                Answer::ok(self.comment_json(id, issue, comment)).modified_at(comment.updated_at)
+            }
             None => Answer::not_found(
                 "https://docs.github.com/rest/issues/comments#get-an-issue-comment",
             ),
@@ -1089,6 +1151,9 @@ impl State {
         comment.updated_at = now;
         stored.history.write(written_at, Some(comment.clone()));
         let issue = stored.issue;
+        if self.edits_touch_issues {
+            self.update_issue(issue, written_at, |_| {});
+        }
         Answer::ok(self.comment_json(id, issue, &comment))
     }
 
@@ -1101,6 +1166,10 @@ impl State {
         match stored {
             Some(stored) if stored.history.latest().is_some() => {
                 stored.history.write(written_at, None);
+                let issue = stored.issue;
+                if self.edits_touch_issues {
+                    self.update_issue(issue, written_at, |_| {});
+                }
                 Answer::no_content()
             }
             _ => Answer::not_found(
@@ -1792,6 +1861,8 @@ struct Answer {
     headers: Vec<(String, String)>,
     /// A primary rate-limit answer: remaining 0 until this epoch second.
     rate_limited_until: Option<i64>,
+    /// A single resource's `updated_at`, sent as `Last-Modified`.
+    last_modified: Option<i64>,
 }
 
 impl Answer {
@@ -1801,6 +1872,7 @@ impl Answer {
             body: Some(body),
             headers: Vec::new(),
             rate_limited_until: None,
+            last_modified: None,
         }
     }
 
@@ -1814,6 +1886,7 @@ impl Answer {
             body: None,
             headers: Vec::new(),
             rate_limited_until: None,
+            last_modified: None,
         }
     }
 
@@ -1853,6 +1926,11 @@ impl Answer {
 
     fn header(&mut self, name: &str, value: String) {
         self.headers.push((name.to_string(), value));
+    }
+
+    fn modified_at(mut self, updated_at: i64) -> Answer {
+        self.last_modified = Some(updated_at);
+        self
     }
 }
 
@@ -2071,11 +2149,27 @@ fn bearer_token(request: &Request) -> Option<&str> {
         .then(|| token.trim())
 }
 
-fn etag(body: &[u8], headers: &[(String, String)]) -> String {
+/// GitHub's ETags for GETs are weak (`W/"…"`); answers to writes carry
+/// strong ones, as the recorded traffic shows.
+fn etag(body: &[u8], headers: &[(String, String)], weak: bool) -> String {
     let mut hasher = DefaultHasher::new();
     body.hash(&mut hasher);
     headers.hash(&mut hasher);
-    format!("W/\"{:016x}\"", hasher.finish())
+    let tag = format!("\"{:016x}\"", hasher.finish());
+    if weak {
+        format!("W/{tag}")
+    } else {
+        tag
+    }
+}
+
+/// `If-Modified-Since` at or after the resource's `Last-Modified`; only a
+/// resource that has one (a single issue or comment, not a list) answers it.
+fn not_modified_since(request: &Request, last_modified: Option<i64>) -> bool {
+    let since = request
+        .header("if-modified-since")
+        .and_then(parse_http_date);
+    matches!((since, last_modified), (Some(since), Some(modified)) if modified <= since)
 }
 
 fn if_none_match(request: &Request, etag: &str) -> bool {

@@ -209,6 +209,35 @@ impl GithubSurface {
         Ok(self.finish_read(issue, issue_updated_at))
     }
 
+    /// An issue as a claim on it is judged: its labels from their own list
+    /// (whose ETag only a label change moves, where an issue's may move
+    /// with every comment edit, a heartbeat's own included), every comment,
+    /// and the rest as this clone last read the issue.
+    fn read_claim_records(&self, number: u64) -> Result<Issue, SurfaceError> {
+        let issue_path = self.repo_path(&format!("issues/{number}"));
+        let cached = self
+            .cached(&issue_path)
+            .and_then(|c| serde_json::from_slice::<ApiIssue>(&c.body).ok());
+        let api = match cached {
+            Some(api) => api,
+            None => self.get_issue(number)?,
+        };
+        let what = format!("reading the labels of #{number}");
+        let labels: Vec<ApiLabel> = self
+            .get_pages(format!("{issue_path}/labels?per_page={PER_PAGE}"), &what)
+            .map_err(|e| match e {
+                GithubError::Status { status: 404, .. } => self.missing_issue(number),
+                e => e.into(),
+            })?;
+        // A list says nothing of when the issue changed: a label write of
+        // ours younger than GitHub's lag may be missing from it.
+        let reflects_before = self.clock_now().minus(LIST_LAG_HORIZON);
+        let comments = self.read_comments(number)?;
+        let mut issue = api.into_issue(number, comments);
+        issue.labels = labels.into_iter().filter_map(ApiLabel::into_name).collect();
+        Ok(self.finish_read(issue, Some(reflects_before)))
+    }
+
     /// Every comment of `number`, every page, trusted as SPEC 3 says.
     fn read_comments(&self, number: u64) -> Result<Vec<Comment>, SurfaceError> {
         let what = format!("reading the comments of #{number}");
@@ -366,130 +395,145 @@ impl GithubSurface {
 
     fn apply(&self, issue: u64, op: &Op) -> Result<Applied, SurfaceError> {
         match op {
-            Op::AddLabels(labels) => {
-                let what = format!("adding {} to #{issue}", labels.join(", "));
-                let reply = self.call_on_issue(
-                    issue,
-                    Method::POST,
-                    &format!("issues/{issue}/labels"),
-                    Some(&json!({ "labels": labels })),
-                    &what,
-                    None,
-                )?;
-                let names = self.label_names(&what, &reply)?;
-                self.learn_labels(issue, &names);
-                self.remember(issue, &reply, OwnOp::AddLabels(labels.clone()));
-                Ok(Applied::Labels(names))
-            }
-            Op::RemoveLabel(label) => {
-                let what = format!("removing {label} from #{issue}");
-                let reply = self.call(
-                    Method::DELETE,
-                    &self.repo_path(&format!("issues/{issue}/labels/{}", percent_encode(label))),
-                    None,
-                    &what,
-                    None,
-                )?;
-                let names = if reply.success() {
-                    self.label_names(&what, &reply)?
-                } else if reply.status == StatusCode::NOT_FOUND
-                    && reply.message().eq_ignore_ascii_case("Label does not exist")
-                {
-                    // Not there: what removing it wanted.
-                    let mut names = self.known_labels(issue);
-                    names.retain(|l| !l.eq_ignore_ascii_case(label));
-                    names
-                } else if reply.status == StatusCode::NOT_FOUND {
-                    return Err(SurfaceError::NoSuchIssue(issue));
-                } else {
-                    return Err(self.unexpected(&what, &reply).into());
-                };
-                self.learn_labels(issue, &names);
-                self.remember(issue, &reply, OwnOp::RemoveLabel(label.clone()));
-                Ok(Applied::Labels(names))
-            }
-            Op::CreateComment(body) => {
-                let what = format!("commenting on #{issue}");
-                let payload = json!({ "body": body });
-                let recover = || {
-                    let since = self.clock_now().minus(Duration::from_secs(120));
-                    self.find_created(issue, body, since)
-                };
-                let recover: &dyn Fn() -> Result<Option<Reply>, GithubError> = &recover;
-                let reply = self.call_on_issue(
-                    issue,
-                    Method::POST,
-                    &format!("issues/{issue}/comments"),
-                    Some(&payload),
-                    &what,
-                    has_marker_id(body).then_some(recover),
-                )?;
-                let comment = self.written_comment(&what, &reply)?;
-                self.remember(issue, &reply, OwnOp::Comment(comment.clone()));
-                Ok(Applied::Comment(comment))
-            }
-            Op::UpdateComment { id, body } => {
-                let what = format!("updating comment {id} on #{issue}");
-                let reply = self.call(
-                    Method::PATCH,
-                    &self.repo_path(&format!("issues/comments/{id}")),
-                    Some(&json!({ "body": body })),
-                    &what,
-                    None,
-                )?;
-                if reply.status == StatusCode::NOT_FOUND {
-                    return Err(SurfaceError::NoSuchComment { issue, id: *id });
-                }
-                if !reply.success() {
-                    return Err(self.unexpected(&what, &reply).into());
-                }
-                let comment = self.written_comment(&what, &reply)?;
-                self.remember(issue, &reply, OwnOp::Comment(comment.clone()));
-                Ok(Applied::Comment(comment))
-            }
-            Op::Assign(logins) | Op::Unassign(logins) => {
-                let assign = matches!(op, Op::Assign(_));
-                let verb = if assign { "assign" } else { "unassign" };
-                let what = format!("{verb}ing {} on #{issue}", logins.join(", "));
-                let method = if assign { Method::POST } else { Method::DELETE };
-                let reply = self.call_on_issue(
-                    issue,
-                    method,
-                    &format!("issues/{issue}/assignees"),
-                    Some(&json!({ "assignees": logins })),
-                    &what,
-                    None,
-                )?;
-                let api: ApiIssue = self.parse(&what, &reply)?;
-                let now: Vec<String> = api
-                    .assignees
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|u| u.login)
-                    .collect();
-                // GitHub silently drops logins it cannot assign: check.
-                let missed: Vec<&str> = logins
-                    .iter()
-                    .filter(|l| now.iter().any(|a| a.eq_ignore_ascii_case(l)) != assign)
-                    .map(String::as_str)
-                    .collect();
-                if !missed.is_empty() {
-                    return Err(GithubError::Assignees {
-                        issue,
-                        verb,
-                        logins: missed.join(", "),
-                    }
-                    .into());
-                }
-                let own = if assign {
-                    OwnOp::Assign(logins.clone())
-                } else {
-                    OwnOp::Unassign(logins.clone())
-                };
-                self.remember(issue, &reply, own);
-                Ok(Applied::Assignees(now))
-            }
+            Op::AddLabels(labels) => self.add_labels(issue, labels),
+            Op::RemoveLabel(label) => self.remove_label(issue, label),
+            Op::CreateComment(body) => self.create_comment_on(issue, body),
+            Op::UpdateComment { id, body } => self.update_comment_on(issue, *id, body),
+            Op::Assign(logins) => self.change_assignees(issue, logins, true),
+            Op::Unassign(logins) => self.change_assignees(issue, logins, false),
         }
+    }
+
+    fn add_labels(&self, issue: u64, labels: &[String]) -> Result<Applied, SurfaceError> {
+        let what = format!("adding {} to #{issue}", labels.join(", "));
+        let reply = self.call_on_issue(
+            issue,
+            Method::POST,
+            &format!("issues/{issue}/labels"),
+            Some(&json!({ "labels": labels })),
+            &what,
+            None,
+        )?;
+        let names = self.label_names(&what, &reply)?;
+        self.learn_labels(issue, &names);
+        self.remember(issue, &reply, OwnOp::AddLabels(labels.to_vec()));
+        Ok(Applied::Labels(names))
+    }
+
+    fn remove_label(&self, issue: u64, label: &str) -> Result<Applied, SurfaceError> {
+        let what = format!("removing {label} from #{issue}");
+        let reply = self.call(
+            Method::DELETE,
+            &self.repo_path(&format!("issues/{issue}/labels/{}", percent_encode(label))),
+            None,
+            &what,
+            None,
+        )?;
+        let names = if reply.success() {
+            self.label_names(&what, &reply)?
+        } else if reply.status == StatusCode::NOT_FOUND
+            && reply.message().eq_ignore_ascii_case("Label does not exist")
+        {
+            // Not there: what removing it wanted.
+            let mut names = self.known_labels(issue);
+            names.retain(|l| !l.eq_ignore_ascii_case(label));
+            names
+        } else if reply.status == StatusCode::NOT_FOUND {
+            return Err(SurfaceError::NoSuchIssue(issue));
+        } else {
+            return Err(self.unexpected(&what, &reply).into());
+        };
+        self.learn_labels(issue, &names);
+        self.remember(issue, &reply, OwnOp::RemoveLabel(label.to_owned()));
+        Ok(Applied::Labels(names))
+    }
+
+    fn create_comment_on(&self, issue: u64, body: &str) -> Result<Applied, SurfaceError> {
+        let what = format!("commenting on #{issue}");
+        let payload = json!({ "body": body });
+        let recover = || {
+            let since = self.clock_now().minus(Duration::from_secs(120));
+            self.find_created(issue, body, since)
+        };
+        let recover: &dyn Fn() -> Result<Option<Reply>, GithubError> = &recover;
+        let reply = self.call_on_issue(
+            issue,
+            Method::POST,
+            &format!("issues/{issue}/comments"),
+            Some(&payload),
+            &what,
+            has_marker_id(body).then_some(recover),
+        )?;
+        let comment = self.written_comment(&what, &reply)?;
+        self.remember(issue, &reply, OwnOp::Comment(comment.clone()));
+        Ok(Applied::Comment(comment))
+    }
+
+    fn update_comment_on(&self, issue: u64, id: u64, body: &str) -> Result<Applied, SurfaceError> {
+        let what = format!("updating comment {id} on #{issue}");
+        let reply = self.call(
+            Method::PATCH,
+            &self.repo_path(&format!("issues/comments/{id}")),
+            Some(&json!({ "body": body })),
+            &what,
+            None,
+        )?;
+        if reply.status == StatusCode::NOT_FOUND {
+            return Err(SurfaceError::NoSuchComment { issue, id });
+        }
+        if !reply.success() {
+            return Err(self.unexpected(&what, &reply).into());
+        }
+        let comment = self.written_comment(&what, &reply)?;
+        self.remember(issue, &reply, OwnOp::Comment(comment.clone()));
+        Ok(Applied::Comment(comment))
+    }
+
+    fn change_assignees(
+        &self,
+        issue: u64,
+        logins: &[String],
+        assign: bool,
+    ) -> Result<Applied, SurfaceError> {
+        let verb = if assign { "assign" } else { "unassign" };
+        let what = format!("{verb}ing {} on #{issue}", logins.join(", "));
+        let method = if assign { Method::POST } else { Method::DELETE };
+        let reply = self.call_on_issue(
+            issue,
+            method,
+            &format!("issues/{issue}/assignees"),
+            Some(&json!({ "assignees": logins })),
+            &what,
+            None,
+        )?;
+        let api: ApiIssue = self.parse(&what, &reply)?;
+        let now: Vec<String> = api
+            .assignees
+            .unwrap_or_default()
+            .into_iter()
+            .map(|u| u.login)
+            .collect();
+        // GitHub silently drops logins it cannot assign: check.
+        let missed: Vec<&str> = logins
+            .iter()
+            .filter(|l| now.iter().any(|a| a.eq_ignore_ascii_case(l)) != assign)
+            .map(String::as_str)
+            .collect();
+        if !missed.is_empty() {
+            return Err(GithubError::Assignees {
+                issue,
+                verb,
+                logins: missed.join(", "),
+            }
+            .into());
+        }
+        let own = if assign {
+            OwnOp::Assign(logins.to_vec())
+        } else {
+            OwnOp::Unassign(logins.to_vec())
+        };
+        self.remember(issue, &reply, own);
+        Ok(Applied::Assignees(now))
     }
 
     fn label_names(&self, what: &str, reply: &Reply) -> Result<Vec<String>, GithubError> {
@@ -589,6 +633,16 @@ impl Surface for GithubSurface {
 
     fn issues(&self, numbers: &[u64]) -> Result<Vec<Issue>, SurfaceError> {
         numbers.iter().map(|&n| self.read_issue(n)).collect()
+    }
+
+    /// Two requests an issue, labels and comments, each answered 304 when
+    /// it did not change: a heartbeat pays for the lease its last beat
+    /// moved, and nothing for the issue.
+    fn claim_records(&self, numbers: &[u64]) -> Result<Vec<Issue>, SurfaceError> {
+        numbers
+            .iter()
+            .map(|&n| self.read_claim_records(n))
+            .collect()
     }
 
     /// One request per issue: its comments, the list having given the rest.
