@@ -968,6 +968,8 @@ impl State {
             ("GET", []) => Answer::ok(self.repo_json()),
             ("GET", ["issues"]) => self.list_issues(&query, &rest_path),
             ("GET", ["pulls"]) => self.list_pulls(&query, &rest_path),
+            ("GET", ["issues", "comments"]) => self.list_repo_comments(&query, &rest_path),
+            ("GET", ["labels"]) => self.list_repo_labels(&query, &rest_path),
             ("GET", ["issues", "comments", id]) => self.get_comment(id),
             ("PATCH" | "POST", ["issues", "comments", id]) => self.update_comment(id, request),
             ("DELETE", ["issues", "comments", id]) => self.delete_comment(id),
@@ -1087,6 +1089,42 @@ impl State {
             .filter_map(|(id, stored)| stored.history.as_of(cutoff).map(|c| (*id, c)))
             .filter(|(_, comment)| since.iter().all(|since| comment.updated_at >= *since))
             .map(|(id, comment)| self.comment_json(id, issue.number, comment))
+            .collect();
+        self.paginate(items, query, rest_path)
+    }
+
+    /// Every issue's and pull request's comments: `since` (updated at or
+    /// after), `sort` (`created`, the default, or `updated`) and
+    /// `direction` (`desc` by default, and only with `sort`).
+    fn list_repo_comments(&self, query: &[(String, String)], rest_path: &str) -> Answer {
+        let cutoff = self.list_cutoff();
+        let since = query_value(query, "since").and_then(parse_rfc3339);
+        let mut comments: Vec<(u64, u64, &Comment)> = self
+            .comments
+            .iter()
+            .filter_map(|(id, stored)| Some((*id, stored.issue, stored.history.as_of(cutoff)?)))
+            .filter(|(_, issue, _)| self.issue_at(&issue.to_string(), cutoff).is_some())
+            .filter(|(_, _, comment)| since.iter().all(|since| comment.updated_at >= *since))
+            .collect();
+        let sort = query_value(query, "sort");
+        if sort == Some("updated") {
+            comments.sort_by_key(|(id, _, comment)| (comment.updated_at, *id));
+        }
+        if sort.is_some() && query_value(query, "direction") != Some("asc") {
+            comments.reverse();
+        }
+        let items = comments
+            .into_iter()
+            .map(|(id, issue, comment)| self.comment_json(id, issue, comment))
+            .collect();
+        self.paginate(items, query, rest_path)
+    }
+
+    fn list_repo_labels(&self, query: &[(String, String)], rest_path: &str) -> Answer {
+        let items = self
+            .labels
+            .iter()
+            .map(|label| self.label_json(&label.name))
             .collect();
         self.paginate(items, query, rest_path)
     }

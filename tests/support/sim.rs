@@ -437,6 +437,8 @@ impl World {
             is_pull: issue.is_pull,
             labels,
             assignees: issue.assignees.clone(),
+            updated_at: None,
+            comments: None,
         }
     }
 

@@ -64,9 +64,11 @@ const TRUSTED_ASSOCIATIONS: [&str; 3] = ["OWNER", "MEMBER", "COLLABORATOR"];
 
 mod api;
 mod cache;
+mod mirror;
 mod token;
 mod transport;
 
+use api::ApiComment;
 use cache::{CachedGet, SharedCache};
 pub use token::{resolve_token, Token, TokenSource};
 use transport::Reply;
@@ -214,6 +216,8 @@ struct State {
     last_read: HashMap<u64, (Instant, Issue)>,
     /// The labels of each issue as the latest read or label answer gave them.
     labels: HashMap<u64, Vec<String>>,
+    /// The repository's recent comments, as last read.
+    recent: Option<mirror::Recent>,
 }
 
 /// One write this process made, kept so that a lagging read still shows it.

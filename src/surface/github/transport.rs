@@ -203,7 +203,7 @@ impl GithubSurface {
     }
 
     /// The URL a request URI names, as the shared cache keys it.
-    fn cache_key(&self, uri: &str) -> String {
+    pub(super) fn cache_key(&self, uri: &str) -> String {
         if uri.starts_with('/') {
             format!("{}{uri}", self.api_url)
         } else {
@@ -287,6 +287,20 @@ impl GithubSurface {
         what: &str,
     ) -> Result<Vec<T>, GithubError> {
         let mut items = Vec::new();
+        self.each_page(first, what, &mut |page: Vec<T>| {
+            items.extend(page);
+            true
+        })?;
+        Ok(items)
+    }
+
+    /// The pages of a list one at a time, while `more` wants the next.
+    pub(super) fn each_page<T: DeserializeOwned>(
+        &self,
+        first: String,
+        what: &str,
+        more: &mut dyn FnMut(Vec<T>) -> bool,
+    ) -> Result<(), GithubError> {
         let mut next = Some(first);
         let mut pages = 0;
         while let Some(uri) = next.take() {
@@ -301,12 +315,14 @@ impl GithubSurface {
             if reply.status != StatusCode::OK {
                 return Err(self.unexpected(what, &reply));
             }
-            items.extend(self.parse::<Vec<T>>(what, &reply)?);
+            if !more(self.parse::<Vec<T>>(what, &reply)?) {
+                break;
+            }
             if let Some(link) = reply.header("link").and_then(next_link) {
                 next = Some(self.same_origin(&link, what)?);
             }
         }
-        Ok(items)
+        Ok(())
     }
 
     /// A `link` URL, checked to point at the API this surface talks to: the
