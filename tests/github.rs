@@ -857,6 +857,15 @@ fn library_surface(
     env: &TestEnv,
     trusted: &[&str],
 ) -> crate::support::mav::surface::github::GithubSurface {
+    library_surface_caching_in(env, trusted, None)
+}
+
+/// A surface as one process of a clone whose shared cache is `cache_dir`.
+fn library_surface_caching_in(
+    env: &TestEnv,
+    trusted: &[&str],
+    cache_dir: Option<std::path::PathBuf>,
+) -> crate::support::mav::surface::github::GithubSurface {
     use crate::support::mav::surface::github::{GithubConfig, GithubSurface, Token, TokenSource};
     GithubSurface::new(GithubConfig {
         api_url: env.github().url(),
@@ -864,7 +873,7 @@ fn library_surface(
         token: Token::new(env.github().token(), TokenSource::Given).unwrap(),
         trusted_authors: trusted.iter().map(|s| s.to_string()).collect(),
         timeout: Duration::from_secs(5),
-        cache_dir: None,
+        cache_dir,
     })
     .unwrap()
 }
@@ -1190,4 +1199,95 @@ fn a_heartbeat_costs_at_most_two_counted_requests() {
         let (run, _) = counted(&env, &alice, &["coord", "heartbeat", "72"]);
         run.expect(7);
     }
+}
+
+/// `with_comments` reads an issue's comments once, then keeps the copy up
+/// to date from one list of the repository's recent comments: an edit and
+/// a new comment arrive through it, a deleted comment (which no list shows)
+/// is caught by the count, and a copy too old is read again.
+#[test]
+fn comments_of_many_issues_cost_one_list_once_read() {
+    use crate::support::mav::surface::Surface as _;
+    let env = github_env();
+    let fake = env.github();
+    let mut first_ids = Vec::new();
+    for n in 1..=3 {
+        fake.create_issue(n, "kept", &["claude-in-progress"]);
+        first_ids.push(fake.add_comment_as(n, "maverick-bot", &format!("first on {n}")));
+        fake.add_comment_as(n, "maverick-bot", &format!("second on {n}"));
+    }
+    // Just past a ten-minute mark of GitHub's clock, which rounds the
+    // time of the list of recent comments (so the test knows which lists
+    // are the same).
+    let now = crate::support::fake_github::parse_rfc3339(&fake.now()).unwrap();
+    env.advance_clock(600 - now.rem_euclid(600) + 5);
+    let cache = env.path().join("shared-cache");
+    let process = || library_surface_caching_in(&env, &[], Some(cache.clone()));
+    let bodies = |issues: &[crate::support::mav::surface::Issue]| -> Vec<Vec<String>> {
+        issues
+            .iter()
+            .map(|i| i.comments.iter().map(|c| c.body.clone()).collect())
+            .collect()
+    };
+    let read = |surface: &crate::support::mav::surface::github::GithubSurface| {
+        let listed = surface.list(&["claude-in-progress"], false).unwrap();
+        let mut issues = surface.with_comments(&listed).unwrap();
+        issues.sort_by_key(|i| i.number);
+        issues
+    };
+
+    let cold = read(&process());
+    assert_eq!(bodies(&cold)[1], ["first on 2", "second on 2"]);
+
+    env.advance_clock(120);
+    fake.edit_comment(first_ids[1], "first on 2, edited");
+    fake.add_comment_as(3, "maverick-bot", "third on 3");
+    fake.delete_comment(first_ids[0]);
+    fake.reset_count();
+    let warm = read(&process());
+    assert_eq!(
+        bodies(&warm),
+        [
+            vec!["second on 1"],
+            vec!["first on 2, edited", "second on 2"],
+            vec!["first on 3", "second on 3", "third on 3"],
+        ]
+    );
+    let paid: Vec<String> = fake
+        .requests()
+        .iter()
+        .filter(|r| r.counted)
+        .map(|r| r.path.clone())
+        .collect();
+    // The issue list, the recent comments, and #1 again for its deletion.
+    assert_eq!(paid.len(), 3, "{paid:#?}");
+    assert!(
+        paid.iter().any(|p| p.contains("/issues/comments?")),
+        "{paid:#?}"
+    );
+    assert!(
+        paid.iter().any(|p| p.contains("/issues/1/comments")),
+        "{paid:#?}"
+    );
+
+    // Nothing changed: the same list (its time is rounded down to ten
+    // minutes) is answered 304, from the next read on.
+    assert_eq!(bodies(&read(&process())), bodies(&warm));
+    fake.reset_count();
+    assert_eq!(bodies(&read(&process())), bodies(&warm));
+    assert_eq!(fake.counted_requests(), 0, "{:#?}", fake.requests());
+
+    // A copy over half an hour old is read again, conditionally: #1,
+    // unchanged since it was last read in full, is answered 304.
+    env.advance_clock(3600);
+    fake.reset_count();
+    assert_eq!(bodies(&read(&process())), bodies(&warm));
+    let requests = fake.requests();
+    let comment_reads: Vec<(&str, u16)> = requests
+        .iter()
+        .filter(|r| r.path.contains("/comments"))
+        .map(|r| (r.path.as_str(), r.status))
+        .collect();
+    assert_eq!(comment_reads.len(), 3, "{requests:#?}");
+    assert!(comment_reads.contains(&("/repos/acme/widgets/issues/1/comments?per_page=100", 304)));
 }

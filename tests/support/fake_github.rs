@@ -226,6 +226,17 @@ impl FakeGithub {
         stored.history.versions = vec![(SEEDED, Some(comment))];
     }
 
+    /// Deletes a comment as a person would in the browser; gone at once
+    /// whatever the lag.
+    pub fn delete_comment(&self, id: u64) {
+        let mut state = self.state();
+        let stored = state
+            .comments
+            .get_mut(&id)
+            .unwrap_or_else(|| panic!("fake GitHub: no comment {id}"));
+        stored.history.versions = vec![(SEEDED, None)];
+    }
+
     /// The true comments of an issue (no lag), ascending id.
     pub fn comments(&self, issue: u64) -> Vec<FakeComment> {
         let state = self.state();

@@ -22,6 +22,8 @@ use super::*;
 
 /// The oldest copy that is brought up to date rather than read again.
 const MIRROR_MAX_AGE: Duration = Duration::from_secs(1800);
+/// What the `since` of a list of recent comments is rounded down to.
+const SINCE_STEP: Duration = Duration::from_secs(600);
 /// How long one read of the repository's recent comments serves every
 /// caller in this process that asks for no older ones.
 const RECENT_MAX_AGE: Duration = Duration::from_secs(1);
@@ -149,12 +151,14 @@ impl GithubSurface {
         &self,
         since: Timestamp,
     ) -> Result<(Timestamp, Vec<(u64, KeptComment)>), SurfaceError> {
+        let wanted_since = since;
+        let since = rounded_down(since);
         if let Some(recent) = self.state.borrow().recent.as_ref() {
             if recent.since <= since && recent.at.elapsed() <= RECENT_MAX_AGE {
                 let wanted = recent
                     .comments
                     .iter()
-                    .filter(|(_, c)| c.updated_at >= since.0)
+                    .filter(|(_, c)| c.updated_at >= wanted_since.0)
                     .cloned()
                     .collect();
                 return Ok((recent.read_at, wanted));
@@ -182,6 +186,7 @@ impl GithubSurface {
             read_at,
             comments: comments.clone(),
         });
+        comments.retain(|(_, c)| c.updated_at >= wanted_since.0);
         Ok((read_at, comments))
     }
 
@@ -261,11 +266,17 @@ impl GithubSurface {
 }
 
 /// What a read at `read_at` is complete before: GitHub's lists may lag a
-/// write by [`LIST_LAG_HORIZON`]. Whole minutes, so that every reader
-/// within a minute asks for the same list, which GitHub then answers 304
-/// while no comment changes.
+/// write by [`LIST_LAG_HORIZON`].
 fn complete_before(read_at: Timestamp) -> i64 {
-    read_at.minus(LIST_LAG_HORIZON).0.div_euclid(60) * 60
+    rounded_down(read_at.minus(LIST_LAG_HORIZON)).0
+}
+
+/// `at` rounded down to [`SINCE_STEP`]: every reader within one step asks
+/// for the same list of recent comments, which GitHub then answers 304
+/// while no comment changes.
+pub(super) fn rounded_down(at: Timestamp) -> Timestamp {
+    let step = SINCE_STEP.as_secs() as i64;
+    Timestamp(at.0.div_euclid(step) * step)
 }
 
 /// Puts `comment` into `comments` (ascending id) over an older version;
