@@ -29,6 +29,7 @@ use std::fs;
 use std::io::Write as _;
 use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
@@ -147,7 +148,12 @@ impl SharedCache {
         bytes.push(b'\n');
         bytes.extend_from_slice(&entry.body);
         let path = self.path_of(url);
-        let tmp = crate::records::files::temp_beside(&path)?;
+        // Named for this process and this write: two surfaces of one
+        // process (threads) never share a temporary file either.
+        static WRITES: AtomicU64 = AtomicU64::new(0);
+        let serial = WRITES.fetch_add(1, Ordering::Relaxed);
+        let tmp =
+            crate::records::files::temp_beside(&path)?.with_extension(format!("{serial}.tmp"));
         let written = fs::OpenOptions::new()
             .write(true)
             .create(true)
