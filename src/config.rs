@@ -9,7 +9,9 @@ use std::time::Duration;
 use crate::git::{Git, GitError};
 use crate::timefmt::{parse_duration, DurationError};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, clap::ValueEnum)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, clap::ValueEnum, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum SurfaceKind {
     Git,
@@ -41,7 +43,7 @@ pub(crate) struct Overrides {
     pub trusted_authors: Option<Vec<String>>,
 }
 
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, schemars::JsonSchema)]
 pub struct Labels {
     pub in_progress: String,
     /// `blocked-by:#` — the issue number follows.

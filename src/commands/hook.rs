@@ -3,8 +3,11 @@
 
 use std::io::Read as _;
 
+use std::path::PathBuf;
+
 use clap::{Args, Subcommand};
-use serde_json::json;
+use schemars::JsonSchema;
+use serde::Serialize;
 
 use super::Outcome;
 use crate::cli::GlobalArgs;
@@ -16,9 +19,10 @@ use crate::records::claim::ClaimStore;
 use crate::timefmt::Timestamp;
 use crate::writer::bash_guard;
 use crate::writer::hookfile::{self, Change};
+use crate::writer::hookmanager::Manager;
 use crate::writer::hookmanager::{self, Setup, Status};
 use crate::writer::location;
-use crate::writer::prepush::{self, BranchState, RefUpdate, RefusalKind};
+use crate::writer::prepush::{self, BranchState, RefUpdate, Refusal, RefusalKind};
 
 #[derive(Debug, Args)]
 pub(crate) struct HookArgs {
@@ -139,12 +143,112 @@ fn is_native_hook(file: &str) -> bool {
     })
 }
 
-pub(crate) fn run(global: &GlobalArgs, args: HookArgs) -> Result<Outcome, CommandError> {
+/// What a `hook` subcommand prints with `--json`.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub(crate) enum HookOutput {
+    Install(Box<InstallOutput>),
+    Uninstall(UninstallOutput),
+    Status(Status),
+    PrePush(PrePushOutput),
+    SessionEnd(SessionEndOutput),
+    /// Claude Code's hook answer (session-start, pre-tool-use).
+    Agent(AgentAnswer),
+    /// An agent hook that failed and let the session go on.
+    AgentFailed(AgentHookFailed),
+}
+
+/// `hook install --json`: the guard put where this clone's hook manager
+/// runs it; `status` says whether it is on now.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct InstallOutput {
+    pub manager: Manager,
+    pub hook: PathBuf,
+    /// What happened to the last file touched; null when nothing was
+    /// written (`lines_to_add`).
+    pub change: Option<Change>,
+    /// Each file, and what happened to it.
+    pub changes: Vec<(PathBuf, Change)>,
+    /// A manager config maverick does not edit, and the lines to add to it.
+    pub lines_to_add: Option<(PathBuf, String)>,
+    pub status: Status,
+}
+
+/// `hook uninstall --json`: the guard's block taken out; the rest of each
+/// hook stays.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct UninstallOutput {
+    pub manager: Manager,
+    pub hook: PathBuf,
+    pub change: Change,
+    pub changes: Vec<(PathBuf, Change)>,
+}
+
+/// `hook pre-push REMOTE [URL] --json`: the pre-push check.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct PrePushOutput {
+    pub remote: String,
+    pub allowed: bool,
+    /// The managed branches checked.
+    pub checked: Vec<String>,
+    /// The pushing instance, when the push was refused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instance_id: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub refusals: Vec<Refusal>,
+}
+
+/// `hook session-end --json`: the claims the session's instance released.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct SessionEndOutput {
+    pub instance_id: String,
+    pub released: Vec<u64>,
+}
+
+/// A Claude Code hook's answer on stdout.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub(crate) enum AgentAnswer {
+    Speak {
+        #[serde(rename = "hookSpecificOutput")]
+        output: HookSpecificOutput,
+    },
+    /// pre-tool-use: allowed, nothing to say.
+    Allow {
+        #[serde(rename = "permissionDecision")]
+        decision: Option<String>,
+    },
+}
+
+/// Claude Code's `hookSpecificOutput`.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct HookSpecificOutput {
+    pub hook_event_name: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub additional_context: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub permission_decision: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub permission_decision_reason: Option<String>,
+}
+
+/// An agent hook that failed: the session goes on.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct AgentHookFailed {
+    pub hook: String,
+    pub error: String,
+}
+
+pub(crate) fn run(
+    global: &GlobalArgs,
+    args: HookArgs,
+) -> Result<Outcome<HookOutput>, CommandError> {
     match args.command {
-        HookCommand::Install => install(),
-        HookCommand::Uninstall => uninstall(),
-        HookCommand::Status => status(),
-        HookCommand::PrePush(a) => pre_push(global, a),
+        HookCommand::Install => install().map(|o| o.map(|i| HookOutput::Install(Box::new(i)))),
+        HookCommand::Uninstall => uninstall().map(|o| o.map(HookOutput::Uninstall)),
+        HookCommand::Status => status().map(|o| o.map(HookOutput::Status)),
+        HookCommand::PrePush(a) => pre_push(global, a).map(|o| o.map(HookOutput::PrePush)),
         HookCommand::SessionStart => never_fails("session-start", session_start()),
         HookCommand::SessionEnd => never_fails("session-end", session_end(global)),
         HookCommand::PreToolUse => never_fails("pre-tool-use", pre_tool_use()),
@@ -164,11 +268,18 @@ struct AgentHookInput {
 
 /// A hook never breaks the agent's session (SPEC 11): an error is one line
 /// on stderr, and the answer is "no objection".
-fn never_fails(hook: &str, result: Result<Outcome, CommandError>) -> Result<Outcome, CommandError> {
+fn never_fails(
+    hook: &str,
+    result: Result<Outcome<HookOutput>, CommandError>,
+) -> Result<Outcome<HookOutput>, CommandError> {
     Ok(result.unwrap_or_else(|err| {
         let message = err.to_string();
         let first = message.lines().next().unwrap_or_default();
-        Outcome::new(Exit::Ok, json!({"hook": hook, "error": first})).note(format!(
+        let failed = AgentHookFailed {
+            hook: hook.to_owned(),
+            error: first.to_owned(),
+        };
+        Outcome::new(Exit::Ok, HookOutput::AgentFailed(failed)).note(format!(
             "git maverick hook {hook}: {}",
             first.trim_start_matches("error: ")
         ))
@@ -210,7 +321,7 @@ fn session_instance(input: &AgentHookInput) -> Result<String, CommandError> {
         .ok_or_else(|| CommandError::tool("the hook input names no session_id"))
 }
 
-fn session_start() -> Result<Outcome, CommandError> {
+fn session_start() -> Result<Outcome<HookOutput>, CommandError> {
     let input = agent_hook_input()?;
     let me = session_instance(&input)?;
     if let Some(path) = std::env::var_os("CLAUDE_ENV_FILE").filter(|p| !p.is_empty()) {
@@ -250,13 +361,22 @@ fn session_start() -> Result<Outcome, CommandError> {
              what you will not finish (git maverick coord release ISSUE --reason abort).",
         );
     }
-    let answer = json!({
-        "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}
-    });
-    Ok(Outcome::new(Exit::Ok, answer.clone()).line(answer.to_string()))
+    Ok(agent_answer(HookSpecificOutput {
+        hook_event_name: "SessionStart",
+        additional_context: Some(context),
+        permission_decision: None,
+        permission_decision_reason: None,
+    }))
 }
 
-fn session_end(global: &GlobalArgs) -> Result<Outcome, CommandError> {
+/// Claude Code reads the answer on stdout, with or without `--json`.
+fn agent_answer(output: HookSpecificOutput) -> Outcome<HookOutput> {
+    let answer = AgentAnswer::Speak { output };
+    let line = super::json_line(&answer);
+    Outcome::new(Exit::Ok, HookOutput::Agent(answer)).line(line)
+}
+
+fn session_end(global: &GlobalArgs) -> Result<Outcome<HookOutput>, CommandError> {
     let input = agent_hook_input()?;
     let me = session_instance(&input)?;
     let cwd = std::env::current_dir()
@@ -264,37 +384,45 @@ fn session_end(global: &GlobalArgs) -> Result<Outcome, CommandError> {
     // Nothing held: no configuration read, no surface, no network.
     let common_dir = match Git::new(&cwd, GitEnv::inherit()).common_dir() {
         Ok(dir) if !prepush::maverick_absent(&dir) => dir,
-        _ => {
-            return Ok(Outcome::new(
-                Exit::Ok,
-                json!({"instance_id": me, "released": []}),
-            ))
-        }
+        _ => return Ok(released_by_session(me, Vec::new())),
     };
     if ClaimStore::new(&common_dir).of_instance(&me)?.is_empty() {
-        return Ok(Outcome::new(
-            Exit::Ok,
-            json!({"instance_id": me, "released": []}),
-        ));
+        return Ok(released_by_session(me, Vec::new()));
     }
     let mut ctx = super::Context::load(global)?;
     ctx.settings.instance = me.clone();
     let surface = ctx.surface()?;
     let coord = Coordinator::new(surface.as_ref(), &ctx.settings);
     let outcome = claims::release_all(&coord, &ctx.claims()?, "abort")?;
-    let mut o = Outcome::new(
-        Exit::Ok,
-        json!({"instance_id": me, "released": outcome.released}),
-    );
-    for n in &outcome.released {
-        o = o.note(format!("git maverick: released #{n} (session ended)"));
-    }
-    Ok(o)
+    Ok(released_by_session(me, outcome.released).shown(&ctx.warnings))
 }
 
-fn pre_tool_use() -> Result<Outcome, CommandError> {
+fn released_by_session(me: String, released: Vec<u64>) -> Outcome<HookOutput> {
+    let notes: Vec<String> = released
+        .iter()
+        .map(|n| format!("git maverick: released #{n} (session ended)"))
+        .collect();
+    let mut o = Outcome::new(
+        Exit::Ok,
+        HookOutput::SessionEnd(SessionEndOutput {
+            instance_id: me,
+            released,
+        }),
+    );
+    for note in notes {
+        o = o.note(note);
+    }
+    o
+}
+
+fn pre_tool_use() -> Result<Outcome<HookOutput>, CommandError> {
     let input = agent_hook_input()?;
-    let allow = || Ok(Outcome::new(Exit::Ok, json!({"permissionDecision": null})));
+    let allow = || {
+        Ok(Outcome::new(
+            Exit::Ok,
+            HookOutput::Agent(AgentAnswer::Allow { decision: None }),
+        ))
+    };
     if input.tool_name.as_deref() != Some("Bash") {
         return allow();
     }
@@ -324,14 +452,12 @@ fn pre_tool_use() -> Result<Outcome, CommandError> {
             now: Timestamp::now(),
         };
         if let Some(denial) = bash_guard::judge(push, &ctx)? {
-            let answer = json!({
-                "hookSpecificOutput": {
-                    "hookEventName": "PreToolUse",
-                    "permissionDecision": "deny",
-                    "permissionDecisionReason": denial.reason,
-                }
-            });
-            return Ok(Outcome::new(Exit::Ok, answer.clone()).line(answer.to_string()));
+            return Ok(agent_answer(HookSpecificOutput {
+                hook_event_name: "PreToolUse",
+                additional_context: None,
+                permission_decision: Some("deny"),
+                permission_decision_reason: Some(denial.reason),
+            }));
         }
     }
     allow()
@@ -361,9 +487,9 @@ fn change_line(path: &std::path::Path, change: Change) -> String {
 }
 
 /// The status as lines, and as the outcome of `hook status`.
-fn status_outcome(status: &Status, json: serde_json::Value) -> Outcome {
+fn status_outcome<T>(status: &Status, output: T) -> Outcome<T> {
     let exit = if status.on { Exit::Ok } else { Exit::Error };
-    let mut outcome = Outcome::new(exit, json);
+    let mut outcome = Outcome::new(exit, output);
     let manager = status.manager.name();
     if let Some(via) = &status.via {
         outcome = outcome.line(format!(
@@ -375,74 +501,81 @@ fn status_outcome(status: &Status, json: serde_json::Value) -> Outcome {
         outcome = outcome.note(format!("error: the guard is off ({manager}): {why}"));
     }
     if let Some(fix) = &status.fix {
-        outcome = outcome.note(format!("hint: {fix}"));
+        outcome = outcome.hint(fix.clone());
     }
     outcome
 }
 
-fn install() -> Result<Outcome, CommandError> {
+fn install() -> Result<Outcome<InstallOutput>, CommandError> {
     let git = super::repository()?;
     let setup = Setup::detect(&git)?;
     let report = hookmanager::install(&setup)?;
     let status = hookmanager::status(&setup);
-    let json = json!({
-        "manager": setup.manager,
-        "hook": status.via.clone().unwrap_or_else(|| setup.hook_file()),
-        "change": report.changes.last().map(|(_, c)| *c),
-        "changes": report.changes,
-        "lines_to_add": report.lines_to_add,
-        "status": status,
-    });
-    let mut outcome = status_outcome(&status, json);
-    for (path, change) in &report.changes {
-        outcome.lines.insert(0, change_line(path, *change));
-    }
+    let mut lines: Vec<String> = report
+        .changes
+        .iter()
+        .rev()
+        .map(|(path, change)| change_line(path, *change))
+        .collect();
+    let mut notes = Vec::new();
     if let Some((path, lines)) = &report.lines_to_add {
-        outcome = outcome.note(format!(
+        notes.push(format!(
             "error: maverick does not edit {}: add these lines to it yourself:",
             path.display()
         ));
-        for line in lines.lines() {
-            outcome = outcome.note(format!("    {line}"));
-        }
+        notes.extend(lines.lines().map(|line| format!("    {line}")));
+    }
+    let output = InstallOutput {
+        manager: setup.manager,
+        hook: status.via.clone().unwrap_or_else(|| setup.hook_file()),
+        change: report.changes.last().map(|(_, c)| *c),
+        changes: report.changes,
+        lines_to_add: report.lines_to_add,
+        status: status.clone(),
+    };
+    let mut outcome = status_outcome(&status, output);
+    lines.append(&mut outcome.lines);
+    outcome.lines = lines;
+    for note in notes {
+        outcome = outcome.note(note);
     }
     Ok(outcome)
 }
 
-fn uninstall() -> Result<Outcome, CommandError> {
+fn uninstall() -> Result<Outcome<UninstallOutput>, CommandError> {
     let git = super::repository()?;
     let setup = Setup::detect(&git)?;
     let changes = hookmanager::uninstall(&setup)?;
-    let json = json!({
-        "manager": setup.manager,
-        "hook": setup.hook_file(),
-        "change": changes.first().map_or(Change::Absent, |(_, c)| *c),
-        "changes": changes,
-    });
-    let mut outcome = Outcome::new(Exit::Ok, json);
+    let mut lines = Vec::new();
     if changes.is_empty() {
-        outcome = outcome.line(format!(
+        lines.push(format!(
             "no maverick block in {}: nothing to do",
             setup.hook_file().display()
         ));
     }
-    for (path, change) in &changes {
-        outcome = outcome.line(change_line(path, *change));
-    }
+    lines.extend(
+        changes
+            .iter()
+            .map(|(path, change)| change_line(path, *change)),
+    );
+    let output = UninstallOutput {
+        manager: setup.manager,
+        hook: setup.hook_file(),
+        change: changes.first().map_or(Change::Absent, |(_, c)| *c),
+        changes,
+    };
+    let mut outcome = Outcome::new(Exit::Ok, output);
+    outcome.lines = lines;
     Ok(outcome)
 }
 
-fn status() -> Result<Outcome, CommandError> {
+fn status() -> Result<Outcome<Status>, CommandError> {
     let git = super::repository()?;
     let setup = Setup::detect(&git)?;
     let status = hookmanager::status(&setup);
-    let json = serde_json::to_value(&status).expect("status serializes");
-    Ok(status_outcome(&status, json))
+    Ok(status_outcome(&status, status.clone()))
 }
 
-/// What pre-commit hands its hooks instead of git's stdin (it reads that
-/// itself): the first ref of the push, without the remote's head, which
-/// pre-commit replaces with a local guess when it lacks the object.
 fn pre_commit_update(
     git: &Git,
 ) -> Result<Option<(String, Option<String>, RefUpdate)>, CommandError> {
@@ -471,7 +604,10 @@ fn pre_commit_update(
 
 /// The hot path: tags, unmanaged branches and repositories without maverick
 /// leave after a few file stats, with no git process and no network call.
-pub(crate) fn pre_push(global: &GlobalArgs, args: PrePushArgs) -> Result<Outcome, CommandError> {
+pub(crate) fn pre_push(
+    global: &GlobalArgs,
+    args: PrePushArgs,
+) -> Result<Outcome<PrePushOutput>, CommandError> {
     let cwd = std::env::current_dir()
         .map_err(|e| CommandError::tool(format!("cannot read the current directory: {e}")))?;
     // What git told the hook (GIT_DIR and the rest) passes on to git explicitly.
@@ -499,7 +635,13 @@ pub(crate) fn pre_push(global: &GlobalArgs, args: PrePushArgs) -> Result<Outcome
     let allowed = |checked: Vec<&str>| {
         Outcome::new(
             Exit::Ok,
-            json!({"remote": remote, "allowed": true, "checked": checked}),
+            PrePushOutput {
+                remote: remote.clone(),
+                allowed: true,
+                checked: checked.into_iter().map(str::to_owned).collect(),
+                instance_id: None,
+                refusals: Vec::new(),
+            },
         )
     };
     let branch_updates: Vec<&RefUpdate> = updates.iter().filter(|u| u.branch().is_some()).collect();
@@ -539,18 +681,20 @@ pub(crate) fn pre_push(global: &GlobalArgs, args: PrePushArgs) -> Result<Outcome
     let settled = managed
         .iter()
         .all(|(_, s)| recorded(s).as_deref() == Some(destination.as_str()));
-    let (me, configured) = match (env_me, git_dir) {
-        (Some(me), _) if settled => (me, None),
+    // What loading the settings warned about (shown on stderr then).
+    let (me, configured, shown) = match (env_me, git_dir) {
+        (Some(me), _) if settled => (me, None, Vec::new()),
         // One `git config` process for the instance id, not the whole
         // configuration (SPEC 10's budget for the hook).
         (None, Some(git_dir)) if settled => (
             crate::config::instance_of_clone(&git, &git_dir, &common_dir)?,
             None,
+            Vec::new(),
         ),
         (env_me, _) => {
-            let settings = super::load_settings(&git, global)?;
+            let (settings, shown) = super::load_settings(&git, global)?;
             let configured = prepush::SeenOn::of_settings(&git, &settings).location;
-            (env_me.unwrap_or(settings.instance), configured)
+            (env_me.unwrap_or(settings.instance), configured, shown)
         }
     };
     managed.retain(|(_, state)| {
@@ -558,7 +702,7 @@ pub(crate) fn pre_push(global: &GlobalArgs, args: PrePushArgs) -> Result<Outcome
             || configured.as_deref() == Some(destination.as_str())
     });
     if managed.is_empty() {
-        return Ok(allowed(vec![]));
+        return Ok(allowed(vec![]).shown(&shown));
     }
     if pre_commit {
         // pre-commit does not pass on the remote's head, and the one it
@@ -577,7 +721,7 @@ pub(crate) fn pre_push(global: &GlobalArgs, args: PrePushArgs) -> Result<Outcome
     }
     let checked: Vec<&str> = managed.iter().filter_map(|(u, _)| u.branch()).collect();
     if refusals.is_empty() {
-        let mut outcome = allowed(checked.clone());
+        let mut outcome = allowed(checked.clone()).shown(&shown);
         for (update, state) in &managed {
             prepush::record_allowed(&common_dir, update, state, &me, &remote)?;
             for warning in prepush::lease_warnings(&state.claims, &me, now) {
@@ -594,22 +738,24 @@ pub(crate) fn pre_push(global: &GlobalArgs, args: PrePushArgs) -> Result<Outcome
     } else {
         Exit::Collision
     };
+    let notes: Vec<String> = refusals
+        .iter()
+        .flat_map(|refusal| refusal.describe(&remote))
+        .collect();
     let mut outcome = Outcome::new(
         exit,
-        json!({
-            "remote": remote,
-            "allowed": false,
-            "checked": checked,
-            "instance_id": me,
-            "refusals": refusals,
-        }),
+        PrePushOutput {
+            remote: remote.clone(),
+            allowed: false,
+            checked: checked.into_iter().map(str::to_owned).collect(),
+            instance_id: Some(me),
+            refusals,
+        },
     );
-    for refusal in &refusals {
-        for line in refusal.describe(&remote) {
-            outcome = outcome.note(line);
-        }
+    for note in notes {
+        outcome = outcome.note(note);
     }
-    Ok(outcome)
+    Ok(outcome.shown(&shown))
 }
 
 /// SPEC 10: a push refused for the claim exits 7, one refused for the branch

@@ -5,9 +5,8 @@ use std::io::{IsTerminal as _, Write as _};
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use serde_json::Value;
 
-use super::{Context, Outcome};
+use super::{Context, Envelope, Failure, Outcome, Warning};
 use crate::cli::{duration, issue_number, GlobalArgs};
 use crate::config::SurfaceKind;
 use crate::coord::dispatch::HolderKind;
@@ -58,7 +57,7 @@ impl From<StatusError> for CommandError {
         match err {
             StatusError::Surface(e) => e.into(),
             StatusError::Git(e) => e.into(),
-            StatusError::NotAnEpic(n) => CommandError::from_error(Exit::Error, &err).hint(format!(
+            StatusError::NotAnEpic(n) => CommandError::from_error(Exit::Error, err).hint(format!(
                 "an epic carries its DAG in a maverick-dag marker: \
                      git maverick state put dag {n} FILE"
             )),
@@ -125,7 +124,12 @@ impl Source {
     }
 }
 
-pub(crate) fn run(global: &GlobalArgs, args: StatusArgs) -> Result<Outcome, CommandError> {
+/// The view, `--json`'s body; none when a watch ends because nobody
+/// reads any more.
+pub(crate) fn run(
+    global: &GlobalArgs,
+    args: StatusArgs,
+) -> Result<Outcome<Option<StatusView>>, CommandError> {
     if args.format != Format::Text {
         let name = if args.format == Format::Dot {
             "dot"
@@ -164,34 +168,43 @@ pub(crate) fn run(global: &GlobalArgs, args: StatusArgs) -> Result<Outcome, Comm
         })
         .map_err(|e| CommandError::tool(format!("cannot watch for Ctrl-C: {e}")))?;
         let ctx = Context::load(global)?;
-        let source = Source::open(&ctx)?;
-        return watch(&ctx, &source, &request, interval, global.json);
+        return ctx.report(
+            Source::open(&ctx)
+                .and_then(|source| watch(&ctx, &source, &request, interval, global.json)),
+        );
     }
     let ctx = Context::load(global)?;
-    let source = Source::open(&ctx)?;
-    let view = source.gather(&ctx, &request)?;
-    match args.format {
+    ctx.report(show(&ctx, &request, args.format).map(|o| o.map(Some)))
+}
+
+fn show(
+    ctx: &Context,
+    request: &StatusRequest,
+    format: Format,
+) -> Result<Outcome<StatusView>, CommandError> {
+    let source = Source::open(ctx)?;
+    let view = source.gather(ctx, request)?;
+    let warnings: Vec<Warning> = view.warnings.iter().map(Warning::new).collect();
+    match format {
         Format::Text => {
-            let json = serde_json::to_value(&view).expect("the view serializes");
-            let mut outcome = Outcome::new(Exit::Ok, json);
-            outcome.lines = render_text(&view);
+            let lines = render_text(&view);
+            let mut outcome = Outcome::new(Exit::Ok, view).own_warnings(warnings);
+            outcome.lines = lines;
             Ok(outcome)
         }
         Format::Dot | Format::Svg => {
             let epic = view.epic.as_ref().expect("--epic was given");
             let dot = render_dot(epic);
-            let text = if args.format == Format::Svg {
+            let text = if format == Format::Svg {
                 render_svg(&dot, epic.epic)?
             } else {
                 dot
             };
-            let mut outcome = Outcome::new(Exit::Ok, Value::Null);
+            let mut outcome = Outcome::new(Exit::Ok, view);
             outcome.lines = text.lines().map(str::to_owned).collect();
-            outcome.notes = view
-                .warnings
-                .iter()
-                .map(|w| format!("warning: {w}"))
-                .collect();
+            for warning in warnings {
+                outcome = outcome.warn(warning);
+            }
             Ok(outcome)
         }
     }
@@ -253,23 +266,27 @@ fn watch(
     request: &StatusRequest,
     interval: Duration,
     json: bool,
-) -> Result<Outcome, CommandError> {
+) -> Result<Outcome<Option<StatusView>>, CommandError> {
     let terminal = !json && std::io::stdout().is_terminal();
-    // What loading the settings warned about, on every object.
-    let warnings = super::take_warnings();
     let mut first = true;
     loop {
         let gathered = source.gather(ctx, request);
         let lines = match gathered {
             Ok(view) if json => {
-                let value = serde_json::to_value(&view).expect("the view serializes");
-                vec![super::contract(value, 0, &warnings).to_string()]
+                // What loading the settings warned about, on every object.
+                let warnings = view
+                    .warnings
+                    .iter()
+                    .map(Warning::new)
+                    .chain(ctx.warnings.iter().cloned())
+                    .collect();
+                vec![super::json_line(&Envelope::new(Exit::Ok, warnings, &view))]
             }
             Ok(view) => render_text(&view),
             // A first read that fails is an error; a later one a line
             // on the screen, and the next round tries again.
             Err(err) if first => return Err(err),
-            Err(err) if json => vec![super::error_json(&err).to_string()],
+            Err(err) if json => vec![super::json_line(&Failure::of(&err.shown(&ctx.warnings)))],
             Err(err) => err.to_string().lines().map(str::to_owned).collect(),
         };
         first = false;
@@ -299,7 +316,7 @@ fn watch(
             .is_err()
         {
             // Nobody reads any more (`| head`): done.
-            return Ok(Outcome::new(Exit::Ok, Value::Null));
+            return Ok(Outcome::new(Exit::Ok, None));
         }
         drop(stdout);
         std::thread::sleep(interval);

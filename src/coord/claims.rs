@@ -27,7 +27,8 @@ pub enum ClaimsError {
 }
 
 /// Why the work on a claim ends, as its release marker says.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
 pub enum ReleaseReason {
     Merged,
     Ejected,

@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use crate::config::Settings;
+use crate::config::{Settings, SurfaceKind};
 use crate::coord::dispatch::{self, HolderKind, Ledger, Verdict};
 use crate::coord::lease::{self, Decision, IssueView};
 use crate::durable::{state, tasks};
@@ -31,9 +31,6 @@ use crate::records::branch::BranchStore;
 use crate::surface::{CiStatus, Issue, IssueSummary, PullRequest, Surface, SurfaceError};
 use crate::timefmt::Timestamp;
 use crate::workflow::hydrate::{self, HydrateError};
-
-/// Bumped when a field of the JSON is renamed or removed (SPEC 10).
-pub(crate) const SCHEMA_VERSION: u32 = 1;
 
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum StatusError {
@@ -64,10 +61,9 @@ pub(crate) struct StatusRequest {
     pub epic: Option<u64>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct StatusView {
-    pub schema_version: u32,
-    pub surface: String,
+    pub surface: SurfaceKind,
     pub instance_id: String,
     /// The surface's clock when the view was read.
     pub now: Timestamp,
@@ -77,15 +73,19 @@ pub(crate) struct StatusView {
     pub dispatch: DispatchSlots,
     pub totals: Totals,
     pub epic: Option<EpicView>,
+    /// What did not stop the view (the command puts them in `--json`'s
+    /// `warnings`).
+    #[serde(skip)]
     pub warnings: Vec<String>,
 }
 
 /// One issue that is claimed, leased, blocked or dispatched.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct IssueRow {
     pub issue: u64,
     /// `ours`, `held`, `stale`, `blocked`, `orphan` (labelled, no claim
     /// behind it) or `dispatch` (only a dispatch claim).
+    #[schemars(schema_with = "row_states")]
     pub state: &'static str,
     pub holder: Option<Holder>,
     pub generation: Option<u64>,
@@ -105,7 +105,7 @@ impl IssueRow {
     }
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Holder {
     pub instance_id: String,
     pub host: Option<String>,
@@ -113,7 +113,7 @@ pub struct Holder {
     pub ours: bool,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct LeaseState {
     pub expires_at: Timestamp,
     pub live: bool,
@@ -123,7 +123,7 @@ pub(crate) struct LeaseState {
     pub takeover: Option<String>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct BranchState {
     pub name: String,
     /// The remote's head, `None` when the branch is not on the remote.
@@ -133,20 +133,20 @@ pub(crate) struct BranchState {
     pub head_moved_at: Option<Timestamp>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct TaskCount {
     pub done: usize,
     pub total: usize,
     pub next_task: Option<NextTask>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct NextTask {
     pub number: usize,
     pub title: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct PullState {
     pub number: u64,
     pub head_ref: String,
@@ -154,20 +154,22 @@ pub(crate) struct PullState {
     pub draft: bool,
     /// `success`, `failure`, `pending`, `none`, or `unknown` where the
     /// surface knows nothing of CI.
+    #[schemars(schema_with = "ci_verdicts")]
     pub ci: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct DispatchClaim {
     pub instance_id: String,
     pub ours: bool,
     pub claimed_at: Timestamp,
     /// `holds`, `no_slot`, `issue_taken`, `pull_open` or `stale`.
+    #[schemars(schema_with = "dispatch_verdicts")]
     pub verdict: String,
     pub slot: Option<u32>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct DispatchSlots {
     pub slots: u32,
     pub used: u32,
@@ -175,7 +177,7 @@ pub(crate) struct DispatchSlots {
     pub holders: Vec<SlotHolder>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct SlotHolder {
     pub slot: u32,
     /// `pull_request`, `labelled` or `claim`.
@@ -186,7 +188,7 @@ pub(crate) struct SlotHolder {
     pub since: Option<Timestamp>,
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub(crate) struct Totals {
     pub issues: usize,
     pub ours: usize,
@@ -198,25 +200,27 @@ pub(crate) struct Totals {
     pub needs_attention: usize,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct EpicView {
     pub epic: u64,
     pub waves: Vec<Wave>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct Wave {
     /// 1 for stories without dependencies inside the epic.
     pub wave: u32,
     pub stories: Vec<Story>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct Story {
     pub issue: u64,
     /// `pending`, `in_flight`, `merged`, `blocked` or `ejected`.
+    #[schemars(schema_with = "crate::durable::state::story_states")]
     pub state: String,
     /// `marker` (the epic's maverick-state) or `derived` (from labels).
+    #[schemars(schema_with = "crate::workflow::hydrate::state_sources")]
     pub state_source: &'static str,
     pub deps: Vec<u64>,
     pub open: Option<bool>,
@@ -224,6 +228,28 @@ pub(crate) struct Story {
     /// Whether the holder's lease ran out.
     pub stale: bool,
     pub blocked_by: Vec<u64>,
+}
+
+// The closed vocabularies of the view's plain strings, for its schema.
+fn row_states(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "string",
+        "enum": ["ours", "held", "stale", "blocked", "orphan", "dispatch"],
+    })
+}
+
+fn ci_verdicts(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "string",
+        "enum": ["success", "failure", "pending", "none", "unknown"],
+    })
+}
+
+fn dispatch_verdicts(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "string",
+        "enum": ["holds", "no_slot", "issue_taken", "pull_open", "stale"],
+    })
 }
 
 /// Where the branches' heads come from.
@@ -496,8 +522,7 @@ pub(crate) fn gather(
         }
     }
     Ok(StatusView {
-        schema_version: SCHEMA_VERSION,
-        surface: settings.surface.to_string(),
+        surface: settings.surface,
         instance_id: me.to_owned(),
         now,
         mine: request.mine,

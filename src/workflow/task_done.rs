@@ -4,7 +4,7 @@
 //! git layer and returns what happened; `commands/task.rs` prints it and
 //! maps it to an exit code.
 
-use serde_json::{json, Map};
+use serde_json::{Map, Value};
 
 use crate::config::Settings;
 use crate::coord::lease::{self, Decision};
@@ -381,8 +381,8 @@ pub(crate) fn task_done(
     let checked = tasks::check_tasks(surface, settings, issue, &checks).map_err(after_push)?;
     crate::failpoint::hit("task-done-after-check-off");
     let mut extra = Map::new();
-    extra.insert("task".into(), json!(number));
-    extra.insert("head".into(), json!(sha));
+    extra.insert("task".into(), Value::from(number));
+    extra.insert("head".into(), Value::from(sha.as_str()));
     crate::failpoint::hit("task-done-before-progress");
     tasks::update_progress(
         surface,

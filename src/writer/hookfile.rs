@@ -224,7 +224,7 @@ pub(crate) enum HookFileError {
 }
 
 /// What `install` or `uninstall` did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum Change {
     /// A new hook file: one whose interpreter is git-maverick, or the shim.

@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use crate::git::{Git, GitError};
 use crate::writer::hookfile::{self, Alone, Change, HookFileError};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub(crate) enum Manager {
     None,
@@ -185,7 +185,7 @@ impl Setup {
 }
 
 /// Whether the next push from this worktree runs the guard.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, schemars::JsonSchema)]
 pub(crate) struct Status {
     pub on: bool,
     pub manager: Manager,
@@ -364,7 +364,7 @@ pub(crate) fn status(setup: &Setup) -> Status {
 }
 
 /// What `install` did, file by file; `lines_to_add` when it could not.
-#[derive(Clone, Debug, Default, serde::Serialize)]
+#[derive(Clone, Debug, Default, serde::Serialize, schemars::JsonSchema)]
 pub(crate) struct Report {
     pub changes: Vec<(PathBuf, Change)>,
     pub lines_to_add: Option<(PathBuf, String)>,

@@ -290,7 +290,7 @@ pub(crate) fn push_log_marks(
         .collect()
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum RefusalKind {
     /// The pusher holds no claim on the branch (another instance does, or nobody).
@@ -315,7 +315,7 @@ impl RefusalKind {
 }
 
 /// Why a push of one branch is refused, with everything a person needs.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub(crate) struct Refusal {
     pub kind: RefusalKind,
     pub branch: String,
