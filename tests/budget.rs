@@ -263,6 +263,22 @@ fn assert_budgets(size: u64, costs: &BTreeMap<&'static str, Cost>) {
         of("status (41 claimed, every lease moved)") <= 6,
         "status over budget at {context}"
     );
+    // A first status in a fresh clone: one list of the recent comments
+    // brings every claim, and the list of open issues (what finds the
+    // blocked ones) is a page per hundred, answered 304 while none changes.
+    let pages = (size + CLAIMED + 1).div_ceil(100) as usize;
+    assert!(
+        of("status (41 claimed, first)") <= 2 + pages,
+        "a first status over budget at {context}"
+    );
+    // An epic of ten stories in flight: the epic and its comments, a read
+    // of each story (304 once unchanged), and one list of recent comments
+    // for the stories' claims.
+    assert!(
+        of("hydrate (first)") <= 14,
+        "a first hydrate over budget at {context}"
+    );
+    assert_eq!(of("hydrate (again)"), 0, "hydrate again at {context}");
 }
 
 /// The budgets at both ends of the backlog; `MAVERICK_BUDGET_SIZES` (a

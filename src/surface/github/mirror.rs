@@ -153,8 +153,8 @@ impl GithubSurface {
     ) -> Result<(Timestamp, Vec<(u64, KeptComment)>), SurfaceError> {
         let wanted_since = since;
         let since = rounded_down(since);
-        if let Some(recent) = self.state.borrow().recent.as_ref() {
-            if recent.since <= since && recent.at.elapsed() <= RECENT_MAX_AGE {
+        if self.recent_is_fresh(since) {
+            if let Some(recent) = self.state.borrow().recent.as_ref() {
                 let wanted = recent
                     .comments
                     .iter()
@@ -190,6 +190,17 @@ impl GithubSurface {
         Ok((read_at, comments))
     }
 
+    /// Whether this process read the repository's comments since `since`
+    /// a moment ago.
+    fn recent_is_fresh(&self, since: Timestamp) -> bool {
+        let since = rounded_down(since);
+        self.state
+            .borrow()
+            .recent
+            .as_ref()
+            .is_some_and(|r| r.since <= since && r.at.elapsed() <= RECENT_MAX_AGE)
+    }
+
     /// The comments of every issue `listed`, from this clone's copies
     /// brought up to date by one list of recent comments, and in full
     /// where there is no usable copy.
@@ -206,10 +217,40 @@ impl GithubSurface {
                 _ => unread.push(summary),
             }
         }
+        // An issue without a copy whose comments are all in the list of
+        // recent comments (its count says how many there are) needs no read
+        // of its own: worth that list where several lack a copy, or where
+        // this process has just read it.
+        let seed = {
+            let seedable = unread.iter().filter(|s| s.comments.is_some()).count();
+            seedable > 1 || (seedable == 1 && self.recent_is_fresh(Timestamp(oldest_usable)))
+        };
+        let since = match seed {
+            true => Some(oldest_usable),
+            false => copies.iter().map(|(_, m)| m.complete_before).min(),
+        };
         let mut found = HashMap::new();
-        if let Some(since) = copies.iter().map(|(_, m)| m.complete_before).min() {
+        if let Some(since) = since {
             let (read_at, recent) = self.recent_comments(Timestamp(since))?;
             let complete_before = complete_before(read_at);
+            if seed {
+                unread.retain(|summary| {
+                    let mut comments = Vec::new();
+                    for (_, comment) in recent.iter().filter(|(n, _)| *n == summary.number) {
+                        fold(&mut comments, comment.clone());
+                    }
+                    if summary.comments != Some(comments.len() as u64) {
+                        return true;
+                    }
+                    let mirror = Mirror {
+                        complete_before,
+                        comments,
+                    };
+                    self.store_mirror(summary.number, &mirror);
+                    found.insert(summary.number, mirror.comments);
+                    false
+                });
+            }
             for (summary, mut mirror) in copies {
                 let mut changed = mirror.complete_before < complete_before;
                 for (_, comment) in recent.iter().filter(|(n, _)| *n == summary.number) {
