@@ -383,6 +383,7 @@ impl From<crate::coord::claims::ClaimsError> for CommandError {
             crate::coord::claims::ClaimsError::Lease(e) => e.into(),
             crate::coord::claims::ClaimsError::Record(e) => e.into(),
             crate::coord::claims::ClaimsError::Git(e) => e.into(),
+            crate::coord::claims::ClaimsError::Seen(e) => e.into(),
         }
     }
 }
@@ -481,12 +482,23 @@ impl From<crate::writer::hookfile::HookFileError> for CommandError {
     }
 }
 
+impl From<crate::writer::prepush::SeenError> for CommandError {
+    fn from(err: crate::writer::prepush::SeenError) -> Self {
+        use crate::writer::prepush::SeenError;
+        match err {
+            SeenError::Git(e) => e.into(),
+            SeenError::Record(e) => e.into(),
+        }
+    }
+}
+
 impl From<crate::writer::prepush::PrePushError> for CommandError {
     fn from(err: crate::writer::prepush::PrePushError) -> Self {
         use crate::writer::prepush::PrePushError;
         match err {
             PrePushError::Git(e) => e.into(),
             PrePushError::Record(e) => e.into(),
+            PrePushError::Config(e) => e.into(),
             other => CommandError::from_error(Exit::Error, other),
         }
     }

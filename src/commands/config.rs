@@ -245,8 +245,8 @@ fn hook_entry(git: &Git) -> Entry {
     let (value, origin) = match crate::writer::hookfile::hook_path(git) {
         Ok(path) => {
             let shown = Origin::Derived(path.display().to_string());
-            // A copy is known before its megabytes are read as text.
-            let copy = crate::writer::hookfile::is_copy(&path);
+            // An earlier version's copy is known before its megabytes are read as text.
+            let copy = crate::writer::hookfile::is_legacy_copy(&path);
             let text = if copy {
                 String::new()
             } else {

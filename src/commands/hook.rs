@@ -18,11 +18,11 @@ use crate::git::{Git, GitEnv};
 use crate::records::claim::ClaimStore;
 use crate::timefmt::Timestamp;
 use crate::writer::bash_guard;
-use crate::writer::hookfile::{self, Change};
+use crate::writer::guard::{self, PushInput, Verdict};
+use crate::writer::hookfile::Change;
 use crate::writer::hookmanager::Manager;
 use crate::writer::hookmanager::{self, Setup, Status};
-use crate::writer::location;
-use crate::writer::prepush::{self, BranchState, RefUpdate, Refusal, RefusalKind};
+use crate::writer::prepush::{self, Refusal, RefusalKind};
 
 #[derive(Debug, Args)]
 pub(crate) struct HookArgs {
@@ -72,74 +72,25 @@ pub(crate) struct PrePushArgs {
     pub url: Option<String>,
 }
 
-/// The pre-push hook's argument shapes, read without clap:
-/// `<hook file> REMOTE URL` (git running a hook file that is a copy of
-/// git-maverick: the program's name is `pre-push`),
-/// `git-maverick hook pre-push REMOTE URL` (the shell block, hook managers)
-/// and `git-maverick <hook file> REMOTE URL` (git running a hook file whose
-/// interpreter is git-maverick, `hookfile::native_hook`; the file's first
-/// line says it is one). `None`: anything else, for clap.
-pub(crate) fn fast_pre_push(
-    args: &[std::ffi::OsString],
-) -> Option<Result<PrePushArgs, CommandError>> {
+/// `git-maverick hook pre-push REMOTE URL`, the shape git's hook file
+/// runs on every push, read without clap (whose command tree is most of a
+/// start-up). `None`: anything else, for clap.
+pub(crate) fn fast_pre_push(args: &[std::ffi::OsString]) -> Option<PrePushArgs> {
     let words: Vec<&str> = args
         .iter()
         .skip(1)
         .map(|a| a.to_str())
         .collect::<Option<_>>()?;
-    // git running a hook file that is a copy of git-maverick: its own path
-    // is the program's name.
-    if let Some(hook) = args.first().and_then(|a| a.to_str()) {
-        if hookfile::is_hook_name(hook) {
-            return Some(match words.as_slice() {
-                [remote, url] => {
-                    hookfile::hand_over_if_replaced(std::path::Path::new(hook), remote, url);
-                    Ok(PrePushArgs {
-                        remote: Some((*remote).to_owned()),
-                        url: Some((*url).to_owned()),
-                    })
-                }
-                _ => Err(hook_by_hand(hook)),
-            });
-        }
-    }
-    let (remote, url) = match words.as_slice() {
-        ["hook", "pre-push", remote, url] => (*remote, *url),
-        [file, rest @ ..] if file.contains('/') && is_native_hook(file) => match rest {
-            [remote, url] => (*remote, *url),
-            _ => return Some(Err(hook_by_hand(file))),
-        },
-        _ => return None,
+    let ["hook", "pre-push", remote, url] = words.as_slice() else {
+        return None;
     };
     // An option among them is clap's to read (git never passes one).
     if remote.starts_with('-') || url.starts_with('-') {
         return None;
     }
-    Some(Ok(PrePushArgs {
-        remote: Some(remote.to_owned()),
-        url: Some(url.to_owned()),
-    }))
-}
-
-/// The hook file run by hand, without git's arguments.
-fn hook_by_hand(file: &str) -> CommandError {
-    CommandError::usage(format!(
-        "{file} is maverick's pre-push hook: git runs it with REMOTE URL, and the pushed refs on stdin"
-    ))
-    .hint("to check a push by hand: git maverick hook pre-push REMOTE URL < refs")
-}
-
-/// Whether `file` starts with the native hook's first line (one short read).
-fn is_native_hook(file: &str) -> bool {
-    use std::io::Read as _;
-    let mut head = [0u8; 64];
-    let Ok(mut opened) = std::fs::File::open(file) else {
-        return false;
-    };
-    let n = opened.read(&mut head).unwrap_or(0);
-    std::str::from_utf8(&head[..n]).is_ok_and(|text| {
-        text.strip_prefix(hookfile::NATIVE_LINE)
-            .is_some_and(|rest| rest.starts_with(['\n', '\r']))
+    Some(PrePushArgs {
+        remote: Some((*remote).to_owned()),
+        url: Some((*url).to_owned()),
     })
 }
 
@@ -465,16 +416,6 @@ fn pre_tool_use() -> Result<Outcome<HookOutput>, CommandError> {
 
 fn change_line(path: &std::path::Path, change: Change) -> String {
     let shown = path.display();
-    if matches!(change, Change::Created | Change::Updated) && hookfile::is_copy(path) {
-        return format!(
-            "{} {shown}: a copy of git-maverick, the pre-push guard",
-            if change == Change::Created {
-                "created"
-            } else {
-                "updated"
-            }
-        );
-    }
     match change {
         Change::Created => format!("created {shown} with maverick's block"),
         Change::Added => format!("added maverick's block to {shown}"),
@@ -576,34 +517,8 @@ fn status() -> Result<Outcome<Status>, CommandError> {
     Ok(status_outcome(&status, status.clone()))
 }
 
-fn pre_commit_update(
-    git: &Git,
-) -> Result<Option<(String, Option<String>, RefUpdate)>, CommandError> {
-    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-    let Some(remote_ref) = var("PRE_COMMIT_REMOTE_BRANCH") else {
-        return Ok(None);
-    };
-    let remote = var("PRE_COMMIT_REMOTE_NAME").unwrap_or_else(|| "origin".to_owned());
-    let url = var("PRE_COMMIT_REMOTE_URL");
-    let local_ref = var("PRE_COMMIT_LOCAL_BRANCH").unwrap_or_else(|| "HEAD".to_owned());
-    let local_sha = match var("PRE_COMMIT_TO_REF") {
-        Some(sha) => sha,
-        None => git.commit_of(&local_ref)?,
-    };
-    Ok(Some((
-        remote,
-        url,
-        RefUpdate {
-            local_ref,
-            local_sha: Some(local_sha),
-            remote_ref,
-            remote_sha: None,
-        },
-    )))
-}
-
-/// The hot path: tags, unmanaged branches and repositories without maverick
-/// leave after a few file stats, with no git process and no network call.
+/// The guard on one push: git's hook (`REMOTE URL`, the refs on stdin),
+/// or pre-commit's (no arguments, `PRE_COMMIT_*` variables).
 pub(crate) fn pre_push(
     global: &GlobalArgs,
     args: PrePushArgs,
@@ -611,126 +526,33 @@ pub(crate) fn pre_push(
     let cwd = std::env::current_dir()
         .map_err(|e| CommandError::tool(format!("cannot read the current directory: {e}")))?;
     // What git told the hook (GIT_DIR and the rest) passes on to git explicitly.
-    let git = Git::new(&cwd, GitEnv::inherit());
-    // Called by pre-commit: no arguments, no stdin, PRE_COMMIT_* instead.
-    let from_pre_commit = match &args.remote {
-        Some(_) => None,
-        None => pre_commit_update(&git)?,
-    };
-    let pre_commit = from_pre_commit.is_some();
-    let (remote, url, updates) = match (from_pre_commit, args.remote) {
-        (Some((remote, url, update)), _) => (remote, url, vec![update]),
-        (None, Some(remote)) => {
-            let mut input = String::new();
-            std::io::stdin().read_to_string(&mut input).map_err(|e| {
+    let env = GitEnv::inherit();
+    let input = match args.remote {
+        Some(remote) => {
+            let mut stdin = String::new();
+            std::io::stdin().read_to_string(&mut stdin).map_err(|e| {
                 CommandError::tool(format!("cannot read the pushed refs from stdin: {e}"))
             })?;
-            (remote, args.url, prepush::parse_updates(&input)?)
+            PushInput::from_hook(cwd, env, remote, args.url, &stdin)?
         }
-        (None, None) => return Err(CommandError::usage(
-            "no remote named, and no PRE_COMMIT_* variables",
-        )
-        .hint("git runs this as `git maverick hook pre-push REMOTE URL` with the refs on stdin")),
+        None => PushInput::from_pre_commit(cwd, env)?.ok_or_else(|| {
+            CommandError::usage("no remote named, and no PRE_COMMIT_* variables").hint(
+                "git runs this as `git maverick hook pre-push REMOTE URL` with the refs on stdin",
+            )
+        })?,
     };
-    let allowed = |checked: Vec<&str>| {
-        Outcome::new(
-            Exit::Ok,
-            PrePushOutput {
-                remote: remote.clone(),
-                allowed: true,
-                checked: checked.into_iter().map(str::to_owned).collect(),
-                instance_id: None,
-                refusals: Vec::new(),
-            },
-        )
-    };
-    let branch_updates: Vec<&RefUpdate> = updates.iter().filter(|u| u.branch().is_some()).collect();
-    if branch_updates.is_empty() {
-        return Ok(allowed(vec![]));
-    }
-    // Found once, from `.git` and the environment: no git process.
-    let git_dir = prepush::locate_git_dir(&cwd, git.env());
-    let common_dir = match &git_dir {
-        Some(dir) => prepush::common_dir_from(&cwd, git.env(), dir),
-        None => git.common_dir()?,
-    };
-    if prepush::maverick_absent(&common_dir) {
-        return Ok(allowed(vec![]));
-    }
-    let mut managed = Vec::new();
-    for update in branch_updates {
-        let branch = update.branch().expect("filtered to branches");
-        let state = BranchState::load(&common_dir, branch)?;
-        if state.managed() {
-            managed.push((update.clone(), state));
-        }
-    }
-    if managed.is_empty() {
-        return Ok(allowed(vec![]));
-    }
-    // A managed branch: whether this push goes to the repository it is
-    // managed on (however the push spells it), and the pusher's instance id.
-    // Records name their remote's location and the environment names the
-    // instance, so usually no configuration needs reading.
-    let destination = location::normalise(url.as_deref().unwrap_or(&remote), &cwd);
-    let recorded = |state: &BranchState| state.seen.as_ref().and_then(|s| s.location.clone());
-    let env_me = crate::config::instance_from_env().transpose()?;
-    // The record's location, or maverick's remote as configured now (its
-    // URL may have changed since): read only when the record does not
-    // settle it, so a push to the recorded place costs no process.
-    let settled = managed
-        .iter()
-        .all(|(_, s)| recorded(s).as_deref() == Some(destination.as_str()));
-    // What loading the settings warned about (shown on stderr then).
-    let (me, configured, shown) = match (env_me, git_dir) {
-        (Some(me), _) if settled => (me, None, Vec::new()),
-        // One `git config` process for the instance id, not the whole
-        // configuration (SPEC 10's budget for the hook).
-        (None, Some(git_dir)) if settled => (
-            crate::config::instance_of_clone(&git, &git_dir, &common_dir)?,
-            None,
-            Vec::new(),
-        ),
-        (env_me, _) => {
-            let (settings, shown) = super::load_settings(&git, global)?;
-            let configured = prepush::SeenOn::of_settings(&git, &settings).location;
-            (env_me.unwrap_or(settings.instance), configured, shown)
-        }
-    };
-    managed.retain(|(_, state)| {
-        recorded(state).as_deref() == Some(destination.as_str())
-            || configured.as_deref() == Some(destination.as_str())
-    });
-    if managed.is_empty() {
-        return Ok(allowed(vec![]).shown(&shown));
-    }
-    if pre_commit {
-        // pre-commit does not pass on the remote's head, and the one it
-        // guesses may be a local commit: ask the remote (managed pushes only).
-        for (update, _) in &mut managed {
-            let branch = update.branch().unwrap_or_default().to_owned();
-            update.remote_sha = git.remote_head(url.as_deref().unwrap_or(&remote), &branch)?;
-        }
-    }
-    let now = Timestamp::now();
-    let mut refusals = Vec::new();
-    for (update, state) in &managed {
-        if let Some(refusal) = prepush::check_update(&git, &common_dir, update, state, &me)? {
-            refusals.push(refusal);
-        }
-    }
-    let checked: Vec<&str> = managed.iter().filter_map(|(u, _)| u.branch()).collect();
-    if refusals.is_empty() {
-        let mut outcome = allowed(checked.clone()).shown(&shown);
-        for (update, state) in &managed {
-            prepush::record_allowed(&common_dir, update, state, &me, &remote)?;
-            for warning in prepush::lease_warnings(&state.claims, &me, now) {
-                outcome = outcome.note(warning);
-            }
-        }
-        return Ok(outcome);
-    }
-    let exit = if refusals
+    let verdict = guard::check_push(input, &global.overrides())?;
+    Ok(verdict_outcome(verdict))
+}
+
+/// The verdict as git's hook reports it: exit 0 and the warnings, or the
+/// refusals on stderr and their exit code.
+fn verdict_outcome(verdict: Verdict) -> Outcome<PrePushOutput> {
+    let allowed = verdict.refusals.is_empty();
+    let exit = if allowed {
+        Exit::Ok
+    } else if verdict
+        .refusals
         .iter()
         .any(|r| refusal_exit(r.kind) == Exit::ClaimLost)
     {
@@ -738,24 +560,24 @@ pub(crate) fn pre_push(
     } else {
         Exit::Collision
     };
-    let notes: Vec<String> = refusals
+    let mut notes: Vec<String> = verdict
+        .refusals
         .iter()
-        .flat_map(|refusal| refusal.describe(&remote))
+        .flat_map(|r| r.describe(&verdict.remote))
         .collect();
-    let mut outcome = Outcome::new(
-        exit,
-        PrePushOutput {
-            remote: remote.clone(),
-            allowed: false,
-            checked: checked.into_iter().map(str::to_owned).collect(),
-            instance_id: Some(me),
-            refusals,
-        },
-    );
-    for note in notes {
-        outcome = outcome.note(note);
+    if allowed {
+        notes = verdict.warnings;
     }
-    Ok(outcome.shown(&shown))
+    let output = PrePushOutput {
+        remote: verdict.remote,
+        allowed,
+        checked: verdict.checked,
+        instance_id: if allowed { None } else { verdict.instance_id },
+        refusals: verdict.refusals,
+    };
+    notes
+        .into_iter()
+        .fold(Outcome::new(exit, output), Outcome::note)
 }
 
 /// SPEC 10: a push refused for the claim exits 7, one refused for the branch

@@ -35,13 +35,10 @@ pub(crate) use contract::{Envelope, Failure, Outcome, Warning};
 
 /// Runs the command line `args` and returns the process exit code.
 pub fn main(args: Vec<OsString>) -> u8 {
-    // The pre-push hook runs on every push; its own argument shapes skip
-    // clap, whose command tree is most of a start-up (issue 11's 2 ms).
+    // The pre-push hook runs on every push; its own argument shape skips
+    // clap, whose command tree is most of a start-up.
     if let Some(parsed) = hook::fast_pre_push(&args) {
-        return finish(
-            parsed.and_then(|a| hook::pre_push(&GlobalArgs::default(), a)),
-            false,
-        );
+        return finish(hook::pre_push(&GlobalArgs::default(), parsed), false);
     }
     let wants_json = args.iter().skip(1).any(|a| a == "--json");
     let parsed = help::command()

@@ -24,6 +24,9 @@ pub enum ClaimsError {
     Record(#[from] RecordError),
     #[error(transparent)]
     Git(#[from] GitError),
+    /// Recording the head the claim saw.
+    #[error(transparent)]
+    Seen(#[from] crate::writer::prepush::SeenError),
 }
 
 /// Why the work on a claim ends, as its release marker says.

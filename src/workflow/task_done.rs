@@ -302,7 +302,8 @@ pub(crate) fn task_done(
     // it on the remote-tracking ref; or one the hook left pending).
     let expected_here = recorded
         .as_ref()
-        .map(|r| crate::writer::prepush::expected(&common_dir, r));
+        .map(|r| crate::writer::prepush::expected(git, r))
+        .transpose()?;
     let seen = expected_here.as_ref().and_then(|e| e.current.clone());
     let collision = match (&live, &expected_here) {
         (Some(l), _) if !git.is_ancestor(l, &sha)? => Some(format!(
