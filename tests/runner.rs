@@ -6,6 +6,7 @@
 mod support;
 
 mod agent_hooks;
+mod budget;
 mod cas_push;
 mod claude_code;
 mod cli;

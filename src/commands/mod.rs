@@ -283,6 +283,11 @@ impl Context {
                 trusted_authors: settings.trusted_authors.clone(),
                 timeout: settings.http_timeout,
                 clock: settings.clock.clone(),
+                cache_dir: self
+                    .git
+                    .common_dir()
+                    .ok()
+                    .map(|dir| dir.join("maverick").join("github-cache")),
             })
         });
         config

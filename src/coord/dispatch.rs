@@ -31,7 +31,7 @@ use std::collections::{BTreeSet, HashSet};
 
 use crate::config::Settings;
 use crate::markers::{self, Marker, MarkerKind};
-use crate::surface::{Applied, Comment, Issue, Op, Surface, SurfaceError, Write};
+use crate::surface::{Applied, Comment, Issue, IssueSummary, Op, Surface, SurfaceError, Write};
 use crate::timefmt::{format_duration, Timestamp};
 
 /// A guard that fails means someone else wrote first; a lost settle means an
@@ -671,7 +671,9 @@ impl<'a> Dispatcher<'a> {
     }
 
     /// Reads the ledger: the agent PRs, then every `agent-wip` and frontier
-    /// issue in full. One list of everything open serves all three labels.
+    /// issue in full. One list of everything open serves all three labels,
+    /// and completes with their comments (on GitHub from this clone's copies
+    /// and one list of recent comments, see [`Surface::with_comments`]).
     pub(crate) fn read(&self) -> Result<Ledger, DispatchError> {
         let now = self.surface.now()?;
         let labels = &self.settings.labels;
@@ -682,15 +684,14 @@ impl<'a> Dispatcher<'a> {
             .filter(|i| has(&i.labels, &labels.pr))
             .map(|i| i.number)
             .collect();
-        let numbers: Vec<u64> = open
-            .iter()
+        let listed: Vec<IssueSummary> = open
+            .into_iter()
             .filter(|i| !i.is_pull && !pulls.contains(&i.number))
             .filter(|i| has(&i.labels, &labels.wip) || has(&i.labels, &self.frontier_label))
-            .map(|i| i.number)
             .collect();
         let issues: Vec<Issue> = self
             .surface
-            .issues(&numbers)?
+            .with_comments(&listed)?
             .into_iter()
             .filter(|i| i.open)
             .collect();
@@ -715,6 +716,139 @@ impl<'a> Dispatcher<'a> {
             );
         }
         Ok(Ledger { now, pulls, issues })
+    }
+
+    /// The ledger as a dispatch reads it where the surface keeps a list of
+    /// recent comments (GitHub), at a cost that does not grow with the
+    /// backlog: the agent PRs and the `agent-wip` issues from their own
+    /// lists; in full, the `agent-wip` issues (a copy that did not change
+    /// costs nothing) and every issue with a dispatch claim written within
+    /// `dispatchStale` (each fresh claim, labelled or not); then the
+    /// frontier, lowest first, one page at a time, each issue its list entry
+    /// cannot rule out read in full, until the lowest eligible issue is
+    /// known. Assigned and blocked issues are ruled out by their labels;
+    /// they join the ledger only when nothing is eligible, so that the
+    /// answer says why. A full pool, or a settle (`walk` false: only the
+    /// claims count there), reads no frontier. Elsewhere (the git surface,
+    /// where one fetch brings every issue) it is [`read`](Self::read).
+    fn read_to_dispatch(&self, walk: bool) -> Result<Ledger, DispatchError> {
+        let now = self.surface.now()?;
+        let since = now.minus(self.settings.dispatch_stale);
+        let Some(recent) = self.surface.comments_since(since)? else {
+            return self.read();
+        };
+        let labels = &self.settings.labels;
+        let pulls = self.surface.list(&[labels.pr.as_str()], false)?;
+        let mut ledger = Ledger {
+            now,
+            pulls: pulls.iter().map(|p| p.number).collect(),
+            issues: Vec::new(),
+        };
+        let in_flight: Vec<IssueSummary> = self
+            .surface
+            .list(&[labels.wip.as_str()], false)?
+            .into_iter()
+            .filter(|s| !s.is_pull && !ledger.pulls.contains(&s.number))
+            .collect();
+        let read = self.surface.with_comments(&in_flight)?;
+        self.add_read(&mut ledger, read)?;
+        let mut claimed: Vec<u64> = recent
+            .iter()
+            .filter(|(n, c)| c.trusted && !ledger.issues.iter().any(|i| i.number == *n))
+            .filter(|(_, c)| {
+                markers::first_of_each_kind(&c.body).iter().any(|m| {
+                    m.kind == MarkerKind::Dispatch && m.str_field("action") == Some(ACTION_CLAIM)
+                })
+            })
+            .map(|(n, _)| *n)
+            .collect();
+        claimed.sort_unstable();
+        claimed.dedup();
+        let read = self.surface.issues(&claimed)?;
+        self.add_read(&mut ledger, read)?;
+        if !walk || analyze(&ledger, self.settings, &self.frontier_label).free == 0 {
+            return Ok(ledger);
+        }
+        let mut ruled_out: Vec<Issue> = Vec::new();
+        let mut found = false;
+        let mut failed = None;
+        let frontier = [self.frontier_label.as_str()];
+        self.surface.list_lowest_first(&frontier, &mut |page| {
+            for summary in page {
+                let known = ledger.issues.iter().any(|i| i.number == summary.number);
+                if known || summary.is_pull || ledger.pulls.contains(&summary.number) {
+                    continue;
+                }
+                let blocked = summary
+                    .labels
+                    .iter()
+                    .any(|l| l.starts_with(&labels.blocked_prefix));
+                if blocked || !summary.assignees.is_empty() {
+                    ruled_out.push(Issue {
+                        number: summary.number,
+                        open: summary.open,
+                        is_pull: false,
+                        labels: summary.labels.clone(),
+                        assignees: summary.assignees.clone(),
+                        comments: Vec::new(),
+                    });
+                    continue;
+                }
+                let read = self.surface.with_comments(std::slice::from_ref(summary));
+                if let Err(e) = read
+                    .map_err(DispatchError::from)
+                    .and_then(|read| self.add_read(&mut ledger, read))
+                {
+                    failed = Some(e);
+                    return false;
+                }
+                // Every issue below this one is in the ledger or ruled out.
+                let view = analyze(&ledger, self.settings, &self.frontier_label);
+                if view.eligible().next().is_some_and(|n| n <= summary.number) {
+                    found = true;
+                    return false;
+                }
+            }
+            true
+        })?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        if !found {
+            ledger.issues.extend(ruled_out);
+        }
+        Ok(ledger)
+    }
+
+    /// Adds fully read `issues` to `ledger` where [`read`](Self::read)
+    /// would place them (open issues labelled `agent-wip` or the frontier
+    /// label, not already there), with the agent PRs their releases
+    /// recorded that the PR list missed (it can lag a label by seconds).
+    fn add_read(&self, ledger: &mut Ledger, issues: Vec<Issue>) -> Result<(), DispatchError> {
+        let placed = Ledger::from_items(ledger.now, &issues, self.settings, &self.frontier_label);
+        for issue in placed.issues {
+            if ledger.pulls.contains(&issue.number)
+                || ledger.issues.iter().any(|i| i.number == issue.number)
+            {
+                continue;
+            }
+            let mut linked: Vec<u64> = issue_marks(&issue)
+                .linked_prs
+                .into_iter()
+                .filter(|pr| !ledger.pulls.contains(pr))
+                .collect();
+            linked.sort_unstable();
+            linked.dedup();
+            ledger.pulls.extend(
+                self.surface
+                    .issues(&linked)?
+                    .into_iter()
+                    .filter(|p| p.open && p.has_label(&self.settings.labels.pr))
+                    .map(|p| p.number),
+            );
+            ledger.issues.push(issue);
+        }
+        Ok(())
     }
 
     pub(crate) fn status(&self) -> Result<SlotView, DispatchError> {
@@ -792,7 +926,7 @@ impl<'a> Dispatcher<'a> {
         };
         let mut last_view = None;
         for _ in 0..MAX_ATTEMPTS {
-            let ledger = self.read()?;
+            let ledger = self.read_to_dispatch(true)?;
             let mut view = analyze(&ledger, self.settings, &self.frontier_label);
             let stale: Vec<SlotClaim> = view.stale().cloned().collect();
             if !stale.is_empty() {
@@ -824,7 +958,7 @@ impl<'a> Dispatcher<'a> {
                     .clock
                     .wait_announced(self.settings.settle_delay, "the settle delay");
             }
-            let ledger = self.with_own_claim(self.read()?, issue, &comment)?;
+            let ledger = self.with_own_claim(self.read_to_dispatch(false)?, issue, &comment)?;
             view = analyze(&ledger, self.settings, &self.frontier_label);
             match view.claim(&marker_id).cloned() {
                 Some(claim) if claim.holds() => {

@@ -1062,7 +1062,7 @@ impl<'a> Coordinator<'a> {
         issues: &[u64],
         generation: Option<u64>,
     ) -> Result<HeartbeatOutcome, LeaseError> {
-        let mut raw = self.surface.issues(issues)?;
+        let mut raw = self.surface.claim_records(issues)?;
         let now = self.surface.now()?;
         let views: Vec<IssueView> = raw
             .iter()

@@ -9,8 +9,11 @@
 //!
 //! Reads are shaped for GitHub's request budget: one read of the epic with
 //! its comments, one of every story's labels ([`Surface::summaries`]), the
-//! comments of the stories in flight only, one list of open pull requests
-//! and one CI query for the heads of the stories' pull requests.
+//! comments of the stories in flight only ([`Surface::with_comments`]: on
+//! GitHub, one list of recent comments where their comments are recent),
+//! one list of open pull requests and one CI query for the heads of the
+//! stories' pull requests. Every read is conditional: a hydrate of an
+//! unchanged epic costs nothing.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -272,20 +275,17 @@ fn claims_in_flight(
     now: Timestamp,
 ) -> Result<BTreeMap<u64, IssueView>, HydrateError> {
     let in_progress = &settings.labels.in_progress;
-    let labelled: Vec<u64> = stories
+    let labelled: Vec<IssueSummary> = stories
         .iter()
-        .copied()
-        .filter(|n| {
-            summaries
-                .get(n)
-                .is_some_and(|s| s.labels.contains(in_progress))
-        })
+        .filter_map(|n| summaries.get(n))
+        .filter(|s| s.labels.contains(in_progress))
+        .cloned()
         .collect();
     if labelled.is_empty() {
         return Ok(BTreeMap::new());
     }
     Ok(surface
-        .issues(&labelled)?
+        .with_comments(&labelled)?
         .iter()
         .map(|i| {
             (

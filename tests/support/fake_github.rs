@@ -58,6 +58,13 @@ pub struct RecordedRequest {
     /// When it was answered, on the fake's clock (milliseconds since the
     /// Unix epoch).
     pub at_ms: i64,
+    /// Whether GitHub would count it against the primary rate limit: a 304
+    /// answer to a conditional request does not count, nor does
+    /// `GET /rate_limit`, nor an answer that is itself a rate limit.
+    pub counted: bool,
+    /// What the request sent as `If-None-Match` / `If-Modified-Since`.
+    pub if_none_match: Option<String>,
+    pub if_modified_since: Option<String>,
 }
 
 /// One repository on a fake GitHub; stops serving when dropped.
@@ -145,6 +152,14 @@ impl FakeGithub {
         self.state().issues_on_demand = on;
     }
 
+    /// A new comment, a label or an assignee change moves an issue's
+    /// `updated_at` (and so its ETag and every list page it is on). Whether
+    /// editing or deleting a comment does is not documented; off by default,
+    /// on to check that a budget does not depend on it.
+    pub fn set_comment_edits_touch_issues(&self, on: bool) {
+        self.state().edits_touch_issues = on;
+    }
+
     pub fn create_issue(&self, number: u64, title: &str, labels: &[&str]) {
         self.state().seed_issue(number, title, labels, None);
     }
@@ -222,6 +237,17 @@ impl FakeGithub {
         comment.updated_at = now;
         // Seeded history keeps its order: the edit replaces what lag would show.
         stored.history.versions = vec![(SEEDED, Some(comment))];
+    }
+
+    /// Deletes a comment as a person would in the browser; gone at once
+    /// whatever the lag.
+    pub fn delete_comment(&self, id: u64) {
+        let mut state = self.state();
+        let stored = state
+            .comments
+            .get_mut(&id)
+            .unwrap_or_else(|| panic!("fake GitHub: no comment {id}"));
+        stored.history.versions = vec![(SEEDED, None)];
     }
 
     /// The true comments of an issue (no lag), ascending id.
@@ -419,6 +445,21 @@ impl FakeGithub {
 
     pub fn request_count(&self) -> usize {
         self.state().requests.len()
+    }
+
+    /// Requests since the last `reset_count` that GitHub counts against the
+    /// primary rate limit (a 304 does not), judged here, not by the client.
+    pub fn counted_requests(&self) -> usize {
+        self.state().requests.iter().filter(|r| r.counted).count()
+    }
+
+    /// Requests answered 304 Not Modified since the last `reset_count`.
+    pub fn not_modified_count(&self) -> usize {
+        self.state()
+            .requests
+            .iter()
+            .filter(|r| r.status == 304)
+            .count()
     }
 
     pub fn reset_count(&self) {
@@ -641,6 +682,7 @@ struct State {
     fail_always: Option<u16>,
     fail_matching: Vec<MatchingFault>,
     issues_on_demand: bool,
+    edits_touch_issues: bool,
     echo_authorization: bool,
     slow: VecDeque<Duration>,
     /// Requests wait while set ([`FakeGithub::hold_requests`]).
@@ -678,6 +720,7 @@ impl State {
             fail_always: None,
             fail_matching: Vec::new(),
             issues_on_demand: false,
+            edits_touch_issues: false,
             echo_authorization: false,
             slow: VecDeque::new(),
             held: false,
@@ -868,7 +911,7 @@ impl State {
                 ));
             }
         }
-        let response = self.finish(request, answer, now);
+        let (response, counted) = self.finish(request, answer, now);
         self.requests.push(RecordedRequest {
             method: request.method.clone(),
             path: request.target.clone(),
@@ -876,6 +919,9 @@ impl State {
             had_authorization: request.header("authorization").is_some(),
             body: String::from_utf8_lossy(&request.body).into_owned(),
             at_ms: self.now_ms(),
+            counted,
+            if_none_match: request.header("if-none-match").map(str::to_string),
+            if_modified_since: request.header("if-modified-since").map(str::to_string),
         });
         response
     }
@@ -911,26 +957,50 @@ impl State {
         }
     }
 
-    /// Adds what every GitHub answer carries, and turns a GET whose ETag the
-    /// client already holds into a 304.
-    fn finish(&mut self, request: &Request, mut answer: Answer, now: i64) -> Response {
+    /// Adds what every GitHub answer carries, and answers a conditional GET
+    /// whose resource did not change with a bodiless 304, as GitHub does:
+    /// every answer with a body carries an ETag (weak, `W/"…"`, on a GET)
+    /// that changes whenever anything in the body does (so a list's changes
+    /// when any item on the page does); a single resource also carries
+    /// `Last-Modified` (its `updated_at`). `If-None-Match` wins over
+    /// `If-Modified-Since` when a request sends both (RFC 9110 13.2.2).
+    fn finish(&mut self, request: &Request, mut answer: Answer, now: i64) -> (Response, bool) {
         let mut body = answer
             .body
             .as_ref()
             .map(|value| value.to_string().into_bytes())
             .unwrap_or_default();
         let mut status = answer.status;
-        if request.method == "GET" && status == 200 {
-            let etag = etag(&body, &answer.headers);
-            if if_none_match(request, &etag) {
-                status = 304;
-                body.clear();
+        if (200..300).contains(&status) && answer.body.is_some() {
+            let get = request.method == "GET";
+            let etag = etag(&body, &answer.headers, get);
+            if get && status == 200 {
+                let unchanged = match request.header("if-none-match") {
+                    Some(_) => if_none_match(request, &etag),
+                    None => not_modified_since(request, answer.last_modified),
+                };
+                if unchanged {
+                    status = 304;
+                    body.clear();
+                }
+                answer.header(
+                    "cache-control",
+                    "private, max-age=60, s-maxage=60".to_string(),
+                );
+                answer.header(
+                    "vary",
+                    "Accept, Authorization, Cookie, X-GitHub-OTP, Accept-Encoding".to_string(),
+                );
             }
             answer.header("etag", etag);
+            if let Some(modified) = answer.last_modified {
+                answer.header("last-modified", http_date(modified));
+            }
         }
         // A 304 does not count against the primary limit; neither does /rate_limit.
         let free = status == 304 || request.path() == "/rate_limit";
-        if !free && answer.rate_limited_until.is_none() {
+        let counted = !free && answer.rate_limited_until.is_none();
+        if counted {
             self.rate_remaining = self.rate_remaining.saturating_sub(1);
         }
         let (remaining, reset) = match answer.rate_limited_until {
@@ -962,11 +1032,12 @@ impl State {
             headers.push(("content-type".to_string(), json));
         }
         headers.append(&mut answer.headers);
-        Response {
+        let response = Response {
             status,
             headers,
             body,
-        }
+        };
+        (response, counted)
     }
 
     fn route(&mut self, request: &Request) -> Answer {
@@ -1006,6 +1077,8 @@ impl State {
             ("GET", []) => Answer::ok(self.repo_json()),
             ("GET", ["issues"]) => self.list_issues(&query, &rest_path),
             ("GET", ["pulls"]) => self.list_pulls(&query, &rest_path),
+            ("GET", ["issues", "comments"]) => self.list_repo_comments(&query, &rest_path),
+            ("GET", ["labels"]) => self.list_repo_labels(&query, &rest_path),
             ("GET", ["issues", "comments", id]) => self.get_comment(id),
             ("PATCH" | "POST", ["issues", "comments", id]) => self.update_comment(id, request),
             ("DELETE", ["issues", "comments", id]) => self.delete_comment(id),
@@ -1043,7 +1116,7 @@ impl State {
     fn get_issue(&self, number: &str) -> Answer {
         let cutoff = self.list_cutoff();
         match self.issue_at(number, cutoff) {
-            Some(issue) => Answer::ok(self.issue_json(issue, cutoff)),
+            Some(issue) => Answer::ok(self.issue_json(issue, cutoff)).modified_at(issue.updated_at),
             None => Answer::not_found("https://docs.github.com/rest/issues/issues#get-an-issue"),
         }
     }
@@ -1129,6 +1202,42 @@ impl State {
         self.paginate(items, query, rest_path)
     }
 
+    /// Every issue's and pull request's comments: `since` (updated at or
+    /// after), `sort` (`created`, the default, or `updated`) and
+    /// `direction` (`desc` by default, and only with `sort`).
+    fn list_repo_comments(&self, query: &[(String, String)], rest_path: &str) -> Answer {
+        let cutoff = self.list_cutoff();
+        let since = query_value(query, "since").and_then(parse_rfc3339);
+        let mut comments: Vec<(u64, u64, &Comment)> = self
+            .comments
+            .iter()
+            .filter_map(|(id, stored)| Some((*id, stored.issue, stored.history.as_of(cutoff)?)))
+            .filter(|(_, issue, _)| self.issue_at(&issue.to_string(), cutoff).is_some())
+            .filter(|(_, _, comment)| since.iter().all(|since| comment.updated_at >= *since))
+            .collect();
+        let sort = query_value(query, "sort");
+        if sort == Some("updated") {
+            comments.sort_by_key(|(id, _, comment)| (comment.updated_at, *id));
+        }
+        if sort.is_some() && query_value(query, "direction") != Some("asc") {
+            comments.reverse();
+        }
+        let items = comments
+            .into_iter()
+            .map(|(id, issue, comment)| self.comment_json(id, issue, comment))
+            .collect();
+        self.paginate(items, query, rest_path)
+    }
+
+    fn list_repo_labels(&self, query: &[(String, String)], rest_path: &str) -> Answer {
+        let items = self
+            .labels
+            .iter()
+            .map(|label| self.label_json(&label.name))
+            .collect();
+        self.paginate(items, query, rest_path)
+    }
+
     fn get_comment(&self, id: &str) -> Answer {
         let cutoff = self.now_ms() - self.get_lag_ms;
         let found = id.parse::<u64>().ok().and_then(|id| {
@@ -1136,7 +1245,9 @@ impl State {
             Some((id, stored.issue, stored.history.as_of(cutoff)?))
         });
         match found {
-            Some((id, issue, comment)) => Answer::ok(self.comment_json(id, issue, comment)),
+            Some((id, issue, comment)) => {
+                Answer::ok(self.comment_json(id, issue, comment)).modified_at(comment.updated_at)
+            }
             None => Answer::not_found(
                 "https://docs.github.com/rest/issues/comments#get-an-issue-comment",
             ),
@@ -1187,6 +1298,9 @@ impl State {
         comment.updated_at = now;
         stored.history.write(written_at, Some(comment.clone()));
         let issue = stored.issue;
+        if self.edits_touch_issues {
+            self.update_issue(issue, written_at, |_| {});
+        }
         Answer::ok(self.comment_json(id, issue, &comment))
     }
 
@@ -1199,6 +1313,10 @@ impl State {
         match stored {
             Some(stored) if stored.history.latest().is_some() => {
                 stored.history.write(written_at, None);
+                let issue = stored.issue;
+                if self.edits_touch_issues {
+                    self.update_issue(issue, written_at, |_| {});
+                }
                 Answer::no_content()
             }
             _ => Answer::not_found(
@@ -2330,6 +2448,8 @@ struct Answer {
     headers: Vec<(String, String)>,
     /// A primary rate-limit answer: remaining 0 until this epoch second.
     rate_limited_until: Option<i64>,
+    /// A single resource's `updated_at`, sent as `Last-Modified`.
+    last_modified: Option<i64>,
 }
 
 impl Answer {
@@ -2339,6 +2459,7 @@ impl Answer {
             body: Some(body),
             headers: Vec::new(),
             rate_limited_until: None,
+            last_modified: None,
         }
     }
 
@@ -2352,6 +2473,7 @@ impl Answer {
             body: None,
             headers: Vec::new(),
             rate_limited_until: None,
+            last_modified: None,
         }
     }
 
@@ -2391,6 +2513,11 @@ impl Answer {
 
     fn header(&mut self, name: &str, value: String) {
         self.headers.push((name.to_string(), value));
+    }
+
+    fn modified_at(mut self, updated_at: i64) -> Answer {
+        self.last_modified = Some(updated_at);
+        self
     }
 }
 
@@ -2615,11 +2742,27 @@ fn bearer_token(request: &Request) -> Option<&str> {
         .then(|| token.trim())
 }
 
-fn etag(body: &[u8], headers: &[(String, String)]) -> String {
+/// GitHub's ETags for GETs are weak (`W/"…"`); answers to writes carry
+/// strong ones, as the recorded traffic shows.
+fn etag(body: &[u8], headers: &[(String, String)], weak: bool) -> String {
     let mut hasher = DefaultHasher::new();
     body.hash(&mut hasher);
     headers.hash(&mut hasher);
-    format!("W/\"{:016x}\"", hasher.finish())
+    let tag = format!("\"{:016x}\"", hasher.finish());
+    if weak {
+        format!("W/{tag}")
+    } else {
+        tag
+    }
+}
+
+/// `If-Modified-Since` at or after the resource's `Last-Modified`; only a
+/// resource that has one (a single issue or comment, not a list) answers it.
+fn not_modified_since(request: &Request, last_modified: Option<i64>) -> bool {
+    let since = request
+        .header("if-modified-since")
+        .and_then(parse_http_date);
+    matches!((since, last_modified), (Some(since), Some(modified)) if modified <= since)
 }
 
 fn if_none_match(request: &Request, etag: &str) -> bool {

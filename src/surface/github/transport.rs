@@ -56,14 +56,18 @@ impl GithubSurface {
         method: &Method,
         uri: &str,
         body: Option<&Value>,
-        etag: Option<&str>,
+        cached: Option<&CachedGet>,
     ) -> Sent {
         let mut builder = http::Request::builder()
             .method(method.clone())
             .uri(uri)
             .header(header::ACCEPT, "application/vnd.github+json");
-        if let Some(tag) = etag {
-            builder = builder.header(header::IF_NONE_MATCH, tag);
+        // The ETag where there is one (it tells changes within a second
+        // apart); else the date, which GitHub gives single resources.
+        match cached.map(|c| (&c.etag, &c.last_modified)) {
+            Some((Some(tag), _)) => builder = builder.header(header::IF_NONE_MATCH, tag),
+            Some((None, Some(date))) => builder = builder.header(header::IF_MODIFIED_SINCE, date),
+            _ => {}
         }
         let request = match self.client.build_request(builder, body) {
             Ok(request) => request,
@@ -103,7 +107,7 @@ impl GithubSurface {
         recover: Option<&dyn Fn() -> Result<Option<Reply>, GithubError>>,
     ) -> Result<Reply, GithubError> {
         let cached = if method == Method::GET {
-            self.state.borrow().etags.get(uri).cloned()
+            self.cached(uri)
         } else {
             None
         };
@@ -112,7 +116,7 @@ impl GithubSurface {
         loop {
             attempt += 1;
             let started = Instant::now();
-            let sent = self.send_once(&method, uri, body, cached.as_ref().map(|c| c.etag.as_str()));
+            let sent = self.send_once(&method, uri, body, cached.as_ref());
             let failure = match sent {
                 Sent::Answered(mut reply) => {
                     tracing::debug!(
@@ -163,14 +167,7 @@ impl GithubSurface {
                         )
                     } else {
                         if method == Method::GET && reply.status == StatusCode::OK {
-                            if let Some(etag) = reply.header("etag") {
-                                let entry = CachedGet {
-                                    etag: etag.to_owned(),
-                                    body: reply.body.clone(),
-                                    link: reply.header("link").map(str::to_owned),
-                                };
-                                self.state.borrow_mut().etags.insert(uri.to_owned(), entry);
-                            }
+                            self.keep(uri, &reply);
                         }
                         return Ok(reply);
                     }
@@ -203,6 +200,47 @@ impl GithubSurface {
                 }
             }
         }
+    }
+
+    /// The URL a request URI names, as the shared cache keys it.
+    pub(super) fn cache_key(&self, uri: &str) -> String {
+        if uri.starts_with('/') {
+            format!("{}{uri}", self.api_url)
+        } else {
+            uri.to_owned()
+        }
+    }
+
+    /// What an earlier GET of `uri` answered: this process's, else the
+    /// clone's shared cache's.
+    pub(super) fn cached(&self, uri: &str) -> Option<CachedGet> {
+        if let Some(found) = self.state.borrow().etags.get(uri) {
+            return Some(found.clone());
+        }
+        let found = self.cache.as_ref()?.load(&self.cache_key(uri))?;
+        self.state
+            .borrow_mut()
+            .etags
+            .insert(uri.to_owned(), found.clone());
+        Some(found)
+    }
+
+    /// Keeps a 200 answer to `GET uri` that came with a validator, for
+    /// this process and the next.
+    fn keep(&self, uri: &str, reply: &Reply) {
+        let entry = CachedGet {
+            etag: reply.header("etag").map(str::to_owned),
+            last_modified: reply.header("last-modified").map(str::to_owned),
+            link: reply.header("link").map(str::to_owned),
+            body: reply.body.clone(),
+        };
+        if entry.etag.is_none() && entry.last_modified.is_none() {
+            return;
+        }
+        if let Some(cache) = &self.cache {
+            cache.store(&self.cache_key(uri), &entry, &self.token.secret);
+        }
+        self.state.borrow_mut().etags.insert(uri.to_owned(), entry);
     }
 
     /// An error for an answer the caller did not expect.
@@ -249,6 +287,20 @@ impl GithubSurface {
         what: &str,
     ) -> Result<Vec<T>, GithubError> {
         let mut items = Vec::new();
+        self.each_page(first, what, &mut |page: Vec<T>| {
+            items.extend(page);
+            true
+        })?;
+        Ok(items)
+    }
+
+    /// The pages of a list one at a time, while `more` wants the next.
+    pub(super) fn each_page<T: DeserializeOwned>(
+        &self,
+        first: String,
+        what: &str,
+        more: &mut dyn FnMut(Vec<T>) -> bool,
+    ) -> Result<(), GithubError> {
         let mut next = Some(first);
         let mut pages = 0;
         while let Some(uri) = next.take() {
@@ -263,12 +315,14 @@ impl GithubSurface {
             if reply.status != StatusCode::OK {
                 return Err(self.unexpected(what, &reply));
             }
-            items.extend(self.parse::<Vec<T>>(what, &reply)?);
+            if !more(self.parse::<Vec<T>>(what, &reply)?) {
+                break;
+            }
             if let Some(link) = reply.header("link").and_then(next_link) {
                 next = Some(self.same_origin(&link, what)?);
             }
         }
-        Ok(items)
+        Ok(())
     }
 
     /// A `link` URL, checked to point at the API this surface talks to: the
