@@ -360,6 +360,10 @@ fn sixteen_instances_race_for_one_issue_and_exactly_one_wins_each_round(surface:
                 let child = r
                     .maverick_command(&["coord", "claim", &issue])
                     .env("MAVERICK_INSTANCE", &r.instance)
+                    // The settle's pause is what lets every racer's claim
+                    // land before the re-read: real time here, as between
+                    // machines, not a move of the shared test clock.
+                    .env(mav::clock::CLOCK_PAUSES_VAR, "wait")
                     .stdout(std::process::Stdio::piped())
                     .stderr(std::process::Stdio::piped())
                     .spawn()

@@ -179,8 +179,11 @@ fn concurrent_story_transitions_keep_both(surface: Surface) {
     let a = s.clone("alpha");
     let b = s.clone("beta");
     put(s, &a, "state", EPIC, json!({"epic": 123, "stories": {}}));
+    // Both writers verify after a pause that lets the other's write land:
+    // real time here (MAVERICK_CLOCK_PAUSES=wait), as between two machines.
     let spawn = |repo: &Repo<'_>, story: &str| {
         repo.command(&["state", "story", "123", story, "merged"])
+            .env(crate::support::mav::clock::CLOCK_PAUSES_VAR, "wait")
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()

@@ -343,8 +343,14 @@ fn two_instances_checking_at_once_both_win(surface: Surface) {
     let a = s.story_clone("alpha", "T1\nT2\nT3\nT4\nT5\nT6\n");
     let b = s.clone("beta");
     for (x, y) in [("1", "2"), ("3", "4"), ("6", "5")] {
+        // Both writers verify after a pause that lets the other's write
+        // land: real time here (MAVERICK_CLOCK_PAUSES=wait), as between
+        // two machines.
         let mut first = a.command(&["task", "check", "142", x]);
         let mut second = b.command(&["task", "check", "142", y]);
+        for cmd in [&mut first, &mut second] {
+            cmd.env(crate::support::mav::clock::CLOCK_PAUSES_VAR, "wait");
+        }
         let first = first
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
