@@ -620,7 +620,7 @@ fn a_release_that_failed_part_way_converges_and_its_label_is_free() {
 /// Runs `git maverick ARGS` in `repo` set to die at `point`, and checks that
 /// it died there, by SIGKILL, as `kill -9` would have killed it.
 #[track_caller]
-fn crash_at(repo: &Repo<'_>, point: &str, args: &[&str]) {
+pub(crate) fn crash_at(repo: &Repo<'_>, point: &str, args: &[&str]) {
     use std::os::unix::process::ExitStatusExt as _;
     assert!(
         crate::support::mav::failpoint::ALL.contains(&point),

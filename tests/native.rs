@@ -410,7 +410,7 @@ fn completions_for_zsh_and_fish_name_the_commands() {
 
 // --- git maverick config -----------------------------------------------------------
 
-fn setting<'a>(json: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+pub(crate) fn setting<'a>(json: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
     json["settings"]
         .as_array()
         .unwrap()

@@ -5,6 +5,8 @@
 //! `git worktree add`, a push the remote took before its tracking ref was
 //! written) recover with the documented commands, through the failpoints.
 
+use crate::crash::crash_at;
+use crate::native::setting;
 use crate::support::{Repo, Run, Surface, TestEnv};
 use serde_json::json;
 
@@ -106,30 +108,6 @@ fn surface_text_reaches_the_terminal_escaped(surface: Surface) {
 
 on_both_surfaces!(a_claim_without_a_lease_is_judged_by_its_age);
 
-/// Runs `git maverick ARGS` in `repo` set to die at `point`, and checks
-/// that it died there by SIGKILL, as `kill -9` would have killed it.
-#[track_caller]
-fn crash_at(repo: &Repo<'_>, point: &str, args: &[&str]) {
-    use std::os::unix::process::ExitStatusExt as _;
-    assert!(
-        crate::support::mav::failpoint::ALL.contains(&point),
-        "{point}"
-    );
-    let out = repo
-        .command(args)
-        .env(crate::support::mav::failpoint::ENV, point)
-        .output()
-        .expect("git-maverick runs");
-    assert_eq!(
-        out.status.signal(),
-        Some(9),
-        "{point}: {args:?} did not die there ({:?})\n{}{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 fn a_claim_without_a_lease_is_judged_by_its_age(surface: Surface) {
     let env = TestEnv::with_surface(surface);
     let alpha = env.clone("alpha");
@@ -194,15 +172,6 @@ fn a_claim_without_a_lease_is_judged_by_its_age(surface: Surface) {
 }
 
 // -- GH_HOST never redirects the token ---------------------------------------
-
-fn setting<'a>(json: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
-    json["settings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["name"] == name)
-        .unwrap_or_else(|| panic!("no setting {name} in {json}"))
-}
 
 /// gh's rule: `GH_HOST` names the host only when nothing else does. A
 /// remote on github.com keeps its requests, and so its token, on

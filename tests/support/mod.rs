@@ -1085,16 +1085,27 @@ pub fn refused_as_collision(out: &Output) -> String {
 
 /// Object names to placeholders (see [`TestEnv::normalise`]).
 pub fn normalise_object_names(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut word = String::new();
-    let flush = |word: &mut String, out: &mut String| {
+    replace_words(text, |word| {
         let hex = word.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
         let digit = word.bytes().any(|b| b.is_ascii_digit());
         let letter = word.bytes().any(|b| b.is_ascii_lowercase());
         match word.len() {
-            40 | 64 if hex => out.push_str("[oid]"),
-            7..=39 if hex && digit && letter => out.push_str("[short-oid]"),
-            _ => out.push_str(word),
+            40 | 64 if hex => Some("[oid]"),
+            7..=39 if hex && digit && letter => Some("[short-oid]"),
+            _ => None,
+        }
+    })
+}
+
+/// `text` with each word (a run of ASCII letters, digits and `_`) that
+/// `placeholder` names replaced by it.
+pub fn replace_words(text: &str, placeholder: impl Fn(&str) -> Option<&'static str>) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String| {
+        match placeholder(word) {
+            Some(p) => out.push_str(p),
+            None => out.push_str(word),
         }
         word.clear();
     };

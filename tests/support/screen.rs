@@ -155,26 +155,10 @@ fn spelled_durations(text: &str) -> String {
 /// Marker ids (32 random hex digits, `markers::new_marker_id`) to
 /// `[marker-id]`, before object names would take them for abbreviated ones.
 fn marker_ids(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut word = String::new();
-    let flush = |word: &mut String, out: &mut String| {
-        if word.len() == 32 && word.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
-            out.push_str("[marker-id]");
-        } else {
-            out.push_str(word);
-        }
-        word.clear();
-    };
-    for c in text.chars() {
-        if c.is_ascii_alphanumeric() || c == '_' {
-            word.push(c);
-        } else {
-            flush(&mut word, &mut out);
-            out.push(c);
-        }
-    }
-    flush(&mut word, &mut out);
-    out
+    super::replace_words(text, |word| {
+        let id = word.len() == 32 && word.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+        id.then_some("[marker-id]")
+    })
 }
 
 /// Terminal colours (`ESC [ ... m`, as lefthook prints them even to a
