@@ -929,13 +929,6 @@ fn valid_repo(repo: &str) -> bool {
     matches!(repo.split_once('/'), Some((owner, name)) if ok(owner) && ok(name))
 }
 
-/// `OWNER/NAME` when the URL points at github.com or at `host` (`GH_HOST`, a
-/// GitHub Enterprise Server).
-#[cfg(test)]
-fn github_repo_of_url_on(url: &str, gh_host: Option<&str>) -> Option<String> {
-    github_remote_on(url, gh_host).map(|(_, repo)| repo)
-}
-
 /// The GitHub host a remote URL is on (github.com, or `gh_host`) and its
 /// `OWNER/NAME`: the host is where the repository's API, and so its token,
 /// goes.
@@ -1167,8 +1160,8 @@ mod tests {
             "ssh://git@github.com:22/acme/widgets",
         ] {
             assert_eq!(
-                github_repo_of_url_on(url, None).as_deref(),
-                Some("acme/widgets"),
+                github_remote_on(url, None),
+                Some(("github.com".to_owned(), "acme/widgets".to_owned())),
                 "{url}"
             );
         }
@@ -1179,7 +1172,7 @@ mod tests {
             "https://github.example.com/acme/widgets.git",
             "https://github.com/acme",
         ] {
-            assert_eq!(github_repo_of_url_on(url, None), None, "{url}");
+            assert_eq!(github_remote_on(url, None), None, "{url}");
         }
     }
 
