@@ -60,11 +60,9 @@ fn the_readme_demo_builds_and_runs_every_step_as_it_says() {
     let mut cmd = std::process::Command::new("bash");
     cmd.arg(script).current_dir(env.path());
     env.apply_env(&mut cmd);
-    let path = std::env::join_paths(
-        std::iter::once(cargo.clone()).chain(std::env::split_paths(
-            &std::env::var_os("PATH").expect("PATH is set"),
-        )),
-    )
+    let path = std::env::join_paths(std::iter::once(cargo.clone()).chain(std::env::split_paths(
+        &std::env::var_os("PATH").expect("PATH is set"),
+    )))
     .unwrap();
     // No MAVERICK_BIN: the script builds, and runs what cargo names.
     cmd.env_remove("MAVERICK_BIN")

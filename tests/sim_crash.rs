@@ -215,7 +215,10 @@ fn instance(run: &Run, surface: &SimSurface, me: &str, settle_steps: u64, seed: 
                     branch: None,
                     takeover,
                 };
-                run.note(format!("{me}: begin {}", if takeover { "takeover" } else { "claim" }));
+                run.note(format!(
+                    "{me}: begin {}",
+                    if takeover { "takeover" } else { "claim" }
+                ));
                 let outcome = coord.claim(&req);
                 run.note(format!(
                     "{me}: claim{} -> {}",
@@ -447,7 +450,14 @@ struct Coverage {
 /// The surface calls of a named log (the other lines are the instances'
 /// own notes).
 const CALLS: [&str; 8] = [
-    "comments ", "summaries", "list ", "write ", "recent comments", "pulls", "ci ", "now",
+    "comments ",
+    "summaries",
+    "list ",
+    "write ",
+    "recent comments",
+    "pulls",
+    "ci ",
+    "now",
 ];
 
 impl Coverage {
@@ -514,7 +524,14 @@ fn sim_crash_seeds_keep_the_invariants_with_a_fault_at_every_call() {
         unhit.len(),
         unhit.join("\n")
     );
-    for op in ["read", "claim", "takeover", "settle", "heartbeat", "release"] {
+    for op in [
+        "read",
+        "claim",
+        "takeover",
+        "settle",
+        "heartbeat",
+        "release",
+    ] {
         assert!(
             coverage.steps.keys().any(|s| s.0 == op),
             "no instance ever did a {op}"
