@@ -13,9 +13,12 @@
 //! - durations (`14m`, `2h5m`, `3s`, `120ms`, `0.25s`): `[DUR]`;
 //! - the fake GitHub's port (`127.0.0.1:43517`): `127.0.0.1:[PORT]`;
 //! - comment ids (`comment 2200000001` on GitHub, `comment 1` on git):
-//!   `comment [ID]`; process ids (`pid 4242`): `pid [PID]`.
+//!   `comment [ID]`; process ids (`pid 4242`, `process 4242`): `pid [PID]`,
+//!   `process [PID]`.
 //!
 //! Issue numbers, exit statuses, counts and words made of hex letters stay.
+//! A duration that is the same on every run (a setting, a value the test
+//! typed) stays as printed where the test names it ([`screen_keeping`]).
 
 use std::process::Output;
 
@@ -30,6 +33,24 @@ pub fn screen(env: &TestEnv, run: &Run) -> String {
 /// shown as its name first, so the snapshot tells which one was printed.
 pub fn screen_naming(env: &TestEnv, run: &Run, names: &[(&str, &str)]) -> String {
     layout(env, run.code, &run.stdout, &run.stderr, names)
+}
+
+/// [`screen`], with each given text (a fixed duration such as `at least
+/// 1s` or `maxClockSkew is 5m`) kept as printed: the placeholders above
+/// are not applied inside it.
+pub fn screen_keeping(env: &TestEnv, run: &Run, kept: &[&str]) -> String {
+    let token = |i: usize| format!("\u{1}kept{i}\u{1}");
+    let names: Vec<(&str, String)> = kept
+        .iter()
+        .enumerate()
+        .map(|(i, k)| (*k, token(i)))
+        .collect();
+    let names: Vec<(&str, &str)> = names.iter().map(|(k, t)| (*k, t.as_str())).collect();
+    let mut text = screen_naming(env, run, &names);
+    for (i, k) in kept.iter().enumerate() {
+        text = text.replace(&token(i), k);
+    }
+    text
 }
 
 /// What a person saw of a git command (a push the hook checked), normalised.
@@ -115,6 +136,7 @@ pub fn normalise(env: &TestEnv, text: &str) -> String {
     let text = numbered(&text, "comment ", "[ID]");
     let text = numbered(&text, "\"comment_id\": ", "\"[ID]\"");
     let text = numbered(&text, "pid ", "[PID]");
+    let text = numbered(&text, "(process ", "[PID]");
     let text = hosts(&text);
     let text = words(&text);
     spelled_durations(&text)
@@ -312,7 +334,7 @@ fn what_changes_from_run_to_run_becomes_a_placeholder() {
                 took 120ms, 0.25s or 2h5m; 3 tasks, #142, v1.2, 5m-ish, m5\n\
                 \u{1b}[38;2;56;56;56m lefthook v2.2.2\u{1b}[m\n\
                 done in 0.02 seconds, 12 ms\n\
-                GET http://127.0.0.1:43517/repos: comment 2200000001 by pid 4242\n\
+                GET http://127.0.0.1:43517/repos: comment 2200000001 by pid 4242 (process 4243)\n\
                 marker 0123456789abcdef0123456789abcdef, \"host\": \"vm\"\n";
     assert_eq!(
         normalise(&env, text),
@@ -320,8 +342,23 @@ fn what_changes_from_run_to_run_becomes_a_placeholder() {
          took [DUR], [DUR] or [DUR]; 3 tasks, #142, v[VERSION], 5m-ish, m5\n\
          \u{20}lefthook v[VERSION]\n\
          done in [DUR] seconds, [DUR] ms\n\
-         GET http://127.0.0.1:[PORT]/repos: comment [ID] by pid [PID]\n\
+         GET http://127.0.0.1:[PORT]/repos: comment [ID] by pid [PID] (process [PID])\n\
          marker [marker-id], \"host\": \"[HOST]\"\n"
+    );
+}
+
+#[test]
+fn a_kept_text_escapes_the_placeholders() {
+    let env = TestEnv::new();
+    let run = Run {
+        args: vec![],
+        code: 2,
+        stdout: String::new(),
+        stderr: "'500ms': at least 1s; 3s left\n".to_owned(),
+    };
+    assert_eq!(
+        screen_keeping(&env, &run, &["'500ms'", "at least 1s"]),
+        "[exit status: 2]\n--- stdout: empty\n--- stderr\n'500ms': at least 1s; [DUR] left\n"
     );
 }
 
