@@ -54,7 +54,13 @@ fn stderr_suffix(stderr: &str) -> String {
     } else {
         format!(
             ": {}",
-            trimmed.lines().take(6).collect::<Vec<_>>().join(" / ")
+            trimmed
+                .lines()
+                .map(str::trim_end)
+                .filter(|line| !line.is_empty())
+                .take(6)
+                .collect::<Vec<_>>()
+                .join(" / ")
         )
     }
 }

@@ -74,7 +74,7 @@ impl ClaimState {
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             ClaimState::Held => "held",
-            ClaimState::TakenOver => "taken_over",
+            ClaimState::TakenOver => "taken over",
             ClaimState::None => "none",
         }
     }
