@@ -13,7 +13,12 @@
 //! - durations (`14m`, `2h5m`, `3s`, `120ms`, `0.25s`): `[DUR]`;
 //! - the fake GitHub's port (`127.0.0.1:43517`): `127.0.0.1:[PORT]`;
 //! - comment ids (`comment 2200000001` on GitHub, `comment 1` on git):
-//!   `comment [ID]`; process ids (`pid 4242`): `pid [PID]`.
+//!   `comment [ID]`; process ids (`pid 4242`): `pid [PID]`;
+//! - the system's error numbers (`os error 111`, which is 61 on macOS):
+//!   `os error [ERRNO]`.
+//!
+//! [`screen_keeping`] keeps given texts as printed: a fixed duration that a
+//! screen teaches (`10m` in a hint) is no measured one.
 //!
 //! Issue numbers, exit statuses, counts and words made of hex letters stay.
 
@@ -30,6 +35,32 @@ pub fn screen(env: &TestEnv, run: &Run) -> String {
 /// shown as its name first, so the snapshot tells which one was printed.
 pub fn screen_naming(env: &TestEnv, run: &Run, names: &[(&str, &str)]) -> String {
     layout(env, run.code, &run.stdout, &run.stderr, names)
+}
+
+/// [`screen`], with each given text kept as printed where the normaliser
+/// would take it for something that varies: a fixed duration a screen
+/// teaches (`minutes (10m)`, `git config maverick.leaseTtl 10m`), which
+/// is no measured one.
+pub fn screen_keeping(env: &TestEnv, run: &Run, kept: &[&str]) -> String {
+    keeping(kept, |names| {
+        layout(env, run.code, &run.stdout, &run.stderr, names)
+    })
+}
+
+/// `show` given each kept text as a value to name by a mark that nothing
+/// normalises (`\u{1}N\u{1}`), and the texts put back in its answer.
+fn keeping(kept: &[&str], show: impl FnOnce(&[(&str, &str)]) -> String) -> String {
+    let marks: Vec<String> = (0..kept.len()).map(|i| format!("\u{1}{i}\u{1}")).collect();
+    let names: Vec<(&str, &str)> = kept
+        .iter()
+        .copied()
+        .zip(marks.iter().map(String::as_str))
+        .collect();
+    let mut text = show(&names);
+    for (value, mark) in &names {
+        text = text.replace(mark, value);
+    }
+    text
 }
 
 /// What a person saw of a git command (a push the hook checked), normalised.
@@ -115,6 +146,7 @@ pub fn normalise(env: &TestEnv, text: &str) -> String {
     let text = numbered(&text, "comment ", "[ID]");
     let text = numbered(&text, "\"comment_id\": ", "\"[ID]\"");
     let text = numbered(&text, "pid ", "[PID]");
+    let text = numbered(&text, "os error ", "[ERRNO]");
     let text = hosts(&text);
     let text = words(&text);
     spelled_durations(&text)
@@ -312,7 +344,7 @@ fn what_changes_from_run_to_run_becomes_a_placeholder() {
                 took 120ms, 0.25s or 2h5m; 3 tasks, #142, v1.2, 5m-ish, m5\n\
                 \u{1b}[38;2;56;56;56m lefthook v2.2.2\u{1b}[m\n\
                 done in 0.02 seconds, 12 ms\n\
-                GET http://127.0.0.1:43517/repos: comment 2200000001 by pid 4242\n\
+                GET http://127.0.0.1:43517/repos: comment 2200000001 by pid 4242 (os error 111)\n\
                 marker 0123456789abcdef0123456789abcdef, \"host\": \"vm\"\n";
     assert_eq!(
         normalise(&env, text),
@@ -320,8 +352,23 @@ fn what_changes_from_run_to_run_becomes_a_placeholder() {
          took [DUR], [DUR] or [DUR]; 3 tasks, #142, v[VERSION], 5m-ish, m5\n\
          \u{20}lefthook v[VERSION]\n\
          done in [DUR] seconds, [DUR] ms\n\
-         GET http://127.0.0.1:[PORT]/repos: comment [ID] by pid [PID]\n\
+         GET http://127.0.0.1:[PORT]/repos: comment [ID] by pid [PID] (os error [ERRNO])\n\
          marker [marker-id], \"host\": \"[HOST]\"\n"
+    );
+}
+
+#[test]
+fn a_kept_text_stays_as_printed() {
+    let env = TestEnv::new();
+    let run = Run {
+        args: vec![],
+        code: 2,
+        stdout: String::new(),
+        stderr: "minutes (10m), not 12m; or 600s\n".to_owned(),
+    };
+    assert_eq!(
+        screen_keeping(&env, &run, &["10m", "600s"]),
+        "[exit status: 2]\n--- stdout: empty\n--- stderr\nminutes (10m), not [DUR]; or 600s\n"
     );
 }
 
