@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::support::fake_github::RecordedRequest;
 use crate::support::mav::markers::{parse_markers, MarkerKind};
-use crate::support::screen::{normalise, screen, screen_keeping, screens};
+use crate::support::screen::{normalise, screen, screen_keeping, screen_of_lines, screens};
 use crate::support::{Repo, Run, Surface, TestEnv};
 use serde_json::{json, Value};
 
@@ -45,25 +45,12 @@ fn writes(requests: &[RecordedRequest]) -> usize {
 /// jitter, announced only when over 2 s) and, at -vvv, the git commands
 /// maverick runs (src/git.rs's business; the requests are this file's).
 fn steady_screen(env: &TestEnv, run: &Run) -> String {
-    let steady = |text: &str| -> String {
-        text.lines()
-            .filter(|l| {
-                let announced = l
-                    .strip_prefix("waiting ")
-                    .and_then(|rest| rest.split_once(" s for GitHub to answer again, until "));
-                announced.is_none()
-            })
-            .filter(|l| !l.starts_with("DEBUG git "))
-            .map(|l| format!("{l}\n"))
-            .collect()
-    };
-    let run = Run {
-        args: run.args.clone(),
-        code: run.code,
-        stdout: run.stdout.clone(),
-        stderr: steady(&run.stderr),
-    };
-    screen(env, &run)
+    screen_of_lines(env, run, |l| {
+        let announced = l
+            .strip_prefix("waiting ")
+            .and_then(|rest| rest.split_once(" s for GitHub to answer again, until "));
+        announced.is_none() && !l.starts_with("DEBUG git ")
+    })
 }
 
 fn summary(requests: &[RecordedRequest]) -> String {

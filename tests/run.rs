@@ -11,7 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::support::run_flags::{self, GRACE_SECS, HEARTBEAT_SECS, TTL_SECS};
-use crate::support::screen::{normalise, screen};
+use crate::support::screen::{normalise, screen, screen_of_lines};
 use crate::support::{Repo, Run, TestEnv};
 use serde_json::Value;
 
@@ -175,18 +175,7 @@ fn record_path(repo: &Repo<'_>, instance: &str, issue: u64) -> PathBuf {
 /// `Terminated` (dash reports the `sleep` that the SIGTERM killed, unless
 /// the signal came between two sleeps): what maverick printed.
 fn stopped_screen(env: &TestEnv, run: &Run) -> String {
-    let run = Run {
-        args: run.args.clone(),
-        code: run.code,
-        stdout: run.stdout.clone(),
-        stderr: run
-            .stderr
-            .lines()
-            .filter(|l| *l != "Terminated")
-            .map(|l| format!("{l}\n"))
-            .collect(),
-    };
-    screen(env, &run)
+    screen_of_lines(env, run, |l| l != "Terminated")
 }
 
 fn record(repo: &Repo<'_>, instance: &str, issue: u64) -> Option<Value> {
@@ -614,18 +603,16 @@ fn with_json_the_command_writes_to_stderr_and_stdout_holds_one_object() {
     assert_eq!(json["ok"], true);
     // The command's line is on stderr, before or after maverick's own
     // (the two processes write at once); the snapshot has maverick's.
-    let (command, maverick): (Vec<&str>, Vec<&str>) = run
+    let command: Vec<&str> = run
         .stderr
         .lines()
-        .partition(|l| *l == "hello from the command");
+        .filter(|l| *l == "hello from the command")
+        .collect();
     assert_eq!(command, ["hello from the command"], "{}", run.stderr);
-    let run = Run {
-        args: run.args.clone(),
-        code: run.code,
-        stdout: run.stdout.clone(),
-        stderr: maverick.iter().map(|l| format!("{l}\n")).collect(),
-    };
-    insta::assert_snapshot!("run_json", screen(&env, &run));
+    insta::assert_snapshot!(
+        "run_json",
+        screen_of_lines(&env, &run, |l| l != "hello from the command")
+    );
 }
 
 #[test]

@@ -37,6 +37,19 @@ pub fn screen_naming(env: &TestEnv, run: &Run, names: &[(&str, &str)]) -> String
     layout(env, run.code, &run.stdout, &run.stderr, names)
 }
 
+/// [`screen`] of the stderr lines `keep` keeps: for a line that a race or
+/// another program decides (the wrapped command's own output, a shell's
+/// report of a killed child), which the test checks on its own or not at all.
+pub fn screen_of_lines(env: &TestEnv, run: &Run, keep: impl Fn(&str) -> bool) -> String {
+    let stderr: String = run
+        .stderr
+        .lines()
+        .filter(|l| keep(l))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    layout(env, run.code, &run.stdout, &stderr, &[])
+}
+
 /// [`screen`], with each given text kept as printed where the normaliser
 /// would take it for something that varies: a fixed duration a screen
 /// teaches (`minutes (10m)`, `git config maverick.leaseTtl 10m`), which
