@@ -7,6 +7,7 @@ use std::io::Write as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+use crate::support::screen::{normalise, screen_naming, screens};
 use crate::support::{Repo, Run, Surface, TestEnv};
 use serde_json::Value;
 
@@ -16,6 +17,25 @@ const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const SESSION: &str = "5f0c2a9e-81d4-4b7e-9a61-0c3d2b1e7f44";
 const INSTANCE: &str = "1d77aaf625";
 const BRANCH: &str = "maverick/142-parser";
+/// The instances the snapshots name (ten or more hex digits would show as
+/// an object name).
+const NAMES: &[(&str, &str)] = &[
+    (INSTANCE, "[session-instance]"),
+    ("laptop-0a1b2c3d", "[laptop-instance]"),
+];
+
+/// A hook's run as a snapshot shows it, the instances named.
+fn screen(env: &TestEnv, run: &Run) -> String {
+    screen_naming(env, run, NAMES)
+}
+
+/// A text (a log, a reason) as a snapshot shows it, the instances named.
+fn shown(env: &TestEnv, text: &str) -> String {
+    let named = NAMES.iter().fold(text.to_owned(), |text, (value, name)| {
+        text.replace(value, name)
+    });
+    normalise(env, &named)
+}
 
 fn read_json(relative: &str) -> Value {
     let path = Path::new(ROOT).join(relative);
@@ -249,8 +269,7 @@ fn session_start_exports_the_instance_and_reports_the_claims_it_still_holds() {
         answer["hookSpecificOutput"]["hookEventName"],
         "SessionStart"
     );
-    assert!(context.contains(INSTANCE), "{context}");
-    assert!(!context.contains("still holds"), "{context}");
+    insta::assert_snapshot!("session_start_of_a_fresh_session", shown(&env, context));
 
     // Every command of the session sources the file: it acts as the instance.
     repo.maverick_as(INSTANCE, &["coord", "claim", "142", "--branch", BRANCH])
@@ -267,13 +286,7 @@ fn session_start_exports_the_instance_and_reports_the_claims_it_still_holds() {
     let read = Run::from_output(&["coord", "read"], sh.output().unwrap());
     let view = read.expect(0).json();
     assert_eq!(view["decision"], "ours", "{view}");
-    let answer: Value = serde_json::from_str(run.stdout.trim()).unwrap();
-    let context = answer["hookSpecificOutput"]["additionalContext"]
-        .as_str()
-        .unwrap();
-    assert!(context.contains("still holds"), "{context}");
-    assert!(context.contains("#142"), "{context}");
-    assert!(context.contains(BRANCH), "{context}");
+    insta::assert_snapshot!("session_start_with_a_claim_held", screen(&env, &run));
 }
 
 /// The hook resolves the instance as every command does (SPEC 2): a clone
@@ -341,13 +354,7 @@ fn session_start_without_claude_env_file_says_what_is_true_and_keeps_sessions_ap
     };
     // Claude Code gave the hook neither CLAUDE_ENV_FILE nor a session id.
     let run = run_hook(&repo, "session-start", |_| {}, &[]);
-    let context = context_of(run.expect(0));
-    assert!(!context.contains("acts as instance"), "{context}");
-    assert!(context.contains("nothing gives it"), "{context}");
-    assert!(
-        context.contains(&format!("MAVERICK_INSTANCE={INSTANCE} git maverick")),
-        "{context}"
-    );
+    insta::assert_snapshot!("session_start_without_claude_env_file", screen(&env, &run));
     // That is true: a command run as it is acts as the clone's own instance.
     let config = repo
         .maverick_command(&["config", "--json"])
@@ -385,19 +392,11 @@ fn session_start_without_claude_env_file_says_what_is_true_and_keeps_sessions_ap
         |_| {},
         &[("CLAUDE_CODE_SESSION_ID", std::ffi::OsStr::new(SESSION))],
     );
-    let context = context_of(run.expect(0));
-    assert!(
-        context.contains(&format!(
-            "acts as instance {INSTANCE}, which git maverick derives from CLAUDE_CODE_SESSION_ID"
-        )),
-        "{context}"
-    );
+    insta::assert_snapshot!("session_start_with_the_session_id", screen(&env, &run));
     // A clone that names its instance makes every session that one instance.
     repo.git(&["config", "maverick.instance", "laptop-7"]);
     let run = run_hook(&repo, "session-start", |_| {}, &[]);
-    let context = context_of(run.expect(0));
-    assert!(context.contains("acts as instance laptop-7"), "{context}");
-    assert!(context.contains("every session that has it"), "{context}");
+    insta::assert_snapshot!("session_start_with_a_named_instance", screen(&env, &run));
 }
 
 #[test]
@@ -487,13 +486,7 @@ fn session_end_releases_the_sessions_claims_and_nobody_elses(surface: Surface) {
     repo.maverick_as(other, &["coord", "claim", "152"])
         .expect(0);
     let run = run_hook(&repo, "session-end", |_| {}, &[]);
-    run.expect(0);
-    assert!(
-        run.stderr
-            .contains("releasing #150, #151 in the background"),
-        "{}",
-        run.stderr
-    );
+    insta::assert_snapshot!("session_end_releasing", screen(&env, &run));
     wait_for_session_release(&repo, INSTANCE);
     for issue in [150, 151] {
         env.assert_released_once(issue, INSTANCE, "abort");
@@ -509,11 +502,7 @@ fn session_end_releases_the_sessions_claims_and_nobody_elses(surface: Surface) {
         std::fs::read_dir(records).map(|d| d.count()).unwrap_or(0),
         0
     );
-    let log = session_log(&repo);
-    assert!(
-        log.contains(&format!("session end of {INSTANCE}: released #150, #151")),
-        "{log}"
-    );
+    insta::assert_snapshot!("session_end_log", shown(&env, &session_log(&repo)));
     // Run again (a second SessionEnd): nothing left, nothing started, nothing written.
     let writes = env.write_count();
     let run = run_hook(&repo, "session-end", |_| {}, &[]);
@@ -565,8 +554,10 @@ fn session_end_returns_before_the_release_which_outlives_it() {
     env.github().hold_requests(false);
     wait_for_session_release(&repo, INSTANCE);
     env.assert_released_once(150, INSTANCE, "abort");
-    let log = session_log(&repo);
-    assert!(log.contains("released #150"), "{log}");
+    insta::assert_snapshot!(
+        "session_end_log_of_a_release_that_outlived_the_hook",
+        shown(&env, &session_log(&repo))
+    );
 }
 
 /// Two SessionEnd hooks of one session (or a hook run by hand meanwhile):
@@ -580,12 +571,12 @@ fn session_end_is_safe_to_run_twice() {
     env.github().hold_requests(true);
     let first = run_hook(&repo, "session-end", |_| {}, &[]);
     let second = run_hook(&repo, "session-end", |_| {}, &[]);
-    first.expect(0);
-    second.expect(0);
-    assert!(
-        second.stderr.contains("already running"),
-        "{}",
-        second.stderr
+    insta::assert_snapshot!(
+        "session_end_twice",
+        screens(&[
+            ("session-end", screen(&env, &first)),
+            ("session-end", screen(&env, &second)),
+        ])
     );
     env.github().hold_requests(false);
     wait_for_session_release(&repo, INSTANCE);
@@ -610,11 +601,9 @@ fn session_end_never_fails_teardown_and_leaves_the_lease_as_backstop() {
     assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
     wait_for_session_release(&repo, INSTANCE);
     assert!(env.releases(160).is_empty());
-    let log = session_log(&repo);
-    assert!(
-        log.contains(&format!("session end of {INSTANCE}: the release failed"))
-            && log.contains("its leases run out on their own"),
-        "{log}"
+    insta::assert_snapshot!(
+        "session_end_log_of_a_failed_release",
+        shown(&env, &session_log(&repo))
     );
     // The claim's record stays: the lease is the backstop.
     assert!(repo
@@ -645,6 +634,7 @@ fn pre_tool_use_denies_pushes_that_skip_force_or_delete_a_managed_branch() {
         .expect(0);
     repo.git(&["switch", "--quiet", "-c", BRANCH]);
     // Plain pushes and everything that is no push: no objection, no output.
+    let mut reasons = String::new();
     for line in [
         "git push origin maverick/142-parser",
         "git push -u origin HEAD",
@@ -681,9 +671,9 @@ fn pre_tool_use_denies_pushes_that_skip_force_or_delete_a_managed_branch() {
         ("git push --mirror origin", "delete"),
     ] {
         let reason = guard(&repo, line).denied(line);
-        assert!(reason.contains(says), "{line}: {reason}");
-        assert!(reason.contains(BRANCH), "{line}: {reason}");
+        reasons.push_str(&format!("$ {line}    # {says}\n{}\n", shown(&env, &reason)));
     }
+    insta::assert_snapshot!("pre_tool_use_denials", reasons);
     // Any other tool is none of the guard's business.
     let run = run_hook(&repo, "pre-tool-use-edit", |_| {}, &[]);
     assert!(run.expect(0).stdout.is_empty());
@@ -798,10 +788,12 @@ fn pre_tool_use_reads_the_command_as_the_shell_runs_it() {
         ("git pnv", "--no-verify"),
         ("git yolo maverick/142-parser", "forced push"),
     ];
+    let mut reasons = String::new();
     for (line, says) in denied {
         let reason = guard(&repo, line).denied(line);
-        assert!(reason.contains(says), "{line}: {reason}");
+        reasons.push_str(&format!("$ {line}    # {says}\n{}\n", shown(&env, &reason)));
     }
+    insta::assert_snapshot!("pre_tool_use_denials_as_the_shell_runs_it", reasons);
 
     let asked: &[(&str, &str)] = &[
         ("git push origin \"$BRANCH\"", "\"$BRANCH\""),
@@ -828,12 +820,16 @@ fn pre_tool_use_reads_the_command_as_the_shell_runs_it() {
             "$OTHER",
         ),
     ];
+    let mut reasons = String::new();
     for (line, says) in asked {
         match guard(&repo, line) {
-            Answer::Ask(reason) => assert!(reason.contains(says), "{line}: {reason}"),
+            Answer::Ask(reason) => {
+                reasons.push_str(&format!("$ {line}    # {says}\n{}\n", shown(&env, &reason)))
+            }
             other => panic!("{line}: ask expected, got {other:?}"),
         }
     }
+    insta::assert_snapshot!("pre_tool_use_asks_as_the_shell_runs_it", reasons);
 
     for line in [
         // A heredoc is data, unless a shell reads it.
@@ -1000,9 +996,10 @@ fn pre_tool_use_denies_a_push_to_a_branch_another_instance_holds() {
     .expect(0);
     let line = format!("git push origin HEAD:{theirs}");
     let reason = guard(&repo, &line).denied(&line);
-    assert!(reason.contains("laptop-0a1b2c3d"), "{reason}");
-    assert!(reason.contains(INSTANCE), "{reason}");
-    assert!(reason.contains("#143"), "{reason}");
+    insta::assert_snapshot!(
+        "pre_tool_use_denies_a_branch_held_by_another",
+        shown(&env, &reason)
+    );
     // Once that instance released it, the branch is free to push to.
     repo.maverick_as("laptop-0a1b2c3d", &["coord", "release", "143"])
         .expect(0);

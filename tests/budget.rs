@@ -23,6 +23,8 @@ const CLAIMED: u64 = 41;
 /// Where the claimed issues start: above any backlog measured.
 const CLAIMED_FROM: u64 = 5001;
 const EPIC: u64 = 9000;
+/// Issues blocked by others when `status` is measured again.
+const BLOCKED: [u64; 3] = [8001, 8002, 8003];
 const FRONTIER: &str = "agent-ready";
 
 /// What one command cost.
@@ -32,10 +34,22 @@ pub struct Cost {
     pub counted: usize,
     /// Answered 304 (free).
     pub not_modified: usize,
+    /// Pages of the list of every open issue (an issue list with no
+    /// `labels` filter), counted or not: what grows with the backlog.
+    pub everything_pages: usize,
+}
+
+/// Whether `request` is a page of the list of every open issue:
+/// `GET …/issues` without a `labels` filter.
+fn lists_everything(request: &RecordedRequest) -> bool {
+    let (path, query) = request.path.split_once('?').unwrap_or((&request.path, ""));
+    request.method == "GET"
+        && path.ends_with("/issues")
+        && !query.split('&').any(|pair| pair.starts_with("labels="))
 }
 
 /// The commands of the table, in its order.
-pub const COMMANDS: [&str; 12] = [
+pub const COMMANDS: [&str; 13] = [
     "coord read (first)",
     "coord read (again, new process)",
     "dispatch",
@@ -48,6 +62,7 @@ pub const COMMANDS: [&str; 12] = [
     "status (41 claimed, every lease moved)",
     "hydrate (first)",
     "hydrate (again)",
+    "status (41 claimed, 3 blocked, first)",
 ];
 
 /// Runs `args` in `repo`, expecting `code`, and returns what it cost.
@@ -60,6 +75,7 @@ fn cost(env: &TestEnv, repo: &Repo<'_>, args: &[&str], code: i32) -> (Run, Cost)
     let cost = Cost {
         counted: fake.counted_requests(),
         not_modified: fake.not_modified_count(),
+        everything_pages: requests.iter().filter(|r| lists_everything(r)).count(),
     };
     if std::env::var_os("MAVERICK_BUDGET_VERBOSE").is_some() {
         eprintln!("{args:?}:\n{}", listing(&requests));
@@ -158,10 +174,11 @@ pub fn measure(ready: u64) -> BTreeMap<&'static str, Cost> {
         ])
         .expect(0);
     let viewer = env.clone("viewer");
-    record(
-        "status (41 claimed, first)",
-        cost(&env, &viewer, &["status"], 0).1,
-    );
+    let (run, first) = cost(&env, &viewer, &["--json", "status"], 0);
+    let totals = &run.json()["totals"];
+    assert_eq!(totals["issues"], 41, "every claim shown: {totals}");
+    assert_eq!(totals["held"], 41, "every claim shown: {totals}");
+    record("status (41 claimed, first)", first);
     env.advance_clock(HEARTBEAT_INTERVAL);
     fleet
         .maverick(&["coord", "heartbeat", &CLAIMED_FROM.to_string()])
@@ -190,6 +207,27 @@ pub fn measure(ready: u64) -> BTreeMap<&'static str, Cost> {
         "hydrate (again)",
         cost(&env, &viewer, &["hydrate", &EPIC.to_string()], 0).1,
     );
+
+    // Three issues blocked by three others, seen from a fresh clone: one
+    // more list each.
+    for (n, blocker) in BLOCKED.iter().zip(1u64..) {
+        fake.create_issue(*n, "Waits", &[&format!("blocked-by:#{blocker}")]);
+    }
+    let newcomer = env.clone("newcomer");
+    let (run, blocked) = cost(&env, &newcomer, &["--json", "status"], 0);
+    let json = run.json();
+    assert_eq!(json["totals"]["issues"], 44, "{}", json["totals"]);
+    assert_eq!(json["totals"]["blocked"], 3, "{}", json["totals"]);
+    let mut shown: Vec<u64> = json["issues"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .filter(|row| row["state"] == "blocked")
+        .map(|row| row["issue"].as_u64().expect("a number"))
+        .collect();
+    shown.sort_unstable();
+    assert_eq!(shown, BLOCKED);
+    record("status (41 claimed, 3 blocked, first)", blocked);
     costs
 }
 
@@ -263,14 +301,25 @@ fn assert_budgets(size: u64, costs: &BTreeMap<&'static str, Cost>) {
         of("status (41 claimed, every lease moved)") <= 6,
         "status over budget at {context}"
     );
-    // A first status in a fresh clone: one list of the recent comments
-    // brings every claim, and the list of open issues (what finds the
-    // blocked ones) is a page per hundred, answered 304 while none changes.
-    let pages = (size + CLAIMED + 1).div_ceil(100) as usize;
+    // A first status in a fresh clone: the repository's labels, the open
+    // issues of each label a row is made of (in-progress, agent-wip,
+    // agent-pr, each blocked-by:#N), one list of the recent comments (which
+    // brings every claim) and one of the open pull requests; never the list
+    // of every open issue, a page per hundred.
     assert!(
-        of("status (41 claimed, first)") <= 2 + pages,
+        of("status (41 claimed, first)") <= 6,
         "a first status over budget at {context}"
     );
+    assert!(
+        of("status (41 claimed, 3 blocked, first)") <= 6 + BLOCKED.len(),
+        "a first status with blocked issues over budget at {context}"
+    );
+    for name in COMMANDS.iter().filter(|n| n.starts_with("status")) {
+        assert_eq!(
+            costs[name].everything_pages, 0,
+            "{name} listed every open issue at {context}"
+        );
+    }
     // An epic of ten stories in flight: the epic and its comments, a read
     // of each story (304 once unchanged), and one list of recent comments
     // for the stories' claims.
@@ -303,4 +352,35 @@ fn the_request_budget_does_not_grow_with_the_backlog() {
     for (size, costs) in &measured {
         assert_budgets(*size, costs);
     }
+}
+
+/// With more `blocked-by:#N` labels than label lists are worth, `status`
+/// lists every open issue instead, and still shows every blocked one.
+#[test]
+fn status_past_the_label_lists_still_shows_every_blocked_issue() {
+    let env = TestEnv::with_surface(Surface::Github);
+    let fake = env.github();
+    fake.create_issues_on_demand(false);
+    let blocked: Vec<u64> = (11..=19).collect();
+    for n in 1..=10 {
+        fake.create_issue(n, &format!("Ready issue {n}"), &[FRONTIER]);
+    }
+    for (n, blocker) in blocked.iter().zip(1u64..) {
+        fake.create_issue(*n, "Waits", &[&format!("blocked-by:#{blocker}")]);
+    }
+    // And one label left behind by an issue no longer blocked.
+    fake.create_label("blocked-by:#999");
+    let viewer = env.clone("viewer");
+    let (run, status) = cost(&env, &viewer, &["--json", "status"], 0);
+    let json = run.json();
+    assert_eq!(json["totals"]["blocked"], 9, "{}", json["totals"]);
+    let mut shown: Vec<u64> = json["issues"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|row| row["issue"].as_u64().expect("a number"))
+        .collect();
+    shown.sort_unstable();
+    assert_eq!(shown, blocked);
+    assert_eq!(status.everything_pages, 1, "{status:?}");
 }

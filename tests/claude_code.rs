@@ -18,6 +18,7 @@ use serde_json::Value;
 
 use crate::agent_hooks::{session_log, wait_for_session_release};
 use crate::support::fake_anthropic::{FakeModel, Step};
+use crate::support::screen::normalise;
 use crate::support::{Surface, TestEnv};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
@@ -95,6 +96,13 @@ fn strace() -> PathBuf {
          with it that the client connects to nothing but 127.0.0.1"
     );
     PathBuf::from(path)
+}
+
+/// The instances as a snapshot names them (ten or more hex digits would
+/// show as an object name).
+fn named(text: &str) -> String {
+    text.replace(INSTANCE, "[session-instance]")
+        .replace("laptop-0a1b2c3d", "[laptop-instance]")
 }
 
 /// Every address a traced process connected to that is not this machine's
@@ -397,16 +405,19 @@ fn the_plugin_works_in_the_real_claude_code_client() {
             result_of(step)
         );
     }
-    for (step, says) in [
-        (3, "--no-verify"),
-        (4, "core.hooksPath"),
-        (5, "held by instance laptop-0a1b2c3d"),
-        (7, "forced push"),
-    ] {
+    // What the model was told of each denied step: the guard's reason
+    // (naming `--no-verify`, `core.hooksPath`, the holder laptop-0a1b2c3d
+    // and the forced push), as the pinned client passes it on.
+    let mut told_of_denials = String::new();
+    for step in [3, 4, 5, 7] {
         let r = result_of(step);
         assert!(r.is_error, "step {step} ran: {r:?}");
-        assert!(r.content.contains(says), "step {step}: {}", r.content);
+        told_of_denials.push_str(&format!("$ {}\n{}\n", steps[step], r.content));
     }
+    insta::assert_snapshot!(
+        "denied_steps_as_the_model_sees_them",
+        normalise(&env, &named(&told_of_denials))
+    );
     let denied: Vec<&str> = result["permission_denials"]
         .as_array()
         .expect("permission_denials")
@@ -444,10 +455,9 @@ fn the_plugin_works_in_the_real_claude_code_client() {
         session_log(&repo)
     );
     assert!(env.releases(143).is_empty(), "another instance's claim");
-    assert!(
-        session_log(&repo).contains(&format!("session end of {INSTANCE}: released #142")),
-        "{}",
-        session_log(&repo)
+    insta::assert_snapshot!(
+        "session_end_log_after_claude_exits",
+        normalise(&env, &named(&session_log(&repo)))
     );
 
     // Nothing but 127.0.0.1: the model server, the fake GitHub, git.

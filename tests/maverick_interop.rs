@@ -23,6 +23,7 @@ use std::thread::JoinHandle;
 use crate::support::fake_github::HeldRequest;
 use crate::support::mav::markers::{parse_markers, Marker, MarkerKind};
 use crate::support::mav::timefmt::Timestamp;
+use crate::support::screen::{screen, screen_naming, screens};
 use crate::support::{path_with_bin, Repo, Run, Surface, TestEnv, GITHUB_REPO};
 use serde_json::{json, Value};
 
@@ -286,12 +287,10 @@ impl Team<'_> {
         assert_eq!(view["decision"], "held", "{when}: {view}");
         let third = self.maverick_3.coord("claim", issue, &[]);
         third.expect(2);
-        assert!(
-            third.stderr.contains(&format!(
-                "#{issue} already claimed by instance {who} with live lease"
-            )),
-            "{when}: Maverick's holder: {}",
-            third.stderr
+        assert_eq!(
+            third.stderr,
+            format!("claim rejected: #{issue} already claimed by instance {who} with live lease\n"),
+            "{when}: Maverick's holder"
         );
         view
     }
@@ -338,15 +337,25 @@ fn git_maverick_labels(issue: u64) -> impl Fn(&HeldRequest<'_>) -> bool + Send +
     }
 }
 
+/// Whether a request writes a comment (`{"body": ...}`) holding a marker
+/// block of `kind`.
+fn writes_a_marker(r: &HeldRequest<'_>, kind: MarkerKind) -> bool {
+    serde_json::from_str::<Value>(r.body).is_ok_and(|request| {
+        request["body"]
+            .as_str()
+            .is_some_and(|body| first_block(body, kind).is_some())
+    })
+}
+
 /// Maverick posting a claim comment.
 fn maverick_posts_a_claim(r: &HeldRequest<'_>) -> bool {
-    r.is_from_gh() && r.method == "POST" && r.body.contains("maverick-claim")
+    r.is_from_gh() && r.method == "POST" && writes_a_marker(r, MarkerKind::Claim)
 }
 
 /// Maverick writing its lease (a new comment or a PATCH): the last write
 /// of its claim, before its re-read.
 fn maverick_writes_a_lease(r: &HeldRequest<'_>) -> bool {
-    r.is_from_gh() && r.body.contains("maverick-lease")
+    r.is_from_gh() && writes_a_marker(r, MarkerKind::Lease)
 }
 
 // ------------------------------------------------------------- mixed races
@@ -366,7 +375,7 @@ fn git_maverick_claims_first_and_loses_the_settle_to_a_later_maverick_claim() {
         from_git_maverick(r)
             && r.method == "POST"
             && path_of(r).ends_with(&format!("/issues/{issue}/comments"))
-            && r.body.contains("maverick-claim")
+            && writes_a_marker(r, MarkerKind::Claim)
     });
     let alice = t.alice_claims(issue);
     hold.wait_until_holding();
@@ -378,12 +387,11 @@ fn git_maverick_claims_first_and_loses_the_settle_to_a_later_maverick_claim() {
 
     // alice's claim comment no longer reads as a claim, to either tool.
     let first = &env.comments(issue)[0];
-    assert!(
-        first.body.contains("```maverick-withdrawn\n"),
-        "{}",
-        first.body
-    );
-    assert!(!first.body.contains("maverick-claim"), "{}", first.body);
+    let kinds: Vec<MarkerKind> = parse_markers(&first.body)
+        .into_iter()
+        .map(|m| m.expect("a marker that parses").kind)
+        .collect();
+    assert_eq!(kinds, [MarkerKind::Withdrawn], "{}", first.body);
     assert!(
         t.alice_releases(issue).is_empty(),
         "{:?}",
@@ -433,11 +441,9 @@ fn git_maverick_claims_first_and_loses_at_its_heartbeat() {
     let lost = t
         .alice
         .maverick(&["coord", "heartbeat", &issue.to_string()]);
-    lost.expect(7);
-    assert!(
-        lost.stdout.contains(&format!("held by {MAVERICK}")),
-        "{}",
-        lost.screen()
+    insta::assert_snapshot!(
+        "heartbeat_lost_to_a_maverick_claim",
+        screen_naming(&env, &lost, &[(MAVERICK, "[maverick-instance]")])
     );
     assert!(
         t.alice_releases(issue).is_empty(),
@@ -470,11 +476,9 @@ fn maverick_claims_first_and_a_racing_git_maverick_claim_stands() {
     let before = env.comments(issue).len();
     let lost = t.maverick.coord("heartbeat", issue, &[]);
     lost.expect(3);
-    assert!(
-        lost.stderr
-            .contains(&format!("#{issue} claim now held by another instance")),
-        "{}",
-        lost.stderr
+    assert_eq!(
+        lost.stderr,
+        format!("claim lost: #{issue} claim now held by another instance\n")
     );
     let n = issue.to_string();
     let renewed = t.alice.maverick(&["coord", "heartbeat", &n, "--json"]);
@@ -490,12 +494,9 @@ fn maverick_claims_first_and_a_racing_git_maverick_claim_stands() {
         .maverick
         .run(&["coord", "release-all", "--reason", "session-end"]);
     swept.expect(0);
-    assert!(
-        swept
-            .stdout
-            .contains(&format!("released {GITHUB_REPO}#{issue}")),
-        "{}",
-        swept.stdout
+    assert_eq!(
+        swept.stdout,
+        format!("released {GITHUB_REPO}#{issue}\n1 claim(s) released\n")
     );
     assert_eq!(t.maverick_3.names(issue), None);
     assert_eq!(t.git_maverick_names(issue).0, None);
@@ -526,11 +527,9 @@ fn maverick_claims_first_and_learns_at_its_claim_that_git_maverick_won() {
     maverick_lease.release();
     let lost = maverick.finish();
     lost.expect(2);
-    assert!(
-        lost.stderr
-            .contains("race lost — superseded by claim from instance alice"),
-        "{}",
-        lost.stderr
+    assert_eq!(
+        lost.stderr,
+        format!("claim rejected: #{issue} race lost — superseded by claim from instance alice\n")
     );
     t.assert_both_name(issue, "alice", "after the race");
     t.maverick.coord("heartbeat", issue, &[]).expect(3);
@@ -554,7 +553,12 @@ fn two_maverick_sessions_race_and_git_maverick_names_the_newest() {
     first_claim.release();
     let lost = first.finish();
     lost.expect(2);
-    assert!(lost.stderr.contains("race lost"), "{}", lost.stderr);
+    assert_eq!(
+        lost.stderr,
+        format!(
+            "claim rejected: #{issue} race lost — superseded by claim from instance {MAVERICK_2}\n"
+        )
+    );
     t.assert_both_name(issue, MAVERICK_2, "after the race");
     t.maverick.coord("heartbeat", issue, &[]).expect(3);
     t.maverick_2.coord("heartbeat", issue, &[]).expect(0);
@@ -583,7 +587,10 @@ fn git_maverick_renews_where_maverick_reads_the_lease() {
         if maverick_posts_a_claim(r) {
             claimed.store(true, SeqCst);
         }
-        claimed.load(SeqCst) && r.is_from_gh() && r.method == "GET" && r.path.contains("/comments")
+        claimed.load(SeqCst)
+            && r.is_from_gh()
+            && r.method == "GET"
+            && path_of(r).ends_with(&format!("/issues/{issue}/comments"))
     });
     let maverick = t.maverick.spawn_coord("claim", issue);
     lookup.wait_until_holding();
@@ -592,8 +599,10 @@ fn git_maverick_renews_where_maverick_reads_the_lease() {
     lookup.release();
     maverick.finish().expect(2);
     let newest = lease_comment(&env, issue);
-    assert!(
-        newest.body.contains(MAVERICK),
+    let lease = first_block(&newest.body, MarkerKind::Lease).unwrap();
+    assert_eq!(
+        lease.str_field("instance_id"),
+        Some(MAVERICK),
         "Maverick's lease is the newest: {}",
         newest.body
     );
@@ -604,8 +613,10 @@ fn git_maverick_renews_where_maverick_reads_the_lease() {
     t.alice.maverick(&["coord", "heartbeat", &n]).expect(0);
     let renewed = lease_comment(&env, issue);
     assert!(renewed.id > newest.id, "renewed in a new comment");
-    assert!(
-        renewed.body.contains("\"instance_id\": \"alice\""),
+    let lease = first_block(&renewed.body, MarkerKind::Lease).unwrap();
+    assert_eq!(
+        lease.str_field("instance_id"),
+        Some("alice"),
         "{}",
         renewed.body
     );
@@ -641,7 +652,12 @@ fn a_git_maverick_takeover_that_races_a_maverick_takeover_stands() {
     maverick_lease.release();
     let lost = maverick.finish();
     lost.expect(2);
-    assert!(lost.stderr.contains("race lost"), "{}", lost.stderr);
+    assert_eq!(
+        lost.stderr,
+        format!(
+            "takeover rejected: #{issue} race lost — superseded by claim from instance carol\n"
+        )
+    );
     t.assert_both_name(issue, "carol", "after the race");
     t.maverick.coord("heartbeat", issue, &[]).expect(3);
     t.carol.maverick(&["coord", "heartbeat", &n]).expect(0);
@@ -763,7 +779,7 @@ fn lease_comment(env: &TestEnv, issue: u64) -> crate::support::StoredComment {
     env.comments(issue)
         .into_iter()
         .rev()
-        .find(|c| c.body.contains("```maverick-lease\n"))
+        .find(|c| first_block(&c.body, MarkerKind::Lease).is_some())
         .expect("a lease comment")
 }
 
@@ -873,7 +889,7 @@ fn a_person_without_a_session_is_one_instance() {
     assert_eq!(view["decision"], "ours", "{view}");
     let (value, from) = instance_setting();
     assert_eq!(value, id);
-    assert!(from.contains(".maverick/instance_id"), "{from}");
+    insta::assert_snapshot!("instance_from_maverick_s_file", env.normalise(&from));
     // The person's git maverick claim is the same instance's: already held.
     let again = envless(&["coord", "claim", "220", "--json"]);
     again.expect(0);
@@ -984,12 +1000,9 @@ fn maverick_reads_markers_by_its_pattern() {
     env.add_comment(232, "dana", &comments_fixture("malformed-json.md"));
     let crashed = t.maverick.run(&["state", "show", GITHUB_REPO, "232"]);
     crashed.expect(1);
-    assert!(
-        crashed
-            .stderr
-            .contains("ValueError: malformed maverick-state marker"),
-        "{}",
-        crashed.stderr
+    insta::assert_snapshot!(
+        "maverick_state_show_of_malformed_json",
+        crashed.stderr.lines().last().unwrap()
     );
     let broken_claim =
         comments_fixture("malformed-json.md").replace("maverick-state", "maverick-claim");
@@ -997,22 +1010,18 @@ fn maverick_reads_markers_by_its_pattern() {
     t.alice.maverick(&["coord", "claim", &n(233)]).expect(0);
     let crashed = t.maverick.coord("claim", 233, &[]);
     crashed.expect(1);
-    assert!(
-        crashed
-            .stderr
-            .contains("ValueError: malformed maverick-claim marker"),
-        "{}",
-        crashed.stderr
+    insta::assert_snapshot!(
+        "maverick_claim_over_malformed_json",
+        crashed.stderr.lines().last().unwrap()
     );
     t.carol.maverick(&["coord", "read", &n(233)]).expect(4);
     // A lease whose payload is an array: Maverick's read fails on it.
     env.add_comment(234, "dana", &comments_fixture("not-an-object.md"));
     let crashed = t.maverick.coord("read", 234, &[]);
     crashed.expect(1);
-    assert!(
-        crashed.stderr.contains("AttributeError"),
-        "{}",
-        crashed.stderr
+    insta::assert_snapshot!(
+        "maverick_read_of_a_lease_that_is_an_array",
+        crashed.stderr.lines().last().unwrap()
     );
     t.alice.maverick(&["coord", "claim", &n(234)]).expect(0);
 
@@ -1050,11 +1059,7 @@ fn maverick_reads_markers_by_its_pattern() {
         .expect(0);
     let blocked = t.maverick.coord("claim", 238, &[]);
     blocked.expect(2);
-    assert!(
-        blocked.stderr.contains("blocked-by:#later"),
-        "{}",
-        blocked.stderr
-    );
+    insta::assert_snapshot!("maverick_claim_of_a_blocked_issue", blocked.stderr);
     t.alice.maverick(&["coord", "claim", &n(238)]).expect(0);
 }
 
@@ -1185,7 +1190,10 @@ fn every_fixture_is_what_maverick_writes(_surface: Surface) {
     assert_eq!(takeover.payload["takeover_of"], "alice");
     // The tasks comment is the agent's Markdown, checked off in place.
     assert!(fixture("tasks").starts_with("## Tasks\n\n- [ ] **"));
-    assert!(fixture("tasks-checked").contains("- [x] **Parse the marker fences**"));
+    assert_eq!(
+        fixture("tasks-checked").lines().nth(2),
+        Some("- [x] **Parse the marker fences** — Accept the fence Maverick writes.")
+    );
     assert!(fixture("blocked-notice").starts_with("⛔ **Blocked by #142**"));
 }
 
@@ -1199,8 +1207,8 @@ fn a_holder_without_a_lease_lives_the_ttl_its_claim_declared(surface: Surface) {
     alice
         .maverick(&["coord", "claim", "142", "--lease-ttl", "20m"])
         .expect(0);
-    let claim = setup.comments(142)[0].body.clone();
-    assert!(claim.contains("\"lease_ttl\": 1200"), "{claim}");
+    let claim = first_block(&setup.comments(142)[0].body, MarkerKind::Claim).unwrap();
+    assert_eq!(claim.payload["lease_ttl"], 1200);
     let lease = lease_comment(setup, 142);
     setup.edit_comment(142, lease.id, &fixture("lease"));
     setup.advance_clock(PAST_A_LEASE);
@@ -1235,6 +1243,7 @@ fn state_put_refuses_what_maverick_cannot_read(surface: Surface) {
         std::fs::write(&path, payload).unwrap();
         alice.maverick(&["state", "put", kind, "120", path.to_str().unwrap()])
     };
+    let mut refused = Vec::new();
     for (kind, payload, named) in [
         ("state", r#"{"stories": {"142": "in_flight"}}"#, "`epic`"),
         ("state", r#"{"epic": 120}"#, "`stories`"),
@@ -1248,17 +1257,16 @@ fn state_put_refuses_what_maverick_cannot_read(surface: Surface) {
         ("state", r#"{"epic": 120, "stories": ["142"]}"#, "`stories`"),
     ] {
         let run = put(kind, payload);
-        run.expect(2);
-        assert!(
-            run.stderr.starts_with("error: ")
-                && run.stderr.contains(named)
-                && run.stderr.contains(&format!("maverick-{kind}"))
-                && run.stderr.contains("hint: "),
-            "{kind} {payload}:\n{}",
-            run.stderr
-        );
+        // The error names the field (`named`) and the marker kind.
+        let command = format!("git maverick state put {kind} 120 '{payload}'    # {named}");
+        refused.push((command, screen(setup, &run)));
         assert!(setup.comments(120).is_empty(), "{kind} {payload} wrote");
     }
+    let refused: Vec<(&str, String)> = refused
+        .iter()
+        .map(|(c, s)| (c.as_str(), s.clone()))
+        .collect();
+    insta::assert_snapshot!("state_put_of_what_maverick_cannot_read", screens(&refused));
     // What Maverick can read is written, with fields it does not know kept.
     put(
         "state",

@@ -7,6 +7,8 @@
 
 use crate::crash::crash_at;
 use crate::native::setting;
+use crate::support::mav::markers::{parse_markers, MarkerKind};
+use crate::support::screen::screen;
 use crate::support::{Repo, Run, Surface, TestEnv};
 use serde_json::json;
 
@@ -32,13 +34,13 @@ fn terminal_controls(text: &str) -> Vec<char> {
         .collect()
 }
 
+/// What a person was shown holds no character a terminal acts on; the
+/// snapshot `name` shows how the hostile text was escaped.
 #[track_caller]
-fn assert_escaped(run: &Run, shown: &[&str]) {
-    let screen = run.screen();
-    assert_eq!(terminal_controls(&screen), Vec::<char>::new(), "{screen:?}");
-    for text in shown {
-        assert!(screen.contains(text), "{text:?} not in {screen:?}");
-    }
+fn assert_escaped(env: &TestEnv, name: &str, run: &Run) {
+    let shown = run.screen();
+    assert_eq!(terminal_controls(&shown), Vec::<char>::new(), "{shown:?}");
+    insta::assert_snapshot!(name, screen(env, run));
 }
 
 fn surface_text_reaches_the_terminal_escaped(surface: Surface) {
@@ -70,26 +72,25 @@ fn surface_text_reaches_the_terminal_escaped(surface: Surface) {
         &format!("## Tasks\n- [ ] **{HOSTILE_TITLE}** — the detail\n- [ ] **Two**\n"),
     );
 
-    let escaped_instance = "eve\\x1b]0;pwned\\x07\\x1b[2K\\x0dbob";
+    // The instance shows as `eve\x1b]0;pwned\x07\x1b[2K\x0dbob`, the title
+    // as `Parse\u{9b}2J blocks\x7f\x1b[1A \u{202e}exe.txt`.
     let read = carol.maverick(&["coord", "read", "150"]);
     read.expect(4);
-    assert_escaped(&read, &[escaped_instance]);
+    assert_escaped(&env, "hostile_read", &read);
 
     let list = carol.maverick(&["task", "list", "150"]);
     list.expect(0);
-    assert_escaped(
-        &list,
-        &["Parse\\u{9b}2J blocks\\x7f\\x1b[1A \\u{202e}exe.txt"],
-    );
+    assert_escaped(&env, "hostile_task_list", &list);
 
     let status = carol.maverick(&["status"]);
     status.expect(0);
-    assert_escaped(&status, &[escaped_instance]);
+    let name = format!("hostile_status_{}", env.name());
+    assert_escaped(&env, &name, &status);
 
     // An error that quotes what the surface holds is escaped too.
     let takeover = carol.maverick(&["coord", "takeover", "150"]);
     assert_ne!(takeover.code, 0, "{}", takeover.screen());
-    assert_escaped(&takeover, &[]);
+    assert_escaped(&env, "hostile_takeover", &takeover);
 
     // JSON stays exact: a program gets the very bytes the surface holds.
     let json = carol.maverick(&["--json", "coord", "read", "150"]);
@@ -144,7 +145,12 @@ fn a_claim_without_a_lease_is_judged_by_its_age(surface: Surface) {
     let leases = env
         .comment_bodies(5)
         .iter()
-        .filter(|b| b.contains("```maverick-lease"))
+        .filter(|b| {
+            parse_markers(b)
+                .iter()
+                .flatten()
+                .any(|m| m.kind == MarkerKind::Lease)
+        })
         .count();
     assert_eq!(leases, 0, "{:?}", env.comment_bodies(5));
 
@@ -236,35 +242,17 @@ fn a_takeover_resume_in_a_fresh_clone_shows_the_guard_off_warning() {
     a.git_as_instance(&["push", "--quiet", "-u", "origin", BRANCH], &[]);
     env.advance_clock(61);
 
-    let guard_off = "the pre-push guard is off";
     let b = env.clone("b");
     let run = b.maverick(&["resume", BRANCH, "--takeover"]);
     run.expect(0);
-    assert!(
-        run.stderr.contains(&format!("warning: {guard_off}")),
-        "{}",
-        run.stderr
-    );
-    assert!(
-        run.stderr.contains("hint: git maverick hook install"),
-        "{}",
-        run.stderr
-    );
+    insta::assert_snapshot!("resume_takeover_in_a_fresh_clone", screen(&env, &run));
 
     // b's lease runs out in turn; c takes over with --json.
     env.advance_clock(601);
     let c = env.clone("c");
     let run = c.maverick(&["--json", "resume", BRANCH, "--takeover"]);
     run.expect(0);
-    let json = run.json();
-    assert_eq!(json["claim"], "taken_over", "{json}");
-    let warnings = json["warnings"].as_array().expect("warnings").clone();
-    assert!(
-        warnings
-            .iter()
-            .any(|w| w.as_str().is_some_and(|w| w.contains(guard_off))),
-        "{json}"
-    );
+    insta::assert_snapshot!("resume_takeover_json_in_a_fresh_clone", screen(&env, &run));
 }
 
 // -- A kill inside `git worktree add`, and the mass-delete guard --------------
@@ -352,9 +340,7 @@ fn task_done_refuses_a_commit_that_deletes_most_of_the_tree() {
     // An index that lost every file (a half-made worktree's).
     a.git(&["read-tree", "--empty"]);
     let run = a.maverick(&["task", "done"]);
-    run.expect(1);
-    assert!(run.stderr.contains("delete"), "{}", run.stderr);
-    assert!(run.stderr.contains("--allow-mass-delete"), "{}", run.stderr);
+    insta::assert_snapshot!("task_done_of_a_mass_delete", screen(&env, &run));
     assert_eq!(a.git(&["rev-parse", "HEAD"]), head, "nothing committed");
     assert_eq!(env.origin_head(BRANCH), None, "nothing pushed");
 

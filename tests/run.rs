@@ -643,6 +643,44 @@ fn a_claim_whose_lease_lapsed_is_not_run_under_until_it_is_claimed_anew() {
     env.assert_released_once(111, "alice", "merged");
 }
 
+/// A command that leaves a dead child behind, where nobody reaps orphans:
+/// in a container whose init never reaps, modelled here by a parent of
+/// `run` that takes orphans in (a child subreaper) and never reaps them.
+/// The dead child is no straggler: `run` ends and releases at once, not
+/// after its grace period (an hour here, which nobody brings).
+#[test]
+fn a_dead_child_nobody_reaps_does_not_hold_run_for_the_grace_period() {
+    let env = TestEnv::new();
+    let alice = env.clone("alice");
+    // `true` ends first; `sleep`, its parent after the exec, never reaps it.
+    let inner = run_command_timed(
+        &alice,
+        &run_flags::timing("3h", "30m", "1h"),
+        &["112"],
+        "true & exec sleep 0.2",
+    );
+    let mut cmd = Command::new("python3");
+    cmd.args([
+        "-c",
+        // PR_SET_CHILD_SUBREAPER (36); `run` dies with it (PR_SET_PDEATHSIG).
+        "import ctypes, subprocess, sys; libc = ctypes.CDLL(None); libc.prctl(36, 1, 0, 0, 0); \
+         sys.exit(subprocess.call(sys.argv[1:], preexec_fn=lambda: libc.prctl(1, 9, 0, 0, 0)))",
+    ])
+    .arg(inner.get_program())
+    .args(inner.get_args())
+    .current_dir(inner.get_current_dir().expect("a clone's directory"));
+    for (key, value) in inner.get_envs() {
+        match value {
+            Some(value) => cmd.env(key, value),
+            None => cmd.env_remove(key),
+        };
+    }
+    let mut child = spawn(cmd);
+    wait_for_exit(&mut child, Duration::from_secs(60));
+    finish(child).expect(0);
+    env.assert_released_once(112, "alice", "merged");
+}
+
 /// The lease lapses while the command runs (GitHub's clock jumps past it
 /// between two heartbeats): the next heartbeat finds it lost, not renewable,
 /// and the command is stopped as for any lost claim.

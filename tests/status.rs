@@ -730,12 +730,13 @@ on_both_surfaces!(
 );
 
 /// The GitHub budget, counted in the fake's request log: for 10 claimed
-/// issues, each with a pull request, one list of issues, one list of the
-/// repository's recent comments (every comment of the ten is recent, and
-/// the issue list's count of each says so: no issue's comments are read
-/// on their own), one list of pull requests and one CI read (combined
-/// status and check runs, two requests) per head: 1 + 1 + 1 + 10 × 2 = 23
-/// requests. Watching, every unchanged read after the first is a 304, which
+/// issues, each with a pull request, one list of the repository's labels,
+/// one list of the issues labelled in-progress (the only label of a line
+/// the repository has), one list of the repository's recent comments
+/// (every comment of the ten is recent, and the issue list's count of each
+/// says so: no issue's comments are read on their own), one list of pull
+/// requests and one CI read (combined status and check runs, two requests)
+/// per head: 1 + 1 + 1 + 1 + 10 × 2 = 24 requests. Watching, every unchanged read after the first is a 304, which
 /// costs no rate limit.
 #[test]
 fn github_budget_for_ten_claimed_issues() {
@@ -773,13 +774,14 @@ fn github_budget_for_ten_claimed_issues() {
         .map(|r| format!("{} {} {}", r.method, r.path, r.status))
         .collect();
     let count = |part: &str| requests.iter().filter(|r| r.path.contains(part)).count();
+    assert_eq!(count("/labels?"), 1, "{paths:#?}");
     assert_eq!(count("/issues?"), 1, "{paths:#?}");
     assert_eq!(count("/pulls?"), 1, "{paths:#?}");
     assert_eq!(count("/issues/comments?"), 1, "{paths:#?}");
     assert_eq!(count("/comments"), 1, "{paths:#?}");
     assert_eq!(count("/status"), 10, "{paths:#?}");
     assert_eq!(count("/check-runs"), 10, "{paths:#?}");
-    assert_eq!(requests.len(), 23, "{paths:#?}");
+    assert_eq!(requests.len(), 24, "{paths:#?}");
     assert!(
         requests.iter().all(|r| r.method == "GET"),
         "status never writes"

@@ -8,6 +8,8 @@ use std::process::Output;
 use crate::support::screen::{git_screen, screen};
 use crate::support::{allowed, refused_as_collision as refused, Repo, RepoKind, TestEnv};
 
+// The writer's own pushes and the hook's reads of refs and records go
+// through the ref backend and the object format: every kind of repository.
 on_every_repo_kind!(
     claim_plain_push_without_hook_then_task_done,
     claim_push_hook_install_push,
@@ -15,16 +17,42 @@ on_every_repo_kind!(
     a_push_by_someone_else_is_still_a_collision_for_task_done,
     a_rewind_after_a_plain_push_is_a_moved_head,
     a_rewind_after_a_push_without_the_hook_is_a_moved_head,
-    a_force_push_to_the_file_url_is_checked,
-    a_force_push_to_the_path_with_a_trailing_slash_is_checked,
-    a_force_push_to_a_relative_path_is_checked,
-    a_force_push_through_another_remote_name_is_checked,
-    an_ssh_push_to_an_https_origin_is_checked,
-    a_push_to_another_repository_stays_unchecked,
-    a_claim_of_refs_heads_guards_the_branch,
-    a_damaged_record_of_another_issue_stops_nothing_else,
-    a_damaged_record_of_this_branch_says_it_is_safe_to_remove,
-    resume_refuses_a_tracked_worktrees_symlink,
+);
+
+/// `on_one_repo_kind!(Kind: scenario, ...)`: each scenario as
+/// `scenario::kind`, in that kind of repository only.
+macro_rules! on_one_repo_kind {
+    ($($kind:ident: $($name:ident),+;)+) => {
+        $($(
+            mod $name {
+                #[test]
+                #[allow(non_snake_case)]
+                fn $kind() {
+                    super::$name(crate::support::RepoKind::$kind)
+                }
+            }
+        )+)+
+    };
+}
+
+// How the remote is spelled, which branch a claim names, a record file
+// that is damaged, a worktree's path: decided before any ref or object is
+// read, the same in every kind of repository (the kinds above prove the
+// reads). One kind each, the three in turn, so each still runs them all.
+on_one_repo_kind!(
+    Files:
+        a_force_push_to_the_file_url_is_checked,
+        a_force_push_to_a_relative_path_is_checked,
+        an_ssh_push_to_an_https_origin_is_checked,
+        a_claim_of_refs_heads_guards_the_branch;
+    Reftable:
+        a_force_push_to_the_path_with_a_trailing_slash_is_checked,
+        a_push_to_another_repository_stays_unchecked,
+        a_damaged_record_of_another_issue_stops_nothing_else;
+    Sha256:
+        a_force_push_through_another_remote_name_is_checked,
+        a_damaged_record_of_this_branch_says_it_is_safe_to_remove,
+        resume_refuses_a_tracked_worktrees_symlink;
 );
 
 const ISSUE: &str = "12";

@@ -145,6 +145,16 @@ impl Group {
     pub(crate) fn spawn(cmd: &mut Command) -> io::Result<Group> {
         let terminal = owns_terminal();
         cmd.process_group(0);
+        // What the command leaves behind when it ends is orphaned, and an
+        // orphan's end is reaped by its new parent. Where that is an init
+        // that never reaps (a container's), a dead member would keep the
+        // group alive to `kill(-pgid, 0)` for the whole grace period: so the
+        // orphans come to this process, which reaps them (`has_members`).
+        // SAFETY: a plain call on this process.
+        #[cfg(target_os = "linux")]
+        unsafe {
+            libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1);
+        }
         // SAFETY: a plain query, before the fork.
         #[cfg(target_os = "linux")]
         let parent = unsafe { libc::getpid() };
@@ -229,10 +239,17 @@ impl Group {
         Ok(ChildStatus::from_exit_status(status))
     }
 
-    /// Whether any process of the group is alive (or not yet reaped).
+    /// Whether any process of the group is alive. Called once the leader
+    /// was reaped: the members that died since are reaped first (they are
+    /// this process's children, see `spawn`), since a dead member not yet
+    /// reaped still counts for `kill(-pgid, 0)`.
     pub(crate) fn has_members(&self) -> bool {
-        // SAFETY: signal 0 only checks that the group exists.
-        unsafe { libc::kill(-self.pgid, 0) == 0 }
+        // SAFETY: waitpid with WNOHANG on this group only; a null status
+        // pointer is allowed. Signal 0 only checks that the group exists.
+        unsafe {
+            while libc::waitpid(-self.pgid, std::ptr::null_mut(), libc::WNOHANG) > 0 {}
+            libc::kill(-self.pgid, 0) == 0
+        }
     }
 
     /// After the leader was reaped: stops what is left of its group, with
@@ -245,7 +262,7 @@ impl Group {
         if term {
             self.signal(libc::SIGTERM);
         }
-        // Nothing to wait on for processes that are not our children: poll.
+        // Each member ends in its own time: poll (reaping the dead ones).
         while clock.instant() < kill_at {
             if !self.has_members() {
                 return true;

@@ -285,6 +285,20 @@ pub trait Surface {
             .collect())
     }
 
+    /// Open issues and pull requests carrying at least one label that
+    /// `wanted` accepts. The default lists everything open and keeps those;
+    /// a surface that charges per list page lists only the labels that match.
+    fn open_with_any_label(
+        &self,
+        wanted: &dyn Fn(&str) -> bool,
+    ) -> Result<Vec<IssueSummary>, SurfaceError> {
+        Ok(self
+            .list(&[], false)?
+            .into_iter()
+            .filter(|s| s.labels.iter().any(|l| wanted(l)))
+            .collect())
+    }
+
     /// Open issues carrying every label given, lowest number first, a page
     /// at a time: `more` sees each page and says whether the next one is
     /// wanted. The default lists them all as one page.

@@ -6,9 +6,13 @@
 //! verdict comes from the module that owns it (leases from [`lease`],
 //! slots from [`dispatch`], tasks from [`tasks`]):
 //!
-//! - one list of open issues (their labels say which are claimed, blocked
-//!   or dispatched; `blocked-by:#N` labels cannot be filtered by name);
-//! - one comments read per claimed or dispatched issue;
+//! - the open issues that carry a label a row is made of: claimed,
+//!   dispatched, an agent PR or `blocked-by:#N` ([`Surface::open_with_any_label`]:
+//!   on GitHub the repository's labels and a list per such label, so the
+//!   cost follows the labels, not the backlog); with `--epic`, every open
+//!   issue, for the epic's stories;
+//! - the comments of each claimed or dispatched issue (on GitHub from one
+//!   list of the repository's recent comments);
 //! - one list of open pull requests and one CI read per head of a pull
 //!   request that works on a shown issue;
 //! - the branches' heads from one `git fetch` (on the git surface the same
@@ -282,7 +286,16 @@ pub(crate) fn gather(
 ) -> Result<StatusView, StatusError> {
     let labels = &settings.labels;
     let me = settings.instance.as_str();
-    let open = surface.list(&[], false)?;
+    // Every row carries one of these labels (and the agent PRs, which
+    // fill dispatch slots); `--epic` shows every open story of the epic,
+    // so it lists everything open.
+    let shows = |l: &str| {
+        l == labels.in_progress || l == labels.wip || l == labels.pr || labels.blocker(l).is_some()
+    };
+    let open = match request.epic {
+        Some(_) => surface.list(&[], false)?,
+        None => surface.open_with_any_label(&shows)?,
+    };
     let now = surface.now()?;
     let mut warnings = Vec::new();
 

@@ -13,14 +13,14 @@
 //! - durations (`14m`, `2h5m`, `3s`, `120ms`, `0.25s`): `[DUR]`;
 //! - the fake GitHub's port (`127.0.0.1:43517`): `127.0.0.1:[PORT]`;
 //! - comment ids (`comment 2200000001` on GitHub, `comment 1` on git):
-//!   `comment [ID]`; process ids (`pid 4242`): `pid [PID]`;
+//!   `comment [ID]`; process ids (`pid 4242`, `process 4242`): `pid [PID]`,
+//!   `process [PID]`;
 //! - the system's error numbers (`os error 111`, which is 61 on macOS):
 //!   `os error [ERRNO]`.
 //!
-//! [`screen_keeping`] keeps given texts as printed: a fixed duration that a
-//! screen teaches (`10m` in a hint) is no measured one.
-//!
 //! Issue numbers, exit statuses, counts and words made of hex letters stay.
+//! A duration that is the same on every run (a setting, a value the test
+//! typed) stays as printed where the test names it ([`screen_keeping`]).
 
 use std::process::Output;
 
@@ -50,28 +50,20 @@ pub fn screen_of_lines(env: &TestEnv, run: &Run, keep: impl Fn(&str) -> bool) ->
     layout(env, run.code, &run.stdout, &stderr, &[])
 }
 
-/// [`screen`], with each given text kept as printed where the normaliser
-/// would take it for something that varies: a fixed duration a screen
-/// teaches (`minutes (10m)`, `git config maverick.leaseTtl 10m`), which
-/// is no measured one.
+/// [`screen`], with each given text (a fixed duration such as `at least
+/// 1s` or `maxClockSkew is 5m`) kept as printed: the placeholders above
+/// are not applied inside it.
 pub fn screen_keeping(env: &TestEnv, run: &Run, kept: &[&str]) -> String {
-    keeping(kept, |names| {
-        layout(env, run.code, &run.stdout, &run.stderr, names)
-    })
-}
-
-/// `show` given each kept text as a value to name by a mark that nothing
-/// normalises (`\u{1}N\u{1}`), and the texts put back in its answer.
-fn keeping(kept: &[&str], show: impl FnOnce(&[(&str, &str)]) -> String) -> String {
-    let marks: Vec<String> = (0..kept.len()).map(|i| format!("\u{1}{i}\u{1}")).collect();
-    let names: Vec<(&str, &str)> = kept
+    let token = |i: usize| format!("\u{1}kept{i}\u{1}");
+    let names: Vec<(&str, String)> = kept
         .iter()
-        .copied()
-        .zip(marks.iter().map(String::as_str))
+        .enumerate()
+        .map(|(i, k)| (*k, token(i)))
         .collect();
-    let mut text = show(&names);
-    for (value, mark) in &names {
-        text = text.replace(mark, value);
+    let names: Vec<(&str, &str)> = names.iter().map(|(k, t)| (*k, t.as_str())).collect();
+    let mut text = screen_naming(env, run, &names);
+    for (i, k) in kept.iter().enumerate() {
+        text = text.replace(&token(i), k);
     }
     text
 }
@@ -160,6 +152,7 @@ pub fn normalise(env: &TestEnv, text: &str) -> String {
     let text = numbered(&text, "\"comment_id\": ", "\"[ID]\"");
     let text = numbered(&text, "pid ", "[PID]");
     let text = numbered(&text, "os error ", "[ERRNO]");
+    let text = numbered(&text, "(process ", "[PID]");
     let text = hosts(&text);
     let text = words(&text);
     spelled_durations(&text)
@@ -357,7 +350,7 @@ fn what_changes_from_run_to_run_becomes_a_placeholder() {
                 took 120ms, 0.25s or 2h5m; 3 tasks, #142, v1.2, 5m-ish, m5\n\
                 \u{1b}[38;2;56;56;56m lefthook v2.2.2\u{1b}[m\n\
                 done in 0.02 seconds, 12 ms\n\
-                GET http://127.0.0.1:43517/repos: comment 2200000001 by pid 4242 (os error 111)\n\
+                GET http://127.0.0.1:43517/repos: comment 2200000001 by pid 4242 (process 4243, os error 111)\n\
                 marker 0123456789abcdef0123456789abcdef, \"host\": \"vm\"\n";
     assert_eq!(
         normalise(&env, text),
@@ -365,23 +358,23 @@ fn what_changes_from_run_to_run_becomes_a_placeholder() {
          took [DUR], [DUR] or [DUR]; 3 tasks, #142, v[VERSION], 5m-ish, m5\n\
          \u{20}lefthook v[VERSION]\n\
          done in [DUR] seconds, [DUR] ms\n\
-         GET http://127.0.0.1:[PORT]/repos: comment [ID] by pid [PID] (os error [ERRNO])\n\
+         GET http://127.0.0.1:[PORT]/repos: comment [ID] by pid [PID] (process [PID], os error [ERRNO])\n\
          marker [marker-id], \"host\": \"[HOST]\"\n"
     );
 }
 
 #[test]
-fn a_kept_text_stays_as_printed() {
+fn a_kept_text_escapes_the_placeholders() {
     let env = TestEnv::new();
     let run = Run {
         args: vec![],
         code: 2,
         stdout: String::new(),
-        stderr: "minutes (10m), not 12m; or 600s\n".to_owned(),
+        stderr: "'500ms': at least 1s; 3s left\n".to_owned(),
     };
     assert_eq!(
-        screen_keeping(&env, &run, &["10m", "600s"]),
-        "[exit status: 2]\n--- stdout: empty\n--- stderr\nminutes (10m), not [DUR]; or 600s\n"
+        screen_keeping(&env, &run, &["'500ms'", "at least 1s"]),
+        "[exit status: 2]\n--- stdout: empty\n--- stderr\n'500ms': at least 1s; [DUR] left\n"
     );
 }
 

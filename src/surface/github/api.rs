@@ -2,8 +2,16 @@
 //! the fields maverick reads), reading issues with this process's own writes
 //! shown, label/assignee/comment writes with guards, and who is trusted.
 
+use std::collections::BTreeMap;
+
 use super::transport::next_link;
 use super::*;
+
+/// The most label lists [`GithubSurface::open_with_any_label`] makes
+/// before one list of everything open is the cheaper bet: the product's
+/// own labels (`in-progress`, `agent-wip`, `agent-pr`) and a few
+/// `blocked-by:#N`.
+pub(super) const MAX_LABEL_LISTS: usize = 8;
 
 // GitHub's shapes, only the fields maverick reads. Everything GitHub's
 // schemas call nullable is an Option here, so one odd comment (a deleted
@@ -820,6 +828,33 @@ impl Surface for GithubSurface {
             .filter(|s| include_closed || s.open)
             .filter(|s| has_every(s, labels))
             .collect())
+    }
+
+    /// One list of the repository's labels, then one list of the open
+    /// issues for each label `wanted` accepts (GitHub ANDs the labels of
+    /// one list, so "any of" takes a list each; a label no issue carries
+    /// any more costs one empty page): a cost that follows the labels, not
+    /// the backlog. With more than [`MAX_LABEL_LISTS`] such labels, or one
+    /// GitHub cannot filter on, one list of everything open instead.
+    fn open_with_any_label(
+        &self,
+        wanted: &dyn Fn(&str) -> bool,
+    ) -> Result<Vec<IssueSummary>, SurfaceError> {
+        let carries = |s: &IssueSummary| s.labels.iter().any(|l| wanted(l));
+        let names: Vec<String> = Surface::label_names(self)?
+            .into_iter()
+            .filter(|name| wanted(name))
+            .collect();
+        if names.len() > MAX_LABEL_LISTS || names.iter().any(|n| n.contains(',')) {
+            return Ok(self.list(&[], false)?.into_iter().filter(carries).collect());
+        }
+        let mut found: BTreeMap<u64, IssueSummary> = BTreeMap::new();
+        for name in &names {
+            for summary in self.list(&[name.as_str()], false)? {
+                found.entry(summary.number).or_insert(summary);
+            }
+        }
+        Ok(found.into_values().filter(carries).collect())
     }
 
     /// GitHub has no compare-and-swap: the guard is judged on a read just
