@@ -1,5 +1,6 @@
 //! What a person sees: the full `--help` tree, bad input, and `--json`.
 
+use crate::support::screen::{screen, screen_keeping, screens};
 use crate::support::{Run, Surface, TestEnv};
 
 // What does not depend on where state lives runs on both surfaces.
@@ -59,44 +60,26 @@ fn help_of_every_command() {
 fn a_non_numeric_issue_is_a_usage_error(surface: Surface) {
     let env = TestEnv::with_surface(surface);
     let repo = env.clone("alice");
-    let run = repo.maverick(&["coord", "read", "abc"]);
-    run.expect(2);
-    assert!(
-        run.stderr
-            .contains("\"abc\" is not an issue number (write 142 or #142)"),
-        "{}",
-        run.stderr
-    );
-    let run = repo.maverick(&["coord", "claim", "0"]);
-    run.expect(2);
+    let word = repo.maverick(&["coord", "read", "abc"]);
+    let zero = repo.maverick(&["coord", "claim", "0"]);
     let json = repo.maverick(&["coord", "read", "x", "--json"]);
-    json.expect(2);
     assert_eq!(json.json()["ok"], false);
-    assert!(
-        json.json()["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("\"x\" is not an issue number"),
-        "{}",
-        json.stdout
-    );
+    assert_eq!(json.json()["error"]["code"], "usage");
     // Under --json a usage error keeps clap's whole message: the argument's
-    // name, clap's tips and the usage line, which a program shows its user.
-    let error = &json.json()["error"];
-    assert_eq!(error["code"], "usage");
-    let message = error["message"].as_str().unwrap();
-    assert!(message.contains("<ISSUE>"), "{message}");
-    assert!(
-        message.contains("For more information, try '--help'."),
-        "{message}"
-    );
-    let json = repo.maverick(&["coord", "claim", "5", "--scopez", "6", "--json"]);
-    json.expect(2);
-    let message = json.json()["error"]["message"].as_str().unwrap().to_owned();
-    assert!(message.contains("--scopez"), "{message}");
-    assert!(
-        message.contains("--scope"),
-        "clap's suggestion is kept: {message}"
+    // name, clap's tips and the usage line, which a program shows its user;
+    // and clap's suggestion for a misspelt flag.
+    let typo = repo.maverick(&["coord", "claim", "5", "--scopez", "6", "--json"]);
+    insta::assert_snapshot!(
+        "a_non_numeric_issue",
+        screens(&[
+            ("git maverick coord read abc", screen(&env, &word)),
+            ("git maverick coord claim 0", screen(&env, &zero)),
+            ("git maverick coord read x --json", screen(&env, &json)),
+            (
+                "git maverick coord claim 5 --scopez 6 --json",
+                screen(&env, &typo)
+            ),
+        ])
     );
 }
 
@@ -106,59 +89,36 @@ fn an_unknown_reason_is_a_usage_error_and_releases_nothing(surface: Surface) {
     repo.maverick(&["coord", "claim", "5"]).expect(0);
     let writes = env.write_count();
     let run = repo.maverick(&["coord", "release", "5", "--reason", "bored"]);
-    run.expect(2);
-    assert!(
-        run.stderr.contains("merged, ejected, abort"),
-        "{}",
-        run.stderr
-    );
+    insta::assert_snapshot!("an_unknown_reason", screen(&env, &run));
     assert_eq!(env.write_count(), writes);
     repo.maverick(&["coord", "read", "5", "--json"]).expect(0);
 }
 
+/// The durations an error teaches, kept in a snapshot as printed.
+const HOW_TO_WRITE_A_DURATION: &[&str] = &["600s", "10m", "4h"];
+
 fn a_malformed_duration_says_how_to_write_one(surface: Surface) {
     let env = TestEnv::with_surface(surface);
     let repo = env.clone("alice");
-    let flag = repo.maverick(&["coord", "claim", "5", "--lease-ttl", "ten minutes"]);
-    flag.expect(2);
-    assert!(
-        flag.stderr
-            .contains("write seconds (600 or 600s), minutes (10m) or hours (4h)"),
-        "{}",
-        flag.stderr
-    );
-
-    for absurd in ["18446744073709551615", "9000h"] {
-        let run = repo.maverick(&["coord", "claim", "5", "--lease-ttl", absurd]);
-        run.expect(2);
-        assert!(run.stderr.contains("at most a year"), "{}", run.stderr);
+    // A bad flag is a usage error that names the flag (issue 12) and says
+    // how to write a duration; an absurd one, the most it may be.
+    let mut shown = Vec::new();
+    for ttl in ["ten minutes", "18446744073709551615", "9000h", "0"] {
+        let run = repo.maverick(&["coord", "claim", "5", "--lease-ttl", ttl]);
+        shown.push((
+            format!("git maverick coord claim 5 --lease-ttl {ttl:?}"),
+            screen_keeping(&env, &run, &["600s", "10m", "4h", "9000h", "1s"]),
+        ));
     }
-    // A bad flag is a usage error that names the flag (issue 12).
-    let zero = repo.maverick(&["coord", "claim", "5", "--lease-ttl", "0"]);
-    zero.expect(2);
-    assert!(
-        zero.stderr.contains(
-            "for '--lease-ttl <DURATION>': \"0\" is not a whole number of seconds, at least 1s"
-        ),
-        "{}",
-        zero.stderr
-    );
-
+    // A bad key is an error that says how to fix it.
     repo.git(&["config", "maverick.leaseTtl", "10 min"]);
     let key = repo.maverick(&["coord", "claim", "5"]);
-    key.expect(1);
-    assert!(
-        key.stderr
-            .starts_with("error: maverick.leaseTtl: invalid duration \"10 min\""),
-        "{}",
-        key.stderr
-    );
-    assert!(
-        key.stderr
-            .contains("hint: fix it with `git config maverick.leaseTtl 10m`"),
-        "{}",
-        key.stderr
-    );
+    shown.push((
+        "git maverick coord claim 5 (maverick.leaseTtl = \"10 min\")".to_owned(),
+        screen_keeping(&env, &key, HOW_TO_WRITE_A_DURATION),
+    ));
+    let shown: Vec<(&str, String)> = shown.iter().map(|(c, s)| (c.as_str(), s.clone())).collect();
+    insta::assert_snapshot!("a_malformed_duration", screens(&shown));
     assert_eq!(env.write_count(), 0, "nothing was written");
 }
 
@@ -168,25 +128,15 @@ fn a_repository_without_a_remote_names_the_way_out() {
     let dir = env.path().join("lonely");
     env.git_in(env.path(), &["init", "--quiet", "lonely"]);
     let run = run_in(&dir, &env, &["coord", "claim", "5"]);
-    run.expect(1);
-    assert!(
-        run.stderr
-            .contains("error: this repository has no remote \"origin\""),
-        "{}",
-        run.stderr
-    );
-    assert!(
-        run.stderr.contains("git remote add origin URL"),
-        "{}",
-        run.stderr
-    );
     let json = run_in(&dir, &env, &["coord", "read", "5", "--json"]);
-    json.expect(1);
     assert_eq!(json.json()["error"]["code"], "no_remote");
-    assert!(json.json()["error"]["hints"][0]
-        .as_str()
-        .unwrap()
-        .contains("maverick.remote"));
+    insta::assert_snapshot!(
+        "a_repository_without_a_remote",
+        screens(&[
+            ("git maverick coord claim 5", screen(&env, &run)),
+            ("git maverick coord read 5 --json", screen(&env, &json)),
+        ])
+    );
 }
 
 #[test]
@@ -220,20 +170,7 @@ fn a_git_older_than_a_feature_needs_is_named_with_the_version_needed() {
 
     let mut cmd = a.maverick_command(&["coord", "read", "142"]);
     cmd.env("PATH", &path);
-    let run = Run::from_output(&["coord", "read", "142"], cmd.output().unwrap());
-    run.expect(1);
-    assert!(
-        run.stderr.contains(
-            "error: git 2.31.0 or newer is needed for `git rev-parse --path-format`; this is git 2.30.2"
-        ),
-        "{}",
-        run.screen()
-    );
-    assert!(
-        run.stderr.contains("hint: install git 2.31.0 or newer"),
-        "{}",
-        run.screen()
-    );
+    let plain = Run::from_output(&["coord", "read", "142"], cmd.output().unwrap());
 
     // A program reads the same as a code it can switch on.
     let mut cmd = a.maverick_command(&["coord", "read", "142", "--json"]);
@@ -241,6 +178,13 @@ fn a_git_older_than_a_feature_needs_is_named_with_the_version_needed() {
     let run = Run::from_output(&["coord", "read", "142", "--json"], cmd.output().unwrap());
     let json = run.expect(1).json();
     assert_eq!(json["error"]["code"], "git_too_old", "{json}");
+    insta::assert_snapshot!(
+        "a_git_older_than_a_feature_needs",
+        screens(&[
+            ("git maverick coord read 142", screen(&env, &plain)),
+            ("git maverick coord read 142 --json", screen(&env, &run)),
+        ])
+    );
 
     // The same clone with the real git works.
     a.maverick(&["coord", "read", "142"]).expect(0);
@@ -249,16 +193,16 @@ fn a_git_older_than_a_feature_needs_is_named_with_the_version_needed() {
 #[test]
 fn outside_a_repository_is_a_clear_error() {
     let env = TestEnv::new();
-    let run = run_in(env.path(), &env, &["coord", "read", "5"]);
-    run.expect(1);
-    assert!(
-        run.stderr.starts_with("error: not inside a git repository"),
-        "{}",
-        run.stderr
-    );
+    let plain = run_in(env.path(), &env, &["coord", "read", "5"]);
     let run = run_in(env.path(), &env, &["coord", "read", "5", "--json"]);
-    run.expect(1);
     assert_eq!(run.json()["error"]["code"], "not_a_repository");
+    insta::assert_snapshot!(
+        "outside_a_repository",
+        screens(&[
+            ("git maverick coord read 5", screen(&env, &plain)),
+            ("git maverick coord read 5 --json", screen(&env, &run)),
+        ])
+    );
 }
 
 /// The commands that joined after contract v1 keep it: help, completions,
@@ -305,28 +249,21 @@ fn the_newer_commands_keep_the_json_contract() {
     // A bad value for a newer flag is a usage error that keeps clap's text.
     let repo = env.clone("alice");
     let run = repo.maverick(&["status", "--json", "--watch", "soon"]);
-    run.expect(2);
-    let json = run.json();
-    assert_eq!(json["error"]["code"], "usage");
-    assert!(
-        json["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("--watch"),
-        "{json}"
+    assert_eq!(run.json()["error"]["code"], "usage");
+    insta::assert_snapshot!(
+        "a_bad_watch_interval_json",
+        screen_keeping(&env, &run, HOW_TO_WRITE_A_DURATION)
     );
 
     // A typo'd key is a warning in the object, not only on stderr.
     repo.git(&["config", "maverick.leaseTime", "5m"]);
     let status = repo.maverick(&["status", "--json"]);
-    let warnings = status.expect(0).json()["warnings"].clone();
-    assert!(
-        warnings
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|w| w.as_str().unwrap().contains("maverick.leaseTtl")),
-        "{warnings}"
+    assert_eq!(
+        status.expect(0).json()["warnings"],
+        serde_json::json!([
+            "unknown config key maverick.leasetime in local config (.git/config); \
+             did you mean maverick.leaseTtl?"
+        ])
     );
 }
 
@@ -421,19 +358,7 @@ fn a_remote_that_rejects_the_push_leaves_nothing_half_written() {
     std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
 
     let run = repo.maverick(&["coord", "claim", "5", "--branch", "maverick/5-x"]);
-    run.expect(1);
-    assert!(
-        run.stderr
-            .contains("the remote refused maverick's update of refs/maverick/issues"),
-        "{}",
-        run.stderr
-    );
-    assert!(
-        run.stderr
-            .contains("hint: the remote must accept pushes to refs/maverick/*"),
-        "{}",
-        run.stderr
-    );
+    insta::assert_snapshot!("a_remote_that_rejects_the_push", screen(&env, &run));
     assert_eq!(env.surface_head(), None);
     // No local claim record claims what the surface does not have.
     let common = repo.git(&["rev-parse", "--git-common-dir"]);
@@ -458,48 +383,38 @@ fn an_unreachable_remote_is_an_error_not_a_decision() {
         env.path().join("gone.git").to_str().unwrap(),
     ]);
     let run = repo.maverick(&["coord", "read", "5", "--json"]);
-    run.expect(1);
-    assert!(
-        run.json()["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("git fetch"),
-        "{}",
-        run.stdout
-    );
+    run.json();
+    insta::assert_snapshot!("an_unreachable_remote_json", screen(&env, &run));
 }
 
 fn a_bad_instance_id_is_refused(surface: Surface) {
     let env = TestEnv::with_surface(surface);
     let repo = env.clone("alice");
     let run = repo.maverick_as("../../etc", &["coord", "claim", "5"]);
-    run.expect(1);
-    assert!(
-        run.stderr
-            .contains("the instance id \"../../etc\" is not valid"),
-        "{}",
-        run.stderr
-    );
+    insta::assert_snapshot!("a_bad_instance_id", screen(&env, &run));
     assert_eq!(env.write_count(), 0);
 }
 
 fn a_hostile_branch_name_is_refused(surface: Surface) {
     let env = TestEnv::with_surface(surface);
     let repo = env.clone("alice");
-    for bad in [
+    let shown: Vec<(String, String)> = [
         "--branch=-rf",
         "--branch=a..b",
         "--branch=x:y",
         "--branch=a b",
-    ] {
+    ]
+    .into_iter()
+    .map(|bad| {
         let run = repo.maverick(&["coord", "claim", "5", bad]);
-        run.expect(2);
-        assert!(
-            run.stderr.contains("is not a valid branch name"),
-            "{}",
-            run.stderr
-        );
-    }
+        (
+            format!("git maverick coord claim 5 {bad:?}"),
+            screen(&env, &run),
+        )
+    })
+    .collect();
+    let shown: Vec<(&str, String)> = shown.iter().map(|(c, s)| (c.as_str(), s.clone())).collect();
+    insta::assert_snapshot!("a_hostile_branch_name", screens(&shown));
     assert_eq!(env.write_count(), 0);
 }
 
@@ -554,11 +469,5 @@ fn the_surface_follows_config_and_never_falls_back() {
     repo.maverick(&["coord", "read", "5"]).expect(0);
     repo.git(&["config", "maverick.surface", "gitlab"]);
     let bad = repo.maverick(&["coord", "read", "5"]);
-    bad.expect(1);
-    assert!(
-        bad.stderr
-            .contains("maverick.surface = \"gitlab\" is not valid: git or github"),
-        "{}",
-        bad.stderr
-    );
+    insta::assert_snapshot!("an_unknown_surface", screen(&env, &bad));
 }

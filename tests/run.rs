@@ -11,6 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::support::run_flags::{self, GRACE_SECS, HEARTBEAT_SECS, TTL_SECS};
+use crate::support::screen::{normalise, screen, screen_of_lines};
 use crate::support::{Repo, Run, TestEnv};
 use serde_json::Value;
 
@@ -170,6 +171,13 @@ fn record_path(repo: &Repo<'_>, instance: &str, issue: u64) -> PathBuf {
         .join(format!("{issue}.json"))
 }
 
+/// [`screen`] of a run whose command was stopped, without the shell's own
+/// `Terminated` (dash reports the `sleep` that the SIGTERM killed, unless
+/// the signal came between two sleeps): what maverick printed.
+fn stopped_screen(env: &TestEnv, run: &Run) -> String {
+    screen_of_lines(env, run, |l| l != "Terminated")
+}
+
 fn record(repo: &Repo<'_>, instance: &str, issue: u64) -> Option<Value> {
     std::fs::read(record_path(repo, instance, issue))
         .ok()
@@ -215,7 +223,7 @@ fn exit_0_and_3_pass_through_and_release_with_the_right_reason() {
         std::fs::read_to_string(dir.join("read")).unwrap().trim(),
         "0"
     );
-    assert!(!env.labels(40).contains(&"claude-in-progress".to_owned()));
+    assert!(env.labels(40).is_empty(), "{:?}", env.labels(40));
     env.assert_released_once(40, "alice", "merged");
     assert!(
         record(&alice, "alice", 40).is_none(),
@@ -223,12 +231,7 @@ fn exit_0_and_3_pass_through_and_release_with_the_right_reason() {
     );
 
     let failed = run_to_end(&alice, &["41"], "exit 3");
-    failed.expect(3);
-    assert!(
-        failed.stderr.contains("released #41 (abort)"),
-        "{}",
-        failed.stderr
-    );
+    insta::assert_snapshot!("run_a_command_that_fails", screen(&env, &failed));
     assert!(env.labels(41).is_empty());
     env.assert_released_once(41, "alice", "abort");
 
@@ -318,15 +321,14 @@ fn a_lost_claim_stops_the_command_at_the_next_heartbeat_and_leaves_the_new_holde
     wait_for_file(&dir.join("term"), Duration::from_secs(20));
     wait_for_exit(&mut child, Duration::from_secs(10));
     let run = finish(child);
-    run.expect(7);
-    assert!(run.stderr.contains("claim lost"), "{}", run.stderr);
+    insta::assert_snapshot!("run_when_the_claim_is_taken", stopped_screen(&env, &run));
 
     // Bob's claim is untouched: labelled, his, generation 2, never released.
     let (code, view) = read_json(&bob, "bob", 60);
     assert_eq!(code, 0);
     assert_eq!(view["decision"], "ours");
     assert_eq!(view["holder"]["generation"], 2);
-    assert!(env.labels(60).contains(&"claude-in-progress".to_owned()));
+    assert_eq!(env.labels(60), ["claude-in-progress"]);
     assert!(env.releases(60).iter().all(|(who, _)| who != "bob"));
     assert_eq!(read_json(&alice, "alice", 60).0, 4);
     // Alice's record no longer says she holds #60: it is marked lost.
@@ -365,9 +367,7 @@ fn a_takeover_while_heartbeats_fail_finds_the_command_already_stopped() {
     assert_eq!(code, 4, "held live when the command was stopped");
     wait_for_exit(&mut child, Duration::from_secs(10));
     let run = finish(child);
-    run.expect(7);
-    assert!(run.stderr.contains("claim lost"), "{}", run.stderr);
-    assert!(run.stderr.contains("heartbeat"), "{}", run.stderr);
+    insta::assert_snapshot!("run_when_heartbeats_fail", stopped_screen(&env, &run));
 
     // Past the ttl the lease is stale, and bob takes over.
     env.advance_clock(131 - 2 * HEARTBEAT_SECS);
@@ -380,7 +380,10 @@ fn a_takeover_while_heartbeats_fail_finds_the_command_already_stopped() {
     assert_eq!(view["holder"]["generation"], 2);
     assert!(env.releases(70).is_empty(), "nobody released anything");
     let rec = record(&alice, "alice", 70).expect("alice keeps a record of the loss");
-    assert!(rec["lost"].as_str().unwrap().contains("heartbeat"), "{rec}");
+    insta::assert_snapshot!(
+        "run_when_heartbeats_fail_records",
+        normalise(&env, rec["lost"].as_str().unwrap())
+    );
 }
 
 #[test]
@@ -518,12 +521,9 @@ fn run_refuses_what_coord_claim_refuses_and_checks_its_arithmetic_first() {
     .output()
     .expect("git-maverick runs");
     let bad = Run::from_output(&["run"], bad);
-    bad.expect(2);
-    assert!(
-        bad.stderr
-            .contains("must be longer than two heartbeat intervals"),
-        "{}",
-        bad.stderr
+    insta::assert_snapshot!(
+        "run_with_a_lease_too_short_for_its_heartbeats",
+        screen(&env, &bad)
     );
     assert!(env.surface_head().is_none(), "nothing was claimed");
 
@@ -548,8 +548,7 @@ fn a_claim_held_before_run_is_renewed_and_kept() {
         .maverick(&["coord", "claim", "110", "--branch", "maverick/110-x"])
         .expect(0);
     let run = run_to_end(&alice, &["110"], "exit 0");
-    run.expect(0);
-    assert!(run.stderr.contains("kept #110"), "{}", run.stderr);
+    insta::assert_snapshot!("run_under_a_claim_held_before", screen(&env, &run));
     let (code, view) = read_json(&alice, "alice", 110);
     assert_eq!(code, 0);
     assert_eq!(view["decision"], "ours");
@@ -590,12 +589,7 @@ fn release_all_releases_this_instances_claims_and_none_of_anothers() {
 
     // Nothing left: a second sweep is a no-op.
     let again = alice.maverick(&["coord", "release-all"]);
-    again.expect(0);
-    assert!(
-        again.stdout.contains("nothing to release"),
-        "{}",
-        again.stdout
-    );
+    insta::assert_snapshot!("release_all_with_nothing_left", screen(&env, &again));
 }
 
 #[test]
@@ -607,10 +601,17 @@ fn with_json_the_command_writes_to_stderr_and_stdout_holds_one_object() {
     // `json()` asserts that stdout is exactly one line, one JSON object.
     let json = run.json();
     assert_eq!(json["ok"], true);
-    assert!(
-        run.stderr.contains("hello from the command"),
-        "{}",
-        run.stderr
+    // The command's line is on stderr, before or after maverick's own
+    // (the two processes write at once); the snapshot has maverick's.
+    let command: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| *l == "hello from the command")
+        .collect();
+    assert_eq!(command, ["hello from the command"], "{}", run.stderr);
+    insta::assert_snapshot!(
+        "run_json",
+        screen_of_lines(&env, &run, |l| l != "hello from the command")
     );
 }
 
@@ -696,13 +697,7 @@ fn a_lease_that_lapses_while_the_command_runs_is_lost_and_the_command_stopped() 
     env.advance_clock(HEARTBEAT_SECS);
     wait_for_exit(&mut child, Duration::from_secs(20));
     let run = finish(child);
-    run.expect(7);
-    assert!(
-        run.stderr
-            .contains("claim lost: the lease of alice on #130 lapsed at"),
-        "{}",
-        run.screen()
-    );
+    insta::assert_snapshot!("run_when_the_lease_lapses", stopped_screen(&env, &run));
     assert!(dir.join("term").exists(), "the command got SIGTERM");
     let (_, view) = read_json(&env.clone("bob"), "bob", 130);
     assert_ne!(view["holder"]["instance_id"], "alice", "{view}");
@@ -880,6 +875,23 @@ mod hold_in_memory {
         assert_eq!(held.decision(), Decision::Ours);
     }
 
+    /// `the lease of alice on #7 lapsed at TIME (DURATION ago); ...`, TIME a
+    /// timestamp.
+    fn assert_lapsed(reason: &str) {
+        let (whose, rest) = reason.split_once(" lapsed at ").expect(reason);
+        let (when, rest) = rest.split_once(" (").expect(reason);
+        let (_ago, why) = rest.split_once(" ago); ").expect(reason);
+        assert_eq!(whose, "the lease of alice on #7", "{reason}");
+        assert!(
+            crate::support::fake_github::parse_rfc3339(when).is_some(),
+            "{reason}"
+        );
+        assert_eq!(
+            why,
+            "a lapsed lease is lost, and another instance may take the issue over"
+        );
+    }
+
     #[test]
     fn a_held_claim_whose_lease_lapsed_is_lost_before_the_command_starts() {
         let held = Held::new();
@@ -896,14 +908,11 @@ mod hold_in_memory {
         let Ending::LostBeforeStart(reason) = report.ending else {
             panic!("the lapsed lease was renewed");
         };
-        assert!(
-            reason.contains("the lease of alice on #7 lapsed at"),
-            "{reason}"
-        );
+        assert_lapsed(&reason);
         assert!(!started && !ran.exists(), "the command never ran");
         // The local record says the claim is lost (the pre-push hook reads it).
         let record = held.store().load(ME, ISSUE).unwrap().unwrap();
-        assert!(record.lost.is_some_and(|r| r.contains("lapsed")));
+        assert_eq!(record.lost, Some(reason));
     }
 
     #[test]
@@ -932,10 +941,7 @@ mod hold_in_memory {
         else {
             panic!("the command was not stopped for a lost claim");
         };
-        assert!(
-            reason.contains("the lease of alice on #7 lapsed at"),
-            "{reason}"
-        );
+        assert_lapsed(&reason);
         assert!(!killed, "SIGTERM was enough");
         assert_eq!(report_status, ChildStatus::Signaled(libc::SIGTERM));
         // The next heartbeat found it, at once, well before the silence deadline.

@@ -11,6 +11,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use crate::support::screen::{screen, screen_naming, screens};
 use crate::support::{Run, TestEnv};
 
 const SKILL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/skills/git-maverick/SKILL.md");
@@ -159,6 +160,7 @@ fn every_command_in_the_skill_runs_as_written() {
     let agent = env.clone("agent");
     let path = session_path(&env);
     let mut ran = Vec::new();
+    let mut wrapped = Vec::new();
     for line in commands(&skill()) {
         assert!(
             line.starts_with("git ") || line.contains("| git maverick "),
@@ -183,36 +185,43 @@ fn every_command_in_the_skill_runs_as_written() {
             continue;
         }
         run.expect(0);
-        if line.contains("--json") {
+        if line.split_whitespace().any(|word| word == "--json") {
             let json = run.json();
             assert_eq!(json["instance_id"], INSTANCE, "the session is the instance");
         }
-        if line.contains(" -- ") {
-            assert!(
-                run.stdout.contains(INSTANCE),
-                "the wrapped command saw the claim:\n{}",
-                run.stdout
-            );
+        if line.split_whitespace().any(|word| word == "--") {
+            // The wrapped command saw the claim.
+            wrapped.push((
+                line.clone(),
+                screen_naming(&env, &run, &[(INSTANCE, "[the session's instance]")]),
+            ));
         }
         ran.push(line);
     }
     eprintln!("ran as written: {ran:#?}");
+    let wrapped: Vec<(&str, String)> = wrapped
+        .iter()
+        .map(|(line, screen)| (line.as_str(), screen.clone()))
+        .collect();
+    insta::assert_snapshot!("skill_wrapped_commands", screens(&wrapped));
     assert!(ran.len() >= 7, "too few commands were exercised: {ran:?}");
     // The task was committed, pushed to the claimed branch and checked off.
     let pushed = env.git_in(
         &env.origin,
-        &["log", "--format=%s%n%b", "maverick/142-short-title"],
+        &[
+            "log",
+            "--format=%s%n%(trailers:key=Maverick-Issue)%(trailers:key=Maverick-Task)",
+            "main..maverick/142-short-title",
+        ],
     );
-    assert!(
-        pushed.contains("feat(markers): parse fenced marker blocks"),
-        "{pushed}"
+    assert_eq!(
+        pushed,
+        "feat(markers): parse fenced marker blocks\nMaverick-Issue: 142\nMaverick-Task: 1"
     );
-    assert!(pushed.contains("Maverick-Task: 1"), "{pushed}");
     let tasks = agent.maverick_as(INSTANCE, &["task", "list", "142"]);
-    assert!(
-        tasks.expect(0).stdout.contains("1/2 tasks done"),
-        "{}",
-        tasks.stdout
+    insta::assert_snapshot!(
+        "skill_task_list_after_the_walk_through",
+        screen(&env, &tasks)
     );
     // The walk-through ends with the issue released, as the skill says.
     env.assert_released_once(142, INSTANCE, "merged");

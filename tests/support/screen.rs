@@ -14,7 +14,9 @@
 //! - the fake GitHub's port (`127.0.0.1:43517`): `127.0.0.1:[PORT]`;
 //! - comment ids (`comment 2200000001` on GitHub, `comment 1` on git):
 //!   `comment [ID]`; process ids (`pid 4242`, `process 4242`): `pid [PID]`,
-//!   `process [PID]`.
+//!   `process [PID]`;
+//! - the system's error numbers (`os error 111`, which is 61 on macOS):
+//!   `os error [ERRNO]`.
 //!
 //! Issue numbers, exit statuses, counts and words made of hex letters stay.
 //! A duration that is the same on every run (a setting, a value the test
@@ -33,6 +35,19 @@ pub fn screen(env: &TestEnv, run: &Run) -> String {
 /// shown as its name first, so the snapshot tells which one was printed.
 pub fn screen_naming(env: &TestEnv, run: &Run, names: &[(&str, &str)]) -> String {
     layout(env, run.code, &run.stdout, &run.stderr, names)
+}
+
+/// [`screen`] of the stderr lines `keep` keeps: for a line that a race or
+/// another program decides (the wrapped command's own output, a shell's
+/// report of a killed child), which the test checks on its own or not at all.
+pub fn screen_of_lines(env: &TestEnv, run: &Run, keep: impl Fn(&str) -> bool) -> String {
+    let stderr: String = run
+        .stderr
+        .lines()
+        .filter(|l| keep(l))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    layout(env, run.code, &run.stdout, &stderr, &[])
 }
 
 /// [`screen`], with each given text (a fixed duration such as `at least
@@ -136,6 +151,7 @@ pub fn normalise(env: &TestEnv, text: &str) -> String {
     let text = numbered(&text, "comment ", "[ID]");
     let text = numbered(&text, "\"comment_id\": ", "\"[ID]\"");
     let text = numbered(&text, "pid ", "[PID]");
+    let text = numbered(&text, "os error ", "[ERRNO]");
     let text = numbered(&text, "(process ", "[PID]");
     let text = hosts(&text);
     let text = words(&text);
@@ -334,7 +350,7 @@ fn what_changes_from_run_to_run_becomes_a_placeholder() {
                 took 120ms, 0.25s or 2h5m; 3 tasks, #142, v1.2, 5m-ish, m5\n\
                 \u{1b}[38;2;56;56;56m lefthook v2.2.2\u{1b}[m\n\
                 done in 0.02 seconds, 12 ms\n\
-                GET http://127.0.0.1:43517/repos: comment 2200000001 by pid 4242 (process 4243)\n\
+                GET http://127.0.0.1:43517/repos: comment 2200000001 by pid 4242 (process 4243, os error 111)\n\
                 marker 0123456789abcdef0123456789abcdef, \"host\": \"vm\"\n";
     assert_eq!(
         normalise(&env, text),
@@ -342,7 +358,7 @@ fn what_changes_from_run_to_run_becomes_a_placeholder() {
          took [DUR], [DUR] or [DUR]; 3 tasks, #142, v[VERSION], 5m-ish, m5\n\
          \u{20}lefthook v[VERSION]\n\
          done in [DUR] seconds, [DUR] ms\n\
-         GET http://127.0.0.1:[PORT]/repos: comment [ID] by pid [PID] (process [PID])\n\
+         GET http://127.0.0.1:[PORT]/repos: comment [ID] by pid [PID] (process [PID], os error [ERRNO])\n\
          marker [marker-id], \"host\": \"[HOST]\"\n"
     );
 }
