@@ -5,7 +5,10 @@ use std::process::Command;
 
 use crate::support::{Surface, TestEnv};
 
-on_both_surfaces!(the_readme_quick_start_works_as_written);
+on_both_surfaces!(
+    the_readme_quick_start_works_as_written,
+    verbose_shows_each_request_to_the_surface_and_why,
+);
 
 const README: &str = include_str!("../README.md");
 
@@ -223,5 +226,49 @@ fn error_and_hint_prefixes_are_coloured_as_clap_colours_them() {
     assert!(
         shown.starts_with(&format!("{clap_prefix} not inside")),
         "{shown:?}"
+    );
+}
+
+/// `-v`: one line on stderr per request to the surface, what it asks, why,
+/// and the answer (on GitHub: a 304 said to come from the cache).
+fn verbose_shows_each_request_to_the_surface_and_why(surface: Surface) {
+    let env = TestEnv::with_surface(surface);
+    let repo = env.clone("alice");
+    repo.maverick(&["coord", "claim", "5"]).expect(0);
+    let first = repo.maverick(&["coord", "read", "5", "-v"]);
+    first.expect(0);
+    let again = repo.maverick(&["coord", "read", "5", "-v"]);
+    again.expect(0);
+    let requests = |run: &crate::support::Run| -> Vec<String> {
+        run.stderr
+            .lines()
+            .filter(|l| l.contains(" INFO "))
+            .map(str::to_owned)
+            .collect()
+    };
+    assert!(!requests(&first).is_empty(), "{}", first.stderr);
+    if surface == Surface::Github {
+        assert!(
+            requests(&again)
+                .iter()
+                .all(|l| l.ends_with(": 304, from the cache")),
+            "{}",
+            again.stderr
+        );
+    }
+    let quiet = repo.maverick(&["coord", "read", "5"]);
+    assert!(!quiet.stderr.contains(" INFO "), "{}", quiet.stderr);
+    insta::assert_snapshot!(
+        format!("verbose_read_{}", env.name()),
+        crate::support::screen::screens(&[
+            (
+                "coord read 5 -v",
+                crate::support::screen::screen(&env, &first)
+            ),
+            (
+                "coord read 5 -v, again",
+                crate::support::screen::screen(&env, &again)
+            ),
+        ])
     );
 }
