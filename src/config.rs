@@ -442,8 +442,12 @@ impl Place {
         );
         let remote_url = git.config_get(&format!("remote.{remote}.url"))?;
         origins.set("remoteUrl", Origin::Derived(format!("remote.{remote}.url")));
+        let flag_repo = match &overrides.repo {
+            Some(r) => Some(parse_repo(r).ok_or_else(|| ConfigError::BadRepo(r.clone()))?),
+            None => None,
+        };
         let implied = Implied {
-            overrides,
+            flag_repo,
             gh: &gh,
             keys,
             remote: &remote,
@@ -460,9 +464,7 @@ impl Place {
         }
         let repo = origins.keep(
             "repo",
-            keys.resolve_with(implied.repo_override()?, "repo", repo_key, || {
-                implied.repo()
-            })?,
+            keys.resolve_with(implied.repo_override(), "repo", repo_key, || implied.repo())?,
         );
         let github_api_url = origins.keep(
             "githubApiUrl",
@@ -712,7 +714,8 @@ fn repo_key(key: &'static str, text: &str) -> Result<Option<String>, ConfigError
 
 /// What the settings that have no value of their own are worked out from.
 struct Implied<'a> {
-    overrides: &'a Overrides,
+    /// `-R/--repo`, parsed: its host (if it names one) and `OWNER/NAME`.
+    flag_repo: Option<(Option<String>, String)>,
     gh: &'a GhEnv,
     keys: &'a ConfigKeys,
     remote: &'a str,
@@ -737,7 +740,7 @@ impl Implied<'_> {
     /// GitHub repository or the remote is on GitHub, else git.
     fn surface(&self) -> (SurfaceKind, Origin) {
         let github = |why: String| (SurfaceKind::Github, Origin::Derived(why));
-        if self.overrides.repo.is_some() {
+        if self.flag_repo.is_some() {
             return github("-R/--repo names a GitHub repository".to_owned());
         }
         if self.gh.repo.is_some() {
@@ -757,16 +760,14 @@ impl Implied<'_> {
     }
 
     /// `-R/--repo`, else `GH_REPO`: both beat `maverick.repo`.
-    fn repo_override(&self) -> Result<Option<(Option<String>, Origin)>, ConfigError> {
-        if let Some(r) = &self.overrides.repo {
-            let (_, repo) = parse_repo(r).ok_or_else(|| ConfigError::BadRepo(r.clone()))?;
-            return Ok(Some((Some(repo), Origin::Flag("--repo"))));
+    fn repo_override(&self) -> Option<(Option<String>, Origin)> {
+        if let Some((_, repo)) = &self.flag_repo {
+            return Some((Some(repo.clone()), Origin::Flag("--repo")));
         }
-        Ok(self
-            .gh
+        self.gh
             .repo
             .as_ref()
-            .map(|(_, r)| (Some(r.clone()), Origin::Env("GH_REPO"))))
+            .map(|(_, r)| (Some(r.clone()), Origin::Env("GH_REPO")))
     }
 
     /// The repository the remote's URL names.
@@ -778,12 +779,7 @@ impl Implied<'_> {
     /// The API of the host `-R`, `GH_REPO` or the remote names, else
     /// `GH_HOST`'s, else github.com's ([`api_url_of_names`]).
     fn api_url(&self) -> (String, Origin) {
-        let flag_host = self
-            .overrides
-            .repo
-            .as_deref()
-            .and_then(parse_repo)
-            .and_then(|(host, _)| host);
+        let flag_host = self.flag_repo.as_ref().and_then(|(host, _)| host.clone());
         let remote = self.github_remote();
         api_url_of_names(
             flag_host.as_deref(),
