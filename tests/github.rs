@@ -706,7 +706,7 @@ fn the_token_never_shows_even_at_full_verbosity() {
     ok.expect(0);
     assert!(
         ok.stderr
-            .contains("GET /repos/acme/widgets/issues/90 -> 200"),
+            .contains("GET /repos/acme/widgets/issues/90 (reading issue #90): 200"),
         "{}",
         ok.stderr
     );
