@@ -45,47 +45,47 @@ pub(crate) struct GlobalArgs {
     /// Print exactly one JSON object on stdout
     #[arg(long, global = true)]
     pub json: bool,
-    /// The GitHub repository, instead of the one the remote's URL names
-    #[arg(short = 'R', long = "repo", value_name = "OWNER/NAME", global = true)]
-    pub repo: Option<String>,
     /// More detail on stderr (-v, -vv)
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,
-    /// The remote that holds the branches (maverick.remote, default origin)
+    #[command(flatten)]
+    pub config: ConfigFlags,
+}
+
+/// The configuration every command shares: in `--help` under one heading,
+/// left out of `-h`, which shows a command's own options.
+#[derive(Debug, Default, Args)]
+#[command(next_help_heading = "Configuration")]
+pub(crate) struct ConfigFlags {
+    /// The GitHub repository, instead of the one the remote's URL names
     #[arg(
-        long,
-        value_name = "NAME",
+        short = 'R',
+        long = "repo",
+        value_name = "OWNER/NAME",
         global = true,
-        help_heading = "Configuration"
+        hide_short_help = true
     )]
+    pub repo: Option<String>,
+    /// The remote that holds the branches (maverick.remote, default origin)
+    #[arg(long, value_name = "NAME", global = true, hide_short_help = true)]
     pub remote: Option<String>,
     /// Where shared state lives (maverick.surface; default: github for github.com remotes, else git)
-    #[arg(
-        long,
-        value_name = "SURFACE",
-        global = true,
-        help_heading = "Configuration"
-    )]
+    #[arg(long, value_name = "SURFACE", global = true, hide_short_help = true)]
     pub surface: Option<SurfaceKind>,
     /// How long a lease lives without a heartbeat (maverick.leaseTtl, default 10m, at least 1s)
-    #[arg(long, alias = "ttl", value_name = "DURATION", value_parser = lease_duration, global = true, help_heading = "Configuration")]
+    #[arg(long, alias = "ttl", value_name = "DURATION", value_parser = lease_duration, global = true, hide_short_help = true)]
     pub lease_ttl: Option<Duration>,
     /// How often `run` renews its lease (maverick.heartbeatInterval, default 2m, at least 1s)
-    #[arg(long, alias = "heartbeat", value_name = "DURATION", value_parser = lease_duration, global = true, help_heading = "Configuration")]
+    #[arg(long, alias = "heartbeat", value_name = "DURATION", value_parser = lease_duration, global = true, hide_short_help = true)]
     pub heartbeat_interval: Option<Duration>,
     /// How far the stored clock may lead this one and still be followed; writers further ahead are flagged (maverick.maxClockSkew, default 5m)
-    #[arg(long, value_name = "DURATION", value_parser = lease_duration, global = true, help_heading = "Configuration")]
+    #[arg(long, value_name = "DURATION", value_parser = lease_duration, global = true, hide_short_help = true)]
     pub max_clock_skew: Option<Duration>,
     /// How long a claim waits before its re-read (maverick.settleDelay; github 3s, git 0)
-    #[arg(long, value_name = "DURATION", value_parser = duration, global = true, help_heading = "Configuration")]
+    #[arg(long, value_name = "DURATION", value_parser = duration, global = true, hide_short_help = true)]
     pub settle_delay: Option<Duration>,
     /// Where worktrees are made (maverick.worktreeDir, default .maverick/worktrees)
-    #[arg(
-        long,
-        value_name = "DIR",
-        global = true,
-        help_heading = "Configuration"
-    )]
+    #[arg(long, value_name = "DIR", global = true, hide_short_help = true)]
     pub worktree_dir: Option<PathBuf>,
     /// Agent cycles in flight at once (maverick.dispatchSlots, default 3)
     #[arg(
@@ -93,39 +93,32 @@ pub(crate) struct GlobalArgs {
         alias = "slots",
         value_name = "N",
         global = true,
-        help_heading = "Configuration"
+        hide_short_help = true
     )]
     pub dispatch_slots: Option<u32>,
     /// Age after which a dispatch claim is cleared (maverick.dispatchStale, default 4h)
-    #[arg(long, value_name = "DURATION", value_parser = duration, global = true, help_heading = "Configuration")]
+    #[arg(long, value_name = "DURATION", value_parser = duration, global = true, hide_short_help = true)]
     pub dispatch_stale: Option<Duration>,
     /// Logins whose markers count besides members (maverick.trustedAuthors, comma-separated)
-    #[arg(
-        long,
-        value_name = "LOGINS",
-        global = true,
-        help_heading = "Configuration"
-    )]
+    #[arg(long, value_name = "LOGINS", global = true, hide_short_help = true)]
     pub trusted_authors: Option<String>,
 }
 
 impl GlobalArgs {
     pub(crate) fn overrides(&self) -> Overrides {
+        let c = &self.config;
         Overrides {
-            surface: self.surface,
-            remote: self.remote.clone(),
-            repo: self.repo.clone(),
-            lease_ttl: self.lease_ttl,
-            heartbeat_interval: self.heartbeat_interval,
-            max_clock_skew: self.max_clock_skew,
-            settle_delay: self.settle_delay,
-            worktree_dir: self.worktree_dir.clone(),
-            dispatch_slots: self.dispatch_slots,
-            dispatch_stale: self.dispatch_stale,
-            trusted_authors: self
-                .trusted_authors
-                .as_deref()
-                .map(crate::config::split_list),
+            surface: c.surface,
+            remote: c.remote.clone(),
+            repo: c.repo.clone(),
+            lease_ttl: c.lease_ttl,
+            heartbeat_interval: c.heartbeat_interval,
+            max_clock_skew: c.max_clock_skew,
+            settle_delay: c.settle_delay,
+            worktree_dir: c.worktree_dir.clone(),
+            dispatch_slots: c.dispatch_slots,
+            dispatch_stale: c.dispatch_stale,
+            trusted_authors: c.trusted_authors.as_deref().map(crate::config::split_list),
         }
     }
 }

@@ -1034,6 +1034,22 @@ impl GitCommand {
     }
 }
 
+/// Why a git command line talks to the remote, for `-v`; `None` for the
+/// local ones. The git surface is the ref `refs/maverick/issues`.
+fn remote_request(command: &str) -> Option<&'static str> {
+    let surface = command.contains("refs/maverick/");
+    let mut words = command.split(' ').skip(1);
+    let verb = words.find(|w| !w.starts_with('-') && !w.contains('='))?;
+    match verb {
+        "fetch" if surface => Some("read the state of every issue on the git surface"),
+        "fetch" => Some("read the remote's branches"),
+        "push" if surface => Some("write the git surface: compare-and-swap on its ref"),
+        "push" => Some("push the branch"),
+        "ls-remote" => Some("read the remote's heads"),
+        _ => None,
+    }
+}
+
 fn finish(
     command: String,
     out: std::io::Result<std::process::Output>,
@@ -1042,6 +1058,14 @@ fn finish(
         command: command.clone(),
         source,
     })?;
+    if let Some(why) = remote_request(&command) {
+        // -v: one line per round trip to the remote, what it asks and why.
+        let status = out
+            .status
+            .code()
+            .map_or("killed".to_owned(), |c| format!("exit {c}"));
+        tracing::info!("{command} ({why}): {status}");
+    }
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     if !stderr.is_empty() {
         tracing::debug!("{command}: {}", stderr.trim_end());

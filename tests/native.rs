@@ -301,7 +301,7 @@ fn install_man_pages_into_a_named_directory() {
 // --- completions ----------------------------------------------------------------
 
 /// git's own bash completion script, as the system ships it.
-fn git_completion_script() -> PathBuf {
+pub(crate) fn git_completion_script() -> PathBuf {
     let exec_path = Command::new("git").arg("--exec-path").output().unwrap();
     let exec_path = PathBuf::from(String::from_utf8(exec_path.stdout).unwrap().trim());
     let mut candidates = vec![
@@ -321,7 +321,7 @@ fn git_completion_script() -> PathBuf {
 
 /// What a real bash, with git's completion and maverick's loaded, offers for
 /// `line` (the last word being completed), through `complete -F`'s function.
-fn complete(env: &TestEnv, dir: &Path, function: &str, words: &[&str]) -> Vec<String> {
+pub(crate) fn complete(env: &TestEnv, dir: &Path, function: &str, words: &[&str]) -> Vec<String> {
     let script = format!(
         r#"
 source "$GIT_COMPLETION"

@@ -16,6 +16,7 @@ mod demo;
 mod dispatch;
 mod dispatch_schedule;
 mod fake_github;
+mod first_hour;
 mod github;
 mod hook;
 mod hook_managers;

@@ -9,6 +9,7 @@ pub(crate) mod escape;
 pub(crate) mod help;
 pub(crate) mod hook;
 pub(crate) mod hydrate;
+pub(crate) mod paint;
 pub(crate) mod resume;
 pub(crate) mod run;
 #[cfg(test)]
@@ -43,6 +44,9 @@ pub fn main(args: Vec<OsString>) -> u8 {
         return finish(hook::pre_push(&GlobalArgs::default(), parsed), false);
     }
     let wants_json = args.iter().skip(1).any(|a| a == "--json");
+    if wants_json {
+        paint::never();
+    }
     let parsed = help::command()
         .try_get_matches_from(&args)
         .and_then(|matches| Cli::from_arg_matches(&matches));
@@ -108,7 +112,7 @@ fn finish<T: Serialize, C: Copy + Into<u8> + Serialize>(
                 }
             }
             for note in &outcome.notes {
-                eprintln!("{}", for_terminal(&note.to_string(), Newlines::Escape));
+                paint::eprint_lines(&for_terminal(&note.to_string(), Newlines::Escape));
             }
             code
         }
@@ -116,7 +120,7 @@ fn finish<T: Serialize, C: Copy + Into<u8> + Serialize>(
             if json {
                 print_json(&Failure::of(&err));
             }
-            eprintln!("{}", for_terminal(&err.to_string(), Newlines::Keep));
+            paint::eprint_lines(&for_terminal(&err.to_string(), Newlines::Keep));
             err.exit.code()
         }
     }
@@ -188,10 +192,10 @@ pub(crate) fn warn_unknown_keys(keys: &[UnknownKey]) -> Vec<Warning> {
     keys.iter()
         .map(|key| {
             let warning = Warning::new(key.to_string());
-            eprintln!(
-                "{}",
-                for_terminal(&format!("warning: {warning}"), Newlines::Escape)
-            );
+            paint::eprint_lines(&for_terminal(
+                &format!("warning: {warning}"),
+                Newlines::Escape,
+            ));
             warning
         })
         .collect()

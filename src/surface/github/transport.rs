@@ -119,10 +119,22 @@ impl GithubSurface {
             let sent = self.send_once(&method, uri, body, cached.as_ref());
             let failure = match sent {
                 Sent::Answered(mut reply) => {
-                    tracing::debug!(
-                        "{method} {} -> {} ({} ms)",
+                    // -v: one line per request, what it asks and why.
+                    let cached_answer =
+                        reply.status == StatusCode::NOT_MODIFIED && cached.is_some();
+                    tracing::info!(
+                        "{method} {} ({what}): {}{}",
                         path_of(uri),
                         reply.status.as_u16(),
+                        if cached_answer {
+                            ", from the cache"
+                        } else {
+                            ""
+                        }
+                    );
+                    tracing::debug!(
+                        "{method} {}: {} ms",
+                        path_of(uri),
                         started.elapsed().as_millis()
                     );
                     if let Some(date) = reply.date() {

@@ -1,0 +1,274 @@
+//! A newcomer's first hour: the README's quick start works as written, and
+//! no install line names a placeholder.
+
+use std::process::Command;
+
+use crate::support::{Surface, TestEnv};
+
+on_both_surfaces!(
+    the_readme_quick_start_works_as_written,
+    verbose_shows_each_request_to_the_surface_and_why,
+);
+
+const README: &str = include_str!("../README.md");
+
+/// The first indented block of the README: the quick start.
+fn quick_start() -> Vec<&'static str> {
+    README
+        .lines()
+        .skip_while(|line| !line.starts_with("    "))
+        .take_while(|line| line.starts_with("    "))
+        .map(str::trim)
+        .collect()
+}
+
+fn the_readme_quick_start_works_as_written(surface: Surface) {
+    let lines = quick_start();
+    let (install, rest) = lines.split_first().expect("a quick start");
+    // The install line takes the crate from the repository Cargo.toml names
+    // (the binary under test stands in for what it builds).
+    let repository = env!("CARGO_PKG_REPOSITORY");
+    assert!(
+        install.starts_with(&format!("cargo install --locked --git {repository} ")),
+        "{install}"
+    );
+    let env = TestEnv::with_surface(surface);
+    let repo = env.clone("alice");
+    repo.write_file("fix.txt", "fixed\n");
+    for line in rest {
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", line]).current_dir(&repo.dir);
+        env.apply_env(&mut cmd);
+        cmd.env("MAVERICK_INSTANCE", "alice");
+        let out = cmd.output().expect("sh runs");
+        assert!(
+            out.status.success(),
+            "{line}\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if line.starts_with("git maverick status") {
+            let shown = String::from_utf8_lossy(&out.stdout);
+            assert!(shown.contains("#142"), "{shown}");
+        }
+    }
+    // The task's commit is on origin's branch, and the hook guards it.
+    let head = env
+        .origin_head("maverick/142-fix")
+        .expect("the branch was pushed");
+    let files = env.git_in(&repo.dir, &["show", "--name-only", "--format=", &head]);
+    assert_eq!(files, "fix.txt");
+    // `hook status` exits 0 when the guard is on.
+    repo.maverick(&["hook", "status"]).expect(0);
+}
+
+#[test]
+fn no_install_line_names_a_placeholder() {
+    let skill = include_str!("../skills/git-maverick/SKILL.md");
+    for (name, text) in [("README.md", README), ("SKILL.md", skill)] {
+        assert!(!text.contains("OWNER/REPO"), "{name} names OWNER/REPO");
+        for line in text.lines().filter(|l| l.contains("marketplace add")) {
+            assert!(
+                line.contains("git-maverick/git-maverick") || line.contains("./"),
+                "{name}: {line}"
+            );
+        }
+    }
+}
+
+/// Every command path of the clap tree but the hidden ones.
+fn visible_paths(cmd: &clap::Command, prefix: Vec<String>, out: &mut Vec<Vec<String>>) {
+    out.push(prefix.clone());
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        let mut path = prefix.clone();
+        path.push(sub.get_name().to_owned());
+        visible_paths(sub, path, out);
+    }
+}
+
+/// `-h` shows a command's own options; the shared configuration flags
+/// are in `--help` only, under one heading.
+#[test]
+fn short_help_shows_each_commands_own_options() {
+    let env = TestEnv::new();
+    let mut paths = Vec::new();
+    visible_paths(&crate::support::mav::cli::command(), Vec::new(), &mut paths);
+    let mut screens = String::new();
+    for path in &paths {
+        let mut args: Vec<&str> = path.iter().map(String::as_str).collect();
+        args.push("-h");
+        let short = env.maverick_in(env.path(), &args, &[]);
+        short.expect(0);
+        for shared in [
+            "--remote <NAME>",
+            "--lease-ttl <DURATION>",
+            "--repo <OWNER/NAME>",
+            "Configuration:",
+        ] {
+            assert!(!short.stdout.contains(shared), "{args:?}: {}", short.stdout);
+        }
+        args.pop();
+        args.push("--help");
+        let long = env.maverick_in(env.path(), &args, &[]);
+        let heading = long.stdout.find("\nConfiguration:\n").expect("the heading");
+        for shared in ["--remote <NAME>", "--lease-ttl", "-R, --repo"] {
+            let at = long.stdout.find(shared).expect(shared);
+            assert!(at > heading, "{args:?}: {shared} is under Configuration");
+        }
+        let line = format!("git maverick {} -h", path.join(" "));
+        screens.push_str(&format!(
+            "$ {}\n{}\n",
+            line.replace("  ", " "),
+            short.stdout
+        ));
+    }
+    // The own options of a command, e.g. claim's.
+    assert!(screens.contains("--takeover"), "{screens}");
+    insta::assert_snapshot!("short_help", screens);
+}
+
+/// What the real bash, with git's completion and maverick's script loaded,
+/// offers: subcommands first (flags only for a `-` word), the values of
+/// enum options, and no hidden command.
+#[test]
+fn bash_offers_subcommands_first_values_and_no_hidden_command() {
+    use crate::native::complete;
+    let env = TestEnv::new();
+    let repo = env.clone("alice");
+    let git = |words: &[&str]| complete(&env, &repo.dir, "__git_wrap__git_main", words);
+    let visible: Vec<String> = crate::support::mav::cli::command()
+        .get_subcommands()
+        .filter(|s| !s.is_hide_set())
+        .map(|s| s.get_name().to_owned())
+        .collect();
+    assert_eq!(git(&["git", "maverick", ""]), visible);
+    let flags = git(&["git", "maverick", "-"]);
+    assert!(flags.iter().all(|w| w.starts_with('-')), "{flags:?}");
+    assert!(flags.contains(&"--remote".to_owned()), "{flags:?}");
+    assert_eq!(
+        git(&["git", "maverick", "hook", ""]),
+        ["install", "uninstall", "status"]
+    );
+    assert!(git(&["git", "maverick", "hook", "pre"]).is_empty());
+    assert!(git(&["git", "maverick", "hook", "session"]).is_empty());
+    assert_eq!(
+        git(&["git", "maverick", "--surface", ""]),
+        ["git", "github"]
+    );
+    assert_eq!(
+        git(&["git", "maverick", "coord", "release", "5", "--reason", ""]),
+        ["merged", "ejected", "abort"]
+    );
+    assert_eq!(
+        git(&["git", "maverick", "status", "--format", ""]),
+        ["text", "dot", "svg"]
+    );
+    assert_eq!(
+        git(&["git", "maverick", "completions", ""]),
+        ["bash", "zsh", "fish"]
+    );
+}
+
+/// `error:`, `hint:` and `warning:` in clap's colours where clap colours:
+/// on a terminal (script(1) gives one), or under CLICOLOR_FORCE; never
+/// under NO_COLOR, in a pipe, or with `--json`.
+#[test]
+fn error_and_hint_prefixes_are_coloured_as_clap_colours_them() {
+    let env = TestEnv::new();
+    let run = |args: &[&str], vars: &[(&str, &str)]| {
+        let mut cmd = Command::new(crate::support::BIN);
+        cmd.args(args).current_dir(env.path());
+        env.apply_env(&mut cmd);
+        cmd.env_remove("NO_COLOR");
+        cmd.envs(vars.iter().copied());
+        String::from_utf8(cmd.output().unwrap().stderr).unwrap()
+    };
+    let force = [("CLICOLOR_FORCE", "1")];
+    // clap's own `error:` (a usage error), the bytes to match.
+    let clap_error = run(&["coord", "read", "x"], &force);
+    let clap_prefix = &clap_error[..clap_error.find(" ").unwrap()];
+    assert!(
+        clap_prefix.contains("\x1b[") && clap_prefix.ends_with("\x1b[0m"),
+        "{clap_error:?}"
+    );
+    // Ours: not a repository, with a hint.
+    let ours = run(&["coord", "read", "5"], &force);
+    assert!(
+        ours.starts_with(&format!("{clap_prefix} not inside a git repository")),
+        "{ours:?}"
+    );
+    assert!(
+        ours.contains("\n\x1b[32mhint:\x1b[0m run git maverick"),
+        "{ours:?}"
+    );
+    let plain = "error: not inside a git repository\nhint: ";
+    for (args, vars) in [
+        (&["coord", "read", "5"][..], &[][..]),
+        (
+            &["coord", "read", "5"],
+            &[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")],
+        ),
+        (&["coord", "read", "5", "--json"], &force),
+    ] {
+        let stderr = run(args, vars);
+        assert!(stderr.starts_with(plain), "{args:?} {vars:?}: {stderr:?}");
+    }
+    // A terminal, no forcing variable.
+    let mut cmd = Command::new("script");
+    cmd.args(["--quiet", "--return", "--command"])
+        .arg(format!("{} coord read 5", crate::support::BIN))
+        .arg("/dev/null")
+        .current_dir(env.path());
+    env.apply_env(&mut cmd);
+    cmd.env_remove("NO_COLOR").env("TERM", "xterm-256color");
+    let out = cmd.output().expect("script(1) runs (util-linux)");
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        shown.starts_with(&format!("{clap_prefix} not inside")),
+        "{shown:?}"
+    );
+}
+
+/// `-v`: one line on stderr per request to the surface, what it asks, why,
+/// and the answer (on GitHub: a 304 said to come from the cache).
+fn verbose_shows_each_request_to_the_surface_and_why(surface: Surface) {
+    let env = TestEnv::with_surface(surface);
+    let repo = env.clone("alice");
+    repo.maverick(&["coord", "claim", "5"]).expect(0);
+    let first = repo.maverick(&["coord", "read", "5", "-v"]);
+    first.expect(0);
+    let again = repo.maverick(&["coord", "read", "5", "-v"]);
+    again.expect(0);
+    let requests = |run: &crate::support::Run| -> Vec<String> {
+        run.stderr
+            .lines()
+            .filter(|l| l.contains(" INFO "))
+            .map(str::to_owned)
+            .collect()
+    };
+    assert!(!requests(&first).is_empty(), "{}", first.stderr);
+    if surface == Surface::Github {
+        assert!(
+            requests(&again)
+                .iter()
+                .all(|l| l.ends_with(": 304, from the cache")),
+            "{}",
+            again.stderr
+        );
+    }
+    let quiet = repo.maverick(&["coord", "read", "5"]);
+    assert!(!quiet.stderr.contains(" INFO "), "{}", quiet.stderr);
+    insta::assert_snapshot!(
+        format!("verbose_read_{}", env.name()),
+        crate::support::screen::screens(&[
+            (
+                "coord read 5 -v",
+                crate::support::screen::screen(&env, &first)
+            ),
+            (
+                "coord read 5 -v, again",
+                crate::support::screen::screen(&env, &again)
+            ),
+        ])
+    );
+}
