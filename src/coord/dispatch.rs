@@ -20,23 +20,38 @@
 //! issue holds at most one. A claim's verdict depends only on what the surface
 //! ordered before it, so a claim written later can never unseat it.
 //!
-//! On the git surface the claim (comment and label) is one compare-and-swap
-//! whose guard re-runs the settle over every item of the ledger, so a claim
-//! that would not hold is never written; on GitHub the guard sees a fresh
-//! read only, and the settle after the write resolves the race.
+//! The claim (comment and label) is one write whose guard re-runs the settle
+//! over every item of the ledger as this dispatcher read it. On the git
+//! surface that write is a compare-and-swap on the claimed issue, so two
+//! claims never land on one issue; a claim on another issue that landed
+//! since the read can slip past the guard there as on GitHub (where the
+//! guard sees a fresh read only), and the settle after the write resolves
+//! it.
+//!
+//! A dispatch that lost an attempt (another claim landed first) tries again
+//! for as long as a slot and an eligible issue are free, within a time
+//! budget rather than a number of tries, and spreads: many dispatchers that
+//! met on the lowest issue would otherwise meet again on each next one.
 
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeSet, HashSet};
+use std::time::{Duration, Instant};
 
 use crate::config::Settings;
 use crate::markers::{self, Marker, MarkerKind};
 use crate::surface::{Applied, Comment, Issue, Op, Surface, SurfaceError, Write};
 use crate::timefmt::{format_duration, Timestamp};
 
-/// A guard that fails means someone else wrote first; a lost settle means an
-/// earlier claim appeared. Each costs one attempt; both are rare.
-const MAX_ATTEMPTS: usize = 24;
+/// How long a dispatch keeps trying while a slot and an eligible issue are
+/// free (the settle budget), beyond the settle delay of each attempt. An
+/// attempt is lost only to another dispatcher's claim that landed (its
+/// guard saw the ledger move, or an earlier claim won the settle), so under
+/// contention the pool fills or the frontier empties well within it; a try
+/// count would instead run out with many dispatchers and slots still free.
+const SETTLE_BUDGET: Duration = Duration::from_secs(60);
+/// Settle delays allowed per dispatch on top of [`SETTLE_BUDGET`].
+const SETTLES_PER_BUDGET: u32 = 10;
 
 const ACTION_CLAIM: &str = "claim";
 const ACTION_WITHDRAW: &str = "withdraw";
@@ -196,6 +211,26 @@ impl SlotView {
             .map(|f| f.issue)
     }
 
+    /// The issue to claim: the lowest eligible one; after `lost` attempts
+    /// (another dispatcher's claim landed first), one of the lowest `free`
+    /// eligible issues chosen by `racer` (different for each dispatcher), so
+    /// that dispatchers that met on one issue spread over the issues the free
+    /// slots will take anyway rather than meet again on the next one.
+    pub(crate) fn pick(&self, racer: &str, lost: u32) -> Option<u64> {
+        let eligible: Vec<u64> = self.eligible().collect();
+        let at = match lost {
+            0 => 0,
+            _ => {
+                use std::hash::{Hash, Hasher};
+                let mut hasher = std::collections::hash_map::DefaultHasher::new();
+                (racer, lost).hash(&mut hasher);
+                let spread = eligible.len().min(self.free as usize).max(1);
+                (hasher.finish() % spread as u64) as usize
+            }
+        };
+        eligible.get(at).copied()
+    }
+
     pub(crate) fn stale(&self) -> impl Iterator<Item = &SlotClaim> {
         self.claims.iter().filter(|c| c.verdict == Verdict::Stale)
     }
@@ -304,135 +339,22 @@ fn issue_marks(issue: &Issue) -> IssueMarks {
 /// Settles the ledger: who holds the slots, which claims lose or are stale,
 /// and what can be dispatched next.
 pub fn analyze(ledger: &Ledger, settings: &Settings, frontier_label: &str) -> SlotView {
-    let labels = &settings.labels;
-    let now = ledger.now;
-    let fresh = |c: &ParsedClaim| now.since(c.claimed_at) < settings.dispatch_stale;
     let marks: Vec<(&Issue, IssueMarks)> =
         ledger.issues.iter().map(|i| (i, issue_marks(i))).collect();
-    let open_pr = |m: &IssueMarks| {
-        m.linked_prs
-            .iter()
-            .copied()
-            .find(|p| ledger.pulls.contains(p))
+    let settle = Settle {
+        ledger,
+        settings,
+        marks,
     };
-
-    let mut holders: Vec<Holder> = ledger
-        .pulls
-        .iter()
-        .map(|&pr| Holder {
-            slot: 0,
-            kind: HolderKind::PullRequest,
-            number: pr,
-            instance_id: None,
-            since: None,
-            comment_id: None,
-        })
-        .collect();
-    for (issue, m) in &marks {
-        if issue.has_label(&labels.wip) && m.live.is_empty() && open_pr(m).is_none() {
-            holders.push(Holder {
-                slot: 0,
-                kind: HolderKind::Labelled,
-                number: issue.number,
-                instance_id: None,
-                since: None,
-                comment_id: None,
-            });
-        }
-    }
-
-    let mut claims: Vec<SlotClaim> = Vec::new();
-    let mut stale: Vec<SlotClaim> = Vec::new();
-    let mut candidates: Vec<(&ParsedClaim, u64, bool)> = Vec::new();
-    for (issue, m) in &marks {
-        let labelled = issue.has_label(&labels.wip);
-        for c in &m.live {
-            let verdict = match open_pr(m) {
-                Some(pr) => Some(Verdict::PullOpen { pr }),
-                None if !fresh(c) => Some(Verdict::Stale),
-                None => None,
-            };
-            match verdict {
-                Some(v) => {
-                    let view = slot_claim(c, issue.number, labelled, v);
-                    if view.verdict == Verdict::Stale {
-                        stale.push(view);
-                    } else {
-                        claims.push(view);
-                    }
-                }
-                None => candidates.push((c, issue.number, labelled)),
-            }
-        }
-    }
-    candidates.sort_by_key(|(c, _, _)| (c.claimed_at, c.comment_id));
-    let mut holding: Vec<(u64, u64)> = Vec::new();
-    for (c, issue, labelled) in candidates {
-        let held = holders.len() as u32;
-        let verdict = if let Some((_, by)) = holding.iter().find(|(n, _)| *n == issue) {
-            Verdict::IssueTaken { by_comment: *by }
-        } else if held < settings.dispatch_slots {
-            holding.push((issue, c.comment_id));
-            holders.push(Holder {
-                slot: 0,
-                kind: HolderKind::Claim,
-                number: issue,
-                instance_id: Some(c.instance_id.clone()),
-                since: Some(c.claimed_at),
-                comment_id: Some(c.comment_id),
-            });
-            Verdict::Holds { slot: held + 1 }
-        } else {
-            Verdict::NoSlot
-        };
-        claims.push(slot_claim(c, issue, labelled, verdict));
-    }
+    let mut holders = settle.standing_holders();
+    let claims = settle.claims(&mut holders);
     for (index, holder) in holders.iter_mut().enumerate() {
         holder.slot = index as u32 + 1;
     }
-    claims.sort_by_key(|c| (c.claimed_at, c.comment_id));
-    stale.sort_by_key(|c| (c.claimed_at, c.comment_id));
-    claims.extend(stale);
-
-    let mut frontier: Vec<FrontierIssue> = marks
-        .iter()
-        .filter(|(issue, _)| issue.has_label(frontier_label))
-        .map(|(issue, m)| {
-            // A label backed only by stale claims goes with them.
-            let wip =
-                issue.has_label(&labels.wip) && (m.live.is_empty() || m.live.iter().any(fresh));
-            let skip = if open_pr(m).is_some() {
-                Some(Skip::PullOpen)
-            } else if wip || m.live.iter().any(fresh) {
-                Some(Skip::Claimed)
-            } else if issue.has_label(&labels.in_progress)
-                && !crate::coord::lease::analyze(issue, settings, "", now).orphan_label
-            {
-                // A claim label with no unreleased claim behind it is an
-                // orphan (a release that failed part way): the issue is free.
-                Some(Skip::InProgress)
-            } else if !issue.assignees.is_empty() {
-                Some(Skip::Assigned)
-            } else if issue
-                .labels
-                .iter()
-                .any(|l| l.starts_with(&labels.blocked_prefix))
-            {
-                Some(Skip::Blocked)
-            } else {
-                None
-            };
-            FrontierIssue {
-                issue: issue.number,
-                skip,
-            }
-        })
-        .collect();
-    frontier.sort_by_key(|f| f.issue);
-
+    let frontier = settle.frontier(frontier_label);
     let busy = holders.len() as u32;
     SlotView {
-        now,
+        now: ledger.now,
         slots: settings.dispatch_slots,
         frontier_label: frontier_label.to_owned(),
         busy,
@@ -440,6 +362,150 @@ pub fn analyze(ledger: &Ledger, settings: &Settings, frontier_label: &str) -> Sl
         holders,
         claims,
         frontier,
+    }
+}
+
+/// The ledger with each issue's dispatch markers, as [`analyze`] settles it.
+struct Settle<'l> {
+    ledger: &'l Ledger,
+    settings: &'l Settings,
+    marks: Vec<(&'l Issue, IssueMarks)>,
+}
+
+impl Settle<'_> {
+    fn fresh(&self, claim: &ParsedClaim) -> bool {
+        self.ledger.now.since(claim.claimed_at) < self.settings.dispatch_stale
+    }
+
+    /// The open agent PR a release on the issue recorded, if any.
+    fn open_pr(&self, marks: &IssueMarks) -> Option<u64> {
+        marks
+            .linked_prs
+            .iter()
+            .copied()
+            .find(|p| self.ledger.pulls.contains(p))
+    }
+
+    /// The slots held before any claim: open PRs, then `agent-wip` issues
+    /// with no live claim and no open PR.
+    fn standing_holders(&self) -> Vec<Holder> {
+        let holder = |kind, number| Holder {
+            slot: 0,
+            kind,
+            number,
+            instance_id: None,
+            since: None,
+            comment_id: None,
+        };
+        let mut holders: Vec<Holder> = self
+            .ledger
+            .pulls
+            .iter()
+            .map(|&pr| holder(HolderKind::PullRequest, pr))
+            .collect();
+        for (issue, m) in &self.marks {
+            if issue.has_label(&self.settings.labels.wip)
+                && m.live.is_empty()
+                && self.open_pr(m).is_none()
+            {
+                holders.push(holder(HolderKind::Labelled, issue.number));
+            }
+        }
+        holders
+    }
+
+    /// Every live claim with its verdict, in the settle's order (stale ones
+    /// last); the claims that hold join `holders`.
+    fn claims(&self, holders: &mut Vec<Holder>) -> Vec<SlotClaim> {
+        let mut claims: Vec<SlotClaim> = Vec::new();
+        let mut stale: Vec<SlotClaim> = Vec::new();
+        let mut candidates: Vec<(&ParsedClaim, u64, bool)> = Vec::new();
+        for (issue, m) in &self.marks {
+            let labelled = issue.has_label(&self.settings.labels.wip);
+            for c in &m.live {
+                if let Some(pr) = self.open_pr(m) {
+                    claims.push(slot_claim(
+                        c,
+                        issue.number,
+                        labelled,
+                        Verdict::PullOpen { pr },
+                    ));
+                } else if !self.fresh(c) {
+                    stale.push(slot_claim(c, issue.number, labelled, Verdict::Stale));
+                } else {
+                    candidates.push((c, issue.number, labelled));
+                }
+            }
+        }
+        candidates.sort_by_key(|(c, _, _)| (c.claimed_at, c.comment_id));
+        let mut holding: Vec<(u64, u64)> = Vec::new();
+        for (c, issue, labelled) in candidates {
+            let held = holders.len() as u32;
+            let verdict = if let Some((_, by)) = holding.iter().find(|(n, _)| *n == issue) {
+                Verdict::IssueTaken { by_comment: *by }
+            } else if held < self.settings.dispatch_slots {
+                holding.push((issue, c.comment_id));
+                holders.push(Holder {
+                    slot: 0,
+                    kind: HolderKind::Claim,
+                    number: issue,
+                    instance_id: Some(c.instance_id.clone()),
+                    since: Some(c.claimed_at),
+                    comment_id: Some(c.comment_id),
+                });
+                Verdict::Holds { slot: held + 1 }
+            } else {
+                Verdict::NoSlot
+            };
+            claims.push(slot_claim(c, issue, labelled, verdict));
+        }
+        claims.sort_by_key(|c| (c.claimed_at, c.comment_id));
+        stale.sort_by_key(|c| (c.claimed_at, c.comment_id));
+        claims.extend(stale);
+        claims
+    }
+
+    /// The frontier, lowest first, each issue with why it cannot be dispatched.
+    fn frontier(&self, frontier_label: &str) -> Vec<FrontierIssue> {
+        let mut frontier: Vec<FrontierIssue> = self
+            .marks
+            .iter()
+            .filter(|(issue, _)| issue.has_label(frontier_label))
+            .map(|(issue, m)| FrontierIssue {
+                issue: issue.number,
+                skip: self.skip(issue, m),
+            })
+            .collect();
+        frontier.sort_by_key(|f| f.issue);
+        frontier
+    }
+
+    fn skip(&self, issue: &Issue, m: &IssueMarks) -> Option<Skip> {
+        let labels = &self.settings.labels;
+        let fresh_claim = m.live.iter().any(|c| self.fresh(c));
+        // A label backed only by stale claims goes with them.
+        let wip = issue.has_label(&labels.wip) && (m.live.is_empty() || fresh_claim);
+        if self.open_pr(m).is_some() {
+            Some(Skip::PullOpen)
+        } else if wip || fresh_claim {
+            Some(Skip::Claimed)
+        } else if issue.has_label(&labels.in_progress)
+            && !crate::coord::lease::analyze(issue, self.settings, "", self.ledger.now).orphan_label
+        {
+            // A claim label with no unreleased claim behind it is an
+            // orphan (a release that failed part way): the issue is free.
+            Some(Skip::InProgress)
+        } else if !issue.assignees.is_empty() {
+            Some(Skip::Assigned)
+        } else if issue
+            .labels
+            .iter()
+            .any(|l| l.starts_with(&labels.blocked_prefix))
+        {
+            Some(Skip::Blocked)
+        } else {
+            None
+        }
     }
 }
 
@@ -467,7 +533,8 @@ pub enum DispatchResult {
     NoSlot,
     /// A slot is free but nothing on the frontier is eligible.
     Idle,
-    /// Every attempt lost the settle to an earlier claim (exit 6).
+    /// Other dispatchers' claims kept landing first for the whole settle
+    /// budget, with a slot and an eligible issue still free (exit 6).
     Lost,
 }
 
@@ -679,8 +746,14 @@ impl<'a> Dispatcher<'a> {
             withdrawn,
             view,
         };
+        let budget = SETTLE_BUDGET + self.settings.settle_delay * SETTLES_PER_BUDGET;
+        let deadline = Instant::now() + budget;
         let mut last_view = None;
-        for _ in 0..MAX_ATTEMPTS {
+        let mut lost = 0;
+        for attempt in 0.. {
+            if attempt > 0 && Instant::now() >= deadline {
+                break;
+            }
             let ledger = self.read()?;
             let mut view = analyze(&ledger, self.settings, &self.frontier_label);
             let stale: Vec<SlotClaim> = view.stale().cloned().collect();
@@ -695,7 +768,7 @@ impl<'a> Dispatcher<'a> {
             if view.free == 0 {
                 return Ok(report(DispatchResult::NoSlot, view, cleared, withdrawn));
             }
-            let Some(issue) = view.eligible().next() else {
+            let Some(issue) = view.pick(self.me(), lost) else {
                 return Ok(report(DispatchResult::Idle, view, cleared, withdrawn));
             };
             if dry_run {
@@ -706,6 +779,7 @@ impl<'a> Dispatcher<'a> {
             }
             let Some((marker_id, comment)) = self.claim(&ledger, issue)? else {
                 // The guard saw the ledger move: read it again.
+                lost += 1;
                 continue;
             };
             if !self.settings.settle_delay.is_zero() {
@@ -747,6 +821,7 @@ impl<'a> Dispatcher<'a> {
                     });
                     self.withdraw(&view, &claim)?;
                     withdrawn.push(claim);
+                    lost += 1;
                 }
             }
             last_view = Some(view);
