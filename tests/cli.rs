@@ -412,7 +412,7 @@ fn a_remote_that_rejects_the_push_leaves_nothing_half_written() {
     run.expect(1);
     assert!(
         run.stderr
-            .contains("the remote refused maverick's update of refs/maverick/issues"),
+            .contains("the remote refused maverick's update of refs/maverick/issue"),
         "{}",
         run.stderr
     );
@@ -422,7 +422,7 @@ fn a_remote_that_rejects_the_push_leaves_nothing_half_written() {
         "{}",
         run.stderr
     );
-    assert_eq!(env.surface_head(), None);
+    assert_eq!(env.surface_refs(), None);
     // No local claim record claims what the surface does not have.
     let common = repo.git(&["rev-parse", "--git-common-dir"]);
     assert!(!repo
@@ -451,7 +451,7 @@ fn an_unreachable_remote_is_an_error_not_a_decision() {
         run.json()["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("git fetch"),
+            .contains("does not appear to be a git repository"),
         "{}",
         run.stdout
     );

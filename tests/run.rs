@@ -433,10 +433,14 @@ fn a_command_that_ignores_sigterm_is_killed_after_the_grace_period() {
     assert_eq!(run.code, 7);
 }
 
-/// Watches origin's surface ref and notes when each write lands, until
-/// `stop` is set.
-fn watch_surface(env: &TestEnv, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Vec<Instant>> {
-    let ref_file = env.origin.join("refs/maverick/issues");
+/// Watches the ref of `issue` on origin and notes when each write lands,
+/// until `stop` is set.
+fn watch_surface(
+    env: &TestEnv,
+    issue: u64,
+    stop: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<Vec<Instant>> {
+    let ref_file = env.origin.join(format!("refs/maverick/issue/{issue}"));
     std::thread::spawn(move || {
         let mut seen = Vec::new();
         let mut last = None;
@@ -462,7 +466,7 @@ fn a_command_printing_megabytes_does_not_delay_the_heartbeats() {
         d = dir.display()
     );
     let stop = Arc::new(AtomicBool::new(false));
-    let watcher = watch_surface(&env, stop.clone());
+    let watcher = watch_surface(&env, 90, stop.clone());
     let started = Instant::now();
     // A roomy ttl: this test is about the schedule, not the arithmetic; with
     // the tightest ttl one slow write on a loaded machine is a real loss.
@@ -531,7 +535,7 @@ fn run_refuses_what_coord_claim_refuses_and_checks_its_arithmetic_first() {
         "{}",
         bad.stderr
     );
-    assert!(env.surface_head().is_none(), "nothing was claimed");
+    assert!(env.surface_refs().is_none(), "nothing was claimed");
 
     bob.maverick(&["coord", "claim", "100"]).expect(0);
     let held = run_to_end(&alice, &["100"], &script);

@@ -14,6 +14,7 @@ mod demo;
 mod dispatch;
 mod dispatch_schedule;
 mod fake_github;
+mod git_surface;
 mod github;
 mod hook;
 mod hook_managers;
