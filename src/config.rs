@@ -9,7 +9,9 @@ use std::time::Duration;
 use crate::git::{Git, GitError};
 use crate::timefmt::{parse_duration, DurationError};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, clap::ValueEnum)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, clap::ValueEnum, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum SurfaceKind {
     Git,
@@ -41,7 +43,7 @@ pub(crate) struct Overrides {
     pub trusted_authors: Option<Vec<String>>,
 }
 
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, schemars::JsonSchema)]
 pub struct Labels {
     pub in_progress: String,
     /// `blocked-by:#` — the issue number follows.
@@ -872,81 +874,15 @@ fn resolve_instance(git: &Git, keys: &ConfigKeys) -> Result<(String, Origin), Co
 }
 
 /// This clone's instance id with no setting but `maverick.instance` read,
-/// for the pre-push hook, which found the git dirs without asking git: no
-/// git process at all when no configuration git reads can name a
-/// `maverick.*` key, else one `git config`.
-pub(crate) fn instance_of_clone(
-    git: &Git,
-    git_dir: &Path,
-    common_dir: &Path,
-) -> Result<String, ConfigError> {
-    let keys = if config_may_name_maverick(git_dir, common_dir) {
-        ConfigKeys::read(git)?
-    } else {
-        ConfigKeys::default()
+/// for the pre-push hook: one `git config` process (git reads its own
+/// files, includes and all), and the id kept in `git_dir` when none is set.
+pub(crate) fn instance_of_clone(git: &Git, git_dir: Option<&Path>) -> Result<String, ConfigError> {
+    let keys = ConfigKeys::read(git)?;
+    let id = match git_dir {
+        Some(dir) => resolve_instance_in(&keys, || Ok(dir.to_owned()))?,
+        None => resolve_instance_in(&keys, || git.git_dir())?,
     };
-    Ok(resolve_instance_in(&keys, || Ok(git_dir.to_owned()))?.0)
-}
-
-/// Whether lower-cased config text has a `[maverick…` or `[include…`
-/// section header (a remote URL that says "maverick" does not count).
-fn names_maverick_or_include(text: &[u8]) -> bool {
-    text.iter().enumerate().any(|(i, &b)| {
-        let rest = &text[i + 1..];
-        let start = rest
-            .iter()
-            .position(|c| !matches!(c, b' ' | b'\t'))
-            .unwrap_or(rest.len());
-        b == b'['
-            && (rest[start..].starts_with(b"maverick") || rest[start..].starts_with(b"include"))
-    })
-}
-
-/// False only when no configuration git would read can set a `maverick.*`
-/// key: nothing comes from the environment (`git -c`, `GIT_CONFIG_COUNT`),
-/// and every config file git may read (the repository's, the worktree's,
-/// the global and XDG ones, the system one where Debian and where this git's
-/// prefix keep it) is absent or mentions neither `maverick` nor an
-/// `include`. Conservative: anything it cannot tell sends the caller to
-/// `git config`.
-fn config_may_name_maverick(git_dir: &Path, common_dir: &Path) -> bool {
-    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
-    if ["GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_CONFIG"]
-        .iter()
-        .any(|name| var(name).is_some())
-    {
-        return true;
-    }
-    let Some(exec_path) = var("GIT_EXEC_PATH") else {
-        // Not run by git: where its system config lives is unknown here.
-        return true;
-    };
-    let mut files = vec![
-        common_dir.join("config"),
-        common_dir.join("config.worktree"),
-        git_dir.join("config.worktree"),
-        PathBuf::from("/etc/gitconfig"),
-    ];
-    // `<prefix>/libexec/git-core` (or `<prefix>/lib/git-core`): `<prefix>/etc`.
-    if let Some(prefix) = Path::new(&exec_path).parent().and_then(Path::parent) {
-        files.push(prefix.join("etc").join("gitconfig"));
-    }
-    files.extend(var("GIT_CONFIG_SYSTEM").map(PathBuf::from));
-    let home = var("HOME").map(PathBuf::from);
-    match var("GIT_CONFIG_GLOBAL") {
-        Some(global) => files.push(PathBuf::from(global)),
-        None => {
-            let xdg = var("XDG_CONFIG_HOME")
-                .map(PathBuf::from)
-                .or_else(|| home.as_ref().map(|h| h.join(".config")));
-            files.extend(xdg.map(|x| x.join("git").join("config")));
-            files.extend(home.map(|h| h.join(".gitconfig")));
-        }
-    }
-    files.iter().any(|file| match std::fs::read(file) {
-        Ok(bytes) => names_maverick_or_include(&bytes.to_ascii_lowercase()),
-        Err(e) => e.kind() != std::io::ErrorKind::NotFound,
-    })
+    Ok(id.0)
 }
 
 fn resolve_instance_in(
@@ -1033,19 +969,6 @@ mod tests {
         ] {
             assert_eq!(github_repo_of_url_on(url, None), None, "{url}");
         }
-    }
-
-    #[test]
-    fn only_a_maverick_or_include_section_can_name_the_instance() {
-        let names = |text: &str| names_maverick_or_include(text.as_bytes());
-        assert!(names("[maverick]\n\tinstance = desk\n"));
-        assert!(names("[core]\n[ maverick \"x\"]\n"));
-        assert!(names("[includeif \"gitdir:~/w/\"]\n\tpath = w.inc\n"));
-        assert!(names("[include]\npath = other\n"));
-        assert!(!names(
-            "[remote \"origin\"]\n\turl = git@github.com:git-maverick/git-maverick.git\n"
-        ));
-        assert!(!names("[core]\n\tbare = false\n"));
     }
 
     #[test]

@@ -6,7 +6,8 @@
 
 use std::fmt;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+/// SPEC 10's exit codes; `exit_code` in the JSON contract.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub(crate) enum Exit {
     Ok = 0,
@@ -22,63 +23,151 @@ pub(crate) enum Exit {
 }
 
 impl Exit {
+    pub(crate) const ALL: [Exit; 10] = [
+        Exit::Ok,
+        Exit::Error,
+        Exit::Usage,
+        Exit::Blocked,
+        Exit::HeldLive,
+        Exit::HeldStale,
+        Exit::LostRace,
+        Exit::ClaimLost,
+        Exit::Collision,
+        Exit::NoSlot,
+    ];
+
     pub(crate) fn code(self) -> u8 {
         self as u8
+    }
+}
+
+impl From<Exit> for u8 {
+    fn from(exit: Exit) -> u8 {
+        exit.code()
+    }
+}
+
+impl serde::Serialize for Exit {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_u8(self.code())
+    }
+}
+
+impl schemars::JsonSchema for Exit {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ExitCode".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let codes: Vec<u8> = Exit::ALL.iter().map(|e| e.code()).collect();
+        schemars::json_schema!({
+            "description": "0 ok, 1 error, 2 usage, 3 blocked, 4 held live, 5 held stale, 6 lost race, 7 claim lost, 8 collision, 9 no slot (SPEC 10)",
+            "enum": codes,
+        })
     }
 }
 
 /// What a program can switch on when a command fails: `error.code` in the
 /// JSON contract (README, "JSON output"). A stable set: new codes may be
 /// added; a code is never renamed or given another meaning.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum ErrorCode {
-    /// The command line is wrong (exit 2); the message is clap's whole text.
+    // The command line is wrong (exit 2); the message is clap's whole text.
     Usage,
     NoToken,
     BadToken,
     NotARepository,
     NoRemote,
-    /// The GitHub repository cannot be told from the remote, or does not exist.
+    // The GitHub repository cannot be told from the remote, or does not exist.
     NoRepository,
     NoSuchIssue,
-    /// No usable answer from GitHub (connection, timeout, 5xx after retries).
+    // No usable answer from GitHub (connection, timeout, 5xx after retries).
     Network,
     RateLimited,
-    /// GitHub answered in a way maverick cannot use.
+    // GitHub answered in a way maverick cannot use.
     Github,
-    /// A git process failed; the message keeps git's stderr.
+    // A git process failed; the message keeps git's stderr.
     GitFailed,
-    /// git is older than maverick needs (the message names both versions).
+    // git is older than maverick needs (the message names both versions).
     GitTooOld,
-    /// A setting (git config, environment) has a value maverick cannot use.
+    // A setting (git config, environment) has a value maverick cannot use.
     BadConfig,
-    /// Other writers kept winning a compare-and-swap; running again helps.
+    // Other writers kept winning a compare-and-swap; running again helps.
     Contended,
-    /// Maverick's state on the surface or in a local record is damaged.
+    // Maverick's state on the surface or in a local record is damaged.
     Corrupt,
-    /// Anything else that failed.
+    // Anything else that failed.
     Failed,
 }
 
+/// What did not stop a command: a `warning:` line on stderr, and an
+/// entry of `--json`'s `warnings`.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(transparent)]
+pub(crate) struct Warning(String);
+
+impl Warning {
+    pub(crate) fn new(text: impl Into<String>) -> Warning {
+        Warning(text.into())
+    }
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A source of a command error, shared (jj's `CommandError` keeps an
+/// `Arc<dyn Error>` the same way).
+pub(crate) type Source = std::sync::Arc<dyn std::error::Error + Send + Sync + 'static>;
+
+/// The command layer's error: the library error that stopped the command,
+/// with its source chain, and what the command layer adds (the exit code,
+/// the code a program switches on, the way out). The printed `error:`,
+/// `caused by:` and `hint:` lines and the JSON `error` object are both
+/// derived from it.
 #[derive(Debug)]
 pub(crate) struct CommandError {
     pub exit: Exit,
     pub code: ErrorCode,
-    pub message: String,
-    pub causes: Vec<String>,
+    pub source: Source,
     pub hints: Vec<String>,
+    /// What did not stop the command before it failed, shown on stderr as
+    /// it happened; `--json`'s `warnings`.
+    pub warnings: Vec<Warning>,
+}
+
+/// The command layer's own message, when no library error stands behind it.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct Message(pub String);
+
+/// A library error told in the command's words: the message says what the
+/// command was doing and embeds the inner error's; the causes are the
+/// inner error's own.
+#[derive(Debug)]
+struct Reworded {
+    message: String,
+    inner: Source,
+}
+
+impl fmt::Display for Reworded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Reworded {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.inner.source()
+    }
 }
 
 impl CommandError {
     pub(crate) fn new(exit: Exit, message: impl Into<String>) -> CommandError {
-        CommandError {
-            exit,
-            code: default_code(exit),
-            message: message.into(),
-            causes: Vec::new(),
-            hints: Vec::new(),
-        }
+        CommandError::from_error(exit, Message(message.into()))
     }
 
     pub(crate) fn tool(message: impl Into<String>) -> CommandError {
@@ -103,30 +192,62 @@ impl CommandError {
         self
     }
 
-    /// Builds an error from any error value, keeping its cause chain.
-    pub(crate) fn from_error(exit: Exit, err: &(dyn std::error::Error + 'static)) -> CommandError {
-        let mut causes = Vec::new();
+    /// Warnings a person saw on stderr before the command failed.
+    pub(crate) fn shown(mut self, warnings: &[Warning]) -> CommandError {
+        self.warnings.extend_from_slice(warnings);
+        self
+    }
+
+    /// Builds an error from a library error, which it keeps as its source.
+    pub(crate) fn from_error(
+        exit: Exit,
+        err: impl std::error::Error + Send + Sync + 'static,
+    ) -> CommandError {
+        CommandError::from_source(exit, std::sync::Arc::new(err))
+    }
+
+    fn from_source(exit: Exit, source: Source) -> CommandError {
         let mut hints = Vec::new();
         let mut code = default_code(exit);
-        let chain = std::iter::successors(Some(err), |e| e.source());
-        for (depth, e) in chain.enumerate() {
+        let top: &(dyn std::error::Error + 'static) = &*source;
+        for e in std::iter::successors(Some(top), |e| e.source()) {
             if let Some(crate::git::GitTooOld { needed, .. }) = e.downcast_ref() {
                 hints.push(format!(
                     "install git {needed} or newer (`git --version` names the git first on PATH)"
                 ));
                 code = ErrorCode::GitTooOld;
             }
-            if depth > 0 {
-                causes.push(e.to_string());
-            }
         }
         CommandError {
             exit,
             code,
-            message: err.to_string(),
-            causes,
+            source,
             hints,
+            warnings: Vec::new(),
         }
+    }
+
+    /// The same error told in the command's words (`message` embeds the
+    /// error's own): the code, the hints and the causes stay.
+    pub(crate) fn reworded(mut self, message: impl Into<String>) -> CommandError {
+        self.source = std::sync::Arc::new(Reworded {
+            message: message.into(),
+            inner: self.source,
+        });
+        self
+    }
+
+    /// `error.message`: the error itself.
+    pub(crate) fn message(&self) -> String {
+        self.source.to_string()
+    }
+
+    /// `error.causes`: its sources, outermost first.
+    pub(crate) fn causes(&self) -> Vec<String> {
+        let top: &(dyn std::error::Error + 'static) = &*self.source;
+        std::iter::successors(top.source(), |e| e.source())
+            .map(|e| e.to_string())
+            .collect()
     }
 }
 
@@ -139,10 +260,11 @@ fn default_code(exit: Exit) -> ErrorCode {
 
 impl fmt::Display for CommandError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "error: {}", self.message)?;
-        for cause in &self.causes {
+        let message = self.message();
+        write!(f, "error: {message}")?;
+        for cause in self.causes() {
             // Display of thiserror's transparent wrappers repeats the cause.
-            if !self.message.contains(cause.as_str()) {
+            if !message.contains(cause.as_str()) {
                 write!(f, "\ncaused by: {cause}")?;
             }
         }
@@ -175,7 +297,7 @@ impl From<crate::config::ConfigError> for CommandError {
             ConfigError::Git(_) => (Exit::Error, ErrorCode::GitFailed),
             _ => (Exit::Error, ErrorCode::BadConfig),
         };
-        let mut e = CommandError::from_error(exit, &err).code(code);
+        let mut e = CommandError::from_error(exit, err).code(code);
         e.hints.extend(hint);
         e
     }
@@ -183,7 +305,7 @@ impl From<crate::config::ConfigError> for CommandError {
 
 impl From<crate::git::GitError> for CommandError {
     fn from(err: crate::git::GitError) -> Self {
-        CommandError::from_error(Exit::Error, &err).code(ErrorCode::GitFailed)
+        CommandError::from_error(Exit::Error, err).code(ErrorCode::GitFailed)
     }
 }
 
@@ -210,11 +332,13 @@ impl From<crate::surface::SurfaceError> for CommandError {
             SurfaceError::Github(github) => github_code(github),
             SurfaceError::Other(_) => ErrorCode::Failed,
         };
-        let mut e = CommandError::from_error(Exit::Error, &err).code(code);
+        let github_hint = match &err {
+            SurfaceError::Github(github) => github.hint(),
+            _ => None,
+        };
+        let mut e = CommandError::from_error(Exit::Error, err).code(code);
         e.hints.extend(hint.map(str::to_owned));
-        if let SurfaceError::Github(github) = &err {
-            e.hints.extend(github.hint());
-        }
+        e.hints.extend(github_hint);
         e
     }
 }
@@ -239,15 +363,16 @@ impl From<crate::coord::lease::LeaseError> for CommandError {
     fn from(err: crate::coord::lease::LeaseError) -> Self {
         match err {
             crate::coord::lease::LeaseError::Surface(e) => e.into(),
-            other => CommandError::from_error(Exit::Error, &other),
+            other => CommandError::from_error(Exit::Error, other),
         }
     }
 }
 
 impl From<crate::records::files::RecordError> for CommandError {
     fn from(err: crate::records::files::RecordError) -> Self {
-        let mut e = CommandError::from_error(Exit::Error, &err);
-        e.hints.extend(err.hint());
+        let hint = err.hint();
+        let mut e = CommandError::from_error(Exit::Error, err);
+        e.hints.extend(hint);
         e
     }
 }
@@ -258,6 +383,7 @@ impl From<crate::coord::claims::ClaimsError> for CommandError {
             crate::coord::claims::ClaimsError::Lease(e) => e.into(),
             crate::coord::claims::ClaimsError::Record(e) => e.into(),
             crate::coord::claims::ClaimsError::Git(e) => e.into(),
+            crate::coord::claims::ClaimsError::Seen(e) => e.into(),
         }
     }
 }
@@ -265,7 +391,7 @@ impl From<crate::coord::claims::ClaimsError> for CommandError {
 impl From<crate::writer::push::PushError> for CommandError {
     fn from(err: crate::writer::push::PushError) -> Self {
         use crate::writer::push::PushError;
-        let (exit, hint) = match &err {
+        let (exit, hint) = match err {
             PushError::Collision { .. } => (
                 Exit::Collision,
                 "stop and report; do not merge or overwrite".to_owned(),
@@ -275,11 +401,12 @@ impl From<crate::writer::push::PushError> for CommandError {
                 "claimed branches move forward only: add commits on top of the remote head"
                     .to_owned(),
             ),
-            PushError::NotHolder { hint, .. } => (Exit::ClaimLost, hint.clone()),
+            PushError::NotHolder { ref hint, .. } => (Exit::ClaimLost, hint.clone()),
             PushError::Git(e) => return CommandError::from_error(Exit::Error, e),
             PushError::Record(e) => {
+                let hint = e.hint();
                 let mut out = CommandError::from_error(Exit::Error, e);
-                out.hints.extend(e.hint());
+                out.hints.extend(hint);
                 return out;
             }
             PushError::Refused { .. } => (
@@ -287,7 +414,7 @@ impl From<crate::writer::push::PushError> for CommandError {
                 "see what the remote (or a pre-push hook) said above".to_owned(),
             ),
         };
-        CommandError::from_error(exit, &err).hint(hint)
+        CommandError::from_error(exit, err).hint(hint)
     }
 }
 
@@ -297,13 +424,13 @@ impl From<crate::durable::state::StateError> for CommandError {
         match err {
             StateError::Surface(e) => e.into(),
             StateError::NotState(_) | StateError::TooLarge { .. } => {
-                CommandError::from_error(Exit::Usage, &err)
+                CommandError::from_error(Exit::Usage, err)
             }
-            StateError::Unreadable { .. } => CommandError::from_error(Exit::Usage, &err).hint(
+            StateError::Unreadable { .. } => CommandError::from_error(Exit::Usage, err).hint(
                 "give `epic` (the epic's issue number) and `stories` (a JSON object); `updated_at` is stamped for you",
             ),
             StateError::Contended { .. } | StateError::ReadBack { .. } => {
-                CommandError::from_error(Exit::Error, &err).hint("run the command again")
+                CommandError::from_error(Exit::Error, err).hint("run the command again")
             }
         }
     }
@@ -323,7 +450,7 @@ impl From<crate::writer::worktree::WorktreeError> for CommandError {
         };
         let mut e = match err {
             WorktreeError::Git(git) => CommandError::from(git),
-            other => CommandError::from_error(Exit::Error, &other),
+            other => CommandError::from_error(Exit::Error, other),
         };
         e.hints.extend(hint);
         e
@@ -349,9 +476,19 @@ impl From<crate::writer::hookfile::HookFileError> for CommandError {
             )),
             _ => None,
         };
-        let mut e = CommandError::from_error(Exit::Error, &err);
+        let mut e = CommandError::from_error(Exit::Error, err);
         e.hints.extend(hint);
         e
+    }
+}
+
+impl From<crate::writer::prepush::SeenError> for CommandError {
+    fn from(err: crate::writer::prepush::SeenError) -> Self {
+        use crate::writer::prepush::SeenError;
+        match err {
+            SeenError::Git(e) => e.into(),
+            SeenError::Record(e) => e.into(),
+        }
     }
 }
 
@@ -361,7 +498,8 @@ impl From<crate::writer::prepush::PrePushError> for CommandError {
         match err {
             PrePushError::Git(e) => e.into(),
             PrePushError::Record(e) => e.into(),
-            other => CommandError::from_error(Exit::Error, &other),
+            PrePushError::Config(e) => e.into(),
+            other => CommandError::from_error(Exit::Error, other),
         }
     }
 }
@@ -382,9 +520,9 @@ impl From<crate::coord::dispatch::DispatchError> for CommandError {
         use crate::coord::dispatch::DispatchError;
         match err {
             DispatchError::Surface(e) => e.into(),
-            DispatchError::SelfPull(_) => CommandError::from_error(Exit::Usage, &err)
+            DispatchError::SelfPull(_) => CommandError::from_error(Exit::Usage, err)
                 .hint("name the pull request with --pr N, not the issue"),
-            other => CommandError::from_error(Exit::Error, &other),
+            other => CommandError::from_error(Exit::Error, other),
         }
     }
 }
@@ -395,7 +533,7 @@ impl From<crate::workflow::hydrate::HydrateError> for CommandError {
         match err {
             HydrateError::Surface(e) => e.into(),
             HydrateError::Git(e) => e.into(),
-            other => CommandError::from_error(Exit::Error, &other),
+            other => CommandError::from_error(Exit::Error, other),
         }
     }
 }
@@ -409,19 +547,18 @@ impl From<crate::durable::tasks::TaskError> for CommandError {
             TaskError::Record(e) => e.into(),
             TaskError::State(e) => e.into(),
             TaskError::OutOfRange { .. } | TaskError::NoTasks => {
-                CommandError::from_error(Exit::Usage, &err)
+                CommandError::from_error(Exit::Usage, err)
             }
-            TaskError::NoTasksComment { issue } => CommandError::from_error(Exit::Error, &err)
-                .hint(format!(
-                    "write it with `git maverick task init {issue} FILE` (one task per line)"
-                )),
+            TaskError::NoTasksComment { issue } => CommandError::from_error(Exit::Error, err).hint(
+                format!("write it with `git maverick task init {issue} FILE` (one task per line)"),
+            ),
             TaskError::AlreadyInitialised { issue, .. } => {
-                CommandError::from_error(Exit::Error, &err).hint(format!(
+                CommandError::from_error(Exit::Error, err).hint(format!(
                     "leave it, or rewrite it with `git maverick task init {issue} FILE --replace`"
                 ))
             }
             TaskError::Contended { .. } => {
-                CommandError::from_error(Exit::Error, &err).hint("run the command again")
+                CommandError::from_error(Exit::Error, err).hint("run the command again")
             }
         }
     }
@@ -431,54 +568,33 @@ impl From<crate::workflow::task_done::DoneError> for CommandError {
     fn from(err: crate::workflow::task_done::DoneError) -> Self {
         use crate::workflow::task_done::DoneError;
         let again = "run `git maverick task done` again";
+        let message = err.to_string();
         match err {
-            DoneError::NothingStaged => CommandError::tool(err.to_string()).hint(format!(
+            DoneError::NothingStaged => CommandError::from_error(Exit::Error, err).hint(format!(
                 "stage the task's changes with `git add PATH…`, then {again}"
             )),
-            DoneError::UnpushedOther { unpushed, .. } => CommandError::usage(err.to_string())
+            DoneError::UnpushedOther { unpushed, .. } => CommandError::from_error(Exit::Usage, err)
                 .hint(format!(
                     "run `git maverick task done` to push task {unpushed} first"
                 )),
             DoneError::AllChecked { issue, .. } | DoneError::AllCommitted { issue, .. } => {
-                CommandError::tool(err.to_string()).hint(format!(
+                CommandError::from_error(Exit::Error, err).hint(format!(
                     "to add work to a task, name it: `git maverick task done --task N`; to add tasks, `git maverick task init {issue} FILE --replace`"
                 ))
             }
-            DoneError::NotConventional { .. } => CommandError::usage(err.to_string())
+            DoneError::NotConventional { .. } => CommandError::from_error(Exit::Usage, err)
                 .hint("nothing was committed; pass -m \"type(scope): subject\""),
-            DoneError::Commit(e) => CommandError::from_error(Exit::Error, &e).hint(format!(
+            DoneError::Commit(e) => CommandError::from_error(Exit::Error, e).hint(format!(
                 "nothing was committed or pushed; fix what git says and {again}"
             )),
-            DoneError::Push {
-                short,
-                number,
-                issue,
-                source,
-            } => {
-                let mut e = CommandError::from_error(Exit::Error, &*source);
-                e.message = format!(
-                    "committed {short} locally but could not push it: {}; task {number} of #{issue} stays unchecked",
-                    e.message
-                );
-                e.hint("fix the cause and run `git maverick task done` again: it pushes the commit it left")
-            }
-            DoneError::CheckOff {
-                short,
-                remote,
-                branch,
-                number,
-                issue,
-                source,
-            } => {
-                let mut e = CommandError::from(*source);
-                e.message = format!(
-                    "pushed {short} to {remote}/{branch}, but could not check task {number} off: {}",
-                    e.message
-                );
-                e.hint(format!(
+            DoneError::Push { source, .. } => CommandError::from_error(Exit::Error, *source)
+                .reworded(message)
+                .hint("fix the cause and run `git maverick task done` again: it pushes the commit it left"),
+            DoneError::CheckOff { issue, source, .. } => CommandError::from(*source)
+                .reworded(message)
+                .hint(format!(
                     "the commit is safe on the remote; `git maverick task list {issue}` checks it off from its trailer"
-                ))
-            }
+                )),
             DoneError::Task(e) => e.into(),
             DoneError::Git(e) => e.into(),
             DoneError::Surface(e) => e.into(),
@@ -491,7 +607,7 @@ impl From<crate::coord::hold::HoldError> for CommandError {
     fn from(err: crate::coord::hold::HoldError) -> Self {
         match err {
             crate::coord::hold::HoldError::Claims(e) => e.into(),
-            other => CommandError::tool(other.to_string()),
+            other => CommandError::from_error(Exit::Error, other),
         }
     }
 }
@@ -507,6 +623,6 @@ impl From<crate::coord::hold::TimingError> for CommandError {
                 "raise --lease-ttl, or lower --heartbeat-interval or --grace"
             }
         };
-        CommandError::from_error(Exit::Usage, &err).hint(hint)
+        CommandError::from_error(Exit::Usage, err).hint(hint)
     }
 }

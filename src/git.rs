@@ -4,6 +4,7 @@
 //! that the user's credential helpers, ssh config and proxies just work; reads
 //! go through it too (see the README for why there is no git library).
 
+use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -488,6 +489,50 @@ impl Git {
             Some(1) | Some(128) => Ok(false),
             _ => Err(out.into_error()),
         }
+    }
+
+    /// The reflogs of `refnames`, each newest first, as git keeps them
+    /// (files or reftable alike), in one process; a ref without one (or
+    /// missing) has none.
+    pub(crate) fn reflogs(
+        &self,
+        refnames: &[String],
+    ) -> Result<BTreeMap<String, Vec<ReflogEntry>>, GitError> {
+        let mut out: BTreeMap<String, Vec<ReflogEntry>> = BTreeMap::new();
+        if refnames.is_empty() {
+            return Ok(out);
+        }
+        let text = self
+            .cmd([
+                "log",
+                "--walk-reflogs",
+                "--ignore-missing",
+                "--format=%gD%x09%H%x09%P%x09%gs",
+                "--end-of-options",
+            ])
+            .args(refnames)
+            .arg("--")
+            .read()?;
+        for line in text.lines() {
+            let mut fields = line.splitn(4, '\t');
+            let (Some(selector), Some(commit), Some(parents), Some(message)) =
+                (fields.next(), fields.next(), fields.next(), fields.next())
+            else {
+                continue;
+            };
+            // `refs/remotes/origin/x@{3}`: `@{` is in no ref name.
+            let Some((refname, _)) = selector.rsplit_once("@{") else {
+                continue;
+            };
+            out.entry(refname.to_owned())
+                .or_default()
+                .push(ReflogEntry {
+                    commit: commit.to_owned(),
+                    parents: parents.split_whitespace().map(str::to_owned).collect(),
+                    message: message.to_owned(),
+                });
+        }
+        Ok(out)
     }
 
     /// The branch checked out here; `None` on a detached HEAD.
@@ -1073,6 +1118,16 @@ pub(crate) fn is_valid_branch_name(name: &str) -> bool {
         c.is_ascii_control()
             || matches!(c, ' ' | '~' | '^' | ':' | '?' | '*' | '[' | '\\' | '\u{7f}')
     })
+}
+
+/// One entry of a reflog: the value the ref took, and why (`update by
+/// push`, `fetch: fast-forward`, ...).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ReflogEntry {
+    pub commit: String,
+    /// The commit's parents.
+    pub parents: Vec<String>,
+    pub message: String,
 }
 
 /// One config setting and where it came from: its scope (`local`, `global`,

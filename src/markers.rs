@@ -227,6 +227,15 @@ pub(crate) fn first_of_each_kind(body: &str) -> Vec<Marker> {
         .collect()
 }
 
+/// The fields of a typed payload as a marker's map, to write as they are
+/// or to merge into a payload read back (whose unknown fields stay).
+pub(crate) fn payload_of(fields: &impl serde::Serialize) -> Map<String, Value> {
+    match serde_json::to_value(fields) {
+        Ok(Value::Object(map)) => map,
+        _ => Map::new(),
+    }
+}
+
 /// The preamble, a blank line and the fenced payload, pretty-printed with
 /// two-space indent and sorted keys: the shape of the Python plugin's
 /// `json.dumps(indent=2, sort_keys=True)`, so a rewrite by either tool

@@ -107,6 +107,24 @@ impl serde::Serialize for Timestamp {
     }
 }
 
+impl schemars::JsonSchema for Timestamp {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Timestamp".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "RFC 3339, UTC, whole seconds: 2026-11-30T10:15:00Z",
+            "type": "string",
+            "format": "date-time",
+        })
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid duration {text:?}: write seconds (600 or 600s), minutes (10m) or hours (4h), at most a year")]
 pub(crate) struct DurationError {

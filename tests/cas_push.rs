@@ -7,13 +7,14 @@
 use crate::support::mav::branch_record::BranchStore;
 use crate::support::mav::git::{Git, GitEnv};
 use crate::support::mav::push::{cas_push, cas_push_last_seen, PushError};
-use crate::support::TestEnv;
+use crate::support::{RepoKind, TestEnv};
 
 use crate::support::STORY_BRANCH as BRANCH;
 
-#[test]
-fn cas_push_refuses_a_remote_that_moved_and_a_rewrite() {
-    let env = TestEnv::new();
+on_every_repo_kind!(cas_push_refuses_a_remote_that_moved_and_a_rewrite);
+
+fn cas_push_refuses_a_remote_that_moved_and_a_rewrite(kind: RepoKind) {
+    let env = TestEnv::with_repo_kind(kind);
     let a = env.claimed_clone("a");
     let home = env.path().join("cas-home");
     std::fs::create_dir_all(&home).unwrap();

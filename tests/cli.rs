@@ -353,7 +353,19 @@ fn the_json_contract_is_documented_where_programs_read_it() {
         &std::fs::read_to_string(root.join("schemas/error.schema.json")).unwrap(),
     )
     .unwrap();
-    let codes: Vec<&str> = error["properties"]["error"]["properties"]["code"]["enum"]
+    // The generated schema names its parts in `$defs`.
+    let resolve = |schema: &serde_json::Value| -> serde_json::Value {
+        match schema["$ref"].as_str() {
+            Some(pointer) => error
+                .pointer(pointer.trim_start_matches('#'))
+                .cloned()
+                .unwrap(),
+            None => schema.clone(),
+        }
+    };
+    let object = resolve(&error["properties"]["error"]);
+    let code = resolve(&object["properties"]["code"]);
+    let codes: Vec<&str> = code["enum"]
         .as_array()
         .unwrap()
         .iter()

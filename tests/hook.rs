@@ -5,9 +5,25 @@ use std::ffi::OsStr;
 use std::io::Write as _;
 use std::process::{Output, Stdio};
 
-use crate::support::{allowed, push, refused_as_collision, Repo, TestEnv, BIN};
+use crate::support::{
+    allowed, path_without_maverick, push, refused_as_collision, Repo, RepoKind, TestEnv, BIN,
+};
 
 use crate::support::STORY_BRANCH as BRANCH;
+
+// SPEC 8's checks in every kind of repository: refs as files or a
+// reftable, object names in SHA-1 or SHA-256 (issue 26, item 2).
+on_every_repo_kind!(
+    first_push_of_a_new_claimed_branch,
+    fast_forward_push,
+    two_plain_pushes_in_a_row_raise_no_false_alarm,
+    a_push_the_remote_rejected_raises_no_false_alarm,
+    the_pusher_s_instance_can_come_from_git_config,
+    a_second_clone_pushes_then_the_holders_push_is_refused_as_a_moved_head,
+    force_pushes_are_refused,
+    deleting_the_branch_is_refused,
+    a_push_from_a_linked_worktree_is_checked,
+);
 
 /// The push failed; returns what git and the hook printed.
 #[track_caller]
@@ -20,18 +36,16 @@ fn refused(out: &Output) -> String {
     stderr
 }
 
-#[test]
-fn first_push_of_a_new_claimed_branch() {
-    let env = TestEnv::new();
+fn first_push_of_a_new_claimed_branch(kind: RepoKind) {
+    let env = TestEnv::with_repo_kind(kind);
     let a = env.claimed_clone("a");
     let head = a.commit_file("parser.rs", "fn parse() {}\n", "feat: parser");
     allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
     assert_eq!(env.origin_head(BRANCH), Some(head));
 }
 
-#[test]
-fn fast_forward_push() {
-    let env = TestEnv::new();
+fn fast_forward_push(kind: RepoKind) {
+    let env = TestEnv::with_repo_kind(kind);
     let a = env.claimed_clone("a");
     a.commit_file("parser.rs", "fn parse() {}\n", "feat: parser");
     allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
@@ -40,9 +54,8 @@ fn fast_forward_push() {
     assert_eq!(env.origin_head(BRANCH), Some(head));
 }
 
-#[test]
-fn two_plain_pushes_in_a_row_raise_no_false_alarm() {
-    let env = TestEnv::new();
+fn two_plain_pushes_in_a_row_raise_no_false_alarm(kind: RepoKind) {
+    let env = TestEnv::with_repo_kind(kind);
     let a = env.claimed_clone("a");
     a.commit_file("one.rs", "1\n", "feat: one");
     allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
@@ -59,9 +72,8 @@ fn two_plain_pushes_in_a_row_raise_no_false_alarm() {
     assert_eq!(env.origin_head(BRANCH), Some(a.git(&["rev-parse", "HEAD"])));
 }
 
-#[test]
-fn a_push_the_remote_rejected_raises_no_false_alarm() {
-    let env = TestEnv::new();
+fn a_push_the_remote_rejected_raises_no_false_alarm(kind: RepoKind) {
+    let env = TestEnv::with_repo_kind(kind);
     let a = env.claimed_clone("a");
     a.commit_file("one.rs", "1\n", "feat: one");
     allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
@@ -89,9 +101,8 @@ fn a_push_the_remote_rejected_raises_no_false_alarm() {
     assert_eq!(env.origin_head(BRANCH), Some(a.git(&["rev-parse", "HEAD"])));
 }
 
-#[test]
-fn the_pusher_s_instance_can_come_from_git_config() {
-    let env = TestEnv::new();
+fn the_pusher_s_instance_can_come_from_git_config(kind: RepoKind) {
+    let env = TestEnv::with_repo_kind(kind);
     let a = env.claimed_clone("a");
     a.commit_file("one.rs", "1\n", "feat: one");
     // `git_output` runs git without MAVERICK_INSTANCE: the hook asks config.
@@ -114,9 +125,8 @@ fn the_pusher_s_instance_can_come_from_git_config() {
     refused(&a.git_output(&["push", "--force", url, BRANCH]));
 }
 
-#[test]
-fn a_second_clone_pushes_then_the_holders_push_is_refused_as_a_moved_head() {
-    let env = TestEnv::new();
+fn a_second_clone_pushes_then_the_holders_push_is_refused_as_a_moved_head(kind: RepoKind) {
+    let env = TestEnv::with_repo_kind(kind);
     let a = env.claimed_clone("a");
     a.commit_file("parser.rs", "fn parse() {}\n", "feat: parser");
     allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
@@ -146,9 +156,8 @@ fn a_second_clone_pushes_then_the_holders_push_is_refused_as_a_moved_head() {
     assert_eq!(env.origin_head(BRANCH), Some(intruder));
 }
 
-#[test]
-fn force_pushes_are_refused() {
-    let env = TestEnv::new();
+fn force_pushes_are_refused(kind: RepoKind) {
+    let env = TestEnv::with_repo_kind(kind);
     let a = env.claimed_clone("a");
     a.commit_file("one.rs", "1\n", "feat: one");
     let pushed = a.commit_file("two.rs", "2\n", "feat: two");
@@ -165,9 +174,8 @@ fn force_pushes_are_refused() {
     assert_eq!(env.origin_head(BRANCH), Some(pushed));
 }
 
-#[test]
-fn deleting_the_branch_is_refused() {
-    let env = TestEnv::new();
+fn deleting_the_branch_is_refused(kind: RepoKind) {
+    let env = TestEnv::with_repo_kind(kind);
     let a = env.claimed_clone("a");
     let head = a.commit_file("one.rs", "1\n", "feat: one");
     allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
@@ -217,31 +225,48 @@ fn traced_push(repo: &Repo, args: &[&str]) -> (Output, String) {
     (out, std::fs::read_to_string(&log).unwrap_or_default())
 }
 
+/// The git commands the pre-push hook ran, from a push's `GIT_TRACE` log:
+/// those between git starting the hook and git packing what it pushes.
+fn hook_commands(trace: &str) -> Vec<String> {
+    let started = trace
+        .find("pre-push")
+        .unwrap_or_else(|| panic!("the hook did not run:\n{trace}"));
+    trace[started..]
+        .lines()
+        .take_while(|line| !line.contains("pack-objects"))
+        .filter_map(|line| {
+            line.split_once("trace: built-in: git ")
+                .map(|(_, c)| c.to_owned())
+        })
+        .collect()
+}
+
+/// Item 2 and SPEC 8's cost: an unmanaged branch costs no git process at
+/// all; a managed one asks git once (`git log --walk-reflogs`: the
+/// remote-tracking ref's reflog, and the pushed branch's, whose commits made
+/// here show the fast-forward), never the network, and no configuration
+/// when the environment names the instance.
 #[test]
-fn unmanaged_branches_cost_no_git_process_and_no_network() {
+fn unmanaged_branches_cost_no_git_process_and_managed_ones_one() {
     let env = TestEnv::new();
     let a = env.claimed_clone("a");
     a.git(&["switch", "--quiet", "-c", "feature/unmanaged", "main"]);
     a.commit_file("x.rs", "x\n", "feat: x");
     let (out, trace) = traced_push(&a, &["--quiet", "origin", "feature/unmanaged"]);
     allowed(&out);
-    assert!(trace.contains("pre-push"), "the hook ran:\n{trace}");
-    for command in ["ls-remote", "fetch", "config", "rev-parse", "merge-base"] {
-        assert!(!trace.contains(command), "{command} ran:\n{trace}");
-    }
-    // A managed branch: the hook reads the graph (is it a fast-forward?)
-    // from the commits just made, and with the instance named by the
-    // environment, no configuration: no git process at all, offline.
+    assert_eq!(hook_commands(&trace), Vec::<String>::new(), "{trace}");
     a.git(&["switch", "--quiet", BRANCH]);
     a.commit_file("y.rs", "y\n", "feat: y");
     allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
     a.commit_file("z.rs", "z\n", "feat: z");
     let (out, trace) = traced_push(&a, &["--quiet", "origin", BRANCH]);
     allowed(&out);
-    assert!(trace.contains("pre-push"), "the hook ran:\n{trace}");
-    for command in ["ls-remote", "fetch", "config", "rev-parse", "merge-base"] {
-        assert!(!trace.contains(command), "{command} ran:\n{trace}");
-    }
+    let commands = hook_commands(&trace);
+    assert_eq!(commands.len(), 1, "{commands:?}");
+    assert!(
+        commands[0].starts_with("log --walk-reflogs"),
+        "{commands:?}"
+    );
 }
 
 #[test]
@@ -257,9 +282,8 @@ fn a_repository_without_maverick_state_pushes_untouched() {
     assert!(!b.dir.join(".git/maverick").exists());
 }
 
-#[test]
-fn a_push_from_a_linked_worktree_is_checked() {
-    let env = TestEnv::new();
+fn a_push_from_a_linked_worktree_is_checked(kind: RepoKind) {
+    let env = TestEnv::with_repo_kind(kind);
     let a = env.clone("a");
     a.maverick(&["coord", "claim", "142", "--branch", BRANCH])
         .expect(0);
@@ -374,7 +398,7 @@ fn install_twice_changes_nothing_and_uninstall_restores_the_existing_hook() {
         a.maverick(&["--json", "hook", "install"]).json()["change"],
         "created"
     );
-    assert_copy_of_git_maverick(&hook);
+    assert_eq!(std::fs::read_to_string(&hook).unwrap(), SCRIPT);
     assert_eq!(
         a.maverick(&["--json", "hook", "install"]).json()["change"],
         "unchanged"
@@ -384,51 +408,34 @@ fn install_twice_changes_nothing_and_uninstall_restores_the_existing_hook() {
         "deleted"
     );
     assert!(!hook.exists());
-    // The git-maverick it was copied from still runs.
-    let version = std::process::Command::new(BIN)
-        .arg("--version")
-        .output()
-        .unwrap();
-    assert!(version.status.success());
 }
 
-/// `path` is git-maverick as built: the same bytes, runnable.
-fn assert_copy_of_git_maverick(path: &std::path::Path) {
-    let (copy, built) = (std::fs::read(path).unwrap(), std::fs::read(BIN).unwrap());
-    assert!(
-        copy == built,
-        "{} is not a copy of {BIN} ({} bytes against {})",
-        path.display(),
-        copy.len(),
-        built.len()
-    );
-    use std::os::unix::fs::PermissionsExt as _;
-    let mode = std::fs::metadata(path).unwrap().permissions().mode();
-    assert!(mode & 0o111 != 0, "{} is not executable", path.display());
+/// The hook file `install` writes where it holds maverick's guard alone
+/// (the repository's `hooks/pre-push`).
+const SCRIPT: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/hooks/pre-push"));
+
+/// The line of the shared block that says whom it lets through.
+const SHARED_MARK: &str = "A clone that does not use git-maverick passes it untouched.";
+
+/// The hook file earlier versions wrote: git-maverick as its interpreter.
+fn native_hook_of_earlier_versions() -> String {
+    "#!/usr/bin/env git-maverick\n# >>> git-maverick pre-push >>>\n# (earlier versions)\n# <<< git-maverick pre-push <<<\n".to_owned()
 }
 
-/// The first line of a hook file whose interpreter is git-maverick.
-const NATIVE_LINE: &str = "#!/usr/bin/env git-maverick";
+/// The shell hook of earlier versions, alone in its file.
+const OLD_SHELL_HOOK: &str = "#!/bin/sh\n# >>> git-maverick pre-push >>>\nif command -v git-maverick >/dev/null 2>&1; then\n\tgit-maverick hook pre-push \"$@\" || exit $?\nfi\n# <<< git-maverick pre-push <<<\n";
 
-const SHIM: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/hooks/pre-push"));
-
-/// A PATH with git and nothing of maverick's.
-fn path_without_maverick(env: &TestEnv) -> std::path::PathBuf {
-    let bin = env.path().join("bin-without-maverick");
-    std::fs::create_dir_all(&bin).unwrap();
-    std::os::unix::fs::symlink(crate::support::real_git(), bin.join("git")).unwrap();
-    assert!(!bin.join("git-maverick").exists() && std::path::Path::new(BIN).exists());
-    bin
-}
-
-/// Gives the file at `path` the modification time `time`, as a copy or an
-/// install keeps it. Opened for reading only: a file this process holds
-/// open for writing may not be run (see `support::copy_program`).
-fn set_modified(path: &std::path::Path, time: std::time::SystemTime) {
-    std::fs::File::open(path)
-        .unwrap()
-        .set_modified(time)
-        .unwrap();
+/// A copy of git-maverick as earlier versions put one in `.git/hooks`: an
+/// executable binary holding the mark every such build held.
+fn write_legacy_copy(path: &std::path::Path) {
+    let mut bytes = b"\x7fELF\x02\x01\x01\0".to_vec();
+    bytes.extend_from_slice(&[0; 4096]);
+    bytes
+        .extend_from_slice(b"git-maverick: this file is a copy of git-maverick, the pre-push hook");
+    bytes.extend_from_slice(&[0; 4096]);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, bytes).unwrap();
+    make_executable(path);
 }
 
 /// The guard holds: a first plain push of the claimed branch goes
@@ -443,74 +450,50 @@ fn the_guard_holds(env: &TestEnv, a: &Repo, envs: &[(&str, &OsStr)]) {
     assert_eq!(env.origin_head(BRANCH), Some(head));
 }
 
-/// Issue 11, item 9: in `.git/hooks`, a hook that holds only maverick's
-/// guard is a copy of git-maverick (git starts one process, no shell or
-/// env before maverick), and guards as the shell block does.
+/// Issue 26, item 1: in `.git/hooks`, a hook that holds only maverick's
+/// guard is a small script as git-lfs writes its own, and guards.
 #[test]
-fn a_new_hook_is_a_copy_of_git_maverick_and_guards() {
+fn a_new_hook_is_the_script_and_guards() {
     let env = TestEnv::new();
     let a = env.claimed_clone("a");
     let hook = a.dir.join(".git/hooks/pre-push");
-    assert_copy_of_git_maverick(&hook);
+    assert_eq!(std::fs::read_to_string(&hook).unwrap(), SCRIPT);
+    assert!(SCRIPT.contains("command -v git-maverick >/dev/null 2>&1 ||"));
+    assert!(SCRIPT.contains("\nexec git-maverick hook pre-push \"$@\"\n"));
     let run = a.maverick(&["hook", "status"]);
     run.expect(0);
     assert!(run.stdout.contains(".git/hooks/pre-push"), "{}", run.stdout);
     the_guard_holds(&env, &a, &[]);
 }
 
-/// The copy needs no git-maverick on PATH: with it gone (uninstalled, or
-/// a PATH of a tool's own making), pushes are still checked, and `status`
-/// says the guard is on.
+/// Without git-maverick on PATH the script fails the push with a clear
+/// message (as git-lfs's does), and `status` says why the guard is off.
 #[test]
-fn the_copied_hook_guards_without_git_maverick_on_path() {
+fn the_script_fails_closed_without_git_maverick_on_path() {
     let env = TestEnv::new();
     let a = env.claimed_clone("a");
-    let bin = path_without_maverick(&env);
-    the_guard_holds(&env, &a, &[("PATH", OsStr::new(bin.to_str().unwrap()))]);
+    a.commit_file("one.rs", "1\n", "feat: one");
+    let path = path_without_maverick(&env);
+    let out = a.git_as_instance(&["push", "origin", BRANCH], &[("PATH", &path)]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "a push went through without its guard"
+    );
+    assert!(stderr.contains("git-maverick is not on PATH"), "{stderr}");
+    assert!(stderr.contains("git push --no-verify"), "{stderr}");
+    assert_eq!(env.origin_head(BRANCH), None);
     let status = a
         .maverick_command(&["hook", "status"])
-        .env("PATH", &bin)
+        .env("PATH", &path)
         .output()
         .unwrap();
-    assert_eq!(status.status.code(), Some(0), "{status:?}");
-}
-
-/// After an upgrade replaced the git-maverick on PATH, the next push runs
-/// the new build (the copy hands the push over) and the hook file becomes
-/// a copy of it; the push is checked all the same.
-#[test]
-fn an_upgraded_git_maverick_takes_the_copied_hook_over() {
-    let env = TestEnv::new();
-    let a = env.claimed_clone("a");
-    let hook = a.dir.join(".git/hooks/pre-push");
-    let head = a.commit_file("one.rs", "1\n", "feat: one");
-    allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
-    // The upgrade: another git-maverick first on PATH (this build, written
-    // at another time, as an install writes a new file).
-    let upgraded = env.path().join("upgraded-bin");
-    std::fs::create_dir_all(&upgraded).unwrap();
-    let new_build = upgraded.join("git-maverick");
-    crate::support::copy_program(std::path::Path::new(BIN), &new_build);
-    let then = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000);
-    set_modified(&new_build, then);
-    let path = std::env::join_paths(
-        std::iter::once(upgraded.clone())
-            .chain(std::env::split_paths(&crate::support::path_with_bin())),
-    )
-    .unwrap();
-    a.git(&["reset", "--quiet", "--hard", "HEAD~1"]);
-    a.commit_file("one.rs", "other\n", "feat: one again");
-    refused(&a.git_as_instance(
-        &["push", "--force", "origin", BRANCH],
-        &[("PATH", path.as_os_str())],
-    ));
-    assert_eq!(env.origin_head(BRANCH), Some(head));
-    assert_eq!(
-        std::fs::metadata(&hook).unwrap().modified().unwrap(),
-        then,
-        "the hook file was not replaced by the upgraded build"
+    assert_eq!(status.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&status.stderr);
+    assert!(
+        said.contains("not on PATH: every push is refused"),
+        "{said}"
     );
-    assert_copy_of_git_maverick(&hook);
 }
 
 /// A PATH whose `git-maverick` is a wrapper script (as version managers
@@ -529,11 +512,10 @@ fn path_with_a_wrapper(env: &TestEnv) -> std::ffi::OsString {
     .unwrap()
 }
 
-/// With a wrapper first on PATH, `install` copies no wrapper (a copy of a
-/// script or a version manager's shim would not run as the hook): the file
-/// starts git-maverick through env, and guards.
+/// Whatever PATH's `git-maverick` is (a version manager's shim, a
+/// wrapper), the script runs it at each push: nothing to reinstall.
 #[test]
-fn with_a_wrapper_on_path_the_hook_starts_git_maverick_through_env() {
+fn a_wrapper_on_path_runs_as_the_guard() {
     let env = TestEnv::new();
     let a = env.clone("a");
     let path = path_with_a_wrapper(&env);
@@ -544,161 +526,123 @@ fn with_a_wrapper_on_path_the_hook_starts_git_maverick_through_env() {
         .unwrap();
     assert!(out.status.success(), "{out:?}");
     let hook = a.dir.join(".git/hooks/pre-push");
-    let text = std::fs::read_to_string(&hook).unwrap();
-    assert_eq!(text.lines().next(), Some(NATIVE_LINE), "{text}");
+    assert_eq!(std::fs::read_to_string(&hook).unwrap(), SCRIPT);
     a.maverick(&["coord", "claim", "142", "--branch", BRANCH])
         .expect(0);
     a.git(&["switch", "--quiet", "-c", BRANCH]);
     the_guard_holds(&env, &a, &[("PATH", path.as_os_str())]);
 }
 
-/// `install` knows a copy by its bytes: one of another build that kept the
-/// size and time of this one is replaced.
+/// `install` turns what earlier versions wrote, alone in the hook file (a
+/// copy of git-maverick, a file whose interpreter is git-maverick, the old
+/// shell hook), into the script; `status` does not call the file of
+/// git-maverick's interpreter on (this git-maverick no longer runs it).
 #[test]
-fn install_replaces_a_copy_of_another_build_with_the_same_size_and_time() {
+fn install_turns_the_files_of_earlier_versions_into_the_script() {
     let env = TestEnv::new();
     let a = env.clone("a");
-    a.maverick(&["hook", "install"]).expect(0);
     let hook = a.dir.join(".git/hooks/pre-push");
-    let modified = std::fs::metadata(&hook).unwrap().modified().unwrap();
-    let mut bytes = std::fs::read(&hook).unwrap();
-    let at = bytes.len() / 2;
-    bytes[at] ^= 0xff;
-    std::fs::write(&hook, &bytes).unwrap();
-    set_modified(&hook, modified);
+    write_legacy_copy(&hook);
     let run = a.maverick(&["--json", "hook", "install"]);
     assert_eq!(run.json()["change"], "updated");
-    assert_copy_of_git_maverick(&hook);
-}
+    assert_eq!(std::fs::read_to_string(&hook).unwrap(), SCRIPT);
 
-/// A hooks directory that keeps times to the second (ext2, FAT, some
-/// mounts) does not make every push look like one after an upgrade: the
-/// copy is kept, and checks the push itself.
-#[test]
-fn a_copy_whose_time_was_kept_to_the_second_is_current() {
-    let env = TestEnv::new();
-    let a = env.claimed_clone("a");
-    let hook = a.dir.join(".git/hooks/pre-push");
-    let exact = std::fs::metadata(&hook).unwrap().modified().unwrap();
-    let secs = exact
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
-    let to_the_second = std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs);
-    assert_ne!(
-        exact, to_the_second,
-        "the build's time has no fraction to lose"
-    );
-    set_modified(&hook, to_the_second);
-    the_guard_holds(&env, &a, &[]);
-    assert_eq!(
-        std::fs::metadata(&hook).unwrap().modified().unwrap(),
-        to_the_second,
-        "the push copied git-maverick again"
-    );
-}
-
-/// The file of earlier versions, whose interpreter is git-maverick, still
-/// guards; with git-maverick gone from PATH it cannot start it and the
-/// push fails at once (it does not hang, as git does when a hook's
-/// interpreter path is missing), and `status` says why. `install` turns it
-/// into a copy.
-#[test]
-fn a_native_hook_without_git_maverick_on_path_fails_closed() {
-    let env = TestEnv::new();
-    let a = env.claimed_clone("a");
-    let hook = a.dir.join(".git/hooks/pre-push");
     std::fs::write(&hook, native_hook_of_earlier_versions()).unwrap();
-    make_executable(&hook);
-    a.commit_file("one.rs", "1\n", "feat: one");
-    let bin = path_without_maverick(&env);
-    let out = a.git_as_instance(
-        &["push", "origin", BRANCH],
-        &[("PATH", OsStr::new(bin.to_str().unwrap()))],
-    );
+    let off = a.maverick(&["hook", "status"]);
+    off.expect(1);
+    assert!(off.stderr.contains("earlier version"), "{}", off.stderr);
     assert!(
-        !out.status.success(),
-        "a push went through without its guard"
+        off.stderr.contains("hint: git maverick hook install"),
+        "{}",
+        off.stderr
     );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("git-maverick"), "{stderr}");
-    assert_eq!(env.origin_head(BRANCH), None);
-    let status = a
-        .maverick_command(&["hook", "status"])
-        .env("PATH", &bin)
-        .output()
-        .unwrap();
-    assert_eq!(status.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&status.stderr);
-    assert!(stderr.contains("not on PATH"), "{stderr}");
-    // With git-maverick on PATH it guards, and install makes it a copy.
-    a.git(&["reset", "--quiet", "--hard", "HEAD~1"]);
-    a.commit_file("one.rs", "other\n", "feat: one again");
-    allowed(&push(&a, &["--quiet", "origin", BRANCH]));
     let run = a.maverick(&["--json", "hook", "install"]);
     assert_eq!(run.json()["change"], "updated");
-    assert_copy_of_git_maverick(&hook);
+    assert_eq!(std::fs::read_to_string(&hook).unwrap(), SCRIPT);
+
+    std::fs::write(&hook, OLD_SHELL_HOOK).unwrap();
+    let run = a.maverick(&["--json", "hook", "install"]);
+    assert_eq!(run.json()["change"], "updated");
+    assert_eq!(std::fs::read_to_string(&hook).unwrap(), SCRIPT);
+    a.maverick(&["coord", "claim", "142", "--branch", BRANCH])
+        .expect(0);
+    a.git(&["switch", "--quiet", "-c", BRANCH]);
+    the_guard_holds(&env, &a, &[]);
 }
 
-/// The hook file earlier versions wrote: git-maverick as its interpreter.
-fn native_hook_of_earlier_versions() -> String {
-    format!(
-        "{NATIVE_LINE}\n# >>> git-maverick pre-push >>>\n# (earlier versions)\n# <<< git-maverick pre-push <<<\n"
-    )
-}
-
-/// The shell hook of older versions, alone in its file, becomes a copy of
-/// git-maverick on `install`; a shared `core.hooksPath` keeps the shell
-/// hook, which finds git-maverick on each machine's PATH.
+/// Under a `core.hooksPath` (a directory a team may commit), the hook file
+/// gets the shared block; a copy of git-maverick left in `.git/hooks`
+/// becomes the script on `install`, and `uninstall` removes it there too.
 #[test]
-fn install_turns_maverick_s_own_shell_hook_into_a_copy_but_not_in_a_shared_hooks_path() {
+fn a_copy_left_in_git_hooks_under_another_hooks_path_is_converted_and_removed() {
     let env = TestEnv::new();
     let a = env.clone("a");
-    let hook = a.dir.join(".git/hooks/pre-push");
-    std::fs::write(&hook, SHIM).unwrap();
-    make_executable(&hook);
-    let run = a.maverick(&["--json", "hook", "install"]);
-    run.expect(0);
-    assert_eq!(run.json()["change"], "updated");
-    assert_copy_of_git_maverick(&hook);
-
+    let own = a.dir.join(".git/hooks/pre-push");
+    write_legacy_copy(&own);
     a.git(&["config", "core.hooksPath", ".githooks"]);
     a.maverick(&["hook", "install"]).expect(0);
-    assert_eq!(
-        std::fs::read_to_string(a.dir.join(".githooks/pre-push")).unwrap(),
-        SHIM
+    let shared = std::fs::read_to_string(a.dir.join(".githooks/pre-push")).unwrap();
+    assert!(
+        shared.starts_with("#!/bin/sh\n") && shared.contains(SHARED_MARK),
+        "{shared}"
     );
+    assert_eq!(std::fs::read_to_string(&own).unwrap(), SCRIPT);
     a.maverick(&["hook", "status"]).expect(0);
+
+    write_legacy_copy(&own);
+    let run = a.maverick(&["--json", "hook", "uninstall"]);
+    run.expect(0);
+    assert!(!own.exists(), "the copy in .git/hooks is still there");
+    assert!(!a.dir.join(".githooks/pre-push").exists());
+    assert_eq!(
+        run.json()["changes"].as_array().unwrap().len(),
+        2,
+        "{}",
+        run.stdout
+    );
 }
 
-/// The hook file run by hand without git's arguments is a usage error that
-/// says what the file is, not clap's "unrecognized subcommand": the copy
-/// run as itself, and the earlier native file through git-maverick.
+/// The script run by hand, without git's arguments, says what it needs.
 #[test]
-fn the_hook_file_run_by_hand_says_what_it_is() {
+fn the_script_run_by_hand_says_what_it_needs() {
     let env = TestEnv::new();
     let a = env.clone("a");
     a.maverick(&["hook", "install"]).expect(0);
-    let hook = a.dir.join(".git/hooks/pre-push");
-    let out = std::process::Command::new(&hook)
-        .current_dir(&a.dir)
-        .output()
-        .unwrap();
+    let mut cmd = std::process::Command::new(a.dir.join(".git/hooks/pre-push"));
+    cmd.current_dir(&a.dir);
+    env.apply_env(&mut cmd);
+    let out = cmd.output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("no remote named"), "{stderr}");
     assert!(
-        stderr.contains("is maverick's pre-push hook: git runs it with REMOTE URL"),
+        stderr.contains("git maverick hook pre-push REMOTE URL"),
         "{stderr}"
     );
-    std::fs::write(&hook, native_hook_of_earlier_versions()).unwrap();
-    let run = a.maverick(&[".git/hooks/pre-push"]);
-    run.expect(2);
-    assert!(
-        run.stderr
-            .contains("is maverick's pre-push hook: git runs it with REMOTE URL"),
-        "{}",
-        run.stderr
-    );
+}
+
+/// Item 3: a record cut short at the end of the hook's log (a full disk,
+/// a power cut) costs nothing: the next pushes are checked and recorded as
+/// before.
+#[test]
+fn a_torn_last_line_of_the_push_log_poisons_nothing() {
+    let env = TestEnv::new();
+    let a = env.claimed_clone("a");
+    a.commit_file("one.rs", "1\n", "feat: one");
+    allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
+    let hex: String = BRANCH.bytes().map(|b| format!("{b:02x}")).collect();
+    let log = a.dir.join(format!(".git/maverick/branches/{hex}.pushes"));
+    let mut text = std::fs::read_to_string(&log).unwrap();
+    text.push_str("{\"branch\":\"maverick/142-parser\",\"last_se");
+    std::fs::write(&log, &text).unwrap();
+    for n in 2..4 {
+        let head = a.commit_file(&format!("f{n}.rs"), "x\n", &format!("feat: {n}"));
+        allowed(&push(&a, &["--quiet", "origin", BRANCH]));
+        assert_eq!(env.origin_head(BRANCH), Some(head));
+    }
+    // The guard still holds.
+    a.git(&["reset", "--quiet", "--hard", "HEAD~1"]);
+    refused(&push(&a, &["--force", "origin", BRANCH]));
 }
 
 #[test]
@@ -829,51 +773,15 @@ fn pushes_to_another_remote_are_not_maverick_s_business() {
     let a = env.claimed_clone("a");
     a.commit_file("one.rs", "1\n", "feat: one");
     allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
-    env.git_in(env.path(), &["init", "--quiet", "--bare", "mirror.git"]);
-    a.git(&[
-        "remote",
-        "add",
-        "mirror",
-        env.path().join("mirror.git").to_str().unwrap(),
-    ]);
+    let mirror = env.bare_repo("mirror.git");
+    a.git(&["remote", "add", "mirror", mirror.to_str().unwrap()]);
     a.git(&["reset", "--quiet", "--hard", "HEAD~1"]);
     allowed(&push(&a, &["--quiet", "--force", "mirror", BRANCH]));
 }
 
-#[test]
-fn the_shim_fails_closed_without_git_maverick_on_path() {
-    let env = TestEnv::new();
-    let a = env.claimed_clone("a");
-    a.commit_file("one.rs", "1\n", "feat: one");
-    let bin = path_without_maverick(&env);
-    // Installed with git-maverick nowhere on PATH, the hook is the shim,
-    // which looks for it at every push.
-    let out = a
-        .maverick_command(&["--json", "hook", "install"])
-        .env("PATH", &bin)
-        .output()
-        .unwrap();
-    let installed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(installed["change"], "updated", "{installed}");
-    assert_eq!(
-        std::fs::read_to_string(a.dir.join(".git/hooks/pre-push")).unwrap(),
-        SHIM
-    );
-    let out = a.git_as_instance(
-        &["push", "origin", BRANCH],
-        &[("PATH", OsStr::new(bin.to_str().unwrap()))],
-    );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success());
-    assert!(stderr.contains("git-maverick is not on PATH"), "{stderr}");
-    assert!(stderr.contains("git push --no-verify"), "{stderr}");
-    assert_eq!(env.origin_head(BRANCH), None);
-}
-
 /// A person's clone names no instance in its environment: the hook finds it
-/// as every command does, from `maverick.instance` when set, else the id
-/// kept in the clone (read without a git process when no config can name
-/// one).
+/// as every command does (one `git config`), from `maverick.instance` when
+/// set, else the id kept in the clone.
 #[test]
 fn without_an_instance_in_the_environment_the_hook_pushes_as_the_clone() {
     let env = TestEnv::new();

@@ -83,10 +83,10 @@ fn status(a: &Repo, code: i32) -> serde_json::Value {
     run.json()
 }
 
-/// No file under `dir` holds maverick's block any more.
+/// No file under `dir` holds maverick's block, or is a copy of git-maverick
+/// an earlier version wrote, any more.
 #[track_caller]
 fn no_block_under(dir: &Path) {
-    let built = std::fs::read(crate::support::BIN).unwrap();
     for entry in std::fs::read_dir(dir).unwrap().flatten() {
         let path = entry.path();
         if path.is_dir() {
@@ -94,41 +94,60 @@ fn no_block_under(dir: &Path) {
             continue;
         }
         let bytes = std::fs::read(&path).unwrap();
+        let text = String::from_utf8_lossy(&bytes);
         assert!(
-            bytes != built,
-            "{} is still a copy of git-maverick",
+            !text.contains("git-maverick pre-push >>>")
+                && !text.contains("this file is a copy of git-maverick"),
+            "{} still holds maverick's guard",
             path.display()
         );
-        if let Ok(text) = String::from_utf8(bytes) {
-            assert!(
-                !text.contains("git-maverick pre-push >>>"),
-                "{} still has maverick's block",
-                path.display()
-            );
-        }
     }
 }
 
+/// A clone `a` whose lefthook config is `config`, with lefthook's hooks
+/// installed by lefthook itself.
+fn lefthook_clone<'a>(env: &'a TestEnv, config: &str) -> Repo<'a> {
+    require("lefthook", "npm install lefthook husky");
+    let a = env.clone("a");
+    a.write_file("lefthook.yml", config);
+    tool(&a, "lefthook", &["install"]);
+    a
+}
+
+const LEFTHOOK_PRE_COMMIT: &str = "pre-commit:\n  commands:\n    lint:\n      run: echo ok\n";
+const LEFTHOOK_PRE_PUSH: &str = "pre-push:\n  commands:\n    test:\n      run: echo ok\n";
+
+/// A push from `repo` with `path` as PATH (a machine without git-maverick).
+fn push_with_path(repo: &Repo, path: &std::ffi::OsStr, args: &[&str]) -> Output {
+    let mut full = vec!["push"];
+    full.extend_from_slice(args);
+    repo.git_as_instance(&full, &[("PATH", path)])
+}
+
+/// Before lefthook has a pre-push hook, `install` leaves the plain hook
+/// file guarding (never nothing); once `lefthook install` puts its own in
+/// place, lefthook runs the guard from the clone's local config.
 #[test]
 fn lefthook_runs_the_guard_from_its_config() {
-    require("lefthook", "npm install lefthook husky");
     let env = TestEnv::new();
-    let a = env.clone("a");
-    a.write_file(
-        "lefthook.yml",
-        "pre-commit:\n  commands:\n    lint:\n      run: echo ok\n",
-    );
-    tool(&a, "lefthook", &["install"]);
-    // lefthook has no pre-push hook yet: install says so and fails.
-    let run = a.maverick(&["hook", "install"]);
-    run.expect(1);
-    assert!(run.stderr.contains("lefthook install"), "{}", run.stderr);
-    assert!(run.stdout.contains("lefthook-local.yml"), "{}", run.stdout);
-    assert_eq!(status(&a, 1)["on"], false);
-    tool(&a, "lefthook", &["install"]);
+    let a = lefthook_clone(&env, LEFTHOOK_PRE_COMMIT);
+    assert!(!a.dir.join(".git/hooks/pre-push").exists());
+    a.maverick(&["hook", "install"]).expect(0);
     let on = status(&a, 0);
     assert_eq!(on["manager"], "lefthook");
-    assert!(on["via"].as_str().unwrap().ends_with("lefthook-local.yml"));
+    assert!(
+        on["via"].as_str().unwrap().ends_with(".git/hooks/pre-push"),
+        "{on}"
+    );
+    // lefthook now installs its pre-push hook (the local config has one).
+    tool(&a, "lefthook", &["install"]);
+    let hook = std::fs::read_to_string(a.dir.join(".git/hooks/pre-push")).unwrap();
+    assert!(hook.contains("lefthook"), "{hook}");
+    let on = status(&a, 0);
+    assert!(
+        on["via"].as_str().unwrap().ends_with("lefthook-local.yml"),
+        "{on}"
+    );
     // The clone's own config stays out of commits.
     assert_eq!(
         a.git(&[
@@ -141,6 +160,92 @@ fn lefthook_runs_the_guard_from_its_config() {
         ""
     );
     the_guard_holds(&env, &a);
+    // lefthook's config skips the hook: status says the guard is off.
+    a.write_file(
+        "lefthook.yml",
+        "pre-commit:\n  commands:\n    lint:\n      run: echo ok\npre-push:\n  skip: true\n",
+    );
+    let off = status(&a, 1);
+    assert!(off["why_not"].as_str().unwrap().contains("skips"), "{off}");
+}
+
+/// lefthook's hook cannot find lefthook: it lets every push through, so
+/// `status` does not call the guard on.
+#[test]
+fn lefthook_without_lefthook_is_reported_off() {
+    let env = TestEnv::new();
+    let a = lefthook_clone(&env, LEFTHOOK_PRE_PUSH);
+    a.maverick(&["hook", "install"]).expect(0);
+    status(&a, 0);
+    // No lefthook on PATH, and the path lefthook wrote into its hook gone.
+    let hook = a.dir.join(".git/hooks/pre-push");
+    let text = std::fs::read_to_string(&hook).unwrap();
+    assert!(text.contains("Can't find lefthook"), "{text}");
+    let written: Vec<&str> = text
+        .split_whitespace()
+        .filter(|w| w.starts_with('/') && w.ends_with("/lefthook"))
+        .collect();
+    let mut moved = text.clone();
+    for path in written {
+        moved = moved.replace(path, "/nowhere/lefthook");
+    }
+    std::fs::write(&hook, moved).unwrap();
+    let path = crate::support::path_without_maverick(&env);
+    let mut cmd = a.maverick_command(&["--json", "hook", "status"]);
+    let mut with_maverick =
+        std::ffi::OsString::from(Path::new(crate::support::BIN).parent().unwrap());
+    with_maverick.push(":");
+    with_maverick.push(&path);
+    cmd.env("PATH", &with_maverick);
+    let out = cmd.output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let off: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        off["why_not"]
+            .as_str()
+            .unwrap()
+            .contains("finds no lefthook"),
+        "{off}"
+    );
+}
+
+/// A tracked `.lefthook-local` that is a symbolic link out of the
+/// repository: `install` writes nothing through it, and `status` does not
+/// call a script behind it a guard.
+#[test]
+fn a_tracked_lefthook_local_link_out_of_the_repository_is_never_followed() {
+    require("lefthook", "npm install lefthook husky");
+    let env = TestEnv::new();
+    let outside = env.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let b = env.clone("b");
+    b.write_file("lefthook.yml", LEFTHOOK_PRE_PUSH);
+    std::os::unix::fs::symlink("../outside", b.dir.join(".lefthook-local")).unwrap();
+    b.git(&["add", "lefthook.yml", ".lefthook-local"]);
+    b.git(&["commit", "--quiet", "-m", "chore: lefthook"]);
+    b.git(&["push", "--quiet", "origin", "main"]);
+    let a = env.clone("a");
+    tool(&a, "lefthook", &["install"]);
+    let run = a.maverick(&["hook", "install"]);
+    run.expect(1);
+    assert!(run.stderr.contains("is a symbolic link"), "{}", run.stderr);
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+    // Even with a guard placed behind the link by someone, it is not "on".
+    std::fs::create_dir_all(outside.join("pre-push")).unwrap();
+    std::fs::write(
+        outside.join("pre-push/git-maverick"),
+        "git-maverick hook pre-push \"$@\"\n",
+    )
+    .unwrap();
+    a.write_file(
+        "lefthook-local.yml",
+        "pre-push:\n  scripts:\n    \"git-maverick\":\n      runner: sh\n      use_stdin: true\n",
+    );
+    let off = status(&a, 1);
+    assert!(
+        off["why_not"].as_str().unwrap().contains("symbolic link"),
+        "{off}"
+    );
 }
 
 #[test]
@@ -149,15 +254,12 @@ fn lefthook_installed_over_maverick_s_hook_is_reported_and_fixed() {
     let env = TestEnv::new();
     let a = env.clone("a");
     a.maverick(&["hook", "install"]).expect(0);
-    a.write_file(
-        "lefthook.yml",
-        "pre-push:\n  commands:\n    test:\n      run: echo ok\n",
-    );
+    a.write_file("lefthook.yml", LEFTHOOK_PRE_PUSH);
     tool(&a, "lefthook", &["install"]);
-    // lefthook's own hook replaced maverick's (a copy of git-maverick,
-    // which lefthook takes for one of its own: it writes over it).
+    // lefthook's own hook replaced maverick's, renamed to one it never runs.
     let hook = std::fs::read_to_string(a.dir.join(".git/hooks/pre-push")).unwrap();
     assert!(hook.contains("lefthook"), "{hook}");
+    assert!(a.dir.join(".git/hooks/pre-push.old").exists());
     let off = status(&a, 1);
     assert!(
         off["why_not"].as_str().unwrap().contains("lefthook"),
@@ -179,10 +281,7 @@ fn a_lefthook_local_config_with_its_own_pre_push_gets_the_lines_to_add() {
     require("lefthook", "npm install lefthook husky");
     let env = TestEnv::new();
     let a = env.clone("a");
-    a.write_file(
-        "lefthook.yml",
-        "pre-commit:\n  commands:\n    lint:\n      run: echo ok\n",
-    );
+    a.write_file("lefthook.yml", LEFTHOOK_PRE_COMMIT);
     a.write_file(
         "lefthook-local.yml",
         "pre-push:\n  commands:\n    mine:\n      run: echo ok\n",
@@ -199,16 +298,22 @@ fn a_lefthook_local_config_with_its_own_pre_push_gets_the_lines_to_add() {
     );
 }
 
-#[test]
-fn husky_runs_the_guard_from_its_own_hook_file() {
+/// A clone `name` of a node project with husky's hooks installed by husky.
+fn husky_clone<'a>(env: &'a TestEnv, name: &str) -> Repo<'a> {
     require("husky", "npm install lefthook husky");
-    let env = TestEnv::new();
-    let a = env.clone("a");
-    a.write_file(
+    let repo = env.clone(name);
+    repo.write_file(
         "package.json",
         "{\"name\": \"widgets\", \"version\": \"1.0.0\"}\n",
     );
-    tool(&a, "husky", &[]);
+    tool(&repo, "husky", &[]);
+    repo
+}
+
+#[test]
+fn husky_runs_the_guard_from_its_own_hook_file() {
+    let env = TestEnv::new();
+    let a = husky_clone(&env, "a");
     assert_eq!(a.git(&["config", "core.hooksPath"]), ".husky/_");
     status(&a, 1);
     a.maverick(&["hook", "install"]).expect(0);
@@ -227,6 +332,54 @@ fn husky_runs_the_guard_from_its_own_hook_file() {
     status(&a, 1);
 }
 
+/// `.husky/pre-push` is committed and shared: a teammate who never used
+/// git-maverick (no binary, no maverick state in the clone) pushes through
+/// maverick's block untouched, while a clone that uses maverick fails
+/// closed without the binary.
+#[test]
+fn husky_s_shared_hook_lets_teammates_without_maverick_through() {
+    let env = TestEnv::new();
+    let a = husky_clone(&env, "a");
+    a.maverick(&["hook", "install"]).expect(0);
+    a.git(&["add", "package.json", ".husky/pre-push"]);
+    a.git(&[
+        "commit",
+        "--quiet",
+        "-m",
+        "chore: husky, with the one-writer guard",
+    ]);
+    allowed(&push(&a, &["--quiet", "origin", "main"]));
+
+    let without = crate::support::path_without_maverick(&env);
+    let b = env.clone("b");
+    tool(&b, "husky", &[]);
+    b.git(&["switch", "--quiet", "-c", "feature/b"]);
+    b.commit_file("b.rs", "b\n", "feat: b");
+    allowed(&push_with_path(
+        &b,
+        &without,
+        &["--quiet", "origin", "feature/b"],
+    ));
+    assert_eq!(
+        env.origin_head("feature/b"),
+        Some(b.git(&["rev-parse", "HEAD"]))
+    );
+
+    // a uses maverick: without git-maverick its pushes are refused.
+    a.maverick(&["coord", "claim", "21", "--branch", BRANCH])
+        .expect(0);
+    a.git(&["switch", "--quiet", "-c", BRANCH]);
+    a.commit_file("one.rs", "1\n", "feat: one");
+    let out = push_with_path(&a, &without, &["origin", BRANCH]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("this clone uses git-maverick, which is not on PATH"),
+        "{stderr}"
+    );
+    assert_eq!(env.origin_head(BRANCH), None);
+}
+
 /// A repository that serves this project's `.pre-commit-hooks.yaml`.
 fn hook_repository(env: &TestEnv) -> (String, String) {
     let dir = env.path().join("git-maverick-hooks");
@@ -240,8 +393,12 @@ fn hook_repository(env: &TestEnv) -> (String, String) {
     (dir.to_str().unwrap().to_owned(), rev)
 }
 
+/// pre-commit hands its hooks the first ref of a push only (deletions
+/// never): a `.pre-commit-config.yaml` entry is not called a guard. The
+/// guard goes into `pre-push.legacy`, which pre-commit's own hook runs first
+/// with the whole push.
 #[test]
-fn pre_commit_runs_the_guard_from_the_project_s_hook_definition() {
+fn pre_commit_runs_the_guard_with_the_whole_push() {
     require("pre-commit", "pip install pre-commit");
     let env = TestEnv::new();
     let a = env.clone("a");
@@ -249,12 +406,9 @@ fn pre_commit_runs_the_guard_from_the_project_s_hook_definition() {
     a.git(&["add", ".pre-commit-config.yaml"]);
     a.git(&["commit", "--quiet", "-m", "chore: pre-commit"]);
     tool(&a, "pre-commit", &["install", "--hook-type", "pre-push"]);
-    // maverick does not edit the team's config: it prints what to add.
-    let run = a.maverick(&["hook", "install"]);
-    run.expect(1);
-    assert!(run.stderr.contains("id: git-maverick"), "{}", run.stderr);
-    assert!(run.stderr.contains("stages: [pre-push]"), "{}", run.stderr);
     status(&a, 1);
+    // The project's hook definition in the team's config, as pre-commit
+    // itself validates it: not the whole push, so not "on".
     let (repo, rev) = hook_repository(&env);
     a.write_file(
         ".pre-commit-config.yaml",
@@ -263,8 +417,42 @@ fn pre_commit_runs_the_guard_from_the_project_s_hook_definition() {
         ),
     );
     a.git(&["commit", "--quiet", "-am", "chore: the one-writer guard"]);
-    assert_eq!(status(&a, 0)["manager"], "pre-commit");
+    tool(
+        &a,
+        "pre-commit",
+        &["validate-config", ".pre-commit-config.yaml"],
+    );
+    tool(
+        &a,
+        "pre-commit",
+        &[
+            "validate-manifest",
+            &format!("{repo}/.pre-commit-hooks.yaml"),
+        ],
+    );
+    let off = status(&a, 1);
+    assert!(
+        off["why_not"]
+            .as_str()
+            .unwrap()
+            .contains("first ref of a push only"),
+        "{off}"
+    );
+    let run = a.maverick(&["--json", "hook", "install"]);
+    run.expect(0);
+    let on = status(&a, 0);
+    assert_eq!(on["manager"], "pre-commit");
+    assert!(
+        on["via"].as_str().unwrap().ends_with("pre-push.legacy"),
+        "{on}"
+    );
     the_guard_holds(&env, &a);
+    // The deletion pre-commit would never show its hooks is refused.
+    let out = push(&a, &["origin", "--delete", BRANCH]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("not deleted by a push"), "{said}");
+    assert!(env.origin_head(BRANCH).is_some());
     // Re-running pre-commit's install keeps the guard.
     tool(&a, "pre-commit", &["install", "--hook-type", "pre-push"]);
     status(&a, 0);
@@ -365,11 +553,11 @@ fn status_says_why_the_guard_is_off_and_commands_warn_once() {
     assert!(claim.stderr.contains("guard is off"), "{}", claim.stderr);
 }
 
-/// pre-commit keeps maverick's hook, a copy of git-maverick, as
-/// `pre-push.legacy` and runs it first with git's arguments and stdin: the
-/// copy guards from there, and `status` names it.
+/// pre-commit installed after maverick keeps maverick's hook as
+/// `pre-push.legacy` and runs it first with git's arguments and stdin: it
+/// guards from there, `status` names it, and `uninstall` removes it.
 #[test]
-fn pre_commit_runs_maverick_s_copy_kept_as_legacy() {
+fn pre_commit_runs_maverick_s_hook_kept_as_legacy() {
     require("pre-commit", "pip install pre-commit");
     let env = TestEnv::new();
     let a = env.clone("a");
@@ -384,29 +572,60 @@ fn pre_commit_runs_maverick_s_copy_kept_as_legacy() {
         "{on}"
     );
     the_guard_holds(&env, &a);
-}
-
-#[test]
-fn uninstall_removes_the_copy_pre_commit_keeps_as_legacy() {
-    require("pre-commit", "pip install pre-commit");
-    let env = TestEnv::new();
-    let a = env.clone("a");
-    a.maverick(&["hook", "install"]).expect(0);
-    a.write_file(".pre-commit-config.yaml", "repos: []\n");
-    tool(&a, "pre-commit", &["install", "--hook-type", "pre-push"]);
-    // pre-commit keeps maverick's hook, a copy of git-maverick, as its legacy hook.
-    let legacy = a.dir.join(".git/hooks/pre-push.legacy");
-    assert!(std::fs::read(&legacy).unwrap() == std::fs::read(crate::support::BIN).unwrap());
     a.maverick(&["hook", "uninstall"]).expect(0);
     no_block_under(&a.dir.join(".git/hooks"));
     // With git-maverick gone from PATH, pushes still work.
     a.git(&["switch", "--quiet", "-c", "feature/x"]);
     a.commit_file("x.rs", "x\n", "feat: x");
+    // The test's own PATH: pre-commit, and no git-maverick.
     let path = std::env::var_os("PATH").unwrap();
     assert!(!std::env::split_paths(&path).any(|d| d.join("git-maverick").exists()));
-    let out = a.git_as_instance(
-        &["push", "--quiet", "origin", "feature/x"],
-        &[("PATH", &path)],
+    allowed(&push_with_path(
+        &a,
+        &path,
+        &["--quiet", "origin", "feature/x"],
+    ));
+}
+
+/// git-lfs's own pre-push hook (`git lfs install --local`) and the guard in
+/// one file: maverick's block goes into it, hands the pushed refs on, and
+/// git-lfs still uploads its objects; the guard still refuses a force push.
+#[test]
+fn git_lfs_s_hook_gets_the_block_and_still_uploads() {
+    require("git-lfs", "apt-get install git-lfs");
+    let env = TestEnv::new();
+    let a = env.clone("a");
+    tool(&a, "git", &["lfs", "install", "--local"]);
+    let lfs_hook = std::fs::read_to_string(a.dir.join(".git/hooks/pre-push")).unwrap();
+    assert!(lfs_hook.contains("git lfs pre-push"), "{lfs_hook}");
+    let run = a.maverick(&["--json", "hook", "install"]);
+    run.expect(0);
+    assert_eq!(run.json()["change"], "added");
+    let on = status(&a, 0);
+    assert!(
+        on["via"].as_str().unwrap().ends_with(".git/hooks/pre-push"),
+        "{on}"
     );
-    allowed(&out);
+    tool(&a, "git", &["lfs", "track", "*.bin"]);
+    a.maverick(&["coord", "claim", "21", "--branch", BRANCH])
+        .expect(0);
+    a.git(&["switch", "--quiet", "-c", BRANCH]);
+    a.write_file("data.bin", &"large file\n".repeat(1000));
+    a.git(&["add", ".gitattributes", "data.bin"]);
+    a.git(&["commit", "--quiet", "-m", "feat: data"]);
+    let pushed = a.git(&["rev-parse", "HEAD"]);
+    allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
+    assert_eq!(env.origin_head(BRANCH), Some(pushed.clone()));
+    let objects = env.origin.join("lfs/objects");
+    assert!(
+        objects.is_dir() && std::fs::read_dir(&objects).unwrap().count() > 0,
+        "git-lfs uploaded nothing: it did not get the pushed refs"
+    );
+    a.git(&["reset", "--quiet", "--hard", "HEAD~1"]);
+    a.commit_file("other.rs", "x\n", "feat: another");
+    let out = push(&a, &["--force", "origin", BRANCH]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("not a fast-forward"), "{said}");
+    assert_eq!(env.origin_head(BRANCH), Some(pushed));
 }

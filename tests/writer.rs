@@ -5,7 +5,26 @@
 
 use std::process::Output;
 
-use crate::support::{allowed, refused_as_collision as refused, Repo, TestEnv};
+use crate::support::{allowed, refused_as_collision as refused, Repo, RepoKind, TestEnv};
+
+on_every_repo_kind!(
+    claim_plain_push_without_hook_then_task_done,
+    claim_push_hook_install_push,
+    pushes_by_url_in_a_row_see_their_own_push,
+    a_push_by_someone_else_is_still_a_collision_for_task_done,
+    a_rewind_after_a_plain_push_is_a_moved_head,
+    a_rewind_after_a_push_without_the_hook_is_a_moved_head,
+    a_force_push_to_the_file_url_is_checked,
+    a_force_push_to_the_path_with_a_trailing_slash_is_checked,
+    a_force_push_to_a_relative_path_is_checked,
+    a_force_push_through_another_remote_name_is_checked,
+    an_ssh_push_to_an_https_origin_is_checked,
+    a_push_to_another_repository_stays_unchecked,
+    a_claim_of_refs_heads_guards_the_branch,
+    a_damaged_record_of_another_issue_stops_nothing_else,
+    a_damaged_record_of_this_branch_says_it_is_safe_to_remove,
+    resume_refuses_a_tracked_worktrees_symlink,
+);
 
 const ISSUE: &str = "12";
 const BRANCH: &str = "maverick/12-t";
@@ -35,9 +54,8 @@ fn stage(repo: &Repo, path: &str, content: &str) {
 
 // Item 1: a push this clone made is seen, with or without the hook.
 
-#[test]
-fn claim_plain_push_without_hook_then_task_done() {
-    let env = TestEnv::new();
+fn claim_plain_push_without_hook_then_task_done(kind: RepoKind) {
+    let env = TestEnv::with_repo_kind(kind);
     let a = writer(&env, "a");
     let early = a.commit_file("draft.md", "draft\n", "docs: draft");
     // To open a draft PR early, before any hook is installed.
@@ -52,9 +70,8 @@ fn claim_plain_push_without_hook_then_task_done() {
     a.maverick(&["resume", BRANCH]).expect(0);
 }
 
-#[test]
-fn claim_push_hook_install_push() {
-    let env = TestEnv::new();
+fn claim_push_hook_install_push(kind: RepoKind) {
+    let env = TestEnv::with_repo_kind(kind);
     let a = writer(&env, "a");
     a.commit_file("one.rs", "1\n", "feat: one");
     allowed(&push(&a, &["-u", "origin", BRANCH]));
@@ -70,9 +87,8 @@ fn claim_push_hook_install_push() {
 /// A push to the origin's URL moves no remote-tracking ref, so only the
 /// hook's own record (the commit it let through, appended on each push)
 /// says the next head is this clone's.
-#[test]
-fn pushes_by_url_in_a_row_see_their_own_push() {
-    let env = TestEnv::new();
+fn pushes_by_url_in_a_row_see_their_own_push(kind: RepoKind) {
+    let env = TestEnv::with_repo_kind(kind);
     let a = writer(&env, "a");
     a.maverick(&["hook", "install"]).expect(0);
     let url = format!("file://{}", env.origin.display());
@@ -85,9 +101,8 @@ fn pushes_by_url_in_a_row_see_their_own_push() {
     a.maverick(&["task", "done", "-m", "feat: three"]).expect(0);
 }
 
-#[test]
-fn a_push_by_someone_else_is_still_a_collision_for_task_done() {
-    let env = TestEnv::new();
+fn a_push_by_someone_else_is_still_a_collision_for_task_done(kind: RepoKind) {
+    let env = TestEnv::with_repo_kind(kind);
     let a = writer(&env, "a");
     a.commit_file("one.rs", "1\n", "feat: one");
     allowed(&push(&a, &["-u", "origin", BRANCH]));
@@ -105,9 +120,8 @@ fn a_push_by_someone_else_is_still_a_collision_for_task_done() {
 
 // Item 7: after a plain push, its head is last seen; a rewind is a moved head.
 
-#[test]
-fn a_rewind_after_a_plain_push_is_a_moved_head() {
-    let env = TestEnv::new();
+fn a_rewind_after_a_plain_push_is_a_moved_head(kind: RepoKind) {
+    let env = TestEnv::with_repo_kind(kind);
     let a = writer(&env, "a");
     a.maverick(&["hook", "install"]).expect(0);
     let l0 = a.commit_file("one.rs", "1\n", "feat: one");
@@ -134,9 +148,8 @@ fn a_rewind_after_a_plain_push_is_a_moved_head() {
     assert_eq!(env.origin_head(BRANCH), Some(l0));
 }
 
-#[test]
-fn a_rewind_after_a_push_without_the_hook_is_a_moved_head() {
-    let env = TestEnv::new();
+fn a_rewind_after_a_push_without_the_hook_is_a_moved_head(kind: RepoKind) {
+    let env = TestEnv::with_repo_kind(kind);
     let a = writer(&env, "a");
     let l0 = a.commit_file("one.rs", "1\n", "feat: one");
     allowed(&push(&a, &["-u", "origin", BRANCH]));
@@ -178,9 +191,8 @@ fn force_to(env: &TestEnv, a: &Repo, destination: &str, pushed: &str) {
     assert_eq!(env.origin_head(BRANCH).as_deref(), Some(pushed));
 }
 
-#[test]
-fn a_force_push_to_the_file_url_is_checked() {
-    let env = TestEnv::new();
+fn a_force_push_to_the_file_url_is_checked(kind: RepoKind) {
+    let env = TestEnv::with_repo_kind(kind);
     let (a, pushed) = rewriter(&env);
     force_to(
         &env,
@@ -190,24 +202,21 @@ fn a_force_push_to_the_file_url_is_checked() {
     );
 }
 
-#[test]
-fn a_force_push_to_the_path_with_a_trailing_slash_is_checked() {
-    let env = TestEnv::new();
+fn a_force_push_to_the_path_with_a_trailing_slash_is_checked(kind: RepoKind) {
+    let env = TestEnv::with_repo_kind(kind);
     let (a, pushed) = rewriter(&env);
     force_to(&env, &a, &format!("{}/", env.origin.display()), &pushed);
 }
 
-#[test]
-fn a_force_push_to_a_relative_path_is_checked() {
-    let env = TestEnv::new();
+fn a_force_push_to_a_relative_path_is_checked(kind: RepoKind) {
+    let env = TestEnv::with_repo_kind(kind);
     let (a, pushed) = rewriter(&env);
     force_to(&env, &a, "../origin.git", &pushed);
     force_to(&env, &a, "../origin", &pushed);
 }
 
-#[test]
-fn a_force_push_through_another_remote_name_is_checked() {
-    let env = TestEnv::new();
+fn a_force_push_through_another_remote_name_is_checked(kind: RepoKind) {
+    let env = TestEnv::with_repo_kind(kind);
     let (a, pushed) = rewriter(&env);
     a.git(&[
         "remote",
@@ -218,11 +227,10 @@ fn a_force_push_through_another_remote_name_is_checked() {
     force_to(&env, &a, "upstream", &pushed);
 }
 
-#[test]
-fn an_ssh_push_to_an_https_origin_is_checked() {
+fn an_ssh_push_to_an_https_origin_is_checked(kind: RepoKind) {
     // The real pushes above reach a local origin; ssh and https are told
     // apart only by what git hands the hook, so this feeds it those.
-    let env = TestEnv::new();
+    let env = TestEnv::with_repo_kind(kind);
     let (a, pushed) = rewriter(&env);
     let base = a.git(&["rev-parse", "HEAD"]);
     // The origin moved to GitHub since the claim; a second remote names it by ssh.
@@ -268,19 +276,17 @@ fn an_ssh_push_to_an_https_origin_is_checked() {
     );
 }
 
-#[test]
-fn a_push_to_another_repository_stays_unchecked() {
-    let env = TestEnv::new();
+fn a_push_to_another_repository_stays_unchecked(kind: RepoKind) {
+    let env = TestEnv::with_repo_kind(kind);
     let (a, _) = rewriter(&env);
-    env.git_in(env.path(), &["init", "--quiet", "--bare", "mirror.git"]);
+    env.bare_repo("mirror.git");
     allowed(&push(&a, &["--force", "../mirror.git", BRANCH]));
 }
 
 // Item 5: branch names normalised and validated where they enter.
 
-#[test]
-fn a_claim_of_refs_heads_guards_the_branch() {
-    let env = TestEnv::new();
+fn a_claim_of_refs_heads_guards_the_branch(kind: RepoKind) {
+    let env = TestEnv::with_repo_kind(kind);
     let a = env.clone("a");
     let run = a.maverick(&[
         "--json",
@@ -344,9 +350,8 @@ fn claim_dir(repo: &Repo) -> std::path::PathBuf {
     std::path::Path::new(&common).join("maverick/claims")
 }
 
-#[test]
-fn a_damaged_record_of_another_issue_stops_nothing_else() {
-    let env = TestEnv::new();
+fn a_damaged_record_of_another_issue_stops_nothing_else(kind: RepoKind) {
+    let env = TestEnv::with_repo_kind(kind);
     let (a, _) = rewriter(&env);
     let damaged = claim_dir(&a).join("someone").join("99.json");
     std::fs::create_dir_all(damaged.parent().unwrap()).unwrap();
@@ -364,9 +369,8 @@ fn a_damaged_record_of_another_issue_stops_nothing_else() {
     refused(&push(&a, &["--force", "origin", BRANCH]));
 }
 
-#[test]
-fn a_damaged_record_of_this_branch_says_it_is_safe_to_remove() {
-    let env = TestEnv::new();
+fn a_damaged_record_of_this_branch_says_it_is_safe_to_remove(kind: RepoKind) {
+    let env = TestEnv::with_repo_kind(kind);
     let (a, pushed) = rewriter(&env);
     let mine = claim_dir(&a).join("a").join(format!("{ISSUE}.json"));
     std::fs::write(&mine, "{ truncated").unwrap();
@@ -407,9 +411,8 @@ fn tracked_symlink(env: &TestEnv, a: &Repo, link: &str) -> std::path::PathBuf {
     outside
 }
 
-#[test]
-fn resume_refuses_a_tracked_worktrees_symlink() {
-    let env = TestEnv::new();
+fn resume_refuses_a_tracked_worktrees_symlink(kind: RepoKind) {
+    let env = TestEnv::with_repo_kind(kind);
     let a = writer(&env, "a");
     a.commit_file("one.rs", "1\n", "feat: one");
     allowed(&push(&a, &["-u", "origin", BRANCH]));

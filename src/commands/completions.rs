@@ -3,12 +3,14 @@
 
 use clap::{Args, ValueEnum};
 use clap_complete::Shell;
-use serde_json::json;
+use schemars::JsonSchema;
+use serde::Serialize;
 
 use super::Outcome;
 use crate::error::{CommandError, Exit};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
 pub(crate) enum CompletionShell {
     Bash,
     Zsh,
@@ -40,7 +42,17 @@ _git_maverick() {
 }
 "#;
 
-pub(crate) fn run(json: bool, args: CompletionsArgs) -> Result<Outcome, CommandError> {
+/// `completions SHELL --json`: the completion script.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct CompletionsOutput {
+    pub shell: CompletionShell,
+    pub script: String,
+}
+
+pub(crate) fn run(
+    json: bool,
+    args: CompletionsArgs,
+) -> Result<Outcome<CompletionsOutput>, CommandError> {
     let shell = match args.shell {
         CompletionShell::Bash => Shell::Bash,
         CompletionShell::Zsh => Shell::Zsh,
@@ -59,13 +71,12 @@ pub(crate) fn run(json: bool, args: CompletionsArgs) -> Result<Outcome, CommandE
         script = text.into_bytes();
         script.extend_from_slice(GIT_BASH_BRIDGE.as_bytes());
     }
-    if json {
-        let text = String::from_utf8_lossy(&script).into_owned();
-        return Ok(Outcome::new(
-            Exit::Ok,
-            json!({ "shell": shell.to_string(), "script": text }),
-        ));
+    let output = CompletionsOutput {
+        shell: args.shell,
+        script: String::from_utf8_lossy(&script).into_owned(),
+    };
+    if !json {
+        super::help::print_raw(&script);
     }
-    super::help::print_raw(&script);
-    Ok(Outcome::new(Exit::Ok, json!({})))
+    Ok(Outcome::new(Exit::Ok, output))
 }

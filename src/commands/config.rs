@@ -4,9 +4,10 @@
 use std::time::Duration;
 
 use clap::Args;
-use serde_json::{json, Value};
+use schemars::JsonSchema;
+use serde::Serialize;
 
-use super::Outcome;
+use super::{Outcome, Warning};
 use crate::cli::GlobalArgs;
 use crate::config::{ConfigKeys, Origin, Origins, Settings, SurfaceKind, DEFAULT_HTTP_TIMEOUT};
 use crate::error::{CommandError, Exit};
@@ -26,7 +27,50 @@ struct Entry {
     origin: Origin,
 }
 
-pub(crate) fn run(global: &GlobalArgs, args: ConfigArgs) -> Result<Outcome, CommandError> {
+/// `config --json`: every effective setting and where it came from, and
+/// the `maverick.*` keys nothing reads (each also in `warnings`).
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct ConfigOutput {
+    pub settings: Vec<Setting>,
+    pub unknown_keys: Vec<UnknownKeyOutput>,
+}
+
+/// One effective setting.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct Setting {
+    pub name: &'static str,
+    pub value: String,
+    pub source: Source,
+    /// Where the value came from, for people.
+    pub from: String,
+}
+
+/// What set a setting.
+#[derive(Clone, Copy, Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Source {
+    Default,
+    Flag,
+    Env,
+    Config,
+    Derived,
+}
+
+/// A `maverick.*` key nothing reads.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct UnknownKeyOutput {
+    pub key: String,
+    /// git's scope: `local`, `global`, `system`, `worktree` or `command`.
+    pub scope: String,
+    pub file: String,
+    /// The known key it looks like: `maverick.leaseTtl`.
+    pub suggestion: Option<String>,
+}
+
+pub(crate) fn run(
+    global: &GlobalArgs,
+    args: ConfigArgs,
+) -> Result<Outcome<ConfigOutput>, CommandError> {
     let git = super::repository()?;
     let (settings, origins) = Settings::load_explained(&git, &global.overrides())?;
     if args.check && !origins.unknown_keys.is_empty() {
@@ -69,23 +113,28 @@ pub(crate) fn run(global: &GlobalArgs, args: ConfigArgs) -> Result<Outcome, Comm
         .max()
         .unwrap_or(0)
         .min(40);
-    let mut outcome = Outcome::new(
-        Exit::Ok,
-        json!({
-            "settings": entries.iter().map(|e| json!({
-                "name": e.name,
-                "value": e.value,
-                "source": source_kind(&e.origin),
-                "from": e.origin.to_string(),
-            })).collect::<Vec<Value>>(),
-            "unknown_keys": origins.unknown_keys.iter().map(|u| json!({
-                "key": u.origin.key,
-                "scope": u.origin.scope,
-                "file": u.origin.file,
-                "suggestion": u.suggestion.map(|s| format!("maverick.{s}")),
-            })).collect::<Vec<Value>>(),
-        }),
-    );
+    let output = ConfigOutput {
+        settings: entries
+            .iter()
+            .map(|e| Setting {
+                name: e.name,
+                value: e.value.clone(),
+                source: source_kind(&e.origin),
+                from: e.origin.to_string(),
+            })
+            .collect(),
+        unknown_keys: origins
+            .unknown_keys
+            .iter()
+            .map(|u| UnknownKeyOutput {
+                key: u.origin.key.clone(),
+                scope: u.origin.scope.clone(),
+                file: u.origin.file.clone(),
+                suggestion: u.suggestion.map(|s| format!("maverick.{s}")),
+            })
+            .collect(),
+    };
+    let mut outcome = Outcome::new(Exit::Ok, output);
     for entry in &entries {
         outcome = outcome.line(format!(
             "{:width$}  {:value_width$}  {}",
@@ -93,18 +142,18 @@ pub(crate) fn run(global: &GlobalArgs, args: ConfigArgs) -> Result<Outcome, Comm
         ));
     }
     for unknown in &origins.unknown_keys {
-        outcome = outcome.note(format!("warning: {unknown}"));
+        outcome = outcome.warn(Warning::new(unknown.to_string()));
     }
     Ok(outcome)
 }
 
-fn source_kind(origin: &Origin) -> &'static str {
+fn source_kind(origin: &Origin) -> Source {
     match origin {
-        Origin::Default => "default",
-        Origin::Flag(_) => "flag",
-        Origin::Env(_) => "env",
-        Origin::Config(_) => "config",
-        Origin::Derived(_) => "derived",
+        Origin::Default => Source::Default,
+        Origin::Flag(_) => Source::Flag,
+        Origin::Env(_) => Source::Env,
+        Origin::Config(_) => Source::Config,
+        Origin::Derived(_) => Source::Derived,
     }
 }
 
@@ -196,8 +245,8 @@ fn hook_entry(git: &Git) -> Entry {
     let (value, origin) = match crate::writer::hookfile::hook_path(git) {
         Ok(path) => {
             let shown = Origin::Derived(path.display().to_string());
-            // A copy is known before its megabytes are read as text.
-            let copy = crate::writer::hookfile::is_copy(&path);
+            // An earlier version's copy is known before its megabytes are read as text.
+            let copy = crate::writer::hookfile::is_legacy_copy(&path);
             let text = if copy {
                 String::new()
             } else {

@@ -4,13 +4,15 @@ use std::time::Duration;
 
 use clap::builder::PossibleValue;
 use clap::{Args, Subcommand, ValueEnum};
-use serde_json::json;
+use schemars::JsonSchema;
+use serde::Serialize;
 
-use super::{Context, Outcome};
+use super::{Context, Outcome, Warning};
 use crate::cli::{issue_number, GlobalArgs};
+use crate::config::SurfaceKind;
 use crate::coord::claims::{self, ClaimReport, ScopeClaim};
 use crate::coord::lease::{
-    lapsed, ClaimOutcome, Coordinator, Decision, HeartbeatOutcome, IssueView,
+    lapsed, ClaimOutcome, Coordinator, Decision, HeartbeatOutcome, IssueView, ReleaseOutcome,
 };
 use crate::error::{CommandError, Exit};
 use crate::timefmt::{format_duration, human_duration};
@@ -140,36 +142,79 @@ pub(crate) struct LabelArgs {
     pub labels: Vec<String>,
 }
 
-pub(crate) fn run(global: &GlobalArgs, args: CoordArgs) -> Result<Outcome, CommandError> {
+/// `coord read --json`: the issue's snapshot and decision.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct ReadOutput {
+    #[serde(flatten)]
+    pub view: IssueView,
+    pub instance_id: String,
+    pub surface: SurfaceKind,
+}
+
+/// `coord release-all --json`: every claim of this instance by its local
+/// records.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct ReleaseAllOutput {
+    #[serde(flatten)]
+    pub outcome: ReleaseOutcome,
+    pub instance_id: String,
+}
+
+/// `coord block|unblock|label --json`: the issue's labels afterwards.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct LabelOutput {
+    pub issue: u64,
+    pub labels: Vec<String>,
+}
+
+/// What a `coord` subcommand prints with `--json`.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub(crate) enum CoordOutput {
+    Read(Box<ReadOutput>),
+    Claim(ClaimOutcome),
+    Heartbeat(HeartbeatOutcome),
+    Release(ReleaseOutcome),
+    ReleaseAll(ReleaseAllOutput),
+    Label(LabelOutput),
+}
+
+pub(crate) fn run(
+    global: &GlobalArgs,
+    args: CoordArgs,
+) -> Result<Outcome<CoordOutput>, CommandError> {
     let ctx = Context::load(global)?;
+    ctx.report(coord(&ctx, args))
+}
+
+fn coord(ctx: &Context, args: CoordArgs) -> Result<Outcome<CoordOutput>, CommandError> {
     let surface = ctx.surface()?;
     let coord = Coordinator::new(surface.as_ref(), &ctx.settings);
-    match args.command {
-        CoordCommand::Read(a) => read(&ctx, &coord, a.issue),
-        CoordCommand::Claim(a) => {
-            claim(&ctx, &coord, a.issue, a.scope, a.branch, a.takeover).map(|(_, outcome)| outcome)
+    let labels = &ctx.settings.labels;
+    Ok(match args.command {
+        CoordCommand::Read(a) => {
+            read(ctx, &coord, a.issue)?.map(|r| CoordOutput::Read(Box::new(r)))
         }
-        CoordCommand::Takeover(a) => {
-            claim(&ctx, &coord, a.issue, a.scope, a.branch, true).map(|(_, outcome)| outcome)
+        CoordCommand::Claim(a) => claim(ctx, &coord, a.issue, a.scope, a.branch, a.takeover)?
+            .1
+            .map(CoordOutput::Claim),
+        CoordCommand::Takeover(a) => claim(ctx, &coord, a.issue, a.scope, a.branch, true)?
+            .1
+            .map(CoordOutput::Claim),
+        CoordCommand::Heartbeat(a) => heartbeat(ctx, &coord, a.issue)?.map(CoordOutput::Heartbeat),
+        CoordCommand::Release(a) => {
+            release(ctx, &coord, a.issue, a.reason)?.map(CoordOutput::Release)
         }
-        CoordCommand::Heartbeat(a) => heartbeat(&ctx, &coord, a.issue),
-        CoordCommand::Release(a) => release(&ctx, &coord, a.issue, a.reason),
-        CoordCommand::ReleaseAll(a) => release_all(&ctx, &coord, a.reason),
-        CoordCommand::Block(a) => relabel(
-            &coord,
-            a.issue,
-            vec![ctx.settings.labels.blocked_by(a.by)],
-            vec![],
-        ),
-        CoordCommand::Unblock(a) => relabel(
-            &coord,
-            a.issue,
-            vec![],
-            vec![ctx.settings.labels.blocked_by(a.by)],
-        ),
-        CoordCommand::Label(LabelCommand::Add(a)) => relabel(&coord, a.issue, a.labels, vec![]),
-        CoordCommand::Label(LabelCommand::Remove(a)) => relabel(&coord, a.issue, vec![], a.labels),
-    }
+        CoordCommand::ReleaseAll(a) => {
+            release_all(ctx, &coord, a.reason)?.map(CoordOutput::ReleaseAll)
+        }
+        CoordCommand::Block(a) => relabel(&coord, a.issue, vec![labels.blocked_by(a.by)], vec![])?,
+        CoordCommand::Unblock(a) => {
+            relabel(&coord, a.issue, vec![], vec![labels.blocked_by(a.by)])?
+        }
+        CoordCommand::Label(LabelCommand::Add(a)) => relabel(&coord, a.issue, a.labels, vec![])?,
+        CoordCommand::Label(LabelCommand::Remove(a)) => relabel(&coord, a.issue, vec![], a.labels)?,
+    })
 }
 
 fn decision_exit(decision: Decision) -> Exit {
@@ -212,42 +257,52 @@ pub(crate) fn describe(view: &IssueView) -> String {
     }
 }
 
-fn read(ctx: &Context, coord: &Coordinator<'_>, issue: u64) -> Result<Outcome, CommandError> {
+fn read(
+    ctx: &Context,
+    coord: &Coordinator<'_>,
+    issue: u64,
+) -> Result<Outcome<ReadOutput>, CommandError> {
     let view = coord.read(&[issue])?.remove(0);
     let exit = decision_exit(view.decision);
-    let mut json = serde_json::to_value(&view).expect("view serializes");
-    json["instance_id"] = json!(ctx.settings.instance);
-    json["surface"] = json!(ctx.settings.surface);
-    let warnings: Vec<String> = view
+    let warnings: Vec<Warning> = view
         .clock_skew
         .iter()
         .map(|s| {
-            format!(
+            Warning::new(format!(
                 "{}'s clock runs {} ahead of this one (it stamped {}; maverick.maxClockSkew is {}): \
                  one of the two clocks is wrong; leases are judged by the stamps as written, so fix it (NTP)",
                 s.instance_id,
                 ahead(s.ahead_secs),
                 s.stamp,
                 format_duration(ctx.settings.max_clock_skew),
-            )
+            ))
         })
         .collect();
-    json["warnings"] = json!(warnings);
-    let mut outcome = Outcome::new(exit, json).line(describe(&view));
-    for w in &warnings {
-        outcome = outcome.note(format!("warning: {w}"));
+    let line = describe(&view);
+    let decision = view.decision;
+    let orphan_label = view.orphan_label;
+    let output = ReadOutput {
+        view,
+        instance_id: ctx.settings.instance.clone(),
+        surface: ctx.settings.surface,
+    };
+    let mut outcome = Outcome::new(exit, output)
+        .line(line)
+        .own_warnings(warnings.clone());
+    for w in warnings {
+        outcome = outcome.warn(w);
     }
-    outcome = match view.decision {
+    outcome = match decision {
         Decision::Held => {
-            outcome.note("hint: someone else is working on this issue; pick another or wait")
+            outcome.hint("someone else is working on this issue; pick another or wait")
         }
-        Decision::Stale => outcome.note(format!(
-            "hint: take it over with `git maverick coord takeover {issue}`"
+        Decision::Stale => outcome.hint(format!(
+            "take it over with `git maverick coord takeover {issue}`"
         )),
-        Decision::Blocked => outcome.note("hint: work on the blocking issues first"),
+        Decision::Blocked => outcome.hint("work on the blocking issues first"),
         _ => outcome,
     };
-    if view.orphan_label {
+    if orphan_label {
         outcome = outcome.note(format!(
             "note: the {} label of #{issue} has no unreleased claim behind it (a release that \
              failed part way): the issue is free; rerunning that release, or the next claim, cleans it",
@@ -275,7 +330,7 @@ pub(crate) fn claim(
     scope: Vec<u64>,
     branch: Option<String>,
     takeover: bool,
-) -> Result<(ClaimOutcome, Outcome), CommandError> {
+) -> Result<(ClaimOutcome, Outcome<ClaimOutcome>), CommandError> {
     let branch = branch
         .map(|b| super::branch_arg(&ctx.git, &b))
         .transpose()?;
@@ -291,19 +346,19 @@ pub(crate) fn claim(
 }
 
 /// What a person sees of a claim.
-fn show_claim(ctx: &Context, issue: u64, report: &ClaimReport) -> Outcome {
-    let json = serde_json::to_value(&report.outcome).expect("outcome serializes");
+fn show_claim(ctx: &Context, issue: u64, report: &ClaimReport) -> Outcome<ClaimOutcome> {
+    let output = report.outcome.clone();
     match &report.outcome {
         ClaimOutcome::Claimed { views, already_held, .. } => {
             let verb = if *already_held { "already held" } else { "claimed" };
-            let mut o = Outcome::new(Exit::Ok, json);
+            let mut o = Outcome::new(Exit::Ok, output);
             if let Some(unread) = &report.head_unread {
-                o = o.note(format!(
-                    "warning: could not read {b} on {}: {}; run `git maverick resume {b}` before pushing to it",
+                o = o.warn(Warning::new(format!(
+                    "could not read {b} on {}: {}; run `git maverick resume {b}` before pushing to it",
                     unread.remote,
                     unread.error,
                     b = unread.branch,
-                ));
+                )));
             }
             for view in views {
                 o = o.line(format!("{verb} {}", describe(view).trim_start_matches('#')));
@@ -313,56 +368,64 @@ fn show_claim(ctx: &Context, issue: u64, report: &ClaimReport) -> Outcome {
             }
             o
         }
-        ClaimOutcome::Blocked { views } => refused(json, Exit::Blocked, views, "hint: it waits for other issues; work on those first"),
-        ClaimOutcome::Held { views } => refused(json, Exit::HeldLive, views, "hint: another instance holds it with a live lease; pick another issue"),
+        ClaimOutcome::Blocked { views } => refused(output, Exit::Blocked, views, "it waits for other issues; work on those first"),
+        ClaimOutcome::Held { views } => refused(output, Exit::HeldLive, views, "another instance holds it with a live lease; pick another issue"),
         ClaimOutcome::Stale { views } => refused(
-            json,
+            output,
             Exit::HeldStale,
             views,
-            &format!("hint: its lease is stale; take it over with `git maverick coord claim {issue} --takeover`"),
+            &format!("its lease is stale; take it over with `git maverick coord claim {issue} --takeover`"),
         ),
         ClaimOutcome::Lost { winner, views } => refused(
-            json,
+            output,
             Exit::LostRace,
             views,
             &format!(
-                "hint: {} claimed it first; this instance's claim was withdrawn. Pick another issue",
+                "{} claimed it first; this instance's claim was withdrawn. Pick another issue",
                 winner.as_deref().unwrap_or("another instance")
             ),
         ),
     }
 }
 
-fn refused(json: serde_json::Value, exit: Exit, views: &[IssueView], hint: &str) -> Outcome {
-    let mut o = Outcome::new(exit, json);
+fn refused(
+    output: ClaimOutcome,
+    exit: Exit,
+    views: &[IssueView],
+    hint: &str,
+) -> Outcome<ClaimOutcome> {
+    let mut o = Outcome::new(exit, output);
     for view in views {
         o = o.line(describe(view));
     }
-    o.note(hint)
+    o.hint(hint)
 }
 
-fn heartbeat(ctx: &Context, coord: &Coordinator<'_>, issue: u64) -> Result<Outcome, CommandError> {
+fn heartbeat(
+    ctx: &Context,
+    coord: &Coordinator<'_>,
+    issue: u64,
+) -> Result<Outcome<HeartbeatOutcome>, CommandError> {
     let store = ctx.claims()?;
     let (issues, record) = claims::scope_of(&store, &ctx.settings.instance, issue)?;
     let outcome = claims::heartbeat(coord, &store, &issues, record.map(|r| r.generation))?;
-    let json = serde_json::to_value(&outcome).expect("outcome serializes");
-    Ok(match outcome {
+    Ok(match &outcome {
         HeartbeatOutcome::Renewed { views, .. } => {
-            let mut o = Outcome::new(Exit::Ok, json);
-            for view in &views {
-                o = o.line(describe(view));
-            }
+            let lines: Vec<String> = views.iter().map(describe).collect();
+            let mut o = Outcome::new(Exit::Ok, outcome);
+            o.lines = lines;
             o
         }
         HeartbeatOutcome::Lost { reason, views } => {
-            let mut o = Outcome::new(Exit::ClaimLost, json).line(format!("claim lost: {reason}"));
-            for view in &views {
-                o = o.line(describe(view));
-            }
-            o = o.note("hint: stop working on this issue and report; do not push to its branch");
-            if views.iter().any(lapsed) {
-                o = o.note(format!(
-                    "hint: to pick the work up again, claim it anew (a new generation): \
+            let lapsed = views.iter().any(lapsed);
+            let mut lines = vec![format!("claim lost: {reason}")];
+            lines.extend(views.iter().map(describe));
+            let mut o = Outcome::new(Exit::ClaimLost, outcome);
+            o.lines = lines;
+            o = o.hint("stop working on this issue and report; do not push to its branch");
+            if lapsed {
+                o = o.hint(format!(
+                    "to pick the work up again, claim it anew (a new generation): \
                      `git maverick coord claim {issue} --takeover`"
                 ));
             }
@@ -376,28 +439,32 @@ fn release(
     coord: &Coordinator<'_>,
     issue: u64,
     reason: ReleaseReason,
-) -> Result<Outcome, CommandError> {
+) -> Result<Outcome<ReleaseOutcome>, CommandError> {
     let store = ctx.claims()?;
     // One issue: releasing a merged story of a wave leaves its siblings held.
     let outcome = claims::release(coord, &store, &[issue], reason.as_str())?;
-    let json = serde_json::to_value(&outcome).expect("outcome serializes");
     if !outcome.foreign.is_empty() {
-        let mut o = Outcome::new(Exit::ClaimLost, json);
-        for view in &outcome.foreign {
-            o = o.line(format!("not released: {}", describe(view)));
-        }
-        return Ok(o.note("hint: another instance holds it now; its claim was left alone"));
+        let lines = outcome
+            .foreign
+            .iter()
+            .map(|view| format!("not released: {}", describe(view)))
+            .collect();
+        let mut o = Outcome::new(Exit::ClaimLost, outcome);
+        o.lines = lines;
+        return Ok(o.hint("another instance holds it now; its claim was left alone"));
     }
-    let mut o = Outcome::new(Exit::Ok, json);
+    let mut lines = Vec::new();
     if outcome.released.is_empty() {
-        o = o.line(format!(
+        lines.push(format!(
             "#{issue}: nothing to release (not held by {})",
             ctx.settings.instance
         ));
     }
     for n in &outcome.released {
-        o = o.line(format!("released #{n} ({})", reason.as_str()));
+        lines.push(format!("released #{n} ({})", reason.as_str()));
     }
+    let mut o = Outcome::new(Exit::Ok, outcome);
+    o.lines = lines;
     Ok(o)
 }
 
@@ -405,24 +472,30 @@ fn release_all(
     ctx: &Context,
     coord: &Coordinator<'_>,
     reason: ReleaseReason,
-) -> Result<Outcome, CommandError> {
+) -> Result<Outcome<ReleaseAllOutput>, CommandError> {
     let outcome = claims::release_all(coord, &ctx.claims()?, reason.as_str())?;
-    let mut json = serde_json::to_value(&outcome).expect("outcome serializes");
-    json["instance_id"] = json!(ctx.settings.instance);
-    // A sweep that finds another holder has still done its job.
-    let mut o = Outcome::new(Exit::Ok, json);
+    let mut lines = Vec::new();
     if outcome.released.is_empty() && outcome.foreign.is_empty() {
-        o = o.line(format!(
+        lines.push(format!(
             "nothing to release (no claims held by {})",
             ctx.settings.instance
         ));
     }
     for n in &outcome.released {
-        o = o.line(format!("released #{n} ({})", reason.as_str()));
+        lines.push(format!("released #{n} ({})", reason.as_str()));
     }
     for view in &outcome.foreign {
-        o = o.line(format!("not released: {}", describe(view)));
+        lines.push(format!("not released: {}", describe(view)));
     }
+    // A sweep that finds another holder has still done its job.
+    let mut o = Outcome::new(
+        Exit::Ok,
+        ReleaseAllOutput {
+            outcome,
+            instance_id: ctx.settings.instance.clone(),
+        },
+    );
+    o.lines = lines;
     Ok(o)
 }
 
@@ -431,7 +504,7 @@ fn relabel(
     issue: u64,
     add: Vec<String>,
     remove: Vec<String>,
-) -> Result<Outcome, CommandError> {
+) -> Result<Outcome<CoordOutput>, CommandError> {
     if let Some(bad) = add
         .iter()
         .chain(&remove)
@@ -442,14 +515,13 @@ fn relabel(
         )));
     }
     let labels = coord.relabel(issue, &add, &remove)?;
-    Ok(
-        Outcome::new(Exit::Ok, json!({"issue": issue, "labels": labels})).line(format!(
-            "#{issue}: labels {}",
-            if labels.is_empty() {
-                "(none)".to_owned()
-            } else {
-                labels.join(", ")
-            }
-        )),
-    )
+    let line = format!(
+        "#{issue}: labels {}",
+        if labels.is_empty() {
+            "(none)".to_owned()
+        } else {
+            labels.join(", ")
+        }
+    );
+    Ok(Outcome::new(Exit::Ok, CoordOutput::Label(LabelOutput { issue, labels })).line(line))
 }

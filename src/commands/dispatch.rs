@@ -4,9 +4,11 @@ use clap::{Args, Subcommand};
 
 use super::{Context, Outcome};
 use crate::cli::{issue_number, GlobalArgs};
+use serde::Serialize;
+
 use crate::coord::dispatch::{
-    DispatchReport, DispatchResult, Dispatcher, HolderKind, ReleaseHow, SlotClaim, SlotView,
-    Verdict,
+    DispatchReport, DispatchResult, Dispatcher, HolderKind, ReleaseHow, ReleaseReport, SlotClaim,
+    SlotView, Verdict,
 };
 use crate::error::{CommandError, Exit};
 use crate::timefmt::format_duration;
@@ -46,11 +48,27 @@ pub(crate) struct ReleaseArgs {
     pub give_up: Option<String>,
 }
 
-pub(crate) fn run(global: &GlobalArgs, args: DispatchArgs) -> Result<Outcome, CommandError> {
+/// What a `dispatch` subcommand prints with `--json`.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub(crate) enum DispatchOutput {
+    Dispatch(Box<DispatchReport>),
+    Status(SlotView),
+    Release(ReleaseReport),
+}
+
+pub(crate) fn run(
+    global: &GlobalArgs,
+    args: DispatchArgs,
+) -> Result<Outcome<DispatchOutput>, CommandError> {
     for label in args.frontier_label.iter() {
         check_label(label)?;
     }
     let ctx = Context::load(global)?;
+    ctx.report(slots(&ctx, args))
+}
+
+fn slots(ctx: &Context, args: DispatchArgs) -> Result<Outcome<DispatchOutput>, CommandError> {
     if ctx.settings.dispatch_slots == 0 {
         return Err(CommandError::usage("dispatch wants at least one slot")
             .hint("set --dispatch-slots N or `git config maverick.dispatchSlots 3`"));
@@ -61,11 +79,11 @@ pub(crate) fn run(global: &GlobalArgs, args: DispatchArgs) -> Result<Outcome, Co
         &ctx.settings,
         args.frontier_label.as_deref(),
     );
-    match args.command {
-        None => dispatch(&dispatcher, args.dry_run),
-        Some(DispatchCommand::Status) => status(&dispatcher),
-        Some(DispatchCommand::Release(a)) => release(&dispatcher, a),
-    }
+    Ok(match args.command {
+        None => dispatch(&dispatcher, args.dry_run)?.map(|r| DispatchOutput::Dispatch(Box::new(r))),
+        Some(DispatchCommand::Status) => status(&dispatcher)?.map(DispatchOutput::Status),
+        Some(DispatchCommand::Release(a)) => release(&dispatcher, a)?.map(DispatchOutput::Release),
+    })
 }
 
 fn check_label(label: &str) -> Result<(), CommandError> {
@@ -77,11 +95,10 @@ fn check_label(label: &str) -> Result<(), CommandError> {
     Ok(())
 }
 
-fn to_json<T: serde::Serialize>(value: &T) -> serde_json::Value {
-    serde_json::to_value(value).expect("plain data serializes")
-}
-
-fn dispatch(dispatcher: &Dispatcher<'_>, dry_run: bool) -> Result<Outcome, CommandError> {
+fn dispatch(
+    dispatcher: &Dispatcher<'_>,
+    dry_run: bool,
+) -> Result<Outcome<DispatchReport>, CommandError> {
     let report = dispatcher.dispatch(dry_run)?;
     let view = &report.view;
     let exit = match report.result {
@@ -90,7 +107,7 @@ fn dispatch(dispatcher: &Dispatcher<'_>, dry_run: bool) -> Result<Outcome, Comma
         DispatchResult::Idle => Exit::Blocked,
         DispatchResult::Lost => Exit::LostRace,
     };
-    let mut o = Outcome::new(exit, to_json(&report));
+    let mut o = Outcome::new(exit, report.clone());
     let cleared_verb = if dry_run { "would clear" } else { "cleared" };
     for c in &report.cleared {
         o = o.line(format!(
@@ -125,8 +142,8 @@ fn dispatch(dispatcher: &Dispatcher<'_>, dry_run: bool) -> Result<Outcome, Comma
                 "nothing to dispatch: {} of {} slots free, no eligible issue labelled {}",
                 view.free, view.slots, view.frontier_label
             ))
-            .note(format!(
-                "hint: label an open, unassigned, unblocked issue `{}`; `git maverick dispatch status` shows why each frontier issue is skipped",
+            .hint(format!(
+                "label an open, unassigned, unblocked issue `{}`; `git maverick dispatch status` shows why each frontier issue is skipped",
                 view.frontier_label
             )),
         DispatchResult::Lost => o
@@ -134,12 +151,16 @@ fn dispatch(dispatcher: &Dispatcher<'_>, dry_run: bool) -> Result<Outcome, Comma
                 "every attempt lost the settle to an earlier claim ({} withdrawn)",
                 report.withdrawn.len()
             ))
-            .note("hint: many dispatchers are racing; run dispatch again"),
+            .hint("many dispatchers are racing; run dispatch again"),
     };
     Ok(o)
 }
 
-fn no_slot(o: Outcome, report: &DispatchReport, wip: &str) -> Outcome {
+fn no_slot(
+    o: Outcome<DispatchReport>,
+    report: &DispatchReport,
+    wip: &str,
+) -> Outcome<DispatchReport> {
     let view = &report.view;
     let mut o = o.line(format!(
         "no free slot: {} of {} busy",
@@ -148,7 +169,7 @@ fn no_slot(o: Outcome, report: &DispatchReport, wip: &str) -> Outcome {
     for line in holder_lines(view, wip) {
         o = o.line(line);
     }
-    o.note("hint: a slot frees when a cycle's draft PR merges or closes, or `git maverick dispatch release ISSUE` ends a cycle")
+    o.hint("a slot frees when a cycle's draft PR merges or closes, or `git maverick dispatch release ISSUE` ends a cycle")
 }
 
 fn verdict_text(c: &SlotClaim) -> String {
@@ -188,9 +209,9 @@ fn holder_lines(view: &SlotView, wip: &str) -> Vec<String> {
         .collect()
 }
 
-fn status(dispatcher: &Dispatcher<'_>) -> Result<Outcome, CommandError> {
+fn status(dispatcher: &Dispatcher<'_>) -> Result<Outcome<SlotView>, CommandError> {
     let view = dispatcher.status()?;
-    let mut o = Outcome::new(Exit::Ok, to_json(&view)).line(format!(
+    let mut o = Outcome::new(Exit::Ok, view.clone()).line(format!(
         "slots: {} of {} busy, {} free (frontier: {})",
         view.busy, view.slots, view.free, view.frontier_label
     ));
@@ -222,7 +243,10 @@ fn status(dispatcher: &Dispatcher<'_>) -> Result<Outcome, CommandError> {
     Ok(o)
 }
 
-fn release(dispatcher: &Dispatcher<'_>, args: ReleaseArgs) -> Result<Outcome, CommandError> {
+fn release(
+    dispatcher: &Dispatcher<'_>,
+    args: ReleaseArgs,
+) -> Result<Outcome<ReleaseReport>, CommandError> {
     let how = match (args.pr, args.give_up) {
         (Some(pr), _) => ReleaseHow::PullRequest(pr),
         (None, Some(label)) => {
@@ -232,7 +256,7 @@ fn release(dispatcher: &Dispatcher<'_>, args: ReleaseArgs) -> Result<Outcome, Co
         (None, None) => ReleaseHow::Done,
     };
     let report = dispatcher.release(args.issue, &how)?;
-    let mut o = Outcome::new(Exit::Ok, to_json(&report));
+    let mut o = Outcome::new(Exit::Ok, report.clone());
     let n = report.issue;
     o = match (&report.pr, &report.give_up) {
         _ if !report.changed => o.line(format!(

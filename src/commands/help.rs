@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use clap_mangen::roff::{bold, roman, Roff};
-use serde_json::json;
+use schemars::JsonSchema;
+use serde::Serialize;
 
 use super::Outcome;
 use crate::config::{closest_name, KNOWN_KEYS};
@@ -39,14 +40,44 @@ pub(crate) fn version() -> String {
     }
 }
 
-/// `--version --json`.
-pub(crate) fn version_json() -> serde_json::Value {
-    json!({
-        "name": "git-maverick",
-        "version": env!("CARGO_PKG_VERSION"),
-        "commit": build_commit(),
-        "date": build_date(),
-    })
+/// `--version --json`: the build.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct VersionOutput {
+    #[schemars(schema_with = "program_name")]
+    pub name: &'static str,
+    pub version: &'static str,
+    /// The commit the binary was built from (7 hex digits), when known.
+    pub commit: Option<&'static str>,
+    /// The date (YYYY-MM-DD, UTC) of that commit, when known.
+    pub date: Option<String>,
+}
+
+fn program_name(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({ "const": "git-maverick" })
+}
+
+pub(crate) fn version_output() -> VersionOutput {
+    VersionOutput {
+        name: "git-maverick",
+        version: env!("CARGO_PKG_VERSION"),
+        commit: build_commit(),
+        date: build_date(),
+    }
+}
+
+/// `help [COMMAND...] --json`: a command's help text.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct HelpOutput {
+    /// The subcommand path, `["coord", "claim"]`.
+    pub command: Vec<String>,
+    pub help: String,
+}
+
+/// `install-man-pages [DIR] --json`: the man pages written.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct ManPagesOutput {
+    pub dir: String,
+    pub pages: Vec<String>,
 }
 
 /// The clap command with its run-time version line.
@@ -121,7 +152,7 @@ pub(crate) struct HelpArgs {
 }
 
 /// `git maverick help [COMMAND…]`: the help `-h` prints.
-pub(crate) fn help(json: bool, args: HelpArgs) -> Result<Outcome, CommandError> {
+pub(crate) fn help(json: bool, args: HelpArgs) -> Result<Outcome<HelpOutput>, CommandError> {
     let mut cmd = command();
     cmd.build();
     let mut path = Vec::new();
@@ -158,16 +189,15 @@ pub(crate) fn help(json: bool, args: HelpArgs) -> Result<Outcome, CommandError> 
         path.push(sub.get_name().to_owned());
         cmd = sub;
     }
-    let text = cmd.render_help();
-    if json {
-        return Ok(Outcome::new(
-            Exit::Ok,
-            json!({ "command": path, "help": text.to_string() }),
-        ));
+    let output = HelpOutput {
+        help: cmd.render_help().to_string(),
+        command: path,
+    };
+    if !json {
+        // Through clap's own printer: colour on a terminal, plain in a pipe.
+        let _ = cmd.print_help();
     }
-    // Through clap's own printer: colour on a terminal, plain in a pipe.
-    let _ = cmd.print_help();
-    Ok(Outcome::new(Exit::Ok, json!({})))
+    Ok(Outcome::new(Exit::Ok, output))
 }
 
 #[derive(Debug, Args)]
@@ -179,7 +209,9 @@ pub(crate) struct InstallManPagesArgs {
 }
 
 /// `git maverick install-man-pages [DIR]`.
-pub(crate) fn install_man_pages(args: InstallManPagesArgs) -> Result<Outcome, CommandError> {
+pub(crate) fn install_man_pages(
+    args: InstallManPagesArgs,
+) -> Result<Outcome<ManPagesOutput>, CommandError> {
     let dir = match args.dir {
         Some(dir) => dir,
         None => default_man_dir()?,
@@ -199,7 +231,10 @@ pub(crate) fn install_man_pages(args: InstallManPagesArgs) -> Result<Outcome, Co
     }
     let mut outcome = Outcome::new(
         Exit::Ok,
-        json!({ "dir": dir.display().to_string(), "pages": written }),
+        ManPagesOutput {
+            dir: dir.display().to_string(),
+            pages: written,
+        },
     )
     .line(format!(
         "installed {} man pages in {}",
@@ -207,8 +242,8 @@ pub(crate) fn install_man_pages(args: InstallManPagesArgs) -> Result<Outcome, Co
         dir.display()
     ));
     if !man_finds(&dir) {
-        outcome = outcome.note(format!(
-            "hint: man looks in <dir>/../share/man for each bin directory on PATH; \
+        outcome = outcome.hint(format!(
+            "man looks in <dir>/../share/man for each bin directory on PATH; \
              to read these pages add {} to MANPATH",
             dir.parent().unwrap_or(&dir).display()
         ));

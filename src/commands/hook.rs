@@ -3,8 +3,11 @@
 
 use std::io::Read as _;
 
+use std::path::PathBuf;
+
 use clap::{Args, Subcommand};
-use serde_json::json;
+use schemars::JsonSchema;
+use serde::Serialize;
 
 use super::Outcome;
 use crate::cli::GlobalArgs;
@@ -15,10 +18,11 @@ use crate::git::{Git, GitEnv};
 use crate::records::claim::ClaimStore;
 use crate::timefmt::Timestamp;
 use crate::writer::bash_guard;
-use crate::writer::hookfile::{self, Change};
+use crate::writer::guard::{self, PushInput, Verdict};
+use crate::writer::hookfile::Change;
+use crate::writer::hookmanager::Manager;
 use crate::writer::hookmanager::{self, Setup, Status};
-use crate::writer::location;
-use crate::writer::prepush::{self, BranchState, RefUpdate, RefusalKind};
+use crate::writer::prepush::{self, Refusal, RefusalKind};
 
 #[derive(Debug, Args)]
 pub(crate) struct HookArgs {
@@ -68,83 +72,134 @@ pub(crate) struct PrePushArgs {
     pub url: Option<String>,
 }
 
-/// The pre-push hook's argument shapes, read without clap:
-/// `<hook file> REMOTE URL` (git running a hook file that is a copy of
-/// git-maverick: the program's name is `pre-push`),
-/// `git-maverick hook pre-push REMOTE URL` (the shell block, hook managers)
-/// and `git-maverick <hook file> REMOTE URL` (git running a hook file whose
-/// interpreter is git-maverick, `hookfile::native_hook`; the file's first
-/// line says it is one). `None`: anything else, for clap.
-pub(crate) fn fast_pre_push(
-    args: &[std::ffi::OsString],
-) -> Option<Result<PrePushArgs, CommandError>> {
+/// `git-maverick hook pre-push REMOTE URL`, the shape git's hook file
+/// runs on every push, read without clap (whose command tree is most of a
+/// start-up). `None`: anything else, for clap.
+pub(crate) fn fast_pre_push(args: &[std::ffi::OsString]) -> Option<PrePushArgs> {
     let words: Vec<&str> = args
         .iter()
         .skip(1)
         .map(|a| a.to_str())
         .collect::<Option<_>>()?;
-    // git running a hook file that is a copy of git-maverick: its own path
-    // is the program's name.
-    if let Some(hook) = args.first().and_then(|a| a.to_str()) {
-        if hookfile::is_hook_name(hook) {
-            return Some(match words.as_slice() {
-                [remote, url] => {
-                    hookfile::hand_over_if_replaced(std::path::Path::new(hook), remote, url);
-                    Ok(PrePushArgs {
-                        remote: Some((*remote).to_owned()),
-                        url: Some((*url).to_owned()),
-                    })
-                }
-                _ => Err(hook_by_hand(hook)),
-            });
-        }
-    }
-    let (remote, url) = match words.as_slice() {
-        ["hook", "pre-push", remote, url] => (*remote, *url),
-        [file, rest @ ..] if file.contains('/') && is_native_hook(file) => match rest {
-            [remote, url] => (*remote, *url),
-            _ => return Some(Err(hook_by_hand(file))),
-        },
-        _ => return None,
+    let ["hook", "pre-push", remote, url] = words.as_slice() else {
+        return None;
     };
     // An option among them is clap's to read (git never passes one).
     if remote.starts_with('-') || url.starts_with('-') {
         return None;
     }
-    Some(Ok(PrePushArgs {
-        remote: Some(remote.to_owned()),
-        url: Some(url.to_owned()),
-    }))
-}
-
-/// The hook file run by hand, without git's arguments.
-fn hook_by_hand(file: &str) -> CommandError {
-    CommandError::usage(format!(
-        "{file} is maverick's pre-push hook: git runs it with REMOTE URL, and the pushed refs on stdin"
-    ))
-    .hint("to check a push by hand: git maverick hook pre-push REMOTE URL < refs")
-}
-
-/// Whether `file` starts with the native hook's first line (one short read).
-fn is_native_hook(file: &str) -> bool {
-    use std::io::Read as _;
-    let mut head = [0u8; 64];
-    let Ok(mut opened) = std::fs::File::open(file) else {
-        return false;
-    };
-    let n = opened.read(&mut head).unwrap_or(0);
-    std::str::from_utf8(&head[..n]).is_ok_and(|text| {
-        text.strip_prefix(hookfile::NATIVE_LINE)
-            .is_some_and(|rest| rest.starts_with(['\n', '\r']))
+    Some(PrePushArgs {
+        remote: Some((*remote).to_owned()),
+        url: Some((*url).to_owned()),
     })
 }
 
-pub(crate) fn run(global: &GlobalArgs, args: HookArgs) -> Result<Outcome, CommandError> {
+/// What a `hook` subcommand prints with `--json`.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub(crate) enum HookOutput {
+    Install(Box<InstallOutput>),
+    Uninstall(UninstallOutput),
+    Status(Status),
+    PrePush(PrePushOutput),
+    SessionEnd(SessionEndOutput),
+    /// Claude Code's hook answer (session-start, pre-tool-use).
+    Agent(AgentAnswer),
+    /// An agent hook that failed and let the session go on.
+    AgentFailed(AgentHookFailed),
+}
+
+/// `hook install --json`: the guard put where this clone's hook manager
+/// runs it; `status` says whether it is on now.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct InstallOutput {
+    pub manager: Manager,
+    pub hook: PathBuf,
+    /// What happened to the last file touched; null when nothing was
+    /// written (`lines_to_add`).
+    pub change: Option<Change>,
+    /// Each file, and what happened to it.
+    pub changes: Vec<(PathBuf, Change)>,
+    /// A manager config maverick does not edit, and the lines to add to it.
+    pub lines_to_add: Option<(PathBuf, String)>,
+    pub status: Status,
+}
+
+/// `hook uninstall --json`: the guard's block taken out; the rest of each
+/// hook stays.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct UninstallOutput {
+    pub manager: Manager,
+    pub hook: PathBuf,
+    pub change: Change,
+    pub changes: Vec<(PathBuf, Change)>,
+}
+
+/// `hook pre-push REMOTE [URL] --json`: the pre-push check.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct PrePushOutput {
+    pub remote: String,
+    pub allowed: bool,
+    /// The managed branches checked.
+    pub checked: Vec<String>,
+    /// The pushing instance, when the push was refused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instance_id: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub refusals: Vec<Refusal>,
+}
+
+/// `hook session-end --json`: the claims the session's instance released.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct SessionEndOutput {
+    pub instance_id: String,
+    pub released: Vec<u64>,
+}
+
+/// A Claude Code hook's answer on stdout.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub(crate) enum AgentAnswer {
+    Speak {
+        #[serde(rename = "hookSpecificOutput")]
+        output: HookSpecificOutput,
+    },
+    /// pre-tool-use: allowed, nothing to say.
+    Allow {
+        #[serde(rename = "permissionDecision")]
+        decision: Option<String>,
+    },
+}
+
+/// Claude Code's `hookSpecificOutput`.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct HookSpecificOutput {
+    pub hook_event_name: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub additional_context: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub permission_decision: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub permission_decision_reason: Option<String>,
+}
+
+/// An agent hook that failed: the session goes on.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct AgentHookFailed {
+    pub hook: String,
+    pub error: String,
+}
+
+pub(crate) fn run(
+    global: &GlobalArgs,
+    args: HookArgs,
+) -> Result<Outcome<HookOutput>, CommandError> {
     match args.command {
-        HookCommand::Install => install(),
-        HookCommand::Uninstall => uninstall(),
-        HookCommand::Status => status(),
-        HookCommand::PrePush(a) => pre_push(global, a),
+        HookCommand::Install => install().map(|o| o.map(|i| HookOutput::Install(Box::new(i)))),
+        HookCommand::Uninstall => uninstall().map(|o| o.map(HookOutput::Uninstall)),
+        HookCommand::Status => status().map(|o| o.map(HookOutput::Status)),
+        HookCommand::PrePush(a) => pre_push(global, a).map(|o| o.map(HookOutput::PrePush)),
         HookCommand::SessionStart => never_fails("session-start", session_start()),
         HookCommand::SessionEnd => never_fails("session-end", session_end(global)),
         HookCommand::PreToolUse => never_fails("pre-tool-use", pre_tool_use()),
@@ -164,11 +219,18 @@ struct AgentHookInput {
 
 /// A hook never breaks the agent's session (SPEC 11): an error is one line
 /// on stderr, and the answer is "no objection".
-fn never_fails(hook: &str, result: Result<Outcome, CommandError>) -> Result<Outcome, CommandError> {
+fn never_fails(
+    hook: &str,
+    result: Result<Outcome<HookOutput>, CommandError>,
+) -> Result<Outcome<HookOutput>, CommandError> {
     Ok(result.unwrap_or_else(|err| {
         let message = err.to_string();
         let first = message.lines().next().unwrap_or_default();
-        Outcome::new(Exit::Ok, json!({"hook": hook, "error": first})).note(format!(
+        let failed = AgentHookFailed {
+            hook: hook.to_owned(),
+            error: first.to_owned(),
+        };
+        Outcome::new(Exit::Ok, HookOutput::AgentFailed(failed)).note(format!(
             "git maverick hook {hook}: {}",
             first.trim_start_matches("error: ")
         ))
@@ -210,7 +272,7 @@ fn session_instance(input: &AgentHookInput) -> Result<String, CommandError> {
         .ok_or_else(|| CommandError::tool("the hook input names no session_id"))
 }
 
-fn session_start() -> Result<Outcome, CommandError> {
+fn session_start() -> Result<Outcome<HookOutput>, CommandError> {
     let input = agent_hook_input()?;
     let me = session_instance(&input)?;
     if let Some(path) = std::env::var_os("CLAUDE_ENV_FILE").filter(|p| !p.is_empty()) {
@@ -250,13 +312,22 @@ fn session_start() -> Result<Outcome, CommandError> {
              what you will not finish (git maverick coord release ISSUE --reason abort).",
         );
     }
-    let answer = json!({
-        "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}
-    });
-    Ok(Outcome::new(Exit::Ok, answer.clone()).line(answer.to_string()))
+    Ok(agent_answer(HookSpecificOutput {
+        hook_event_name: "SessionStart",
+        additional_context: Some(context),
+        permission_decision: None,
+        permission_decision_reason: None,
+    }))
 }
 
-fn session_end(global: &GlobalArgs) -> Result<Outcome, CommandError> {
+/// Claude Code reads the answer on stdout, with or without `--json`.
+fn agent_answer(output: HookSpecificOutput) -> Outcome<HookOutput> {
+    let answer = AgentAnswer::Speak { output };
+    let line = super::json_line(&answer);
+    Outcome::new(Exit::Ok, HookOutput::Agent(answer)).line(line)
+}
+
+fn session_end(global: &GlobalArgs) -> Result<Outcome<HookOutput>, CommandError> {
     let input = agent_hook_input()?;
     let me = session_instance(&input)?;
     let cwd = std::env::current_dir()
@@ -264,37 +335,45 @@ fn session_end(global: &GlobalArgs) -> Result<Outcome, CommandError> {
     // Nothing held: no configuration read, no surface, no network.
     let common_dir = match Git::new(&cwd, GitEnv::inherit()).common_dir() {
         Ok(dir) if !prepush::maverick_absent(&dir) => dir,
-        _ => {
-            return Ok(Outcome::new(
-                Exit::Ok,
-                json!({"instance_id": me, "released": []}),
-            ))
-        }
+        _ => return Ok(released_by_session(me, Vec::new())),
     };
     if ClaimStore::new(&common_dir).of_instance(&me)?.is_empty() {
-        return Ok(Outcome::new(
-            Exit::Ok,
-            json!({"instance_id": me, "released": []}),
-        ));
+        return Ok(released_by_session(me, Vec::new()));
     }
     let mut ctx = super::Context::load(global)?;
     ctx.settings.instance = me.clone();
     let surface = ctx.surface()?;
     let coord = Coordinator::new(surface.as_ref(), &ctx.settings);
     let outcome = claims::release_all(&coord, &ctx.claims()?, "abort")?;
-    let mut o = Outcome::new(
-        Exit::Ok,
-        json!({"instance_id": me, "released": outcome.released}),
-    );
-    for n in &outcome.released {
-        o = o.note(format!("git maverick: released #{n} (session ended)"));
-    }
-    Ok(o)
+    Ok(released_by_session(me, outcome.released).shown(&ctx.warnings))
 }
 
-fn pre_tool_use() -> Result<Outcome, CommandError> {
+fn released_by_session(me: String, released: Vec<u64>) -> Outcome<HookOutput> {
+    let notes: Vec<String> = released
+        .iter()
+        .map(|n| format!("git maverick: released #{n} (session ended)"))
+        .collect();
+    let mut o = Outcome::new(
+        Exit::Ok,
+        HookOutput::SessionEnd(SessionEndOutput {
+            instance_id: me,
+            released,
+        }),
+    );
+    for note in notes {
+        o = o.note(note);
+    }
+    o
+}
+
+fn pre_tool_use() -> Result<Outcome<HookOutput>, CommandError> {
     let input = agent_hook_input()?;
-    let allow = || Ok(Outcome::new(Exit::Ok, json!({"permissionDecision": null})));
+    let allow = || {
+        Ok(Outcome::new(
+            Exit::Ok,
+            HookOutput::Agent(AgentAnswer::Allow { decision: None }),
+        ))
+    };
     if input.tool_name.as_deref() != Some("Bash") {
         return allow();
     }
@@ -324,14 +403,12 @@ fn pre_tool_use() -> Result<Outcome, CommandError> {
             now: Timestamp::now(),
         };
         if let Some(denial) = bash_guard::judge(push, &ctx)? {
-            let answer = json!({
-                "hookSpecificOutput": {
-                    "hookEventName": "PreToolUse",
-                    "permissionDecision": "deny",
-                    "permissionDecisionReason": denial.reason,
-                }
-            });
-            return Ok(Outcome::new(Exit::Ok, answer.clone()).line(answer.to_string()));
+            return Ok(agent_answer(HookSpecificOutput {
+                hook_event_name: "PreToolUse",
+                additional_context: None,
+                permission_decision: Some("deny"),
+                permission_decision_reason: Some(denial.reason),
+            }));
         }
     }
     allow()
@@ -339,16 +416,6 @@ fn pre_tool_use() -> Result<Outcome, CommandError> {
 
 fn change_line(path: &std::path::Path, change: Change) -> String {
     let shown = path.display();
-    if matches!(change, Change::Created | Change::Updated) && hookfile::is_copy(path) {
-        return format!(
-            "{} {shown}: a copy of git-maverick, the pre-push guard",
-            if change == Change::Created {
-                "created"
-            } else {
-                "updated"
-            }
-        );
-    }
     match change {
         Change::Created => format!("created {shown} with maverick's block"),
         Change::Added => format!("added maverick's block to {shown}"),
@@ -361,9 +428,9 @@ fn change_line(path: &std::path::Path, change: Change) -> String {
 }
 
 /// The status as lines, and as the outcome of `hook status`.
-fn status_outcome(status: &Status, json: serde_json::Value) -> Outcome {
+fn status_outcome<T>(status: &Status, output: T) -> Outcome<T> {
     let exit = if status.on { Exit::Ok } else { Exit::Error };
-    let mut outcome = Outcome::new(exit, json);
+    let mut outcome = Outcome::new(exit, output);
     let manager = status.manager.name();
     if let Some(via) = &status.via {
         outcome = outcome.line(format!(
@@ -375,218 +442,117 @@ fn status_outcome(status: &Status, json: serde_json::Value) -> Outcome {
         outcome = outcome.note(format!("error: the guard is off ({manager}): {why}"));
     }
     if let Some(fix) = &status.fix {
-        outcome = outcome.note(format!("hint: {fix}"));
+        outcome = outcome.hint(fix.clone());
     }
     outcome
 }
 
-fn install() -> Result<Outcome, CommandError> {
+fn install() -> Result<Outcome<InstallOutput>, CommandError> {
     let git = super::repository()?;
     let setup = Setup::detect(&git)?;
     let report = hookmanager::install(&setup)?;
     let status = hookmanager::status(&setup);
-    let json = json!({
-        "manager": setup.manager,
-        "hook": status.via.clone().unwrap_or_else(|| setup.hook_file()),
-        "change": report.changes.last().map(|(_, c)| *c),
-        "changes": report.changes,
-        "lines_to_add": report.lines_to_add,
-        "status": status,
-    });
-    let mut outcome = status_outcome(&status, json);
-    for (path, change) in &report.changes {
-        outcome.lines.insert(0, change_line(path, *change));
-    }
+    let mut lines: Vec<String> = report
+        .changes
+        .iter()
+        .rev()
+        .map(|(path, change)| change_line(path, *change))
+        .collect();
+    let mut notes = Vec::new();
     if let Some((path, lines)) = &report.lines_to_add {
-        outcome = outcome.note(format!(
+        notes.push(format!(
             "error: maverick does not edit {}: add these lines to it yourself:",
             path.display()
         ));
-        for line in lines.lines() {
-            outcome = outcome.note(format!("    {line}"));
-        }
+        notes.extend(lines.lines().map(|line| format!("    {line}")));
+    }
+    let output = InstallOutput {
+        manager: setup.manager,
+        hook: status.via.clone().unwrap_or_else(|| setup.hook_file()),
+        change: report.changes.last().map(|(_, c)| *c),
+        changes: report.changes,
+        lines_to_add: report.lines_to_add,
+        status: status.clone(),
+    };
+    let mut outcome = status_outcome(&status, output);
+    lines.append(&mut outcome.lines);
+    outcome.lines = lines;
+    for note in notes {
+        outcome = outcome.note(note);
     }
     Ok(outcome)
 }
 
-fn uninstall() -> Result<Outcome, CommandError> {
+fn uninstall() -> Result<Outcome<UninstallOutput>, CommandError> {
     let git = super::repository()?;
     let setup = Setup::detect(&git)?;
     let changes = hookmanager::uninstall(&setup)?;
-    let json = json!({
-        "manager": setup.manager,
-        "hook": setup.hook_file(),
-        "change": changes.first().map_or(Change::Absent, |(_, c)| *c),
-        "changes": changes,
-    });
-    let mut outcome = Outcome::new(Exit::Ok, json);
+    let mut lines = Vec::new();
     if changes.is_empty() {
-        outcome = outcome.line(format!(
+        lines.push(format!(
             "no maverick block in {}: nothing to do",
             setup.hook_file().display()
         ));
     }
-    for (path, change) in &changes {
-        outcome = outcome.line(change_line(path, *change));
-    }
+    lines.extend(
+        changes
+            .iter()
+            .map(|(path, change)| change_line(path, *change)),
+    );
+    let output = UninstallOutput {
+        manager: setup.manager,
+        hook: setup.hook_file(),
+        change: changes.first().map_or(Change::Absent, |(_, c)| *c),
+        changes,
+    };
+    let mut outcome = Outcome::new(Exit::Ok, output);
+    outcome.lines = lines;
     Ok(outcome)
 }
 
-fn status() -> Result<Outcome, CommandError> {
+fn status() -> Result<Outcome<Status>, CommandError> {
     let git = super::repository()?;
     let setup = Setup::detect(&git)?;
     let status = hookmanager::status(&setup);
-    let json = serde_json::to_value(&status).expect("status serializes");
-    Ok(status_outcome(&status, json))
+    Ok(status_outcome(&status, status.clone()))
 }
 
-/// What pre-commit hands its hooks instead of git's stdin (it reads that
-/// itself): the first ref of the push, without the remote's head, which
-/// pre-commit replaces with a local guess when it lacks the object.
-fn pre_commit_update(
-    git: &Git,
-) -> Result<Option<(String, Option<String>, RefUpdate)>, CommandError> {
-    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-    let Some(remote_ref) = var("PRE_COMMIT_REMOTE_BRANCH") else {
-        return Ok(None);
-    };
-    let remote = var("PRE_COMMIT_REMOTE_NAME").unwrap_or_else(|| "origin".to_owned());
-    let url = var("PRE_COMMIT_REMOTE_URL");
-    let local_ref = var("PRE_COMMIT_LOCAL_BRANCH").unwrap_or_else(|| "HEAD".to_owned());
-    let local_sha = match var("PRE_COMMIT_TO_REF") {
-        Some(sha) => sha,
-        None => git.commit_of(&local_ref)?,
-    };
-    Ok(Some((
-        remote,
-        url,
-        RefUpdate {
-            local_ref,
-            local_sha: Some(local_sha),
-            remote_ref,
-            remote_sha: None,
-        },
-    )))
-}
-
-/// The hot path: tags, unmanaged branches and repositories without maverick
-/// leave after a few file stats, with no git process and no network call.
-pub(crate) fn pre_push(global: &GlobalArgs, args: PrePushArgs) -> Result<Outcome, CommandError> {
+/// The guard on one push: git's hook (`REMOTE URL`, the refs on stdin),
+/// or pre-commit's (no arguments, `PRE_COMMIT_*` variables).
+pub(crate) fn pre_push(
+    global: &GlobalArgs,
+    args: PrePushArgs,
+) -> Result<Outcome<PrePushOutput>, CommandError> {
     let cwd = std::env::current_dir()
         .map_err(|e| CommandError::tool(format!("cannot read the current directory: {e}")))?;
     // What git told the hook (GIT_DIR and the rest) passes on to git explicitly.
-    let git = Git::new(&cwd, GitEnv::inherit());
-    // Called by pre-commit: no arguments, no stdin, PRE_COMMIT_* instead.
-    let from_pre_commit = match &args.remote {
-        Some(_) => None,
-        None => pre_commit_update(&git)?,
-    };
-    let pre_commit = from_pre_commit.is_some();
-    let (remote, url, updates) = match (from_pre_commit, args.remote) {
-        (Some((remote, url, update)), _) => (remote, url, vec![update]),
-        (None, Some(remote)) => {
-            let mut input = String::new();
-            std::io::stdin().read_to_string(&mut input).map_err(|e| {
+    let env = GitEnv::inherit();
+    let input = match args.remote {
+        Some(remote) => {
+            let mut stdin = String::new();
+            std::io::stdin().read_to_string(&mut stdin).map_err(|e| {
                 CommandError::tool(format!("cannot read the pushed refs from stdin: {e}"))
             })?;
-            (remote, args.url, prepush::parse_updates(&input)?)
+            PushInput::from_hook(cwd, env, remote, args.url, &stdin)?
         }
-        (None, None) => return Err(CommandError::usage(
-            "no remote named, and no PRE_COMMIT_* variables",
-        )
-        .hint("git runs this as `git maverick hook pre-push REMOTE URL` with the refs on stdin")),
+        None => PushInput::from_pre_commit(cwd, env)?.ok_or_else(|| {
+            CommandError::usage("no remote named, and no PRE_COMMIT_* variables").hint(
+                "git runs this as `git maverick hook pre-push REMOTE URL` with the refs on stdin",
+            )
+        })?,
     };
-    let allowed = |checked: Vec<&str>| {
-        Outcome::new(
-            Exit::Ok,
-            json!({"remote": remote, "allowed": true, "checked": checked}),
-        )
-    };
-    let branch_updates: Vec<&RefUpdate> = updates.iter().filter(|u| u.branch().is_some()).collect();
-    if branch_updates.is_empty() {
-        return Ok(allowed(vec![]));
-    }
-    // Found once, from `.git` and the environment: no git process.
-    let git_dir = prepush::locate_git_dir(&cwd, git.env());
-    let common_dir = match &git_dir {
-        Some(dir) => prepush::common_dir_from(&cwd, git.env(), dir),
-        None => git.common_dir()?,
-    };
-    if prepush::maverick_absent(&common_dir) {
-        return Ok(allowed(vec![]));
-    }
-    let mut managed = Vec::new();
-    for update in branch_updates {
-        let branch = update.branch().expect("filtered to branches");
-        let state = BranchState::load(&common_dir, branch)?;
-        if state.managed() {
-            managed.push((update.clone(), state));
-        }
-    }
-    if managed.is_empty() {
-        return Ok(allowed(vec![]));
-    }
-    // A managed branch: whether this push goes to the repository it is
-    // managed on (however the push spells it), and the pusher's instance id.
-    // Records name their remote's location and the environment names the
-    // instance, so usually no configuration needs reading.
-    let destination = location::normalise(url.as_deref().unwrap_or(&remote), &cwd);
-    let recorded = |state: &BranchState| state.seen.as_ref().and_then(|s| s.location.clone());
-    let env_me = crate::config::instance_from_env().transpose()?;
-    // The record's location, or maverick's remote as configured now (its
-    // URL may have changed since): read only when the record does not
-    // settle it, so a push to the recorded place costs no process.
-    let settled = managed
-        .iter()
-        .all(|(_, s)| recorded(s).as_deref() == Some(destination.as_str()));
-    let (me, configured) = match (env_me, git_dir) {
-        (Some(me), _) if settled => (me, None),
-        // One `git config` process for the instance id, not the whole
-        // configuration (SPEC 10's budget for the hook).
-        (None, Some(git_dir)) if settled => (
-            crate::config::instance_of_clone(&git, &git_dir, &common_dir)?,
-            None,
-        ),
-        (env_me, _) => {
-            let settings = super::load_settings(&git, global)?;
-            let configured = prepush::SeenOn::of_settings(&git, &settings).location;
-            (env_me.unwrap_or(settings.instance), configured)
-        }
-    };
-    managed.retain(|(_, state)| {
-        recorded(state).as_deref() == Some(destination.as_str())
-            || configured.as_deref() == Some(destination.as_str())
-    });
-    if managed.is_empty() {
-        return Ok(allowed(vec![]));
-    }
-    if pre_commit {
-        // pre-commit does not pass on the remote's head, and the one it
-        // guesses may be a local commit: ask the remote (managed pushes only).
-        for (update, _) in &mut managed {
-            let branch = update.branch().unwrap_or_default().to_owned();
-            update.remote_sha = git.remote_head(url.as_deref().unwrap_or(&remote), &branch)?;
-        }
-    }
-    let now = Timestamp::now();
-    let mut refusals = Vec::new();
-    for (update, state) in &managed {
-        if let Some(refusal) = prepush::check_update(&git, &common_dir, update, state, &me)? {
-            refusals.push(refusal);
-        }
-    }
-    let checked: Vec<&str> = managed.iter().filter_map(|(u, _)| u.branch()).collect();
-    if refusals.is_empty() {
-        let mut outcome = allowed(checked.clone());
-        for (update, state) in &managed {
-            prepush::record_allowed(&common_dir, update, state, &me, &remote)?;
-            for warning in prepush::lease_warnings(&state.claims, &me, now) {
-                outcome = outcome.note(warning);
-            }
-        }
-        return Ok(outcome);
-    }
-    let exit = if refusals
+    let verdict = guard::check_push(input, &global.overrides())?;
+    Ok(verdict_outcome(verdict))
+}
+
+/// The verdict as git's hook reports it: exit 0 and the warnings, or the
+/// refusals on stderr and their exit code.
+fn verdict_outcome(verdict: Verdict) -> Outcome<PrePushOutput> {
+    let allowed = verdict.refusals.is_empty();
+    let exit = if allowed {
+        Exit::Ok
+    } else if verdict
+        .refusals
         .iter()
         .any(|r| refusal_exit(r.kind) == Exit::ClaimLost)
     {
@@ -594,22 +560,24 @@ pub(crate) fn pre_push(global: &GlobalArgs, args: PrePushArgs) -> Result<Outcome
     } else {
         Exit::Collision
     };
-    let mut outcome = Outcome::new(
-        exit,
-        json!({
-            "remote": remote,
-            "allowed": false,
-            "checked": checked,
-            "instance_id": me,
-            "refusals": refusals,
-        }),
-    );
-    for refusal in &refusals {
-        for line in refusal.describe(&remote) {
-            outcome = outcome.note(line);
-        }
+    let mut notes: Vec<String> = verdict
+        .refusals
+        .iter()
+        .flat_map(|r| r.describe(&verdict.remote))
+        .collect();
+    if allowed {
+        notes = verdict.warnings;
     }
-    Ok(outcome)
+    let output = PrePushOutput {
+        remote: verdict.remote,
+        allowed,
+        checked: verdict.checked,
+        instance_id: if allowed { None } else { verdict.instance_id },
+        refusals: verdict.refusals,
+    };
+    notes
+        .into_iter()
+        .fold(Outcome::new(exit, output), Outcome::note)
 }
 
 /// SPEC 10: a push refused for the claim exits 7, one refused for the branch

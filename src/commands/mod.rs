@@ -2,6 +2,7 @@
 
 pub(crate) mod completions;
 pub(crate) mod config;
+pub(crate) mod contract;
 pub(crate) mod coord;
 pub(crate) mod dispatch;
 pub(crate) mod help;
@@ -9,6 +10,8 @@ pub(crate) mod hook;
 pub(crate) mod hydrate;
 pub(crate) mod resume;
 pub(crate) mod run;
+#[cfg(test)]
+mod schemas;
 pub(crate) mod state;
 pub(crate) mod status;
 pub(crate) mod task;
@@ -17,7 +20,7 @@ use std::ffi::OsString;
 use std::io::Write as _;
 
 use clap::FromArgMatches as _;
-use serde_json::{json, Value};
+use serde::Serialize;
 
 use crate::cli::{Cli, Command, GlobalArgs};
 use crate::config::{Settings, SurfaceKind, UnknownKey};
@@ -28,60 +31,14 @@ use crate::surface::git::GitSurface;
 use crate::surface::github::{resolve_token, GithubConfig, GithubError, GithubSurface};
 use crate::surface::{Surface, SurfaceError};
 
-/// The version of the JSON contract (`schemas/`, README "JSON output"):
-/// additive fields keep it; a rename or a removal bumps it.
-pub(crate) const SCHEMA_VERSION: u32 = 1;
-
-/// What a command came to: an exit code, one JSON object, and lines for people.
-#[derive(Debug)]
-pub(crate) struct Outcome {
-    pub exit: Exit,
-    pub json: Value,
-    /// For stdout.
-    pub lines: Vec<String>,
-    /// For stderr: why a protocol verdict is not 0, and the way out.
-    pub notes: Vec<String>,
-    /// The exit status when it is not `exit`'s code: a wrapped command's
-    /// own (`run`).
-    pub status: Option<u8>,
-}
-
-impl Outcome {
-    pub(crate) fn new(exit: Exit, json: Value) -> Outcome {
-        Outcome {
-            exit,
-            json,
-            lines: Vec::new(),
-            notes: Vec::new(),
-            status: None,
-        }
-    }
-
-    /// The process exit code.
-    pub(crate) fn code(&self) -> u8 {
-        self.status.unwrap_or(self.exit.code())
-    }
-
-    pub(crate) fn line(mut self, line: impl Into<String>) -> Outcome {
-        self.lines.push(line.into());
-        self
-    }
-
-    pub(crate) fn note(mut self, note: impl Into<String>) -> Outcome {
-        self.notes.push(note.into());
-        self
-    }
-}
+pub(crate) use contract::{Envelope, Failure, Outcome, Warning};
 
 /// Runs the command line `args` and returns the process exit code.
 pub fn main(args: Vec<OsString>) -> u8 {
-    // The pre-push hook runs on every push; its own argument shapes skip
-    // clap, whose command tree is most of a start-up (issue 11's 2 ms).
+    // The pre-push hook runs on every push; its own argument shape skips
+    // clap, whose command tree is most of a start-up.
     if let Some(parsed) = hook::fast_pre_push(&args) {
-        return finish(
-            parsed.and_then(|a| hook::pre_push(&GlobalArgs::default(), a)),
-            false,
-        );
+        return finish(hook::pre_push(&GlobalArgs::default(), parsed), false);
     }
     let wants_json = args.iter().skip(1).any(|a| a == "--json");
     let parsed = help::command()
@@ -97,7 +54,7 @@ pub fn main(args: Vec<OsString>) -> u8 {
                 }
             }
             if err.kind() == ErrorKind::DisplayVersion && wants_json {
-                print_json(&contract(help::version_json(), 0, &[]));
+                print_json(&Envelope::new(Exit::Ok, Vec::new(), help::version_output()));
                 return 0;
             }
             if matches!(
@@ -112,31 +69,28 @@ pub fn main(args: Vec<OsString>) -> u8 {
                 // argument names.
                 let rendered = err.render().to_string();
                 let e = CommandError::usage(rendered.trim_end().trim_start_matches("error: "));
-                print_json(&error_json(&e));
+                print_json(&Failure::of(&e));
             }
             let _ = err.print();
             return Exit::Usage.code();
         }
     };
     init_tracing(cli.global.verbose);
-    let json = cli.global.json;
-    finish(run(cli), json)
+    run(cli)
 }
 
 /// Prints what a command came to (one JSON object with `json`, else its
 /// lines) and its notes, and returns the exit code.
-fn finish(result: Result<Outcome, CommandError>, json: bool) -> u8 {
+fn finish<T: Serialize, C: Copy + Into<u8> + Serialize>(
+    result: Result<Outcome<T, C>, CommandError>,
+    json: bool,
+) -> u8 {
     match result {
         Ok(outcome) => {
-            let code = outcome.code();
+            let code: u8 = outcome.exit.into();
             if json {
-                let notes = outcome
-                    .notes
-                    .iter()
-                    .filter_map(|n| n.strip_prefix("warning: "))
-                    .map(str::to_owned);
-                let warnings: Vec<String> = take_warnings().into_iter().chain(notes).collect();
-                print_json(&contract(outcome.json, code, &warnings));
+                let warnings = outcome.all_warnings();
+                print_json(&Envelope::new(outcome.exit, warnings, &outcome.output));
             } else {
                 let mut stdout = std::io::stdout().lock();
                 for line in &outcome.lines {
@@ -153,9 +107,7 @@ fn finish(result: Result<Outcome, CommandError>, json: bool) -> u8 {
         }
         Err(err) => {
             if json {
-                let mut value = error_json(&err);
-                value["warnings"] = take_warnings().into();
-                print_json(&value);
+                print_json(&Failure::of(&err));
             }
             eprintln!("{err}");
             err.exit.code()
@@ -163,55 +115,17 @@ fn finish(result: Result<Outcome, CommandError>, json: bool) -> u8 {
     }
 }
 
-/// One `--json` object as the contract (README, "JSON output") has it:
-/// `schema_version`, `ok`, `exit_code`, and `warnings` holding the
-/// command's own and `extra`, once each.
-pub(crate) fn contract(json: Value, code: u8, extra: &[String]) -> Value {
-    let mut object = match json {
-        Value::Object(map) => map,
-        other => {
-            let mut map = serde_json::Map::new();
-            map.insert("result".into(), other);
-            map
-        }
-    };
-    object.insert("schema_version".into(), SCHEMA_VERSION.into());
-    let mut warnings: Vec<Value> = match object.remove("warnings") {
-        Some(Value::Array(list)) => list,
-        _ => Vec::new(),
-    };
-    for text in extra {
-        let text = Value::String(text.clone());
-        if !warnings.contains(&text) {
-            warnings.push(text);
-        }
-    }
-    object.insert("warnings".into(), Value::Array(warnings));
-    object.insert("ok".into(), Value::Bool(code == 0));
-    object.insert("exit_code".into(), code.into());
-    Value::Object(object)
+/// One `--json` object on one line. Through a `serde_json::Value`, whose
+/// keys are sorted: the order programs have always seen.
+pub(crate) fn json_line(object: &impl Serialize) -> String {
+    serde_json::to_value(object)
+        .expect("command outputs serialize")
+        .to_string()
 }
 
-/// A failed command's `--json` object (README, "JSON output"): the
-/// contract's fields, and `error` with its code, message, causes and hints.
-pub(crate) fn error_json(err: &CommandError) -> Value {
-    json!({
-        "schema_version": SCHEMA_VERSION,
-        "ok": false,
-        "exit_code": err.exit.code(),
-        "error": {
-            "code": err.code,
-            "message": err.message,
-            "causes": err.causes,
-            "hints": err.hints,
-        },
-        "warnings": [],
-    })
-}
-
-fn print_json(value: &Value) {
+fn print_json(object: &impl Serialize) {
     let mut stdout = std::io::stdout().lock();
-    let _ = writeln!(stdout, "{value}");
+    let _ = writeln!(stdout, "{}", json_line(object));
 }
 
 fn init_tracing(verbose: u8) {
@@ -240,48 +154,37 @@ fn init_tracing(verbose: u8) {
         .try_init();
 }
 
-pub(crate) fn run(cli: Cli) -> Result<Outcome, CommandError> {
+fn run(cli: Cli) -> u8 {
+    let global = &cli.global;
+    let json = global.json;
     match cli.command {
-        Command::Coord(args) => coord::run(&cli.global, args),
-        Command::Task(args) => task::run(&cli.global, args),
-        Command::State(args) => state::run(&cli.global, args),
-        Command::Hydrate(args) => hydrate::run(&cli.global, args),
-        Command::Hook(args) => hook::run(&cli.global, args),
-        Command::Resume(args) => resume::run(&cli.global, args),
-        Command::Run(args) => run::run(&cli.global, args),
-        Command::Dispatch(args) => dispatch::run(&cli.global, args),
-        Command::Status(args) => status::run(&cli.global, args),
-        Command::Config(args) => config::run(&cli.global, args),
-        Command::Help(args) => help::help(cli.global.json, args),
-        Command::InstallManPages(args) => help::install_man_pages(args),
-        Command::Completions(args) => completions::run(cli.global.json, args),
+        Command::Coord(args) => finish(coord::run(global, args), json),
+        Command::Task(args) => finish(task::run(global, args), json),
+        Command::State(args) => finish(state::run(global, args), json),
+        Command::Hydrate(args) => finish(hydrate::run(global, args), json),
+        Command::Hook(args) => finish(hook::run(global, args), json),
+        Command::Resume(args) => finish(resume::run(global, args), json),
+        Command::Run(args) => finish(run::run(global, args), json),
+        Command::Dispatch(args) => finish(dispatch::run(global, args), json),
+        Command::Status(args) => finish(status::run(global, args), json),
+        Command::Config(args) => finish(config::run(global, args), json),
+        Command::Help(args) => finish(help::help(json, args), json),
+        Command::InstallManPages(args) => finish(help::install_man_pages(args), json),
+        Command::Completions(args) => finish(completions::run(json, args), json),
     }
-}
-
-/// What did not stop the command, for `--json`'s `warnings`.
-static WARNINGS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
-
-/// Prints `warning: TEXT` on stderr now, and keeps it for `--json`.
-pub(crate) fn warn(text: String) {
-    eprintln!("warning: {text}");
-    if let Ok(mut list) = WARNINGS.lock() {
-        list.push(text);
-    }
-}
-
-pub(crate) fn take_warnings() -> Vec<String> {
-    WARNINGS
-        .lock()
-        .map(|mut list| std::mem::take(&mut *list))
-        .unwrap_or_default()
 }
 
 /// A `maverick.*` key nobody reads is a typo until shown otherwise: one
-/// line each, on every command that reads the configuration.
-pub(crate) fn warn_unknown_keys(keys: &[UnknownKey]) {
-    for key in keys {
-        warn(key.to_string());
-    }
+/// line each, on every command that reads the configuration, as it is
+/// read.
+pub(crate) fn warn_unknown_keys(keys: &[UnknownKey]) -> Vec<Warning> {
+    keys.iter()
+        .map(|key| {
+            let warning = Warning::new(key.to_string());
+            eprintln!("warning: {warning}");
+            warning
+        })
+        .collect()
 }
 
 /// The repository the current directory is in.
@@ -299,24 +202,44 @@ pub(crate) fn repository() -> Result<Git, CommandError> {
     Ok(git)
 }
 
-/// The settings, with a warning for each unknown `maverick.*` key.
-pub(crate) fn load_settings(git: &Git, global: &GlobalArgs) -> Result<Settings, CommandError> {
+/// The settings, and a warning (shown now) for each unknown `maverick.*` key.
+pub(crate) fn load_settings(
+    git: &Git,
+    global: &GlobalArgs,
+) -> Result<(Settings, Vec<Warning>), CommandError> {
     let (settings, origins) = Settings::load_explained(git, &global.overrides())?;
-    warn_unknown_keys(&origins.unknown_keys);
-    Ok(settings)
+    let warnings = warn_unknown_keys(&origins.unknown_keys);
+    Ok((settings, warnings))
 }
 
 /// What most commands need: the repository, its settings, and its surface.
 pub(crate) struct Context {
     pub git: Git,
     pub settings: Settings,
+    /// What loading the settings warned about, on stderr already.
+    pub warnings: Vec<Warning>,
 }
 
 impl Context {
     pub(crate) fn load(global: &GlobalArgs) -> Result<Context, CommandError> {
         let git = repository()?;
-        let settings = load_settings(&git, global)?;
-        Ok(Context { git, settings })
+        let (settings, warnings) = load_settings(&git, global)?;
+        Ok(Context {
+            git,
+            settings,
+            warnings,
+        })
+    }
+
+    /// What a command that loaded this context came to, with the
+    /// warnings loading it gave, whether it succeeded or failed.
+    pub(crate) fn report<T, C>(
+        &self,
+        result: Result<Outcome<T, C>, CommandError>,
+    ) -> Result<Outcome<T, C>, CommandError> {
+        result
+            .map(|o| o.shown(&self.warnings))
+            .map_err(|e| e.shown(&self.warnings))
     }
 
     pub(crate) fn surface(&self) -> Result<Box<dyn Surface>, CommandError> {
@@ -378,7 +301,7 @@ pub(crate) fn branch_arg(git: &Git, input: &str) -> Result<String, CommandError>
 /// Adds a warning, once per clone until it is fixed, when the pre-push
 /// guard is off here (SPEC 8): `task done`, `resume` and `claim --branch`
 /// rely on it to stop plain `git push`es that would rewrite the branch.
-pub(crate) fn warn_if_guard_off(git: &Git, outcome: Outcome) -> Outcome {
+pub(crate) fn warn_if_guard_off<T, C>(git: &Git, outcome: Outcome<T, C>) -> Outcome<T, C> {
     use crate::writer::hookmanager::{self, Setup};
     let Ok(setup) = Setup::detect(git) else {
         return outcome;
@@ -391,11 +314,13 @@ pub(crate) fn warn_if_guard_off(git: &Git, outcome: Outcome) -> Outcome {
     let why = status.why_not.unwrap_or_default();
     let _ = crate::records::files::write_atomically(&marker, format!("{why}\n").as_bytes());
     outcome
-        .note(format!(
-            "warning: the pre-push guard is off in this clone, so a plain `git push` is not checked: {why}"
-        ))
-        .note(format!(
-            "hint: {} (`git maverick hook status` tells when it is on; this warning is shown once)",
-            status.fix.unwrap_or_else(|| "git maverick hook install".to_owned())
+        .warn(Warning::new(format!(
+            "the pre-push guard is off in this clone, so a plain `git push` is not checked: {why}"
+        )))
+        .hint(format!(
+            "{} (`git maverick hook status` tells when it is on; this warning is shown once)",
+            status
+                .fix
+                .unwrap_or_else(|| "git maverick hook install".to_owned())
         ))
 }

@@ -2,12 +2,15 @@
 //! remote and pick the work up where it stopped (SPEC 7).
 
 use clap::Args;
-use serde_json::json;
+use std::path::PathBuf;
+
+use schemars::JsonSchema;
+use serde::Serialize;
 
 use super::{Context, Outcome};
 use crate::cli::{issue_number, GlobalArgs};
-use crate::coord::lease::{self, Coordinator, Decision, HeartbeatOutcome, IssueView};
-use crate::durable::tasks::{self, IssueSource};
+use crate::coord::lease::{self, ClaimOutcome, Coordinator, Decision, HeartbeatOutcome, IssueView};
+use crate::durable::tasks::{self, IssueSource, Task, TaskListView};
 use crate::error::{CommandError, Exit};
 use crate::records::claim::ClaimRecord;
 use crate::writer::prepush;
@@ -28,6 +31,105 @@ pub(crate) struct ResumeArgs {
 /// The issue of `branch`: the claim record that names it, else `--issue`,
 /// else the branch name (`maverick/142-…`). A flag that contradicts the
 /// claim record is a usage error, not a silent choice.
+/// `resume BRANCH --json`: the worktree, or why not (exit 3-8).
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub(crate) enum ResumeOutput {
+    Resumed(Box<Resumed>),
+    Refused(Box<Refused>),
+    LocalAhead(LocalAhead),
+    ClaimLost(ClaimLost),
+    /// The takeover's claim did not go through: what it came to.
+    Claim(ClaimOutcome),
+}
+
+/// The worktree, ready to work in.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct Resumed {
+    pub branch: String,
+    pub issue: u64,
+    pub worktree: PathBuf,
+    pub head: String,
+    pub remote: String,
+    pub claim: ClaimState,
+    pub generation: Option<u64>,
+    pub instance_id: String,
+    pub worktree_state: WorktreeState,
+    pub fast_forwarded: bool,
+    /// Where a stale worktree directory was moved aside.
+    pub moved_aside: Option<PathBuf>,
+    pub next_task: Option<Task>,
+    pub tasks: Option<TaskListView>,
+}
+
+/// This instance's claim on the issue after the resume.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum ClaimState {
+    /// Held already, and renewed.
+    Held,
+    /// A stale lease taken over.
+    TakenOver,
+    /// Nobody holds the issue; resume claims nothing.
+    None,
+}
+
+impl ClaimState {
+    fn as_str(self) -> &'static str {
+        match self {
+            ClaimState::Held => "held",
+            ClaimState::TakenOver => "taken_over",
+            ClaimState::None => "none",
+        }
+    }
+}
+
+/// What became of the worktree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum WorktreeState {
+    Created,
+    Repaired,
+    Reused,
+}
+
+impl WorktreeState {
+    fn as_str(self) -> &'static str {
+        match self {
+            WorktreeState::Created => "created",
+            WorktreeState::Repaired => "repaired",
+            WorktreeState::Reused => "reused",
+        }
+    }
+}
+
+/// Who holds the issue stopped the resume.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct Refused {
+    pub issue: u64,
+    pub decision: Decision,
+    pub view: IssueView,
+}
+
+/// The local branch has commits the remote lacks: it is never moved (exit 8).
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct LocalAhead {
+    pub branch: String,
+    pub issue: u64,
+    pub remote_head: String,
+    pub local_head: String,
+    pub unpushed: Vec<String>,
+}
+
+/// The claim was lost while picking the work up (exit 7).
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct ClaimLost {
+    pub issue: u64,
+    pub branch: String,
+    pub reason: String,
+    pub issues: Vec<IssueView>,
+}
+
 fn issue_of(ctx: &Context, branch: &str, flag: Option<u64>) -> Result<u64, CommandError> {
     let found = tasks::issue_of_branch(&ctx.claims()?, &ctx.settings.instance, branch)?;
     match (found, flag) {
@@ -105,18 +207,29 @@ fn reconcile_tasks(
     Ok(view.comment_id.is_some().then_some(view))
 }
 
-fn refused(exit: Exit, view: &IssueView, what: String, hint: String) -> Outcome {
-    let json = json!({"issue": view.issue, "decision": view.decision, "view": view});
-    Outcome::new(exit, json)
+fn refused(exit: Exit, view: &IssueView, what: String, hint: String) -> Outcome<ResumeOutput> {
+    let output = Refused {
+        issue: view.issue,
+        decision: view.decision,
+        view: view.clone(),
+    };
+    Outcome::new(exit, ResumeOutput::Refused(Box::new(output)))
         .line(super::coord::describe(view))
         .note(format!("resume refused: {what}"))
-        .note(format!("hint: {hint}"))
+        .hint(hint)
 }
 
-pub(crate) fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome, CommandError> {
+pub(crate) fn run(
+    global: &GlobalArgs,
+    args: ResumeArgs,
+) -> Result<Outcome<ResumeOutput>, CommandError> {
     let ctx = Context::load(global)?;
+    ctx.report(resume(&ctx, args))
+}
+
+fn resume(ctx: &Context, args: ResumeArgs) -> Result<Outcome<ResumeOutput>, CommandError> {
     let branch = super::branch_arg(&ctx.git, &args.branch)?;
-    let issue = issue_of(&ctx, &branch, args.issue)?;
+    let issue = issue_of(ctx, &branch, args.issue)?;
     let surface = ctx.surface()?;
     let coord = Coordinator::new(surface.as_ref(), &ctx.settings);
 
@@ -156,7 +269,7 @@ pub(crate) fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome, Comm
     }
 
     // 2. The remote's head, and what the local side would have to do.
-    let Some(remote_head) = fetch(&ctx, &branch)? else {
+    let Some(remote_head) = fetch(ctx, &branch)? else {
         return Err(CommandError::tool(format!(
             "{} has no branch {branch}: there is nothing to resume",
             ctx.settings.remote
@@ -168,11 +281,14 @@ pub(crate) fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome, Comm
     let path = worktree::choose_path(&ctx.git, &root, &ctx.settings.worktree_dir, &branch)?;
     let plan = worktree::plan(&ctx.git, &path, &branch, &remote_head)?;
     if let LocalBranch::Ahead { local, commits } = &plan.local {
-        let json = json!({
-            "branch": branch, "issue": issue, "remote_head": remote_head,
-            "local_head": local, "unpushed": commits,
-        });
-        let mut outcome = Outcome::new(Exit::Collision, json).note(format!(
+        let output = LocalAhead {
+            branch: branch.clone(),
+            issue,
+            remote_head: remote_head.clone(),
+            local_head: local.clone(),
+            unpushed: commits.clone(),
+        };
+        let mut outcome = Outcome::new(Exit::Collision, ResumeOutput::LocalAhead(output)).note(format!(
             "resume refused: the local branch {branch} has {} commit(s) that {} lacks; it is never moved:",
             commits.len(),
             ctx.settings.remote
@@ -182,7 +298,7 @@ pub(crate) fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome, Comm
         }
         return Ok(outcome
             .note("stop and report; do not merge or overwrite.")
-            .note("hint: push them from the worktree that made them, or keep them on another branch (git branch -m) and resume again"));
+            .hint("push them from the worktree that made them, or keep them on another branch (git branch -m) and resume again"));
     }
 
     // 3. The claim: ours already, or claimed (taken over) now.
@@ -196,33 +312,41 @@ pub(crate) fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome, Comm
                 &[issue],
                 Some(view.generation),
             )? {
-                HeartbeatOutcome::Renewed { views, .. } => adopt_claim(&ctx, &views[0], &branch)?,
+                HeartbeatOutcome::Renewed { views, .. } => adopt_claim(ctx, &views[0], &branch)?,
                 HeartbeatOutcome::Lost { reason, views } => {
-                    let json = json!({"issue": issue, "branch": branch, "reason": reason, "issues": views});
-                    return Ok(Outcome::new(Exit::ClaimLost, json)
-                        .line(format!("claim lost: {reason}"))
-                        .note("hint: another instance owns this work now; do not resume it here"));
+                    let line = format!("claim lost: {reason}");
+                    let output = ClaimLost {
+                        issue,
+                        branch: branch.clone(),
+                        reason,
+                        issues: views,
+                    };
+                    return Ok(
+                        Outcome::new(Exit::ClaimLost, ResumeOutput::ClaimLost(output))
+                            .line(line)
+                            .hint("another instance owns this work now; do not resume it here"),
+                    );
                 }
             }
-            "held"
+            ClaimState::Held
         }
         // A stale lease is taken over; so is our own that ran out while no
         // machine worked on it: a lapsed lease is lost, never renewed (SPEC 4).
         Decision::Stale | Decision::Ours => {
             let (_, outcome) =
-                super::coord::claim(&ctx, &coord, issue, Vec::new(), Some(branch.clone()), true)?;
+                super::coord::claim(ctx, &coord, issue, Vec::new(), Some(branch.clone()), true)?;
             if outcome.exit != Exit::Ok {
-                return Ok(outcome.note(format!(
+                return Ok(outcome.map(ResumeOutput::Claim).note(format!(
                     "resume of {branch} stopped: the takeover of #{issue} did not go through"
                 )));
             }
             match view.decision {
-                Decision::Ours => "held",
-                _ => "taken_over",
+                Decision::Ours => ClaimState::Held,
+                _ => ClaimState::TakenOver,
             }
         }
         // Nobody holds it: resume recreates the branch and claims nothing.
-        _ => "none",
+        _ => ClaimState::None,
     };
 
     // 4. The worktree, ignored by the main one.
@@ -256,59 +380,43 @@ pub(crate) fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome, Comm
         &prepush::SeenOn::of_settings(&ctx.git, &ctx.settings),
     )?;
     let generation = match claim {
-        "none" => None,
+        ClaimState::None => None,
         _ => ctx
             .claims()?
             .load(&ctx.settings.instance, issue)?
             .map(|r| r.generation),
     };
 
-    let tasks = reconcile_tasks(&ctx, issue, &branch)?;
+    let tasks = reconcile_tasks(ctx, issue, &branch)?;
     let next_task = tasks.as_ref().and_then(|t| t.next.clone());
     let state = if applied.repaired {
-        "repaired"
+        WorktreeState::Repaired
     } else if applied.created {
-        "created"
+        WorktreeState::Created
     } else {
-        "reused"
+        WorktreeState::Reused
     };
-    let json = json!({
-        "branch": branch,
-        "issue": issue,
-        "worktree": path,
-        "head": head,
-        "remote": ctx.settings.remote,
-        "claim": claim,
-        "generation": generation,
-        "instance_id": ctx.settings.instance,
-        "worktree_state": state,
-        "fast_forwarded": applied.fast_forwarded,
-        "moved_aside": applied.moved_aside,
-        "next_task": next_task,
-        "tasks": tasks,
-    });
-    let mut outcome = Outcome::new(Exit::Ok, json)
-        .line(format!("worktree: {}", path.display()))
-        .line(format!("branch:   {branch} ({state})"))
-        .line(format!(
-            "head:     {} {subject}",
-            &head[..head.len().min(12)]
-        ))
-        .line(match generation {
-            Some(g) if claim != "none" => format!(
-                "issue:    #{issue} ({claim} by {}, generation {g})",
+    let mut lines = vec![
+        format!("worktree: {}", path.display()),
+        format!("branch:   {branch} ({})", state.as_str()),
+        format!("head:     {} {subject}", &head[..head.len().min(12)]),
+        match generation {
+            Some(g) if claim != ClaimState::None => format!(
+                "issue:    #{issue} ({} by {}, generation {g})",
+                claim.as_str(),
                 ctx.settings.instance
             ),
             _ => format!("issue:    #{issue} (not claimed)"),
-        });
+        },
+    ];
     if let Some(tasks) = &tasks {
         for fixed in &tasks.reconciled {
-            outcome = outcome.line(format!(
+            lines.push(format!(
                 "checked off task {} from {} (pushed before a crash)",
                 fixed.task, fixed.short
             ));
         }
-        outcome = outcome.line(match &next_task {
+        lines.push(match &next_task {
             Some(t) => format!(
                 "next:     task {} of {} — {}",
                 t.number, tasks.total, t.title
@@ -316,14 +424,32 @@ pub(crate) fn run(global: &GlobalArgs, args: ResumeArgs) -> Result<Outcome, Comm
             None => format!("next:     nothing: all {} tasks are done", tasks.total),
         });
     }
-    if let Some(aside) = &applied.moved_aside {
+    let aside = applied.moved_aside.clone();
+    let output = Resumed {
+        branch: branch.clone(),
+        issue,
+        worktree: path,
+        head,
+        remote: ctx.settings.remote.clone(),
+        claim,
+        generation,
+        instance_id: ctx.settings.instance.clone(),
+        worktree_state: state,
+        fast_forwarded: applied.fast_forwarded,
+        moved_aside: applied.moved_aside,
+        next_task,
+        tasks,
+    };
+    let mut outcome = Outcome::new(Exit::Ok, ResumeOutput::Resumed(Box::new(output)));
+    outcome.lines = lines;
+    if let Some(aside) = &aside {
         outcome = outcome.note(format!(
             "note: a stale worktree directory was moved aside, not deleted: {}",
             aside.display()
         ));
     }
     outcome = super::warn_if_guard_off(&wt_git, outcome);
-    if claim == "none" {
+    if claim == ClaimState::None {
         outcome = outcome.note(format!(
             "note: nobody holds #{issue}; claim it before working on it: \
              git maverick coord claim {issue} --branch {branch}"

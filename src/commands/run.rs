@@ -14,15 +14,17 @@ use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use serde_json::json;
+use schemars::JsonSchema;
+use serde::Serialize;
 
+use super::contract::{ErrorObject, Note};
 use super::coord::{self, ClaimArgs, ReleaseReason};
-use super::{Context, Outcome};
+use super::{Context, Outcome, Warning};
 use crate::cli::{lease_duration, GlobalArgs};
 use crate::coord::hold::{self, command_line, Ending, HoldReport, HoldRequest, Inbox, Released};
 use crate::coord::lease::{ClaimOutcome, Coordinator};
 use crate::coord::supervise::{signal_name, ChildStatus};
-use crate::error::{CommandError, Exit};
+use crate::error::{CommandError, ErrorCode, Exit};
 
 #[derive(Debug, Args)]
 #[command(after_help = "\
@@ -52,8 +54,64 @@ pub(crate) struct RunArgs {
     pub command: Vec<OsString>,
 }
 
-pub(crate) fn run(global: &GlobalArgs, args: RunArgs) -> Result<Outcome, CommandError> {
+/// `run ISSUE -- CMD --json`: maverick's object is all of stdout; CMD's
+/// own stdout goes to stderr. The exit code is CMD's own status.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub(crate) enum RunOutput {
+    Held(Box<HoldOutput>),
+    /// The claim was refused: what it came to, and CMD did not run.
+    Refused(ClaimOutcome),
+}
+
+/// The claim held while CMD ran, and how it ended.
+#[derive(Debug, Default, Serialize, JsonSchema)]
+pub(crate) struct HoldOutput {
+    pub issue: u64,
+    pub issues: Vec<u64>,
+    pub instance_id: String,
+    pub generation: u64,
+    pub command: Vec<String>,
+    /// CMD's exit status.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<ChildStatus>,
+    /// The signal that maverick got and forwarded, or that stopped it before CMD started.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signal: Option<String>,
+    /// Why the claim was lost (exit 7).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lost: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub killed: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped_after_ms: Option<u64>,
+    /// CMD could not start.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorObject>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub released: Option<Vec<u64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<ReleaseReason>,
+    /// This instance held the claim before `run`: kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kept: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub release_error: Option<String>,
+}
+
+pub(crate) fn run(
+    global: &GlobalArgs,
+    args: RunArgs,
+) -> Result<Outcome<RunOutput, u8>, CommandError> {
     let ctx = Context::load(global)?;
+    ctx.report(hold_for(&ctx, global, args))
+}
+
+fn hold_for(
+    ctx: &Context,
+    global: &GlobalArgs,
+    args: RunArgs,
+) -> Result<Outcome<RunOutput, u8>, CommandError> {
     let settings = &ctx.settings;
     hold::check_timing(settings.lease_ttl, settings.heartbeat_interval, args.grace)?;
 
@@ -65,7 +123,7 @@ pub(crate) fn run(global: &GlobalArgs, args: RunArgs) -> Result<Outcome, Command
     let store = ctx.claims()?;
     let claimed_at = Instant::now();
     let (claimed, refused) = coord::claim(
-        &ctx,
+        ctx,
         &coord,
         args.claim.issue,
         args.claim.scope,
@@ -78,7 +136,7 @@ pub(crate) fn run(global: &GlobalArgs, args: RunArgs) -> Result<Outcome, Command
         already_held,
     } = claimed
     else {
-        return Ok(refused);
+        return Ok(refused.map(RunOutput::Refused).map_exit(Exit::code));
     };
     let request = HoldRequest {
         issues: views.iter().map(|v| v.issue).collect(),
@@ -96,6 +154,7 @@ pub(crate) fn run(global: &GlobalArgs, args: RunArgs) -> Result<Outcome, Command
         let ctx = Context {
             git: ctx.git.clone(),
             settings: settings.clone(),
+            warnings: Vec::new(),
         };
         Box::new(move || ctx.surface().ok())
     };
@@ -113,7 +172,7 @@ pub(crate) fn run(global: &GlobalArgs, args: RunArgs) -> Result<Outcome, Command
 
 /// What a person (and `--json`) sees of a held command, and the exit code:
 /// the command's own, or the protocol's when the claim was lost.
-fn show(instance: &str, report: HoldReport) -> Outcome {
+fn show(instance: &str, report: HoldReport) -> Outcome<RunOutput, u8> {
     let HoldReport {
         issues,
         generation,
@@ -123,29 +182,36 @@ fn show(instance: &str, report: HoldReport) -> Outcome {
     } = report;
     let issue = issues[0];
     let line = command_line(&command);
-    let mut json = json!({
-        "issue": issue,
-        "issues": issues,
-        "instance_id": instance,
-        "generation": generation,
-        "command": command.iter().map(|a| a.to_string_lossy()).collect::<Vec<_>>(),
-    });
-    let mut notes = Vec::new();
+    let mut output = HoldOutput {
+        issue,
+        issues,
+        instance_id: instance.to_owned(),
+        generation,
+        command: command
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
+        ..HoldOutput::default()
+    };
+    let mut notes: Vec<Note> = Vec::new();
+    let hint = |text: &str| Note::Hint(text.to_owned());
     let (exit, code, released) = match ending {
         Ending::LostBeforeStart(reason) => {
-            json["lost"] = json!(reason);
-            notes.push(format!("claim lost before the command started: {reason}"));
-            notes.push(
-                "hint: stop working on this issue and report; do not push to its branch".to_owned(),
-            );
+            notes.push(Note::Text(format!(
+                "claim lost before the command started: {reason}"
+            )));
+            notes.push(hint(
+                "stop working on this issue and report; do not push to its branch",
+            ));
+            output.lost = Some(reason);
             (Exit::ClaimLost, None, None)
         }
         Ending::SignalBeforeStart(signal, released) => {
-            json["signal"] = json!(signal_name(signal));
-            notes.push(format!(
+            output.signal = Some(signal_name(signal));
+            notes.push(Note::Text(format!(
                 "{} before the command started; it was not run",
                 signal_name(signal)
-            ));
+            )));
             (Exit::Error, Some(signal_code(signal)), Some(released))
         }
         Ending::SpawnFailed(err, released) => {
@@ -155,13 +221,13 @@ fn show(instance: &str, report: HoldReport) -> Outcome {
                 126
             };
             // The contract's error object (README "JSON output").
-            json["error"] = json!({
-                "code": "failed",
-                "message": format!("cannot run `{line}`: {err}"),
-                "causes": [],
-                "hints": [],
+            output.error = Some(ErrorObject {
+                code: ErrorCode::Failed,
+                message: format!("cannot run `{line}`: {err}"),
+                causes: Vec::new(),
+                hints: Vec::new(),
             });
-            notes.push(format!("error: cannot run `{line}`: {err}"));
+            notes.push(Note::Text(format!("error: cannot run `{line}`: {err}")));
             (Exit::Error, Some(code), Some(released))
         }
         Ending::Exited {
@@ -169,14 +235,14 @@ fn show(instance: &str, report: HoldReport) -> Outcome {
             received,
             released,
         } => {
-            json["status"] = json!(status);
+            output.status = Some(status);
             let code = match received {
                 Some(signal) => {
-                    json["signal"] = json!(signal_name(signal));
-                    notes.push(format!(
+                    output.signal = Some(signal_name(signal));
+                    notes.push(Note::Text(format!(
                         "`{line}` {status} after maverick forwarded {}",
                         signal_name(signal)
-                    ));
+                    )));
                     signal_code(signal)
                 }
                 None => status.code(),
@@ -191,12 +257,8 @@ fn show(instance: &str, report: HoldReport) -> Outcome {
             stopped_after,
             released,
         } => {
-            json["lost"] = json!(reason);
-            json["status"] = json!(status);
-            json["killed"] = json!(killed);
-            json["stopped_after_ms"] = json!(stopped_after.as_millis() as u64);
-            notes.push(format!("claim lost: {reason}"));
-            notes.push(format!(
+            notes.push(Note::Text(format!("claim lost: {reason}")));
+            notes.push(Note::Text(format!(
                 "`{line}` was stopped with {} ({status}, {:.1}s after the loss)",
                 if killed {
                     "SIGKILL after the grace period"
@@ -204,20 +266,22 @@ fn show(instance: &str, report: HoldReport) -> Outcome {
                     "SIGTERM"
                 },
                 stopped_after.as_secs_f64()
+            )));
+            notes.push(hint(
+                "stop working on this issue and report; do not push to its branch",
             ));
-            notes.push(
-                "hint: stop working on this issue and report; do not push to its branch".to_owned(),
-            );
+            output.lost = Some(reason);
+            output.status = Some(status);
+            output.killed = Some(killed);
+            output.stopped_after_ms = Some(stopped_after.as_millis() as u64);
             (Exit::ClaimLost, None, Some(released))
         }
     };
     let mut code = code;
     match released {
         Some(Released::Done(issues, reason)) => {
-            json["released"] = json!(issues);
-            json["reason"] = json!(reason.as_str());
             if !issues.is_empty() {
-                notes.push(format!(
+                notes.push(Note::Text(format!(
                     "released {} ({})",
                     issues
                         .iter()
@@ -225,24 +289,26 @@ fn show(instance: &str, report: HoldReport) -> Outcome {
                         .collect::<Vec<_>>()
                         .join(", "),
                     reason.as_str()
-                ));
+                )));
             }
+            output.released = Some(issues);
+            output.reason = Some(reason);
         }
         Some(Released::Kept) => {
-            json["released"] = json!([]);
-            json["kept"] = json!(true);
-            notes.push(format!(
+            output.released = Some(Vec::new());
+            output.kept = Some(true);
+            notes.push(Note::Text(format!(
                 "kept #{issue}: this instance held it before `run`; release it with `git maverick coord release {issue}`"
-            ));
+            )));
         }
         Some(Released::Failed(err)) => {
             let err = CommandError::from(err);
-            json["released"] = json!([]);
-            json["release_error"] = json!(err.message);
-            notes.push(format!("{err}"));
-            notes.push(format!(
-                "hint: release it by hand with `git maverick coord release {issue} --reason abort`"
-            ));
+            output.released = Some(Vec::new());
+            output.release_error = Some(err.message());
+            notes.push(Note::Text(format!("{err}")));
+            notes.push(hint(&format!(
+                "release it by hand with `git maverick coord release {issue} --reason abort`"
+            )));
             // The command's own failure says more; a clean run that
             // left its claim behind is still a failure of the tool.
             if exit != Exit::ClaimLost && code == Some(0) {
@@ -251,9 +317,13 @@ fn show(instance: &str, report: HoldReport) -> Outcome {
         }
         None => {}
     }
-    let mut outcome = Outcome::new(exit, json);
-    outcome.status = code;
-    outcome.notes = warnings.iter().map(|e| format!("warning: {e}")).collect();
+    let mut outcome = Outcome::new(
+        code.unwrap_or(exit.code()),
+        RunOutput::Held(Box::new(output)),
+    );
+    for warning in &warnings {
+        outcome = outcome.warn(Warning::new(warning.to_string()));
+    }
     outcome.notes.extend(notes);
     outcome
 }

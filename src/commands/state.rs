@@ -1,7 +1,9 @@
 //! `git maverick state`: durable state markers (SPEC 3, 5).
 
 use clap::{Args, Subcommand};
-use serde_json::{json, Map, Value};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::{Map, Value};
 
 use super::{Context, Outcome};
 use crate::cli::{issue_number, GlobalArgs};
@@ -69,17 +71,64 @@ fn marker_kind(text: &str) -> Result<MarkerKind, String> {
     text.parse::<MarkerKind>().map_err(|e| e.to_string())
 }
 
-pub(crate) fn run(global: &GlobalArgs, args: StateArgs) -> Result<Outcome, CommandError> {
+/// `state get --json`: one marker's payload.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct GetOutput {
+    /// The marker kind: `dag`, `state`, `bprop`, `task-progress`, …
+    pub kind: &'static str,
+    pub issue: u64,
+    pub comment_id: u64,
+    /// Who wrote the comment (a GitHub login; the instance on git).
+    pub author: String,
+    /// The payload.
+    pub marker: Map<String, Value>,
+}
+
+/// `state put --json`: the marker written or kept.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct PutOutput {
+    pub kind: &'static str,
+    pub issue: u64,
+    pub comment_id: u64,
+    /// Whether a new comment was created (else the newest was updated).
+    pub created: bool,
+    pub marker: Map<String, Value>,
+}
+
+/// `state story --json`: a story's state in its epic's state marker.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct StoryOutput {
+    pub epic: u64,
+    pub story: u64,
+    pub state: StoryState,
+    pub comment_id: u64,
+    pub marker: Map<String, Value>,
+}
+
+/// What a `state` subcommand prints with `--json`.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub(crate) enum StateOutput {
+    Get(GetOutput),
+    Put(PutOutput),
+    Story(StoryOutput),
+}
+
+pub(crate) fn run(
+    global: &GlobalArgs,
+    args: StateArgs,
+) -> Result<Outcome<StateOutput>, CommandError> {
     let ctx = Context::load(global)?;
-    match args.command {
-        StateCommand::Get(a) => get(&ctx, a),
-        StateCommand::Put(a) => put(&ctx, a),
-        StateCommand::Story(a) => story(&ctx, a),
-    }
+    let outcome = match args.command {
+        StateCommand::Get(a) => get(&ctx, a).map(|o| o.map(StateOutput::Get)),
+        StateCommand::Put(a) => put(&ctx, a).map(|o| o.map(StateOutput::Put)),
+        StateCommand::Story(a) => story(&ctx, a).map(|o| o.map(StateOutput::Story)),
+    };
+    ctx.report(outcome)
 }
 
 /// Pretty JSON, one line per output line, so that people can pipe it.
-fn pretty_lines(mut o: Outcome, value: &Value) -> Outcome {
+fn pretty_lines<T>(mut o: Outcome<T>, value: &Value) -> Outcome<T> {
     let text = serde_json::to_string_pretty(value).expect("JSON values serialize");
     for line in text.lines() {
         o = o.line(line);
@@ -87,7 +136,7 @@ fn pretty_lines(mut o: Outcome, value: &Value) -> Outcome {
     o
 }
 
-fn get(ctx: &Context, args: GetArgs) -> Result<Outcome, CommandError> {
+fn get(ctx: &Context, args: GetArgs) -> Result<Outcome<GetOutput>, CommandError> {
     let surface = ctx.surface()?;
     let issue = surface.issue(args.issue)?;
     let Some(found) = state::newest_marker(&issue, args.kind) else {
@@ -102,17 +151,17 @@ fn get(ctx: &Context, args: GetArgs) -> Result<Outcome, CommandError> {
         )));
     };
     let payload = Value::Object(found.marker.payload.clone());
-    let json = json!({
-        "kind": args.kind.name(),
-        "issue": args.issue,
-        "comment_id": found.comment_id,
-        "author": found.author,
-        "marker": payload,
-    });
-    Ok(pretty_lines(Outcome::new(Exit::Ok, json), &payload))
+    let output = GetOutput {
+        kind: args.kind.name(),
+        issue: args.issue,
+        comment_id: found.comment_id,
+        author: found.author,
+        marker: found.marker.payload,
+    };
+    Ok(pretty_lines(Outcome::new(Exit::Ok, output), &payload))
 }
 
-fn put(ctx: &Context, args: PutArgs) -> Result<Outcome, CommandError> {
+fn put(ctx: &Context, args: PutArgs) -> Result<Outcome<PutOutput>, CommandError> {
     if !state::UPSERT_KINDS.contains(&args.kind) {
         return Err(StateError::NotState(args.kind).into());
     }
@@ -141,20 +190,19 @@ fn put(ctx: &Context, args: PutArgs) -> Result<Outcome, CommandError> {
         payload,
         args.replace,
     )?;
-    let payload = Value::Object(written.marker.payload.clone());
     let verb = if written.created {
         "created"
     } else {
         "updated"
     };
-    let json = json!({
-        "kind": args.kind.name(),
-        "issue": args.issue,
-        "comment_id": written.comment_id,
-        "created": written.created,
-        "marker": payload,
-    });
-    Ok(Outcome::new(Exit::Ok, json).line(format!(
+    let output = PutOutput {
+        kind: args.kind.name(),
+        issue: args.issue,
+        comment_id: written.comment_id,
+        created: written.created,
+        marker: written.marker.payload,
+    };
+    Ok(Outcome::new(Exit::Ok, output).line(format!(
         "#{}: {verb} the `{}` marker (comment {})",
         args.issue,
         args.kind.fence_tag(),
@@ -162,7 +210,7 @@ fn put(ctx: &Context, args: PutArgs) -> Result<Outcome, CommandError> {
     )))
 }
 
-fn story(ctx: &Context, args: StoryArgs) -> Result<Outcome, CommandError> {
+fn story(ctx: &Context, args: StoryArgs) -> Result<Outcome<StoryOutput>, CommandError> {
     let surface = ctx.surface()?;
     let written = state::set_story_state(
         surface.as_ref(),
@@ -171,14 +219,14 @@ fn story(ctx: &Context, args: StoryArgs) -> Result<Outcome, CommandError> {
         args.story,
         args.state,
     )?;
-    let json = json!({
-        "epic": args.epic,
-        "story": args.story,
-        "state": args.state,
-        "comment_id": written.comment_id,
-        "marker": Value::Object(written.marker.payload),
-    });
-    Ok(Outcome::new(Exit::Ok, json).line(format!(
+    let output = StoryOutput {
+        epic: args.epic,
+        story: args.story,
+        state: args.state,
+        comment_id: written.comment_id,
+        marker: written.marker.payload,
+    };
+    Ok(Outcome::new(Exit::Ok, output).line(format!(
         "#{}: story #{} is {}",
         args.epic,
         args.story,

@@ -1,19 +1,23 @@
 //! `git maverick status`: the whole team at a glance, and the epic as a picture.
 
+use std::collections::BTreeSet;
 use std::io::{IsTerminal as _, Write as _};
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use serde_json::Value;
 
-use super::{Context, Outcome};
+use super::{Context, Envelope, Failure, Outcome, Warning};
 use crate::cli::{duration, issue_number, GlobalArgs};
 use crate::config::SurfaceKind;
+use crate::coord::dispatch::HolderKind;
 use crate::error::{CommandError, Exit};
 use crate::surface::git::GitSurface;
 use crate::surface::github::GithubSurface;
 use crate::surface::Surface;
-use crate::workflow::status::{self, Heads, StatusError, StatusRequest, StatusView};
+use crate::timefmt::Timestamp;
+use crate::workflow::status::{
+    self, EpicView, Heads, IssueRow, StatusError, StatusRequest, StatusView, Totals,
+};
 
 #[derive(Debug, Args)]
 pub(crate) struct StatusArgs {
@@ -53,7 +57,7 @@ impl From<StatusError> for CommandError {
         match err {
             StatusError::Surface(e) => e.into(),
             StatusError::Git(e) => e.into(),
-            StatusError::NotAnEpic(n) => CommandError::from_error(Exit::Error, &err).hint(format!(
+            StatusError::NotAnEpic(n) => CommandError::from_error(Exit::Error, err).hint(format!(
                 "an epic carries its DAG in a maverick-dag marker: \
                      git maverick state put dag {n} FILE"
             )),
@@ -120,7 +124,12 @@ impl Source {
     }
 }
 
-pub(crate) fn run(global: &GlobalArgs, args: StatusArgs) -> Result<Outcome, CommandError> {
+/// The view, `--json`'s body; none when a watch ends because nobody
+/// reads any more.
+pub(crate) fn run(
+    global: &GlobalArgs,
+    args: StatusArgs,
+) -> Result<Outcome<Option<StatusView>>, CommandError> {
     if args.format != Format::Text {
         let name = if args.format == Format::Dot {
             "dot"
@@ -159,34 +168,43 @@ pub(crate) fn run(global: &GlobalArgs, args: StatusArgs) -> Result<Outcome, Comm
         })
         .map_err(|e| CommandError::tool(format!("cannot watch for Ctrl-C: {e}")))?;
         let ctx = Context::load(global)?;
-        let source = Source::open(&ctx)?;
-        return watch(&ctx, &source, &request, interval, global.json);
+        return ctx.report(
+            Source::open(&ctx)
+                .and_then(|source| watch(&ctx, &source, &request, interval, global.json)),
+        );
     }
     let ctx = Context::load(global)?;
-    let source = Source::open(&ctx)?;
-    let view = source.gather(&ctx, &request)?;
-    match args.format {
+    ctx.report(show(&ctx, &request, args.format).map(|o| o.map(Some)))
+}
+
+fn show(
+    ctx: &Context,
+    request: &StatusRequest,
+    format: Format,
+) -> Result<Outcome<StatusView>, CommandError> {
+    let source = Source::open(ctx)?;
+    let view = source.gather(ctx, request)?;
+    let warnings: Vec<Warning> = view.warnings.iter().map(Warning::new).collect();
+    match format {
         Format::Text => {
-            let json = serde_json::to_value(&view).expect("the view serializes");
-            let mut outcome = Outcome::new(Exit::Ok, json);
-            outcome.lines = status::render_text(&view);
+            let lines = render_text(&view);
+            let mut outcome = Outcome::new(Exit::Ok, view).own_warnings(warnings);
+            outcome.lines = lines;
             Ok(outcome)
         }
         Format::Dot | Format::Svg => {
             let epic = view.epic.as_ref().expect("--epic was given");
-            let dot = status::render_dot(epic);
-            let text = if args.format == Format::Svg {
+            let dot = render_dot(epic);
+            let text = if format == Format::Svg {
                 render_svg(&dot, epic.epic)?
             } else {
                 dot
             };
-            let mut outcome = Outcome::new(Exit::Ok, Value::Null);
+            let mut outcome = Outcome::new(Exit::Ok, view);
             outcome.lines = text.lines().map(str::to_owned).collect();
-            outcome.notes = view
-                .warnings
-                .iter()
-                .map(|w| format!("warning: {w}"))
-                .collect();
+            for warning in warnings {
+                outcome = outcome.warn(warning);
+            }
             Ok(outcome)
         }
     }
@@ -248,23 +266,27 @@ fn watch(
     request: &StatusRequest,
     interval: Duration,
     json: bool,
-) -> Result<Outcome, CommandError> {
+) -> Result<Outcome<Option<StatusView>>, CommandError> {
     let terminal = !json && std::io::stdout().is_terminal();
-    // What loading the settings warned about, on every object.
-    let warnings = super::take_warnings();
     let mut first = true;
     loop {
         let gathered = source.gather(ctx, request);
         let lines = match gathered {
             Ok(view) if json => {
-                let value = serde_json::to_value(&view).expect("the view serializes");
-                vec![super::contract(value, 0, &warnings).to_string()]
+                // What loading the settings warned about, on every object.
+                let warnings = view
+                    .warnings
+                    .iter()
+                    .map(Warning::new)
+                    .chain(ctx.warnings.iter().cloned())
+                    .collect();
+                vec![super::json_line(&Envelope::new(Exit::Ok, warnings, &view))]
             }
-            Ok(view) => status::render_text(&view),
+            Ok(view) => render_text(&view),
             // A first read that fails is an error; a later one a line
             // on the screen, and the next round tries again.
             Err(err) if first => return Err(err),
-            Err(err) if json => vec![super::error_json(&err).to_string()],
+            Err(err) if json => vec![super::json_line(&Failure::of(&err.shown(&ctx.warnings)))],
             Err(err) => err.to_string().lines().map(str::to_owned).collect(),
         };
         first = false;
@@ -294,9 +316,282 @@ fn watch(
             .is_err()
         {
             // Nobody reads any more (`| head`): done.
-            return Ok(Outcome::new(Exit::Ok, Value::Null));
+            return Ok(Outcome::new(Exit::Ok, None));
         }
         drop(stdout);
         std::thread::sleep(interval);
+    }
+}
+
+/// For people: `14m`, `2h5m`, `45s` (seconds only under a minute).
+fn rough_duration(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..=59 => format!("{s}s"),
+        60..=3599 => format!("{}m", s / 60),
+        _ if s % 3600 / 60 == 0 => format!("{}h", s / 3600),
+        _ => format!("{}h{}m", s / 3600, s % 3600 / 60),
+    }
+}
+
+/// The view as lines a person reads.
+fn render_text(view: &StatusView) -> Vec<String> {
+    let mut lines = Vec::new();
+    lines.push(format!(
+        "{} surface, {}, you are {}",
+        view.surface, view.now, view.instance_id
+    ));
+    if view.issues.is_empty() {
+        lines.push(if view.mine {
+            "this instance holds no claims".to_owned()
+        } else {
+            "nothing is claimed, leased, blocked or dispatched".to_owned()
+        });
+    }
+    for row in &view.issues {
+        lines.push(render_row(row, view.now));
+    }
+    let d = &view.dispatch;
+    let mut slots = format!("dispatch slots: {}/{} used", d.used, d.slots);
+    if !d.holders.is_empty() {
+        let who: Vec<String> = d
+            .holders
+            .iter()
+            .map(|h| {
+                let what = match h.kind {
+                    HolderKind::PullRequest => format!("PR #{}", h.issue),
+                    HolderKind::Labelled => format!("#{} (labelled by hand)", h.issue),
+                    HolderKind::Claim => format!(
+                        "#{} {}",
+                        h.issue,
+                        who(h.instance_id.as_deref().unwrap_or("?"), h.ours)
+                    ),
+                };
+                format!("{}: {what}", h.slot)
+            })
+            .collect();
+        slots.push_str(&format!(" ({})", who.join(", ")));
+    }
+    lines.push(slots);
+    lines.push(render_totals(&view.totals));
+    if let Some(epic) = &view.epic {
+        lines.extend(render_epic(epic, view));
+    }
+    for warning in &view.warnings {
+        lines.push(format!("warning: {warning}"));
+    }
+    lines
+}
+
+fn who(instance: &str, ours: bool) -> String {
+    if ours {
+        format!("{instance} (you)")
+    } else {
+        instance.to_owned()
+    }
+}
+
+fn render_row(row: &IssueRow, now: Timestamp) -> String {
+    let mut parts = vec![format!(
+        "{} #{}",
+        if row.needs_attention() { "!" } else { " " },
+        row.issue
+    )];
+    parts.push(row.state.to_owned());
+    if let Some(h) = &row.holder {
+        parts.push(who(&h.instance_id, h.ours));
+    }
+    if let Some(g) = row.generation.filter(|_| row.holder.is_some()) {
+        parts.push(format!("gen {g}"));
+    }
+    if let Some(l) = &row.lease {
+        let d = rough_duration(Duration::from_secs(l.seconds));
+        parts.push(match &l.takeover {
+            Some(cmd) => format!("stale for {d} (take over: {cmd})"),
+            None if l.live => format!("lease {d} left"),
+            None => format!("lease ran out {d} ago"),
+        });
+    }
+    if let Some(b) = &row.branch {
+        parts.push(match b.head_moved_at {
+            Some(at) => format!("{} moved {} ago", b.name, rough_duration(now.since(at))),
+            None => format!("{} (not on the remote)", b.name),
+        });
+    }
+    if let Some(t) = &row.tasks {
+        let mut text = format!("tasks {}/{}", t.done, t.total);
+        if let Some(next) = &t.next_task {
+            text.push_str(&format!(", next {}: {}", next.number, next.title));
+        }
+        parts.push(text);
+    }
+    if let Some(p) = &row.pull {
+        let draft = if p.draft { " (draft)" } else { "" };
+        parts.push(format!("PR #{}{draft} CI {}", p.number, p.ci));
+    }
+    if !row.blocked_by.is_empty() {
+        let by: Vec<String> = row.blocked_by.iter().map(|n| format!("#{n}")).collect();
+        parts.push(format!("blocked by {}", by.join(", ")));
+    }
+    if let Some(d) = &row.dispatch {
+        let slot = d.slot.map(|s| format!(", slot {s}")).unwrap_or_default();
+        parts.push(format!(
+            "dispatch claim by {} ({}{slot})",
+            who(&d.instance_id, d.ours),
+            d.verdict.replace('_', " ")
+        ));
+    }
+    if row.needs_attention() {
+        parts.push(format!("<- {}", row.attention.join("; ")));
+    }
+    parts.join("  ")
+}
+
+fn render_totals(t: &Totals) -> String {
+    let mut counts = Vec::new();
+    for (n, what) in [
+        (t.ours, "yours"),
+        (t.held, "held"),
+        (t.stale, "stale"),
+        (t.blocked, "blocked"),
+        (t.orphan, "orphan labels"),
+        (t.dispatch, "dispatched"),
+    ] {
+        if n > 0 {
+            counts.push(format!("{n} {what}"));
+        }
+    }
+    let issues = if t.issues == 1 { "issue" } else { "issues" };
+    let mut line = format!("{} {issues}", t.issues);
+    if !counts.is_empty() {
+        line.push_str(&format!(": {}", counts.join(", ")));
+    }
+    let need = if t.needs_attention == 1 {
+        "needs"
+    } else {
+        "need"
+    };
+    line.push_str(&format!("; {} {need} a person", t.needs_attention));
+    line
+}
+
+fn render_epic(epic: &EpicView, view: &StatusView) -> Vec<String> {
+    let count: usize = epic.waves.iter().map(|w| w.stories.len()).sum();
+    let mut lines = vec![format!(
+        "epic #{}: {count} stories in {} waves",
+        epic.epic,
+        epic.waves.len()
+    )];
+    for wave in &epic.waves {
+        lines.push(format!("wave {}", wave.wave));
+        for story in &wave.stories {
+            let mut line = format!("  #{} {}", story.issue, story.state.replace('_', " "));
+            if let Some(h) = &story.holder {
+                line.push_str(&format!(" by {}", who(&h.instance_id, h.ours)));
+                if story.stale {
+                    line.push_str(" (stale)");
+                }
+            }
+            if !story.deps.is_empty() {
+                let deps: Vec<String> = story.deps.iter().map(|d| format!("#{d}")).collect();
+                line.push_str(&format!(", after {}", deps.join(" ")));
+            }
+            if !story.blocked_by.is_empty() {
+                let by: Vec<String> = story.blocked_by.iter().map(|n| format!("#{n}")).collect();
+                line.push_str(&format!(", blocked by {}", by.join(" ")));
+            }
+            if let Some(row) = view.issues.iter().find(|r| r.issue == story.issue) {
+                if let Some(t) = &row.tasks {
+                    line.push_str(&format!(", tasks {}/{}", t.done, t.total));
+                }
+                if let Some(p) = &row.pull {
+                    line.push_str(&format!(", PR #{} CI {}", p.number, p.ci));
+                }
+            }
+            lines.push(line);
+        }
+    }
+    lines
+}
+
+/// The epic as a Graphviz digraph: one node per story coloured by state,
+/// an edge from each dependency, one rank per wave.
+fn render_dot(epic: &EpicView) -> String {
+    let mut out = String::new();
+    out.push_str(&format!("digraph \"epic-{}\" {{\n", epic.epic));
+    out.push_str(&format!(
+        "  graph [label=\"epic #{}\", labelloc=t, rankdir=TB, fontname=\"Helvetica\"];\n",
+        epic.epic
+    ));
+    out.push_str(
+        "  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", fillcolor=white];\n",
+    );
+    for wave in &epic.waves {
+        out.push_str(&format!(
+            "  subgraph wave_{} {{\n    rank=same;\n",
+            wave.wave
+        ));
+        out.push_str(&format!(
+            "    \"wave {0}\" [shape=plaintext, style=\"\", label=\"wave {0}\"];\n",
+            wave.wave
+        ));
+        for story in &wave.stories {
+            let (fill, border) = match story.state.as_str() {
+                "merged" => ("#c8e6c9", "#2e7d32"),
+                "in_flight" if story.stale => ("#ffe0b2", "#e65100"),
+                "in_flight" => ("#bbdefb", "#1565c0"),
+                "blocked" => ("#ffcdd2", "#c62828"),
+                "ejected" => ("#e0e0e0", "#616161"),
+                _ => ("#ffffff", "#424242"),
+            };
+            let mut label = format!("#{}\\n{}", story.issue, story.state.replace('_', " "));
+            if let Some(h) = &story.holder {
+                label.push_str(&format!("\\n{}", dot_escape(&who(&h.instance_id, h.ours))));
+                if story.stale {
+                    label.push_str(" (stale)");
+                }
+            }
+            out.push_str(&format!(
+                "    \"{}\" [label=\"{label}\", fillcolor=\"{fill}\", color=\"{border}\"];\n",
+                story.issue
+            ));
+        }
+        out.push_str("  }\n");
+    }
+    // The wave labels in order down the left, invisible links between them.
+    for pair in epic.waves.windows(2) {
+        out.push_str(&format!(
+            "  \"wave {}\" -> \"wave {}\" [style=invis];\n",
+            pair[0].wave, pair[1].wave
+        ));
+    }
+    let known: BTreeSet<u64> = epic
+        .waves
+        .iter()
+        .flat_map(|w| w.stories.iter().map(|s| s.issue))
+        .collect();
+    for story in epic.waves.iter().flat_map(|w| &w.stories) {
+        for dep in story.deps.iter().filter(|d| known.contains(d)) {
+            out.push_str(&format!("  \"{dep}\" -> \"{}\";\n", story.issue));
+        }
+    }
+    out.push_str("}\n");
+    out
+}
+
+fn dot_escape(text: &str) -> String {
+    text.replace('\\', "\\\\").replace('"', "\\\"")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rough_durations() {
+        assert_eq!(rough_duration(Duration::from_secs(45)), "45s");
+        assert_eq!(rough_duration(Duration::from_secs(14 * 60 + 59)), "14m");
+        assert_eq!(rough_duration(Duration::from_secs(7200)), "2h");
+        assert_eq!(rough_duration(Duration::from_secs(7500)), "2h5m");
     }
 }

@@ -3,11 +3,15 @@
 use std::io::Read as _;
 
 use clap::{Args, Subcommand};
-use serde_json::json;
+use schemars::JsonSchema;
+use serde::Serialize;
 
-use super::{Context, Outcome};
+use super::{Context, Outcome, Warning};
 use crate::cli::{issue_number, GlobalArgs};
-use crate::durable::tasks::{self, IssueSource, Task, TaskError, TaskListView};
+use crate::coord::lease::ClaimView;
+use crate::durable::tasks::{
+    self, Checked, InitOutcome, IssueSource, Task, TaskError, TaskListView,
+};
 use crate::error::{CommandError, Exit};
 use crate::workflow::task_done::{self, DoneOutcome, DoneReport, DoneRequest};
 
@@ -85,14 +89,99 @@ pub(crate) struct DoneArgs {
     pub issue: Option<u64>,
 }
 
-pub(crate) fn run(global: &GlobalArgs, args: TaskArgs) -> Result<Outcome, CommandError> {
+/// `task check --json`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct CheckOutput {
+    pub issue: u64,
+    pub task: usize,
+    pub checked: Checked,
+}
+
+/// `task done --json`: the task's commit, pushed and checked off; or why
+/// not (exit 4-8).
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub(crate) enum DoneOutput {
+    Pushed(Pushed),
+    NotPushed(NotPushed),
+    ClaimLost(ClaimLost),
+    Held(Held),
+}
+
+/// The task's commit is on the remote and checked off.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct Pushed {
+    pub issue: u64,
+    pub issue_source: IssueSource,
+    pub task: usize,
+    pub sha: String,
+    pub short: String,
+    pub branch: String,
+    pub remote: String,
+    /// False when an earlier run made the commit and this one pushed it.
+    pub committed: bool,
+    pub pushed: bool,
+    /// The tasks this run checked off.
+    pub checked: Vec<usize>,
+    pub next_task: Option<Task>,
+    pub done: usize,
+    pub total: usize,
+}
+
+/// Committed, not pushed: someone else's push is in the way (exit 8).
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct NotPushed {
+    pub issue: u64,
+    pub task: usize,
+    pub short: String,
+    pub branch: String,
+    pub committed: bool,
+    pub pushed: bool,
+    pub reason: String,
+}
+
+/// This clone's claim is lost: nothing was committed (exit 7).
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct ClaimLost {
+    pub issue: u64,
+    pub committed: bool,
+    pub pushed: bool,
+    pub reason: String,
+}
+
+/// Another instance holds the issue: nothing was committed (exit 4, 5).
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct Held {
+    pub issue: u64,
+    pub committed: bool,
+    pub pushed: bool,
+    pub holder: ClaimView,
+}
+
+/// What a `task` subcommand prints with `--json`.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub(crate) enum TaskOutput {
+    Init(InitOutcome),
+    List(TaskListView),
+    Check(CheckOutput),
+    Done(DoneOutput),
+}
+
+pub(crate) fn run(
+    global: &GlobalArgs,
+    args: TaskArgs,
+) -> Result<Outcome<TaskOutput>, CommandError> {
     let ctx = Context::load(global)?;
-    match args.command {
-        TaskCommand::Init(a) => init(&ctx, a),
-        TaskCommand::List(a) => list(&ctx, a),
-        TaskCommand::Check(a) => check(&ctx, a),
-        TaskCommand::Done(a) => done(&ctx, a).map(|o| super::warn_if_guard_off(&ctx.git, o)),
-    }
+    let outcome = match args.command {
+        TaskCommand::Init(a) => init(&ctx, a).map(|o| o.map(TaskOutput::Init)),
+        TaskCommand::List(a) => list(&ctx, a).map(|o| o.map(TaskOutput::List)),
+        TaskCommand::Check(a) => check(&ctx, a).map(|o| o.map(TaskOutput::Check)),
+        TaskCommand::Done(a) => {
+            done(&ctx, a).map(|o| super::warn_if_guard_off(&ctx.git, o.map(TaskOutput::Done)))
+        }
+    };
+    ctx.report(outcome)
 }
 
 /// Reads FILE, or standard input for `-` or no FILE.
@@ -110,7 +199,7 @@ pub(crate) fn read_input(file: Option<&str>) -> Result<String, CommandError> {
     }
 }
 
-fn init(ctx: &Context, mut args: InitArgs) -> Result<Outcome, CommandError> {
+fn init(ctx: &Context, mut args: InitArgs) -> Result<Outcome<InitOutcome>, CommandError> {
     args.branch = args
         .branch
         .map(|b| super::branch_arg(&ctx.git, &b))
@@ -127,20 +216,16 @@ fn init(ctx: &Context, mut args: InitArgs) -> Result<Outcome, CommandError> {
         args.branch.as_deref(),
     )?;
     let verb = if outcome.created { "wrote" } else { "kept" };
-    let mut o = Outcome::new(
-        Exit::Ok,
-        serde_json::to_value(&outcome).expect("outcome serializes"),
-    )
-    .line(format!(
+    let mut lines = vec![format!(
         "#{}: {verb} the tasks comment ({} task{}, comment {})",
         args.issue,
         outcome.tasks.len(),
         plural(outcome.tasks.len()),
         outcome.comment_id
-    ));
-    for task in &outcome.tasks {
-        o = o.line(task_line(task));
-    }
+    )];
+    lines.extend(outcome.tasks.iter().map(task_line));
+    let mut o = Outcome::new(Exit::Ok, outcome);
+    o.lines = lines;
     Ok(o)
 }
 
@@ -195,7 +280,7 @@ fn issue_here(
     }
 }
 
-fn list(ctx: &Context, mut args: ListArgs) -> Result<Outcome, CommandError> {
+fn list(ctx: &Context, mut args: ListArgs) -> Result<Outcome<TaskListView>, CommandError> {
     args.branch = args
         .branch
         .map(|b| super::branch_arg(&ctx.git, &b))
@@ -237,52 +322,53 @@ fn list(ctx: &Context, mut args: ListArgs) -> Result<Outcome, CommandError> {
     if view.comment_id.is_none() {
         return Err(TaskError::NoTasksComment { issue }.into());
     }
-    Ok(list_outcome(&view, &ctx.settings.remote))
+    Ok(list_outcome(view, &ctx.settings.remote))
 }
 
 /// What `task list` shows; also what `resume` can print.
-pub(crate) fn list_outcome(view: &TaskListView, remote: &str) -> Outcome {
-    let mut o = Outcome::new(
-        Exit::Ok,
-        serde_json::to_value(view).expect("view serializes"),
-    );
+pub(crate) fn list_outcome(view: TaskListView, remote: &str) -> Outcome<TaskListView> {
+    let mut lines = Vec::new();
+    let mut warnings = Vec::new();
     let branch = view.branch.as_ref().map(|b| b.name.as_str());
     for commit in &view.reconciled {
-        o = o.line(format!(
+        lines.push(format!(
             "checked off task {} from {} on {remote}/{} (pushed, but not yet checked)",
             commit.task,
             commit.short,
             branch.unwrap_or_default()
         ));
     }
-    o = o.line(format!(
+    lines.push(format!(
         "#{}: {}/{} task{} done",
         view.issue,
         view.done,
         view.total,
         plural(view.total)
     ));
-    for task in &view.tasks {
-        o = o.line(task_line(task));
-    }
-    o = o.line(match &view.next {
+    lines.extend(view.tasks.iter().map(task_line));
+    lines.push(match &view.next {
         Some(t) => format!("next: task {} — {}", t.number, t.title),
         None => "next: none, all tasks are done".to_owned(),
     });
     if !view.ahead.is_empty() {
-        o = o.note(format!(
-            "warning: task{} {} {} checked with a commit that {remote}/{} does not have",
+        warnings.push(Warning::new(format!(
+            "task{} {} {} checked with a commit that {remote}/{} does not have",
             plural(view.ahead.len()),
             tasks::join_numbers(&view.ahead),
             if view.ahead.len() == 1 { "is" } else { "are" },
             branch.unwrap_or_default()
-        ));
+        )));
     }
     for commit in &view.unknown {
-        o = o.note(format!(
-            "warning: commit {} names task {}, which the tasks comment does not have",
+        warnings.push(Warning::new(format!(
+            "commit {} names task {}, which the tasks comment does not have",
             commit.short, commit.task
-        ));
+        )));
+    }
+    let mut o = Outcome::new(Exit::Ok, view);
+    o.lines = lines;
+    for warning in warnings {
+        o = o.warn(warning);
     }
     o
 }
@@ -291,7 +377,7 @@ fn valid_sha(sha: &str) -> bool {
     (4..=40).contains(&sha.len()) && sha.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
-fn check(ctx: &Context, args: CheckArgs) -> Result<Outcome, CommandError> {
+fn check(ctx: &Context, args: CheckArgs) -> Result<Outcome<CheckOutput>, CommandError> {
     if let Some(sha) = &args.sha {
         if !valid_sha(sha) {
             return Err(CommandError::usage(format!("{sha:?} is not a commit sha")));
@@ -310,18 +396,24 @@ fn check(ctx: &Context, args: CheckArgs) -> Result<Outcome, CommandError> {
     } else {
         format!("#{}: task {} was already checked", args.issue, args.task)
     };
+    let next = tasks::next_task(&checked.tasks)
+        .map(|next| format!("next: task {} — {}", next.number, next.title));
     let mut o = Outcome::new(
         Exit::Ok,
-        json!({"issue": args.issue, "task": args.task, "checked": checked}),
+        CheckOutput {
+            issue: args.issue,
+            task: args.task,
+            checked,
+        },
     )
     .line(line);
-    if let Some(next) = tasks::next_task(&checked.tasks) {
-        o = o.line(format!("next: task {} — {}", next.number, next.title));
+    if let Some(next) = next {
+        o = o.line(next);
     }
     Ok(o)
 }
 
-fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome, CommandError> {
+fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome<DoneOutput>, CommandError> {
     let remote = ctx.settings.remote.clone();
     let branch = ctx.git.current_branch()?.ok_or_else(|| {
         CommandError::tool("HEAD is detached: `task done` pushes the current branch")
@@ -330,7 +422,7 @@ fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome, CommandError> {
     let (issue, source) = issue_here(ctx, Some(&branch), args.issue)?;
     if let Some(m) = &args.message {
         tasks::check_conventional(m).map_err(|e| {
-            CommandError::from_error(Exit::Usage, &e).hint(
+            CommandError::from_error(Exit::Usage, e).hint(
                 "nothing was committed; write e.g. -m \"feat(parser): accept CRLF line endings\"",
             )
         })?;
@@ -354,12 +446,18 @@ fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome, CommandError> {
     )?;
     let report = match outcome {
         DoneOutcome::ClaimLost { reason } => {
+            let line = format!("claim lost: {reason}; nothing was committed");
             return Ok(Outcome::new(
                 Exit::ClaimLost,
-                json!({"issue": issue, "committed": false, "pushed": false, "reason": reason}),
+                DoneOutput::ClaimLost(ClaimLost {
+                    issue,
+                    committed: false,
+                    pushed: false,
+                    reason,
+                }),
             )
-            .line(format!("claim lost: {reason}; nothing was committed"))
-            .note("hint: stop working on this issue and report; do not push to its branch"))
+            .line(line)
+            .hint("stop working on this issue and report; do not push to its branch"));
         }
         DoneOutcome::Held { holder, stale } => {
             let exit = if stale {
@@ -367,18 +465,24 @@ fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome, CommandError> {
             } else {
                 Exit::HeldLive
             };
-            return Ok(Outcome::new(
-                exit,
-                json!({"issue": issue, "committed": false, "pushed": false, "holder": holder}),
-            )
-            .line(format!(
+            let line = format!(
                 "#{issue} is claimed by {} (generation {}); nothing was committed",
                 holder.instance_id, holder.generation
-            ))
-            .note(if stale {
-                format!("hint: its lease is stale; take it over with `git maverick coord claim {issue} --takeover`")
+            );
+            return Ok(Outcome::new(
+                exit,
+                DoneOutput::Held(Held {
+                    issue,
+                    committed: false,
+                    pushed: false,
+                    holder,
+                }),
+            )
+            .line(line)
+            .hint(if stale {
+                format!("its lease is stale; take it over with `git maverick coord claim {issue} --takeover`")
             } else {
-                "hint: another instance works on this issue; pick another".to_owned()
+                "another instance works on this issue; pick another".to_owned()
             }));
         }
         DoneOutcome::Collision { number, short, why } => {
@@ -401,23 +505,28 @@ fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome, CommandError> {
         committed_now,
         checked,
     } = report;
-    let next = tasks::next_task(&checked.tasks);
-    let json = json!({
-        "issue": issue,
-        "issue_source": source,
-        "task": number,
-        "sha": sha,
-        "short": short,
-        "branch": branch,
-        "remote": remote,
-        "committed": committed_now,
-        "pushed": true,
-        "checked": checked.checked,
-        "next_task": next,
-        "done": checked.tasks.iter().filter(|t| t.done).count(),
-        "total": checked.tasks.len(),
-    });
-    let mut o = Outcome::new(Exit::Ok, json).line(format!(
+    let next = tasks::next_task(&checked.tasks).cloned();
+    let total = checked.tasks.len();
+    let last = match &next {
+        Some(t) => format!("next: task {} — {}", t.number, t.title),
+        None => format!("all {total} tasks of #{issue} are done"),
+    };
+    let output = Pushed {
+        issue,
+        issue_source: source,
+        task: number,
+        sha,
+        short: short.clone(),
+        branch: branch.clone(),
+        remote: remote.clone(),
+        committed: committed_now,
+        pushed: true,
+        done: checked.tasks.iter().filter(|t| t.done).count(),
+        checked: checked.checked,
+        next_task: next,
+        total,
+    };
+    let mut o = Outcome::new(Exit::Ok, DoneOutput::Pushed(output)).line(format!(
         "task {number} of #{issue} done: {short} pushed to {remote}/{branch} and checked off"
     ));
     if !committed_now {
@@ -425,10 +534,7 @@ fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome, CommandError> {
             "({short} was committed earlier; this run pushed it)"
         ));
     }
-    Ok(o.line(match next {
-        Some(t) => format!("next: task {} — {}", t.number, t.title),
-        None => format!("all {} tasks of #{issue} are done", checked.tasks.len()),
-    }))
+    Ok(o.line(last))
 }
 
 /// A push that did not happen: the commit stays local, the task unchecked.
@@ -440,24 +546,25 @@ fn not_pushed(
     remote: &str,
     branch: &str,
     why: String,
-) -> Outcome {
+) -> Outcome<DoneOutput> {
+    let line = format!("not pushed: {why}");
     Outcome::new(
         exit,
-        json!({
-            "issue": issue,
-            "task": number,
-            "short": short,
-            "branch": branch,
-            "committed": true,
-            "pushed": false,
-            "reason": why,
+        DoneOutput::NotPushed(NotPushed {
+            issue,
+            task: number,
+            short: short.to_owned(),
+            branch: branch.to_owned(),
+            committed: true,
+            pushed: false,
+            reason: why,
         }),
     )
-    .line(format!("not pushed: {why}"))
+    .line(line)
     .line(format!(
         "the commit {short} stays local on {branch}; task {number} of #{issue} stays unchecked"
     ))
-    .note(format!(
-        "hint: someone else pushed to {remote}/{branch}: stop and report; do not merge or overwrite"
+    .hint(format!(
+        "someone else pushed to {remote}/{branch}: stop and report; do not merge or overwrite"
     ))
 }

@@ -24,10 +24,14 @@ pub enum ClaimsError {
     Record(#[from] RecordError),
     #[error(transparent)]
     Git(#[from] GitError),
+    /// Recording the head the claim saw.
+    #[error(transparent)]
+    Seen(#[from] crate::writer::prepush::SeenError),
 }
 
 /// Why the work on a claim ends, as its release marker says.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
 pub enum ReleaseReason {
     Merged,
     Ejected,

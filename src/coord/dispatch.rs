@@ -34,7 +34,7 @@
 //! met on the lowest issue would otherwise meet again on each next one.
 
 use serde::Serialize;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use std::collections::{BTreeSet, HashSet};
 use std::time::{Duration, Instant};
 
@@ -103,7 +103,7 @@ impl Ledger {
 }
 
 /// Why a live claim does not hold a slot.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum Verdict {
     Holds {
@@ -124,7 +124,7 @@ pub enum Verdict {
 }
 
 /// One unclosed dispatch claim and the settle's verdict on it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct SlotClaim {
     pub issue: u64,
     pub comment_id: u64,
@@ -146,7 +146,7 @@ impl SlotClaim {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum HolderKind {
     /// An open agent PR.
@@ -158,7 +158,7 @@ pub enum HolderKind {
 }
 
 /// One busy slot.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Holder {
     pub slot: u32,
     pub kind: HolderKind,
@@ -170,7 +170,7 @@ pub struct Holder {
 }
 
 /// Why a frontier issue cannot be dispatched.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Skip {
     Assigned,
@@ -180,7 +180,7 @@ pub enum Skip {
     PullOpen,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct FrontierIssue {
     pub issue: u64,
     /// `None` when it is eligible.
@@ -188,7 +188,7 @@ pub struct FrontierIssue {
 }
 
 /// The slots as the settle sees them.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct SlotView {
     pub now: Timestamp,
     pub slots: u32,
@@ -522,7 +522,7 @@ fn slot_claim(c: &ParsedClaim, issue: u64, labelled: bool, verdict: Verdict) -> 
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DispatchResult {
     /// A slot is ours: start the agent cycle on `issue`.
@@ -539,7 +539,7 @@ pub enum DispatchResult {
 }
 
 /// What one `dispatch` came to.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct DispatchReport {
     pub result: DispatchResult,
     pub issue: Option<u64>,
@@ -567,7 +567,7 @@ pub enum ReleaseHow {
     GiveUp(String),
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct ReleaseReport {
     pub issue: u64,
     pub pr: Option<u64>,
@@ -587,6 +587,56 @@ pub enum DispatchError {
     SelfPull(u64),
     #[error("the surface did not return the new claim comment on #{0}")]
     NoClaimComment(u64),
+}
+
+/// A dispatch claim's `maverick-dispatch` payload.
+#[derive(Serialize)]
+struct ClaimPayload<'a> {
+    action: &'a str,
+    instance_id: &'a str,
+    host: &'a str,
+    issue: u64,
+    claimed_at: Timestamp,
+    slots: u32,
+    marker_id: &'a str,
+}
+
+/// A withdrawal, clearing or release: the claims it closes, and when.
+#[derive(Serialize)]
+struct ClosingPayload<'a> {
+    action: &'a str,
+    instance_id: &'a str,
+    issue: u64,
+    claims: Vec<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    withdrawn_at: Option<Timestamp>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cleared_at: Option<Timestamp>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    released_at: Option<Timestamp>,
+    marker_id: String,
+    #[serde(flatten)]
+    why: Closing,
+}
+
+/// Why claims close, in the closing payload.
+#[derive(Serialize)]
+struct Closing {
+    reason: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pr: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    give_up: Option<String>,
+}
+
+impl Closing {
+    fn because(reason: &'static str) -> Closing {
+        Closing {
+            reason,
+            pr: None,
+            give_up: None,
+        }
+    }
 }
 
 /// The dispatch protocol over any surface.
@@ -681,14 +731,15 @@ impl<'a> Dispatcher<'a> {
     }
 
     fn claim_body(&self, issue: u64, marker_id: &str, now: Timestamp) -> String {
-        let mut payload = Map::new();
-        payload.insert("action".into(), json!(ACTION_CLAIM));
-        payload.insert("instance_id".into(), json!(self.me()));
-        payload.insert("host".into(), json!(self.host));
-        payload.insert("issue".into(), json!(issue));
-        payload.insert("claimed_at".into(), json!(now.to_string()));
-        payload.insert("slots".into(), json!(self.settings.dispatch_slots));
-        payload.insert("marker_id".into(), json!(marker_id));
+        let payload = markers::payload_of(&ClaimPayload {
+            action: ACTION_CLAIM,
+            instance_id: self.me(),
+            host: &self.host,
+            issue,
+            claimed_at: now,
+            slots: self.settings.dispatch_slots,
+            marker_id,
+        });
         self.marker_body(
             format!("Dispatch slot claimed by `{}` for #{issue}.", self.me()),
             payload,
@@ -703,26 +754,20 @@ impl<'a> Dispatcher<'a> {
         claims: &[&SlotClaim],
         now: Timestamp,
         text: String,
-        extra: Map<String, Value>,
+        why: Closing,
     ) -> String {
-        let mut payload = extra;
-        payload.insert("action".into(), json!(action));
-        payload.insert("instance_id".into(), json!(self.me()));
-        payload.insert("issue".into(), json!(issue));
-        payload.insert(
-            "claims".into(),
-            json!(claims
-                .iter()
-                .map(|c| c.marker_id.as_str())
-                .collect::<Vec<_>>()),
-        );
-        let at = match action {
-            ACTION_WITHDRAW => "withdrawn_at",
-            ACTION_CLEAR => "cleared_at",
-            _ => "released_at",
-        };
-        payload.insert(at.into(), json!(now.to_string()));
-        payload.insert("marker_id".into(), json!(markers::new_marker_id()));
+        let at = |this: &str| (action == this).then_some(now);
+        let payload = markers::payload_of(&ClosingPayload {
+            action,
+            instance_id: self.me(),
+            issue,
+            claims: claims.iter().map(|c| c.marker_id.as_str()).collect(),
+            withdrawn_at: at(ACTION_WITHDRAW),
+            cleared_at: at(ACTION_CLEAR),
+            released_at: (action != ACTION_WITHDRAW && action != ACTION_CLEAR).then_some(now),
+            marker_id: markers::new_marker_id(),
+            why,
+        });
         self.marker_body(text, payload)
     }
 
@@ -932,8 +977,7 @@ impl<'a> Dispatcher<'a> {
                 self.settings.dispatch_slots
             ),
         };
-        let mut extra = Map::new();
-        extra.insert("reason".into(), json!("lost-settle"));
+        let extra = Closing::because("lost-settle");
         ops.push(Op::CreateComment(self.closing_body(
             ACTION_WITHDRAW,
             claim.issue,
@@ -968,8 +1012,7 @@ impl<'a> Dispatcher<'a> {
                 ops.push(Op::RemoveLabel(self.wip().to_owned()));
             }
             let oldest = stale.iter().map(|c| c.claimed_at).min().unwrap_or(view.now);
-            let mut extra = Map::new();
-            extra.insert("reason".into(), json!("stale"));
+            let extra = Closing::because("stale");
             let who: Vec<String> = stale
                 .iter()
                 .map(|c| format!("`{}`", c.instance_id))
@@ -1041,23 +1084,26 @@ impl<'a> Dispatcher<'a> {
             ops.push(Op::AddLabels(vec![label.clone()]));
         }
         if !released.is_empty() || pr.is_some() || give_up.is_some() {
-            let mut extra = Map::new();
+            let mut extra = Closing::because("done");
             let text = match (&pr, &give_up) {
                 (Some(pr), _) => {
-                    extra.insert("pr".into(), json!(pr));
-                    extra.insert("reason".into(), json!("pr-opened"));
+                    extra = Closing {
+                        pr: Some(*pr),
+                        ..Closing::because("pr-opened")
+                    };
                     format!(
                         "Dispatch slot of #{issue} passed to pull request #{pr} by `{}`.",
                         self.me()
                     )
                 }
                 (None, Some(label)) => {
-                    extra.insert("give_up".into(), json!(label));
-                    extra.insert("reason".into(), json!("give-up"));
+                    extra = Closing {
+                        give_up: Some(label.clone()),
+                        ..Closing::because("give-up")
+                    };
                     format!("Dispatch cycle on #{issue} gave up (labelled `{label}`); released by `{}`.", self.me())
                 }
                 (None, None) => {
-                    extra.insert("reason".into(), json!("done"));
                     format!("Dispatch slot of #{issue} released by `{}`.", self.me())
                 }
             };
@@ -1100,6 +1146,7 @@ impl<'a> Dispatcher<'a> {
 mod tests {
     use super::*;
     use crate::config::SurfaceKind;
+    use serde_json::json;
 
     fn settings(slots: u32) -> Settings {
         Settings {

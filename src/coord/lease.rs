@@ -24,14 +24,14 @@
 use std::time::Duration;
 
 use serde::Serialize;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use crate::config::{Settings, DEFAULT_LEASE_TTL};
 use crate::markers::{self, Marker, MarkerKind};
 use crate::surface::{Applied, Comment, Issue, Op, Surface, SurfaceError, Write};
 use crate::timefmt::{format_duration, parse_duration, Timestamp};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Decision {
     Free,
@@ -43,14 +43,14 @@ pub enum Decision {
 
 /// Which tool wrote a claim: git maverick stamps every claim with a
 /// generation, Maverick never does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Writer {
     GitMaverick,
     Maverick,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct ClaimView {
     pub instance_id: String,
     pub host: Option<String>,
@@ -70,7 +70,7 @@ pub struct ClaimView {
     pub ttl: Duration,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct LeaseView {
     pub instance_id: String,
     pub heartbeat_at: Option<Timestamp>,
@@ -80,7 +80,7 @@ pub struct LeaseView {
 }
 
 /// One issue as the claim protocol sees it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct IssueView {
     pub issue: u64,
     pub open: bool,
@@ -115,7 +115,7 @@ pub struct IssueView {
 }
 
 /// A writer whose clock runs ahead of the reader's by more than allowed.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct ClockSkew {
     pub instance_id: String,
     /// Its stamp furthest ahead.
@@ -384,8 +384,47 @@ pub fn analyze(issue: &Issue, settings: &Settings, me: &str, now: Timestamp) -> 
     }
 }
 
+/// A `maverick-claim` payload as git maverick writes it: Maverick's
+/// fields, and ours (`generation`, `lease_ttl`, `marker_id`, `branch`).
+#[derive(Serialize)]
+struct ClaimPayload<'a> {
+    instance_id: &'a str,
+    host: &'a str,
+    scope: Vec<String>,
+    claimed_at: Timestamp,
+    generation: u64,
+    lease_ttl: u64,
+    marker_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    branch: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    takeover_of: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+}
+
+/// The fields a `maverick-lease` write sets.
+#[derive(Serialize)]
+struct LeasePayload<'a> {
+    instance_id: &'a str,
+    heartbeat_at: Timestamp,
+    expires_at: Timestamp,
+    generation: u64,
+    marker_id: String,
+}
+
+/// A release: a `maverick-lease` payload without a lease.
+#[derive(Serialize)]
+struct ReleasePayload<'a> {
+    instance_id: &'a str,
+    released_at: Timestamp,
+    reason: &'a str,
+    generation: u64,
+    marker_id: String,
+}
+
 /// What a claim attempt came to.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 #[serde(tag = "result", rename_all = "snake_case")]
 pub enum ClaimOutcome {
     /// We hold every issue in scope.
@@ -488,20 +527,18 @@ impl<'a> Coordinator<'a> {
         now: Timestamp,
         prior: Option<&IssueView>,
     ) -> String {
-        let mut payload = Map::new();
-        payload.insert("instance_id".into(), json!(self.me()));
-        payload.insert("host".into(), json!(self.host));
-        payload.insert(
-            "scope".into(),
-            json!(req.issues.iter().map(u64::to_string).collect::<Vec<_>>()),
-        );
-        payload.insert("claimed_at".into(), json!(now.to_string()));
-        payload.insert("generation".into(), json!(generation));
-        payload.insert("lease_ttl".into(), json!(self.settings.lease_ttl.as_secs()));
-        payload.insert("marker_id".into(), json!(markers::new_marker_id()));
-        if let Some(branch) = req.branch {
-            payload.insert("branch".into(), json!(branch));
-        }
+        let mut payload = ClaimPayload {
+            instance_id: self.me(),
+            host: &self.host,
+            scope: req.issues.iter().map(u64::to_string).collect(),
+            claimed_at: now,
+            generation,
+            lease_ttl: self.settings.lease_ttl.as_secs(),
+            marker_id: markers::new_marker_id(),
+            branch: req.branch,
+            takeover_of: None,
+            reason: None,
+        };
         let mut text = format!("Claimed by `{}` (generation {generation})", self.me());
         if let Some(prior) = prior.and_then(|v| v.holder.as_ref().map(|h| (h, v.expires_at))) {
             let (holder, expired) = prior;
@@ -509,16 +546,19 @@ impl<'a> Coordinator<'a> {
                 Some(e) => format!("stale lease: expired at {e}"),
                 None => "stale lease".to_owned(),
             };
-            payload.insert("takeover_of".into(), json!(holder.instance_id));
-            payload.insert("reason".into(), json!(reason));
             text = format!(
                 "Taking over from `{}` ({reason}). {text}",
                 holder.instance_id
             );
+            payload.takeover_of = Some(&holder.instance_id);
+            payload.reason = Some(reason);
         }
         format!(
             "{text}.\n\n{}",
-            markers::render_marker(&Marker::new(MarkerKind::Claim, payload))
+            markers::render_marker(&Marker::new(
+                MarkerKind::Claim,
+                markers::payload_of(&payload)
+            ))
         )
     }
 
@@ -530,17 +570,13 @@ impl<'a> Coordinator<'a> {
         keep: Option<Map<String, Value>>,
     ) -> Map<String, Value> {
         let mut payload = keep.unwrap_or_default();
-        payload.insert("instance_id".into(), json!(self.me()));
-        payload.insert("heartbeat_at".into(), json!(now.to_string()));
-        payload.insert(
-            "expires_at".into(),
-            json!(now.plus(self.settings.lease_ttl).to_string()),
-        );
-        payload.insert("generation".into(), json!(generation));
-        payload.insert(
-            "marker_id".into(),
-            json!(marker_id.unwrap_or_else(markers::new_marker_id)),
-        );
+        payload.extend(markers::payload_of(&LeasePayload {
+            instance_id: self.me(),
+            heartbeat_at: now,
+            expires_at: now.plus(self.settings.lease_ttl),
+            generation,
+            marker_id: marker_id.unwrap_or_else(markers::new_marker_id),
+        }));
         payload
     }
 
@@ -554,12 +590,13 @@ impl<'a> Coordinator<'a> {
     }
 
     fn release_body(&self, generation: u64, now: Timestamp, reason: &str) -> String {
-        let mut payload = Map::new();
-        payload.insert("instance_id".into(), json!(self.me()));
-        payload.insert("released_at".into(), json!(now.to_string()));
-        payload.insert("reason".into(), json!(reason));
-        payload.insert("generation".into(), json!(generation));
-        payload.insert("marker_id".into(), json!(markers::new_marker_id()));
+        let payload = markers::payload_of(&ReleasePayload {
+            instance_id: self.me(),
+            released_at: now,
+            reason,
+            generation,
+            marker_id: markers::new_marker_id(),
+        });
         // Maverick's own preamble for a release, so either tool's reader
         // of the comment sees the same thing.
         let preamble = format!("maverick lease released: {reason}");
@@ -1000,7 +1037,7 @@ fn lost_reason(view: &IssueView, me: &str, generation: Option<u64>, label: &str)
     }
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 #[serde(tag = "result", rename_all = "snake_case")]
 pub enum HeartbeatOutcome {
     Renewed {
@@ -1015,7 +1052,7 @@ pub enum HeartbeatOutcome {
     },
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct ReleaseOutcome {
     pub released: Vec<u64>,
     /// Issues held by another instance: left alone.

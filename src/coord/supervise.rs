@@ -55,7 +55,7 @@ pub(crate) fn watch_signals(
 }
 
 /// How a command ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ChildStatus {
     Exited(i32),

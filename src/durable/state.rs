@@ -9,7 +9,7 @@
 //! Each write is guarded by the body it was computed from and read back.
 
 use serde::Serialize;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use crate::config::Settings;
 use crate::markers::{self, Marker, MarkerKind};
@@ -92,7 +92,7 @@ pub(crate) fn check_readable(
 }
 
 /// A marker and the comment it was read from.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct FoundMarker {
     pub comment_id: u64,
     pub author: String,
@@ -123,7 +123,7 @@ pub(crate) fn newest_marker(issue: &Issue, kind: MarkerKind) -> Option<FoundMark
 }
 
 /// What an upsert wrote.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct Upserted {
     pub issue: u64,
     pub comment_id: u64,
@@ -151,12 +151,12 @@ pub(crate) fn upsert(
         let existing = newest_marker(&current, kind);
         let mut payload = update(existing.as_ref().map(|f| &f.marker.payload));
         let now = surface.now()?;
-        payload.insert("updated_at".into(), json!(now.to_string()));
+        payload.insert("updated_at".into(), Value::from(now.to_string()));
         let marker_id = existing
             .as_ref()
             .and_then(|f| f.marker.marker_id().map(str::to_owned))
             .unwrap_or_else(markers::new_marker_id);
-        payload.insert("marker_id".into(), json!(marker_id));
+        payload.insert("marker_id".into(), Value::from(marker_id));
         check_readable(kind, &payload)?;
         let marker = Marker::new(kind, payload);
         let rendered = markers::render_marker(&marker);
@@ -265,8 +265,14 @@ pub(crate) fn put(
     upsert(surface, settings, issue, kind, &mut update)
 }
 
+/// A story state as a string, for the schemas of outputs that keep it
+/// as one (the value a `maverick-state` marker holds).
+pub(crate) fn story_states(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    <StoryState as schemars::JsonSchema>::json_schema(generator)
+}
+
 /// A story's state in the epic's `maverick-state`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 #[value(rename_all = "snake_case")]
 pub(crate) enum StoryState {
@@ -300,12 +306,12 @@ pub(crate) fn set_story_state(
 ) -> Result<Upserted, StateError> {
     let mut update = |old: Option<&Map<String, Value>>| {
         let mut payload = old.cloned().unwrap_or_default();
-        payload.entry("epic").or_insert_with(|| json!(epic));
+        payload.entry("epic").or_insert_with(|| Value::from(epic));
         let mut stories = match payload.remove("stories") {
             Some(Value::Object(map)) => map,
             _ => Map::new(),
         };
-        stories.insert(story.to_string(), json!(to.as_str()));
+        stories.insert(story.to_string(), Value::from(to.as_str()));
         payload.insert("stories".into(), Value::Object(stories));
         payload
     };

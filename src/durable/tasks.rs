@@ -20,7 +20,7 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use crate::config::Settings;
 use crate::durable::state::{self, StateError};
@@ -65,7 +65,7 @@ pub(crate) enum TaskError {
 }
 
 /// One task of the tasks comment.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Task {
     /// 1-based, in the order the list shows.
     pub number: usize,
@@ -459,7 +459,7 @@ pub(crate) fn next_task(tasks: &[Task]) -> Option<&Task> {
 }
 
 /// What a check-off came to.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct Checked {
     pub comment_id: u64,
     /// The tasks this write checked off (those already checked are not listed).
@@ -609,7 +609,7 @@ pub(crate) fn init_tasks(
     })
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct InitOutcome {
     pub comment_id: u64,
     pub created: bool,
@@ -632,16 +632,16 @@ pub(crate) fn update_progress(
     let instance = settings.instance.clone();
     let mut update = |old: Option<&Map<String, Value>>| {
         let mut payload = old.cloned().unwrap_or_default();
-        payload.insert("phase".into(), json!(phase));
-        payload.insert("instance_id".into(), json!(instance));
+        payload.insert("phase".into(), Value::from(phase));
+        payload.insert("instance_id".into(), Value::from(instance.as_str()));
         if let Some(b) = branch {
-            payload.insert("branch".into(), json!(b));
+            payload.insert("branch".into(), Value::from(b));
         }
         let mut comments = match payload.remove("comments") {
             Some(Value::Object(map)) => map,
             _ => Map::new(),
         };
-        comments.insert("tasks".into(), json!(tasks_comment));
+        comments.insert("tasks".into(), Value::from(tasks_comment));
         payload.insert("comments".into(), Value::Object(comments));
         if let Some(extra) = &extra {
             for (k, v) in extra {
@@ -661,7 +661,7 @@ pub(crate) fn update_progress(
 }
 
 /// A commit on the remote branch that names an issue and task in its trailers.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub(crate) struct TaskCommit {
     pub sha: String,
     pub short: String,
@@ -669,7 +669,7 @@ pub(crate) struct TaskCommit {
 }
 
 /// The remote branch as reconcile saw it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct RemoteBranch {
     pub name: String,
     /// `None` when the remote has no such branch.
@@ -742,7 +742,7 @@ pub(crate) fn task_commits(
 }
 
 /// The tasks of an issue after reconciling them with the remote branch.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct TaskListView {
     pub issue: u64,
     /// The tasks comment; `None` when the issue has none.
@@ -822,7 +822,7 @@ pub(crate) fn reconcile(
             if !reconciled.is_empty() {
                 if let Some(last) = reconciled.iter().map(|c| c.task).max() {
                     let mut extra = Map::new();
-                    extra.insert("task".into(), json!(last));
+                    extra.insert("task".into(), Value::from(last));
                     update_progress(
                         surface,
                         settings,
@@ -859,7 +859,7 @@ pub(crate) fn reconcile(
 }
 
 /// Where an issue number came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub(crate) enum IssueSource {
     Claim,

@@ -32,11 +32,13 @@ pub struct BranchRecord {
     /// push spells it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub location: Option<String>,
-    /// Per remote name, how long its remote-tracking ref's reflog for this
-    /// branch was when this record was written: an `update by push` line
-    /// after that is a push this clone made since (`prepush::expected`).
+    /// Per remote name, how many entries its remote-tracking ref's reflog
+    /// for this branch had when this record was written (as `git reflog`
+    /// lists them): an `update by push` entry after those is a push this
+    /// clone made since (`prepush::expected`). Records of earlier versions
+    /// kept byte lengths under `push_log`, which is no longer read.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    pub push_log: std::collections::BTreeMap<String, u64>,
+    pub reflog_entries: std::collections::BTreeMap<String, u64>,
 }
 
 /// The last-seen records of one clone, one file per branch, and beside it
@@ -184,11 +186,14 @@ fn parse(bytes: &[u8], path: PathBuf, branch: &str) -> Result<BranchRecord, Reco
 }
 
 /// One line onto the end of `path` in one write: appends do not interleave.
+/// A last line cut short (a full disk, a power cut) is ended first, so the
+/// new record starts a line of its own and stays readable.
 fn append(path: &Path, line: &[u8], sync: bool) -> std::io::Result<()> {
     use std::io::Write as _;
     let open = || {
         std::fs::OpenOptions::new()
             .create(true)
+            .read(true)
             .append(true)
             .open(path)
     };
@@ -199,11 +204,37 @@ fn append(path: &Path, line: &[u8], sync: bool) -> std::io::Result<()> {
         }
         other => other?,
     };
-    file.write_all(line)?;
+    if ends_mid_line(&file)? {
+        file.write_all(&[b"\n", line].concat())?;
+    } else {
+        file.write_all(line)?;
+    }
     if sync {
         file.sync_all()?;
     }
     Ok(())
+}
+
+/// Whether the file's last byte is not a newline (an empty file is not).
+fn ends_mid_line(file: &std::fs::File) -> std::io::Result<bool> {
+    let len = file.metadata()?.len();
+    if len == 0 {
+        return Ok(false);
+    }
+    let mut last = [0u8; 1];
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileExt as _;
+        file.read_exact_at(&mut last, len - 1)?;
+    }
+    #[cfg(not(unix))]
+    {
+        use std::io::{Read as _, Seek as _};
+        let mut file = file;
+        file.seek(std::io::SeekFrom::Start(len - 1))?;
+        file.read_exact(&mut last)?;
+    }
+    Ok(last[0] != b'\n')
 }
 
 #[cfg(test)]
@@ -273,6 +304,11 @@ mod tests {
         text.push_str("{\"branch\":\"maverick/7-x\",\"last_se");
         std::fs::write(&log, &text).unwrap();
         assert_eq!(store.get("maverick/7-x").unwrap(), Some(record("a")));
+        // The next record starts a line of its own: the torn one poisons nothing.
+        store.set_unsynced(&record("b")).unwrap();
+        assert_eq!(store.get("maverick/7-x").unwrap(), Some(record("b")));
+        store.set_unsynced(&record("c")).unwrap();
+        assert_eq!(store.get("maverick/7-x").unwrap(), Some(record("c")));
         // A whole line that is not a record is damage, named by its file.
         std::fs::write(&log, "not json\n").unwrap();
         let err = store.get("maverick/7-x").unwrap_err();

@@ -9,7 +9,7 @@ pub mod github;
 
 use crate::timefmt::Timestamp;
 
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct Comment {
     /// Assigned by the surface, strictly increasing in creation order.
     pub id: u64,
@@ -21,7 +21,7 @@ pub struct Comment {
     pub updated_at: Timestamp,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct Issue {
     pub number: u64,
     pub open: bool,
@@ -39,7 +39,7 @@ impl Issue {
 }
 
 /// An issue or pull request as a list shows it, without its comments.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct IssueSummary {
     pub number: u64,
     pub open: bool,
@@ -49,7 +49,7 @@ pub struct IssueSummary {
 }
 
 /// An open pull request, as `hydrate` reports it.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct PullRequest {
     pub number: u64,
     pub title: String,
@@ -60,11 +60,12 @@ pub struct PullRequest {
     pub draft: bool,
     pub labels: Vec<String>,
     /// The description, where `Closes #142` links it to a story.
+    #[serde(skip)]
     pub body: String,
 }
 
 /// One check run on a commit (GitHub Checks).
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct CheckRun {
     pub name: String,
     /// `queued`, `in_progress` or `completed`.
@@ -74,7 +75,7 @@ pub struct CheckRun {
 }
 
 /// What CI says about one commit: the combined commit status and the check runs.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct CiStatus {
     pub sha: String,
     /// The combined verdict: `success`, `failure`, `pending`, or `none`

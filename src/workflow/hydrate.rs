@@ -15,16 +15,19 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use serde_json::{json, Map, Value};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::{Map, Value};
 
-use crate::config::Settings;
+use crate::config::{Settings, SurfaceKind};
 use crate::coord::lease::{self, Decision, IssueView};
 use crate::durable::state::{self, StoryState};
-use crate::durable::tasks;
+use crate::durable::tasks::{self, Task};
 use crate::git::{Git, GitError};
 use crate::markers::MarkerKind;
 use crate::records::claim;
 use crate::surface::{CiStatus, Issue, IssueSummary, PullRequest, Surface, SurfaceError};
+use crate::timefmt::Timestamp;
 
 pub(crate) const EPIC_STATE_FILE: &str = ".claude/epic-state.json";
 pub(crate) const ISSUE_STATE_FILE: &str = ".claude/issue-state.json";
@@ -46,17 +49,133 @@ pub enum HydrateError {
 }
 
 /// What `hydrate` found: an epic (it has a DAG or an epic state) or a story.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+#[serde(untagged)]
 pub enum Hydrated {
-    Epic(Value),
-    Story(Value),
+    Epic(Box<EpicState>),
+    Story(Box<IssueState>),
+}
+
+/// `.claude/epic-state.json`: the epic's `maverick-state` snapshot in
+/// Maverick's shape (its other fields kept), and what the surface says of
+/// each story.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct EpicState {
+    /// The `maverick-state` payload's fields beyond those below, as written.
+    #[serde(flatten)]
+    pub recorded: Map<String, Value>,
+    pub epic: u64,
+    /// Each story's effective state (`pending`, `in_flight`, `merged`,
+    /// `blocked`, `ejected`), by issue number.
+    pub stories: BTreeMap<String, String>,
+    /// The `maverick-dag` payload.
+    pub dag: Option<Map<String, Value>>,
+    /// A `maverick-bprop` walk in flight.
+    pub bprop: Option<Map<String, Value>>,
+    /// Each story, by issue number.
+    pub issues: BTreeMap<String, StoryDetail>,
+    /// Pending stories that are free, open, and whose dependencies merged.
+    pub ready: Vec<u64>,
+    pub pulls: Vec<PullDetail>,
+    pub hydrated: HydratedAt,
+}
+
+/// One story of an epic.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct StoryDetail {
+    /// As the epic's state marker records it (`pending`, `in_flight`,
+    /// `merged`, `blocked`, `ejected`, or what another tool wrote), else
+    /// derived from labels.
+    pub state: String,
+    /// `marker` (the epic's maverick-state) or `derived` (from labels).
+    #[schemars(schema_with = "state_sources")]
+    pub state_source: &'static str,
+    pub deps: Vec<u64>,
+    pub open: Option<bool>,
+    pub labels: Vec<String>,
+    pub blocked_by: Vec<u64>,
+    pub claim: Option<ClaimDetail>,
+    pub decision: Decision,
+    pub pull: Option<PullDetail>,
+}
+
+/// Where a story's state comes from, for the schemas.
+pub(crate) fn state_sources(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({ "type": "string", "enum": ["marker", "derived"] })
+}
+
+/// `.claude/issue-state.json`: one story.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct IssueState {
+    pub issue: u64,
+    pub open: bool,
+    pub labels: Vec<String>,
+    pub blocked_by: Vec<u64>,
+    pub decision: Decision,
+    pub claim: Option<ClaimDetail>,
+    pub branch: Option<String>,
+    /// The `maverick-task-progress` payload.
+    pub task_progress: Option<Map<String, Value>>,
+    pub tasks: Option<TasksDetail>,
+    pub pull: Option<PullDetail>,
+    pub hydrated: HydratedAt,
+}
+
+/// The holder of a claim.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct ClaimDetail {
+    pub instance_id: String,
+    pub host: Option<String>,
+    pub branch: Option<String>,
+    pub generation: u64,
+    pub claimed_at: Timestamp,
+    pub expires_at: Option<Timestamp>,
+    pub live: bool,
+    pub ours: bool,
+}
+
+/// The tasks comment of a story.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct TasksDetail {
+    pub comment_id: u64,
+    pub done: usize,
+    pub total: usize,
+    /// The next unchecked task's number.
+    pub next: Option<usize>,
+    pub list: Vec<Task>,
+}
+
+/// An open pull request and its CI.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct PullDetail {
+    #[serde(flatten)]
+    pub pull: PullRequest,
+    pub ci: Option<CiStatus>,
+}
+
+/// When, where and by whom the state was read.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct HydratedAt {
+    pub at: Timestamp,
+    pub surface: SurfaceKind,
+    pub instance_id: String,
+}
+
+impl HydratedAt {
+    fn of(settings: &Settings, now: Timestamp) -> HydratedAt {
+        HydratedAt {
+            at: now,
+            surface: settings.surface,
+            instance_id: settings.instance.clone(),
+        }
+    }
 }
 
 impl Hydrated {
-    pub(crate) fn value(&self) -> &Value {
-        match self {
-            Hydrated::Epic(v) | Hydrated::Story(v) => v,
-        }
+    /// As JSON, through a `Value`: keys sorted, as the state files have
+    /// always been written.
+    pub(crate) fn value(&self) -> Value {
+        serde_json::to_value(self).expect("hydrated state serializes")
     }
 
     /// The file in the worktree root that holds it.
@@ -78,7 +197,9 @@ pub fn hydrate(
     let dag = state::newest_marker(&issue, MarkerKind::Dag);
     let epic_state = state::newest_marker(&issue, MarkerKind::State);
     if dag.is_none() && epic_state.is_none() {
-        return Ok(Hydrated::Story(hydrate_story(surface, settings, issue)?));
+        return Ok(Hydrated::Story(Box::new(hydrate_story(
+            surface, settings, issue,
+        )?)));
     }
     let now = surface.now()?;
     let dag_payload = dag.map(|d| d.marker.payload);
@@ -139,7 +260,7 @@ pub fn hydrate(
     }
     let ci = ci_by_sha(surface, story_pulls.values().copied())?;
 
-    let mut details = Map::new();
+    let mut details = BTreeMap::new();
     let mut effective: BTreeMap<u64, String> = BTreeMap::new();
     for &story in &stories {
         let summary = summaries.get(&story);
@@ -150,31 +271,23 @@ pub fn hydrate(
         } = story_status(settings, summary, recorded.get(&story));
         effective.insert(story, state_value.clone());
         let view = views.get(&story);
-        let pull = story_pulls.get(&story).map(|pr| pull_json(pr, &ci));
-        let mut detail = Map::new();
-        detail.insert("state".into(), json!(state_value));
-        detail.insert("state_source".into(), json!(source));
-        detail.insert(
-            "deps".into(),
-            json!(deps.get(&story).cloned().unwrap_or_default()),
-        );
-        detail.insert("open".into(), json!(summary.map(|s| s.open)));
-        detail.insert(
-            "labels".into(),
-            json!(summary.map(|s| s.labels.clone()).unwrap_or_default()),
-        );
-        detail.insert("blocked_by".into(), json!(blocked_by));
-        detail.insert("claim".into(), view.map_or(Value::Null, claim_json));
-        detail.insert(
-            "decision".into(),
-            json!(match view {
-                Some(v) => v.decision,
-                None if !blocked_by.is_empty() => Decision::Blocked,
-                None => Decision::Free,
-            }),
-        );
-        detail.insert("pull".into(), pull.unwrap_or(Value::Null));
-        details.insert(story.to_string(), Value::Object(detail));
+        let decision = match view {
+            Some(v) => v.decision,
+            None if !blocked_by.is_empty() => Decision::Blocked,
+            None => Decision::Free,
+        };
+        let detail = StoryDetail {
+            state: state_value,
+            state_source: source,
+            deps: deps.get(&story).cloned().unwrap_or_default(),
+            open: summary.map(|s| s.open),
+            labels: summary.map(|s| s.labels.clone()).unwrap_or_default(),
+            blocked_by,
+            claim: view.and_then(claim_detail),
+            decision,
+            pull: story_pulls.get(&story).map(|pr| pull_detail(pr, &ci)),
+        };
+        details.insert(story, detail);
     }
 
     let ready: Vec<u64> = stories
@@ -183,7 +296,7 @@ pub fn hydrate(
         .filter(|n| effective.get(n).map(String::as_str) == Some(StoryState::Pending.as_str()))
         .filter(|n| summaries.get(n).is_none_or(|s| s.open))
         .filter(|n| {
-            details[&n.to_string()]["decision"] == json!(Decision::Free)
+            details[n].decision == Decision::Free
                 && deps.get(n).is_none_or(|ds| {
                     ds.iter().all(|d| {
                         effective.get(d).map(String::as_str) == Some(StoryState::Merged.as_str())
@@ -194,41 +307,36 @@ pub fn hydrate(
 
     // The epic-state snapshot itself comes first, in Maverick's shape, so
     // that a tool reading the cache as a `maverick-state` payload finds it.
-    let mut out = state_payload.unwrap_or_default();
-    out.insert("epic".into(), json!(number));
-    out.insert(
-        "stories".into(),
-        Value::Object(
-            effective
-                .iter()
-                .map(|(k, v)| (k.to_string(), json!(v)))
-                .collect(),
-        ),
-    );
-    out.insert("dag".into(), dag_payload.map_or(Value::Null, Value::Object));
-    out.insert("bprop".into(), bprop.map_or(Value::Null, Value::Object));
-    out.insert("issues".into(), Value::Object(details));
-    out.insert("ready".into(), json!(ready));
-    out.insert(
-        "pulls".into(),
-        json!(pulls.iter().map(|p| pull_json(p, &ci)).collect::<Vec<_>>()),
-    );
-    out.insert(
-        "hydrated".into(),
-        json!({
-            "at": now.to_string(),
-            "surface": settings.surface,
-            "instance_id": settings.instance,
-        }),
-    );
-    Ok(Hydrated::Epic(Value::Object(out)))
+    let mut recorded = state_payload.unwrap_or_default();
+    for field in [
+        "epic", "stories", "dag", "bprop", "issues", "ready", "pulls", "hydrated",
+    ] {
+        recorded.remove(field);
+    }
+    Ok(Hydrated::Epic(Box::new(EpicState {
+        recorded,
+        epic: number,
+        stories: effective
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+        dag: dag_payload,
+        bprop,
+        issues: details
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+        ready,
+        pulls: pulls.iter().map(|p| pull_detail(p, &ci)).collect(),
+        hydrated: HydratedAt::of(settings, now),
+    })))
 }
 
 fn hydrate_story(
     surface: &dyn Surface,
     settings: &Settings,
     issue: Issue,
-) -> Result<Value, HydrateError> {
+) -> Result<IssueState, HydrateError> {
     let now = surface.now()?;
     let view = lease::analyze(&issue, settings, &settings.instance, now);
     let progress = state::newest_marker(&issue, MarkerKind::TaskProgress);
@@ -241,38 +349,31 @@ fn hydrate_story(
                 .as_ref()
                 .and_then(|p| p.marker.str_field("branch").map(str::to_owned))
         });
-    let tasks_json = match tasks::locate(&issue) {
-        Some(found) => json!({
-            "comment_id": found.comment.id,
-            "done": found.tasks.iter().filter(|t| t.done).count(),
-            "total": found.tasks.len(),
-            "next": tasks::next_task(&found.tasks).map(|t| t.number),
-            "list": found.tasks,
-        }),
-        None => Value::Null,
-    };
+    let tasks = tasks::locate(&issue).map(|found| TasksDetail {
+        comment_id: found.comment.id,
+        done: found.tasks.iter().filter(|t| t.done).count(),
+        total: found.tasks.len(),
+        next: tasks::next_task(&found.tasks).map(|t| t.number),
+        list: found.tasks,
+    });
     let pulls = surface.open_pulls()?;
     let pull = pulls
         .iter()
         .find(|pr| pull_is_for(pr, issue.number, branch.as_deref()));
     let ci = ci_by_sha(surface, pull)?;
-    Ok(json!({
-        "issue": issue.number,
-        "open": issue.open,
-        "labels": issue.labels,
-        "blocked_by": view.blocked_by,
-        "decision": view.decision,
-        "claim": claim_json(&view),
-        "branch": branch,
-        "task_progress": progress.map_or(Value::Null, |p| Value::Object(p.marker.payload)),
-        "tasks": tasks_json,
-        "pull": pull.map_or(Value::Null, |p| pull_json(p, &ci)),
-        "hydrated": {
-            "at": now.to_string(),
-            "surface": settings.surface,
-            "instance_id": settings.instance,
-        },
-    }))
+    Ok(IssueState {
+        issue: issue.number,
+        open: issue.open,
+        claim: claim_detail(&view),
+        blocked_by: view.blocked_by,
+        decision: view.decision,
+        labels: issue.labels,
+        branch,
+        task_progress: progress.map(|p| p.marker.payload),
+        tasks,
+        pull: pull.map(|p| pull_detail(p, &ci)),
+        hydrated: HydratedAt::of(settings, now),
+    })
 }
 
 /// Writes the hydrated JSON to its file in the worktree root, atomically
@@ -280,7 +381,7 @@ fn hydrate_story(
 pub(crate) fn write_local(git: &Git, hydrated: &Hydrated) -> Result<PathBuf, HydrateError> {
     let root = git.toplevel()?;
     let path = crate::records::files::inside(&root, Path::new(hydrated.file()))?;
-    let mut bytes = serde_json::to_vec_pretty(hydrated.value()).expect("JSON values serialize");
+    let mut bytes = serde_json::to_vec_pretty(&hydrated.value()).expect("JSON values serialize");
     bytes.push(b'\n');
     crate::records::files::write_atomically(&path, &bytes).map_err(|source| {
         HydrateError::Write {
@@ -459,33 +560,25 @@ pub(crate) fn ci_by_sha<'a>(
         .collect())
 }
 
-fn pull_json(pr: &PullRequest, ci: &BTreeMap<String, CiStatus>) -> Value {
-    json!({
-        "number": pr.number,
-        "title": pr.title,
-        "head_ref": pr.head_ref,
-        "head_sha": pr.head_sha,
-        "base_ref": pr.base_ref,
-        "draft": pr.draft,
-        "labels": pr.labels,
-        "ci": ci.get(&pr.head_sha),
-    })
+fn pull_detail(pr: &PullRequest, ci: &BTreeMap<String, CiStatus>) -> PullDetail {
+    PullDetail {
+        pull: pr.clone(),
+        ci: ci.get(&pr.head_sha).cloned(),
+    }
 }
 
-fn claim_json(view: &IssueView) -> Value {
-    match &view.holder {
-        Some(h) => json!({
-            "instance_id": h.instance_id,
-            "host": h.host,
-            "branch": h.branch,
-            "generation": h.generation,
-            "claimed_at": h.claimed_at,
-            "expires_at": view.expires_at,
-            "live": view.expires_at.is_some_and(|e| view.now < e),
-            "ours": view.decision == Decision::Ours,
-        }),
-        None => Value::Null,
-    }
+fn claim_detail(view: &IssueView) -> Option<ClaimDetail> {
+    let h = view.holder.as_ref()?;
+    Some(ClaimDetail {
+        instance_id: h.instance_id.clone(),
+        host: h.host.clone(),
+        branch: h.branch.clone(),
+        generation: h.generation,
+        claimed_at: h.claimed_at,
+        expires_at: view.expires_at,
+        live: view.expires_at.is_some_and(|e| view.now < e),
+        ours: view.decision == Decision::Ours,
+    })
 }
 
 #[cfg(test)]

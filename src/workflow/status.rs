@@ -18,11 +18,10 @@
 //! renders the [`StatusView`] as text, JSON or Graphviz.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::config::Settings;
+use crate::config::{Settings, SurfaceKind};
 use crate::coord::dispatch::{self, HolderKind, Ledger, Verdict};
 use crate::coord::lease::{self, Decision, IssueView};
 use crate::durable::{state, tasks};
@@ -32,9 +31,6 @@ use crate::records::branch::BranchStore;
 use crate::surface::{CiStatus, Issue, IssueSummary, PullRequest, Surface, SurfaceError};
 use crate::timefmt::Timestamp;
 use crate::workflow::hydrate::{self, HydrateError};
-
-/// Bumped when a field of the JSON is renamed or removed (SPEC 10).
-pub(crate) const SCHEMA_VERSION: u32 = 1;
 
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum StatusError {
@@ -65,10 +61,9 @@ pub(crate) struct StatusRequest {
     pub epic: Option<u64>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct StatusView {
-    pub schema_version: u32,
-    pub surface: String,
+    pub surface: SurfaceKind,
     pub instance_id: String,
     /// The surface's clock when the view was read.
     pub now: Timestamp,
@@ -78,15 +73,19 @@ pub(crate) struct StatusView {
     pub dispatch: DispatchSlots,
     pub totals: Totals,
     pub epic: Option<EpicView>,
+    /// What did not stop the view (the command puts them in `--json`'s
+    /// `warnings`).
+    #[serde(skip)]
     pub warnings: Vec<String>,
 }
 
 /// One issue that is claimed, leased, blocked or dispatched.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct IssueRow {
     pub issue: u64,
     /// `ours`, `held`, `stale`, `blocked`, `orphan` (labelled, no claim
     /// behind it) or `dispatch` (only a dispatch claim).
+    #[schemars(schema_with = "row_states")]
     pub state: &'static str,
     pub holder: Option<Holder>,
     pub generation: Option<u64>,
@@ -106,7 +105,7 @@ impl IssueRow {
     }
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Holder {
     pub instance_id: String,
     pub host: Option<String>,
@@ -114,7 +113,7 @@ pub struct Holder {
     pub ours: bool,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct LeaseState {
     pub expires_at: Timestamp,
     pub live: bool,
@@ -124,7 +123,7 @@ pub(crate) struct LeaseState {
     pub takeover: Option<String>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct BranchState {
     pub name: String,
     /// The remote's head, `None` when the branch is not on the remote.
@@ -134,20 +133,20 @@ pub(crate) struct BranchState {
     pub head_moved_at: Option<Timestamp>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct TaskCount {
     pub done: usize,
     pub total: usize,
     pub next_task: Option<NextTask>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct NextTask {
     pub number: usize,
     pub title: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct PullState {
     pub number: u64,
     pub head_ref: String,
@@ -155,20 +154,22 @@ pub(crate) struct PullState {
     pub draft: bool,
     /// `success`, `failure`, `pending`, `none`, or `unknown` where the
     /// surface knows nothing of CI.
+    #[schemars(schema_with = "ci_verdicts")]
     pub ci: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct DispatchClaim {
     pub instance_id: String,
     pub ours: bool,
     pub claimed_at: Timestamp,
     /// `holds`, `no_slot`, `issue_taken`, `pull_open` or `stale`.
+    #[schemars(schema_with = "dispatch_verdicts")]
     pub verdict: String,
     pub slot: Option<u32>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct DispatchSlots {
     pub slots: u32,
     pub used: u32,
@@ -176,7 +177,7 @@ pub(crate) struct DispatchSlots {
     pub holders: Vec<SlotHolder>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct SlotHolder {
     pub slot: u32,
     /// `pull_request`, `labelled` or `claim`.
@@ -187,7 +188,7 @@ pub(crate) struct SlotHolder {
     pub since: Option<Timestamp>,
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub(crate) struct Totals {
     pub issues: usize,
     pub ours: usize,
@@ -199,25 +200,27 @@ pub(crate) struct Totals {
     pub needs_attention: usize,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct EpicView {
     pub epic: u64,
     pub waves: Vec<Wave>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct Wave {
     /// 1 for stories without dependencies inside the epic.
     pub wave: u32,
     pub stories: Vec<Story>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct Story {
     pub issue: u64,
     /// `pending`, `in_flight`, `merged`, `blocked` or `ejected`.
+    #[schemars(schema_with = "crate::durable::state::story_states")]
     pub state: String,
     /// `marker` (the epic's maverick-state) or `derived` (from labels).
+    #[schemars(schema_with = "crate::workflow::hydrate::state_sources")]
     pub state_source: &'static str,
     pub deps: Vec<u64>,
     pub open: Option<bool>,
@@ -225,6 +228,28 @@ pub(crate) struct Story {
     /// Whether the holder's lease ran out.
     pub stale: bool,
     pub blocked_by: Vec<u64>,
+}
+
+// The closed vocabularies of the view's plain strings, for its schema.
+fn row_states(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "string",
+        "enum": ["ours", "held", "stale", "blocked", "orphan", "dispatch"],
+    })
+}
+
+fn ci_verdicts(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "string",
+        "enum": ["success", "failure", "pending", "none", "unknown"],
+    })
+}
+
+fn dispatch_verdicts(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "string",
+        "enum": ["holds", "no_slot", "issue_taken", "pull_open", "stale"],
+    })
 }
 
 /// Where the branches' heads come from.
@@ -497,8 +522,7 @@ pub(crate) fn gather(
         }
     }
     Ok(StatusView {
-        schema_version: SCHEMA_VERSION,
-        surface: settings.surface.to_string(),
+        surface: settings.surface,
         instance_id: me.to_owned(),
         now,
         mine: request.mine,
@@ -735,266 +759,6 @@ fn waves_of(stories: &BTreeSet<u64>, deps: &BTreeMap<u64, Vec<u64>>) -> BTreeMap
     done
 }
 
-/// For people: `14m`, `2h5m`, `45s` (seconds only under a minute).
-pub(crate) fn rough_duration(d: Duration) -> String {
-    let s = d.as_secs();
-    match s {
-        0..=59 => format!("{s}s"),
-        60..=3599 => format!("{}m", s / 60),
-        _ if s % 3600 / 60 == 0 => format!("{}h", s / 3600),
-        _ => format!("{}h{}m", s / 3600, s % 3600 / 60),
-    }
-}
-
-/// The view as lines a person reads.
-pub(crate) fn render_text(view: &StatusView) -> Vec<String> {
-    let mut lines = Vec::new();
-    lines.push(format!(
-        "{} surface, {}, you are {}",
-        view.surface, view.now, view.instance_id
-    ));
-    if view.issues.is_empty() {
-        lines.push(if view.mine {
-            "this instance holds no claims".to_owned()
-        } else {
-            "nothing is claimed, leased, blocked or dispatched".to_owned()
-        });
-    }
-    for row in &view.issues {
-        lines.push(render_row(row, view.now));
-    }
-    let d = &view.dispatch;
-    let mut slots = format!("dispatch slots: {}/{} used", d.used, d.slots);
-    if !d.holders.is_empty() {
-        let who: Vec<String> = d
-            .holders
-            .iter()
-            .map(|h| {
-                let what = match h.kind {
-                    HolderKind::PullRequest => format!("PR #{}", h.issue),
-                    HolderKind::Labelled => format!("#{} (labelled by hand)", h.issue),
-                    HolderKind::Claim => format!(
-                        "#{} {}",
-                        h.issue,
-                        who(h.instance_id.as_deref().unwrap_or("?"), h.ours)
-                    ),
-                };
-                format!("{}: {what}", h.slot)
-            })
-            .collect();
-        slots.push_str(&format!(" ({})", who.join(", ")));
-    }
-    lines.push(slots);
-    lines.push(render_totals(&view.totals));
-    if let Some(epic) = &view.epic {
-        lines.extend(render_epic(epic, view));
-    }
-    for warning in &view.warnings {
-        lines.push(format!("warning: {warning}"));
-    }
-    lines
-}
-
-fn who(instance: &str, ours: bool) -> String {
-    if ours {
-        format!("{instance} (you)")
-    } else {
-        instance.to_owned()
-    }
-}
-
-fn render_row(row: &IssueRow, now: Timestamp) -> String {
-    let mut parts = vec![format!(
-        "{} #{}",
-        if row.needs_attention() { "!" } else { " " },
-        row.issue
-    )];
-    parts.push(row.state.to_owned());
-    if let Some(h) = &row.holder {
-        parts.push(who(&h.instance_id, h.ours));
-    }
-    if let Some(g) = row.generation.filter(|_| row.holder.is_some()) {
-        parts.push(format!("gen {g}"));
-    }
-    if let Some(l) = &row.lease {
-        let d = rough_duration(Duration::from_secs(l.seconds));
-        parts.push(match &l.takeover {
-            Some(cmd) => format!("stale for {d} (take over: {cmd})"),
-            None if l.live => format!("lease {d} left"),
-            None => format!("lease ran out {d} ago"),
-        });
-    }
-    if let Some(b) = &row.branch {
-        parts.push(match b.head_moved_at {
-            Some(at) => format!("{} moved {} ago", b.name, rough_duration(now.since(at))),
-            None => format!("{} (not on the remote)", b.name),
-        });
-    }
-    if let Some(t) = &row.tasks {
-        let mut text = format!("tasks {}/{}", t.done, t.total);
-        if let Some(next) = &t.next_task {
-            text.push_str(&format!(", next {}: {}", next.number, next.title));
-        }
-        parts.push(text);
-    }
-    if let Some(p) = &row.pull {
-        let draft = if p.draft { " (draft)" } else { "" };
-        parts.push(format!("PR #{}{draft} CI {}", p.number, p.ci));
-    }
-    if !row.blocked_by.is_empty() {
-        let by: Vec<String> = row.blocked_by.iter().map(|n| format!("#{n}")).collect();
-        parts.push(format!("blocked by {}", by.join(", ")));
-    }
-    if let Some(d) = &row.dispatch {
-        let slot = d.slot.map(|s| format!(", slot {s}")).unwrap_or_default();
-        parts.push(format!(
-            "dispatch claim by {} ({}{slot})",
-            who(&d.instance_id, d.ours),
-            d.verdict.replace('_', " ")
-        ));
-    }
-    if row.needs_attention() {
-        parts.push(format!("<- {}", row.attention.join("; ")));
-    }
-    parts.join("  ")
-}
-
-fn render_totals(t: &Totals) -> String {
-    let mut counts = Vec::new();
-    for (n, what) in [
-        (t.ours, "yours"),
-        (t.held, "held"),
-        (t.stale, "stale"),
-        (t.blocked, "blocked"),
-        (t.orphan, "orphan labels"),
-        (t.dispatch, "dispatched"),
-    ] {
-        if n > 0 {
-            counts.push(format!("{n} {what}"));
-        }
-    }
-    let issues = if t.issues == 1 { "issue" } else { "issues" };
-    let mut line = format!("{} {issues}", t.issues);
-    if !counts.is_empty() {
-        line.push_str(&format!(": {}", counts.join(", ")));
-    }
-    let need = if t.needs_attention == 1 {
-        "needs"
-    } else {
-        "need"
-    };
-    line.push_str(&format!("; {} {need} a person", t.needs_attention));
-    line
-}
-
-fn render_epic(epic: &EpicView, view: &StatusView) -> Vec<String> {
-    let count: usize = epic.waves.iter().map(|w| w.stories.len()).sum();
-    let mut lines = vec![format!(
-        "epic #{}: {count} stories in {} waves",
-        epic.epic,
-        epic.waves.len()
-    )];
-    for wave in &epic.waves {
-        lines.push(format!("wave {}", wave.wave));
-        for story in &wave.stories {
-            let mut line = format!("  #{} {}", story.issue, story.state.replace('_', " "));
-            if let Some(h) = &story.holder {
-                line.push_str(&format!(" by {}", who(&h.instance_id, h.ours)));
-                if story.stale {
-                    line.push_str(" (stale)");
-                }
-            }
-            if !story.deps.is_empty() {
-                let deps: Vec<String> = story.deps.iter().map(|d| format!("#{d}")).collect();
-                line.push_str(&format!(", after {}", deps.join(" ")));
-            }
-            if !story.blocked_by.is_empty() {
-                let by: Vec<String> = story.blocked_by.iter().map(|n| format!("#{n}")).collect();
-                line.push_str(&format!(", blocked by {}", by.join(" ")));
-            }
-            if let Some(row) = view.issues.iter().find(|r| r.issue == story.issue) {
-                if let Some(t) = &row.tasks {
-                    line.push_str(&format!(", tasks {}/{}", t.done, t.total));
-                }
-                if let Some(p) = &row.pull {
-                    line.push_str(&format!(", PR #{} CI {}", p.number, p.ci));
-                }
-            }
-            lines.push(line);
-        }
-    }
-    lines
-}
-
-/// The epic as a Graphviz digraph: one node per story coloured by state,
-/// an edge from each dependency, one rank per wave.
-pub(crate) fn render_dot(epic: &EpicView) -> String {
-    let mut out = String::new();
-    out.push_str(&format!("digraph \"epic-{}\" {{\n", epic.epic));
-    out.push_str(&format!(
-        "  graph [label=\"epic #{}\", labelloc=t, rankdir=TB, fontname=\"Helvetica\"];\n",
-        epic.epic
-    ));
-    out.push_str(
-        "  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", fillcolor=white];\n",
-    );
-    for wave in &epic.waves {
-        out.push_str(&format!(
-            "  subgraph wave_{} {{\n    rank=same;\n",
-            wave.wave
-        ));
-        out.push_str(&format!(
-            "    \"wave {0}\" [shape=plaintext, style=\"\", label=\"wave {0}\"];\n",
-            wave.wave
-        ));
-        for story in &wave.stories {
-            let (fill, border) = match story.state.as_str() {
-                "merged" => ("#c8e6c9", "#2e7d32"),
-                "in_flight" if story.stale => ("#ffe0b2", "#e65100"),
-                "in_flight" => ("#bbdefb", "#1565c0"),
-                "blocked" => ("#ffcdd2", "#c62828"),
-                "ejected" => ("#e0e0e0", "#616161"),
-                _ => ("#ffffff", "#424242"),
-            };
-            let mut label = format!("#{}\\n{}", story.issue, story.state.replace('_', " "));
-            if let Some(h) = &story.holder {
-                label.push_str(&format!("\\n{}", dot_escape(&who(&h.instance_id, h.ours))));
-                if story.stale {
-                    label.push_str(" (stale)");
-                }
-            }
-            out.push_str(&format!(
-                "    \"{}\" [label=\"{label}\", fillcolor=\"{fill}\", color=\"{border}\"];\n",
-                story.issue
-            ));
-        }
-        out.push_str("  }\n");
-    }
-    // The wave labels in order down the left, invisible links between them.
-    for pair in epic.waves.windows(2) {
-        out.push_str(&format!(
-            "  \"wave {}\" -> \"wave {}\" [style=invis];\n",
-            pair[0].wave, pair[1].wave
-        ));
-    }
-    let known: BTreeSet<u64> = epic
-        .waves
-        .iter()
-        .flat_map(|w| w.stories.iter().map(|s| s.issue))
-        .collect();
-    for story in epic.waves.iter().flat_map(|w| &w.stories) {
-        for dep in story.deps.iter().filter(|d| known.contains(d)) {
-            out.push_str(&format!("  \"{dep}\" -> \"{}\";\n", story.issue));
-        }
-    }
-    out.push_str("}\n");
-    out
-}
-
-fn dot_escape(text: &str) -> String {
-    text.replace('\\', "\\\\").replace('"', "\\\"")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1014,13 +778,5 @@ mod tests {
         let cyclic: BTreeMap<u64, Vec<u64>> = [(1, vec![2]), (2, vec![1])].into();
         let waves = waves_of(&[1, 2].into(), &cyclic);
         assert!(waves.values().all(|w| *w >= 1), "{waves:?}");
-    }
-
-    #[test]
-    fn rough_durations() {
-        assert_eq!(rough_duration(Duration::from_secs(45)), "45s");
-        assert_eq!(rough_duration(Duration::from_secs(14 * 60 + 59)), "14m");
-        assert_eq!(rough_duration(Duration::from_secs(7200)), "2h");
-        assert_eq!(rough_duration(Duration::from_secs(7500)), "2h5m");
     }
 }

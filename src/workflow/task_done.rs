@@ -4,7 +4,7 @@
 //! git layer and returns what happened; `commands/task.rs` prints it and
 //! maps it to an exit code.
 
-use serde_json::{json, Map};
+use serde_json::{Map, Value};
 
 use crate::config::Settings;
 use crate::coord::lease::{self, Decision};
@@ -302,7 +302,8 @@ pub(crate) fn task_done(
     // it on the remote-tracking ref; or one the hook left pending).
     let expected_here = recorded
         .as_ref()
-        .map(|r| crate::writer::prepush::expected(&common_dir, r));
+        .map(|r| crate::writer::prepush::expected(git, r))
+        .transpose()?;
     let seen = expected_here.as_ref().and_then(|e| e.current.clone());
     let collision = match (&live, &expected_here) {
         (Some(l), _) if !git.is_ancestor(l, &sha)? => Some(format!(
@@ -381,8 +382,8 @@ pub(crate) fn task_done(
     let checked = tasks::check_tasks(surface, settings, issue, &checks).map_err(after_push)?;
     crate::failpoint::hit("task-done-after-check-off");
     let mut extra = Map::new();
-    extra.insert("task".into(), json!(number));
-    extra.insert("head".into(), json!(sha));
+    extra.insert("task".into(), Value::from(number));
+    extra.insert("head".into(), Value::from(sha.as_str()));
     crate::failpoint::hit("task-done-before-progress");
     tasks::update_progress(
         surface,

@@ -2,205 +2,127 @@
 //! block, so an existing hook keeps working and `uninstall` takes out only
 //! what `install` put in.
 //!
-//! A hook file that is maverick's alone, in a hooks directory of this
-//! clone's own, is a copy of git-maverick itself (issue 11: the hook's whole
-//! budget is 2 ms, and on a small VM every process git starts for it costs
-//! about 0.7 ms). git then starts one process, not a shell or env and then
-//! maverick. The copy keeps its source's size and modification time, so a
-//! push notices when an upgrade replaced the git-maverick on PATH: it copies
-//! the new one over itself and hands the push to it. With git-maverick gone
-//! from PATH, the copy still guards (it fails closed by still working).
-//! Where the copy cannot be made, the file's interpreter is git-maverick
-//! (`#!/usr/bin/env git-maverick`, a second process; a shebang naming the
-//! binary's own path would hang the push in git 2.47 when it is missing).
-//! A copy is replaced, never written through: a rename puts every new
-//! version in place. Every other hook keeps the shell block.
+//! A hook file that is maverick's alone, in this clone's own hooks
+//! directory, is `hooks/pre-push`: a small script as git-lfs writes its
+//! own, `command -v git-maverick` (a clear message and a failed push when it
+//! is missing), then `exec git-maverick hook pre-push "$@"`. Inside a hook
+//! that runs more than maverick, and in a hook file others share (a
+//! `core.hooksPath` a team commits, husky's `.husky/pre-push`), the block is
+//! [`SHARED_BLOCK`]: it hands the pushed refs on to the rest of the hook, and
+//! a clone that never used maverick passes it untouched even without
+//! git-maverick, while one that did fails closed.
+//!
+//! Earlier versions wrote a copy of the git-maverick binary, or a file whose
+//! interpreter was git-maverick; `install` turns both into the script and
+//! `uninstall` removes them.
 
 use std::path::{Path, PathBuf};
 
 use crate::git::{Git, GitError};
 
-/// The shim, as shipped in `hooks/pre-push`: a shebang and the block.
-pub(crate) const SHIM: &str = include_str!("../../hooks/pre-push");
+/// The hook file that is maverick's alone, as shipped in `hooks/pre-push`.
+pub(crate) const SCRIPT: &str = include_str!("../../hooks/pre-push");
 pub(crate) const BEGIN: &str = "# >>> git-maverick pre-push >>>";
 pub(crate) const END: &str = "# <<< git-maverick pre-push <<<";
 
-/// The first line of a hook file whose interpreter is git-maverick; git
-/// then runs `git-maverick <hook file> REMOTE URL`
-/// (`commands::hook::fast_pre_push`).
-pub(crate) const NATIVE_LINE: &str = "#!/usr/bin/env git-maverick";
+/// Maverick's block where it shares a hook file: the pushed refs (git's
+/// stdin) are kept and handed to whatever the hook runs after it. Without
+/// git-maverick on PATH it fails the push only in a clone that uses
+/// maverick (its common dir holds maverick's records): a teammate who does
+/// not use it pushes through a committed hook untouched.
+pub(crate) const SHARED_BLOCK: &str = r#"# >>> git-maverick pre-push >>>
+# One writer per branch: `git maverick hook install` put this block here and
+# `git maverick hook uninstall` takes it out; the rest of this file is yours.
+# A clone that does not use git-maverick passes it untouched.
+if command -v git-maverick >/dev/null 2>&1; then
+	maverick_refs=
+	while IFS= read -r maverick_line || [ -n "$maverick_line" ]; do
+		maverick_refs="${maverick_refs:+$maverick_refs
+}$maverick_line"
+	done
+	git-maverick hook pre-push "$@" <<MAVERICK_REFS || exit $?
+$maverick_refs
+MAVERICK_REFS
+	# Whatever else this hook runs reads the same lines.
+	if [ -n "$maverick_refs" ]; then
+		exec <<MAVERICK_REFS
+$maverick_refs
+MAVERICK_REFS
+	else
+		exec </dev/null
+	fi
+elif ! maverick_dir=$(git rev-parse --git-common-dir) || [ -d "$maverick_dir/maverick" ]; then
+	echo "error: this clone uses git-maverick, which is not on PATH, so $0 cannot check this push" >&2
+	echo "hint: put git-maverick on PATH (cargo install git-maverick, or the directory of its binary)," >&2
+	echo "hint: or take maverick's block out of $0 (git maverick hook uninstall);" >&2
+	echo "hint: to push once without any pre-push check: git push --no-verify" >&2
+	exit 1
+fi
+# <<< git-maverick pre-push <<<
+"#;
 
-/// Maverick's block: from the BEGIN line through the END line and its newline.
-pub(crate) fn block() -> &'static str {
-    let start = SHIM.find(BEGIN).expect("the shim has a begin marker");
-    &SHIM[start..]
+/// A file holding [`SHARED_BLOCK`] alone: maverick's hook file where the
+/// hooks directory may be shared.
+pub(crate) fn shared_script() -> String {
+    format!("#!/bin/sh\n{SHARED_BLOCK}")
 }
 
-/// The hook file whose interpreter is git-maverick. It holds maverick's
-/// markers, so everything that finds the block (status, uninstall, the
-/// copies hook managers leave) finds this file too.
-pub(crate) fn native_hook() -> String {
-    format!(
-        "{NATIVE_LINE}\n{BEGIN}\n{}{END}\n",
-        "\
-# One writer per branch: `git maverick hook install` wrote this file and
-# `git maverick hook uninstall` deletes it. Its interpreter is git-maverick
-# (the first line), not a shell: lines added to it do not run. For hooks of
-# your own as well, put them in a shell script here instead and run
-# `git maverick hook install` again: maverick adds its block to yours.
-"
-    )
+/// Whether hook text holds this version's shared block, which lets a clone
+/// that does not use maverick push without git-maverick on PATH.
+pub(crate) fn lets_other_clones_through(text: &str) -> bool {
+    text.contains(SHARED_BLOCK)
 }
 
-/// Whether `text` is a hook file whose interpreter is git-maverick.
-pub(crate) fn is_native(text: &str) -> bool {
-    text.lines().next().map(str::trim_end) == Some(NATIVE_LINE)
-}
-
-/// Bytes every git-maverick binary holds: how maverick knows a hook file
-/// that is a copy of git-maverick, this build's or an older one's.
-#[used]
-static COPY_MARK: &[u8] = b"git-maverick: this file is a copy of git-maverick, the pre-push hook";
-
-/// What a hook file that is maverick's alone is.
-#[derive(Clone, Debug)]
+/// What a hook file holding maverick's guard alone is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Alone {
-    /// The shell block (a hooks directory others may share, or no
-    /// git-maverick on PATH now: the shim says what to do at each push).
-    Shim,
-    /// The file whose interpreter is git-maverick: the `git-maverick` on
-    /// PATH is something that starts it (a version manager's shim, a
-    /// wrapper script), not a build to copy.
-    Native,
-    /// A copy of the git-maverick build at this path; the native file
-    /// where no copy can be made.
-    Copy(PathBuf),
+    /// [`SCRIPT`]: this clone's own hooks.
+    Script,
+    /// [`shared_script`]: a hooks directory or file others may share.
+    Shared,
 }
 
-/// Whether the env the native file's first line names is there to start it.
-pub(crate) fn env_available() -> bool {
-    std::fs::metadata(NATIVE_ENV).is_ok_and(|m| m.is_file() && executable(&m))
-}
-
-/// The git-maverick git would find on PATH now, with its metadata
-/// (symbolic links followed).
-pub(crate) fn installed_binary() -> Option<(PathBuf, std::fs::Metadata)> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).find_map(|dir| {
-        let binary = dir.join("git-maverick");
-        let meta = std::fs::metadata(&binary).ok()?;
-        (meta.is_file() && executable(&meta)).then_some((binary, meta))
-    })
-}
-
-/// Whether two files are one build as far as their metadata tells: a copy
-/// keeps its source's size and modification time. The times are compared
-/// to the two seconds the coarsest file systems keep (FAT; ext2 and some
-/// mounts keep whole seconds), so that such a hooks directory does not
-/// make every push look like one after an upgrade.
-fn same_build(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
-    let close = |x: std::time::SystemTime, y: std::time::SystemTime| {
-        let apart = x.duration_since(y).or_else(|_| y.duration_since(x));
-        apart.is_ok_and(|d| d <= std::time::Duration::from_secs(2))
-    };
-    a.len() == b.len() && matches!((a.modified(), b.modified()), (Ok(x), Ok(y)) if close(x, y))
-}
-
-/// Whether the file at `path` is a git-maverick build: its bytes hold the
-/// mark every build holds (whatever the executable format).
-pub(crate) fn is_build(path: &Path) -> bool {
-    let mark = std::hint::black_box(COPY_MARK);
-    std::fs::read(path).is_ok_and(|bytes| bytes.windows(mark.len()).any(|w| w == mark))
-}
-
-/// Whether the file at `path` is a copy of git-maverick: of the one on
-/// PATH (size and time, no read), or of any build (the mark).
-pub(crate) fn is_copy(path: &Path) -> bool {
-    let Ok(meta) = std::fs::symlink_metadata(path) else {
-        return false;
-    };
-    if !meta.is_file() {
-        return false;
-    }
-    let current = installed_binary().is_some_and(|(_, theirs)| same_build(&meta, &theirs));
-    current || is_build(path)
-}
-
-/// Whether the hook file at `path` is a copy of exactly the build at
-/// `binary`: the same bytes.
-pub(crate) fn is_copy_of(path: &Path, binary: &Path) -> bool {
-    match (std::fs::read(path), std::fs::read(binary)) {
-        (Ok(copy), Ok(build)) => copy == build,
-        _ => false,
-    }
-}
-
-/// Puts a copy of the git-maverick at `binary` at `path` at once: written
-/// beside it, given the source's modification time and made executable,
-/// then renamed over whatever is there (so a running hook, or a file
-/// linked to it, is left as it was).
-pub(crate) fn copy_binary(binary: &Path, path: &Path) -> std::io::Result<()> {
-    let tmp = crate::records::files::temp_beside(path)?;
-    let copied = (|| {
-        let mut from = std::fs::File::open(binary)?;
-        let modified = from.metadata()?.modified()?;
-        let mut to = std::fs::File::create(&tmp)?;
-        std::io::copy(&mut from, &mut to)?;
-        to.set_modified(modified)?;
-        drop(to);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt as _;
-            std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755))?;
+impl Alone {
+    pub(crate) fn text(self) -> String {
+        match self {
+            Alone::Script => SCRIPT.to_owned(),
+            Alone::Shared => shared_script(),
         }
-        std::fs::rename(&tmp, path)
-    })();
-    if copied.is_err() {
-        let _ = std::fs::remove_file(&tmp);
     }
-    copied
 }
 
-/// Git runs a copy of git-maverick as the hook `hook`: when an upgrade
-/// replaced the git-maverick build on PATH since the copy was made, the
-/// copy takes the new build's place (for the next push) and this push goes
-/// to the new build. Returns when this process is to check the push itself:
-/// the copy is current, there is no git-maverick build on PATH (none, or a
-/// wrapper: the copy still guards), or the hand-over failed.
-#[cfg(unix)]
-pub(crate) fn hand_over_if_replaced(hook: &Path, remote: &str, url: &str) {
-    use std::os::unix::process::CommandExt as _;
-    let Some((installed, theirs)) = installed_binary() else {
-        return;
+/// The bytes every git-maverick build that copied itself into `.git/hooks`
+/// held (versions before the script). Only `install`, `uninstall` and
+/// `status` look for them, in a hook file that is an executable binary.
+const LEGACY_COPY_MARK: &[u8] =
+    b"git-maverick: this file is a copy of git-maverick, the pre-push hook";
+
+/// Whether the file at `path` is a copy of git-maverick an earlier version
+/// put there: an executable binary (ELF, Mach-O) that holds the mark those
+/// builds held. A text file is never one, whatever it says.
+pub(crate) fn is_legacy_copy(path: &Path) -> bool {
+    use std::io::Read as _;
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return false;
     };
-    match std::fs::metadata(hook) {
-        Ok(own) if !same_build(&own, &theirs) => {}
-        _ => return,
+    let mut magic = [0u8; 4];
+    if file.read_exact(&mut magic).is_err() {
+        return false;
     }
-    if !is_build(&installed) {
-        return;
+    let binary = magic == *b"\x7fELF"
+        || matches!(
+            u32::from_be_bytes(magic),
+            0xfeed_face | 0xfeed_facf | 0xcefa_edfe | 0xcffa_edfe | 0xcafe_babe
+        );
+    if !binary {
+        return false;
     }
-    let _ = copy_binary(&installed, hook);
-    let _ = std::process::Command::new(&installed)
-        .args(["hook", "pre-push", remote, url])
-        .exec();
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).is_ok()
+        && bytes
+            .windows(LEGACY_COPY_MARK.len())
+            .any(|w| w == LEGACY_COPY_MARK)
 }
-
-#[cfg(not(unix))]
-pub(crate) fn hand_over_if_replaced(_: &Path, _: &str, _: &str) {}
-
-/// Whether `program` (git's `argv[0]`) is a hook file that is a copy of
-/// git-maverick: `pre-push`, or the `pre-push.legacy` pre-commit keeps
-/// and runs.
-pub(crate) fn is_hook_name(program: &str) -> bool {
-    Path::new(program)
-        .file_name()
-        .and_then(|n| n.to_str())
-        .is_some_and(|n| n == "pre-push" || n.starts_with("pre-push."))
-}
-
-/// The env the native hook's first line names.
-pub(crate) const NATIVE_ENV: &str = "/usr/bin/env";
 
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum HookFileError {
@@ -224,20 +146,20 @@ pub(crate) enum HookFileError {
 }
 
 /// What `install` or `uninstall` did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum Change {
-    /// A new hook file: one whose interpreter is git-maverick, or the shim.
+    /// A new hook file holding maverick's guard alone.
     Created,
     /// The block went into an existing hook.
     Added,
-    /// An older block was replaced by this version's.
+    /// An older block, or a file of an earlier version, was replaced by this version's.
     Updated,
     /// The block was already there.
     Unchanged,
     /// The block was taken out; the rest of the hook stays.
     Removed,
-    /// The hook held nothing but the block: the file is gone.
+    /// The hook held nothing but maverick's guard: the file is gone.
     Deleted,
     /// There was no block to take out.
     Absent,
@@ -294,19 +216,15 @@ fn is_shell(interpreter: &str) -> bool {
     )
 }
 
-/// `existing` with maverick's block in it: replacing an older block in place,
-/// else right after the shebang, so it runs before anything that could exit.
-pub(crate) fn with_block(existing: &str) -> Result<(String, Change), UnclosedBlock> {
-    let block = block();
+/// `existing` with `block` in it: replacing an older block in place, else
+/// right after the shebang, so it runs before anything that could exit.
+pub(crate) fn with_block(existing: &str, block: &str) -> Result<(String, Change), UnclosedBlock> {
     match find_block(existing) {
         Some(Ok((start, end))) => {
             if &existing[start..end] == block {
                 return Ok((existing.to_owned(), Change::Unchanged));
             }
-            let mut text = String::with_capacity(existing.len() + block.len());
-            text.push_str(&existing[..start]);
-            text.push_str(block);
-            text.push_str(&existing[end..]);
+            let text = format!("{}{block}{}", &existing[..start], &existing[end..]);
             Ok((text, Change::Updated))
         }
         Some(Err(e)) => Err(e),
@@ -349,6 +267,13 @@ pub(crate) fn without_block(existing: &str) -> Result<(Option<String>, Change), 
     }
 }
 
+/// Whether `text` holds maverick's guard and nothing else: a file of this
+/// version or of an earlier one (a shell block, or git-maverick as the
+/// interpreter).
+pub(crate) fn is_maverick_alone(text: &str) -> bool {
+    matches!(without_block(text), Ok((None, _)))
+}
+
 fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> HookFileError {
     let path = path.to_owned();
     move |source| HookFileError::Io {
@@ -367,6 +292,37 @@ pub(crate) fn executable(meta: &std::fs::Metadata) -> bool {
 #[cfg(not(unix))]
 pub(crate) fn executable(_: &std::fs::Metadata) -> bool {
     true
+}
+
+/// The metadata of `path` itself (a link is not followed); `None` when
+/// there is nothing there.
+fn metadata_there(path: &Path) -> Result<Option<std::fs::Metadata>, HookFileError> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) => Ok(Some(meta)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io("read", path)(e)),
+    }
+}
+
+/// Refuses a path under `base` that goes through a symbolic link (a
+/// tracked `.lefthook-local` pointing out of the repository): maverick
+/// reads and writes its files only where they seem to be.
+pub(crate) fn refuse_links(base: &Path, path: &Path) -> Result<(), HookFileError> {
+    let Ok(rest) = path.strip_prefix(base) else {
+        return Ok(());
+    };
+    let mut at = base.to_owned();
+    for part in rest.components() {
+        at.push(part);
+        match metadata_there(&at)? {
+            Some(meta) if meta.file_type().is_symlink() => {
+                return Err(HookFileError::Symlink { path: at });
+            }
+            Some(_) => {}
+            None => break,
+        }
+    }
+    Ok(())
 }
 
 fn write_hook(
@@ -388,51 +344,25 @@ fn write_hook(
 }
 
 /// Installs the guard into the hook at `path`; running it twice changes
-/// nothing. A new hook, or one that holds nothing but maverick's (a copy,
-/// the native file or the shim of older versions), becomes `alone`. Any
-/// other hook gets the block.
-pub(crate) fn install(path: &Path, alone: &Alone) -> Result<Change, HookFileError> {
+/// nothing. A new hook, or one that holds nothing but maverick's guard (of
+/// this version or an earlier one, a copy of git-maverick included),
+/// becomes `alone`. Any other hook gets [`SHARED_BLOCK`].
+pub(crate) fn install(path: &Path, alone: Alone) -> Result<Change, HookFileError> {
     install_block(path, true, alone)
 }
 
 /// The same for a script a hook manager runs with `sh` (husky's
 /// `.husky/pre-push`): it need not be executable.
 pub(crate) fn install_script(path: &Path) -> Result<Change, HookFileError> {
-    install_block(path, false, &Alone::Shim)
+    install_block(path, false, Alone::Shared)
 }
 
-/// Makes `path` what a file holding maverick's guard alone is: a copy of
-/// git-maverick where one can be made, else its text. Returns the text
-/// written, `None` for a copy.
-fn write_alone(
-    path: &Path,
-    alone: &Alone,
-    mode_from: Option<&std::fs::Metadata>,
-) -> Result<Option<String>, HookFileError> {
-    let text = match alone {
-        Alone::Copy(binary) => match copy_binary(binary, path) {
-            Ok(()) => return Ok(None),
-            Err(e) if !env_available() => return Err(io("copy git-maverick to", path)(e)),
-            Err(_) => native_hook(),
-        },
-        Alone::Native => native_hook(),
-        Alone::Shim => SHIM.to_owned(),
-    };
-    write_hook(path, &text, mode_from)?;
-    Ok(Some(text))
-}
-
-fn install_block(path: &Path, needs_exec: bool, alone: &Alone) -> Result<Change, HookFileError> {
-    let meta = match std::fs::symlink_metadata(path) {
-        Ok(meta) => Some(meta),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(io("read", path)(e)),
-    };
-    let Some(meta) = meta else {
+fn install_block(path: &Path, needs_exec: bool, alone: Alone) -> Result<Change, HookFileError> {
+    let Some(meta) = metadata_there(path)? else {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(io("create", dir))?;
         }
-        write_alone(path, alone, None)?;
+        write_hook(path, &alone.text(), None)?;
         return Ok(Change::Created);
     };
     if meta.file_type().is_symlink() {
@@ -440,53 +370,30 @@ fn install_block(path: &Path, needs_exec: bool, alone: &Alone) -> Result<Change,
             path: path.to_owned(),
         });
     }
-    if is_copy(path) {
-        // A copy of git-maverick: current, or replaced by what belongs here.
-        // The bytes, not the metadata: install is where a copy is made right.
-        let current = match alone {
-            Alone::Copy(binary) => is_copy_of(path, binary),
-            Alone::Native | Alone::Shim => false,
-        };
-        if current {
-            return Ok(Change::Unchanged);
-        }
-        write_alone(path, alone, None)?;
+    if is_legacy_copy(path) {
+        write_hook(path, &alone.text(), None)?;
         return Ok(Change::Updated);
     }
     let existing = std::fs::read_to_string(path).map_err(io("read", path))?;
-    if existing == SHIM || is_native(&existing) {
-        // Maverick's alone: it becomes what such a file is here.
-        let unchanged = match alone {
-            Alone::Shim => existing == SHIM,
-            Alone::Native => existing == native_hook(),
-            Alone::Copy(_) => false,
-        };
-        if unchanged {
+    let unbalanced = |UnclosedBlock| HookFileError::Unbalanced {
+        path: path.to_owned(),
+    };
+    if is_maverick_alone(&existing) {
+        let text = alone.text();
+        if existing == text {
             return Ok(Change::Unchanged);
         }
-        if needs_exec && !executable(&meta) {
-            return Err(HookFileError::NotExecutable {
-                path: path.to_owned(),
-            });
-        }
-        // A copy that could not be made may leave the file as it was.
-        let written = write_alone(path, alone, Some(&meta))?;
-        return Ok(if written.as_deref() == Some(existing.as_str()) {
-            Change::Unchanged
-        } else {
-            Change::Updated
-        });
+        write_hook(path, &text, None)?;
+        return Ok(Change::Updated);
     }
+    without_block(&existing).map_err(unbalanced)?;
     if let Some(name) = interpreter(&existing).filter(|i| !is_shell(i)) {
         return Err(HookFileError::NotShell {
             path: path.to_owned(),
             interpreter: name,
         });
     }
-    let (text, change) =
-        with_block(&existing).map_err(|UnclosedBlock| HookFileError::Unbalanced {
-            path: path.to_owned(),
-        })?;
+    let (text, change) = with_block(&existing, SHARED_BLOCK).map_err(unbalanced)?;
     if change == Change::Unchanged {
         return Ok(change);
     }
@@ -499,23 +406,25 @@ fn install_block(path: &Path, needs_exec: bool, alone: &Alone) -> Result<Change,
     Ok(change)
 }
 
-/// Takes the block out of the hook at `path`, and the file when nothing else is left.
+/// Takes the block out of the hook at `path`, and the file when nothing
+/// else is left (a copy of git-maverick an earlier version wrote too).
 pub(crate) fn uninstall(path: &Path) -> Result<Change, HookFileError> {
-    let meta = match std::fs::symlink_metadata(path) {
-        Ok(meta) => meta,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Change::Absent),
-        Err(e) => return Err(io("read", path)(e)),
+    let Some(meta) = metadata_there(path)? else {
+        return Ok(Change::Absent);
     };
     if meta.file_type().is_symlink() {
         return Err(HookFileError::Symlink {
             path: path.to_owned(),
         });
     }
-    if is_copy(path) {
+    if is_legacy_copy(path) {
         std::fs::remove_file(path).map_err(io("remove", path))?;
         return Ok(Change::Deleted);
     }
-    let existing = std::fs::read_to_string(path).map_err(io("read", path))?;
+    let Ok(existing) = std::fs::read_to_string(path) else {
+        // Not text: not a file maverick wrote.
+        return Ok(Change::Absent);
+    };
     let (text, change) =
         without_block(&existing).map_err(|UnclosedBlock| HookFileError::Unbalanced {
             path: path.to_owned(),
@@ -538,20 +447,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn shim_is_shebang_and_block() {
-        assert!(SHIM.starts_with("#!/bin/sh\n"));
-        assert_eq!(format!("#!/bin/sh\n{}", block()), SHIM);
-        assert!(block().ends_with(&format!("{END}\n")));
+    fn the_script_is_a_shebang_and_the_block() {
+        assert!(SCRIPT.starts_with(&format!("#!/bin/sh\n{BEGIN}\n")));
+        assert!(SCRIPT.ends_with(&format!("{END}\n")));
+        assert!(SCRIPT.contains("\nexec git-maverick hook pre-push \"$@\"\n"));
+        assert!(is_maverick_alone(SCRIPT) && is_maverick_alone(&shared_script()));
+        assert!(SHARED_BLOCK.starts_with(BEGIN) && SHARED_BLOCK.ends_with(&format!("{END}\n")));
     }
 
     #[test]
     fn round_trips_an_existing_hook() {
         let original = "#!/bin/bash\nset -e\necho existing\nexit 0\n";
-        let (with, change) = with_block(original).unwrap();
+        let (with, change) = with_block(original, SHARED_BLOCK).unwrap();
         assert_eq!(change, Change::Added);
         assert!(with.starts_with(&format!("#!/bin/bash\n{BEGIN}\n")));
         assert!(with.ends_with("echo existing\nexit 0\n"));
-        assert_eq!(with_block(&with).unwrap().1, Change::Unchanged);
+        assert_eq!(
+            with_block(&with, SHARED_BLOCK).unwrap().1,
+            Change::Unchanged
+        );
         let (back, change) = without_block(&with).unwrap();
         assert_eq!(change, Change::Removed);
         assert_eq!(back.as_deref(), Some(original));
@@ -559,10 +473,10 @@ mod tests {
 
     #[test]
     fn a_hook_without_shebang_or_newline() {
-        let (with, _) = with_block("#!/bin/sh").unwrap();
-        assert_eq!(with, SHIM);
+        let (with, _) = with_block("#!/bin/sh", SHARED_BLOCK).unwrap();
+        assert_eq!(with, shared_script());
         assert_eq!(without_block(&with).unwrap(), (None, Change::Deleted));
-        let (with, _) = with_block("echo hi\n").unwrap();
+        let (with, _) = with_block("echo hi\n", SHARED_BLOCK).unwrap();
         assert!(with.starts_with(BEGIN) && with.ends_with("echo hi\n"));
         assert_eq!(
             without_block(&with).unwrap().0.as_deref(),
@@ -573,24 +487,41 @@ mod tests {
     #[test]
     fn an_old_block_is_replaced_in_place() {
         let old = format!("#!/bin/sh\necho before\n{BEGIN}\nold lines\n{END}\necho after\n");
-        let (with, change) = with_block(&old).unwrap();
+        let (with, change) = with_block(&old, SHARED_BLOCK).unwrap();
         assert_eq!(change, Change::Updated);
         assert_eq!(
             with,
-            format!("#!/bin/sh\necho before\n{}echo after\n", block())
+            format!("#!/bin/sh\necho before\n{SHARED_BLOCK}echo after\n")
         );
-        assert!(with_block(&format!("{BEGIN}\nno end\n")).is_err());
+        assert!(with_block(&format!("{BEGIN}\nno end\n"), SHARED_BLOCK).is_err());
     }
 
     #[test]
-    fn a_native_hook_is_found_and_taken_out_as_the_block_is() {
-        let text = native_hook();
-        assert!(text.starts_with("#!/usr/bin/env git-maverick\n"));
-        assert!(is_native(&text) && has_block(&text));
-        assert_eq!(without_block(&text).unwrap(), (None, Change::Deleted));
-        assert!(!is_native(SHIM));
-        assert!(!is_native("#!/usr/bin/env git-maverick-other\n"));
-        assert!(NATIVE_LINE.starts_with(&format!("#!{NATIVE_ENV} ")));
+    fn files_of_earlier_versions_are_maverick_s_alone() {
+        let native = format!("#!/usr/bin/env git-maverick\n{BEGIN}\n# earlier\n{END}\n");
+        assert!(is_maverick_alone(&native));
+        assert!(!is_maverick_alone(&format!("{native}echo mine\n")));
+        assert!(!is_maverick_alone("#!/bin/sh\necho hi\n"));
+    }
+
+    #[test]
+    fn a_legacy_copy_is_a_binary_with_the_mark() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("pre-push");
+        let mut bytes = b"\x7fELF\x02\x01\x01".to_vec();
+        bytes.extend_from_slice(&[0; 64]);
+        bytes.extend_from_slice(LEGACY_COPY_MARK);
+        std::fs::write(&file, &bytes).unwrap();
+        assert!(is_legacy_copy(&file));
+        // Text that quotes the mark is no copy; neither is a binary without it.
+        std::fs::write(
+            &file,
+            [b"#!/bin/sh\n# ".as_slice(), LEGACY_COPY_MARK].concat(),
+        )
+        .unwrap();
+        assert!(!is_legacy_copy(&file));
+        std::fs::write(&file, b"\x7fELF\x02\x01\x01 another program").unwrap();
+        assert!(!is_legacy_copy(&file));
     }
 
     #[test]

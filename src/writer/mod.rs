@@ -3,6 +3,7 @@
 //! agents' Bash guard.
 
 pub mod bash_guard;
+pub(crate) mod guard;
 pub(crate) mod hookfile;
 pub(crate) mod hookmanager;
 pub(crate) mod location;

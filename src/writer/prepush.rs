@@ -69,6 +69,17 @@ pub(crate) enum PrePushError {
     Git(#[from] GitError),
     #[error(transparent)]
     Record(#[from] RecordError),
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+}
+
+/// Why a last-seen head could not be recorded.
+#[derive(Debug, thiserror::Error)]
+pub enum SeenError {
+    #[error(transparent)]
+    Git(#[from] GitError),
+    #[error(transparent)]
+    Record(#[from] RecordError),
 }
 
 fn null_sha(sha: &str) -> bool {
@@ -152,14 +163,12 @@ pub(crate) struct BranchState {
     /// Claim records of every instance of this clone that name the branch.
     pub claims: Vec<ClaimRecord>,
     pub seen: Option<BranchRecord>,
-    /// Where this writer expects the remote's head, its own pushes included.
-    pub expected: Option<Expected>,
 }
 
 impl BranchState {
     /// A damaged record stops only the branch it is about: a claim record
     /// that does not parse is an error here only when it still names this
-    /// branch, or its issue is this branch's.
+    /// branch, or its issue is this branch's. Local records only: no git.
     pub(crate) fn load(common_dir: &Path, branch: &str) -> Result<BranchState, RecordError> {
         let seen = BranchStore::new(common_dir).get(branch)?;
         let issue = seen.as_ref().and_then(|s| s.issue);
@@ -176,12 +185,7 @@ impl BranchState {
                 None => Some(c.issue) == issue,
             })
             .collect();
-        let expected = seen.as_ref().map(|s| expected(common_dir, s));
-        Ok(BranchState {
-            claims,
-            seen,
-            expected,
-        })
+        Ok(BranchState { claims, seen })
     }
 
     pub(crate) fn managed(&self) -> bool {
@@ -213,84 +217,141 @@ impl Expected {
     }
 }
 
-/// The remote-tracking ref's reflog of `branch` under remote `name`.
-fn tracking_log(common_dir: &Path, name: &str, branch: &str) -> Option<PathBuf> {
-    // A URL pushed to directly has no remote-tracking ref.
+/// The remote-tracking ref of `branch` under remote `name`; `None` for a
+/// URL pushed to directly, which has none.
+fn tracking_ref(name: &str, branch: &str) -> Option<String> {
     let plain = !name.is_empty()
         && !name.contains(':')
         && !name.starts_with(['/', '.'])
         && crate::git::is_valid_branch_name(name);
-    plain.then(|| common_dir.join("logs/refs/remotes").join(name).join(branch))
+    plain.then(|| format!("refs/remotes/{name}/{branch}"))
 }
 
-/// How long that reflog is now (0 when there is none): the mark a record
-/// keeps, so that only pushes made after it count.
-pub(crate) fn tracking_log_len(common_dir: &Path, name: &str, branch: &str) -> u64 {
-    tracking_log(common_dir, name, branch)
-        .and_then(|p| std::fs::metadata(p).ok())
-        .map_or(0, |m| m.len())
+/// The reflogs of a branch's remote-tracking refs, by remote name, newest
+/// entry first, as `git reflog` shows them: what tells this clone's own
+/// pushes, made with or without the hook, from what a fetch saw. Read in
+/// one git process, with the reflog of the ref a push sends (its commits
+/// made here link the pushed commit to the remote head: a fast-forward
+/// proven without a history walk).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Tracking {
+    reflogs: std::collections::BTreeMap<String, Vec<crate::git::ReflogEntry>>,
+    local: Vec<crate::git::ReflogEntry>,
 }
 
-/// The heads this clone pushed to `branch` through remote `name` after
-/// `mark`, oldest first, as git logged them on the remote-tracking ref
-/// (`update by push`: the remote accepted the push). A fetch never counts.
-fn pushed_since(common_dir: &Path, name: &str, branch: &str, mark: u64) -> Vec<String> {
-    let Some(bytes) = tracking_log(common_dir, name, branch).and_then(|p| std::fs::read(p).ok())
-    else {
-        return Vec::new();
-    };
-    // A log shorter than the mark was deleted with its ref and started over.
-    let from = usize::try_from(mark).unwrap_or(usize::MAX);
-    let tail = bytes.get(from..).unwrap_or(&bytes);
-    String::from_utf8_lossy(tail)
-        .lines()
-        .filter_map(|line| {
-            let (entry, message) = line.split_once('\t')?;
-            let new = entry.split(' ').nth(1)?;
-            (message == "update by push" && !null_sha(new)).then(|| new.to_owned())
-        })
-        .collect()
+impl Tracking {
+    /// The reflogs of the remotes `record` watches and of `also` (the
+    /// remote a push or a look goes to), and of `local_ref` (the ref a push
+    /// sends, when it is one).
+    pub(crate) fn read(
+        git: &Git,
+        record: Option<&BranchRecord>,
+        also: &str,
+        branch: &str,
+        local_ref: Option<&str>,
+    ) -> Result<Tracking, GitError> {
+        let mut names: Vec<&str> = record
+            .map(|r| r.reflog_entries.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        names.push(also);
+        let mut by_ref: Vec<(String, String)> = Vec::new();
+        for name in names {
+            if let Some(refname) = tracking_ref(name, branch) {
+                if !by_ref.iter().any(|(n, _)| n == name) {
+                    by_ref.push((name.to_owned(), refname));
+                }
+            }
+        }
+        let local_ref = local_ref.filter(|r| r.starts_with("refs/") || *r == "HEAD");
+        let mut refnames: Vec<String> = by_ref.iter().map(|(_, r)| r.clone()).collect();
+        refnames.extend(local_ref.map(str::to_owned));
+        let mut reflogs = git.reflogs(&refnames)?;
+        let local = local_ref
+            .and_then(|r| reflogs.remove(r))
+            .unwrap_or_default();
+        let reflogs = by_ref
+            .into_iter()
+            .map(|(name, refname)| (name, reflogs.remove(&refname).unwrap_or_default()))
+            .collect();
+        Ok(Tracking { reflogs, local })
+    }
+
+    /// Whether the local reflog links `descendant` to `ancestor` through
+    /// commits and their parents (commits made here on top of it). `false`
+    /// proves nothing: git is asked then.
+    pub(crate) fn links(&self, ancestor: &str, descendant: &str) -> bool {
+        let parents: std::collections::HashMap<&str, &[String]> = self
+            .local
+            .iter()
+            .map(|e| (e.commit.as_str(), e.parents.as_slice()))
+            .collect();
+        let mut todo = vec![descendant];
+        let mut seen = std::collections::HashSet::new();
+        while let Some(commit) = todo.pop() {
+            if commit == ancestor {
+                return true;
+            }
+            if seen.insert(commit) {
+                if let Some(up) = parents.get(commit) {
+                    todo.extend(up.iter().map(String::as_str));
+                }
+            }
+        }
+        false
+    }
+
+    /// How many entries each reflog has now: the marks a record keeps, so
+    /// that only pushes made after it count.
+    pub(crate) fn marks(&self) -> std::collections::BTreeMap<String, u64> {
+        self.reflogs
+            .iter()
+            .map(|(name, entries)| (name.clone(), entries.len() as u64))
+            .collect()
+    }
+
+    /// The newest head this clone pushed through remote `name` after its
+    /// reflog had `mark` entries (`update by push`: the remote accepted the
+    /// push). A fetch never counts. A reflog shorter than the mark was
+    /// deleted with its ref and started over: all of it is new.
+    fn newest_push_since(&self, name: &str, mark: u64) -> Option<&str> {
+        let entries = self.reflogs.get(name)?;
+        let total = entries.len() as u64;
+        let new = if total < mark { total } else { total - mark };
+        entries
+            .iter()
+            .take(usize::try_from(new).unwrap_or(usize::MAX))
+            .find(|e| e.message == "update by push" && !null_sha(&e.commit))
+            .map(|e| e.commit.as_str())
+    }
 }
 
 /// Where `record`'s writer expects the remote: its last-seen head, unless a
 /// push of its own landed since (with or without the hook: git logs it on
 /// the remote-tracking ref), and the pending heads not yet ruled out.
-pub(crate) fn expected(common_dir: &Path, record: &BranchRecord) -> Expected {
+pub(crate) fn expected_from(record: &BranchRecord, tracking: &Tracking) -> Expected {
     let mut out = Expected {
         current: record.last_seen.clone(),
         pending: record.pending.clone(),
     };
-    for (name, mark) in &record.push_log {
-        if let Some(last) = pushed_since(common_dir, name, &record.branch, *mark).pop() {
+    for (name, mark) in &record.reflog_entries {
+        if let Some(last) = tracking.newest_push_since(name, *mark) {
             // Pending pushes made before this one are history now.
-            if let Some(at) = out.pending.iter().position(|p| *p == last) {
+            if let Some(at) = out.pending.iter().position(|p| p == last) {
                 out.pending.drain(..=at);
             }
-            out.current = Some(last);
+            out.current = Some(last.to_owned());
         }
     }
     out
 }
 
-/// The marks of every remote a record watches, plus `name`, as they are now.
-pub(crate) fn push_log_marks(
-    common_dir: &Path,
-    record: Option<&BranchRecord>,
-    name: &str,
-    branch: &str,
-) -> std::collections::BTreeMap<String, u64> {
-    let mut names: Vec<&str> = record
-        .map(|r| r.push_log.keys().map(String::as_str).collect())
-        .unwrap_or_default();
-    names.push(name);
-    names
-        .into_iter()
-        .filter(|n| tracking_log(common_dir, n, branch).is_some())
-        .map(|n| (n.to_owned(), tracking_log_len(common_dir, n, branch)))
-        .collect()
+/// [`expected_from`], reading the reflogs `record` watches.
+pub(crate) fn expected(git: &Git, record: &BranchRecord) -> Result<Expected, GitError> {
+    let tracking = Tracking::read(git, Some(record), "", &record.branch, None)?;
+    Ok(expected_from(record, &tracking))
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum RefusalKind {
     /// The pusher holds no claim on the branch (another instance does, or nobody).
@@ -315,7 +376,7 @@ impl RefusalKind {
 }
 
 /// Why a push of one branch is refused, with everything a person needs.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub(crate) struct Refusal {
     pub kind: RefusalKind,
     pub branch: String,
@@ -429,74 +490,21 @@ pub(crate) fn lease_warnings(claims: &[ClaimRecord], me: &str, now: Timestamp) -
         .collect()
 }
 
-/// The parents of `sha` when it is a loose commit object of this clone (a
-/// commit just made is one), read without a git process; `None` otherwise.
-fn loose_parents(common_dir: &Path, sha: &str) -> Option<Vec<String>> {
-    if sha.len() != 40 || !sha.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return None;
-    }
-    let path = common_dir.join("objects").join(&sha[..2]).join(&sha[2..]);
-    let bytes = std::fs::read(path).ok()?;
-    let data = miniz_oxide::inflate::decompress_to_vec_zlib_with_limit(&bytes, 1 << 20).ok()?;
-    let nul = data.iter().position(|b| *b == 0)?;
-    if !data.starts_with(b"commit ") {
-        return None;
-    }
-    let header = &data[nul + 1..];
-    let header = &header[..header
-        .windows(2)
-        .position(|w| w == b"\n\n")
-        .unwrap_or(header.len())];
-    let header = std::str::from_utf8(header).ok()?;
-    Some(
-        header
-            .lines()
-            .filter_map(|l| l.strip_prefix("parent "))
-            .map(str::to_owned)
-            .collect(),
-    )
-}
-
-/// `is_ancestor` for the common case without a process: the pushed commits
-/// are loose and reach the remote head within a few steps (a fast-forward
-/// of commits just made). Anything else asks git.
-pub(crate) fn is_ancestor_here(
-    git: &Git,
-    common_dir: &Path,
-    ancestor: &str,
-    descendant: &str,
-) -> Result<bool, GitError> {
-    let mut todo = vec![descendant.to_owned()];
-    let mut read = 0;
-    while let Some(commit) = todo.pop() {
-        if commit == ancestor {
-            return Ok(true);
-        }
-        read += 1;
-        match loose_parents(common_dir, &commit) {
-            Some(parents) if read <= 64 => todo.extend(parents),
-            _ => return git.is_ancestor(ancestor, descendant),
-        }
-    }
-    // Every path ended at a root commit without meeting it.
-    Ok(false)
-}
-
 /// Checks one update of a managed branch. `me` is the pushing instance.
+/// `checked` is what git said of it: where this writer left the remote
+/// (`None`: it never recorded the branch's head), and the reflogs.
 pub(crate) fn check_update(
     git: &Git,
-    common_dir: &Path,
     update: &RefUpdate,
     state: &BranchState,
+    checked: &Checked,
     me: &str,
 ) -> Result<Option<Refusal>, GitError> {
+    let expected = checked.expected.as_ref();
     let branch = update.branch().unwrap_or(&update.remote_ref).to_owned();
     // What this writer believes the remote holds: its newest push not yet
     // confirmed, else the newest head it saw or pushed.
-    let last_seen = state
-        .expected
-        .as_ref()
-        .and_then(|e| e.newest().map(str::to_owned));
+    let last_seen = expected.and_then(|e| e.newest().map(str::to_owned));
     let refusal = |kind, what: String, hint: String| Refusal {
         kind,
         branch: branch.clone(),
@@ -529,7 +537,7 @@ pub(crate) fn check_update(
             ),
         )));
     };
-    let seen_ok = match &state.expected {
+    let seen_ok = match expected {
         Some(expected) => expected.accepts(update.remote_sha.as_deref()),
         // Claimed but never seen: only creating the branch is safe.
         None => update.remote_sha.is_none(),
@@ -556,7 +564,7 @@ pub(crate) fn check_update(
         )));
     }
     if let Some(remote) = &update.remote_sha {
-        if !is_ancestor_here(git, common_dir, remote, pushed)? {
+        if !checked.tracking.links(remote, pushed) && !git.is_ancestor(remote, pushed)? {
             return Ok(Some(refusal(
                 RefusalKind::NonFastForward,
                 "this push would rewrite it (not a fast-forward: a forced push)".to_owned(),
@@ -570,14 +578,14 @@ pub(crate) fn check_update(
 }
 
 /// After every update of a push was allowed: the remote head this push saw
-/// becomes last seen, and what it sends becomes pending. `remote` is the
-/// remote name (or URL) git named to the hook.
+/// becomes last seen, and what it sends becomes pending. `tracking` holds
+/// the reflogs the check read (the record's remotes and this push's).
 pub(crate) fn record_allowed(
     common_dir: &Path,
     update: &RefUpdate,
     state: &BranchState,
+    checked: &Checked,
     me: &str,
-    remote: &str,
 ) -> Result<(), RecordError> {
     let Some(branch) = update.branch() else {
         return Ok(());
@@ -591,7 +599,7 @@ pub(crate) fn record_allowed(
             .map(|c| c.issue),
         ..BranchRecord::default()
     });
-    if let Some(expected) = &state.expected {
+    if let Some(expected) = &checked.expected {
         record.pending = expected.pending.clone();
         if expected.current != record.last_seen {
             // A push of ours landed (the reflog says so): it is the head.
@@ -609,18 +617,46 @@ pub(crate) fn record_allowed(
         let excess = record.pending.len().saturating_sub(MAX_PENDING);
         record.pending.drain(..excess);
     }
-    record.push_log = push_log_marks(common_dir, state.seen.as_ref(), remote, branch);
+    record.reflog_entries = checked.tracking.marks();
     record.instance_id = Some(me.to_owned());
     record.updated_at = Timestamp::now().to_string();
     BranchStore::new(common_dir).set_unsynced(&record)
 }
 
+/// What one check of a managed branch read from git: the reflogs of its
+/// remote-tracking refs, and where this writer expects the remote from
+/// them and the record (`None` without a record).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Checked {
+    pub tracking: Tracking,
+    pub expected: Option<Expected>,
+}
+
+impl Checked {
+    /// Reads the reflogs of `state`'s remotes and of `remote` (the push's),
+    /// and of the ref `update` sends.
+    pub(crate) fn read(
+        git: &Git,
+        state: &BranchState,
+        remote: &str,
+        update: &RefUpdate,
+    ) -> Result<Checked, GitError> {
+        let branch = update.branch().unwrap_or_default();
+        let local = Some(update.local_ref.as_str());
+        let tracking = Tracking::read(git, state.seen.as_ref(), remote, branch, local)?;
+        let expected = state.seen.as_ref().map(|s| expected_from(s, &tracking));
+        Ok(Checked { tracking, expected })
+    }
+}
+
 /// The remote a head was seen on: its name (for its remote-tracking ref)
-/// and its normalised location (for pushes that spell it otherwise).
+/// and its normalised location (for pushes that spell it otherwise), and
+/// the repository that asks git about it.
 #[derive(Clone, Debug)]
 pub struct SeenOn<'a> {
     pub name: &'a str,
     pub location: Option<String>,
+    git: Git,
 }
 
 impl<'a> SeenOn<'a> {
@@ -636,6 +672,7 @@ impl<'a> SeenOn<'a> {
         SeenOn {
             name,
             location: url.map(|url| crate::writer::location::normalise(&url, &toplevel(git))),
+            git: git.clone(),
         }
     }
 }
@@ -655,10 +692,11 @@ pub fn record_seen(
     issue: Option<u64>,
     me: &str,
     on: &SeenOn<'_>,
-) -> Result<(), RecordError> {
+) -> Result<(), SeenError> {
     let store = BranchStore::new(common_dir);
     // Unreadable or absent, the old record only lends its watched remotes.
     let old = store.get(branch).ok().flatten();
+    let tracking = Tracking::read(&on.git, old.as_ref(), on.name, branch, None)?;
     store.set(&BranchRecord {
         branch: branch.to_owned(),
         last_seen: head.map(str::to_owned),
@@ -670,8 +708,9 @@ pub fn record_seen(
             .location
             .clone()
             .or_else(|| old.as_ref().and_then(|o| o.location.clone())),
-        push_log: push_log_marks(common_dir, old.as_ref(), on.name, branch),
-    })
+        reflog_entries: tracking.marks(),
+    })?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -745,9 +784,17 @@ mod tests {
             remote_ref: "refs/heads/x".into(),
             remote_sha: remote.cloned(),
         };
+        // A push by URL: no remote-tracking reflog to read.
         let state = |_: &BranchStore| BranchState::load(dir.path(), "x").unwrap();
         let allow = |update: &RefUpdate, state: &BranchState| {
-            record_allowed(dir.path(), update, state, "me", "origin").unwrap()
+            let checked = Checked {
+                tracking: Tracking::default(),
+                expected: state
+                    .seen
+                    .as_ref()
+                    .map(|s| expected_from(s, &Tracking::default())),
+            };
+            record_allowed(dir.path(), update, state, &checked, "me").unwrap()
         };
         allow(&update(None, &a), &state(&store));
         let seen = store.get("x").unwrap().unwrap();
@@ -770,69 +817,67 @@ mod tests {
 
     #[test]
     fn a_landed_push_in_the_reflog_is_the_expected_head() {
-        let dir = tempfile::tempdir().unwrap();
         let (l0, p1) = ("a".repeat(40), "b".repeat(40));
-        let log = dir.path().join("logs/refs/remotes/origin/x");
-        std::fs::create_dir_all(log.parent().unwrap()).unwrap();
-        let line = |old: &str, new: &str, msg: &str| {
-            format!("{old} {new} A U Thor <a@example.com> 1764496800 +0000\t{msg}\n")
+        let entry = |commit: &str, message: &str| crate::git::ReflogEntry {
+            commit: commit.to_owned(),
+            parents: Vec::new(),
+            message: message.to_owned(),
         };
-        std::fs::write(&log, line(&"0".repeat(40), &l0, "fetch: storing head")).unwrap();
-        let mark = std::fs::metadata(&log).unwrap().len();
+        let tracking = |entries: Vec<crate::git::ReflogEntry>| Tracking {
+            reflogs: [("origin".to_owned(), entries)].into(),
+            local: Vec::new(),
+        };
+        let fetched = vec![entry(&l0, "fetch: storing head")];
         let record = BranchRecord {
             branch: "x".into(),
             last_seen: Some(l0.clone()),
             pending: vec![p1.clone()],
-            push_log: [("origin".to_owned(), mark)].into(),
+            reflog_entries: tracking(fetched.clone()).marks(),
             ..BranchRecord::default()
         };
         // Nothing after the mark: the last-seen head, or the pending push.
-        let before = expected(dir.path(), &record);
+        let before = expected_from(&record, &tracking(fetched.clone()));
         assert!(before.accepts(Some(&l0)) && before.accepts(Some(&p1)));
         // The push of p1 landed: l0 is history now (a rewind to it moved the head).
-        let mut text = std::fs::read_to_string(&log).unwrap();
-        text.push_str(&line(&l0, &p1, "update by push"));
-        text.push_str(&line(&p1, &l0, "fetch: forced-update"));
-        std::fs::write(&log, text).unwrap();
-        let after = expected(dir.path(), &record);
+        let mut later = vec![
+            entry(&l0, "fetch: forced-update"),
+            entry(&p1, "update by push"),
+        ];
+        later.extend(fetched);
+        let after = expected_from(&record, &tracking(later));
         assert_eq!(after.current.as_deref(), Some(p1.as_str()));
         assert!(after.pending.is_empty());
         assert!(!after.accepts(Some(&l0)) && after.accepts(Some(&p1)));
+        // A push before the record's mark is history: the record knows better.
+        let old_push = vec![entry(&p1, "update by push")];
+        let record = BranchRecord {
+            reflog_entries: tracking(old_push.clone()).marks(),
+            pending: Vec::new(),
+            ..record
+        };
+        let expected = expected_from(&record, &tracking(old_push));
+        assert_eq!(expected.current.as_deref(), Some(l0.as_str()));
     }
 
     #[test]
-    fn loose_commits_reach_their_ancestors_without_git() {
-        let dir = tempfile::tempdir().unwrap();
-        let run = |args: &[&str]| {
-            let out = std::process::Command::new("git")
-                .args(args)
-                .current_dir(dir.path())
-                .env("GIT_CONFIG_GLOBAL", "/dev/null")
-                .env("GIT_AUTHOR_NAME", "a")
-                .env("GIT_AUTHOR_EMAIL", "a@example.com")
-                .env("GIT_COMMITTER_NAME", "a")
-                .env("GIT_COMMITTER_EMAIL", "a@example.com")
-                .output()
-                .unwrap();
-            assert!(out.status.success(), "git {args:?}");
-            String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    fn commits_made_here_link_a_push_to_the_remote_head() {
+        let entry = |commit: &str, parents: &[&str]| crate::git::ReflogEntry {
+            commit: commit.to_owned(),
+            parents: parents.iter().map(|p| (*p).to_owned()).collect(),
+            message: "commit: x".to_owned(),
         };
-        run(&["init", "--quiet"]);
-        let mut commits = Vec::new();
-        for n in 0..3 {
-            run(&["commit", "--quiet", "--allow-empty", "-m", &format!("c{n}")]);
-            commits.push(run(&["rev-parse", "HEAD"]));
-        }
-        let common = dir.path().join(".git");
-        assert_eq!(
-            loose_parents(&common, &commits[2]),
-            Some(vec![commits[1].clone()])
-        );
-        assert_eq!(loose_parents(&common, &commits[0]), Some(vec![]));
-        // Git is never asked: a directory without git would fail if it were.
-        let nowhere = Git::new(dir.path().join("missing"), GitEnv::empty());
-        assert!(is_ancestor_here(&nowhere, &common, &commits[0], &commits[2]).unwrap());
-        assert!(!is_ancestor_here(&nowhere, &common, &commits[2], &commits[0]).unwrap());
+        let tracking = Tracking {
+            reflogs: Default::default(),
+            local: vec![
+                entry("c", &["b"]),
+                entry("b", &["a", "m"]),
+                entry("x", &["r"]),
+            ],
+        };
+        assert!(tracking.links("a", "c") && tracking.links("m", "c") && tracking.links("c", "c"));
+        // Nothing links c to r here: not proven (git is asked), not refuted.
+        assert!(!tracking.links("r", "c"));
+        assert!(!Tracking::default().links("a", "c"));
     }
 
     #[test]

@@ -49,6 +49,15 @@ pub enum PushError {
     Record(#[from] RecordError),
 }
 
+impl From<prepush::SeenError> for PushError {
+    fn from(err: prepush::SeenError) -> Self {
+        match err {
+            prepush::SeenError::Git(e) => PushError::Git(e),
+            prepush::SeenError::Record(e) => PushError::Record(e),
+        }
+    }
+}
+
 /// Pushes `rev` to `refs/heads/<branch>` on `remote` if the remote is still
 /// at `expected` (`None`: the branch must not exist yet), then records the
 /// new head as last seen. Returns the pushed commit.
@@ -141,7 +150,7 @@ pub fn cas_push_last_seen(
     let expected = match BranchStore::new(&common_dir).get(branch)? {
         None => None,
         Some(record) => {
-            let expected = prepush::expected(&common_dir, &record);
+            let expected = prepush::expected(git, &record)?;
             if expected.pending.is_empty() {
                 expected.current
             } else {

@@ -295,7 +295,7 @@ pub(crate) struct Plan {
 }
 
 /// What `apply` did.
-#[derive(Clone, Debug, Default, serde::Serialize)]
+#[derive(Clone, Debug, Default, serde::Serialize, schemars::JsonSchema)]
 pub(crate) struct Applied {
     pub created: bool,
     pub repaired: bool,

@@ -1,7 +1,8 @@
 //! A JSON Schema validator for the subset GitHub's published schemas use
 //! (`shared/github-api/schemas/`): `type` (one or several, "null" included),
 //! `nullable`, `enum`, `const`, `required`, `properties`,
-//! `additionalProperties`, `items`, `anyOf` / `oneOf` / `allOf`, and `$ref`
+//! `additionalProperties`, `items`, `prefixItems`, `minItems` / `maxItems`,
+//! `minimum` / `maximum`, `anyOf` / `oneOf` / `allOf`, and `$ref`
 //! to a JSON pointer in the same document (`#/$defs/…`, `#/definitions/…`,
 //! `#/components/schemas/…`). Annotations (`format`, `title`, `default`…)
 //! are ignored. Any other keyword is reported as unsupported rather than
@@ -212,9 +213,46 @@ impl Schema {
                     }
                 }
                 "items" => {
+                    // Beyond `prefixItems`, when the schema has them (2020-12).
+                    let skip = schema
+                        .get("prefixItems")
+                        .and_then(Value::as_array)
+                        .map_or(0, Vec::len);
                     if let Some(items) = instance.as_array() {
-                        for (index, item) in items.iter().enumerate() {
+                        for (index, item) in items.iter().enumerate().skip(skip) {
                             self.check(value, item, &format!("{at}/{index}"), errors, depth + 1);
+                        }
+                    }
+                }
+                "prefixItems" => {
+                    if let (Some(items), Some(prefix)) = (instance.as_array(), value.as_array()) {
+                        for (index, (item, schema)) in items.iter().zip(prefix).enumerate() {
+                            self.check(schema, item, &format!("{at}/{index}"), errors, depth + 1);
+                        }
+                    }
+                }
+                "minItems" | "maxItems" => {
+                    if let (Some(items), Some(bound)) = (instance.as_array(), value.as_u64()) {
+                        let len = items.len() as u64;
+                        let fits = if keyword == "minItems" {
+                            len >= bound
+                        } else {
+                            len <= bound
+                        };
+                        if !fits {
+                            errors.push(format!("{at}: {len} items, {keyword} is {bound}"));
+                        }
+                    }
+                }
+                "minimum" | "maximum" => {
+                    if let (Some(number), Some(bound)) = (instance.as_f64(), value.as_f64()) {
+                        let fits = if keyword == "minimum" {
+                            number >= bound
+                        } else {
+                            number <= bound
+                        };
+                        if !fits {
+                            errors.push(format!("{at}: {instance} is beyond {keyword} {value}"));
                         }
                     }
                 }

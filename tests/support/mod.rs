@@ -80,6 +80,53 @@ macro_rules! on_both_surfaces {
     };
 }
 
+/// How a test's repositories store refs and name objects: git's default
+/// (files, SHA-1), clones whose refs are a reftable
+/// (`git clone --ref-format=reftable`, git 3.0's planned default), or an
+/// origin and clones in SHA-256 (`git init --object-format=sha256`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RepoKind {
+    Files,
+    Reftable,
+    Sha256,
+}
+
+impl RepoKind {
+    /// `git init`'s options for this kind.
+    fn formats(self) -> (&'static str, &'static str) {
+        match self {
+            RepoKind::Files => ("--object-format=sha1", "--ref-format=files"),
+            RepoKind::Reftable => ("--object-format=sha1", "--ref-format=reftable"),
+            RepoKind::Sha256 => ("--object-format=sha256", "--ref-format=files"),
+        }
+    }
+}
+
+/// Turns each `fn name(kind: RepoKind)` into three tests, `name::files`,
+/// `name::reftable` and `name::sha256`: the one way a test runs in every
+/// kind of repository.
+#[macro_export]
+macro_rules! on_every_repo_kind {
+    ($($name:ident),+ $(,)?) => {
+        $(
+            mod $name {
+                #[test]
+                fn files() {
+                    super::$name($crate::support::RepoKind::Files)
+                }
+                #[test]
+                fn reftable() {
+                    super::$name($crate::support::RepoKind::Reftable)
+                }
+                #[test]
+                fn sha256() {
+                    super::$name($crate::support::RepoKind::Sha256)
+                }
+            }
+        )+
+    };
+}
+
 pub const BIN: &str = env!("CARGO_BIN_EXE_git-maverick");
 
 /// The test user's global git config: no background maintenance, which git
@@ -148,6 +195,7 @@ pub struct TestEnv {
     github: Option<FakeGithub>,
     /// Seconds every maverick process's clock is ahead of the real one.
     clock_offset: Cell<i64>,
+    repo_kind: RepoKind,
     /// How many person's edits of the git surface so far (names their clones).
     edits: Cell<u32>,
 }
@@ -178,6 +226,15 @@ impl TestEnv {
     /// test that runs dozens of processes spends (tests/github.rs tests the
     /// limit itself).
     pub fn with_surface(surface: Surface) -> TestEnv {
+        TestEnv::with(surface, RepoKind::Files)
+    }
+
+    /// The git surface, in repositories of `kind`.
+    pub fn with_repo_kind(kind: RepoKind) -> TestEnv {
+        TestEnv::with(Surface::Git, kind)
+    }
+
+    fn with(surface: Surface, repo_kind: RepoKind) -> TestEnv {
         let root = assert_fs::TempDir::new_in(temp_base()).expect("temp dir");
         let home = root.path().join("home");
         std::fs::create_dir_all(&home).unwrap();
@@ -196,14 +253,18 @@ impl TestEnv {
             home,
             github,
             clock_offset: Cell::new(0),
+            repo_kind,
             edits: Cell::new(0),
         };
+        let (object_format, ref_format) = repo_kind.formats();
         env.git_in(
             env.root.path(),
             &[
                 "init",
                 "--quiet",
                 "--bare",
+                object_format,
+                ref_format,
                 "--initial-branch=main",
                 "origin.git",
             ],
@@ -211,7 +272,13 @@ impl TestEnv {
         let seed = env.root.path().join("seed");
         env.git_in(
             env.root.path(),
-            &["init", "--quiet", "--initial-branch=main", "seed"],
+            &[
+                "init",
+                "--quiet",
+                object_format,
+                "--initial-branch=main",
+                "seed",
+            ],
         );
         std::fs::write(seed.join("README.md"), "# project\n").unwrap();
         env.git_in(&seed, &["add", "README.md"]);
@@ -226,6 +293,16 @@ impl TestEnv {
 
     pub fn path(&self) -> &Path {
         self.root.path()
+    }
+
+    /// Another bare repository `name` beside origin, of the same kind.
+    pub fn bare_repo(&self, name: &str) -> PathBuf {
+        let (object_format, ref_format) = self.repo_kind.formats();
+        self.git_in(
+            self.root.path(),
+            &["init", "--quiet", "--bare", object_format, ref_format, name],
+        );
+        self.root.path().join(name)
     }
 
     /// Lets `secs` seconds pass on the surface: the fake GitHub's clock
@@ -423,6 +500,9 @@ impl TestEnv {
             ]
         };
         let mut args = vec!["clone", "--quiet"];
+        if self.repo_kind == RepoKind::Reftable {
+            args.push("--ref-format=reftable");
+        }
         for setting in &settings {
             args.extend(["-c", setting]);
         }
@@ -710,6 +790,22 @@ pub fn path_with_bin() -> std::ffi::OsString {
         dirs.extend(std::env::split_paths(&path));
     }
     std::env::join_paths(dirs).expect("PATH entries join")
+}
+
+/// A PATH with git and the system's tools, and nothing of maverick's: a
+/// machine git-maverick is not installed on.
+pub fn path_without_maverick(env: &TestEnv) -> std::ffi::OsString {
+    let bin = env.path().join("bin-without-maverick");
+    if !bin.exists() {
+        std::fs::create_dir_all(&bin).unwrap();
+        std::os::unix::fs::symlink(real_git(), bin.join("git")).unwrap();
+    }
+    let path =
+        std::env::join_paths([bin.as_path(), Path::new("/usr/bin"), Path::new("/bin")]).unwrap();
+    for dir in std::env::split_paths(&path) {
+        assert!(!dir.join("git-maverick").exists(), "{}", dir.display());
+    }
+    path
 }
 
 /// The git the tests run, for a PATH of a test's own making.

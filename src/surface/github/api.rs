@@ -372,7 +372,7 @@ impl GithubSurface {
                     issue,
                     Method::POST,
                     &format!("issues/{issue}/labels"),
-                    Some(&json!({ "labels": labels })),
+                    Some(&request(&LabelsBody { labels: &labels })),
                     &what,
                     None,
                 )?;
@@ -410,7 +410,7 @@ impl GithubSurface {
             }
             Op::CreateComment(body) => {
                 let what = format!("commenting on #{issue}");
-                let payload = json!({ "body": body });
+                let payload = request(&CommentBody { body });
                 let recover = || {
                     let since = self.clock_now().minus(Duration::from_secs(120));
                     self.find_created(issue, body, since)
@@ -433,7 +433,7 @@ impl GithubSurface {
                 let reply = self.call(
                     Method::PATCH,
                     &self.repo_path(&format!("issues/comments/{id}")),
-                    Some(&json!({ "body": body })),
+                    Some(&request(&CommentBody { body })),
                     &what,
                     None,
                 )?;
@@ -456,7 +456,7 @@ impl GithubSurface {
                     issue,
                     method,
                     &format!("issues/{issue}/assignees"),
-                    Some(&json!({ "assignees": logins })),
+                    Some(&request(&AssigneesBody { assignees: &logins })),
                     &what,
                     None,
                 )?;
@@ -860,9 +860,33 @@ fn has_marker_id(body: &str) -> bool {
         .any(|m| m.marker_id().is_some())
 }
 
+/// `POST issues/N/labels`.
+#[derive(serde::Serialize)]
+struct LabelsBody<'a, L: serde::Serialize> {
+    labels: &'a L,
+}
+
+/// `POST issues/N/comments`, `PATCH issues/comments/ID`.
+#[derive(serde::Serialize)]
+struct CommentBody<'a> {
+    body: &'a str,
+}
+
+/// `POST`/`DELETE issues/N/assignees`.
+#[derive(serde::Serialize)]
+struct AssigneesBody<'a, L: serde::Serialize> {
+    assignees: &'a L,
+}
+
+/// A request's JSON body.
+fn request(body: &impl serde::Serialize) -> Value {
+    serde_json::to_value(body).expect("request bodies serialize")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn github_api_json(path: &str) -> Vec<u8> {
         let full = format!("{}/fixtures/github-api/{path}", env!("CARGO_MANIFEST_DIR"));

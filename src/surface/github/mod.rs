@@ -33,7 +33,7 @@ use http::{header, Method, StatusCode};
 use http_body_util::BodyExt as _;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::{
     Applied, CheckRun, CiStatus, Comment, Guard, Issue, IssueSummary, Op, PullRequest, Surface,

@@ -443,6 +443,7 @@ pub(crate) fn parse_http_date(text: &str) -> Option<Timestamp> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn rate_limit_answers() {
