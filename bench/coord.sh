@@ -11,6 +11,9 @@
 #   in turn       the same N claims, one after another
 #   pushes        N clones push a new branch each at the same moment
 #   dispatch      N agents run `dispatch` at once with N free slots
+# then, once each: 16 racers claiming one issue at once (how many hold it),
+# and 12 agents dispatching at once with 12 free slots (distinct issues,
+# exits 6).
 #
 # Not part of the test suite: speed is measured here, never timed in tests.
 set -euo pipefail
@@ -166,6 +169,52 @@ printf '\nat once: N clones claim N different issues at the same moment;\n'
 printf 'in turn: the same N claims one after another; pushes: N clones push a\n'
 printf 'new branch each at the same moment; dispatch: N agents dispatch at once\n'
 printf 'with N free slots. ratio = at once / in turn; vs pushes = at once / pushes.\n'
+
+# race_one N: N agents claim one new issue at once; prints how many
+# claims exited 0 and who holds the issue afterwards.
+race_one() {
+  local i issue=$((next + 1))
+  for i in $(seq "$1"); do
+    (cd "$work/agent-$i"; rc=0
+     MAVERICK_INSTANCE="agent-$i" "$bin" coord claim "$issue" >/dev/null 2>&1 || rc=$?
+     echo "$rc" >"$work/race-$i") &
+  done
+  wait
+  local won
+  won=$(cat "$work"/race-* | grep -cx 0 || true)
+  rm -f "$work"/race-*
+  printf '%s %s' "$won" "$("$bin" coord read "$issue" --json | jq -r '.holder.instance_id // "nobody"')"
+}
+# dispatch_distinct N: N agents dispatch at once with N free slots over a
+# fresh frontier of N issues; prints how many got an issue, how many
+# distinct issues that is, and how many exited 6 (lost).
+dispatch_distinct() {
+  local i
+  label_frontier "$1"
+  for i in $(seq "$1"); do
+    (cd "$work/agent-$i"; rc=0
+     MAVERICK_INSTANCE="agent-$i" "$bin" dispatch --slots "$1" \
+       --frontier-label "ready-$next" --json >"$work/dispatch-$i" 2>/dev/null || rc=$?
+     echo "$rc" >"$work/dispatch-exit-$i") &
+  done
+  wait
+  local got distinct lost
+  got=$(cat "$work"/dispatch-[0-9]* | jq -r '.issue // empty' | wc -l)
+  distinct=$(cat "$work"/dispatch-[0-9]* | jq -r '.issue // empty' | sort -u | wc -l)
+  lost=$(cat "$work"/dispatch-exit-* | grep -cx 6 || true)
+  rm -f "$work"/dispatch-*
+  release_frontier "$1"
+  printf '%s %s %s' "$got" "$distinct" "$lost"
+}
+
+next=$((next + 100))
+read -r won held_by < <(race_one 16)
+printf '\n16 racers claim one issue at once: %s claims succeeded, held by %s\n' "$won" "$held_by"
+next=$((next + 100))
+read -r got distinct lost < <(dispatch_distinct 12)
+printf '12 agents dispatch at once with 12 free slots: %s dispatched, %s distinct issues, %s exited 6\n' \
+  "$got" "$distinct" "$lost"
+
 if [ -s "$failures" ]; then
   printf '\n%s commands failed:\n' "$(wc -l <"$failures")"
   sort "$failures" | uniq -c | head -20
