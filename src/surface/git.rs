@@ -128,6 +128,9 @@ struct Plan {
     legacy: Option<Legacy>,
 }
 
+/// An object read from this clone: its type and content.
+type Object = (String, Vec<u8>);
+
 enum Swap {
     Done,
     /// Another writer moved a ref first: git's words.
@@ -295,7 +298,7 @@ impl GitSurface {
 
     /// Reads objects with one `git cat-file --batch`: (type, content), or
     /// `None` for a missing one.
-    fn cat_files(&self, names: &[String]) -> Result<Vec<Option<(String, Vec<u8>)>>, SurfaceError> {
+    fn cat_files(&self, names: &[String]) -> Result<Vec<Option<Object>>, SurfaceError> {
         if names.is_empty() {
             return Ok(Vec::new());
         }
@@ -331,10 +334,7 @@ impl GitSurface {
     /// Reads objects (`<commit>:<path>` names) from this clone, first
     /// fetching the ref named beside each one it lacks; `None` for what is
     /// missing even then.
-    fn objects(
-        &self,
-        wanted: &[(String, String)],
-    ) -> Result<Vec<Option<(String, Vec<u8>)>>, SurfaceError> {
+    fn objects(&self, wanted: &[(String, String)]) -> Result<Vec<Option<Object>>, SurfaceError> {
         let names: Vec<String> = wanted.iter().map(|(_, name)| name.clone()).collect();
         let mut found = self.cat_files(&names)?;
         let lacking: Vec<usize> = (0..found.len()).filter(|i| found[*i].is_none()).collect();
@@ -379,7 +379,7 @@ impl GitSurface {
     fn read_legacy(
         &self,
         commit: Option<&str>,
-        found: &[Option<(String, Vec<u8>)>],
+        found: &[Option<Object>],
     ) -> Result<Legacy, SurfaceError> {
         let legacy = match (commit, found) {
             (None, _) => Legacy::Absent,
