@@ -183,7 +183,9 @@ race_one() {
   local won
   won=$(cat "$work"/race-* | grep -cx 0 || true)
   rm -f "$work"/race-*
-  printf '%s %s' "$won" "$("$bin" coord read "$issue" --json | jq -r '.holder.instance_id // "nobody"')"
+  # coord read exits 4 when another instance holds the issue: that is the answer.
+  printf '%s %s' "$won" "$({ "$bin" coord read "$issue" --json 2>/dev/null || true; } |
+    jq -r '.holder.instance_id // "nobody"')"
 }
 # dispatch_distinct N: N agents dispatch at once with N free slots over a
 # fresh frontier of N issues; prints how many got an issue, how many
