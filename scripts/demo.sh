@@ -9,8 +9,15 @@ set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 if [ -z "${MAVERICK_BIN:-}" ]; then
-  cargo build --quiet --locked --manifest-path "$root/Cargo.toml"
-  MAVERICK_BIN="$root/target/debug/git-maverick"
+  # Cargo says where it put the binary (CARGO_TARGET_DIR, build.target-dir
+  # and build.target all move it): the executable of its bin artifact.
+  MAVERICK_BIN=$(cargo build --quiet --locked --manifest-path "$root/Cargo.toml" \
+      --bin git-maverick --message-format=json-render-diagnostics \
+    | sed -n 's/^{"reason":"compiler-artifact".*"executable":"\([^"]*\)".*/\1/p' | tail -n 1)
+  if [ ! -x "$MAVERICK_BIN" ]; then
+    printf 'demo: cargo built no git-maverick executable (got "%s")\n' "$MAVERICK_BIN" >&2
+    exit 1
+  fi
 fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/maverick-demo.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -59,6 +66,7 @@ git clone --quiet "$work/origin.git" "$work/seed" 2>/dev/null
 git clone --quiet "$work/origin.git" "$work/alice"
 git clone --quiet "$work/origin.git" "$work/bob"
 echo "origin: $work/origin.git   clones: alice, bob"
+echo "git-maverick: $MAVERICK_BIN"
 
 step "alice claims #142; bob sees it held (exit 4) and cannot claim it"
 expect 0 alice git maverick coord claim 142 --branch maverick/142-parse-markers

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::clock::Clock;
 use crate::git::{Git, GitError};
 use crate::timefmt::{parse_duration, DurationError};
 
@@ -78,12 +79,17 @@ pub struct Settings {
     /// How far a stamp may lead a clock before it is not believed (SPEC 2).
     pub max_clock_skew: Duration,
     pub settle_delay: Duration,
+    /// How long one GitHub request may take before it is given up and retried.
+    pub http_timeout: Duration,
     pub worktree_dir: PathBuf,
     pub dispatch_slots: u32,
     pub dispatch_stale: Duration,
     pub labels: Labels,
     pub trusted_authors: Vec<String>,
     pub instance: String,
+    /// What time it is, and every wait: the system's, or a test's
+    /// (`MAVERICK_CLOCK_FILE`).
+    pub clock: Clock,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -258,12 +264,6 @@ impl ConfigKeys {
         self.entry(key).map(|e| Origin::Config(e.origin.clone()))
     }
 
-    pub(crate) fn duration(&self, key: &'static str) -> Result<Option<Duration>, ConfigError> {
-        self.get(key)
-            .map(|v| parse_duration(v).map_err(|source| ConfigError::Duration { key, source }))
-            .transpose()
-    }
-
     /// The keys maverick does not read (a typo reads as a default otherwise),
     /// in name order, each with the closest known key.
     pub(crate) fn unknown(&self) -> Vec<UnknownKey> {
@@ -317,6 +317,12 @@ impl Origins {
         self.of.push((name, origin));
     }
 
+    /// Notes where the setting `name` came from; returns its value.
+    fn keep<T>(&mut self, name: &'static str, (value, origin): (T, Origin)) -> T {
+        self.set(name, origin);
+        value
+    }
+
     pub(crate) fn get(&self, name: &str) -> Origin {
         self.of
             .iter()
@@ -334,6 +340,16 @@ pub(crate) const DEFAULT_GITHUB_SETTLE: Duration = Duration::from_secs(3);
 /// How long one GitHub request may take before it is retried
 /// (`maverick.httpTimeout`).
 pub(crate) const DEFAULT_HTTP_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_DISPATCH_STALE: Duration = Duration::from_secs(4 * 3600);
+pub(crate) const DEFAULT_WORKTREE_DIR: &str = ".maverick/worktrees";
+
+/// GitHub's lists lag; the git surface's writes are exact.
+fn default_settle_delay(surface: SurfaceKind) -> Duration {
+    match surface {
+        SurfaceKind::Git => Duration::ZERO,
+        SurfaceKind::Github => DEFAULT_GITHUB_SETTLE,
+    }
+}
 
 impl Settings {
     /// The settings and where each came from (`git maverick config`), and
@@ -347,303 +363,434 @@ impl Settings {
             unknown_keys: keys.unknown(),
             ..Origins::default()
         };
-        let gh = GhEnv::read()?;
-        let remote = match (&overrides.remote, keys.get("remote")) {
-            (Some(flag), _) => {
-                origins.set("remote", Origin::Flag("--remote"));
-                flag.clone()
-            }
-            (None, Some(key)) => {
-                origins.set("remote", keys.origin("remote").unwrap_or(Origin::Default));
-                key.to_owned()
-            }
-            (None, None) => "origin".to_owned(),
+        let place = Place::resolve(git, &keys, overrides, &mut origins)?;
+        let timing = Timing::resolve(&keys, overrides, place.surface, &mut origins)?;
+        let labels = Labels::resolve(&keys, &mut origins)?;
+        let dispatch_slots = origins.keep(
+            "dispatchSlots",
+            keys.resolve(
+                flag(overrides.dispatch_slots, "--dispatch-slots"),
+                "dispatchSlots",
+                default(3),
+            )?,
+        );
+        let trusted_authors = origins.keep(
+            "trustedAuthors",
+            keys.resolve(
+                flag(overrides.trusted_authors.clone(), "--trusted-authors"),
+                "trustedAuthors",
+                default(Vec::new()),
+            )?,
+        );
+        let worktree_dir = origins.keep(
+            "worktreeDir",
+            keys.resolve(
+                flag(overrides.worktree_dir.clone(), "--worktree-dir"),
+                "worktreeDir",
+                default(PathBuf::from(DEFAULT_WORKTREE_DIR)),
+            )?,
+        );
+        let instance = origins.keep("instance", resolve_instance(git, &keys)?);
+        let settings = Settings {
+            surface: place.surface,
+            remote: place.remote,
+            remote_url: place.remote_url,
+            repo: place.repo,
+            github_api_url: place.github_api_url,
+            lease_ttl: timing.lease_ttl,
+            heartbeat_interval: timing.heartbeat_interval,
+            max_clock_skew: timing.max_clock_skew,
+            settle_delay: timing.settle_delay,
+            http_timeout: timing.http_timeout,
+            worktree_dir,
+            dispatch_slots,
+            dispatch_stale: timing.dispatch_stale,
+            labels,
+            trusted_authors,
+            instance,
+            clock: Clock::from_env(),
         };
+        Ok((settings, origins))
+    }
+}
+
+/// Where to coordinate: the remote, the surface, and on GitHub the
+/// repository and its API.
+struct Place {
+    surface: SurfaceKind,
+    remote: String,
+    remote_url: Option<String>,
+    repo: Option<String>,
+    github_api_url: String,
+}
+
+impl Place {
+    fn resolve(
+        git: &Git,
+        keys: &ConfigKeys,
+        overrides: &Overrides,
+        origins: &mut Origins,
+    ) -> Result<Place, ConfigError> {
+        let gh = GhEnv::read()?;
+        let remote: String = origins.keep(
+            "remote",
+            keys.resolve(
+                flag(overrides.remote.clone(), "--remote"),
+                "remote",
+                default("origin".to_owned()),
+            )?,
+        );
         let remote_url = git.config_get(&format!("remote.{remote}.url"))?;
         origins.set("remoteUrl", Origin::Derived(format!("remote.{remote}.url")));
-        let github_host = gh.host.as_deref();
-        let repo_of_remote = || {
-            remote_url
-                .as_deref()
-                .and_then(|url| github_repo_of_url_on(url, github_host))
+        let implied = Implied {
+            overrides,
+            gh: &gh,
+            keys,
+            remote: &remote,
+            remote_url: remote_url.as_deref(),
         };
-        let surface = match (overrides.surface, keys.get("surface")) {
-            (Some(kind), _) => {
-                origins.set("surface", Origin::Flag("--surface"));
-                kind
-            }
-            (None, Some(value)) => {
-                origins.set("surface", keys.origin("surface").unwrap_or(Origin::Default));
-                match value {
-                    "git" => SurfaceKind::Git,
-                    "github" => SurfaceKind::Github,
-                    other => {
-                        return Err(ConfigError::Invalid {
-                            key: "surface",
-                            value: other.to_owned(),
-                            expected: "git or github",
-                        })
-                    }
-                }
-            }
-            (None, None) if overrides.repo.is_some() => {
-                origins.set(
-                    "surface",
-                    Origin::Derived("-R/--repo names a GitHub repository".to_owned()),
-                );
-                SurfaceKind::Github
-            }
-            (None, None) if gh.repo.is_some() => {
-                origins.set(
-                    "surface",
-                    Origin::Derived("GH_REPO names a GitHub repository".to_owned()),
-                );
-                SurfaceKind::Github
-            }
-            (None, None) if keys.get("repo").is_some() => {
-                origins.set(
-                    "surface",
-                    Origin::Derived("maverick.repo names a GitHub repository".to_owned()),
-                );
-                SurfaceKind::Github
-            }
-            (None, None) => match repo_of_remote() {
-                Some(_) => {
-                    let host = github_host.unwrap_or("github.com");
-                    origins.set(
-                        "surface",
-                        Origin::Derived(format!("the remote {remote:?} is on {host}")),
-                    );
-                    SurfaceKind::Github
-                }
-                None => {
-                    origins.set(
-                        "surface",
-                        Origin::Derived(format!("the remote {remote:?} is not on GitHub")),
-                    );
-                    SurfaceKind::Git
-                }
-            },
-        };
+        let surface = origins.keep(
+            "surface",
+            keys.resolve(flag(overrides.surface, "--surface"), "surface", || {
+                implied.surface()
+            })?,
+        );
         if surface == SurfaceKind::Git && remote_url.is_none() {
             return Err(ConfigError::NoRemote { remote });
         }
-        let repo = match (&overrides.repo, &gh.repo) {
-            (Some(r), _) => {
-                origins.set("repo", Origin::Flag("--repo"));
-                Some(
-                    parse_repo(r)
-                        .ok_or_else(|| ConfigError::BadRepo(r.clone()))?
-                        .1,
-                )
-            }
-            (None, Some((_, r))) => {
-                origins.set("repo", Origin::Env("GH_REPO"));
-                Some(r.clone())
-            }
-            (None, None) => match keys.get("repo") {
-                Some(r) if valid_repo(r) => {
-                    origins.set("repo", keys.origin("repo").unwrap_or(Origin::Default));
-                    Some(r.to_owned())
-                }
-                Some(r) => {
-                    return Err(ConfigError::Invalid {
-                        key: "repo",
-                        value: r.to_owned(),
-                        expected: "OWNER/NAME",
-                    })
-                }
-                None => {
-                    origins.set(
-                        "repo",
-                        Origin::Derived(format!("the URL of the remote {remote:?}")),
-                    );
-                    repo_of_remote()
-                }
-            },
-        };
-        let github_api_url = if let Some(url) = std::env::var("GITHUB_API_URL")
-            .ok()
-            .filter(|v| !v.is_empty())
-        {
-            origins.set("githubApiUrl", Origin::Env("GITHUB_API_URL"));
-            url
-        } else if let Some(url) = keys.get("githubApiUrl") {
-            origins.set(
-                "githubApiUrl",
-                keys.origin("githubApiUrl").unwrap_or(Origin::Default),
-            );
-            url.to_owned()
-        } else if let Some((Some(host), _)) = &gh.repo {
-            origins.set(
-                "githubApiUrl",
-                Origin::Derived("the host GH_REPO names".to_owned()),
-            );
-            api_url_of_host(host)
-        } else if let Some(host) = github_host {
-            origins.set("githubApiUrl", Origin::Env("GH_HOST"));
-            api_url_of_host(host)
-        } else {
-            "https://api.github.com".to_owned()
-        };
-        let default_labels = Labels::default();
-        let mut label = |key: &'static str, default: &str| match keys.get(key) {
-            Some(value) => {
-                origins.set(key, keys.origin(key).unwrap_or(Origin::Default));
-                value.to_owned()
-            }
-            None => default.to_owned(),
-        };
-        let labels = Labels {
-            in_progress: label("inProgressLabel", &default_labels.in_progress),
-            blocked_prefix: label("blockedLabelPrefix", &default_labels.blocked_prefix),
-            wip: label("wipLabel", &default_labels.wip),
-            pr: label("prLabel", &default_labels.pr),
-            frontier: label("frontierLabel", &default_labels.frontier),
-        };
-        let dispatch_slots = match overrides.dispatch_slots {
-            Some(n) => {
-                origins.set("dispatchSlots", Origin::Flag("--dispatch-slots"));
-                n
-            }
-            None => match keys.get("dispatchSlots") {
-                Some(v) => {
-                    origins.set(
-                        "dispatchSlots",
-                        keys.origin("dispatchSlots").unwrap_or(Origin::Default),
-                    );
-                    v.parse().map_err(|_| ConfigError::Invalid {
-                        key: "dispatchSlots",
-                        value: v.to_owned(),
-                        expected: "a whole number",
-                    })?
-                }
-                None => 3,
-            },
-        };
-        let trusted_authors = match &overrides.trusted_authors {
-            Some(list) => {
-                origins.set("trustedAuthors", Origin::Flag("--trusted-authors"));
-                list.clone()
-            }
-            None => match keys.get("trustedAuthors") {
-                Some(list) => {
-                    origins.set(
-                        "trustedAuthors",
-                        keys.origin("trustedAuthors").unwrap_or(Origin::Default),
-                    );
-                    split_list(list)
-                }
-                None => Vec::new(),
-            },
-        };
-        let settle_default = match surface {
-            SurfaceKind::Git => Duration::ZERO,
-            SurfaceKind::Github => DEFAULT_GITHUB_SETTLE,
-        };
-        let mut pick = |flag: Option<Duration>,
-                        flag_name: &'static str,
-                        key: &'static str,
-                        default: Duration|
-         -> Result<Duration, ConfigError> {
-            if let Some(value) = flag {
-                origins.set(key, Origin::Flag(flag_name));
-                return Ok(value);
-            }
-            match keys.duration(key)? {
-                Some(value) => {
-                    origins.set(key, keys.origin(key).unwrap_or(Origin::Default));
-                    Ok(value)
-                }
-                None => Ok(default),
-            }
-        };
-        let lease_ttl = pick(
-            overrides.lease_ttl,
-            "--lease-ttl",
-            "leaseTtl",
-            DEFAULT_LEASE_TTL,
-        )?;
-        let heartbeat_interval = pick(
-            overrides.heartbeat_interval,
-            "--heartbeat-interval",
-            "heartbeatInterval",
-            DEFAULT_HEARTBEAT,
-        )?;
-        let max_clock_skew = pick(
-            overrides.max_clock_skew,
-            "--max-clock-skew",
-            "maxClockSkew",
-            DEFAULT_MAX_CLOCK_SKEW,
-        )?;
-        let settle_delay = pick(
-            overrides.settle_delay,
-            "--settle-delay",
-            "settleDelay",
-            settle_default,
-        )?;
-        let dispatch_stale = pick(
-            overrides.dispatch_stale,
-            "--dispatch-stale",
-            "dispatchStale",
-            Duration::from_secs(4 * 3600),
-        )?;
-        // A flag's value was checked by its parser (exit 2, naming the flag);
-        // a key's is checked here (exit 1, naming the key).
-        for (key, flag, value) in [
-            ("leaseTtl", overrides.lease_ttl, lease_ttl),
-            (
-                "heartbeatInterval",
-                overrides.heartbeat_interval,
-                heartbeat_interval,
-            ),
-            ("maxClockSkew", overrides.max_clock_skew, max_clock_skew),
-        ] {
-            if flag.is_some() {
-                continue;
-            }
-            if let Err(expected) = crate::timefmt::check_lease_duration(value) {
-                return Err(ConfigError::Invalid {
-                    key,
-                    value: keys.get(key).unwrap_or_default().to_owned(),
-                    expected,
-                });
-            }
-        }
-        let worktree_dir = match (&overrides.worktree_dir, keys.get("worktreeDir")) {
-            (Some(dir), _) => {
-                origins.set("worktreeDir", Origin::Flag("--worktree-dir"));
-                dir.clone()
-            }
-            (None, Some(dir)) => {
-                origins.set(
-                    "worktreeDir",
-                    keys.origin("worktreeDir").unwrap_or(Origin::Default),
-                );
-                PathBuf::from(dir)
-            }
-            (None, None) => PathBuf::from(".maverick/worktrees"),
-        };
-        let (instance, instance_origin) = resolve_instance(git, &keys)?;
-        origins.set("instance", instance_origin);
-        let settings = Settings {
+        let repo = origins.keep(
+            "repo",
+            keys.resolve_with(implied.repo_override()?, "repo", repo_key, || {
+                implied.repo()
+            })?,
+        );
+        let github_api_url = origins.keep(
+            "githubApiUrl",
+            keys.resolve(env_var("GITHUB_API_URL"), "githubApiUrl", || {
+                implied.api_url()
+            })?,
+        );
+        Ok(Place {
             surface,
             remote,
             remote_url,
             repo,
             github_api_url,
+        })
+    }
+}
+
+/// The durations: of a lease and its heartbeats, of the settle, of a
+/// dispatch claim, and of one GitHub request.
+struct Timing {
+    lease_ttl: Duration,
+    heartbeat_interval: Duration,
+    max_clock_skew: Duration,
+    settle_delay: Duration,
+    dispatch_stale: Duration,
+    http_timeout: Duration,
+}
+
+impl Timing {
+    fn resolve(
+        keys: &ConfigKeys,
+        overrides: &Overrides,
+        surface: SurfaceKind,
+        origins: &mut Origins,
+    ) -> Result<Timing, ConfigError> {
+        let mut lease_duration =
+            |flag_value, flag_name, key, default_value| -> Result<Duration, ConfigError> {
+                let found = keys.resolve_with(
+                    flag(flag_value, flag_name),
+                    key,
+                    lease_duration_key,
+                    default(default_value),
+                )?;
+                Ok(origins.keep(key, found))
+            };
+        let lease_ttl = lease_duration(
+            overrides.lease_ttl,
+            "--lease-ttl",
+            "leaseTtl",
+            DEFAULT_LEASE_TTL,
+        )?;
+        let heartbeat_interval = lease_duration(
+            overrides.heartbeat_interval,
+            "--heartbeat-interval",
+            "heartbeatInterval",
+            DEFAULT_HEARTBEAT,
+        )?;
+        let max_clock_skew = lease_duration(
+            overrides.max_clock_skew,
+            "--max-clock-skew",
+            "maxClockSkew",
+            DEFAULT_MAX_CLOCK_SKEW,
+        )?;
+        let settle_delay = origins.keep(
+            "settleDelay",
+            keys.resolve(
+                flag(overrides.settle_delay, "--settle-delay"),
+                "settleDelay",
+                default(default_settle_delay(surface)),
+            )?,
+        );
+        let dispatch_stale = origins.keep(
+            "dispatchStale",
+            keys.resolve(
+                flag(overrides.dispatch_stale, "--dispatch-stale"),
+                "dispatchStale",
+                default(DEFAULT_DISPATCH_STALE),
+            )?,
+        );
+        // Zero is no timeout at all: the default stands.
+        let http_timeout = origins.keep(
+            "httpTimeout",
+            match keys.resolve(None, "httpTimeout", default(DEFAULT_HTTP_TIMEOUT))? {
+                (zero, _) if zero.is_zero() => (DEFAULT_HTTP_TIMEOUT, Origin::Default),
+                found => found,
+            },
+        );
+        Ok(Timing {
             lease_ttl,
             heartbeat_interval,
             max_clock_skew,
             settle_delay,
-            worktree_dir,
-            dispatch_slots,
             dispatch_stale,
-            labels,
-            trusted_authors,
-            instance,
+            http_timeout,
+        })
+    }
+}
+
+impl Labels {
+    fn resolve(keys: &ConfigKeys, origins: &mut Origins) -> Result<Labels, ConfigError> {
+        let mut label = |key: &'static str, default_value: String| -> Result<String, ConfigError> {
+            Ok(origins.keep(key, keys.resolve(None, key, default(default_value))?))
         };
-        Ok((settings, origins))
+        let defaults = Labels::default();
+        Ok(Labels {
+            in_progress: label("inProgressLabel", defaults.in_progress)?,
+            blocked_prefix: label("blockedLabelPrefix", defaults.blocked_prefix)?,
+            wip: label("wipLabel", defaults.wip)?,
+            pr: label("prLabel", defaults.pr)?,
+            frontier: label("frontierLabel", defaults.frontier)?,
+        })
+    }
+}
+
+/// A value a `maverick.*` key holds, read from its text.
+pub(crate) trait KeyValue: Sized {
+    fn from_key(key: &'static str, text: &str) -> Result<Self, ConfigError>;
+}
+
+impl KeyValue for String {
+    fn from_key(_: &'static str, text: &str) -> Result<String, ConfigError> {
+        Ok(text.to_owned())
+    }
+}
+
+impl KeyValue for PathBuf {
+    fn from_key(_: &'static str, text: &str) -> Result<PathBuf, ConfigError> {
+        Ok(PathBuf::from(text))
+    }
+}
+
+impl KeyValue for Duration {
+    fn from_key(key: &'static str, text: &str) -> Result<Duration, ConfigError> {
+        parse_duration(text).map_err(|source| ConfigError::Duration { key, source })
+    }
+}
+
+impl KeyValue for u32 {
+    fn from_key(key: &'static str, text: &str) -> Result<u32, ConfigError> {
+        text.parse().map_err(|_| ConfigError::Invalid {
+            key,
+            value: text.to_owned(),
+            expected: "a whole number",
+        })
+    }
+}
+
+/// A comma- (or space-) separated list.
+impl KeyValue for Vec<String> {
+    fn from_key(_: &'static str, text: &str) -> Result<Vec<String>, ConfigError> {
+        Ok(split_list(text))
+    }
+}
+
+impl KeyValue for SurfaceKind {
+    fn from_key(key: &'static str, text: &str) -> Result<SurfaceKind, ConfigError> {
+        match text {
+            "git" => Ok(SurfaceKind::Git),
+            "github" => Ok(SurfaceKind::Github),
+            other => Err(ConfigError::Invalid {
+                key,
+                value: other.to_owned(),
+                expected: "git or github",
+            }),
+        }
+    }
+}
+
+impl ConfigKeys {
+    /// One setting and where it came from: `over` (a flag, or an
+    /// environment variable that beats the key) when there is one, else
+    /// the key `key` as `T` reads it, else `otherwise` (the default, or
+    /// what other settings imply).
+    pub(crate) fn resolve<T: KeyValue>(
+        &self,
+        over: Option<(T, Origin)>,
+        key: &'static str,
+        otherwise: impl FnOnce() -> (T, Origin),
+    ) -> Result<(T, Origin), ConfigError> {
+        self.resolve_with(over, key, T::from_key, otherwise)
+    }
+
+    /// [`ConfigKeys::resolve`] with the key read by `parse`.
+    pub(crate) fn resolve_with<T>(
+        &self,
+        over: Option<(T, Origin)>,
+        key: &'static str,
+        parse: impl FnOnce(&'static str, &str) -> Result<T, ConfigError>,
+        otherwise: impl FnOnce() -> (T, Origin),
+    ) -> Result<(T, Origin), ConfigError> {
+        if let Some(found) = over {
+            return Ok(found);
+        }
+        match self.entry(key) {
+            Some(entry) => Ok((
+                parse(key, &entry.value)?,
+                Origin::Config(entry.origin.clone()),
+            )),
+            None => Ok(otherwise()),
+        }
+    }
+}
+
+/// A flag's value, when the command line gave it.
+fn flag<T>(value: Option<T>, name: &'static str) -> Option<(T, Origin)> {
+    value.map(|v| (v, Origin::Flag(name)))
+}
+
+/// An environment variable's value, when it is set and not empty.
+fn env_var(name: &'static str) -> Option<(String, Origin)> {
+    std::env::var(name)
+        .ok()
+        .filter(|v| !v.is_empty())
+        .map(|v| (v, Origin::Env(name)))
+}
+
+/// The documented default.
+fn default<T>(value: T) -> impl FnOnce() -> (T, Origin) {
+    move || (value, Origin::Default)
+}
+
+/// A lease duration in a key (ttl, heartbeat interval, clock skew): whole
+/// seconds, at least one. A flag's value was checked by its parser (exit 2,
+/// naming the flag); a key's is checked here (exit 1, naming the key).
+fn lease_duration_key(key: &'static str, text: &str) -> Result<Duration, ConfigError> {
+    let value = Duration::from_key(key, text)?;
+    crate::timefmt::check_lease_duration(value).map_err(|expected| ConfigError::Invalid {
+        key,
+        value: text.to_owned(),
+        expected,
+    })?;
+    Ok(value)
+}
+
+/// `maverick.repo`: `OWNER/NAME`.
+fn repo_key(key: &'static str, text: &str) -> Result<Option<String>, ConfigError> {
+    if valid_repo(text) {
+        Ok(Some(text.to_owned()))
+    } else {
+        Err(ConfigError::Invalid {
+            key,
+            value: text.to_owned(),
+            expected: "OWNER/NAME",
+        })
+    }
+}
+
+/// What the settings that have no value of their own are worked out from.
+struct Implied<'a> {
+    overrides: &'a Overrides,
+    gh: &'a GhEnv,
+    keys: &'a ConfigKeys,
+    remote: &'a str,
+    remote_url: Option<&'a str>,
+}
+
+impl Implied<'_> {
+    /// The GitHub repository the remote's URL names, on github.com or
+    /// `GH_HOST`.
+    fn repo_of_remote(&self) -> Option<String> {
+        self.github_remote().map(|(_, repo)| repo)
+    }
+
+    /// The GitHub host the remote is on (github.com or `GH_HOST`) and the
+    /// repository there: the host is where its API, and so its token, goes.
+    fn github_remote(&self) -> Option<(String, String)> {
+        self.remote_url
+            .and_then(|url| github_remote_on(url, self.gh.host.as_deref()))
+    }
+
+    /// The surface when nothing names one: GitHub when something names a
+    /// GitHub repository or the remote is on GitHub, else git.
+    fn surface(&self) -> (SurfaceKind, Origin) {
+        let github = |why: String| (SurfaceKind::Github, Origin::Derived(why));
+        if self.overrides.repo.is_some() {
+            return github("-R/--repo names a GitHub repository".to_owned());
+        }
+        if self.gh.repo.is_some() {
+            return github("GH_REPO names a GitHub repository".to_owned());
+        }
+        if self.keys.get("repo").is_some() {
+            return github("maverick.repo names a GitHub repository".to_owned());
+        }
+        let remote = self.remote;
+        match self.github_remote() {
+            Some((host, _)) => github(format!("the remote {remote:?} is on {host}")),
+            None => (
+                SurfaceKind::Git,
+                Origin::Derived(format!("the remote {remote:?} is not on GitHub")),
+            ),
+        }
+    }
+
+    /// `-R/--repo`, else `GH_REPO`: both beat `maverick.repo`.
+    fn repo_override(&self) -> Result<Option<(Option<String>, Origin)>, ConfigError> {
+        if let Some(r) = &self.overrides.repo {
+            let (_, repo) = parse_repo(r).ok_or_else(|| ConfigError::BadRepo(r.clone()))?;
+            return Ok(Some((Some(repo), Origin::Flag("--repo"))));
+        }
+        Ok(self
+            .gh
+            .repo
+            .as_ref()
+            .map(|(_, r)| (Some(r.clone()), Origin::Env("GH_REPO"))))
+    }
+
+    /// The repository the remote's URL names.
+    fn repo(&self) -> (Option<String>, Origin) {
+        let why = format!("the URL of the remote {:?}", self.remote);
+        (self.repo_of_remote(), Origin::Derived(why))
+    }
+
+    /// The API of the host `-R`, `GH_REPO` or the remote names, else
+    /// `GH_HOST`'s, else github.com's ([`api_url_of_names`]).
+    fn api_url(&self) -> (String, Origin) {
+        let flag_host = self
+            .overrides
+            .repo
+            .as_deref()
+            .and_then(parse_repo)
+            .and_then(|(host, _)| host);
+        let remote = self.github_remote();
+        api_url_of_names(
+            flag_host.as_deref(),
+            self.gh,
+            remote.as_ref().map(|(host, _)| host.as_str()),
+            self.remote,
+        )
     }
 }
 
@@ -665,6 +812,37 @@ impl GhEnv {
         let host = var("GH_HOST").map(|h| h.trim().to_ascii_lowercase());
         Ok(GhEnv { repo, host })
     }
+}
+
+/// The API a repository's requests (and its token) go to when no URL is
+/// set, from the host that names it: `-R HOST/…`, then `GH_REPO`'s host,
+/// then the host the remote is on, and `GH_HOST` only when none names one
+/// (gh's own order: `GH_HOST` never moves a repository whose remote says
+/// where it lives).
+fn api_url_of_names(
+    flag_host: Option<&str>,
+    gh: &GhEnv,
+    remote_host: Option<&str>,
+    remote: &str,
+) -> (String, Origin) {
+    let gh_repo_host = gh.repo.as_ref().and_then(|(host, _)| host.as_deref());
+    let (host, origin) = if let Some(host) = flag_host {
+        (host, Origin::Flag("--repo"))
+    } else if let Some(host) = gh_repo_host {
+        (host, Origin::Derived("the host GH_REPO names".to_owned()))
+    } else if let Some(host) = remote_host.filter(|&h| {
+        gh.host
+            .as_deref()
+            .is_some_and(|g| g.split(':').next() != Some(h))
+    }) {
+        let why = format!("the remote {remote:?} is on {host}");
+        (host, Origin::Derived(why))
+    } else if let Some(host) = gh.host.as_deref() {
+        (host, Origin::Env("GH_HOST"))
+    } else {
+        return ("https://api.github.com".to_owned(), Origin::Default);
+    };
+    (api_url_of_host(host), origin)
 }
 
 /// `OWNER/NAME` or `HOST/OWNER/NAME`: the host (if any) and `OWNER/NAME`.
@@ -719,16 +897,15 @@ impl Settings {
             lease_ttl: DEFAULT_LEASE_TTL,
             heartbeat_interval: DEFAULT_HEARTBEAT,
             max_clock_skew: DEFAULT_MAX_CLOCK_SKEW,
-            settle_delay: match surface {
-                SurfaceKind::Git => Duration::ZERO,
-                SurfaceKind::Github => DEFAULT_GITHUB_SETTLE,
-            },
-            worktree_dir: PathBuf::from(".maverick/worktrees"),
+            settle_delay: default_settle_delay(surface),
+            http_timeout: DEFAULT_HTTP_TIMEOUT,
+            worktree_dir: PathBuf::from(DEFAULT_WORKTREE_DIR),
             dispatch_slots: 3,
-            dispatch_stale: Duration::from_secs(4 * 3600),
+            dispatch_stale: DEFAULT_DISPATCH_STALE,
             labels: Labels::default(),
             trusted_authors: Vec::new(),
             instance: instance.to_owned(),
+            clock: Clock::system(),
         }
     }
 }
@@ -752,9 +929,10 @@ fn valid_repo(repo: &str) -> bool {
     matches!(repo.split_once('/'), Some((owner, name)) if ok(owner) && ok(name))
 }
 
-/// `OWNER/NAME` when the URL points at github.com or at `host` (`GH_HOST`, a
-/// GitHub Enterprise Server).
-pub(crate) fn github_repo_of_url_on(url: &str, gh_host: Option<&str>) -> Option<String> {
+/// The GitHub host a remote URL is on (github.com, or `gh_host`) and its
+/// `OWNER/NAME`: the host is where the repository's API, and so its token,
+/// goes.
+fn github_remote_on(url: &str, gh_host: Option<&str>) -> Option<(String, String)> {
     let rest = url
         .strip_prefix("https://")
         .or_else(|| url.strip_prefix("http://"))
@@ -782,7 +960,11 @@ pub(crate) fn github_repo_of_url_on(url: &str, gh_host: Option<&str>) -> Option<
     let path = path.trim_end_matches('/');
     let path = path.strip_suffix(".git").unwrap_or(path);
     let repo = path.to_owned();
-    valid_repo(&repo).then_some(repo)
+    let host = match host.as_str() {
+        "www.github.com" => "github.com".to_owned(),
+        _ => host,
+    };
+    valid_repo(&repo).then_some((host, repo))
 }
 
 pub(crate) fn valid_instance_id(id: &str) -> bool {
@@ -806,8 +988,13 @@ pub(crate) fn instance_from_env() -> Option<Result<String, ConfigError>> {
     })
 }
 
-/// The agent session's variables, in Maverick's order of preference.
-pub(crate) const SESSION_VARS: [&str; 2] = ["CLAUDE_CODE_SESSION_ID", "CLAUDE_SESSION_ID"];
+/// The agent session's variables, in Maverick's order of preference (Kiro
+/// first: a Kiro session started inside Claude Code inherits Claude's).
+pub(crate) const SESSION_VARS: [&str; 3] = [
+    "KIRO_SESSION_ID",
+    "CLAUDE_CODE_SESSION_ID",
+    "CLAUDE_SESSION_ID",
+];
 
 /// The instance id of the agent session the environment names, derived as
 /// Maverick derives it, so that one session is one instance whichever tool
@@ -867,8 +1054,9 @@ pub(crate) fn agent_session_instance(
         .or_else(instance_from_session))
 }
 
-/// SPEC 2: env, then config, then the agent session, then one generated id
-/// kept in this worktree's git dir.
+/// SPEC 2: env, then config, then the agent session, then Maverick's
+/// per-user instance when it has one, then one generated id kept in this
+/// worktree's git dir.
 fn resolve_instance(git: &Git, keys: &ConfigKeys) -> Result<(String, Origin), ConfigError> {
     resolve_instance_in(keys, || git.git_dir())
 }
@@ -900,6 +1088,10 @@ fn resolve_instance_in(
             .unwrap_or("CLAUDE_CODE_SESSION_ID");
         return Ok((id, Origin::Env(var)));
     }
+    if let Some((id, path)) = maverick_instance_file() {
+        let kept = format!("Maverick's instance, kept in {}", path.display());
+        return Ok((id, Origin::Derived(kept)));
+    }
     let path = git_dir()?.join("maverick").join("instance");
     let kept = Origin::Derived(format!("generated once, kept in {}", path.display()));
     if let Ok(text) = std::fs::read_to_string(&path) {
@@ -916,6 +1108,19 @@ fn resolve_instance_in(
     std::fs::create_dir_all(path.parent().expect("has a parent")).map_err(io_err)?;
     crate::records::files::write_atomically(&path, format!("{id}\n").as_bytes()).map_err(io_err)?;
     Ok((id, kept))
+}
+
+/// Maverick's own instance outside an agent session: `~/.maverick/instance_id`
+/// (per user, not per clone; Maverick also writes each session's id there).
+/// Read after the session and before a generated id, so that a person who
+/// runs both tools is one instance wherever Maverick would be one. Never
+/// written: the file is Maverick's.
+fn maverick_instance_file() -> Option<(String, PathBuf)> {
+    let home = std::env::var_os("HOME").filter(|h| !h.is_empty())?;
+    let path = PathBuf::from(home).join(".maverick").join("instance_id");
+    let text = std::fs::read_to_string(&path).ok()?;
+    let id = text.trim();
+    valid_instance_id(id).then(|| (id.to_owned(), path))
 }
 
 pub(crate) fn short_hostname() -> String {
@@ -955,8 +1160,8 @@ mod tests {
             "ssh://git@github.com:22/acme/widgets",
         ] {
             assert_eq!(
-                github_repo_of_url_on(url, None).as_deref(),
-                Some("acme/widgets"),
+                github_remote_on(url, None),
+                Some(("github.com".to_owned(), "acme/widgets".to_owned())),
                 "{url}"
             );
         }
@@ -967,7 +1172,7 @@ mod tests {
             "https://github.example.com/acme/widgets.git",
             "https://github.com/acme",
         ] {
-            assert_eq!(github_repo_of_url_on(url, None), None, "{url}");
+            assert_eq!(github_remote_on(url, None), None, "{url}");
         }
     }
 

@@ -460,16 +460,19 @@ impl From<crate::writer::worktree::WorktreeError> for CommandError {
 impl From<crate::writer::hookfile::HookFileError> for CommandError {
     fn from(err: crate::writer::hookfile::HookFileError) -> Self {
         use crate::writer::hookfile::HookFileError;
-        let manual =
-            "or call maverick from the hook yourself: `git-maverick hook pre-push \"$@\"` \
-                      (it reads the same stdin; pass it on if the hook reads it too)";
+        let manual = "`git-maverick hook pre-push \"$@\"` (it reads the same stdin; pass it on \
+                      if the hook reads it too)";
         let hint = match &err {
-            HookFileError::Symlink { .. } => Some(format!("edit the file it points to, {manual}")),
+            HookFileError::Symlink { .. } => Some(format!(
+                "edit the file it points to, or call maverick from the hook yourself: {manual}"
+            )),
             HookFileError::NotExecutable { path } => Some(format!(
                 "make it executable (chmod +x {}) if it should run, or remove it; then install again",
                 path.display()
             )),
-            HookFileError::NotShell { .. } => Some(format!("add the check to it: {manual}")),
+            HookFileError::NotShell { .. } => Some(format!(
+                "call maverick from that hook yourself, in its own language: {manual}"
+            )),
             HookFileError::Unbalanced { path } => Some(format!(
                 "fix or delete the maverick lines in {} by hand, then install again",
                 path.display()
@@ -584,6 +587,9 @@ impl From<crate::workflow::task_done::DoneError> for CommandError {
             }
             DoneError::NotConventional { .. } => CommandError::from_error(Exit::Usage, err)
                 .hint("nothing was committed; pass -m \"type(scope): subject\""),
+            DoneError::MassDelete { .. } => CommandError::from_error(Exit::Error, err).hint(format!(
+                "nothing was committed; check `git status` (after an interrupted `git maverick resume`, run it again to rebuild the worktree); if the deletion is meant, {again} with --allow-mass-delete"
+            )),
             DoneError::Commit(e) => CommandError::from_error(Exit::Error, e).hint(format!(
                 "nothing was committed or pushed; fix what git says and {again}"
             )),

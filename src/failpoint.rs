@@ -27,6 +27,7 @@ pub const ALL: &[&str] = &[
     "release",
     "takeover",
     "task-done-after-commit",
+    "push-before-remote",
     "task-done-after-push",
     "task-done-after-check-off",
     "task-done-before-progress",

@@ -559,6 +559,31 @@ impl Git {
         }
     }
 
+    /// The files the index deletes from HEAD, and how many files HEAD
+    /// tracks (counted only when something is deleted).
+    pub(crate) fn staged_deletions(&self) -> Result<(Vec<String>, usize), GitError> {
+        let deleted = self.nul_separated([
+            "diff",
+            "--cached",
+            "--name-only",
+            "--no-renames",
+            "--diff-filter=D",
+            "-z",
+        ])?;
+        if deleted.is_empty() {
+            return Ok((deleted, 0));
+        }
+        let tracked = self.nul_separated([
+            "ls-tree",
+            "-r",
+            "--name-only",
+            "-z",
+            "--end-of-options",
+            "HEAD",
+        ])?;
+        Ok((deleted, tracked.len()))
+    }
+
     /// Commits the index with `message` and the task trailers. git's
     /// refusal (a hook, no identity) keeps git's words.
     pub(crate) fn commit_task(
@@ -832,6 +857,15 @@ impl Git {
 
     pub(crate) fn worktree_prune(&self) -> Result<(), GitError> {
         self.cmd(["worktree", "prune"]).output().map(drop)
+    }
+
+    /// Removes the lock of the worktree at `path` (git's own "initializing"
+    /// one, left by a `git worktree add` that was killed).
+    pub(crate) fn worktree_unlock(&self, path: &Path) -> Result<(), GitError> {
+        self.cmd(["worktree", "unlock"])
+            .arg(path.as_os_str())
+            .output()
+            .map(drop)
     }
 
     /// Adds a worktree at `path` on a new branch `branch` starting at `start`.

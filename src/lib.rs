@@ -5,6 +5,7 @@
 //! protocols can be tested without a terminal.
 
 pub mod cli;
+pub mod clock;
 pub mod commands;
 pub mod config;
 pub mod coord;

@@ -42,10 +42,15 @@ pub enum MarkerKind {
     Bprop,
     TaskProgress,
     Dispatch,
+    /// A claim its writer withdrew after losing a race: git maverick edits
+    /// its own claim comment into one, so that no reader, Maverick's
+    /// included, takes it for a claim any more (`maverick-withdrawn` is not
+    /// `maverick-claim` to Maverick's fence pattern).
+    Withdrawn,
 }
 
 impl MarkerKind {
-    pub const ALL: [MarkerKind; 7] = [
+    pub const ALL: [MarkerKind; 8] = [
         MarkerKind::Dag,
         MarkerKind::State,
         MarkerKind::Claim,
@@ -53,6 +58,7 @@ impl MarkerKind {
         MarkerKind::Bprop,
         MarkerKind::TaskProgress,
         MarkerKind::Dispatch,
+        MarkerKind::Withdrawn,
     ];
 
     /// The fence's info string, e.g. `maverick-state`.
@@ -65,6 +71,7 @@ impl MarkerKind {
             MarkerKind::Bprop => "maverick-bprop",
             MarkerKind::TaskProgress => "maverick-task-progress",
             MarkerKind::Dispatch => "maverick-dispatch",
+            MarkerKind::Withdrawn => "maverick-withdrawn",
         }
     }
 
@@ -82,18 +89,19 @@ impl MarkerKind {
     }
 
     /// The preamble's text without the comment delimiters; the Python plugin
-    /// writes these exact lines, so they are kept byte for byte. It writes
-    /// its dag with none.
-    pub fn preamble(self) -> Option<&'static str> {
-        Some(match self {
-            MarkerKind::Dag => return None,
+    /// writes these exact lines, so they are kept byte for byte (its
+    /// `gh-state write` of a dag names the fence tag after `maverick`).
+    pub fn preamble(self) -> &'static str {
+        match self {
+            MarkerKind::Dag => "maverick maverick-dag",
             MarkerKind::State => "maverick epic-state snapshot",
             MarkerKind::Claim => "maverick claim",
             MarkerKind::Lease => "maverick lease",
             MarkerKind::Bprop => "maverick bprop",
             MarkerKind::TaskProgress => "maverick task-progress",
             MarkerKind::Dispatch => "maverick dispatch",
-        })
+            MarkerKind::Withdrawn => "maverick claim withdrawn",
+        }
     }
 
     fn from_fence_tag(tag: &str) -> Option<Self> {
@@ -137,7 +145,7 @@ impl FromStr for MarkerKind {
 
 /// One marker block: its kind and its JSON object, unknown fields included,
 /// so that rewriting a marker written by a newer tool loses nothing.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Marker {
     pub kind: MarkerKind,
     pub payload: Map<String, Value>,
@@ -227,6 +235,30 @@ pub(crate) fn first_of_each_kind(body: &str) -> Vec<Marker> {
         .collect()
 }
 
+/// Whether Maverick finds a block of `kind` in `body`, malformed or not:
+/// its pattern is ``` ```KIND\s*\n(.*?)\n``` ``` searched anywhere in the
+/// text (Maverick 5.1.1, `gh_state.py` `_fence_pattern`), so it also finds a
+/// block quoted inside another code block and misses `~~~` fences, an info
+/// string after the tag, and a blockquoted or indented closing fence.
+pub(crate) fn maverick_reads_block(body: &str, kind: MarkerKind) -> bool {
+    let opener = format!("```{}", kind.fence_tag());
+    // One search for the last closing line keeps this linear in the body.
+    let Some(last_close) = body.rfind("\n```") else {
+        return false;
+    };
+    body.match_indices(&opener).any(|(at, _)| {
+        let start = at + opener.len();
+        let rest = &body[start..];
+        let blank = rest.len() - rest.trim_start().len();
+        // `\s*\n`: the whitespace after the tag must hold a newline; the
+        // payload may start after the first one, and ends at a later
+        // newline followed by three backticks.
+        rest[..blank]
+            .find('\n')
+            .is_some_and(|newline| last_close > start + newline)
+    })
+}
+
 /// The fields of a typed payload as a marker's map, to write as they are
 /// or to merge into a payload read back (whose unknown fields stay).
 pub(crate) fn payload_of(fields: &impl serde::Serialize) -> Map<String, Value> {
@@ -236,25 +268,100 @@ pub(crate) fn payload_of(fields: &impl serde::Serialize) -> Map<String, Value> {
     }
 }
 
-/// The preamble, a blank line and the fenced payload, pretty-printed with
-/// two-space indent and sorted keys: the shape of the Python plugin's
-/// `json.dumps(indent=2, sort_keys=True)`, so a rewrite by either tool
-/// produces a minimal diff.
+/// The preamble, a blank line and the fenced payload, byte for byte as the
+/// Python plugin writes it (`gh_state.format_marker` after its preamble):
+/// `json.dumps(indent=2, sort_keys=True)`, which escapes every non-ASCII
+/// character, and no newline after the closing fence. A body either tool
+/// rewrites therefore changes only where the payload does.
 pub fn render_marker(marker: &Marker) -> String {
     render_with_preamble(marker, marker.kind.preamble())
 }
 
 /// [`render_marker`] with another preamble, such as Maverick's
 /// `maverick lease released: REASON`.
-pub(crate) fn render_with_preamble(marker: &Marker, preamble: Option<&str>) -> String {
+pub(crate) fn render_with_preamble(marker: &Marker, preamble: &str) -> String {
+    format!(
+        "<!-- {preamble} -->\n\n```{}\n{}\n```",
+        marker.kind.fence_tag(),
+        python_json(&marker.payload)
+    )
+}
+
+/// Python's `json.dumps(value, indent=2, sort_keys=True)`.
+fn python_json(payload: &Map<String, Value>) -> String {
     // Keys come out sorted because serde_json's `Map` is a `BTreeMap` unless
     // its `preserve_order` feature is on; a test pins this.
-    let json = serde_json::to_string_pretty(&marker.payload)
+    let mut out = Vec::new();
+    let mut serializer = serde_json::Serializer::with_formatter(&mut out, PythonFormatter::new());
+    serde::Serialize::serialize(payload, &mut serializer)
         .expect("a map with string keys always serializes");
-    let preamble = preamble
-        .map(|text| format!("<!-- {text} -->\n\n"))
-        .unwrap_or_default();
-    format!("{preamble}```{}\n{}\n```\n", marker.kind.fence_tag(), json)
+    String::from_utf8(out).expect("the formatter writes ASCII")
+}
+
+/// serde_json's pretty printer with Python's `ensure_ascii`: every
+/// character outside printable ASCII becomes `\uXXXX` (a surrogate pair
+/// above the BMP), as `json.dumps` writes it.
+struct PythonFormatter(serde_json::ser::PrettyFormatter<'static>);
+
+impl PythonFormatter {
+    fn new() -> Self {
+        PythonFormatter(serde_json::ser::PrettyFormatter::with_indent(b"  "))
+    }
+}
+
+impl serde_json::ser::Formatter for PythonFormatter {
+    fn begin_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.begin_array(w)
+    }
+    fn end_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_array(w)
+    }
+    fn begin_array_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.0.begin_array_value(w, first)
+    }
+    fn end_array_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_array_value(w)
+    }
+    fn begin_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.begin_object(w)
+    }
+    fn end_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_object(w)
+    }
+    fn begin_object_key<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.0.begin_object_key(w, first)
+    }
+    fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.begin_object_value(w)
+    }
+    fn end_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_object_value(w)
+    }
+    fn write_string_fragment<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        fragment: &str,
+    ) -> std::io::Result<()> {
+        for c in fragment.chars() {
+            if matches!(c, ' '..='~') {
+                w.write_all(&[c as u8])?;
+            } else {
+                let mut units = [0u16; 2];
+                for unit in c.encode_utf16(&mut units) {
+                    write!(w, "\\u{unit:04x}")?;
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Replace the first block of the marker's kind (its preamble included) with
@@ -279,8 +386,8 @@ fn replace_block(
 ) -> String {
     if let Some(block) = block {
         let mut rendered = with_line_ending(render_marker(marker), block.crlf);
-        if !block.ends_with_newline {
-            rendered.truncate(rendered.trim_end_matches(['\r', '\n']).len());
+        if block.ends_with_newline {
+            rendered.push_str(if block.crlf { "\r\n" } else { "\n" });
         }
         let mut out = String::with_capacity(body.len() + rendered.len());
         out.push_str(&body[..block.span.start]);
@@ -588,14 +695,14 @@ mod tests {
             assert_eq!(MarkerKind::from_name(kind.name()), Some(kind));
             assert_eq!(MarkerKind::from_name(kind.fence_tag()), Some(kind));
             assert_eq!(kind.to_string().parse::<MarkerKind>(), Ok(kind));
-            assert!(kind.preamble().is_none_or(|p| p.starts_with("maverick ")));
+            assert!(kind.preamble().starts_with("maverick "));
         }
         assert_eq!(MarkerKind::from_name("maverick-"), None);
         assert_eq!(MarkerKind::from_name("State"), None);
         let err = "nope".parse::<MarkerKind>().unwrap_err();
         assert_eq!(
             err.to_string(),
-            "unknown marker kind `nope` (expected one of: dag, state, claim, lease, bprop, task-progress, dispatch)"
+            "unknown marker kind `nope` (expected one of: dag, state, claim, lease, bprop, task-progress, dispatch, withdrawn)"
         );
     }
 
@@ -646,6 +753,42 @@ mod tests {
         assert_eq!(marker.u64_field("e"), None);
         assert_eq!(marker.u64_field("f"), None);
         assert_eq!(marker.u64_field("missing"), None);
+    }
+
+    /// Each body against Maverick 5.1.1's own pattern, as Python's `re`
+    /// answers for ```` ```maverick-lease\s*\n(.*?)\n``` ```` (DOTALL).
+    #[test]
+    fn maverick_reads_blocks_as_its_pattern_finds_them() {
+        for (body, found) in [
+            ("```maverick-lease\n{}\n```", true),
+            ("```maverick-lease   \n{}\n```", true),
+            ("```maverick-lease\r\n{}\r\n```", true),
+            ("see: ```maverick-lease\n{}\n```", true),
+            ("````maverick-lease\n{}\n````", true),
+            ("````markdown\n```maverick-lease\n{}\n```\n````", true),
+            ("```maverick-lease\n\n```", true),
+            ("```maverick-lease\n\n\n{}\n```", true),
+            ("```maverick-lease\n```", false),
+            ("~~~maverick-lease\n{}\n~~~", false),
+            ("```maverick-lease json\n{}\n```", false),
+            ("``` maverick-lease\n{}\n```", false),
+            ("```Maverick-Lease\n{}\n```", false),
+            ("```maverick-leasex\n{}\n```", false),
+            ("```maverick-lease\n{}```", false),
+            ("```maverick-lease\n{}\n", false),
+            ("> ```maverick-lease\n> {}\n> ```", false),
+            ("    ```maverick-lease\n    {}\n    ```", false),
+        ] {
+            assert_eq!(
+                maverick_reads_block(body, MarkerKind::Lease),
+                found,
+                "{body:?}"
+            );
+        }
+        assert!(!maverick_reads_block(
+            "```maverick-withdrawn\n{}\n```",
+            MarkerKind::Claim
+        ));
     }
 
     #[test]

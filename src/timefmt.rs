@@ -2,30 +2,20 @@
 //! second precision (`2026-11-30T10:15:00Z`), durations as `600`, `600s`,
 //! `10m` or `4h`.
 //!
-//! The calendar is chrono's; the product only ever needs UTC seconds.
+//! The calendar is chrono's; the product only ever needs UTC seconds. What
+//! time it is, the clock (`clock.rs`) tells.
 
 use std::fmt;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 
 /// Seconds since the Unix epoch, UTC. Second precision is all GitHub has.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// Written and read (serde) as RFC 3339 text; the default is the epoch.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Timestamp(pub i64);
 
 impl Timestamp {
-    /// The writer's clock: the one place the product reads the system
-    /// clock. `MAVERICK_CLOCK_OFFSET` (signed seconds, read once per
-    /// process) shifts it, so that a test can let a lease run out by moving
-    /// time instead of waiting for it; it is a test knob, not a setting.
-    pub fn now() -> Timestamp {
-        let secs = match SystemTime::now().duration_since(UNIX_EPOCH) {
-            Ok(d) => d.as_secs() as i64,
-            Err(e) => -(e.duration().as_secs() as i64),
-        };
-        Timestamp(secs.saturating_add(clock_offset()))
-    }
-
     pub fn plus(self, d: Duration) -> Timestamp {
         Timestamp(
             self.0
@@ -64,37 +54,6 @@ impl Timestamp {
     }
 }
 
-/// Seconds `MAVERICK_CLOCK_OFFSET` moves the writer's clock; 0 when unset
-/// or not a whole number.
-fn clock_offset() -> i64 {
-    static OFFSET: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
-    *OFFSET.get_or_init(|| {
-        std::env::var("MAVERICK_CLOCK_OFFSET")
-            .ok()
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(0)
-    })
-}
-
-/// Waits do not pass silently: one that lasts longer than this says so on
-/// stderr without `-v`.
-pub const ANNOUNCED_WAIT: Duration = Duration::from_secs(2);
-
-/// Sleeps for `pause`; a pause longer than [`ANNOUNCED_WAIT`] first prints one
-/// line on stderr ("waiting 43 s for GitHub's rate limit, until 10:42:00Z"),
-/// so that a person or agent watching knows the command is not stuck.
-pub fn wait_announced(pause: Duration, what_for: &str) {
-    if pause > ANNOUNCED_WAIT {
-        let until = Timestamp::now().plus(pause).to_string();
-        let clock = until.split_once('T').map_or(until.as_str(), |(_, t)| t);
-        eprintln!(
-            "waiting {} s for {what_for}, until {clock}",
-            pause.as_secs_f64().ceil() as u64
-        );
-    }
-    std::thread::sleep(pause);
-}
-
 impl fmt::Display for Timestamp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.to_utc().to_rfc3339_opts(SecondsFormat::Secs, true))
@@ -104,6 +63,14 @@ impl fmt::Display for Timestamp {
 impl serde::Serialize for Timestamp {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Timestamp {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Timestamp, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        Timestamp::parse(&text)
+            .ok_or_else(|| serde::de::Error::custom(format!("{text:?} is not an RFC 3339 time")))
     }
 }
 

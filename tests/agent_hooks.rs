@@ -82,9 +82,27 @@ fn session_start(repo: &Repo, fixture: &str, env_file: &Path) -> (Run, String) {
     (run, written)
 }
 
-/// The PreToolUse answer for one Bash command line: `Some(reason)` when denied.
+/// The guard's answer to one Bash command line.
+#[derive(Debug, PartialEq, Eq)]
+enum Answer {
+    Allow,
+    Ask(String),
+    Deny(String),
+}
+
+impl Answer {
+    #[track_caller]
+    fn denied(self, line: &str) -> String {
+        match self {
+            Answer::Deny(reason) => reason,
+            other => panic!("{line}: denied expected, got {other:?}"),
+        }
+    }
+}
+
+/// The PreToolUse answer for one Bash command line, run in `repo`.
 #[track_caller]
-fn guard(repo: &Repo, line: &str) -> Option<String> {
+fn guard(repo: &Repo, line: &str) -> Answer {
     let run = run_hook(
         repo,
         "pre-tool-use-bash",
@@ -94,13 +112,17 @@ fn guard(repo: &Repo, line: &str) -> Option<String> {
     run.expect(0);
     assert!(run.stderr.is_empty(), "{line}: {}", run.stderr);
     if run.stdout.trim().is_empty() {
-        return None;
+        return Answer::Allow;
     }
     let answer: Value = serde_json::from_str(run.stdout.trim()).expect("the answer is JSON");
     let out = &answer["hookSpecificOutput"];
     assert_eq!(out["hookEventName"], "PreToolUse");
-    assert_eq!(out["permissionDecision"], "deny", "{answer}");
-    Some(out["permissionDecisionReason"].as_str().unwrap().to_owned())
+    let reason = out["permissionDecisionReason"].as_str().unwrap().to_owned();
+    match out["permissionDecision"].as_str() {
+        Some("deny") => Answer::Deny(reason),
+        Some("ask") => Answer::Ask(reason),
+        _ => panic!("{line}: {answer}"),
+    }
 }
 
 #[test]
@@ -173,6 +195,12 @@ fn the_plugin_manifests_have_claude_codes_documented_fields() {
     let plugins = market["plugins"].as_array().expect("plugins");
     assert_eq!(plugins.len(), 1, "a one-plugin marketplace");
     assert_eq!(plugins[0]["name"], name);
+    // A release bumps the crate's version; the plugin's follows it, in both
+    // manifests (Claude Code offers an update when it changes).
+    assert_eq!(
+        plugins[0]["version"], version,
+        "marketplace.json names the plugin's version"
+    );
     let source = plugins[0]["source"].as_str().expect("a relative source");
     assert!(source.starts_with("./"), "{source}");
     assert!(
@@ -277,6 +305,101 @@ fn session_start_resolves_the_instance_as_every_command_does() {
     assert_eq!(written, format!("export MAVERICK_INSTANCE={INSTANCE}\n"));
 }
 
+/// The context a SessionStart run gave the model.
+fn context_of(run: &Run) -> String {
+    let answer: Value = serde_json::from_str(run.stdout.trim()).expect("JSON on stdout");
+    answer["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .expect("additionalContext")
+        .to_owned()
+}
+
+/// Without CLAUDE_ENV_FILE nothing exports the instance (issue 30): the
+/// hook says what a command of the session will act as, and two sessions in
+/// one clone stay two instances.
+#[test]
+fn session_start_without_claude_env_file_says_what_is_true_and_keeps_sessions_apart() {
+    let env = TestEnv::new();
+    let repo = env.clone("agent");
+    let other_session = "0b7e4d21-aaaa-4bbb-8ccc-111122223333";
+    let other_instance = {
+        let run = run_hook(
+            &repo,
+            "session-start",
+            |input| input["session_id"] = Value::from(other_session),
+            &[],
+        );
+        let context = context_of(run.expect(0));
+        let id = context
+            .split("instance is ")
+            .nth(1)
+            .and_then(|rest| rest.split(',').next())
+            .unwrap_or_else(|| panic!("{context}"))
+            .to_owned();
+        assert_ne!(id, INSTANCE);
+        id
+    };
+    // Claude Code gave the hook neither CLAUDE_ENV_FILE nor a session id.
+    let run = run_hook(&repo, "session-start", |_| {}, &[]);
+    let context = context_of(run.expect(0));
+    assert!(!context.contains("acts as instance"), "{context}");
+    assert!(context.contains("nothing gives it"), "{context}");
+    assert!(
+        context.contains(&format!("MAVERICK_INSTANCE={INSTANCE} git maverick")),
+        "{context}"
+    );
+    // That is true: a command run as it is acts as the clone's own instance.
+    let config = repo
+        .maverick_command(&["config", "--json"])
+        .output()
+        .unwrap();
+    let config = Run::from_output(&["config", "--json"], config)
+        .expect(0)
+        .json();
+    let clone_instance = config["settings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "instance")
+        .unwrap()["value"]
+        .clone();
+    assert_ne!(clone_instance, INSTANCE, "{config}");
+    // The two sessions, as told, claim as their own instances, and the end
+    // of one releases its claims only.
+    repo.maverick_as(INSTANCE, &["coord", "claim", "150"])
+        .expect(0);
+    repo.maverick_as(&other_instance, &["coord", "claim", "151"])
+        .expect(0);
+    run_hook(&repo, "session-end", |_| {}, &[]).expect(0);
+    wait_for_session_release(&repo, INSTANCE);
+    env.assert_released_once(150, INSTANCE, "abort");
+    assert!(env.releases(151).is_empty());
+    let read = repo.maverick_as(&other_instance, &["coord", "read", "--json", "151"]);
+    assert_eq!(read.expect(0).json()["decision"], "ours");
+
+    // With the session id in its environment, as Claude Code gives every
+    // command, the hook says the instance comes from it.
+    let run = run_hook(
+        &repo,
+        "session-start",
+        |_| {},
+        &[("CLAUDE_CODE_SESSION_ID", std::ffi::OsStr::new(SESSION))],
+    );
+    let context = context_of(run.expect(0));
+    assert!(
+        context.contains(&format!(
+            "acts as instance {INSTANCE}, which git maverick derives from CLAUDE_CODE_SESSION_ID"
+        )),
+        "{context}"
+    );
+    // A clone that names its instance makes every session that one instance.
+    repo.git(&["config", "maverick.instance", "laptop-7"]);
+    let run = run_hook(&repo, "session-start", |_| {}, &[]);
+    let context = context_of(run.expect(0));
+    assert!(context.contains("acts as instance laptop-7"), "{context}");
+    assert!(context.contains("every session that has it"), "{context}");
+}
+
 #[test]
 fn session_start_never_fails_the_session() {
     let env = TestEnv::new();
@@ -314,6 +437,47 @@ fn session_start_never_fails_the_session() {
     }
 }
 
+/// Waits until the release `hook session-end` started for `instance` has
+/// finished: it holds the instance's lock from before the hook returns
+/// until it exits, so taking the lock is the event.
+pub(crate) fn wait_for_session_release(repo: &Repo, instance: &str) {
+    let lock = repo
+        .dir
+        .join(format!(".git/maverick/session-end-{instance}.lock"));
+    let file = std::fs::File::open(&lock)
+        .unwrap_or_else(|e| panic!("no session-end lock {}: {e}", lock.display()));
+    let (done, wait) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::os::fd::AsRawFd as _;
+        // SAFETY: flock on a descriptor this thread owns.
+        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
+        let _ = done.send(rc);
+    });
+    let rc = wait
+        .recv_timeout(std::time::Duration::from_secs(120))
+        .expect("the session's release finishes within two minutes");
+    assert_eq!(rc, 0, "flock {}", lock.display());
+}
+
+/// The clone's session-end log.
+pub(crate) fn session_log(repo: &Repo) -> String {
+    std::fs::read_to_string(repo.dir.join(".git/maverick/session-end.log")).unwrap_or_default()
+}
+
+/// Polls `what` until it holds (an event another process causes), for at
+/// most two minutes.
+#[track_caller]
+fn wait_until(what: &str, mut holds: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !holds() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "waited 120 s for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
 fn session_end_releases_the_sessions_claims_and_nobody_elses(surface: Surface) {
     let env = TestEnv::with_surface(surface);
     let repo = env.clone("agent");
@@ -324,6 +488,13 @@ fn session_end_releases_the_sessions_claims_and_nobody_elses(surface: Surface) {
         .expect(0);
     let run = run_hook(&repo, "session-end", |_| {}, &[]);
     run.expect(0);
+    assert!(
+        run.stderr
+            .contains("releasing #150, #151 in the background"),
+        "{}",
+        run.stderr
+    );
+    wait_for_session_release(&repo, INSTANCE);
     for issue in [150, 151] {
         env.assert_released_once(issue, INSTANCE, "abort");
     }
@@ -338,13 +509,93 @@ fn session_end_releases_the_sessions_claims_and_nobody_elses(surface: Surface) {
         std::fs::read_dir(records).map(|d| d.count()).unwrap_or(0),
         0
     );
-    // Run again (a second SessionEnd): nothing left, nothing written.
+    let log = session_log(&repo);
+    assert!(
+        log.contains(&format!("session end of {INSTANCE}: released #150, #151")),
+        "{log}"
+    );
+    // Run again (a second SessionEnd): nothing left, nothing started, nothing written.
     let writes = env.write_count();
-    run_hook(&repo, "session-end", |_| {}, &[]).expect(0);
+    let run = run_hook(&repo, "session-end", |_| {}, &[]);
+    assert!(run.expect(0).stderr.is_empty(), "{}", run.stderr);
     assert_eq!(env.write_count(), writes);
 }
 
 on_both_surfaces!(session_end_releases_the_sessions_claims_and_nobody_elses);
+
+/// Claude Code gives a plugin's SessionEnd hook about 1.5 s; a release on
+/// GitHub can take longer. The hook returns while GitHub has not answered
+/// yet, and the release it started, in a process session of its own,
+/// finishes after it.
+#[test]
+fn session_end_returns_before_the_release_which_outlives_it() {
+    let env = TestEnv::with_surface(Surface::Github);
+    let repo = env.clone("agent");
+    repo.maverick_as(INSTANCE, &["coord", "claim", "150"])
+        .expect(0);
+    env.github().hold_requests(true);
+    let start = std::time::Instant::now();
+    let run = run_hook(&repo, "session-end", |_| {}, &[]);
+    let took = start.elapsed();
+    run.expect(0);
+    eprintln!("the session-end hook returned after {took:?}");
+    // The release is under way, waiting for GitHub, after the hook is gone.
+    wait_until("the release to ask GitHub", || {
+        env.github().held_requests() > 0
+    });
+    assert!(env.releases(150).is_empty());
+    let pid: u32 = run
+        .stderr
+        .split("(process ")
+        .nth(1)
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|pid| pid.parse().ok())
+        .unwrap_or_else(|| panic!("no process named: {}", run.stderr));
+    // It leads a session of its own: no terminal, no process group of the
+    // agent's that a signal at the session's end would reach.
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("the release runs");
+    let fields: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    assert_eq!(fields[3], pid.to_string(), "session id of {pid}: {stat}");
+    assert_eq!(fields[2], pid.to_string(), "process group of {pid}: {stat}");
+    env.github().hold_requests(false);
+    wait_for_session_release(&repo, INSTANCE);
+    env.assert_released_once(150, INSTANCE, "abort");
+    let log = session_log(&repo);
+    assert!(log.contains("released #150"), "{log}");
+}
+
+/// Two SessionEnd hooks of one session (or a hook run by hand meanwhile):
+/// one release, one release comment.
+#[test]
+fn session_end_is_safe_to_run_twice() {
+    let env = TestEnv::with_surface(Surface::Github);
+    let repo = env.clone("agent");
+    repo.maverick_as(INSTANCE, &["coord", "claim", "150"])
+        .expect(0);
+    env.github().hold_requests(true);
+    let first = run_hook(&repo, "session-end", |_| {}, &[]);
+    let second = run_hook(&repo, "session-end", |_| {}, &[]);
+    first.expect(0);
+    second.expect(0);
+    assert!(
+        second.stderr.contains("already running"),
+        "{}",
+        second.stderr
+    );
+    env.github().hold_requests(false);
+    wait_for_session_release(&repo, INSTANCE);
+    env.assert_released_once(150, INSTANCE, "abort");
+    let third = run_hook(&repo, "session-end", |_| {}, &[]);
+    assert!(third.expect(0).stderr.is_empty(), "{}", third.stderr);
+    wait_for_session_release(&repo, INSTANCE);
+    env.assert_released_once(150, INSTANCE, "abort");
+    assert_eq!(session_log(&repo).matches("released #150").count(), 1);
+}
 
 #[test]
 fn session_end_never_fails_teardown_and_leaves_the_lease_as_backstop() {
@@ -357,18 +608,33 @@ fn session_end_never_fails_teardown_and_leaves_the_lease_as_backstop() {
     let run = run_hook(&repo, "session-end", |_| {}, &[]);
     run.expect(0);
     assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
-    assert!(
-        run.stderr.starts_with("git maverick hook session-end: "),
-        "{}",
-        run.stderr
-    );
+    wait_for_session_release(&repo, INSTANCE);
     assert!(env.releases(160).is_empty());
+    let log = session_log(&repo);
+    assert!(
+        log.contains(&format!("session end of {INSTANCE}: the release failed"))
+            && log.contains("its leases run out on their own"),
+        "{log}"
+    );
+    // The claim's record stays: the lease is the backstop.
+    assert!(repo
+        .dir
+        .join(format!(".git/maverick/claims/{INSTANCE}/160.json"))
+        .is_file());
     // A directory that is no repository: nothing to do, no complaint.
     let plain = env.path().join("plain");
     std::fs::create_dir_all(&plain).unwrap();
     let run = run_hook(&repo.at(plain), "session-end", |_| {}, &[]);
     run.expect(0);
     assert!(run.stderr.is_empty(), "{}", run.stderr);
+    // Input that is not JSON: one line on stderr, exit 0.
+    let run = run_hook(&repo, "session-end", |input| *input = Value::from(7), &[]);
+    run.expect(0);
+    assert!(
+        run.stderr.starts_with("git maverick hook session-end: "),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]
@@ -388,9 +654,8 @@ fn pre_tool_use_denies_pushes_that_skip_force_or_delete_a_managed_branch() {
         "git commit -m 'do not git push -f'",
         "git push --force origin unrelated-branch",
         "git push origin --delete old-experiment",
-        "git push --force origin $BRANCH",
     ] {
-        assert_eq!(guard(&repo, line), None, "{line} was denied");
+        assert_eq!(guard(&repo, line), Answer::Allow, "{line}");
     }
     for (line, says) in [
         (
@@ -415,12 +680,312 @@ fn pre_tool_use_denies_pushes_that_skip_force_or_delete_a_managed_branch() {
         ("git -C . push -d origin maverick/142-parser", "delete"),
         ("git push --mirror origin", "delete"),
     ] {
-        let reason = guard(&repo, line).unwrap_or_else(|| panic!("{line} was allowed"));
+        let reason = guard(&repo, line).denied(line);
         assert!(reason.contains(says), "{line}: {reason}");
+        assert!(reason.contains(BRANCH), "{line}: {reason}");
     }
     // Any other tool is none of the guard's business.
     let run = run_hook(&repo, "pre-tool-use-edit", |_| {}, &[]);
     assert!(run.expect(0).stdout.is_empty());
+}
+
+/// The guard reads a command line as the shell will run it (issue 30):
+/// wrappers, compound commands, git's unique option prefixes, `-c`
+/// overrides, `send-pack`, aliases, and what is only data; it asks where
+/// the shell alone can tell.
+#[test]
+fn pre_tool_use_reads_the_command_as_the_shell_runs_it() {
+    let env = TestEnv::new();
+    let repo = env.clone("agent");
+    repo.maverick_as(INSTANCE, &["coord", "claim", "142", "--branch", BRANCH])
+        .expect(0);
+    repo.maverick_as(
+        "laptop-0a1b2c3d",
+        &["coord", "claim", "143", "--branch", "maverick/143-lexer"],
+    )
+    .expect(0);
+    repo.git(&["switch", "--quiet", "-c", BRANCH]);
+    std::fs::create_dir_all(repo.dir.join("src")).unwrap();
+    // Scripts the agent wrote earlier; a script runs where it is started.
+    std::fs::write(
+        repo.dir.join("push.sh"),
+        "set -e\ngit push --no-verify origin maverick/142-parser\n",
+    )
+    .unwrap();
+    std::fs::write(repo.dir.join("src/up.sh"), "cd ..\ngit push --force\n").unwrap();
+    std::fs::write(
+        repo.dir.join("src/ok.sh"),
+        "git push origin maverick/142-parser\n",
+    )
+    .unwrap();
+    // A remote maverick does not manage.
+    env.git_in(env.path(), &["init", "--quiet", "--bare", "other.git"]);
+    repo.git(&["remote", "add", "other", "../other.git"]);
+    repo.git(&["config", "alias.pnv", "push --no-verify"]);
+    repo.git(&["config", "alias.yolo", "!git push --force origin \"$@\" #"]);
+
+    let denied: &[(&str, &str)] = &[
+        // git takes any unique prefix of a long option.
+        ("git push --no-verif", "--no-verify"),
+        (
+            "git push --no-veri origin maverick/142-parser",
+            "--no-verify",
+        ),
+        ("git push --dele origin maverick/142-parser", "delete"),
+        // Wrappers that run their arguments as a command.
+        ("timeout 60 git push --no-verify", "--no-verify"),
+        ("timeout -s KILL 5m git push -f", "forced push"),
+        (
+            "env GIT_TRACE=1 git push --no-verify origin HEAD",
+            "--no-verify",
+        ),
+        ("command git push --no-verify", "--no-verify"),
+        ("nice -n 5 git push -f", "forced push"),
+        (
+            "nohup git push --force origin maverick/142-parser &",
+            "forced push",
+        ),
+        ("echo x | xargs git push --no-verify origin", "--no-verify"),
+        ("sh -c 'git push --force-with-lease'", "forced push"),
+        ("bash -lc \"cd src && git push --no-verify\"", "--no-verify"),
+        ("eval git push --no-verify", "--no-verify"),
+        // A script file a shell runs is read as it is now.
+        ("sh push.sh", "--no-verify"),
+        ("bash -o pipefail ./push.sh", "--no-verify"),
+        (". ./push.sh", "--no-verify"),
+        ("source push.sh", "--no-verify"),
+        ("cd src && sh up.sh", "forced push"),
+        ("bash <<'EOF'\ngit push --no-verify\nEOF", "--no-verify"),
+        // Compound commands, lists, pipelines, substitutions.
+        ("if true; then git push --no-verify; fi", "--no-verify"),
+        ("{ git status; git push --force; }", "forced push"),
+        ("(cd src; git push -f)", "forced push"),
+        (
+            "git status && git push --no-verify || echo failed",
+            "--no-verify",
+        ),
+        ("for i in 1 2; do git push --no-verify; done", "--no-verify"),
+        (
+            "git log | head -1; git push origin :maverick/142-parser",
+            "delete",
+        ),
+        ("echo \"$(git push --no-verify)\"", "--no-verify"),
+        ("cd src && git push --no-verify", "--no-verify"),
+        // What the line itself says is known.
+        (
+            "git push --no-verify origin \"$(git branch --show-current)\"",
+            "--no-verify",
+        ),
+        (
+            "B=maverick/142-parser; git push -f origin \"$B\"",
+            "forced push",
+        ),
+        // Other ways to skip the hook.
+        ("git -c core.hooksPath=/dev/null push", "core.hooksPath"),
+        (
+            "git -c core.hookspath=/dev/null push origin maverick/142-parser",
+            "core.hooksPath",
+        ),
+        (
+            "git send-pack ../origin.git maverick/142-parser",
+            "send-pack",
+        ),
+        (
+            "git send-pack --force ../origin.git maverick/142-parser",
+            "send-pack",
+        ),
+        // Aliases are what they expand to.
+        ("git pnv", "--no-verify"),
+        ("git yolo maverick/142-parser", "forced push"),
+    ];
+    for (line, says) in denied {
+        let reason = guard(&repo, line).denied(line);
+        assert!(reason.contains(says), "{line}: {reason}");
+    }
+
+    let asked: &[(&str, &str)] = &[
+        ("git push origin \"$BRANCH\"", "\"$BRANCH\""),
+        ("git push --force origin $BRANCH", "$BRANCH"),
+        (
+            "git push -f origin \"$(cat branch.txt)\"",
+            "$(cat branch.txt)",
+        ),
+        (
+            "git push --no-verify \"$REMOTE\" maverick/142-parser",
+            "$REMOTE",
+        ),
+        ("$GIT push --force origin maverick/142-parser", "$GIT"),
+        ("cd \"$WORKTREE\" && git push --force", "directory"),
+        ("git push --forc origin maverick/142-parser", "--forc"),
+        ("git push --no-ver origin maverick/142-parser", "--no-ver"),
+        ("git -c \"$SETTING\" push", "$SETTING"),
+        (
+            "git push --prune origin 'refs/heads/*:refs/heads/*'",
+            "which branches --prune deletes",
+        ),
+        (
+            "git push origin \"$(git branch --show-current)\" \"$OTHER\"",
+            "$OTHER",
+        ),
+    ];
+    for (line, says) in asked {
+        match guard(&repo, line) {
+            Answer::Ask(reason) => assert!(reason.contains(says), "{line}: {reason}"),
+            other => panic!("{line}: ask expected, got {other:?}"),
+        }
+    }
+
+    for line in [
+        // A heredoc is data, unless a shell reads it.
+        "cat > notes.md <<'EOF'\nNever run git push --no-verify here.\nEOF",
+        "cat <<EOF\ngit push --force origin maverick/142-parser\nEOF",
+        "git commit -F - <<'EOF'\nci: git push --no-verify is gone\nEOF",
+        "echo git push --force",
+        "git commit -m \"do not git push --no-verify\"",
+        "command -v git",
+        // --no-verify to a remote or branch maverick does not manage.
+        "git push --no-verify other maverick/142-parser",
+        "git push --no-verify ../other.git HEAD",
+        "git push --no-verify origin unrelated-branch",
+        "git send-pack ../other.git maverick/142-parser",
+        // What the guard can read and lets through.
+        "git push origin maverick/142-parser",
+        "git push -u origin \"$(git branch --show-current)\"",
+        "git push --verify origin maverick/142-parser",
+        "git push --force --dry-run origin maverick/142-parser",
+        "git push --no-verify --dry-run",
+        "git -c core.hooksPath=/dev/null status",
+        "sh src/ok.sh",
+        "sh not-written-yet.sh",
+        "git p4 submit",
+    ] {
+        assert_eq!(guard(&repo, line), Answer::Allow, "{line}");
+    }
+}
+
+/// The guard's reading of option spellings is git's own: for each
+/// spelling, the guard's answer is checked against what the real git does
+/// with it (a dry run: whether the pre-push hook ran, whether the push was
+/// forced, whether git refused the option).
+#[test]
+fn pre_tool_use_reads_option_spellings_as_the_real_git_does() {
+    let env = TestEnv::new();
+    let repo = env.clone("agent");
+    repo.maverick_as(INSTANCE, &["coord", "claim", "142", "--branch", BRANCH])
+        .expect(0);
+    repo.git(&["switch", "--quiet", "-c", BRANCH]);
+    repo.commit_file("a.txt", "a\n", "feat: a");
+    let marker = repo.dir.join("hook-ran");
+    let hook = repo.dir.join(".git/hooks/pre-push");
+    std::fs::write(&hook, format!("#!/bin/sh\ntouch '{}'\n", marker.display())).unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+
+    // What git does with `git [GLOBAL] push --dry-run --porcelain SPELLING origin BRANCH`.
+    let git_does = |global: &[&str], spelling: &[&str]| {
+        let _ = std::fs::remove_file(&marker);
+        let mut args: Vec<&str> = global.to_vec();
+        args.extend(["push", "--dry-run", "--porcelain"]);
+        args.extend(spelling);
+        args.extend(["origin", BRANCH]);
+        let out = repo.git_output(&args);
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        (out.status.code(), marker.exists(), stdout, stderr)
+    };
+    // git refuses an ambiguous option (129) and names what it could be:
+    // the guard asks when one of those would skip the hook, force or
+    // delete, and lets the rest through.
+    let refused = |line: &str, stderr: &str, answer: Answer| {
+        let could_be = stderr
+            .lines()
+            .find(|l| l.contains("ambiguous option"))
+            .unwrap_or_else(|| panic!("{line}: {stderr}"));
+        let risky = [
+            "--no-verify",
+            "--force ",
+            "--force)",
+            "--force-with-lease",
+            "--delete",
+        ]
+        .iter()
+        .any(|o| format!("{could_be})").contains(o));
+        match answer {
+            Answer::Ask(_) if risky => {}
+            Answer::Allow if !risky => {}
+            other => panic!("{line}: {could_be}: {other:?}"),
+        }
+    };
+
+    let hook_spellings: &[(&[&str], &[&str])] = &[
+        (&[], &["--no-verify"]),
+        (&[], &["--no-verif"]),
+        (&[], &["--no-veri"]),
+        (&[], &["--no-ver"]),
+        (&[], &["--no-v"]),
+        (&[], &["--verify"]),
+        (&[], &["--veri"]),
+        (&[], &["--ver"]),
+        (&[], &["--no-no-verify"]),
+        (&[], &["--no-verify", "--verify"]),
+        (&["-c", "core.hooksPath=/dev/null"], &[]),
+        (&["-c", "Core.HooksPath=/dev/null"], &[]),
+        (&["--config-env=core.hooksPath=HOME"], &[]),
+    ];
+    for (global, spelling) in hook_spellings {
+        let mut words = vec!["git"];
+        words.extend(*global);
+        words.push("push");
+        words.extend(*spelling);
+        words.extend(["origin", BRANCH]);
+        let line = words.join(" ");
+        let (code, hook_ran, _, stderr) = git_does(global, spelling);
+        let answer = guard(&repo, &line);
+        match code {
+            Some(0) if hook_ran => assert_eq!(answer, Answer::Allow, "{line}"),
+            Some(0) => {
+                answer.denied(&line);
+            }
+            Some(129) => refused(&line, &stderr, answer),
+            other => panic!("{line}: git exited {other:?}: {stderr}"),
+        }
+    }
+
+    // The local branch no longer contains the remote's head.
+    repo.git(&["push", "--quiet", "--no-verify", "origin", BRANCH]);
+    repo.git(&["reset", "--quiet", "--hard", "HEAD~1"]);
+    repo.commit_file("b.txt", "b\n", "feat: b");
+    let force_spellings: &[&[&str]] = &[
+        &["--force"],
+        &["-f"],
+        &["-uf"],
+        &["--forc"],
+        &["--for"],
+        &["--force-w"],
+        &["--force-with-lease"],
+        &["--force-i"],
+        &["--no-force"],
+        &["--force", "--no-force"],
+        &["--no-forc"],
+        &["--no-force", "--force-w"],
+    ];
+    for spelling in force_spellings {
+        let line = format!("git push {} origin {BRANCH}", spelling.join(" "));
+        let mut with_no_verify = spelling.to_vec();
+        with_no_verify.push("--no-verify");
+        let (code, _, porcelain, stderr) = git_does(&[], &with_no_verify);
+        let forced = porcelain.lines().any(|l| l.starts_with('+'));
+        let answer = guard(&repo, &line);
+        match code {
+            Some(0) if forced => {
+                answer.denied(&line);
+            }
+            // Rejected as non-fast-forward: the guard leaves it to the hook.
+            Some(0 | 1) => assert_eq!(answer, Answer::Allow, "{line}: {porcelain}"),
+            Some(129) => refused(&line, &stderr, answer),
+            other => panic!("{line}: git exited {other:?}: {porcelain}{stderr}"),
+        }
+    }
 }
 
 #[test]
@@ -433,18 +998,15 @@ fn pre_tool_use_denies_a_push_to_a_branch_another_instance_holds() {
         &["coord", "claim", "143", "--branch", theirs],
     )
     .expect(0);
-    let reason = guard(&repo, &format!("git push origin HEAD:{theirs}"))
-        .expect("a push to another instance's branch is denied");
+    let line = format!("git push origin HEAD:{theirs}");
+    let reason = guard(&repo, &line).denied(&line);
     assert!(reason.contains("laptop-0a1b2c3d"), "{reason}");
     assert!(reason.contains(INSTANCE), "{reason}");
     assert!(reason.contains("#143"), "{reason}");
     // Once that instance released it, the branch is free to push to.
     repo.maverick_as("laptop-0a1b2c3d", &["coord", "release", "143"])
         .expect(0);
-    assert_eq!(
-        guard(&repo, &format!("git push origin HEAD:{theirs}")),
-        None
-    );
+    assert_eq!(guard(&repo, &line), Answer::Allow);
 }
 
 #[test]
@@ -456,11 +1018,10 @@ fn pre_tool_use_in_a_repository_without_maverick_allows_everything_at_once() {
         "git push --force",
         "git push --no-verify origin main",
         "git push origin :main",
+        "git push origin \"$BRANCH\" --force",
+        "git -c core.hooksPath=/dev/null push",
     ] {
-        assert_eq!(guard(&repo, line), None, "{line}");
+        assert_eq!(guard(&repo, line), Answer::Allow, "{line}");
     }
-    eprintln!(
-        "three guard runs (sh + git-maverick): {:?}",
-        start.elapsed()
-    );
+    eprintln!("five guard runs (sh + git-maverick): {:?}", start.elapsed());
 }

@@ -5,9 +5,20 @@
 //! passes a hermetic one explicitly and leaves its own process alone.
 
 use crate::support::mav::branch_record::BranchStore;
+use crate::support::mav::clock::Clock;
 use crate::support::mav::git::{Git, GitEnv};
-use crate::support::mav::push::{cas_push, cas_push_last_seen, PushError};
+use crate::support::mav::push::{cas_push, cas_push_last_seen, PushError, Pusher};
 use crate::support::{RepoKind, TestEnv};
+
+/// `instance`'s push of #142's branch.
+fn by(instance: &str) -> Pusher<'_> {
+    static CLOCK: std::sync::OnceLock<Clock> = std::sync::OnceLock::new();
+    Pusher {
+        issue: Some(142),
+        instance,
+        clock: CLOCK.get_or_init(Clock::system),
+    }
+}
 
 use crate::support::STORY_BRANCH as BRANCH;
 
@@ -33,7 +44,7 @@ fn cas_push_refuses_a_remote_that_moved_and_a_rewrite(kind: RepoKind) {
     assert_eq!(store.get(BRANCH).unwrap().unwrap().last_seen, None);
 
     let first = a.commit_file("one.rs", "1\n", "feat: one");
-    let pushed = cas_push(&git, "origin", "HEAD", BRANCH, None, Some(142), "a").unwrap();
+    let pushed = cas_push(&git, "origin", "HEAD", BRANCH, None, by("a")).unwrap();
     assert_eq!(pushed, first);
     assert_eq!(env.origin_head(BRANCH), Some(first.clone()));
     assert_eq!(
@@ -48,7 +59,7 @@ fn cas_push_refuses_a_remote_that_moved_and_a_rewrite(kind: RepoKind) {
     let intruder = b.commit_file("b.rs", "b\n", "feat: someone else");
     b.git(&["push", "--quiet", "origin", BRANCH]);
     a.commit_file("two.rs", "2\n", "feat: two");
-    let err = cas_push(&git, "origin", "HEAD", BRANCH, Some(&first), Some(142), "a").unwrap_err();
+    let err = cas_push(&git, "origin", "HEAD", BRANCH, Some(&first), by("a")).unwrap_err();
     assert!(matches!(err, PushError::Collision { .. }), "{err:?}");
     assert!(err.to_string().contains("someone else pushed"), "{err}");
     assert_eq!(env.origin_head(BRANCH), Some(intruder.clone()));
@@ -62,16 +73,7 @@ fn cas_push_refuses_a_remote_that_moved_and_a_rewrite(kind: RepoKind) {
     // lease that matches (git would force it).
     a.git(&["reset", "--quiet", "--hard", "main"]);
     a.commit_file("one.rs", "rewritten\n", "feat: one, rewritten");
-    let err = cas_push(
-        &git,
-        "origin",
-        "HEAD",
-        BRANCH,
-        Some(&intruder),
-        Some(142),
-        "a",
-    )
-    .unwrap_err();
+    let err = cas_push(&git, "origin", "HEAD", BRANCH, Some(&intruder), by("a")).unwrap_err();
     assert!(matches!(err, PushError::NotFastForward { .. }), "{err:?}");
     assert_eq!(env.origin_head(BRANCH), Some(intruder.clone()));
 
@@ -85,24 +87,14 @@ fn cas_push_refuses_a_remote_that_moved_and_a_rewrite(kind: RepoKind) {
         "HEAD",
         BRANCH,
         Some(&intruder),
-        Some(142),
-        "intruder",
+        by("intruder"),
     )
     .unwrap_err();
     assert!(matches!(err, PushError::NotHolder { .. }), "{err:?}");
 
     // Even the holder's push is refused by its hook while this clone has
     // not accepted the intruder's head as last seen...
-    let err = cas_push(
-        &git,
-        "origin",
-        "HEAD",
-        BRANCH,
-        Some(&intruder),
-        Some(142),
-        "a",
-    )
-    .unwrap_err();
+    let err = cas_push(&git, "origin", "HEAD", BRANCH, Some(&intruder), by("a")).unwrap_err();
     assert!(matches!(err, PushError::Refused { .. }), "{err:?}");
     assert!(err.to_string().contains("moved on the remote"), "{err}");
     // ...until whoever owns the work decides to build on it.
@@ -113,19 +105,11 @@ fn cas_push_refuses_a_remote_that_moved_and_a_rewrite(kind: RepoKind) {
         Some(142),
         "a",
         &maverick::writer::prepush::SeenOn::of_remote(&git, "origin"),
+        env.clock().now(),
     )
     .unwrap();
     // On top of the head it now expects, the holder's push goes through.
-    let pushed = cas_push(
-        &git,
-        "origin",
-        "HEAD",
-        BRANCH,
-        Some(&intruder),
-        Some(142),
-        "a",
-    )
-    .unwrap();
+    let pushed = cas_push(&git, "origin", "HEAD", BRANCH, Some(&intruder), by("a")).unwrap();
     assert_eq!(pushed, mine);
     assert_eq!(env.origin_head(BRANCH), Some(mine.clone()));
     // And a plain `git push` after it raises no false alarm.
@@ -139,7 +123,7 @@ fn cas_push_refuses_a_remote_that_moved_and_a_rewrite(kind: RepoKind) {
     assert_eq!(env.origin_head(BRANCH), Some(next.clone()));
     // The plain push left its head pending; maverick's next push finds it.
     let fifth = a.commit_file("five.rs", "5\n", "feat: five");
-    let pushed = cas_push_last_seen(&git, "origin", "HEAD", BRANCH, Some(142), "a").unwrap();
+    let pushed = cas_push_last_seen(&git, "origin", "HEAD", BRANCH, by("a")).unwrap();
     assert_eq!(pushed, fifth);
     assert_eq!(
         store.get(BRANCH).unwrap().unwrap().last_seen,
@@ -157,7 +141,7 @@ fn cas_push_refuses_a_remote_that_moved_and_a_rewrite(kind: RepoKind) {
     let late = b.commit_file("late.rs", "late\n", "feat: late intrusion");
     b.git(&["push", "--quiet", "origin", BRANCH]);
     a.commit_file("seven.rs", "7\n", "feat: seven");
-    let err = cas_push_last_seen(&git, "origin", "HEAD", BRANCH, Some(142), "a").unwrap_err();
+    let err = cas_push_last_seen(&git, "origin", "HEAD", BRANCH, by("a")).unwrap_err();
     assert!(matches!(err, PushError::Collision { .. }), "{err:?}");
     assert!(err.to_string().contains(&sixth), "{err}");
     assert_eq!(env.origin_head(BRANCH), Some(late));

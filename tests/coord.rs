@@ -2,10 +2,10 @@
 //! bare origin, on both surfaces: every test runs on the git surface and on
 //! the github surface (a fake GitHub server), as `name::git` and `name::github`.
 
+use std::io::{BufRead as _, BufReader};
 use std::process::Child;
-use std::time::{Duration, Instant};
 
-use crate::support::{Run, Surface, TestEnv};
+use crate::support::{mav, Run, Surface, TestEnv};
 
 on_both_surfaces!(
     read_of_an_unclaimed_issue_is_free,
@@ -30,24 +30,6 @@ fn wait_all(children: Vec<(String, Child)>) -> Vec<(String, Run)> {
             (name, Run::from_output(&["coord", "claim"], out))
         })
         .collect()
-}
-
-/// Polls `coord read` until it exits `code`, within a bounded time.
-#[track_caller]
-fn wait_for_read_exit(repo: &crate::support::Repo<'_>, issue: &str, code: i32) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let run = repo.maverick(&["coord", "read", issue]);
-        if run.code == code {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "coord read never exited {code}: {}",
-            run.screen()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 fn read_of_an_unclaimed_issue_is_free(surface: Surface) {
@@ -311,7 +293,9 @@ fn a_claim_taken_over_before_its_settle_exits_6(surface: Surface) {
     let env = TestEnv::with_surface(surface);
     let alice = env.clone("alice");
     let bob = env.clone("bob");
-    let slow = alice
+    // A settle longer than the lease: alice's pause waits for the clock
+    // (MAVERICK_CLOCK_PAUSES=wait), which the test moves.
+    let mut slow = alice
         .maverick_command(&[
             "coord",
             "claim",
@@ -319,19 +303,30 @@ fn a_claim_taken_over_before_its_settle_exits_6(surface: Surface) {
             "--lease-ttl",
             "60s",
             "--settle-delay",
-            "8s",
+            "90s",
             "--json",
         ])
         .env("MAVERICK_INSTANCE", "alice")
+        .env(mav::clock::CLOCK_PAUSES_VAR, "wait")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Alice's lease runs out while she waits to re-read.
-    wait_for_read_exit(&bob, "142", 4);
+    // Alice's claim is written and she waits to re-read.
+    let mut stderr = BufReader::new(slow.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    assert!(
+        line.starts_with("waiting 90 s for the settle delay"),
+        "{line}"
+    );
+    // Her lease runs out while she waits, and bob takes the issue over.
+    bob.maverick(&["coord", "read", "142"]).expect(4);
     env.advance_clock(61);
     bob.maverick(&["coord", "read", "142"]).expect(5);
     bob.maverick(&["coord", "takeover", "142"]).expect(0);
+    // Then her settle delay ends.
+    env.advance_clock(30);
     let lost = Run::from_output(&["coord", "claim"], slow.wait_with_output().unwrap());
     lost.expect(6);
     let json = lost.json();
@@ -365,6 +360,10 @@ fn sixteen_instances_race_for_one_issue_and_exactly_one_wins_each_round(surface:
                 let child = r
                     .maverick_command(&["coord", "claim", &issue])
                     .env("MAVERICK_INSTANCE", &r.instance)
+                    // The settle's pause is what lets every racer's claim
+                    // land before the re-read: real time here, as between
+                    // machines, not a move of the shared test clock.
+                    .env(mav::clock::CLOCK_PAUSES_VAR, "wait")
                     .stdout(std::process::Stdio::piped())
                     .stderr(std::process::Stdio::piped())
                     .spawn()

@@ -212,7 +212,7 @@ fn run_killed_with_sigkill_takes_its_command_with_it() {
     let env = TestEnv::new();
     let a = env.clone("alpha");
     let pid_file = env.path().join("command.pid");
-    let mut args = run_flags::SHORT.to_vec();
+    let mut args = run_flags::MOVED.to_vec();
     args.push("7");
     let mut run = spawn_run(
         &a,
@@ -236,7 +236,7 @@ fn run_killed_with_sigkill_takes_its_command_with_it() {
     // stale; then the documented takeover recovers the issue.
     let b = env.clone("beta");
     b.maverick(&["coord", "read", "7"]).expect(4);
-    env.advance_clock(5); // past the 4 s lease
+    env.advance_clock(run_flags::TTL_SECS + 1); // past the lease
     b.maverick(&["coord", "read", "7"]).expect(5);
     b.maverick(&["coord", "claim", "7", "--takeover"]).expect(0);
 }
@@ -256,7 +256,10 @@ fn a_race_hidden_by_list_lag_ends_at_the_early_first_heartbeat() {
     for r in &racers {
         r.git(&["config", "maverick.settleDelay", "1s"]);
     }
-    fake.set_list_lag(Duration::from_secs(2));
+    // Longer than a settle delay and a half: whichever racer's settle moves
+    // the shared clock first, the other racer's claim stays hidden from both
+    // re-reads.
+    fake.set_list_lag(Duration::from_millis(2500));
     let dir = env.path().to_owned();
     let mut runs: Vec<Child> = racers
         .iter()
@@ -279,7 +282,10 @@ fn a_race_hidden_by_list_lag_ends_at_the_early_first_heartbeat() {
         );
     }
 
-    // Well within the 120s heartbeat interval, one run exits 7.
+    // The first heartbeat comes three settle delays after the claim, well
+    // within the 120s heartbeat interval, and sees past the lag: one run
+    // exits 7.
+    env.advance_clock(5);
     let end = Instant::now() + Duration::from_secs(20);
     let loser = loop {
         if let Some(i) = runs
@@ -357,7 +363,7 @@ fn epoch_of(value: &serde_json::Value) -> i64 {
 }
 
 fn real_now() -> i64 {
-    crate::support::mav::timefmt::Timestamp::now().0
+    crate::support::mav::clock::Clock::system().now().0
 }
 
 /// Asserts that `reader` sees #`issue` held with a lease of one default ttl
@@ -614,7 +620,7 @@ fn a_release_that_failed_part_way_converges_and_its_label_is_free() {
 /// Runs `git maverick ARGS` in `repo` set to die at `point`, and checks that
 /// it died there, by SIGKILL, as `kill -9` would have killed it.
 #[track_caller]
-fn crash_at(repo: &Repo<'_>, point: &str, args: &[&str]) {
+pub(crate) fn crash_at(repo: &Repo<'_>, point: &str, args: &[&str]) {
     use std::os::unix::process::ExitStatusExt as _;
     assert!(
         crate::support::mav::failpoint::ALL.contains(&point),

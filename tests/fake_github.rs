@@ -1002,6 +1002,145 @@ fn etags_answer_304_without_spending_rate_limit() {
     assert_eq!(changed.json().as_array().unwrap().len(), 1);
 }
 
+/// What the client's shared cache relies on, as GitHub behaves: every GET
+/// answer carries a weak ETag (and cache headers), a single resource also a
+/// `Last-Modified`; `If-None-Match` wins over `If-Modified-Since`; a 304 has
+/// no body and is not counted; an issue's `updated_at` (so its ETag, and the
+/// ETag of every list page it is on) moves with a new comment, a label or
+/// an assignee, and answers to writes carry strong ETags.
+#[test]
+fn conditional_requests_answer_as_github_does() {
+    let fake = FakeGithub::start(OWNER, REPO);
+    fake.create_issue(1, "Story", &[]);
+    fake.create_issue(2, "Other", &[]);
+    let issue_path = repo_path("issues/1");
+    let list_path = repo_path("issues?state=open&per_page=100");
+    let first = get(&fake, &issue_path);
+    let etag = first.header("etag").unwrap().to_string();
+    assert!(etag.starts_with("W/\""), "{etag}");
+    assert_eq!(
+        first.header("cache-control"),
+        Some("private, max-age=60, s-maxage=60")
+    );
+    assert!(first.header("vary").unwrap().contains("Authorization"));
+    let modified = first.header("last-modified").unwrap().to_string();
+    assert_eq!(
+        parse_http_date(&modified),
+        parse_rfc3339(first.json()["updated_at"].as_str().unwrap()),
+        "Last-Modified is the issue's updated_at"
+    );
+
+    fake.reset_count();
+    let by_date = api_with(
+        &fake,
+        "GET",
+        &issue_path,
+        None,
+        &[("If-Modified-Since", &modified)],
+    );
+    assert_eq!(by_date.status, 304);
+    assert!(by_date.body.is_empty() && by_date.header("content-type").is_none());
+    assert_eq!(by_date.header("etag"), Some(etag.as_str()));
+    // A stale ETag wins over a date that still matches.
+    let both = api_with(
+        &fake,
+        "GET",
+        &issue_path,
+        None,
+        &[
+            ("If-None-Match", "W/\"0\""),
+            ("If-Modified-Since", &modified),
+        ],
+    );
+    assert_eq!(both.status, 200);
+    assert_eq!(fake.not_modified_count(), 1);
+    assert_eq!(fake.counted_requests(), 1, "the 304 was free, the 200 not");
+    let recorded = fake.requests();
+    assert!(!recorded[0].counted && recorded[1].counted);
+    assert_eq!(
+        recorded[0].if_modified_since.as_deref(),
+        Some(modified.as_str())
+    );
+
+    // Lists have no Last-Modified: a date alone gets the whole list.
+    let list = get(&fake, &list_path);
+    let list_etag = list.header("etag").unwrap().to_string();
+    assert!(list.header("last-modified").is_none());
+    let dated = api_with(
+        &fake,
+        "GET",
+        &list_path,
+        None,
+        &[("If-Modified-Since", "Fri, 01 Jan 2100 00:00:00 GMT")],
+    );
+    assert_eq!(dated.status, 200);
+    let list_again = |fake: &FakeGithub, etag: &str| {
+        api_with(fake, "GET", &list_path, None, &[("If-None-Match", etag)]).status
+    };
+    assert_eq!(list_again(&fake, &list_etag), 304);
+
+    // A new comment on #2 moves its updated_at: its ETag and the list's change.
+    fake.advance_clock(5);
+    let before = get(&fake, &repo_path("issues/2"));
+    api(
+        &fake,
+        "POST",
+        &repo_path("issues/2/comments"),
+        Some(json!({"body": "news"})),
+    );
+    let after = get(&fake, &repo_path("issues/2"));
+    assert_ne!(after.json()["updated_at"], before.json()["updated_at"]);
+    assert_ne!(after.header("etag"), before.header("etag"));
+    assert_eq!(list_again(&fake, &list_etag), 200);
+    let list_etag = get(&fake, &list_path).header("etag").unwrap().to_string();
+
+    // So does a label; an answer to a write carries a strong ETag.
+    fake.advance_clock(5);
+    let labelled = api(
+        &fake,
+        "POST",
+        &repo_path("issues/1/labels"),
+        Some(json!({"labels": ["agent-wip"]})),
+    );
+    assert!(labelled.header("etag").unwrap().starts_with('"'));
+    let relabelled = get(&fake, &issue_path);
+    assert_ne!(relabelled.json()["updated_at"], first.json()["updated_at"]);
+    assert_eq!(
+        api_with(&fake, "GET", &issue_path, None, &[("If-None-Match", &etag)]).status,
+        200
+    );
+    assert_eq!(list_again(&fake, &list_etag), 200);
+    let list_etag = get(&fake, &list_path).header("etag").unwrap().to_string();
+
+    // Editing a comment changes the comment list's ETag; the issue's only
+    // where the fake is told edits touch issues (GitHub does not document it).
+    let comments_path = repo_path("issues/2/comments");
+    let comments = get(&fake, &comments_path);
+    let id = comments.json()[0]["id"].as_u64().unwrap();
+    fake.advance_clock(5);
+    api(
+        &fake,
+        "PATCH",
+        &repo_path(&format!("issues/comments/{id}")),
+        Some(json!({"body": "edited"})),
+    );
+    let comments_etag = comments.header("etag").unwrap();
+    let status = |path: &str, etag: &str| {
+        api_with(&fake, "GET", path, None, &[("If-None-Match", etag)]).status
+    };
+    assert_eq!(status(&comments_path, comments_etag), 200);
+    assert_eq!(list_again(&fake, &list_etag), 304);
+    fake.set_comment_edits_touch_issues(true);
+    fake.advance_clock(5);
+    api(
+        &fake,
+        "PATCH",
+        &repo_path(&format!("issues/comments/{id}")),
+        Some(json!({"body": "edited again"})),
+    );
+    assert_eq!(list_again(&fake, &list_etag), 200);
+}
+
 #[test]
 fn tokens_are_checked_and_never_echoed() {
     let fake = FakeGithub::start(OWNER, REPO);

@@ -10,6 +10,7 @@ use std::process::{Child, Stdio};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::support::mav::timefmt::Timestamp;
 use crate::support::{Repo, Run, TestEnv};
 
 /// Starts `args` in every (repo, args) pair at once; waits for all of them.
@@ -278,14 +279,20 @@ fn a_dispatch_fetches_only_what_moved_and_once() {
 /// The old layout as the previous git-maverick wrote it (by its own `coord
 /// claim 6`, `coord release 6`, `coord claim 7 --branch maverick/7-old` and
 /// `coord label add 8 agent-ready`), pushed to origin's
-/// `refs/maverick/issues`. The clock of every maverick process is set a
-/// minute after those writes, so alice's lease on #7 is live.
+/// `refs/maverick/issues`, its stamps moved to a minute before the test's
+/// clock, so alice's lease on #7 is live.
 fn old_layout(env: &TestEnv) -> String {
     let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/git-surface-v1");
+    let meta: Value =
+        serde_json::from_slice(&std::fs::read(fixture.join("meta.json")).unwrap()).unwrap();
+    let written = Timestamp::parse(meta["clock"].as_str().unwrap()).unwrap();
+    // The fixture's stamps, moved to a minute before the test's clock.
+    let shift = env.clock().now().0 - 60 - written.0;
     let dir = env.path().join("old-layout");
     env.git_in(env.path(), &["init", "--quiet", dir.to_str().unwrap()]);
     for file in ["meta.json", "issue-6.json", "issue-7.json", "issue-8.json"] {
-        std::fs::copy(fixture.join(file), dir.join(file)).unwrap();
+        let text = std::fs::read_to_string(fixture.join(file)).unwrap();
+        std::fs::write(dir.join(file), shift_stamps(&text, shift)).unwrap();
     }
     env.git_in(&dir, &["add", "-A"]);
     env.git_in(&dir, &["commit", "--quiet", "-m", "maverick: #8 by alice"]);
@@ -294,13 +301,33 @@ fn old_layout(env: &TestEnv) -> String {
         &dir,
         &["push", "--quiet", origin, "HEAD:refs/maverick/issues"],
     );
-    let meta: Value =
-        serde_json::from_slice(&std::fs::read(fixture.join("meta.json")).unwrap()).unwrap();
-    let written =
-        crate::support::mav::timefmt::Timestamp::parse(meta["clock"].as_str().unwrap()).unwrap();
-    let now = crate::support::mav::timefmt::Timestamp::now();
-    env.advance_clock(written.0 + 60 - now.0);
     env.git_in(&env.origin, &["rev-parse", "refs/maverick/issues"])
+}
+
+/// `text` with every stamp (`2026-12-03T14:23:31Z`) moved by `secs`.
+fn shift_stamps(text: &str, secs: i64) -> String {
+    const SHAPE: &[u8] = b"dddd-dd-ddTdd:dd:ddZ";
+    let stamp_at = |at: usize| {
+        let bytes = text.as_bytes().get(at..at + SHAPE.len())?;
+        let shaped = bytes.iter().zip(SHAPE).all(|(b, s)| match s {
+            b'd' => b.is_ascii_digit(),
+            other => b == other,
+        });
+        shaped.then(|| Timestamp::parse(&text[at..at + SHAPE.len()]))?
+    };
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    while at < text.len() {
+        if let Some(stamp) = stamp_at(at) {
+            out.push_str(&Timestamp(stamp.0 + secs).to_string());
+            at += SHAPE.len();
+        } else {
+            let c = text[at..].chars().next().unwrap();
+            out.push(c);
+            at += c.len_utf8();
+        }
+    }
+    out
 }
 
 fn origin_ref(env: &TestEnv, refname: &str) -> Option<String> {

@@ -382,19 +382,29 @@ fn a_secondary_rate_limit_is_waited_out_as_retry_after_says() {
     fake.create_issue(81, "busy", &[]);
     let alice = env.clone("alice");
     fake.secondary_rate_limit_next(1, 2);
-    let started = Instant::now();
+    fake.reset_count();
     let run = alice.maverick(&["coord", "read", "81", "-v"]);
     run.expect(0);
-    assert!(
-        started.elapsed() >= Duration::from_secs(2),
-        "waited only {:?}",
-        started.elapsed()
-    );
+    // The request after the limited one came 2 s later on the clock that
+    // maverick and the fake share (maverick moved it instead of sleeping).
+    let waited = waited_after_the_limit(fake);
+    assert!(waited >= 2000, "waited only {waited} ms");
     assert!(
         run.stderr.contains("secondary rate limit; waiting 2s"),
         "{}",
         run.stderr
     );
+}
+
+/// Milliseconds between the first rate-limited answer and the request after
+/// it, on the fake's clock.
+fn waited_after_the_limit(fake: &crate::support::FakeGithub) -> i64 {
+    let requests = fake.requests();
+    let limited = requests
+        .iter()
+        .position(|r| r.status == 403)
+        .expect("a limited request");
+    requests[limited + 1].at_ms - requests[limited].at_ms
 }
 
 /// `10:42:03` (or `2026-11-30T10:42:03Z`) as seconds since midnight.
@@ -417,7 +427,7 @@ fn an_exhausted_rate_limit_waits_for_its_reset_or_says_when_to_come_back() {
     // announced, and the line can be checked against the reset.
     let before = seconds_of_day(&fake.now());
     fake.primary_rate_limit_next(1, 5);
-    let started = Instant::now();
+    fake.reset_count();
     let run = alice.maverick(&["coord", "read", "86"]);
     run.expect(0);
     // A wait longer than 2 s says so without -v: one line, with the time it ends.
@@ -446,10 +456,11 @@ fn an_exhausted_rate_limit_waits_for_its_reset_or_says_when_to_come_back() {
         "{} (GitHub's clock was at {before} s)",
         run.stderr
     );
-    // It did wait that long before reading.
+    // It did wait that long before reading again (on the shared clock).
+    let waited = waited_after_the_limit(fake);
     assert!(
-        started.elapsed() >= Duration::from_secs(secs),
-        "{}",
+        waited >= secs as i64 * 1000,
+        "waited {waited} ms; {}",
         run.stderr
     );
 
@@ -477,13 +488,30 @@ fn a_request_that_times_out_is_retried() {
     let fake = env.github();
     fake.create_issue(82, "slow", &[]);
     let alice = env.clone("alice");
-    alice.git(&["config", "maverick.httpTimeout", "1s"]);
-    fake.slow_next(1, Duration::from_secs(3));
-    let started = Instant::now();
-    let run = alice.maverick(&["coord", "read", "82", "-v"]);
+    alice.git(&["config", "maverick.httpTimeout", "1m"]);
+    fake.slow_next(1, Duration::from_secs(120));
+    let read = alice
+        .command(&["coord", "read", "82", "-v"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once the slow answer is on its way, a minute passes: maverick gives
+    // up on it and asks again.
+    let end = Instant::now() + Duration::from_secs(30);
+    while fake.slowed_requests() == 0 {
+        assert!(Instant::now() < end, "no request reached the fake");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    env.advance_clock(60);
+    let run =
+        crate::support::Run::from_output(&["coord", "read"], read.wait_with_output().unwrap());
     run.expect(0);
-    assert!(started.elapsed() >= Duration::from_secs(1));
-    assert!(run.stderr.contains("no answer within 1s"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("no answer within 60s"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]
@@ -857,6 +885,15 @@ fn library_surface(
     env: &TestEnv,
     trusted: &[&str],
 ) -> crate::support::mav::surface::github::GithubSurface {
+    library_surface_caching_in(env, trusted, None)
+}
+
+/// A surface as one process of a clone whose shared cache is `cache_dir`.
+fn library_surface_caching_in(
+    env: &TestEnv,
+    trusted: &[&str],
+    cache_dir: Option<std::path::PathBuf>,
+) -> crate::support::mav::surface::github::GithubSurface {
     use crate::support::mav::surface::github::{GithubConfig, GithubSurface, Token, TokenSource};
     GithubSurface::new(GithubConfig {
         api_url: env.github().url(),
@@ -864,6 +901,8 @@ fn library_surface(
         token: Token::new(env.github().token(), TokenSource::Given).unwrap(),
         trusted_authors: trusted.iter().map(|s| s.to_string()).collect(),
         timeout: Duration::from_secs(5),
+        clock: env.clock().clone(),
+        cache_dir,
     })
     .unwrap()
 }
@@ -1010,4 +1049,276 @@ fn pull_requests_ci_and_summaries_through_the_library() {
         .iter()
         .all(|r| !r.path.contains("/comments")));
     assert_eq!(fake.request_count(), 2);
+}
+
+/// The clone's conditional-request cache, where its processes share it.
+fn cache_files(repo: &Repo<'_>) -> Vec<std::path::PathBuf> {
+    let dir = repo.dir.join(".git/maverick/github-cache");
+    match std::fs::read_dir(&dir) {
+        Ok(entries) => entries.flatten().map(|e| e.path()).collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+fn counted_summary(requests: &[RecordedRequest]) -> String {
+    requests
+        .iter()
+        .map(|r| {
+            let free = if r.counted { "" } else { " (free)" };
+            format!("{} {} -> {}{free}", r.method, r.path, r.status)
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// GitHub does not count a 304. The ETags a command learnt are in the
+/// clone's common git dir, so a new process's re-read of an unchanged issue
+/// is answered 304 and costs nothing; a change costs the one read it needs.
+#[test]
+fn a_second_read_in_a_new_process_is_answered_304_and_costs_nothing() {
+    let env = github_env();
+    let fake = env.github();
+    fake.create_issue(71, "read twice", &["agent-ready"]);
+    fake.add_comment_as(71, "maverick-bot", "a note");
+    let alice = env.clone("alice");
+    let (first, requests) = counted(&env, &alice, &["coord", "read", "71"]);
+    first.expect(0);
+    assert!(
+        requests.iter().all(|r| r.counted),
+        "{}",
+        counted_summary(&requests)
+    );
+
+    let (again, requests) = counted(&env, &alice, &["coord", "read", "71"]);
+    again.expect(0);
+    assert_eq!(again.stdout, first.stdout);
+    let paid = requests.iter().filter(|r| r.counted).count();
+    assert!(paid <= 1, "{}", counted_summary(&requests));
+    assert!(
+        requests.iter().filter(|r| r.status == 304).count() >= 2,
+        "the issue and its comments are revalidated: {}",
+        counted_summary(&requests)
+    );
+    assert!(
+        requests.iter().filter(|r| r.status == 304).all(|r| r
+            .if_none_match
+            .as_deref()
+            .is_some_and(|t| t.starts_with("W/\""))),
+        "with the weak ETag GitHub gave: {}",
+        counted_summary(&requests)
+    );
+
+    // Another instance's claim lands: the next read pays for what changed.
+    let bob = env.clone("bob");
+    bob.maverick(&["coord", "claim", "71"]).expect(0);
+    let (held, requests) = counted(&env, &alice, &["--json", "coord", "read", "71"]);
+    held.expect(4);
+    assert_eq!(held.json()["holder"]["instance_id"], "bob");
+    let paid = requests.iter().filter(|r| r.counted).count();
+    assert!(paid <= 2, "{}", counted_summary(&requests));
+}
+
+/// The cache never holds the token or a request header, survives many
+/// writers at once, and a damaged cache is ignored (the read pays, and
+/// mends it), never an error.
+#[test]
+fn the_shared_cache_holds_no_token_and_survives_writers_and_damage() {
+    let env = github_env();
+    let fake = env.github();
+    fake.create_issues_on_demand(false);
+    for n in 1..=6 {
+        fake.create_issue(n, "cached", &[]);
+        fake.add_comment_as(n, "maverick-bot", &format!("note {n}"));
+    }
+    fake.echo_authorization_in_errors(true);
+    let alice = env.clone("alice");
+    // Six processes fill the cold cache at once, every one of them writing.
+    let readers: Vec<Child> = (1..=6)
+        .map(|n| spawn(&alice, &["coord", "read", &n.to_string()]))
+        .collect();
+    for (n, child) in readers.into_iter().enumerate() {
+        let run = finish(&["coord", "read"], child);
+        assert_eq!(run.code, 0, "read {}: {}", n + 1, run.stderr);
+    }
+    alice.maverick(&["coord", "claim", "1"]).expect(0);
+    alice.maverick(&["coord", "read", "999"]).expect(1);
+    let files = cache_files(&alice);
+    assert!(files.len() >= 12, "{files:?}");
+    for file in &files {
+        let bytes = std::fs::read(file).unwrap();
+        let text = String::from_utf8_lossy(&bytes).to_ascii_lowercase();
+        assert!(
+            !text.contains(&fake.token().to_ascii_lowercase()),
+            "{file:?}"
+        );
+        assert!(
+            !text.contains("authorization") && !text.contains("bearer"),
+            "{file:?}"
+        );
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(file).unwrap().permissions().mode();
+        assert_eq!(mode & 0o077, 0, "{file:?} is for its owner only");
+    }
+    let (_, requests) = counted(&env, &alice, &["coord", "read", "3"]);
+    assert_eq!(
+        requests.iter().filter(|r| r.counted).count(),
+        0,
+        "{}",
+        counted_summary(&requests)
+    );
+
+    // Torn, truncated, garbage: every read still answers, paying in full.
+    for (i, file) in files.iter().enumerate() {
+        let bytes = std::fs::read(file).unwrap();
+        let damaged = match i % 3 {
+            0 => bytes[..bytes.len() / 2].to_vec(),
+            1 => b"not a cache entry at all".to_vec(),
+            _ => Vec::new(),
+        };
+        std::fs::write(file, damaged).unwrap();
+    }
+    let (read, requests) = counted(&env, &alice, &["coord", "read", "3"]);
+    read.expect(0);
+    assert!(read.stderr.is_empty(), "{}", read.stderr);
+    assert!(
+        requests
+            .iter()
+            .all(|r| r.status == 200 && r.if_none_match.is_none()),
+        "{}",
+        counted_summary(&requests)
+    );
+    let (_, requests) = counted(&env, &alice, &["coord", "read", "3"]);
+    assert_eq!(
+        requests.iter().filter(|r| r.counted).count(),
+        0,
+        "the read mended the cache: {}",
+        counted_summary(&requests)
+    );
+}
+
+/// A heartbeat costs at most two counted requests: the comments its last
+/// beat moved, re-read, and the renewal. The issue's labels are answered
+/// 304 whether or not GitHub moves an issue's `updated_at` when a comment
+/// is edited (it does not document it), and a label taken off is still
+/// seen at the next beat.
+#[test]
+fn a_heartbeat_costs_at_most_two_counted_requests() {
+    for edits_touch_issues in [false, true] {
+        let env = github_env();
+        let fake = env.github();
+        fake.set_comment_edits_touch_issues(edits_touch_issues);
+        fake.create_issue(72, "long work", &[]);
+        let alice = env.clone("alice");
+        alice.maverick(&["coord", "claim", "72"]).expect(0);
+        for beat in 1..=3 {
+            env.advance_clock(60);
+            let (run, requests) = counted(&env, &alice, &["coord", "heartbeat", "72"]);
+            run.expect(0);
+            let paid = requests.iter().filter(|r| r.counted).count();
+            assert!(
+                paid <= 2,
+                "beat {beat} (edits touch issues: {edits_touch_issues}):\n{}",
+                counted_summary(&requests)
+            );
+        }
+        let bob = env.clone("bob");
+        bob.maverick(&["coord", "label", "remove", "72", "claude-in-progress"])
+            .expect(0);
+        env.advance_clock(60);
+        let (run, _) = counted(&env, &alice, &["coord", "heartbeat", "72"]);
+        run.expect(7);
+    }
+}
+
+/// `with_comments` reads an issue's comments once, then keeps the copy up
+/// to date from one list of the repository's recent comments: an edit and
+/// a new comment arrive through it, a deleted comment (which no list shows)
+/// is caught by the count, and a copy too old is read again.
+#[test]
+fn comments_of_many_issues_cost_one_list_once_read() {
+    use crate::support::mav::surface::Surface as _;
+    let env = github_env();
+    let fake = env.github();
+    let mut first_ids = Vec::new();
+    for n in 1..=3 {
+        fake.create_issue(n, "kept", &["claude-in-progress"]);
+        first_ids.push(fake.add_comment_as(n, "maverick-bot", &format!("first on {n}")));
+        fake.add_comment_as(n, "maverick-bot", &format!("second on {n}"));
+    }
+    // Just past a ten-minute mark of GitHub's clock, which rounds the
+    // time of the list of recent comments (so the test knows which lists
+    // are the same).
+    let now = crate::support::fake_github::parse_rfc3339(&fake.now()).unwrap();
+    env.advance_clock((600 - now.rem_euclid(600) + 5) as u64);
+    let cache = env.path().join("shared-cache");
+    let process = || library_surface_caching_in(&env, &[], Some(cache.clone()));
+    let bodies = |issues: &[crate::support::mav::surface::Issue]| -> Vec<Vec<String>> {
+        issues
+            .iter()
+            .map(|i| i.comments.iter().map(|c| c.body.clone()).collect())
+            .collect()
+    };
+    let read = |surface: &crate::support::mav::surface::github::GithubSurface| {
+        let listed = surface.list(&["claude-in-progress"], false).unwrap();
+        let mut issues = surface.with_comments(&listed).unwrap();
+        issues.sort_by_key(|i| i.number);
+        issues
+    };
+
+    let cold = read(&process());
+    assert_eq!(bodies(&cold)[1], ["first on 2", "second on 2"]);
+
+    env.advance_clock(120);
+    fake.edit_comment(first_ids[1], "first on 2, edited");
+    fake.add_comment_as(3, "maverick-bot", "third on 3");
+    fake.delete_comment(first_ids[0]);
+    fake.reset_count();
+    let warm = read(&process());
+    assert_eq!(
+        bodies(&warm),
+        [
+            vec!["second on 1"],
+            vec!["first on 2, edited", "second on 2"],
+            vec!["first on 3", "second on 3", "third on 3"],
+        ]
+    );
+    let paid: Vec<String> = fake
+        .requests()
+        .iter()
+        .filter(|r| r.counted)
+        .map(|r| r.path.clone())
+        .collect();
+    // The issue list, the recent comments, and #1 again for its deletion.
+    assert_eq!(paid.len(), 3, "{paid:#?}");
+    assert!(
+        paid.iter().any(|p| p.contains("/issues/comments?")),
+        "{paid:#?}"
+    );
+    assert!(
+        paid.iter().any(|p| p.contains("/issues/1/comments")),
+        "{paid:#?}"
+    );
+
+    // Nothing changed: the same list (its time is rounded down to ten
+    // minutes) is answered 304, from the next read on.
+    assert_eq!(bodies(&read(&process())), bodies(&warm));
+    fake.reset_count();
+    assert_eq!(bodies(&read(&process())), bodies(&warm));
+    assert_eq!(fake.counted_requests(), 0, "{:#?}", fake.requests());
+
+    // A copy over half an hour old is read again, conditionally: #1,
+    // unchanged since it was last read in full, is answered 304. (Three
+    // issues without a usable copy first try the list of the last half
+    // hour's comments, which holds none of theirs.)
+    env.advance_clock(3600);
+    fake.reset_count();
+    assert_eq!(bodies(&read(&process())), bodies(&warm));
+    let requests = fake.requests();
+    let comment_reads: Vec<(&str, u16)> = requests
+        .iter()
+        .filter(|r| r.path.contains("/comments"))
+        .map(|r| (r.path.as_str(), r.status))
+        .collect();
+    assert_eq!(comment_reads.len(), 4, "{requests:#?}");
+    assert!(comment_reads.contains(&("/repos/acme/widgets/issues/1/comments?per_page=100", 304)));
 }

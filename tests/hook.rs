@@ -5,6 +5,7 @@ use std::ffi::OsStr;
 use std::io::Write as _;
 use std::process::{Output, Stdio};
 
+use crate::support::screen::{git_screen, git_screen_naming, screen};
 use crate::support::{
     allowed, path_without_maverick, push, refused_as_collision, Repo, RepoKind, TestEnv, BIN,
 };
@@ -92,8 +93,7 @@ fn a_push_the_remote_rejected_raises_no_false_alarm(kind: RepoKind) {
     make_executable(&hook);
     a.commit_file("two.rs", "2\n", "feat: two");
     let out = push(&a, &["--quiet"]);
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("not today"));
+    insta::assert_snapshot!("a_push_the_remote_rejected", git_screen(&env, &out));
     a.commit_file("three.rs", "3\n", "feat: three");
     allowed(&push(&a, &["--quiet"]));
     a.commit_file("four.rs", "4\n", "feat: four");
@@ -112,11 +112,8 @@ fn the_pusher_s_instance_can_come_from_git_config(kind: RepoKind) {
     a.commit_file("two.rs", "2\n", "feat: two");
     a.git(&["config", "maverick.instance", "somebody-else"]);
     let out = a.git_output(&["push", "origin", BRANCH]);
-    let stderr = refused(&out);
-    assert!(
-        stderr.contains("claimed by a (#142, generation 1), not by somebody-else"),
-        "{stderr}"
-    );
+    refused(&out);
+    insta::assert_snapshot!("a_push_by_another_instance", git_screen(&env, &out));
     // Pushed by URL instead of by name: still maverick's remote.
     a.git(&["config", "maverick.instance", "a"]);
     let url = env.origin.to_str().unwrap();
@@ -143,15 +140,15 @@ fn a_second_clone_pushes_then_the_holders_push_is_refused_as_a_moved_head(kind: 
     a.commit_file("parser.rs", "fn parse() { 1 }\n", "feat: more parser");
     a.git(&["fetch", "--quiet", "origin"]);
     a.git(&["rebase", "--quiet", &format!("origin/{BRANCH}")]);
-    let stderr = refused(&push(&a, &["origin", BRANCH]));
-    assert!(stderr.contains("moved on the remote"), "{stderr}");
-    assert!(
-        stderr.contains(&format!("remote head:     {intruder}")),
-        "{stderr}"
-    );
-    assert!(
-        stderr.contains(&format!("last seen here:  {last_seen}")),
-        "{stderr}"
+    let out = push(&a, &["origin", BRANCH]);
+    refused(&out);
+    let names = [
+        (intruder.as_str(), "[intruder]"),
+        (last_seen.as_str(), "[last-seen]"),
+    ];
+    insta::assert_snapshot!(
+        "a_push_over_a_moved_head",
+        git_screen_naming(&env, &out, &names)
     );
     assert_eq!(env.origin_head(BRANCH), Some(intruder));
 }
@@ -165,12 +162,16 @@ fn force_pushes_are_refused(kind: RepoKind) {
     a.git(&["reset", "--quiet", "--hard", "HEAD~1"]);
     a.commit_file("two.rs", "rewritten\n", "feat: two, rewritten");
 
-    let stderr = refused(&push(&a, &["--force", "origin", BRANCH]));
-    assert!(stderr.contains("not a fast-forward"), "{stderr}");
-    let stderr = refused(&push(&a, &["origin", &format!("+{BRANCH}")]));
-    assert!(stderr.contains("not a fast-forward"), "{stderr}");
-    let stderr = refused(&push(&a, &["--force-with-lease", "origin", BRANCH]));
-    assert!(stderr.contains("not a fast-forward"), "{stderr}");
+    // The same refusal whichever way the push is forced.
+    for args in [
+        &["--force", "origin", BRANCH][..],
+        &["origin", &format!("+{BRANCH}")],
+        &["--force-with-lease", "origin", BRANCH],
+    ] {
+        let out = push(&a, args);
+        refused(&out);
+        insta::assert_snapshot!("a_force_push", git_screen(&env, &out));
+    }
     assert_eq!(env.origin_head(BRANCH), Some(pushed));
 }
 
@@ -179,13 +180,14 @@ fn deleting_the_branch_is_refused(kind: RepoKind) {
     let a = env.claimed_clone("a");
     let head = a.commit_file("one.rs", "1\n", "feat: one");
     allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
-    let stderr = refused(&push(&a, &["origin", "--delete", BRANCH]));
-    assert!(stderr.contains("not deleted by a push"), "{stderr}");
-    assert!(
-        stderr.contains("git maverick coord release 142"),
-        "{stderr}"
-    );
-    refused(&push(&a, &["origin", &format!(":{BRANCH}")]));
+    for args in [
+        &["origin", "--delete", BRANCH][..],
+        &["origin", &format!(":{BRANCH}")],
+    ] {
+        let out = push(&a, args);
+        refused(&out);
+        insta::assert_snapshot!("a_push_deleting_the_branch", git_screen(&env, &out));
+    }
     assert_eq!(env.origin_head(BRANCH), Some(head));
 }
 
@@ -300,6 +302,7 @@ fn a_push_from_a_linked_worktree_is_checked(kind: RepoKind) {
     // Installed from the linked worktree, it lands where git looks for it.
     let run = wt.maverick(&["--json", "hook", "install"]);
     run.expect(0);
+    insta::assert_snapshot!("install_json_from_a_linked_worktree", screen(&env, &run));
     assert_eq!(
         std::fs::canonicalize(run.json()["hook"].as_str().unwrap()).unwrap(),
         std::fs::canonicalize(a.dir.join(".git/hooks/pre-push")).unwrap()
@@ -347,8 +350,8 @@ fn an_existing_hook_still_runs_with_the_same_input() {
     std::fs::write(&hook, EXISTING_HOOK).unwrap();
     make_executable(&hook);
     let run = a.maverick(&["--json", "hook", "install"]);
-    run.expect(0);
     assert_eq!(run.json()["change"], "added");
+    insta::assert_snapshot!("install_json_beside_an_existing_hook", screen(&env, &run));
     a.maverick(&["coord", "claim", "142", "--branch", BRANCH])
         .expect(0);
     a.git(&["switch", "--quiet", "-c", BRANCH]);
@@ -379,8 +382,11 @@ fn install_twice_changes_nothing_and_uninstall_restores_the_existing_hook() {
     assert_eq!(std::fs::read_to_string(&hook).unwrap(), installed);
 
     let run = a.maverick(&["--json", "hook", "uninstall"]);
-    run.expect(0);
     assert_eq!(run.json()["change"], "removed");
+    insta::assert_snapshot!(
+        "uninstall_json_restores_the_existing_hook",
+        screen(&env, &run)
+    );
     assert_eq!(std::fs::read_to_string(&hook).unwrap(), EXISTING_HOOK);
     use std::os::unix::fs::PermissionsExt as _;
     assert_eq!(
@@ -461,8 +467,7 @@ fn a_new_hook_is_the_script_and_guards() {
     assert!(SCRIPT.contains("command -v git-maverick >/dev/null 2>&1 ||"));
     assert!(SCRIPT.contains("\nexec git-maverick hook pre-push \"$@\"\n"));
     let run = a.maverick(&["hook", "status"]);
-    run.expect(0);
-    assert!(run.stdout.contains(".git/hooks/pre-push"), "{}", run.stdout);
+    insta::assert_snapshot!("hook_status_of_the_script", screen(&env, &run));
     the_guard_holds(&env, &a, &[]);
 }
 
@@ -475,24 +480,19 @@ fn the_script_fails_closed_without_git_maverick_on_path() {
     a.commit_file("one.rs", "1\n", "feat: one");
     let path = path_without_maverick(&env);
     let out = a.git_as_instance(&["push", "origin", BRANCH], &[("PATH", &path)]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success(),
-        "a push went through without its guard"
+    insta::assert_snapshot!(
+        "a_push_without_git_maverick_on_path",
+        git_screen(&env, &out)
     );
-    assert!(stderr.contains("git-maverick is not on PATH"), "{stderr}");
-    assert!(stderr.contains("git push --no-verify"), "{stderr}");
     assert_eq!(env.origin_head(BRANCH), None);
     let status = a
         .maverick_command(&["hook", "status"])
         .env("PATH", &path)
         .output()
         .unwrap();
-    assert_eq!(status.status.code(), Some(1));
-    let said = String::from_utf8_lossy(&status.stderr);
-    assert!(
-        said.contains("not on PATH: every push is refused"),
-        "{said}"
+    insta::assert_snapshot!(
+        "hook_status_without_git_maverick_on_path",
+        git_screen(&env, &status)
     );
 }
 
@@ -549,12 +549,9 @@ fn install_turns_the_files_of_earlier_versions_into_the_script() {
 
     std::fs::write(&hook, native_hook_of_earlier_versions()).unwrap();
     let off = a.maverick(&["hook", "status"]);
-    off.expect(1);
-    assert!(off.stderr.contains("earlier version"), "{}", off.stderr);
-    assert!(
-        off.stderr.contains("hint: git maverick hook install"),
-        "{}",
-        off.stderr
+    insta::assert_snapshot!(
+        "hook_status_of_an_earlier_versions_file",
+        screen(&env, &off)
     );
     let run = a.maverick(&["--json", "hook", "install"]);
     assert_eq!(run.json()["change"], "updated");
@@ -591,7 +588,10 @@ fn a_copy_left_in_git_hooks_under_another_hooks_path_is_converted_and_removed() 
 
     write_legacy_copy(&own);
     let run = a.maverick(&["--json", "hook", "uninstall"]);
-    run.expect(0);
+    insta::assert_snapshot!(
+        "uninstall_json_under_another_hooks_path",
+        screen(&env, &run)
+    );
     assert!(!own.exists(), "the copy in .git/hooks is still there");
     assert!(!a.dir.join(".githooks/pre-push").exists());
     assert_eq!(
@@ -612,13 +612,7 @@ fn the_script_run_by_hand_says_what_it_needs() {
     cmd.current_dir(&a.dir);
     env.apply_env(&mut cmd);
     let out = cmd.output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("no remote named"), "{stderr}");
-    assert!(
-        stderr.contains("git maverick hook pre-push REMOTE URL"),
-        "{stderr}"
-    );
+    insta::assert_snapshot!("the_script_run_by_hand", git_screen(&env, &out));
 }
 
 /// Item 3: a record cut short at the end of the hook's log (a full disk,
@@ -654,13 +648,7 @@ fn a_hook_in_another_language_is_left_alone() {
     std::fs::write(&hook, python).unwrap();
     make_executable(&hook);
     let run = a.maverick(&["hook", "install"]);
-    run.expect(1);
-    assert!(run.stderr.contains("python3 script"), "{}", run.stderr);
-    assert!(
-        run.stderr.contains("git-maverick hook pre-push"),
-        "{}",
-        run.stderr
-    );
+    insta::assert_snapshot!("install_over_a_python_hook", screen(&env, &run));
     assert_eq!(std::fs::read_to_string(&hook).unwrap(), python);
 }
 
@@ -679,9 +667,9 @@ fn a_pusher_whose_claim_was_taken_over_is_refused() {
 
     // a's heartbeat learns that the claim is gone; its push names why.
     a.maverick(&["coord", "heartbeat", "142"]).expect(7);
-    let stderr = refused(&push(&a, &["-u", "origin", BRANCH]));
-    assert!(stderr.contains("claim lost: stop and report"), "{stderr}");
-    assert!(stderr.contains("was lost: #142 is held by b"), "{stderr}");
+    let out = push(&a, &["-u", "origin", BRANCH]);
+    refused(&out);
+    insta::assert_snapshot!("a_push_after_a_takeover", git_screen(&env, &out));
     assert_eq!(env.origin_head(BRANCH), None);
 }
 
@@ -698,11 +686,7 @@ fn a_stale_lease_is_a_warning_and_the_generation_the_fence() {
     // otherwise), so the push goes through with a warning.
     let out = push(&a, &["--quiet", "-u", "origin", BRANCH]);
     allowed(&out);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("warning: the lease of a on #142 expired"),
-        "{stderr}"
-    );
+    insta::assert_snapshot!("a_push_on_a_stale_lease", git_screen(&env, &out));
     // Another instance of the same clone takes over: its higher generation
     // in this clone's records fences a without any heartbeat.
     a.maverick_as(
@@ -711,10 +695,11 @@ fn a_stale_lease_is_a_warning_and_the_generation_the_fence() {
     )
     .expect(0);
     a.commit_file("two.rs", "2\n", "feat: two");
-    let stderr = refused(&push(&a, &["origin", BRANCH]));
-    assert!(
-        stderr.contains("#142 was taken over by c (generation 2)"),
-        "{stderr}"
+    let out = push(&a, &["origin", BRANCH]);
+    refused(&out);
+    insta::assert_snapshot!(
+        "a_push_fenced_by_a_higher_generation",
+        git_screen(&env, &out)
     );
 }
 
@@ -816,6 +801,9 @@ fn without_an_instance_in_the_environment_the_hook_pushes_as_the_clone() {
     desk.git(&["config", "maverick.instance", "someone-else"]);
     desk.commit_file("three.rs", "3\n", "feat: three");
     let out = desk.git_output(&["push", "--quiet", "origin", "maverick/143-desk"]);
-    let stderr = refused_as_collision(&out);
-    assert!(stderr.contains("desk"), "{stderr}");
+    refused_as_collision(&out);
+    insta::assert_snapshot!(
+        "a_push_by_the_clone_configured_as_someone_else",
+        git_screen(&env, &out)
+    );
 }

@@ -8,6 +8,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+use crate::support::screen::{git_screen, screen};
 use crate::support::{allowed, push, Repo, TestEnv};
 
 const BRANCH: &str = "maverick/21-managed";
@@ -43,9 +44,10 @@ fn tool(repo: &Repo, program: &str, args: &[&str]) -> Output {
 }
 
 /// Claims the issue for BRANCH, then: the first push and a fast-forward
-/// pass the guard, a force push back over the branch is refused.
+/// pass the guard, a force push back over the branch is refused, as the
+/// snapshot `force_push_through_{manager}` shows it.
 #[track_caller]
-fn the_guard_holds(env: &TestEnv, a: &Repo) {
+fn the_guard_holds(env: &TestEnv, a: &Repo, manager: &str) {
     a.maverick(&["coord", "claim", "21", "--branch", BRANCH])
         .expect(0);
     a.git(&["switch", "--quiet", "-c", BRANCH]);
@@ -57,17 +59,10 @@ fn the_guard_holds(env: &TestEnv, a: &Repo) {
     a.git(&["reset", "--quiet", "--hard", "HEAD~1"]);
     a.commit_file("other.rs", "x\n", "feat: another two");
     let out = push(a, &["--force", "origin", BRANCH]);
-    // pre-commit shows a hook's output on stdout.
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+    insta::assert_snapshot!(
+        format!("force_push_through_{manager}"),
+        git_screen(env, &out)
     );
-    assert!(
-        !out.status.success(),
-        "the force push went through:\n{said}"
-    );
-    assert!(said.contains("not a fast-forward"), "{said}");
     assert_eq!(env.origin_head(BRANCH), Some(two.clone()));
     // Back on the remote head, a fast-forward passes.
     a.git(&["reset", "--quiet", "--hard", &two]);
@@ -81,6 +76,14 @@ fn status(a: &Repo, code: i32) -> serde_json::Value {
     let run = a.maverick(&["--json", "hook", "status"]);
     run.expect(code);
     run.json()
+}
+
+/// `hook status --json` as its snapshot `name` shows it.
+#[track_caller]
+fn status_is(a: &Repo, name: &str) {
+    let run = a.maverick(&["--json", "hook", "status"]);
+    run.json();
+    insta::assert_snapshot!(name, screen(a.env, &run));
 }
 
 /// No file under `dir` holds maverick's block, or is a copy of git-maverick
@@ -159,14 +162,13 @@ fn lefthook_runs_the_guard_from_its_config() {
         ]),
         ""
     );
-    the_guard_holds(&env, &a);
+    the_guard_holds(&env, &a, "lefthook_local_config");
     // lefthook's config skips the hook: status says the guard is off.
     a.write_file(
         "lefthook.yml",
         "pre-commit:\n  commands:\n    lint:\n      run: echo ok\npre-push:\n  skip: true\n",
     );
-    let off = status(&a, 1);
-    assert!(off["why_not"].as_str().unwrap().contains("skips"), "{off}");
+    status_is(&a, "status_when_lefthook_skips_pre_push");
 }
 
 /// lefthook's hook cannot find lefthook: it lets every push through, so
@@ -198,14 +200,9 @@ fn lefthook_without_lefthook_is_reported_off() {
     with_maverick.push(&path);
     cmd.env("PATH", &with_maverick);
     let out = cmd.output().unwrap();
-    assert_eq!(out.status.code(), Some(1), "{out:?}");
-    let off: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(
-        off["why_not"]
-            .as_str()
-            .unwrap()
-            .contains("finds no lefthook"),
-        "{off}"
+    insta::assert_snapshot!(
+        "status_when_lefthook_finds_no_lefthook",
+        git_screen(&env, &out)
     );
 }
 
@@ -227,8 +224,7 @@ fn a_tracked_lefthook_local_link_out_of_the_repository_is_never_followed() {
     let a = env.clone("a");
     tool(&a, "lefthook", &["install"]);
     let run = a.maverick(&["hook", "install"]);
-    run.expect(1);
-    assert!(run.stderr.contains("is a symbolic link"), "{}", run.stderr);
+    insta::assert_snapshot!("install_over_a_lefthook_local_link", screen(&env, &run));
     assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
     // Even with a guard placed behind the link by someone, it is not "on".
     std::fs::create_dir_all(outside.join("pre-push")).unwrap();
@@ -241,11 +237,7 @@ fn a_tracked_lefthook_local_link_out_of_the_repository_is_never_followed() {
         "lefthook-local.yml",
         "pre-push:\n  scripts:\n    \"git-maverick\":\n      runner: sh\n      use_stdin: true\n",
     );
-    let off = status(&a, 1);
-    assert!(
-        off["why_not"].as_str().unwrap().contains("symbolic link"),
-        "{off}"
-    );
+    status_is(&a, "status_behind_a_lefthook_local_link");
 }
 
 #[test]
@@ -260,14 +252,10 @@ fn lefthook_installed_over_maverick_s_hook_is_reported_and_fixed() {
     let hook = std::fs::read_to_string(a.dir.join(".git/hooks/pre-push")).unwrap();
     assert!(hook.contains("lefthook"), "{hook}");
     assert!(a.dir.join(".git/hooks/pre-push.old").exists());
-    let off = status(&a, 1);
-    assert!(
-        off["why_not"].as_str().unwrap().contains("lefthook"),
-        "{off}"
-    );
+    status_is(&a, "status_when_lefthook_replaced_the_hook");
     // The main config has a pre-push section; the clone's local one does not.
     a.maverick(&["hook", "install"]).expect(0);
-    the_guard_holds(&env, &a);
+    the_guard_holds(&env, &a, "lefthook_main_config");
     // Uninstall takes out every copy, the renamed one included.
     a.maverick(&["hook", "uninstall"]).expect(0);
     no_block_under(&a.dir.join(".git/hooks"));
@@ -288,10 +276,10 @@ fn a_lefthook_local_config_with_its_own_pre_push_gets_the_lines_to_add() {
     );
     tool(&a, "lefthook", &["install"]);
     let run = a.maverick(&["hook", "install"]);
-    run.expect(1);
-    assert!(run.stderr.contains("add these lines"), "{}", run.stderr);
-    assert!(run.stderr.contains("\"git-maverick\":"), "{}", run.stderr);
-    assert!(run.stderr.contains("use_stdin: true"), "{}", run.stderr);
+    insta::assert_snapshot!(
+        "install_beside_a_lefthook_local_pre_push",
+        screen(&env, &run)
+    );
     assert_eq!(
         std::fs::read_to_string(a.dir.join("lefthook-local.yml")).unwrap(),
         "pre-push:\n  commands:\n    mine:\n      run: echo ok\n"
@@ -326,7 +314,7 @@ fn husky_runs_the_guard_from_its_own_hook_file() {
     // husky regenerates .husky/_ on every install: the guard stays.
     tool(&a, "husky", &[]);
     status(&a, 0);
-    the_guard_holds(&env, &a);
+    the_guard_holds(&env, &a, "husky");
     a.maverick(&["hook", "uninstall"]).expect(0);
     no_block_under(&a.dir.join(".husky"));
     status(&a, 1);
@@ -371,11 +359,9 @@ fn husky_s_shared_hook_lets_teammates_without_maverick_through() {
     a.git(&["switch", "--quiet", "-c", BRANCH]);
     a.commit_file("one.rs", "1\n", "feat: one");
     let out = push_with_path(&a, &without, &["origin", BRANCH]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{stderr}");
-    assert!(
-        stderr.contains("this clone uses git-maverick, which is not on PATH"),
-        "{stderr}"
+    insta::assert_snapshot!(
+        "husky_push_without_git_maverick_on_path",
+        git_screen(&env, &out)
     );
     assert_eq!(env.origin_head(BRANCH), None);
 }
@@ -430,28 +416,19 @@ fn pre_commit_runs_the_guard_with_the_whole_push() {
             &format!("{repo}/.pre-commit-hooks.yaml"),
         ],
     );
-    let off = status(&a, 1);
-    assert!(
-        off["why_not"]
-            .as_str()
-            .unwrap()
-            .contains("first ref of a push only"),
-        "{off}"
-    );
+    status_is(&a, "status_with_the_pre_commit_config_entry");
     let run = a.maverick(&["--json", "hook", "install"]);
-    run.expect(0);
+    insta::assert_snapshot!("install_beside_pre_commit", screen(&env, &run));
     let on = status(&a, 0);
     assert_eq!(on["manager"], "pre-commit");
     assert!(
         on["via"].as_str().unwrap().ends_with("pre-push.legacy"),
         "{on}"
     );
-    the_guard_holds(&env, &a);
+    the_guard_holds(&env, &a, "pre_commit");
     // The deletion pre-commit would never show its hooks is refused.
     let out = push(&a, &["origin", "--delete", BRANCH]);
-    let said = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{said}");
-    assert!(said.contains("not deleted by a push"), "{said}");
+    insta::assert_snapshot!("a_deletion_through_pre_commit", git_screen(&env, &out));
     assert!(env.origin_head(BRANCH).is_some());
     // Re-running pre-commit's install keeps the guard.
     tool(&a, "pre-commit", &["install", "--hook-type", "pre-push"]);
@@ -484,8 +461,10 @@ fn pre_commit_variables_stand_in_for_stdin() {
         cmd.output().unwrap()
     };
     let out = run(&base);
-    assert_eq!(out.status.code(), Some(8), "{out:?}");
-    assert!(String::from_utf8_lossy(&out.stderr).contains("not a fast-forward"));
+    insta::assert_snapshot!(
+        "pre_commit_variables_of_a_force_push",
+        git_screen(&env, &out)
+    );
     let two = a.commit_file("two.rs", "2\n", "feat: two");
     a.git(&["reset", "--quiet", "--hard", &one]);
     let ahead = a.commit_file("three.rs", "3\n", "feat: three");
@@ -503,44 +482,20 @@ fn any_other_hooks_path_gets_the_block() {
     assert!(a.dir.join("ci/hooks/pre-push").exists());
     let on = status(&a, 0);
     assert_eq!(on["manager"], "none");
-    the_guard_holds(&env, &a);
+    the_guard_holds(&env, &a, "a_hooks_path");
 }
 
 #[test]
 fn status_says_why_the_guard_is_off_and_commands_warn_once() {
     let env = TestEnv::new();
     let a = env.clone("a");
-    let off = status(&a, 1);
-    assert_eq!(off["on"], false);
-    assert!(
-        off["why_not"]
-            .as_str()
-            .unwrap()
-            .contains("no pre-push hook"),
-        "{off}"
-    );
+    status_is(&a, "status_without_a_hook");
     let text = a.maverick(&["hook", "status"]);
-    text.expect(1);
-    assert!(
-        text.stderr.contains("error: the guard is off"),
-        "{}",
-        text.stderr
-    );
-    assert!(
-        text.stderr.contains("hint: git maverick hook install"),
-        "{}",
-        text.stderr
-    );
+    insta::assert_snapshot!("status_screen_without_a_hook", screen(&env, &text));
     let claim = a.maverick(&["coord", "claim", "21", "--branch", BRANCH]);
-    claim.expect(0);
-    assert!(
-        claim.stderr.contains("warning: the pre-push guard is off"),
-        "{}",
-        claim.stderr
-    );
+    insta::assert_snapshot!("claim_warns_the_guard_is_off", screen(&env, &claim));
     let again = a.maverick(&["coord", "claim", "21", "--branch", BRANCH]);
-    again.expect(0);
-    assert!(!again.stderr.contains("guard is off"), "{}", again.stderr);
+    insta::assert_snapshot!("claim_again_warns_no_more", screen(&env, &again));
     a.maverick(&["hook", "install"]).expect(0);
     let on = status(&a, 0);
     assert!(
@@ -550,7 +505,7 @@ fn status_says_why_the_guard_is_off_and_commands_warn_once() {
     // Off again: warned again, once.
     std::fs::remove_file(a.dir.join(".git/hooks/pre-push")).unwrap();
     let claim = a.maverick(&["coord", "claim", "21", "--branch", BRANCH]);
-    assert!(claim.stderr.contains("guard is off"), "{}", claim.stderr);
+    insta::assert_snapshot!("claim_warns_the_guard_is_off_again", screen(&env, &claim));
 }
 
 /// pre-commit installed after maverick keeps maverick's hook as
@@ -571,7 +526,7 @@ fn pre_commit_runs_maverick_s_hook_kept_as_legacy() {
         on["via"].as_str().unwrap().ends_with("pre-push.legacy"),
         "{on}"
     );
-    the_guard_holds(&env, &a);
+    the_guard_holds(&env, &a, "pre_commit_legacy");
     a.maverick(&["hook", "uninstall"]).expect(0);
     no_block_under(&a.dir.join(".git/hooks"));
     // With git-maverick gone from PATH, pushes still work.
@@ -624,8 +579,6 @@ fn git_lfs_s_hook_gets_the_block_and_still_uploads() {
     a.git(&["reset", "--quiet", "--hard", "HEAD~1"]);
     a.commit_file("other.rs", "x\n", "feat: another");
     let out = push(&a, &["--force", "origin", BRANCH]);
-    let said = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{said}");
-    assert!(said.contains("not a fast-forward"), "{said}");
+    insta::assert_snapshot!("force_push_through_git_lfs", git_screen(&env, &out));
     assert_eq!(env.origin_head(BRANCH), Some(pushed));
 }

@@ -283,3 +283,201 @@ fn folders_import_one_another_without_a_cycle_but_cli_and_commands() {
         "a cycle through records was not found"
     );
 }
+
+/// The longest a function in `src/` may be, from its `fn` line to its
+/// closing brace: a longer one is split into named steps.
+const MAX_FUNCTION_LINES: usize = 120;
+
+/// `text` with every comment, string literal and character literal blanked
+/// out (newlines kept), so that the braces left are the code's.
+fn code_only(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let blank = |out: &mut Vec<u8>, part: &[u8]| {
+        out.extend(part.iter().map(|&b| if b == b'\n' { b'\n' } else { b' ' }));
+    };
+    let mut i = 0;
+    while i < bytes.len() {
+        let rest = &bytes[i..];
+        let end = if rest.starts_with(b"//") {
+            rest.iter().position(|&b| b == b'\n').unwrap_or(rest.len())
+        } else if rest.starts_with(b"/*") {
+            let mut depth = 0;
+            let mut j = 0;
+            loop {
+                if rest[j..].starts_with(b"/*") {
+                    depth += 1;
+                    j += 2;
+                } else if rest[j..].starts_with(b"*/") {
+                    depth -= 1;
+                    j += 2;
+                    if depth == 0 {
+                        break j;
+                    }
+                } else {
+                    j += 1;
+                }
+            }
+        } else if let Some(len) = raw_string_len(rest) {
+            len
+        } else if rest[0] == b'"' || rest.starts_with(b"b\"") {
+            let mut j = if rest[0] == b'"' { 1 } else { 2 };
+            while rest[j] != b'"' {
+                j += if rest[j] == b'\\' { 2 } else { 1 };
+            }
+            j + 1
+        } else if rest[0] == b'\'' && rest.len() > 2 && (rest[1] == b'\\' || rest[2] == b'\'') {
+            // A character literal ('x', '\n', '\'', '\u{7b}'), not a lifetime.
+            let mut j = 1;
+            while rest[j] != b'\'' {
+                j += if rest[j] == b'\\' { 2 } else { 1 };
+            }
+            j + 1
+        } else {
+            out.push(rest[0]);
+            i += 1;
+            continue;
+        };
+        blank(&mut out, &rest[..end]);
+        i += end;
+    }
+    String::from_utf8(out).expect("only ASCII was blanked")
+}
+
+/// The length of a raw string literal (`r"…"`, `r#"…"#`, `br"…"`) at the
+/// start of `rest`.
+fn raw_string_len(rest: &[u8]) -> Option<usize> {
+    let start = if rest.starts_with(b"br") {
+        2
+    } else if rest.starts_with(b"r") {
+        1
+    } else {
+        return None;
+    };
+    let hashes = rest[start..].iter().take_while(|&&b| b == b'#').count();
+    if rest.get(start + hashes) != Some(&b'"') {
+        return None;
+    }
+    let close: Vec<u8> = std::iter::once(b'"')
+        .chain(std::iter::repeat_n(b'#', hashes))
+        .collect();
+    let body = start + hashes + 1;
+    let end = rest[body..]
+        .windows(close.len())
+        .position(|w| w == close.as_slice())?;
+    Some(body + end + close.len())
+}
+
+/// Every function with a body in `code` (as [`code_only`] leaves it): its
+/// name and how many lines it spans, from its `fn` line to its closing brace.
+fn function_lengths(code: &str) -> Vec<(String, usize)> {
+    let bytes = code.as_bytes();
+    let line_of = |at: usize| bytes[..at].iter().filter(|&&b| b == b'\n').count();
+    let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let mut found = Vec::new();
+    let mut at = 0;
+    while let Some(pos) = code[at..].find("fn ") {
+        let start = at + pos;
+        at = start + 3;
+        if start > 0 && word(bytes[start - 1]) {
+            continue;
+        }
+        let name: String = code[at..]
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        if name.is_empty() {
+            continue;
+        }
+        // The body opens at the first `{` outside the signature's brackets;
+        // a `;` first is a declaration without one.
+        let mut depth = 0i32;
+        let mut open = None;
+        for (i, &b) in bytes.iter().enumerate().skip(at) {
+            match b {
+                b'(' | b'[' | b'<' => depth += 1,
+                b')' | b']' => depth -= 1,
+                b'>' if bytes[i - 1] != b'-' && bytes[i - 1] != b'=' => depth -= 1,
+                b'{' if depth <= 0 => {
+                    open = Some(i);
+                    break;
+                }
+                b';' if depth <= 0 => break,
+                _ => {}
+            }
+        }
+        let Some(open) = open else { continue };
+        let mut braces = 0;
+        let close = (open..bytes.len()).find(|&i| {
+            match bytes[i] {
+                b'{' => braces += 1,
+                b'}' => braces -= 1,
+                _ => {}
+            }
+            braces == 0
+        });
+        if let Some(close) = close {
+            found.push((name, line_of(close) - line_of(start) + 1));
+        }
+    }
+    found
+}
+
+#[test]
+fn no_function_runs_over_120_lines() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut long = Vec::new();
+    for file in &files {
+        let rel = file
+            .strip_prefix(&src)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let text = std::fs::read_to_string(file).unwrap();
+        for (name, lines) in function_lengths(&code_only(&text)) {
+            if lines > MAX_FUNCTION_LINES {
+                long.push(format!("src/{rel}: {name} has {lines} lines"));
+            }
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "functions over {MAX_FUNCTION_LINES} lines; split them into named steps: {long:#?}"
+    );
+}
+
+#[test]
+fn function_lengths_are_read_past_strings_comments_and_nested_blocks() {
+    let code = code_only(
+        r##"
+/// fn not_a_function() {
+fn outer(x: Vec<u8>) -> Result<(), String> {
+    let s = "{ unbalanced";
+    let c = '{';
+    let q = '\'';
+    let r = r#"}"#;
+    // }
+    /* } /* nested } */ } */
+    if x.is_empty() {
+        return Ok(());
+    }
+    fn inner<'a>(y: &'a str) -> &'a str { y }
+    Ok(())
+}
+trait T { fn declared(&self); }
+fn where_clause<F>(f: F) where F: Fn() -> u8 {
+    f();
+}
+"##,
+    );
+    assert_eq!(
+        function_lengths(&code),
+        [
+            ("outer".to_owned(), 13),
+            ("inner".to_owned(), 1),
+            ("where_clause".to_owned(), 3)
+        ]
+    );
+}

@@ -63,7 +63,7 @@ fn sample_payload(kind: MarkerKind) -> Map<String, Value> {
             "started_at": "2026-04-23T10:40:00Z",
         }),
         MarkerKind::TaskProgress => json!({
-            "phase": "implementing",
+            "phase": "implement",
             "instance_id": "alice-mbp-3f9a12c0",
             "branch": "story/140-parser",
             "comments": {"tasks": 125},
@@ -74,6 +74,14 @@ fn sample_payload(kind: MarkerKind) -> Map<String, Value> {
             "issue": 145,
             "claimed_at": "2026-04-23T11:00:05Z",
             "note": "multibyte: 日本語 🦀, quotes \" and ``` fences",
+        }),
+        MarkerKind::Withdrawn => json!({
+            "instance_id": "alice-mbp-3f9a12c0",
+            "scope": ["140"],
+            "claimed_at": "2026-04-23T09:58:12Z",
+            "generation": 3,
+            "withdrawn_at": "2026-04-23T09:58:15Z",
+            "reason": "lost-race",
         }),
     };
     let mut payload = object(payload);
@@ -94,15 +102,14 @@ fn render_then_parse_gives_back_the_marker_for_every_kind() {
         let rendered = render_marker(&marker);
         assert!(
             rendered.starts_with(&format!(
-                "{}```{}\n{{\n",
-                kind.preamble()
-                    .map(|p| format!("<!-- {p} -->\n\n"))
-                    .unwrap_or_default(),
+                "<!-- {} -->\n\n```{}\n{{\n",
+                kind.preamble(),
                 kind.fence_tag()
             )),
             "{rendered}"
         );
-        assert!(rendered.ends_with("\n}\n```\n"), "{rendered}");
+        // As Maverick writes a body: nothing after the closing fence.
+        assert!(rendered.ends_with("\n}\n```"), "{rendered}");
         assert_eq!(parse_markers(&rendered), [Ok(marker.clone())], "{kind}");
         assert_eq!(find_marker(&rendered, kind), Some(marker));
     }
@@ -133,9 +140,30 @@ fn render_matches_python_json_dumps_sorted_with_indent_2() {
   },
   "updated_at": "2026-04-23T10:15:00Z"
 }
-```
-"#;
+```"#;
     assert_eq!(render_marker(&marker), expected);
+}
+
+/// `json.dumps` escapes every character outside printable ASCII (its
+/// `ensure_ascii`), astral ones as a surrogate pair; a branch name or a
+/// reason a person typed comes out as Maverick would write it.
+#[test]
+fn render_escapes_as_python_json_dumps_does() {
+    let marker = Marker::new(
+        MarkerKind::TaskProgress,
+        object(json!({"branch": "feat/café-🦀", "note": "tab\there \u{7f} \"q\" \\ /"})),
+    );
+    let rendered = render_marker(&marker);
+    assert!(rendered.is_ascii(), "{rendered}");
+    assert!(
+        rendered.contains(r#""branch": "feat/caf\u00e9-\ud83e\udd80""#),
+        "{rendered}"
+    );
+    assert!(
+        rendered.contains(r#""note": "tab\there \u007f \"q\" \\ /""#),
+        "{rendered}"
+    );
+    assert_eq!(parse_markers(&rendered), [Ok(marker)]);
 }
 
 #[test]
@@ -230,7 +258,11 @@ fn replace_marker_replaces_only_the_first_block_of_its_kind() {
     let replaced = replace_marker(&body, &lease);
     let claim_end = body.find("```\n\n<!-- maverick lease -->").unwrap() + "```\n\n".len();
     assert_eq!(&replaced[..claim_end], &body[..claim_end]);
-    assert_eq!(&replaced[claim_end..], render_marker(&lease));
+    // The body's own final newline stays.
+    assert_eq!(
+        &replaced[claim_end..],
+        format!("{}\n", render_marker(&lease))
+    );
 
     let state = sample_marker(MarkerKind::State);
     let twice = format!(
@@ -293,7 +325,8 @@ fn replace_marker_replaces_an_unterminated_block_to_the_end() {
     let body = fixture("unterminated.md");
     let claim = sample_marker(MarkerKind::Claim);
     let replaced = replace_marker(&body, &claim);
-    assert_eq!(replaced, render_marker(&claim));
+    assert!(body.ends_with('\n'));
+    assert_eq!(replaced, format!("{}\n", render_marker(&claim)));
 }
 
 #[test]
@@ -351,7 +384,14 @@ fn fixture_dag() {
     assert_eq!(dag.u64_field("epic"), Some(123));
     assert_eq!(dag.payload["stories"]["150"]["deps"], json!(["140", "142"]));
     assert_eq!(dag.payload["stories"]["140"]["files"], json!(["src/a.rs"]));
-    assert_eq!(render_marker(&dag), fixture("dag.md"));
+    // Written back with the preamble Maverick's `gh-state write` gives it.
+    assert_eq!(
+        render_marker(&dag),
+        format!(
+            "<!-- maverick maverick-dag -->\n\n{}",
+            fixture("dag.md").trim_end()
+        )
+    );
 }
 
 #[test]
@@ -470,7 +510,7 @@ fn fixture_tilde_fence() {
 fn fixture_task_progress() {
     let progress = only_marker("task-progress.md");
     assert_eq!(progress.kind, MarkerKind::TaskProgress);
-    assert_eq!(progress.str_field("phase"), Some("implementing"));
+    assert_eq!(progress.str_field("phase"), Some("implement"));
     assert_eq!(progress.str_field("branch"), Some("story/140-parser"));
     assert_eq!(progress.payload["comments"]["tasks"], json!(125));
     assert_eq!(
@@ -584,6 +624,7 @@ fn huge_body_with_many_markers_parses_in_one_pass() {
     while body.len() < 5 * 1024 * 1024 {
         body.push_str(junk);
         body.push_str(&markers[round % markers.len()]);
+        body.push('\n');
         ok += 1;
         if round % 10 == 0 {
             body.push_str(malformed);

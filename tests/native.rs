@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::support::screen::screen;
 use crate::support::{Run, Surface, TestEnv, BIN, GITHUB_REPO};
 
 // --- version -------------------------------------------------------------
@@ -76,37 +77,30 @@ fn help_prints_what_dash_h_prints() {
         let h = env.maverick_in(env.path(), &h_args, &[]);
         h.expect(0);
         assert_eq!(help.stdout, h.stdout, "git maverick help {path:?}");
-        assert!(help.stdout.contains("Usage: git maverick"));
+        insta::assert_snapshot!(
+            format!(
+                "help_{}",
+                ["git", "maverick"]
+                    .iter()
+                    .chain(path)
+                    .copied()
+                    .collect::<Vec<_>>()
+                    .join("_")
+            ),
+            screen(&env, &help)
+        );
     }
     let typo = env.maverick_in(env.path(), &["help", "coord", "claym"], &[]);
-    typo.expect(2);
-    assert!(
-        typo.stderr
-            .contains("error: no such command: git maverick coord claym"),
-        "{}",
-        typo.stderr
-    );
-    assert!(
-        typo.stderr
-            .contains("hint: did you mean `git maverick help coord claim`?"),
-        "{}",
-        typo.stderr
-    );
+    insta::assert_snapshot!("help_a_typo", screen(&env, &typo));
 }
 
 #[test]
 fn a_mistyped_subcommand_gets_a_suggestion() {
     let env = TestEnv::new();
     let run = env.maverick_in(env.path(), &["coord", "raed", "5"], &[]);
-    run.expect(2);
-    assert!(
-        run.stderr.contains("a similar subcommand exists: 'read'"),
-        "{}",
-        run.stderr
-    );
+    insta::assert_snapshot!("mistyped_coord_raed", screen(&env, &run));
     let run = env.maverick_in(env.path(), &["dispach"], &[]);
-    run.expect(2);
-    assert!(run.stderr.contains("'dispatch'"), "{}", run.stderr);
+    insta::assert_snapshot!("mistyped_dispach", screen(&env, &run));
 }
 
 const ESC: &str = "\u{1b}[";
@@ -121,8 +115,7 @@ fn colour_only_on_a_terminal_and_never_with_no_color() {
     env.apply_env(&mut cmd);
     cmd.env_remove("NO_COLOR");
     let piped = Run::from_output(&typo, cmd.output().unwrap());
-    piped.expect(2);
-    assert!(!piped.stderr.contains(ESC), "{:?}", piped.stderr);
+    insta::assert_snapshot!("colour_piped", screen(&env, &piped));
 
     // A terminal (script(1) gives the binary a pty): colour, unless NO_COLOR.
     let on_terminal = |no_color: bool| {
@@ -138,17 +131,13 @@ fn colour_only_on_a_terminal_and_never_with_no_color() {
         }
         let out = cmd.output().expect("script(1) runs (util-linux)");
         assert_eq!(out.status.code(), Some(2), "{out:?}");
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        // The escape character shown as `\e`, the terminal's CRLF as LF.
+        String::from_utf8_lossy(&out.stdout)
+            .replace(ESC, "\\e[")
+            .replace("\r\n", "\n")
     };
-    let coloured = on_terminal(false);
-    assert!(coloured.contains(ESC), "{coloured:?}");
-    assert!(coloured.contains("read"), "{coloured:?}");
-    let plain = on_terminal(true);
-    assert!(!plain.contains(ESC), "{plain:?}");
-    assert!(
-        plain.contains("a similar subcommand exists: 'read'"),
-        "{plain:?}"
-    );
+    insta::assert_snapshot!("colour_on_a_terminal", on_terminal(false));
+    insta::assert_snapshot!("colour_on_a_terminal_with_no_color", on_terminal(true));
 }
 
 // --- man pages -----------------------------------------------------------------
@@ -194,23 +183,15 @@ fn git_help_maverick_and_dash_dash_help_open_the_installed_man_pages() {
 
     // Before: no page, so `--help` prints the help text.
     let before = user("git", &["maverick", "coord", "--help"]);
-    before.expect(0);
-    assert!(
-        before.stdout.contains("Usage: git maverick coord"),
-        "{}",
-        before.stdout
-    );
+    insta::assert_snapshot!("coord_help_without_man_pages", screen(&env, &before));
     assert_ne!(user("git", &["help", "maverick"]).code, 0);
 
     let install = user("git", &["maverick", "install-man-pages"]);
-    install.expect(0);
-    let man1 = prefix.join("share/man/man1");
-    assert!(
-        install.stdout.contains(&format!("in {}", man1.display())),
-        "{}",
-        install.stdout
+    insta::assert_snapshot!(
+        "install_man_pages_next_to_the_binary",
+        screen(&env, &install)
     );
-    assert!(!install.stderr.contains("MANPATH"), "{}", install.stderr);
+    let man1 = prefix.join("share/man/man1");
     for page in [
         "git-maverick.1",
         "git-maverick-coord.1",
@@ -281,12 +262,7 @@ fn git_help_maverick_and_dash_dash_help_open_the_installed_man_pages() {
     );
     // -h stays the short help text.
     let short = user("git", &["maverick", "coord", "-h"]);
-    short.expect(0);
-    assert!(
-        short.stdout.starts_with("Claim, heartbeat"),
-        "{}",
-        short.stdout
-    );
+    insta::assert_snapshot!("coord_dash_h_with_man_pages", screen(&env, &short));
 }
 
 #[test]
@@ -298,19 +274,11 @@ fn install_man_pages_into_a_named_directory() {
         &["install-man-pages", dir.to_str().unwrap(), "--json"],
         &[],
     );
-    run.expect(0);
-    let json = run.json();
-    let pages: Vec<String> = json["pages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p.as_str().unwrap().to_owned())
-        .collect();
-    assert!(pages.contains(&dir.join("git-maverick-dispatch.1").display().to_string()));
+    run.expect(0).json();
+    // Every page, and how to make man look there (it does not by itself).
+    insta::assert_snapshot!("install_man_pages_into_a_directory", screen(&env, &run));
     let text = std::fs::read_to_string(dir.join("git-maverick-coord.1")).unwrap();
     assert!(text.contains("\n.TH git-maverick-coord 1 "), "{text}");
-    // man does not look there: the user is told how to make it.
-    assert!(run.stderr.contains("MANPATH"), "{}", run.stderr);
 
     let blocked = env.path().join("file");
     std::fs::write(&blocked, "").unwrap();
@@ -319,9 +287,7 @@ fn install_man_pages_into_a_named_directory() {
         &["install-man-pages", blocked.join("man1").to_str().unwrap()],
         &[],
     );
-    run.expect(1);
-    assert!(run.stderr.contains("error: cannot write"), "{}", run.stderr);
-    assert!(run.stderr.contains("hint: "), "{}", run.stderr);
+    insta::assert_snapshot!("install_man_pages_under_a_file", screen(&env, &run));
 }
 
 // --- completions ----------------------------------------------------------------
@@ -391,36 +357,32 @@ fn bash_completes_git_maverick_through_gits_own_completion() {
     let repo = env.clone("alice");
     let git = |words: &[&str]| complete(&env, &repo.dir, "__git_wrap__git_main", words);
 
-    // git lists maverick among its commands (git-maverick is on PATH).
-    assert!(
-        git(&["git", "maver"]).contains(&"maverick".to_owned()),
-        "{:?}",
-        git(&["git", "maver"])
-    );
-    let subcommands = git(&["git", "maverick", "co"]);
-    for want in ["coord", "config", "completions"] {
-        assert!(subcommands.contains(&want.to_owned()), "{subcommands:?}");
-    }
-    assert!(
-        !subcommands.contains(&"dispatch".to_owned()),
-        "{subcommands:?}"
-    );
-    assert_eq!(git(&["git", "maverick", "coord", "cl"]), ["claim"]);
-    assert!(git(&["git", "maverick", "coord", "claim", "--lease-t"])
-        .contains(&"--lease-ttl".to_owned()));
-    assert!(git(&["git", "maverick", "--js"]).contains(&"--json".to_owned()));
-    assert_eq!(git(&["git", "maverick", "completions", "f"]), ["fish"]);
-    // After git's own options, too.
+    // Each line typed, then what bash offers for its last word: git lists
+    // maverick among its commands (git-maverick is on PATH), then
+    // maverick's subcommands and options, after git's own options too.
     let dir = repo.dir.to_str().unwrap();
-    assert_eq!(
-        git(&["git", "-C", dir, "maverick", "coord", "rel"]),
-        ["release", "release-all"]
-    );
-
+    let mut offers = Vec::new();
+    for words in [
+        &["git", "maver"][..],
+        &["git", "maverick", "co"],
+        &["git", "maverick", "coord", "cl"],
+        &["git", "maverick", "coord", "claim", "--lease-t"],
+        &["git", "maverick", "--js"],
+        &["git", "maverick", "completions", "f"],
+        &["git", "-C", dir, "maverick", "coord", "rel"],
+    ] {
+        offers.push(format!(
+            "{}<TAB>: {}",
+            words.join(" "),
+            git(words).join(" ")
+        ));
+    }
     // And `git-maverick` typed as one word.
-    assert_eq!(
-        complete(&env, &repo.dir, "_git__maverick", &["git-maverick", "hyd"]),
-        ["hydrate"]
+    let one_word = complete(&env, &repo.dir, "_git__maverick", &["git-maverick", "hyd"]);
+    offers.push(format!("git-maverick hyd<TAB>: {}", one_word.join(" ")));
+    insta::assert_snapshot!(
+        "bash_completions",
+        crate::support::screen::normalise(&env, &(offers.join("\n") + "\n"))
     );
 }
 
@@ -443,17 +405,12 @@ fn completions_for_zsh_and_fish_name_the_commands() {
     );
     assert!(fish.stdout.contains("-a \"coord\""), "fish script");
     let bad = env.maverick_in(env.path(), &["completions", "tcsh"], &[]);
-    bad.expect(2);
-    assert!(
-        bad.stderr.contains("[possible values: bash, zsh, fish]"),
-        "{}",
-        bad.stderr
-    );
+    insta::assert_snapshot!("completions_for_an_unknown_shell", screen(&env, &bad));
 }
 
 // --- git maverick config -----------------------------------------------------------
 
-fn setting<'a>(json: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+pub(crate) fn setting<'a>(json: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
     json["settings"]
         .as_array()
         .unwrap()
@@ -475,46 +432,12 @@ fn config_lists_every_setting_with_its_source() {
     .unwrap();
     repo.git(&["config", "maverick.heartbeatInterval", "90s"]);
     let run = repo.maverick(&["config", "--lease-ttl", "5m", "--json"]);
-    run.expect(0);
-    let json = run.json();
-    let check = |name: &str, value: &str, source: &str, from: &str| {
-        let s = setting(&json, name);
-        assert_eq!(s["value"], value, "{name}: {s}");
-        assert_eq!(s["source"], source, "{name}: {s}");
-        assert!(s["from"].as_str().unwrap().contains(from), "{name}: {s}");
-    };
-    check("surface", "git", "derived", "is not on GitHub");
-    check("remote", "origin", "default", "default");
-    check(
-        "remoteUrl",
-        env.origin.to_str().unwrap(),
-        "derived",
-        "remote.origin.url",
-    );
-    check("instance", "alice", "env", "MAVERICK_INSTANCE");
-    check("leaseTtl", "5m", "flag", "--lease-ttl");
-    check(
-        "heartbeatInterval",
-        "90s",
-        "config",
-        "maverick.heartbeatinterval in local config (.git/config)",
-    );
-    check("dispatchSlots", "5", "config", "in global config");
-    check("settleDelay", "0s", "default", "default");
-    check(
-        "githubApiUrl",
-        "https://api.github.com",
-        "default",
-        "default",
-    );
-    check("token", "(not used)", "default", "default");
-    check(
-        "prePushHook",
-        "not installed",
-        "derived",
-        "git maverick hook install",
-    );
-    check("frontierLabel", "agent-ready", "default", "default");
+    let json = run.expect(0).json();
+    assert_eq!(setting(&json, "leaseTtl")["value"], "5m");
+    assert_eq!(setting(&json, "heartbeatInterval")["value"], "90s");
+    assert_eq!(setting(&json, "settleDelay")["value"], "0s");
+    // Each setting's value, source and where it came from.
+    insta::assert_snapshot!("config_json_on_git", screen(&env, &run));
     // Every documented key is listed.
     for key in maverick::config::KNOWN_KEYS {
         setting(&json, key.name);
@@ -522,31 +445,7 @@ fn config_lists_every_setting_with_its_source() {
 
     repo.maverick(&["hook", "install"]).expect(0);
     let plain = repo.maverick(&["config"]);
-    plain.expect(0);
-    let line = |name: &str| {
-        plain
-            .stdout
-            .lines()
-            .find(|l| l.split_whitespace().next() == Some(name))
-            .unwrap_or_else(|| panic!("no {name} line:\n{}", plain.stdout))
-            .to_owned()
-    };
-    assert!(
-        line("prePushHook").contains("installed"),
-        "{}",
-        plain.stdout
-    );
-    assert!(
-        line("prePushHook").contains(".git/hooks/pre-push"),
-        "{}",
-        plain.stdout
-    );
-    assert!(
-        line("heartbeatInterval").contains("90s"),
-        "{}",
-        plain.stdout
-    );
-    assert!(line("leaseTtl").contains("10m  "), "{}", plain.stdout);
+    insta::assert_snapshot!("config_screen_with_the_hook", screen(&env, &plain));
 }
 
 #[test]
@@ -554,20 +453,12 @@ fn config_on_github_says_where_the_token_came_from_never_the_token() {
     let env = TestEnv::with_surface(Surface::Github);
     let repo = env.clone("alice");
     let run = repo.maverick(&["config", "--json"]);
-    run.expect(0);
-    let json = run.json();
-    assert_eq!(setting(&json, "surface")["value"], "github");
-    assert_eq!(setting(&json, "surface")["source"], "config");
-    assert_eq!(setting(&json, "repo")["value"], GITHUB_REPO);
+    let json = run.expect(0).json();
     assert_eq!(setting(&json, "githubApiUrl")["value"], env.github().url());
-    assert_eq!(
-        setting(&json, "githubApiUrl")["from"],
-        "environment GITHUB_API_URL"
-    );
-    assert_eq!(setting(&json, "token")["from"], "from GH_TOKEN");
     assert_eq!(setting(&json, "settleDelay")["value"], "200ms");
+    insta::assert_snapshot!("config_json_on_github", screen(&env, &run));
     let plain = repo.maverick(&["config"]);
-    plain.expect(0);
+    insta::assert_snapshot!("config_screen_on_github", screen(&env, &plain));
     for out in [&run.stdout, &run.stderr, &plain.stdout, &plain.stderr] {
         assert!(
             !out.contains(env.github().token()),
@@ -597,70 +488,26 @@ fn an_unknown_key_is_a_warning_on_every_command_and_an_error_in_check() {
         "{}",
         claim.stderr
     );
+    insta::assert_snapshot!("unknown_key_warned_by_coord_claim", screen(&env, &claim));
     // The typo set nothing: the lease has the default TTL.
     let read = repo.maverick(&["coord", "read", "5", "--json"]);
-    read.expect(0);
-    assert!(read.stderr.contains(warning), "{}", read.stderr);
-    let warnings = read.json()["warnings"].clone();
-    assert!(
-        warnings
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|w| w.as_str().unwrap().contains("maverick.leasetime")),
-        "{warnings}"
-    );
+    read.expect(0).json();
+    insta::assert_snapshot!("unknown_key_warned_by_coord_read", screen(&env, &read));
     let config = repo.maverick(&["config", "--json"]);
-    config.expect(0);
-    let json = config.json();
+    let json = config.expect(0).json();
     assert_eq!(setting(&json, "leaseTtl")["value"], "10m");
-    assert_eq!(json["unknown_keys"][0]["key"], "maverick.leasetime");
-    assert_eq!(json["unknown_keys"][0]["suggestion"], "maverick.leaseTtl");
+    insta::assert_snapshot!("unknown_key_in_config_json", screen(&env, &config));
 
     let check = repo.maverick(&["config", "--check"]);
-    check.expect(1);
-    assert!(
-        check
-            .stderr
-            .contains("error: unknown config key: maverick.leasetime"),
-        "{}",
-        check.stderr
-    );
-    assert!(
-        check.stderr.contains(
-            "hint: maverick.leasetime in local config (.git/config): did you mean maverick.leaseTtl? \
-             remove it with `git config --local --unset maverick.leasetime`"
-        ),
-        "{}",
-        check.stderr
-    );
+    insta::assert_snapshot!("unknown_key_config_check", screen(&env, &check));
     // For a program: a bad setting, with the same hint.
     let check = repo.maverick(&["config", "--check", "--json"]);
-    let json = check.expect(1).json();
-    assert_eq!(json["error"]["code"], "bad_config", "{json}");
-    assert!(
-        json["error"]["hints"][0]
-            .as_str()
-            .unwrap()
-            .contains("did you mean maverick.leaseTtl?"),
-        "{json}"
-    );
+    check.expect(1).json();
+    insta::assert_snapshot!("unknown_key_config_check_json", screen(&env, &check));
     // A key nothing resembles gets no guess.
     repo.git(&["config", "maverick.zzz", "1"]);
     let check = repo.maverick(&["config", "--check"]);
-    check.expect(1);
-    assert!(
-        check.stderr.contains("maverick.leasetime, maverick.zzz"),
-        "{}",
-        check.stderr
-    );
-    assert!(
-        check
-            .stderr
-            .contains("maverick.zzz in local config (.git/config): remove it"),
-        "{}",
-        check.stderr
-    );
+    insta::assert_snapshot!("two_unknown_keys_config_check", screen(&env, &check));
 }
 
 #[test]
@@ -691,14 +538,9 @@ fn gh_repo_names_the_repository_as_in_gh() {
         .env("MAVERICK_INSTANCE", "alice")
         .env("GH_REPO", GITHUB_REPO);
     let config = Run::from_output(&["config", "--json"], config.output().unwrap());
-    config.expect(0);
-    let json = config.json();
+    let json = config.expect(0).json();
     assert_eq!(setting(&json, "surface")["value"], "github");
-    assert_eq!(
-        setting(&json, "surface")["from"],
-        "GH_REPO names a GitHub repository"
-    );
-    assert_eq!(setting(&json, "repo")["from"], "environment GH_REPO");
+    insta::assert_snapshot!("config_json_with_gh_repo", screen(&env, &config));
     // -R beats it.
     let mut flag = repo.maverick_command(&["config", "--json", "-R", "acme/other"]);
     flag.env("GH_REPO", GITHUB_REPO);
@@ -709,13 +551,7 @@ fn gh_repo_names_the_repository_as_in_gh() {
     let mut bad = repo.maverick_command(&["coord", "read", "7"]);
     bad.env("GH_REPO", "not a repo");
     let bad = Run::from_output(&["coord", "read", "7"], bad.output().unwrap());
-    bad.expect(1);
-    assert!(
-        bad.stderr.contains("error: GH_REPO wants OWNER/NAME"),
-        "{}",
-        bad.stderr
-    );
-    assert!(bad.stderr.contains("hint: "), "{}", bad.stderr);
+    insta::assert_snapshot!("gh_repo_not_a_repo", screen(&env, &bad));
 }
 
 #[test]

@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::support::screen::{screen, screen_naming};
 use crate::support::{Repo, TestEnv};
 
 use crate::support::STORY_BRANCH as BRANCH;
@@ -45,13 +46,16 @@ fn a_deleted_clone_s_branch_is_resumed_elsewhere_with_every_pushed_commit() {
     b.maverick(&["hook", "install"]).expect(0);
     b.maverick(&["coord", "read", "142"]).expect(5);
     let run = b.maverick(&["resume", BRANCH]);
-    run.expect(5);
-    assert!(run.stderr.contains("--takeover"), "{}", run.stderr);
+    insta::assert_snapshot!("resume_on_a_stale_lease", screen(&env, &run));
     assert!(!worktrees_dir(&b).exists());
 
     let run = b.maverick(&["--json", "resume", BRANCH, "--takeover"]);
     run.expect(0);
     let json = run.json();
+    insta::assert_snapshot!(
+        "resume_json_with_takeover",
+        screen_naming(&env, &run, &[(pushed.last().unwrap(), "[part-3]")])
+    );
     assert_eq!(json["claim"], "taken_over");
     assert_eq!(json["issue"], 142);
     assert_eq!(json["branch"], BRANCH);
@@ -109,11 +113,9 @@ fn resume_run_twice_does_no_harm() {
     let exclude = std::fs::read_to_string(b.dir.join(".git/info/exclude")).unwrap();
     assert_eq!(exclude.matches("/.maverick/").count(), 1);
     let plain = b.maverick(&["resume", BRANCH]);
-    plain.expect(0);
-    assert!(
-        plain.stdout.contains(&format!("head:     {}", &head[..12])),
-        "{}",
-        plain.stdout
+    insta::assert_snapshot!(
+        "resume_a_third_time",
+        screen_naming(&env, &plain, &[(&head[..12], "[head]")])
     );
 }
 
@@ -126,10 +128,12 @@ fn resume_is_refused_while_the_lease_is_live() {
     push_unclaimed(&env.clone("c"), BRANCH, "one.rs");
     let b = env.clone("b");
     let run = b.maverick(&["resume", BRANCH]);
-    run.expect(4);
-    assert!(run.stdout.contains("held by a"), "{}", run.stdout);
+    insta::assert_snapshot!("resume_while_the_lease_is_live", screen(&env, &run));
     let run = b.maverick(&["resume", BRANCH, "--takeover"]);
-    run.expect(4);
+    insta::assert_snapshot!(
+        "resume_with_takeover_while_the_lease_is_live",
+        screen(&env, &run)
+    );
     assert!(!worktrees_dir(&b).exists());
 }
 
@@ -182,24 +186,22 @@ fn a_local_branch_with_unpushed_commits_is_never_moved() {
     let mine = b.commit_file("mine.rs", "mine\n", "feat: only here");
     b.git(&["switch", "--quiet", "main"]);
     let run = b.maverick(&["--json", "resume", BRANCH]);
-    run.expect(8);
-    let json = run.json();
-    assert_eq!(
-        json["unpushed"][0],
-        format!("{} feat: only here", &mine[..7])
+    run.expect(8).json();
+    let names = [(&mine[..7], "[mine]")];
+    insta::assert_snapshot!(
+        "resume_json_over_unpushed_commits",
+        screen_naming(&env, &run, &names)
     );
     let run = b.maverick(&["resume", BRANCH]);
-    run.expect(8);
-    assert!(run.stderr.contains("feat: only here"), "{}", run.stderr);
-    assert!(run.stderr.contains("stop and report"), "{}", run.stderr);
+    insta::assert_snapshot!(
+        "resume_over_unpushed_commits",
+        screen_naming(&env, &run, &names)
+    );
     assert_eq!(b.git(&["rev-parse", BRANCH]), mine);
     assert!(!worktrees_dir(&b).exists());
     // Nothing was claimed either.
-    b.maverick(&["coord", "read", "142"]).expect(0);
-    assert!(b
-        .maverick(&["coord", "read", "142"])
-        .stdout
-        .contains("free"));
+    let read = b.maverick(&["coord", "read", "142"]);
+    insta::assert_snapshot!("coord_read_after_a_refused_resume", screen(&env, &read));
 }
 
 #[test]
@@ -227,15 +229,12 @@ fn a_branch_checked_out_in_the_main_worktree_is_resumed_there() {
         std::fs::canonicalize(json["worktree"].as_str().unwrap()).unwrap(),
         std::fs::canonicalize(&b.dir).unwrap()
     );
-    assert_eq!(json["worktree_state"], "reused");
-    assert_eq!(json["fast_forwarded"], true);
+    insta::assert_snapshot!(
+        "resume_json_in_the_main_worktree",
+        screen_naming(&env, &run, &[(&newer, "[newer]")])
+    );
     assert_eq!(b.git(&["rev-parse", "HEAD"]), newer);
     assert!(!worktrees_dir(&b).exists());
-    assert!(
-        run.stderr.is_empty() || run.stderr.contains("nobody holds #142"),
-        "{}",
-        run.stderr
-    );
 }
 
 #[test]
@@ -259,9 +258,11 @@ fn a_local_branch_behind_the_remote_is_fast_forwarded() {
     let newer = c.commit_file("two.rs", "2\n", "feat: two");
     c.git(&["push", "--quiet", "origin", BRANCH]);
     let run = b.maverick(&["--json", "resume", BRANCH]);
-    run.expect(0);
-    assert_eq!(run.json()["fast_forwarded"], true);
     assert_eq!(run.json()["head"], newer.as_str());
+    insta::assert_snapshot!(
+        "resume_json_fast_forwards",
+        screen_naming(&env, &run, &[(&newer, "[newer]")])
+    );
     assert_eq!(b.at(&worktree).git(&["rev-parse", "HEAD"]), newer);
 }
 
@@ -327,6 +328,7 @@ fn hostile_branch_names_never_leave_the_worktree_dir() {
     let b = env.clone("b");
     let outside_before = tree(env.path());
 
+    let mut screens = Vec::new();
     for bad in [
         "-x",
         "a/../../escape",
@@ -338,13 +340,9 @@ fn hostile_branch_names_never_leave_the_worktree_dir() {
         "x\ny",
     ] {
         let run = b.maverick(&["resume", "--issue", "7", "--", bad]);
-        run.expect(2);
-        assert!(
-            run.stderr.contains("not a valid branch name"),
-            "{bad:?}: {}",
-            run.stderr
-        );
+        screens.push(format!("resume {bad:?}\n{}", screen(&env, &run)));
     }
+    insta::assert_snapshot!("resume_hostile_branch_names", screens.join("\n"));
     assert_eq!(tree(env.path()), outside_before);
 
     let deep = format!("deep/{}leaf-9", "x/".repeat(60));

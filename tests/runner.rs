@@ -6,7 +6,9 @@
 mod support;
 
 mod agent_hooks;
+mod budget;
 mod cas_push;
+mod claude_code;
 mod cli;
 mod coord;
 mod crash;
@@ -23,6 +25,7 @@ mod layout;
 mod markers;
 mod maverick_interop;
 mod native;
+mod recovery;
 mod resume;
 mod run;
 mod settle;

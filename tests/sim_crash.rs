@@ -293,7 +293,8 @@ fn instance(run: &Run, surface: &SimSurface, me: &str, settle_steps: u64, seed: 
                 // its command first): from here on it holds nothing, even if
                 // it crashes half way through the release.
                 run.believe(me, None);
-                let outcome = coord.release(&[ISSUE], "merged");
+                let outcome =
+                    coord.release(&[ISSUE], maverick::coord::claims::ReleaseReason::Merged);
                 run.note(format!(
                     "{me}: release of claim {} -> {}",
                     held.comment_id,

@@ -254,6 +254,8 @@ fn the_session_end_hook_releases_the_sessions_claims_and_nobody_elses() {
     );
     let run = shell(&env, &agent.dir, &path, command, None, &input);
     run.expect(0);
+    // The release runs on after the hook, in the background.
+    crate::agent_hooks::wait_for_session_release(&agent, INSTANCE);
     for issue in [150, 151] {
         env.assert_released_once(issue, INSTANCE, "abort");
     }

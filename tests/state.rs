@@ -128,7 +128,7 @@ fn a_persons_edit_survives_an_update_of_one_field(surface: Surface) {
         .body;
     // A person adds a sentence around the block and a field inside it.
     let edited = format!(
-        "Epic status, kept by the bot. Ask @carol before editing.\n\n{}\nLast reviewed on Friday.\n",
+        "Epic status, kept by the bot. Ask @carol before editing.\n\n{}\n\nLast reviewed on Friday.\n",
         body.replacen("{\n", "{\n  \"note\": \"hold 150 until the API lands\",\n", 1)
     );
     s.edit_comment(EPIC, id, &edited);
@@ -179,8 +179,11 @@ fn concurrent_story_transitions_keep_both(surface: Surface) {
     let a = s.clone("alpha");
     let b = s.clone("beta");
     put(s, &a, "state", EPIC, json!({"epic": 123, "stories": {}}));
+    // Both writers verify after a pause that lets the other's write land:
+    // real time here (MAVERICK_CLOCK_PAUSES=wait), as between two machines.
     let spawn = |repo: &Repo<'_>, story: &str| {
         repo.command(&["state", "story", "123", story, "merged"])
+            .env(crate::support::mav::clock::CLOCK_PAUSES_VAR, "wait")
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()

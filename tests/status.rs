@@ -561,19 +561,36 @@ impl Drop for Watcher {
     }
 }
 
-/// Collects lines until `blocks` lines satisfy `starts_block`.
-fn wait_for_blocks(
+/// The watch interval the tests give: real time never brings a round
+/// within a test; moving the clock does.
+const WATCH_SECS: u64 = 60;
+
+/// Collects the lines of `rounds` rounds of a `status --watch` (a round
+/// ends with a line that satisfies `ends_round`), moving the clock one
+/// interval on after each round but the last: the next round comes when
+/// its time does.
+fn watch_rounds(
+    s: &TestEnv,
     rx: &mpsc::Receiver<String>,
-    blocks: usize,
-    starts_block: impl Fn(&str) -> bool,
+    rounds: usize,
+    ends_round: impl Fn(&str) -> bool,
 ) -> Vec<String> {
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut lines = Vec::new();
-    while lines.iter().filter(|l: &&String| starts_block(l)).count() < blocks {
+    let mut done = 0;
+    while done < rounds {
         let left = deadline.saturating_duration_since(Instant::now());
         match rx.recv_timeout(left) {
-            Ok(line) => lines.push(line),
-            Err(_) => panic!("fewer than {blocks} blocks; got:\n{}", lines.join("\n")),
+            Ok(line) => {
+                if ends_round(&line) {
+                    done += 1;
+                    if done < rounds {
+                        s.advance_clock(WATCH_SECS);
+                    }
+                }
+                lines.push(line);
+            }
+            Err(_) => panic!("fewer than {rounds} rounds; got:\n{}", lines.join("\n")),
         }
     }
     lines
@@ -593,9 +610,9 @@ fn interrupt(watcher: &mut Watcher) -> i32 {
 fn watch_redraws_until_ctrl_c(surface: Surface) {
     let s = &TestEnv::with_surface(surface);
     let t = team(s);
-    let (mut child, rx) = spawn_watch(&t.alpha, &["status", "--watch", "300ms"]);
+    let (mut child, rx) = spawn_watch(&t.alpha, &["status", "--watch", "1m"]);
     let header = format!("{} surface, ", s.name());
-    let lines = wait_for_blocks(&rx, 3, |l| l.starts_with(&header));
+    let lines = watch_rounds(s, &rx, 2, str::is_empty);
     // Not a terminal: plain appended blocks, no escape sequences.
     assert!(lines.iter().all(|l| !l.contains('\x1b')));
     let blocks: Vec<&[String]> = lines.split(|l| l.is_empty()).collect();
@@ -611,23 +628,14 @@ fn watch_redraws_until_ctrl_c(surface: Surface) {
     t.alpha
         .maverick(&["coord", "unblock", "143", "--by", "141"])
         .expect(0);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let line = rx
-            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-            .expect("a block without #143");
-        if line.starts_with("4 issues") {
-            continue;
-        }
-        if line.starts_with("3 issues") {
-            break;
-        }
-    }
+    s.advance_clock(WATCH_SECS);
+    let next = watch_rounds(s, &rx, 1, str::is_empty);
+    assert!(next.iter().any(|l| l.starts_with("3 issues")), "{next:#?}");
     assert_eq!(interrupt(&mut child), 130, "Ctrl-C ends the watch with 130");
 
     // --json: one object a line, each valid.
-    let (mut child, rx) = spawn_watch(&t.alpha, &["--json", "status", "--watch", "300ms"]);
-    let lines = wait_for_blocks(&rx, 2, |l| l.starts_with('{'));
+    let (mut child, rx) = spawn_watch(&t.alpha, &["--json", "status", "--watch", "1m"]);
+    let lines = watch_rounds(s, &rx, 2, |l| l.starts_with('{'));
     let schema = schema();
     for line in &lines {
         schema.assert_valid(&serde_json::from_str(line).unwrap());
@@ -661,7 +669,7 @@ fn watch_redraws_in_place_on_a_terminal(surface: Surface) {
     let mut master = unsafe { std::fs::File::from_raw_fd(master) };
     let mut child = Watcher(
         t.alpha
-            .command(&["status", "--watch", "300ms"])
+            .command(&["status", "--watch", "1m"])
             .stdout(Stdio::from(slave.try_clone().unwrap()))
             .stderr(Stdio::piped())
             .spawn()
@@ -680,16 +688,23 @@ fn watch_redraws_in_place_on_a_terminal(surface: Surface) {
     let clear = "\x1b[H\x1b[2J";
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut seen = String::new();
-    while seen.matches(clear).count() < 3 {
+    let round_end = "every 1m; Ctrl-C to stop";
+    // Two rounds, the clock moved on one interval after the first.
+    while seen.matches(round_end).count() < 2 {
         let chunk = rx
             .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-            .unwrap_or_else(|_| panic!("fewer than 3 redraws:\n{seen}"));
+            .unwrap_or_else(|_| panic!("fewer than 2 redraws:\n{seen}"));
+        let before = seen.matches(round_end).count();
         seen.push_str(&String::from_utf8_lossy(&chunk));
+        if before == 0 && seen.contains(round_end) {
+            s.advance_clock(WATCH_SECS);
+        }
     }
     let rounds: Vec<&str> = seen.split(clear).skip(1).collect();
-    for round in &rounds[..2] {
+    assert_eq!(rounds.len(), 2, "{seen}");
+    for round in &rounds {
         assert!(round.contains("#141  ours  alpha (you)"), "{round:?}");
-        assert!(round.contains("every 300ms; Ctrl-C to stop"), "{round:?}");
+        assert!(round.contains(round_end), "{round:?}");
     }
     assert_eq!(interrupt(&mut child), 130);
 }
@@ -773,9 +788,11 @@ on_both_surfaces!(
 );
 
 /// The GitHub budget, counted in the fake's request log: for 10 claimed
-/// issues, each with a pull request, one list of issues, one list of pull
-/// requests, one comments read per issue and one CI read (combined status
-/// and check runs, two requests) per head: 1 + 1 + 10 + 10 × 2 = 32
+/// issues, each with a pull request, one list of issues, one list of the
+/// repository's recent comments (every comment of the ten is recent, and
+/// the issue list's count of each says so: no issue's comments are read
+/// on their own), one list of pull requests and one CI read (combined
+/// status and check runs, two requests) per head: 1 + 1 + 1 + 10 × 2 = 23
 /// requests. Watching, every unchanged read after the first is a 304, which
 /// costs no rate limit.
 #[test]
@@ -816,30 +833,37 @@ fn github_budget_for_ten_claimed_issues() {
     let count = |part: &str| requests.iter().filter(|r| r.path.contains(part)).count();
     assert_eq!(count("/issues?"), 1, "{paths:#?}");
     assert_eq!(count("/pulls?"), 1, "{paths:#?}");
-    assert_eq!(count("/comments"), 10, "{paths:#?}");
+    assert_eq!(count("/issues/comments?"), 1, "{paths:#?}");
+    assert_eq!(count("/comments"), 1, "{paths:#?}");
     assert_eq!(count("/status"), 10, "{paths:#?}");
     assert_eq!(count("/check-runs"), 10, "{paths:#?}");
-    assert_eq!(requests.len(), 32, "{paths:#?}");
+    assert_eq!(requests.len(), 23, "{paths:#?}");
     assert!(
         requests.iter().all(|r| r.method == "GET"),
         "status never writes"
     );
 
-    // Watching: the first round pays 32, every unchanged round after it
-    // is answered 304.
+    // Watching, in a new process: the status above left its ETags and its
+    // copies of the comments in the clone's shared cache. The first round
+    // pays for one list of the repository's recent comments (which brings
+    // the copies up to date); every other read, of every round, is
+    // answered 304 and costs no rate limit.
     fake.reset_count();
-    let (mut child, rx) = spawn_watch(&alpha, &["status", "--watch", "200ms"]);
-    wait_for_blocks(&rx, 3, |l| l.starts_with("github surface, "));
+    let (mut child, rx) = spawn_watch(&alpha, &["status", "--watch", "1m"]);
+    watch_rounds(s, &rx, 3, str::is_empty);
     assert_eq!(interrupt(&mut child), 130);
     let requests = fake.requests();
     let paid: Vec<String> = requests
         .iter()
-        .filter(|r| r.status != 304)
+        .filter(|r| r.counted)
         .map(|r| format!("{} {} {}", r.method, r.path, r.status))
         .collect();
-    assert_eq!(paid.len(), 32, "{paid:#?}");
     assert!(
-        requests.iter().filter(|r| r.status == 304).count() >= 64,
-        "two more rounds of 304s"
+        paid.len() == 1 && paid[0].starts_with("GET /repos/acme/widgets/issues/comments?"),
+        "{paid:#?}"
+    );
+    assert!(
+        requests.iter().filter(|r| r.status == 304).count() >= 3 * 22,
+        "three rounds of 304s"
     );
 }

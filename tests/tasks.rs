@@ -1,6 +1,7 @@
 //! Push-per-task end to end: the real binary, real git, a bare origin, and
 //! the surface the harness gives (`on_both_surfaces!`).
 
+use crate::support::screen::{screen, screen_naming};
 use crate::support::{Repo, Surface, TestEnv};
 use serde_json::Value;
 
@@ -86,12 +87,7 @@ fn three_tasks_done_in_a_row(surface: Surface) {
             &format!("// step {}\n", n + 1),
         );
         let run = a.maverick(&["task", "done", "-m", subject]);
-        run.expect(0);
-        assert!(
-            run.stdout.contains(&format!("task {} of #142 done", n + 1)),
-            "{}",
-            run.screen()
-        );
+        insta::assert_snapshot!(format!("three_tasks_done_{}", n + 1), screen(s, &run));
     }
     let commits = remote_commits(s);
     assert_eq!(
@@ -114,29 +110,21 @@ fn three_tasks_done_in_a_row(surface: Surface) {
     );
 
     let list = a.maverick(&["task", "list"]);
-    list.expect(0);
-    assert!(
-        list.stdout.contains("#142: 3/3 tasks done"),
-        "{}",
-        list.screen()
-    );
-    assert!(
-        list.stdout.contains("next: none, all tasks are done"),
-        "{}",
-        list.screen()
-    );
-    let json = a.maverick(&["--json", "task", "list", "142"]).json();
+    insta::assert_snapshot!("three_tasks_done_list", screen(s, &list));
+    let list = a.maverick(&["--json", "task", "list", "142"]);
+    let json = list.json();
     assert_eq!(json["done"], 3);
     assert_eq!(json["next_task"], Value::Null);
-    assert_eq!(json["reconciled"], serde_json::json!([]));
+    insta::assert_snapshot!("three_tasks_done_list_json", screen(s, &list));
 
-    let progress = a
-        .maverick(&["--json", "state", "get", "task-progress", "142"])
-        .json();
-    assert_eq!(progress["marker"]["phase"], "implement");
-    assert_eq!(progress["marker"]["branch"], BRANCH);
-    assert_eq!(progress["marker"]["task"], 3);
-    assert_eq!(progress["marker"]["instance_id"], "alpha");
+    let progress = a.maverick(&["--json", "state", "get", "task-progress", "142"]);
+    let json = progress.json();
+    assert_eq!(json["marker"]["task"], 3);
+    // The marker's author and comment ids are the surface's own.
+    insta::assert_snapshot!(
+        format!("three_tasks_done_progress_json_{}", s.name()),
+        screen(s, &progress)
+    );
 }
 
 fn crash_between_push_and_comment_heals_on_another_machine(surface: Surface) {
@@ -166,22 +154,9 @@ fn crash_between_push_and_comment_heals_on_another_machine(surface: Surface) {
     let b = s.clone("beta");
     let list = b.maverick(&["task", "list", "142"]);
     list.expect(0);
-    let short = &two[..7];
-    assert!(
-        list.stdout
-            .contains(&format!("checked off task 2 from {short}")),
-        "{}",
-        list.screen()
-    );
-    assert!(
-        list.stdout.contains("#142: 2/3 tasks done"),
-        "{}",
-        list.screen()
-    );
-    assert!(
-        list.stdout.contains("next: task 3 — Verify after writing"),
-        "{}",
-        list.screen()
+    insta::assert_snapshot!(
+        "a_list_that_heals_a_crash_after_the_push",
+        screen_naming(s, &list, &[(&two[..7], "[two]")])
     );
     let (checked, mark) = marks(&tasks_body(s))[1].clone();
     assert!(checked);
@@ -236,23 +211,13 @@ fn crash_before_push_leaves_the_next_machine_at_that_task(surface: Surface) {
     // The next machine does task 2 ...
     stage(&b, "src/two.rs", "// two, beta's\n");
     let run = b.maverick(&["task", "done", "-m", "feat: two again"]);
-    run.expect(0);
-    assert!(
-        run.stdout.contains("task 2 of #142 done"),
-        "{}",
-        run.screen()
-    );
+    insta::assert_snapshot!("task_two_done_by_the_next_machine", screen(s, &run));
     let beta_two = b.git(&["rev-parse", "HEAD"]);
 
     // ... and the first machine, back, must not overwrite it.
     let late = a.maverick(&["task", "done"]);
     late.expect(8);
-    assert!(late.stdout.contains("stays local"), "{}", late.screen());
-    assert!(
-        late.stderr.contains("do not merge or overwrite"),
-        "{}",
-        late.screen()
-    );
+    insta::assert_snapshot!("task_two_done_late_by_the_first_machine", screen(s, &late));
     assert_eq!(s.git_in(&s.origin, &["rev-parse", BRANCH]), beta_two);
     let (checked, mark) = marks(&tasks_body(s))[1].clone();
     assert!(checked);
@@ -268,15 +233,10 @@ fn refuses_bad_messages_an_empty_index_and_tasks_out_of_range(surface: Surface) 
     let head = a.git(&["rev-parse", "HEAD"]);
 
     let empty = a.maverick(&["task", "done", "-m", "feat: nothing"]);
-    empty.expect(1);
-    assert!(
-        empty.stderr.contains("nothing is staged"),
-        "{}",
-        empty.screen()
-    );
-    assert!(empty.stderr.contains("hint: stage"), "{}", empty.screen());
+    insta::assert_snapshot!("task_done_with_nothing_staged", screen(s, &empty));
 
     stage(&a, "src/x.rs", "// x\n");
+    let mut screens = Vec::new();
     for bad in [
         "added the parser",
         "Feat: parser",
@@ -285,78 +245,44 @@ fn refuses_bad_messages_an_empty_index_and_tasks_out_of_range(surface: Surface) 
         "feat: x\nno blank line",
     ] {
         let run = a.maverick(&["task", "done", "-m", bad]);
-        run.expect(2);
-        assert!(run.stderr.starts_with("error: "), "{}", run.screen());
-        assert!(
-            run.stderr.contains("nothing was committed"),
-            "{}",
-            run.screen()
-        );
+        screens.push(format!("-m {bad:?}\n{}", screen(s, &run)));
     }
+    insta::assert_snapshot!("task_done_with_bad_messages", screens.join("\n"));
     // No -m and a title that is not a conventional message.
     let untitled = a.maverick(&["task", "done"]);
-    untitled.expect(2);
-    assert!(
-        untitled
-            .stderr
-            .contains("not a Conventional Commits message"),
-        "{}",
-        untitled.screen()
+    insta::assert_snapshot!(
+        "task_done_with_an_unconventional_title",
+        screen(s, &untitled)
     );
     assert_eq!(a.git(&["rev-parse", "HEAD"]), head, "nothing was committed");
 
     let out_of_range = a.maverick(&["task", "done", "--task", "4", "-m", "feat: x"]);
-    out_of_range.expect(2);
-    assert!(
-        out_of_range
-            .stderr
-            .contains("task 4 is out of range: the tasks comment of #142 has 3 tasks"),
-        "{}",
-        out_of_range.screen()
-    );
-    a.maverick(&["task", "check", "142", "0"]).expect(2);
-    a.maverick(&["task", "check", "142", "9"]).expect(2);
+    insta::assert_snapshot!("task_done_out_of_range", screen(s, &out_of_range));
+    let zero = a.maverick(&["task", "check", "142", "0"]);
+    insta::assert_snapshot!("task_check_zero", screen(s, &zero));
+    let nine = a.maverick(&["task", "check", "142", "9"]);
+    insta::assert_snapshot!("task_check_out_of_range", screen(s, &nine));
     assert_eq!(a.git(&["rev-parse", "HEAD"]), head);
     assert!(remote_commits(s).is_empty(), "nothing was pushed");
 
     // Which issue: the branch name, unless a flag disagrees; none on main.
     let disagree = a.maverick(&["task", "done", "--issue", "7", "-m", "feat: x"]);
-    disagree.expect(2);
-    assert!(
-        disagree.stderr.contains("belongs to #142"),
-        "{}",
-        disagree.screen()
-    );
+    insta::assert_snapshot!("task_done_for_another_issue", screen(s, &disagree));
     let b = s.clone("beta");
     let nowhere = b.maverick(&["task", "list"]);
-    nowhere.expect(2);
-    assert!(
-        nowhere.stderr.contains("cannot tell which issue"),
-        "{}",
-        nowhere.screen()
-    );
+    insta::assert_snapshot!("task_list_on_main", screen(s, &nowhere));
     let none = b.maverick(&["task", "list", "143"]);
-    none.expect(1);
-    assert!(
-        none.stderr.contains("#143 has no tasks comment"),
-        "{}",
-        none.screen()
-    );
-    assert!(
-        none.stderr.contains("git maverick task init 143"),
-        "{}",
-        none.screen()
-    );
+    insta::assert_snapshot!("task_list_without_a_tasks_comment", screen(s, &none));
     let no_tasks = s.input_file("empty.md", "\n\n");
-    b.maverick(&["task", "init", "143", &no_tasks]).expect(2);
+    let init = b.maverick(&["task", "init", "143", &no_tasks]);
+    insta::assert_snapshot!("task_init_with_no_tasks", screen(s, &init));
 
     // Init twice with the same tasks: nothing changes; with others: refused.
     let same = s.input_file("same.md", THREE_TASKS);
     b.maverick(&["task", "init", "142", &same]).expect(0);
     let other = s.input_file("other.md", "Something else\n");
     let refused = b.maverick(&["task", "init", "142", &other]);
-    refused.expect(1);
-    assert!(refused.stderr.contains("--replace"), "{}", refused.screen());
+    insta::assert_snapshot!("task_init_over_other_tasks", screen(s, &refused));
     assert_eq!(
         s.comments(STORY)
             .iter()
@@ -417,8 +343,14 @@ fn two_instances_checking_at_once_both_win(surface: Surface) {
     let a = s.story_clone("alpha", "T1\nT2\nT3\nT4\nT5\nT6\n");
     let b = s.clone("beta");
     for (x, y) in [("1", "2"), ("3", "4"), ("6", "5")] {
+        // Both writers verify after a pause that lets the other's write
+        // land: real time here (MAVERICK_CLOCK_PAUSES=wait), as between
+        // two machines.
         let mut first = a.command(&["task", "check", "142", x]);
         let mut second = b.command(&["task", "check", "142", y]);
+        for cmd in [&mut first, &mut second] {
+            cmd.env(crate::support::mav::clock::CLOCK_PAUSES_VAR, "wait");
+        }
         let first = first
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
@@ -470,8 +402,11 @@ fn the_claim_names_the_issue_and_fences_task_done(surface: Surface) {
     stage(&a, "src/one.rs", "// one\n");
     let run = a.maverick(&["--json", "task", "done", "-m", "feat: one"]);
     let json = run.expect(0).json();
-    assert_eq!(json["issue"], 142);
     assert_eq!(json["issue_source"], "claim");
+    insta::assert_snapshot!(
+        "task_done_json_on_a_branch_the_claim_names",
+        screen(s, &run)
+    );
 
     // Another instance takes the stale claim over: alpha's next task is refused.
     s.advance_clock(61);
@@ -481,12 +416,7 @@ fn the_claim_names_the_issue_and_fences_task_done(surface: Surface) {
     stage(&a, "src/two.rs", "// two\n");
     let head = a.git(&["rev-parse", "HEAD"]);
     let fenced = a.maverick(&["task", "done", "-m", "feat: two"]);
-    fenced.expect(7);
-    assert!(
-        fenced.stdout.contains("claim lost: #142 is held by beta"),
-        "{}",
-        fenced.screen()
-    );
+    insta::assert_snapshot!("task_done_after_a_takeover", screen(s, &fenced));
     assert_eq!(a.git(&["rev-parse", "HEAD"]), head, "nothing was committed");
 }
 
@@ -504,9 +434,8 @@ fn task_done_on_an_issue_another_instance_holds_names_the_holder(surface: Surfac
     let head = g.git(&["rev-parse", "HEAD"]);
     let run = g.maverick(&["--json", "task", "done", "-m", "feat: one"]);
     let json = run.expect(4).json();
-    assert_eq!(json["committed"], false, "{json}");
     assert_eq!(json["holder"]["instance_id"], "alpha", "{json}");
-    assert_eq!(json["holder"]["branch"], BRANCH, "{json}");
+    insta::assert_snapshot!("task_done_json_on_an_issue_alpha_holds", screen(s, &run));
     assert_eq!(g.git(&["rev-parse", "HEAD"]), head, "nothing was committed");
 }
 
@@ -525,35 +454,18 @@ fn a_refused_push_leaves_the_commit_local_and_a_rerun_pushes_it(surface: Surface
     let refused = a.maverick(&["task", "done", "-m", "feat: one"]);
     refused.expect(1);
     let short = a.git(&["rev-parse", "--short", "HEAD"]);
-    assert!(
-        refused
-            .stderr
-            .contains(&format!("committed {short} locally but could not push it")),
-        "{}",
-        refused.screen()
-    );
-    assert!(
-        refused.stderr.contains("task 1 of #142 stays unchecked"),
-        "{}",
-        refused.screen()
+    insta::assert_snapshot!(
+        "task_done_whose_push_is_refused",
+        screen_naming(s, &refused, &[(&short, "[local]")])
     );
     assert!(remote_commits(s).is_empty());
     assert_eq!(marks(&tasks_body(s))[0], (false, None));
 
     std::fs::remove_file(&hook).unwrap();
     let rerun = a.maverick(&["task", "done"]);
-    rerun.expect(0);
-    assert!(
-        rerun.stdout.contains("task 1 of #142 done"),
-        "{}",
-        rerun.screen()
-    );
-    assert!(
-        rerun
-            .stdout
-            .contains("was committed earlier; this run pushed it"),
-        "{}",
-        rerun.screen()
+    insta::assert_snapshot!(
+        "task_done_rerun_pushes_the_local_commit",
+        screen_naming(s, &rerun, &[(&short, "[local]")])
     );
     assert_eq!(remote_commits(s).len(), 1);
     assert_eq!(marks(&tasks_body(s))[0], (true, Some(short)));
@@ -603,11 +515,9 @@ fn a_rebase_onto_someone_elses_push_is_a_collision(surface: Surface) {
     a.git(&["pull", "--quiet", "--rebase", "origin", BRANCH]);
     stage(&a, "src/two.rs", "// two\n");
     let done = a.maverick(&["task", "done", "-m", "feat: two"]);
-    done.expect(8);
-    assert!(
-        done.screen().contains("someone else pushed to it"),
-        "{}",
-        done.screen()
+    insta::assert_snapshot!(
+        "task_done_after_a_rebase_onto_someone_elses_push",
+        screen(s, &done)
     );
     assert_eq!(s.git_in(&s.origin, &["rev-parse", BRANCH]), intruded);
     assert_eq!(marks(&tasks_body(s))[1], (false, None));
@@ -637,21 +547,16 @@ fn resume_reconciles_and_names_the_next_task(surface: Surface) {
 
     let c = s.clone("gamma");
     let resume = c.maverick(&["--json", "resume", BRANCH]);
-    resume.expect(0);
     let json = resume.json();
     assert_eq!(json["tasks"]["reconciled"][0]["task"], 2, "{json}");
     assert_eq!(json["next_task"]["number"], 3, "{json}");
-    assert_eq!(json["next_task"]["title"], "Verify after writing");
+    insta::assert_snapshot!(
+        "resume_json_reconciles_task_two",
+        screen_naming(s, &resume, &[(&two, "[two]")])
+    );
     assert_eq!(marks(&tasks_body(s))[1], (true, Some(two)));
     let again = c.maverick(&["resume", BRANCH]);
-    again.expect(0);
-    assert!(
-        again
-            .stdout
-            .contains("next:     task 3 of 3 — Verify after writing"),
-        "{}",
-        again.screen()
-    );
+    insta::assert_snapshot!("resume_again_names_task_three", screen(s, &again));
 }
 
 /// The claim recorded that the branch did not exist yet; someone else
@@ -678,11 +583,9 @@ fn a_branch_someone_else_created_after_the_claim_is_a_collision(surface: Surface
     a.maverick(&["task", "init", "142", &file]).expect(0);
     stage(&a, "src/one.rs", "// one\n");
     let done = a.maverick(&["task", "done", "-m", "feat: one"]);
-    done.expect(8);
-    assert!(
-        done.screen().contains("someone else pushed to it"),
-        "{}",
-        done.screen()
+    insta::assert_snapshot!(
+        "task_done_on_a_branch_someone_else_created",
+        screen(s, &done)
     );
     assert_eq!(marks(&tasks_body(s))[0], (false, None));
 }
@@ -704,12 +607,7 @@ fn task_done_and_resume_agree_on_the_issue_of_any_branch_name(surface: Surface) 
         a.maverick(&["task", "init", &name, &file]).expect(0);
         stage(&a, "src/one.rs", "// one\n");
         let done = a.maverick(&["task", "done", "-m", "feat: one"]);
-        done.expect(0);
-        assert!(
-            done.stdout.contains(&format!("task 1 of #{issue} done")),
-            "{branch}: {}",
-            done.screen()
-        );
+        insta::assert_snapshot!(format!("task_done_on_{issue}"), screen(s, &done));
         let trailer = s.git_in(
             &s.origin,
             &[

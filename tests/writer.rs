@@ -5,6 +5,7 @@
 
 use std::process::Output;
 
+use crate::support::screen::{git_screen, screen};
 use crate::support::{allowed, refused_as_collision as refused, Repo, RepoKind, TestEnv};
 
 on_every_repo_kind!(
@@ -62,12 +63,13 @@ fn claim_plain_push_without_hook_then_task_done(kind: RepoKind) {
     allowed(&push(&a, &["-u", "origin", BRANCH]));
     stage(&a, "parser.rs", "fn parse() {}\n");
     let run = a.maverick(&["task", "done", "-m", "feat: parser"]);
-    run.expect(0);
+    insta::assert_snapshot!("task_done_after_a_plain_push", screen(&env, &run));
     let head = a.git(&["rev-parse", "HEAD"]);
     assert_eq!(env.origin_head(BRANCH).as_deref(), Some(head.as_str()));
     assert_ne!(head, early);
     // And resume agrees: nothing is ahead, nothing is refused.
-    a.maverick(&["resume", BRANCH]).expect(0);
+    let resume = a.maverick(&["resume", BRANCH]);
+    insta::assert_snapshot!("resume_after_a_plain_push", screen(&env, &resume));
 }
 
 fn claim_push_hook_install_push(kind: RepoKind) {
@@ -114,8 +116,7 @@ fn a_push_by_someone_else_is_still_a_collision_for_task_done(kind: RepoKind) {
     a.git(&["rebase", "--quiet", &format!("origin/{BRANCH}")]);
     stage(&a, "two.rs", "2\n");
     let run = a.maverick(&["task", "done", "-m", "feat: two"]);
-    run.expect(8);
-    assert!(run.stderr.contains("someone else pushed"), "{}", run.stderr);
+    insta::assert_snapshot!("task_done_on_someone_elses_push", screen(&env, &run));
 }
 
 // Item 7: after a plain push, its head is last seen; a rewind is a moved head.
@@ -139,12 +140,14 @@ fn a_rewind_after_a_plain_push_is_a_moved_head(kind: RepoKind) {
     ]);
     assert_eq!(env.origin_head(BRANCH).as_deref(), Some(l0.as_str()));
     a.commit_file("three.rs", "3\n", "feat: three");
-    let stderr = refused(&push(&a, &["origin", BRANCH]));
-    assert!(stderr.contains("someone else pushed to it"), "{stderr}");
+    let out = push(&a, &["origin", BRANCH]);
+    refused(&out);
+    insta::assert_snapshot!("a_push_after_a_rewind", git_screen(&env, &out));
     assert_eq!(env.origin_head(BRANCH), Some(l0.clone()));
     // task done refuses the same case, exit 8.
     stage(&a, "four.rs", "4\n");
-    a.maverick(&["task", "done", "-m", "feat: four"]).expect(8);
+    let run = a.maverick(&["task", "done", "-m", "feat: four"]);
+    insta::assert_snapshot!("task_done_after_a_rewind", screen(&env, &run));
     assert_eq!(env.origin_head(BRANCH), Some(l0));
 }
 
@@ -165,7 +168,12 @@ fn a_rewind_after_a_push_without_the_hook_is_a_moved_head(kind: RepoKind) {
     ]);
     a.maverick(&["hook", "install"]).expect(0);
     a.commit_file("three.rs", "3\n", "feat: three");
-    refused(&push(&a, &["origin", BRANCH]));
+    let out = push(&a, &["origin", BRANCH]);
+    refused(&out);
+    insta::assert_snapshot!(
+        "a_push_after_a_rewind_the_hook_did_not_see",
+        git_screen(&env, &out)
+    );
     assert_eq!(env.origin_head(BRANCH), Some(l0));
 }
 
@@ -183,11 +191,13 @@ fn rewriter<'a>(env: &'a TestEnv) -> (Repo<'a>, String) {
     (a, pushed)
 }
 
+/// The force push is refused; `name` is its snapshot's (git names the
+/// destination as it was spelled).
 #[track_caller]
-fn force_to(env: &TestEnv, a: &Repo, destination: &str, pushed: &str) {
+fn force_to(env: &TestEnv, a: &Repo, destination: &str, pushed: &str, name: &str) {
     let out = push(a, &["--force", destination, BRANCH]);
-    let stderr = refused(&out);
-    assert!(stderr.contains("not a fast-forward"), "{stderr}");
+    refused(&out);
+    insta::assert_snapshot!(name, git_screen(env, &out));
     assert_eq!(env.origin_head(BRANCH).as_deref(), Some(pushed));
 }
 
@@ -199,20 +209,40 @@ fn a_force_push_to_the_file_url_is_checked(kind: RepoKind) {
         &a,
         &format!("file://{}", env.origin.display()),
         &pushed,
+        "a_force_push_to_the_file_url",
     );
 }
 
 fn a_force_push_to_the_path_with_a_trailing_slash_is_checked(kind: RepoKind) {
     let env = TestEnv::with_repo_kind(kind);
     let (a, pushed) = rewriter(&env);
-    force_to(&env, &a, &format!("{}/", env.origin.display()), &pushed);
+    let slash = format!("{}/", env.origin.display());
+    force_to(
+        &env,
+        &a,
+        &slash,
+        &pushed,
+        "a_force_push_to_the_path_with_a_slash",
+    );
 }
 
 fn a_force_push_to_a_relative_path_is_checked(kind: RepoKind) {
     let env = TestEnv::with_repo_kind(kind);
     let (a, pushed) = rewriter(&env);
-    force_to(&env, &a, "../origin.git", &pushed);
-    force_to(&env, &a, "../origin", &pushed);
+    force_to(
+        &env,
+        &a,
+        "../origin.git",
+        &pushed,
+        "a_force_push_to_a_relative_path",
+    );
+    force_to(
+        &env,
+        &a,
+        "../origin",
+        &pushed,
+        "a_force_push_to_a_relative_path_without_git",
+    );
 }
 
 fn a_force_push_through_another_remote_name_is_checked(kind: RepoKind) {
@@ -224,7 +254,13 @@ fn a_force_push_through_another_remote_name_is_checked(kind: RepoKind) {
         "upstream",
         &format!("file://{}/", env.origin.display()),
     ]);
-    force_to(&env, &a, "upstream", &pushed);
+    force_to(
+        &env,
+        &a,
+        "upstream",
+        &pushed,
+        "a_force_push_through_another_remote",
+    );
 }
 
 fn an_ssh_push_to_an_https_origin_is_checked(kind: RepoKind) {
@@ -263,9 +299,11 @@ fn an_ssh_push_to_an_https_origin_is_checked(kind: RepoKind) {
         ("origin", "https://github.com/acme/widgets/"),
     ] {
         let out = hook(remote, url);
-        assert_eq!(out.status.code(), Some(8), "{url}: {out:?}");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(stderr.contains("not a fast-forward"), "{url}: {stderr}");
+        // The same refusal, whichever spelling of the URL; the remote as named.
+        insta::assert_snapshot!(
+            format!("a_force_push_by_another_url_of_github_through_{remote}"),
+            git_screen(&env, &out)
+        );
     }
     // Another repository on the same host is not maverick's business.
     assert_eq!(
@@ -296,7 +334,8 @@ fn a_claim_of_refs_heads_guards_the_branch(kind: RepoKind) {
         "--branch",
         "refs/heads/maverick/8-y",
     ]);
-    run.expect(0);
+    run.expect(0).json();
+    insta::assert_snapshot!("claim_json_of_a_branch_given_as_a_ref", screen(&env, &run));
     a.maverick(&["hook", "install"]).expect(0);
     a.git(&["switch", "--quiet", "-c", "maverick/8-y"]);
     a.commit_file("one.rs", "1\n", "feat: one");
@@ -304,9 +343,10 @@ fn a_claim_of_refs_heads_guards_the_branch(kind: RepoKind) {
     allowed(&push(&a, &["-u", "origin", "maverick/8-y"]));
     a.git(&["reset", "--quiet", "--hard", "HEAD~1"]);
     let out = push(&a, &["--force", "origin", "maverick/8-y"]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{stderr}");
-    assert!(stderr.contains("not a fast-forward"), "{stderr}");
+    insta::assert_snapshot!(
+        "a_force_push_of_a_branch_claimed_as_a_ref",
+        git_screen(&env, &out)
+    );
     assert_eq!(env.origin_head("maverick/8-y"), Some(pushed));
     let record = std::fs::read_to_string(claim_dir(&a).join("a/8.json")).unwrap();
     assert!(record.contains("\"branch\": \"maverick/8-y\""), "{record}");
@@ -316,6 +356,7 @@ fn a_claim_of_refs_heads_guards_the_branch(kind: RepoKind) {
 fn bad_branch_names_are_refused_where_they_enter() {
     let env = TestEnv::new();
     let a = env.clone("a");
+    let mut screens = Vec::new();
     for bad in [
         "maverick/8-y.lock",
         "HEAD",
@@ -330,15 +371,10 @@ fn bad_branch_names_are_refused_where_they_enter() {
             vec!["resume", bad, "--issue", "8"],
         ] {
             let run = a.maverick(&args);
-            run.expect(2);
-            assert!(
-                run.stderr.contains("is not a valid branch name"),
-                "{args:?}: {}",
-                run.stderr
-            );
-            assert!(run.stderr.contains("hint:"), "{}", run.stderr);
+            screens.push(format!("$ git maverick {args:?}\n{}", screen(&env, &run)));
         }
     }
+    insta::assert_snapshot!("bad_branch_names", screens.join("\n"));
     // Nothing was claimed.
     assert_eq!(env.write_count(), 0);
 }
@@ -366,7 +402,12 @@ fn a_damaged_record_of_another_issue_stops_nothing_else(kind: RepoKind) {
     allowed(&push(&a, &["origin", "main"]));
     // The claimed branch is still checked.
     a.git(&["switch", "--quiet", BRANCH]);
-    refused(&push(&a, &["--force", "origin", BRANCH]));
+    let out = push(&a, &["--force", "origin", BRANCH]);
+    refused(&out);
+    insta::assert_snapshot!(
+        "a_force_push_beside_a_damaged_record",
+        git_screen(&env, &out)
+    );
 }
 
 fn a_damaged_record_of_this_branch_says_it_is_safe_to_remove(kind: RepoKind) {
@@ -375,12 +416,7 @@ fn a_damaged_record_of_this_branch_says_it_is_safe_to_remove(kind: RepoKind) {
     let mine = claim_dir(&a).join("a").join(format!("{ISSUE}.json"));
     std::fs::write(&mine, "{ truncated").unwrap();
     let out = push(&a, &["--force", "origin", BRANCH]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{stderr}");
-    assert!(stderr.contains(mine.to_str().unwrap()), "{stderr}");
-    assert!(stderr.contains("is damaged"), "{stderr}");
-    assert!(stderr.contains("safe to remove"), "{stderr}");
-    assert!(stderr.contains(&format!("a claim on #{ISSUE}")), "{stderr}");
+    insta::assert_snapshot!("a_push_with_a_damaged_record", git_screen(&env, &out));
     assert_eq!(env.origin_head(BRANCH), Some(pushed));
     // Another branch pushes fine meanwhile.
     a.git(&["switch", "--quiet", "-c", "feature/x"]);
@@ -419,12 +455,9 @@ fn resume_refuses_a_tracked_worktrees_symlink(kind: RepoKind) {
     let outside = tracked_symlink(&env, &a, ".maverick/worktrees");
     a.git(&["branch", "--quiet", "-D", BRANCH]);
     let run = a.maverick(&["resume", BRANCH]);
-    run.expect(1);
-    assert!(
-        run.stderr
-            .contains(".maverick/worktrees is a symbolic link"),
-        "{}",
-        run.stderr
+    insta::assert_snapshot!(
+        "resume_with_a_tracked_worktrees_symlink",
+        screen(&env, &run)
     );
     assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
 }
@@ -435,11 +468,6 @@ fn hydrate_refuses_a_tracked_claude_symlink() {
     let a = writer(&env, "a");
     let outside = tracked_symlink(&env, &a, ".claude");
     let run = a.maverick(&["hydrate", ISSUE]);
-    run.expect(1);
-    assert!(
-        run.stderr.contains(".claude is a symbolic link"),
-        "{}",
-        run.stderr
-    );
+    insta::assert_snapshot!("hydrate_with_a_tracked_claude_symlink", screen(&env, &run));
     assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
 }

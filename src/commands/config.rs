@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::{Outcome, Warning};
 use crate::cli::GlobalArgs;
-use crate::config::{ConfigKeys, Origin, Origins, Settings, SurfaceKind, DEFAULT_HTTP_TIMEOUT};
+use crate::config::{Origin, Origins, Settings, SurfaceKind};
 use crate::error::{CommandError, Exit};
 use crate::git::Git;
 
@@ -105,7 +105,7 @@ pub(crate) fn run(
             return Err(err);
         }
     }
-    let entries = entries(&git, &settings, &origins)?;
+    let entries = entries(&git, &settings, &origins);
     let width = entries.iter().map(|e| e.name.len()).max().unwrap_or(0);
     let value_width = entries
         .iter()
@@ -165,15 +165,13 @@ fn duration(d: Duration) -> String {
     }
 }
 
-fn entries(git: &Git, s: &Settings, origins: &Origins) -> Result<Vec<Entry>, CommandError> {
+fn entries(git: &Git, s: &Settings, origins: &Origins) -> Vec<Entry> {
     let entry = |name: &'static str, value: String| Entry {
         name,
         value,
         origin: origins.get(name),
     };
-    let keys = ConfigKeys::read(git)?;
-    let http_timeout = keys.duration("httpTimeout")?.filter(|d| !d.is_zero());
-    let list = vec![
+    vec![
         entry("surface", s.surface.to_string()),
         entry("remote", s.remote.clone()),
         entry(
@@ -192,14 +190,7 @@ fn entries(git: &Git, s: &Settings, origins: &Origins) -> Result<Vec<Entry>, Com
         entry("heartbeatInterval", duration(s.heartbeat_interval)),
         entry("maxClockSkew", duration(s.max_clock_skew)),
         entry("settleDelay", duration(s.settle_delay)),
-        Entry {
-            name: "httpTimeout",
-            value: duration(http_timeout.unwrap_or(DEFAULT_HTTP_TIMEOUT)),
-            origin: match http_timeout {
-                Some(_) => keys.origin("httpTimeout").unwrap_or(Origin::Default),
-                None => Origin::Default,
-            },
-        },
+        entry("httpTimeout", duration(s.http_timeout)),
         entry("worktreeDir", s.worktree_dir.display().to_string()),
         entry("dispatchSlots", s.dispatch_slots.to_string()),
         entry("dispatchStale", duration(s.dispatch_stale)),
@@ -216,8 +207,7 @@ fn entries(git: &Git, s: &Settings, origins: &Origins) -> Result<Vec<Entry>, Com
         entry("wipLabel", s.labels.wip.clone()),
         entry("prLabel", s.labels.pr.clone()),
         entry("frontierLabel", s.labels.frontier.clone()),
-    ];
-    Ok(list)
+    ]
 }
 
 /// Where the GitHub token comes from; never the token.

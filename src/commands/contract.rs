@@ -123,7 +123,7 @@ pub(crate) enum Note {
     Warning(Warning),
     /// `hint: …`: the way out.
     Hint(String),
-    /// Any other line, as it is.
+    /// Any other line, with no prefix.
     Text(String),
 }
 
@@ -151,6 +151,9 @@ pub(crate) struct Outcome<T, C = Exit> {
     pub warnings: Vec<Warning>,
     /// Warnings shown on stderr as they happened (loading the settings).
     pub shown: Vec<Warning>,
+    /// The lines are for a program (an agent hook's JSON answer): printed
+    /// exactly, not escaped for a terminal.
+    pub exact: bool,
 }
 
 impl<T, C> Outcome<T, C> {
@@ -162,6 +165,7 @@ impl<T, C> Outcome<T, C> {
             notes: Vec::new(),
             warnings: Vec::new(),
             shown: Vec::new(),
+            exact: false,
         }
     }
 
@@ -170,7 +174,14 @@ impl<T, C> Outcome<T, C> {
         self
     }
 
-    /// A line on stderr, as it is.
+    /// A line for a program to read on stdout, printed exactly: the
+    /// outcome's lines are then all such lines.
+    pub(crate) fn exact_line(mut self, line: impl Into<String>) -> Self {
+        self.exact = true;
+        self.line(line)
+    }
+
+    /// A line on stderr, with no prefix.
     pub(crate) fn note(mut self, note: impl Into<String>) -> Self {
         self.notes.push(Note::Text(note.into()));
         self
@@ -226,6 +237,7 @@ impl<T, C> Outcome<T, C> {
             notes: self.notes,
             warnings: self.warnings,
             shown: self.shown,
+            exact: self.exact,
         }
     }
 
@@ -238,6 +250,7 @@ impl<T, C> Outcome<T, C> {
             notes: self.notes,
             warnings: self.warnings,
             shown: self.shown,
+            exact: self.exact,
         }
     }
 }

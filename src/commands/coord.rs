@@ -93,7 +93,10 @@ impl ValueEnum for ReleaseReason {
     }
 
     fn to_possible_value(&self) -> Option<PossibleValue> {
-        Some(PossibleValue::new(self.as_str()))
+        match self {
+            ReleaseReason::LostRace => None,
+            _ => Some(PossibleValue::new(self.as_str())),
+        }
     }
 }
 
@@ -346,7 +349,7 @@ pub(crate) fn claim(
 }
 
 /// What a person sees of a claim.
-fn show_claim(ctx: &Context, issue: u64, report: &ClaimReport) -> Outcome<ClaimOutcome> {
+pub(crate) fn show_claim(ctx: &Context, issue: u64, report: &ClaimReport) -> Outcome<ClaimOutcome> {
     let output = report.outcome.clone();
     match &report.outcome {
         ClaimOutcome::Claimed { views, already_held, .. } => {
@@ -381,7 +384,7 @@ fn show_claim(ctx: &Context, issue: u64, report: &ClaimReport) -> Outcome<ClaimO
             Exit::LostRace,
             views,
             &format!(
-                "{} claimed it first; this instance's claim was withdrawn. Pick another issue",
+                "{} won the claim; this instance's claim was withdrawn. Pick another issue",
                 winner.as_deref().unwrap_or("another instance")
             ),
         ),
@@ -442,7 +445,7 @@ fn release(
 ) -> Result<Outcome<ReleaseOutcome>, CommandError> {
     let store = ctx.claims()?;
     // One issue: releasing a merged story of a wave leaves its siblings held.
-    let outcome = claims::release(coord, &store, &[issue], reason.as_str())?;
+    let outcome = claims::release(coord, &store, &[issue], reason)?;
     if !outcome.foreign.is_empty() {
         let lines = outcome
             .foreign
@@ -473,7 +476,7 @@ fn release_all(
     coord: &Coordinator<'_>,
     reason: ReleaseReason,
 ) -> Result<Outcome<ReleaseAllOutput>, CommandError> {
-    let outcome = claims::release_all(coord, &ctx.claims()?, reason.as_str())?;
+    let outcome = claims::release_all(coord, &ctx.claims()?, reason)?;
     let mut lines = Vec::new();
     if outcome.released.is_empty() && outcome.foreign.is_empty() {
         lines.push(format!(

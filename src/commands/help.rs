@@ -242,13 +242,30 @@ pub(crate) fn install_man_pages(
         dir.display()
     ));
     if !man_finds(&dir) {
-        outcome = outcome.hint(format!(
-            "man looks in <dir>/../share/man for each bin directory on PATH; \
-             to read these pages add {} to MANPATH",
-            dir.parent().unwrap_or(&dir).display()
-        ));
+        outcome = outcome.hint(man_hint(&dir));
     }
     Ok(outcome)
+}
+
+/// How to read pages `man` does not find: it reads section 1 from the
+/// `man1` directory of each MANPATH entry, so a directory of another name
+/// is no MANPATH entry's `man1`.
+fn man_hint(dir: &Path) -> String {
+    let why = "man looks in <dir>/../share/man for each bin directory on PATH";
+    if dir.file_name().is_some_and(|name| name == "man1") {
+        let root = dir.parent().unwrap_or(dir);
+        return format!(
+            "{why}; to read these pages add {} to MANPATH",
+            root.display()
+        );
+    }
+    format!(
+        "{why}, and reads pages from a man1 directory there or in MANPATH; to read \
+         these pages, install them into {} and add {} to MANPATH, or open one: man {}",
+        dir.join("man1").display(),
+        dir.display(),
+        dir.join("git-maverick.1").display()
+    )
 }
 
 /// `<dir of the binary>/../share/man/man1`.

@@ -11,12 +11,13 @@ use serde::Serialize;
 
 use super::Outcome;
 use crate::cli::GlobalArgs;
+use crate::clock::Clock;
 use crate::coord::claims;
 use crate::coord::lease::Coordinator;
+use crate::coord::session_end;
 use crate::error::{CommandError, Exit};
 use crate::git::{Git, GitEnv};
 use crate::records::claim::ClaimStore;
-use crate::timefmt::Timestamp;
 use crate::writer::bash_guard;
 use crate::writer::guard::{self, PushInput, Verdict};
 use crate::writer::hookfile::Change;
@@ -49,15 +50,26 @@ pub(crate) enum HookCommand {
     /// through CLAUDE_ENV_FILE and reports the claims it still holds
     #[command(hide = true)]
     SessionStart,
-    /// Claude Code's SessionEnd hook: releases every claim of the session's
-    /// instance
+    /// Claude Code's SessionEnd hook: starts the release of every claim of
+    /// the session's instance in the background and returns at once
     #[command(hide = true)]
     SessionEnd,
+    /// What `hook session-end` starts: releases every claim of the instance
+    /// MAVERICK_INSTANCE names, logging to .git/maverick/session-end.log
+    #[command(hide = true)]
+    SessionRelease(SessionReleaseArgs),
     /// Claude Code's PreToolUse hook for the Bash tool: denies pushes that
     /// skip the guard, force or delete a managed branch, or write to a
     /// branch another instance holds
     #[command(hide = true)]
     PreToolUse,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct SessionReleaseArgs {
+    /// The descriptor of the instance's session-end lock, inherited
+    #[arg(long, value_name = "FD")]
+    pub lock_fd: Option<i32>,
 }
 
 #[derive(Debug, Args)]
@@ -103,6 +115,7 @@ pub(crate) enum HookOutput {
     Status(Status),
     PrePush(PrePushOutput),
     SessionEnd(SessionEndOutput),
+    SessionRelease(SessionReleaseOutput),
     /// Claude Code's hook answer (session-start, pre-tool-use).
     Agent(AgentAnswer),
     /// An agent hook that failed and let the session go on.
@@ -149,9 +162,26 @@ pub(crate) struct PrePushOutput {
     pub refusals: Vec<Refusal>,
 }
 
-/// `hook session-end --json`: the claims the session's instance released.
+/// `hook session-end --json`: the release of the session's claims, started
+/// in the background (Claude Code gives the hook about 1.5 s).
 #[derive(Debug, Serialize, JsonSchema)]
 pub(crate) struct SessionEndOutput {
+    pub instance_id: String,
+    /// Released by the hook itself: none, the release runs after it
+    /// (`releasing`).
+    pub released: Vec<u64>,
+    /// The issues the background release releases (empty: nothing held).
+    pub releasing: Vec<u64>,
+    /// The background release's process; null when one was already running.
+    pub pid: Option<u32>,
+    /// Where the release writes what it did.
+    pub log: Option<PathBuf>,
+}
+
+/// `hook session-release --json` (what `hook session-end` starts): the
+/// claims it released.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct SessionReleaseOutput {
     pub instance_id: String,
     pub released: Vec<u64>,
 }
@@ -201,7 +231,10 @@ pub(crate) fn run(
         HookCommand::Status => status().map(|o| o.map(HookOutput::Status)),
         HookCommand::PrePush(a) => pre_push(global, a).map(|o| o.map(HookOutput::PrePush)),
         HookCommand::SessionStart => never_fails("session-start", session_start()),
-        HookCommand::SessionEnd => never_fails("session-end", session_end(global)),
+        HookCommand::SessionEnd => never_fails("session-end", session_end()),
+        HookCommand::SessionRelease(a) => {
+            session_release(global, a).map(|o| o.map(HookOutput::SessionRelease))
+        }
         HookCommand::PreToolUse => never_fails("pre-tool-use", pre_tool_use()),
     }
 }
@@ -275,27 +308,32 @@ fn session_instance(input: &AgentHookInput) -> Result<String, CommandError> {
 fn session_start() -> Result<Outcome<HookOutput>, CommandError> {
     let input = agent_hook_input()?;
     let me = session_instance(&input)?;
-    if let Some(path) = std::env::var_os("CLAUDE_ENV_FILE").filter(|p| !p.is_empty()) {
-        use std::io::Write as _;
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .and_then(|mut f| writeln!(f, "export MAVERICK_INSTANCE={me}").map(|()| f));
-        if let Err(e) = file.as_mut() {
-            return Err(CommandError::tool(format!(
-                "cannot write CLAUDE_ENV_FILE {}: {e}",
-                std::path::Path::new(&path).display()
-            )));
+    let exported = match std::env::var_os("CLAUDE_ENV_FILE").filter(|p| !p.is_empty()) {
+        Some(path) => {
+            use std::io::Write as _;
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .and_then(|mut f| writeln!(f, "export MAVERICK_INSTANCE={me}"))
+                .map_err(|e| {
+                    CommandError::tool(format!(
+                        "cannot write CLAUDE_ENV_FILE {}: {e}",
+                        std::path::Path::new(&path).display()
+                    ))
+                })?;
+            true
         }
-    }
+        None => false,
+    };
     let cwd = std::env::current_dir()
         .map_err(|e| CommandError::tool(format!("cannot read the current directory: {e}")))?;
-    let held = match Git::new(&cwd, GitEnv::inherit()).common_dir() {
+    let git = Git::new(&cwd, GitEnv::inherit());
+    let held = match git.common_dir() {
         Ok(dir) if !prepush::maverick_absent(&dir) => ClaimStore::new(&dir).of_instance(&me)?,
         _ => Vec::new(),
     };
-    let mut context = format!("git maverick: this session acts as instance {me}.");
+    let mut context = instance_context(&git, &me, exported);
     if !held.is_empty() {
         context.push_str(" It still holds these claims from before:");
         for c in &held {
@@ -320,50 +358,199 @@ fn session_start() -> Result<Outcome<HookOutput>, CommandError> {
     }))
 }
 
+/// What the model is told about its instance: only what is true. Without
+/// CLAUDE_ENV_FILE nothing exports it, and a command acts as whatever its
+/// own environment and the clone name (SPEC 2).
+fn instance_context(git: &Git, me: &str, exported: bool) -> String {
+    // How `me` is named when the session does not name it: then every
+    // session with the same setting is the same instance.
+    let named = if crate::config::instance_from_env().is_some() {
+        Some("MAVERICK_INSTANCE in Claude Code's environment")
+    } else if git.config_get("maverick.instance").ok().flatten().is_some() {
+        Some("this clone's maverick.instance")
+    } else {
+        None
+    };
+    let shared = |named: &str| {
+        format!(" ({me} is {named}: every session that has it acts as this one instance)")
+    };
+    if exported {
+        let mut context = format!(
+            "git maverick: this session acts as instance {me}: every command of the session gets \
+             MAVERICK_INSTANCE={me}."
+        );
+        if let Some(named) = named {
+            context.insert_str(context.len() - 1, &shared(named));
+        }
+        return context;
+    }
+    if let Some(named) = named {
+        return format!(
+            "git maverick: this session acts as instance {me}{}.",
+            shared(named)
+        );
+    }
+    let session_var = crate::config::SESSION_VARS
+        .iter()
+        .find(|var| std::env::var_os(var).is_some_and(|v| !v.is_empty()));
+    if let Some(var) = session_var {
+        if crate::config::instance_from_session().as_deref() == Some(me) {
+            return format!(
+                "git maverick: this session acts as instance {me}, which git maverick derives \
+                 from {var}: Claude Code gives it to every command of the session."
+            );
+        }
+    }
+    format!(
+        "git maverick: this session's instance is {me}, but nothing gives it to the session's \
+         commands: CLAUDE_ENV_FILE is not set, and Claude Code's environment does not name this \
+         session. A command run as it is acts as this clone's own instance, the same one for \
+         every session working in this clone. Start every command that runs git maverick or git push with \
+         MAVERICK_INSTANCE={me} (as in `MAVERICK_INSTANCE={me} git maverick coord claim 142`), \
+         so that this session's claims stay its own; at the end of the session its hook \
+         releases {me}'s claims."
+    )
+}
+
 /// Claude Code reads the answer on stdout, with or without `--json`.
 fn agent_answer(output: HookSpecificOutput) -> Outcome<HookOutput> {
     let answer = AgentAnswer::Speak { output };
     let line = super::json_line(&answer);
-    Outcome::new(Exit::Ok, HookOutput::Agent(answer)).line(line)
+    Outcome::new(Exit::Ok, HookOutput::Agent(answer)).exact_line(line)
 }
 
-fn session_end(global: &GlobalArgs) -> Result<Outcome<HookOutput>, CommandError> {
+/// Returns within Claude Code's SessionEnd budget (about 1.5 s): reads only
+/// local records, and leaves the release (network calls) to a detached
+/// process, `hook session-release`.
+fn session_end() -> Result<Outcome<HookOutput>, CommandError> {
     let input = agent_hook_input()?;
     let me = session_instance(&input)?;
     let cwd = std::env::current_dir()
         .map_err(|e| CommandError::tool(format!("cannot read the current directory: {e}")))?;
+    let output = |releasing: Vec<u64>, pid: Option<u32>, log: Option<PathBuf>| {
+        HookOutput::SessionEnd(SessionEndOutput {
+            instance_id: me.clone(),
+            released: Vec::new(),
+            releasing,
+            pid,
+            log,
+        })
+    };
     // Nothing held: no configuration read, no surface, no network.
     let common_dir = match Git::new(&cwd, GitEnv::inherit()).common_dir() {
         Ok(dir) if !prepush::maverick_absent(&dir) => dir,
-        _ => return Ok(released_by_session(me, Vec::new())),
+        _ => return Ok(Outcome::new(Exit::Ok, output(Vec::new(), None, None))),
     };
-    if ClaimStore::new(&common_dir).of_instance(&me)?.is_empty() {
-        return Ok(released_by_session(me, Vec::new()));
+    let mut issues: Vec<u64> = ClaimStore::new(&common_dir)
+        .of_instance(&me)?
+        .iter()
+        .flat_map(|c| std::iter::once(c.issue).chain(c.scope.iter().copied()))
+        .collect();
+    issues.sort_unstable();
+    issues.dedup();
+    if issues.is_empty() {
+        return Ok(Outcome::new(Exit::Ok, output(Vec::new(), None, None)));
     }
-    let mut ctx = super::Context::load(global)?;
-    ctx.settings.instance = me.clone();
-    let surface = ctx.surface()?;
-    let coord = Coordinator::new(surface.as_ref(), &ctx.settings);
-    let outcome = claims::release_all(&coord, &ctx.claims()?, "abort")?;
-    Ok(released_by_session(me, outcome.released).shown(&ctx.warnings))
+    let program = std::env::current_exe()
+        .map_err(|e| CommandError::tool(format!("cannot find the git-maverick binary: {e}")))?;
+    let started = session_end::start(&common_dir, &me, |fd| {
+        let mut release = std::process::Command::new(&program);
+        release
+            .args(["hook", "session-release", "--lock-fd", &fd.to_string()])
+            .current_dir(&cwd)
+            .env("MAVERICK_INSTANCE", &me);
+        release
+    })
+    .map_err(|e| {
+        CommandError::tool(format!(
+            "cannot start the release of the session's claims: {e}"
+        ))
+    })?;
+    let list = issues
+        .iter()
+        .map(|n| format!("#{n}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    Ok(match started {
+        session_end::Started::Release { pid, log } => {
+            let note = format!(
+                "git maverick: releasing {list} in the background (process {pid}, log {})",
+                log.display()
+            );
+            Outcome::new(Exit::Ok, output(issues, Some(pid), Some(log))).note(note)
+        }
+        session_end::Started::AlreadyRunning { log } => {
+            let note = format!(
+                "git maverick: a release of {me}'s claims is already running (log {})",
+                log.display()
+            );
+            Outcome::new(Exit::Ok, output(issues, None, Some(log))).note(note)
+        }
+    })
 }
 
-fn released_by_session(me: String, released: Vec<u64>) -> Outcome<HookOutput> {
-    let notes: Vec<String> = released
-        .iter()
-        .map(|n| format!("git maverick: released #{n} (session ended)"))
-        .collect();
-    let mut o = Outcome::new(
-        Exit::Ok,
-        HookOutput::SessionEnd(SessionEndOutput {
-            instance_id: me,
-            released,
-        }),
-    );
-    for note in notes {
-        o = o.note(note);
+/// The release `hook session-end` started, in its own process session with
+/// its output going to the log: every claim of the instance
+/// MAVERICK_INSTANCE names, with reason `abort`; the lease expiry is the
+/// backstop when it cannot.
+fn session_release(
+    global: &GlobalArgs,
+    args: SessionReleaseArgs,
+) -> Result<Outcome<SessionReleaseOutput>, CommandError> {
+    if let Some(fd) = args.lock_fd {
+        session_end::keep_lock(fd)
+            .map_err(|e| CommandError::tool(format!("cannot keep the session-end lock: {e}")))?;
     }
-    o
+    let ctx = super::Context::load(global)?;
+    let common_dir = ctx.git.common_dir()?;
+    let me = ctx.settings.instance.clone();
+    let write_log = |line: String| {
+        // The log is where a person looks; when it cannot be written,
+        // stderr (the log itself, or nowhere) is all there is.
+        if let Err(e) = session_end::log(&common_dir, &line) {
+            eprintln!("{line} (cannot write the session-end log: {e})");
+        }
+    };
+    let released = ctx.surface().and_then(|surface| {
+        let coord = Coordinator::new(surface.as_ref(), &ctx.settings);
+        Ok(claims::release_all(
+            &coord,
+            &ctx.claims()?,
+            claims::ReleaseReason::Abort,
+        )?)
+    });
+    match released {
+        Ok(outcome) => {
+            let list = outcome
+                .released
+                .iter()
+                .map(|n| format!("#{n}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            write_log(if list.is_empty() {
+                format!("session end of {me}: nothing left to release")
+            } else {
+                format!("session end of {me}: released {list}")
+            });
+            Ok(Outcome::new(
+                Exit::Ok,
+                SessionReleaseOutput {
+                    instance_id: me,
+                    released: outcome.released,
+                },
+            )
+            .shown(&ctx.warnings))
+        }
+        Err(err) => {
+            let first = err.to_string();
+            let first = first.lines().next().unwrap_or_default().to_owned();
+            write_log(format!(
+                "session end of {me}: the release failed ({}); its leases run out on their own",
+                first.trim_start_matches("error: ")
+            ));
+            Err(err)
+        }
+    }
 }
 
 fn pre_tool_use() -> Result<Outcome<HookOutput>, CommandError> {
@@ -380,38 +567,27 @@ fn pre_tool_use() -> Result<Outcome<HookOutput>, CommandError> {
     let Some(command) = input.tool_input.get("command").and_then(|c| c.as_str()) else {
         return allow();
     };
-    let pushes = bash_guard::pushes_in(command);
-    if pushes.is_empty() {
-        return allow();
-    }
     let me = session_instance(&input).unwrap_or_default();
     let cwd = std::env::current_dir()
         .map_err(|e| CommandError::tool(format!("cannot read the current directory: {e}")))?;
-    for push in &pushes {
-        let dir = push.dir.as_ref().map_or(cwd.clone(), |d| cwd.join(d));
-        let git = Git::new(&dir, GitEnv::inherit());
-        let Some(common_dir) = prepush::locate_common_dir(&dir, git.env()) else {
-            continue;
-        };
-        if prepush::maverick_absent(&common_dir) {
-            continue;
-        }
-        let ctx = bash_guard::GuardContext {
-            common_dir: &common_dir,
-            me: &me,
-            current_branch: git.current_branch().ok().flatten(),
-            now: Timestamp::now(),
-        };
-        if let Some(denial) = bash_guard::judge(push, &ctx)? {
-            return Ok(agent_answer(HookSpecificOutput {
-                hook_event_name: "PreToolUse",
-                additional_context: None,
-                permission_decision: Some("deny"),
-                permission_decision_reason: Some(denial.reason),
-            }));
-        }
-    }
-    allow()
+    let env = GitEnv::inherit();
+    let session = bash_guard::Session {
+        cwd: &cwd,
+        me: &me,
+        now: Clock::from_env().now(),
+        env: &env,
+    };
+    let (decision, reason) = match bash_guard::judge(command, &session)? {
+        bash_guard::Verdict::Allow => return allow(),
+        bash_guard::Verdict::Ask(reason) => ("ask", reason),
+        bash_guard::Verdict::Deny(reason) => ("deny", reason),
+    };
+    Ok(agent_answer(HookSpecificOutput {
+        hook_event_name: "PreToolUse",
+        additional_context: None,
+        permission_decision: Some(decision),
+        permission_decision_reason: Some(reason),
+    }))
 }
 
 fn change_line(path: &std::path::Path, change: Change) -> String {
@@ -541,7 +717,7 @@ pub(crate) fn pre_push(
             )
         })?,
     };
-    let verdict = guard::check_push(input, &global.overrides())?;
+    let verdict = guard::check_push(input, &global.overrides(), &Clock::from_env())?;
     Ok(verdict_outcome(verdict))
 }
 

@@ -5,6 +5,7 @@ pub(crate) mod config;
 pub(crate) mod contract;
 pub(crate) mod coord;
 pub(crate) mod dispatch;
+pub(crate) mod escape;
 pub(crate) mod help;
 pub(crate) mod hook;
 pub(crate) mod hydrate;
@@ -30,6 +31,7 @@ use crate::records::claim::ClaimStore;
 use crate::surface::git::GitSurface;
 use crate::surface::github::{resolve_token, GithubConfig, GithubError, GithubSurface};
 use crate::surface::{Surface, SurfaceError};
+use escape::{for_terminal, Newlines};
 
 pub(crate) use contract::{Envelope, Failure, Outcome, Warning};
 
@@ -80,7 +82,8 @@ pub fn main(args: Vec<OsString>) -> u8 {
 }
 
 /// Prints what a command came to (one JSON object with `json`, else its
-/// lines) and its notes, and returns the exit code.
+/// lines) and its notes, and returns the exit code. What people read is
+/// escaped for a terminal here ([`escape`]); JSON is printed exactly.
 fn finish<T: Serialize, C: Copy + Into<u8> + Serialize>(
     result: Result<Outcome<T, C>, CommandError>,
     json: bool,
@@ -94,6 +97,10 @@ fn finish<T: Serialize, C: Copy + Into<u8> + Serialize>(
             } else {
                 let mut stdout = std::io::stdout().lock();
                 for line in &outcome.lines {
+                    let line = match outcome.exact {
+                        true => line.into(),
+                        false => for_terminal(line, Newlines::Escape),
+                    };
                     // A closed pipe (`| head`) is not an error.
                     if writeln!(stdout, "{line}").is_err() {
                         break;
@@ -101,7 +108,7 @@ fn finish<T: Serialize, C: Copy + Into<u8> + Serialize>(
                 }
             }
             for note in &outcome.notes {
-                eprintln!("{note}");
+                eprintln!("{}", for_terminal(&note.to_string(), Newlines::Escape));
             }
             code
         }
@@ -109,7 +116,7 @@ fn finish<T: Serialize, C: Copy + Into<u8> + Serialize>(
             if json {
                 print_json(&Failure::of(&err));
             }
-            eprintln!("{err}");
+            eprintln!("{}", for_terminal(&err.to_string(), Newlines::Keep));
             err.exit.code()
         }
     }
@@ -181,7 +188,10 @@ pub(crate) fn warn_unknown_keys(keys: &[UnknownKey]) -> Vec<Warning> {
     keys.iter()
         .map(|key| {
             let warning = Warning::new(key.to_string());
-            eprintln!("warning: {warning}");
+            eprintln!(
+                "{}",
+                for_terminal(&format!("warning: {warning}"), Newlines::Escape)
+            );
             warning
         })
         .collect()
@@ -250,6 +260,7 @@ impl Context {
                     &self.settings.remote,
                     self.settings.remote_url.as_deref().unwrap_or_default(),
                     &self.settings.instance,
+                    self.settings.clock.clone(),
                 )
                 .with_max_clock_skew(self.settings.max_clock_skew),
             )),
@@ -264,17 +275,19 @@ impl Context {
         let repo = settings.repo.clone().ok_or_else(|| GithubError::NoRepo {
             remote: settings.remote.clone(),
         });
-        let timeout = crate::config::ConfigKeys::read(&self.git)?
-            .duration("httpTimeout")?
-            .filter(|d| !d.is_zero())
-            .unwrap_or(crate::config::DEFAULT_HTTP_TIMEOUT);
         let config = repo.and_then(|repo| {
             Ok(GithubConfig {
                 api_url: settings.github_api_url.clone(),
                 repo,
                 token: resolve_token(&settings.github_api_url)?,
                 trusted_authors: settings.trusted_authors.clone(),
-                timeout,
+                timeout: settings.http_timeout,
+                clock: settings.clock.clone(),
+                cache_dir: self
+                    .git
+                    .common_dir()
+                    .ok()
+                    .map(|dir| dir.join("maverick").join("github-cache")),
             })
         });
         config

@@ -11,7 +11,7 @@
 //! report `hold` returns, with its exit code.
 
 use std::ffi::OsString;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use clap::Args;
 use schemars::JsonSchema;
@@ -19,6 +19,7 @@ use serde::Serialize;
 
 use super::contract::{ErrorObject, Note};
 use super::coord::{self, ClaimArgs, ReleaseReason};
+use super::escape::{for_terminal, Newlines};
 use super::{Context, Outcome, Warning};
 use crate::cli::{lease_duration, GlobalArgs};
 use crate::coord::hold::{self, command_line, Ending, HoldReport, HoldRequest, Inbox, Released};
@@ -121,7 +122,7 @@ fn hold_for(
     let surface = ctx.surface()?;
     let coord = Coordinator::new(surface.as_ref(), settings);
     let store = ctx.claims()?;
-    let claimed_at = Instant::now();
+    let claimed_at = settings.clock.instant();
     let (claimed, refused) = coord::claim(
         ctx,
         &coord,
@@ -159,13 +160,14 @@ fn hold_for(
         Box::new(move || ctx.surface().ok())
     };
     let report = hold::hold(&coord, store, inbox, request, new_surface, &mut |started| {
-        eprintln!(
+        let line = format!(
             "git maverick: holding #{} (generation {}) while `{}` runs (pid {})",
             started.issue,
             started.generation,
             command_line(started.command),
             started.pid
         );
+        eprintln!("{}", for_terminal(&line, Newlines::Escape));
     })?;
     Ok(show(&settings.instance, report))
 }
@@ -181,151 +183,176 @@ fn show(instance: &str, report: HoldReport) -> Outcome<RunOutput, u8> {
         ending,
     } = report;
     let issue = issues[0];
-    let line = command_line(&command);
-    let mut output = HoldOutput {
-        issue,
-        issues,
-        instance_id: instance.to_owned(),
-        generation,
-        command: command
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect(),
-        ..HoldOutput::default()
+    let mut shown = Shown {
+        output: HoldOutput {
+            issue,
+            issues,
+            instance_id: instance.to_owned(),
+            generation,
+            command: command
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+            ..HoldOutput::default()
+        },
+        notes: Vec::new(),
     };
-    let mut notes: Vec<Note> = Vec::new();
-    let hint = |text: &str| Note::Hint(text.to_owned());
-    let (exit, code, released) = match ending {
-        Ending::LostBeforeStart(reason) => {
-            notes.push(Note::Text(format!(
-                "claim lost before the command started: {reason}"
-            )));
-            notes.push(hint(
-                "stop working on this issue and report; do not push to its branch",
-            ));
-            output.lost = Some(reason);
-            (Exit::ClaimLost, None, None)
+    let (exit, mut code, released) = shown.ending(ending, &command_line(&command));
+    if let Some(released) = released {
+        let failed = shown.released(released, issue);
+        // The command's own failure says more; a clean run that left its
+        // claim behind is still a failure of the tool.
+        if failed && exit != Exit::ClaimLost && code == Some(0) {
+            code = Some(Exit::Error.code());
         }
-        Ending::SignalBeforeStart(signal, released) => {
-            output.signal = Some(signal_name(signal));
-            notes.push(Note::Text(format!(
-                "{} before the command started; it was not run",
-                signal_name(signal)
-            )));
-            (Exit::Error, Some(signal_code(signal)), Some(released))
-        }
-        Ending::SpawnFailed(err, released) => {
-            let code = if err.kind() == std::io::ErrorKind::NotFound {
-                127
-            } else {
-                126
-            };
-            // The contract's error object (README "JSON output").
-            output.error = Some(ErrorObject {
-                code: ErrorCode::Failed,
-                message: format!("cannot run `{line}`: {err}"),
-                causes: Vec::new(),
-                hints: Vec::new(),
-            });
-            notes.push(Note::Text(format!("error: cannot run `{line}`: {err}")));
-            (Exit::Error, Some(code), Some(released))
-        }
-        Ending::Exited {
-            status,
-            received,
-            released,
-        } => {
-            output.status = Some(status);
-            let code = match received {
-                Some(signal) => {
-                    output.signal = Some(signal_name(signal));
-                    notes.push(Note::Text(format!(
-                        "`{line}` {status} after maverick forwarded {}",
-                        signal_name(signal)
-                    )));
-                    signal_code(signal)
-                }
-                None => status.code(),
-            };
-            let exit = if code == 0 { Exit::Ok } else { Exit::Error };
-            (exit, Some(code), Some(released))
-        }
-        Ending::Lost {
-            reason,
-            status,
-            killed,
-            stopped_after,
-            released,
-        } => {
-            notes.push(Note::Text(format!("claim lost: {reason}")));
-            notes.push(Note::Text(format!(
-                "`{line}` was stopped with {} ({status}, {:.1}s after the loss)",
-                if killed {
-                    "SIGKILL after the grace period"
-                } else {
-                    "SIGTERM"
-                },
-                stopped_after.as_secs_f64()
-            )));
-            notes.push(hint(
-                "stop working on this issue and report; do not push to its branch",
-            ));
-            output.lost = Some(reason);
-            output.status = Some(status);
-            output.killed = Some(killed);
-            output.stopped_after_ms = Some(stopped_after.as_millis() as u64);
-            (Exit::ClaimLost, None, Some(released))
-        }
-    };
-    let mut code = code;
-    match released {
-        Some(Released::Done(issues, reason)) => {
-            if !issues.is_empty() {
-                notes.push(Note::Text(format!(
-                    "released {} ({})",
-                    issues
-                        .iter()
-                        .map(|n| format!("#{n}"))
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    reason.as_str()
-                )));
-            }
-            output.released = Some(issues);
-            output.reason = Some(reason);
-        }
-        Some(Released::Kept) => {
-            output.released = Some(Vec::new());
-            output.kept = Some(true);
-            notes.push(Note::Text(format!(
-                "kept #{issue}: this instance held it before `run`; release it with `git maverick coord release {issue}`"
-            )));
-        }
-        Some(Released::Failed(err)) => {
-            let err = CommandError::from(err);
-            output.released = Some(Vec::new());
-            output.release_error = Some(err.message());
-            notes.push(Note::Text(format!("{err}")));
-            notes.push(hint(&format!(
-                "release it by hand with `git maverick coord release {issue} --reason abort`"
-            )));
-            // The command's own failure says more; a clean run that
-            // left its claim behind is still a failure of the tool.
-            if exit != Exit::ClaimLost && code == Some(0) {
-                code = Some(Exit::Error.code());
-            }
-        }
-        None => {}
     }
     let mut outcome = Outcome::new(
         code.unwrap_or(exit.code()),
-        RunOutput::Held(Box::new(output)),
+        RunOutput::Held(Box::new(shown.output)),
     );
     for warning in &warnings {
         outcome = outcome.warn(Warning::new(warning.to_string()));
     }
-    outcome.notes.extend(notes);
+    outcome.notes.extend(shown.notes);
     outcome
+}
+
+/// The output and the lines for stderr, as they are built.
+struct Shown {
+    output: HoldOutput,
+    notes: Vec<Note>,
+}
+
+impl Shown {
+    fn text(&mut self, text: String) {
+        self.notes.push(Note::Text(text));
+    }
+
+    /// How the command ended: the protocol's exit, the command's own exit
+    /// status (when it ran), and what the release at the end did.
+    fn ending(&mut self, ending: Ending, line: &str) -> (Exit, Option<u8>, Option<Released>) {
+        let hint_lost = || {
+            Note::Hint(
+                "stop working on this issue and report; do not push to its branch".to_owned(),
+            )
+        };
+        match ending {
+            Ending::LostBeforeStart(reason) => {
+                self.text(format!("claim lost before the command started: {reason}"));
+                self.notes.push(hint_lost());
+                self.output.lost = Some(reason);
+                (Exit::ClaimLost, None, None)
+            }
+            Ending::SignalBeforeStart(signal, released) => {
+                self.output.signal = Some(signal_name(signal));
+                self.text(format!(
+                    "{} before the command started; it was not run",
+                    signal_name(signal)
+                ));
+                (Exit::Error, Some(signal_code(signal)), Some(released))
+            }
+            Ending::SpawnFailed(err, released) => {
+                let code = if err.kind() == std::io::ErrorKind::NotFound {
+                    127
+                } else {
+                    126
+                };
+                // The contract's error object (README "JSON output").
+                self.output.error = Some(ErrorObject {
+                    code: ErrorCode::Failed,
+                    message: format!("cannot run `{line}`: {err}"),
+                    causes: Vec::new(),
+                    hints: Vec::new(),
+                });
+                self.text(format!("error: cannot run `{line}`: {err}"));
+                (Exit::Error, Some(code), Some(released))
+            }
+            Ending::Exited {
+                status,
+                received,
+                released,
+            } => {
+                self.output.status = Some(status);
+                let code = match received {
+                    Some(signal) => {
+                        self.output.signal = Some(signal_name(signal));
+                        self.text(format!(
+                            "`{line}` {status} after maverick forwarded {}",
+                            signal_name(signal)
+                        ));
+                        signal_code(signal)
+                    }
+                    None => status.code(),
+                };
+                let exit = if code == 0 { Exit::Ok } else { Exit::Error };
+                (exit, Some(code), Some(released))
+            }
+            Ending::Lost {
+                reason,
+                status,
+                killed,
+                stopped_after,
+                released,
+            } => {
+                self.text(format!("claim lost: {reason}"));
+                self.text(format!(
+                    "`{line}` was stopped with {} ({status}, {:.1}s after the loss)",
+                    if killed {
+                        "SIGKILL after the grace period"
+                    } else {
+                        "SIGTERM"
+                    },
+                    stopped_after.as_secs_f64()
+                ));
+                self.notes.push(hint_lost());
+                self.output.lost = Some(reason);
+                self.output.status = Some(status);
+                self.output.killed = Some(killed);
+                self.output.stopped_after_ms = Some(stopped_after.as_millis() as u64);
+                (Exit::ClaimLost, None, Some(released))
+            }
+        }
+    }
+
+    /// What the release at the end did; true when it failed.
+    fn released(&mut self, released: Released, issue: u64) -> bool {
+        match released {
+            Released::Done(issues, reason) => {
+                if !issues.is_empty() {
+                    self.text(format!(
+                        "released {} ({})",
+                        issues
+                            .iter()
+                            .map(|n| format!("#{n}"))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        reason.as_str()
+                    ));
+                }
+                self.output.released = Some(issues);
+                self.output.reason = Some(reason);
+                false
+            }
+            Released::Kept => {
+                self.output.released = Some(Vec::new());
+                self.output.kept = Some(true);
+                self.text(format!(
+                    "kept #{issue}: this instance held it before `run`; release it with `git maverick coord release {issue}`"
+                ));
+                false
+            }
+            Released::Failed(err) => {
+                let err = CommandError::from(err);
+                self.output.released = Some(Vec::new());
+                self.output.release_error = Some(err.message());
+                self.text(format!("{err}"));
+                self.notes.push(Note::Hint(format!(
+                    "release it by hand with `git maverick coord release {issue} --reason abort`"
+                )));
+                true
+            }
+        }
+    }
 }
 
 fn signal_code(signal: libc::c_int) -> u8 {

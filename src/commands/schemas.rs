@@ -72,25 +72,16 @@ fn described(name: &str, title: String, description: String, schema: Value) -> V
     Value::Object(root)
 }
 
-/// Every schema file, generated.
+/// Every schema file, generated: the error's, then one per command's answer.
 pub(crate) fn all() -> Vec<SchemaFile> {
     use super::completions::CompletionsOutput;
     use super::config::ConfigOutput;
     use super::coord::{LabelOutput, ReadOutput, ReleaseAllOutput};
     use super::help::{HelpOutput, ManPagesOutput, VersionOutput};
-    use super::hook::{InstallOutput, PrePushOutput, SessionEndOutput, UninstallOutput};
-    use super::hydrate::HydrateOutput;
-    use super::resume::ResumeOutput;
-    use super::run::RunOutput;
-    use super::state::{GetOutput, PutOutput, StoryOutput};
-    use super::task::{CheckOutput, DoneOutput};
     use crate::coord::dispatch::{DispatchReport, ReleaseReport, SlotView};
     use crate::coord::lease::{ClaimOutcome, HeartbeatOutcome, ReleaseOutcome};
-    use crate::durable::tasks::{InitOutcome, TaskListView};
-    use crate::workflow::status::StatusView;
-    use crate::writer::hookmanager::Status;
     let error = generator().into_root_schema_for::<Envelope<Failure>>();
-    vec![
+    let mut files = vec![
         SchemaFile {
             name: "error",
             schema: described(
@@ -167,6 +158,24 @@ pub(crate) fn all() -> Vec<SchemaFile> {
             "dispatch release",
             "`dispatch release ISSUE`.",
         ),
+    ];
+    files.extend(work_answers());
+    files
+}
+
+/// The answers of the commands that work on a branch: the hook, hydrate,
+/// resume, run, state, status and task.
+fn work_answers() -> Vec<SchemaFile> {
+    use super::hook::{InstallOutput, PrePushOutput, SessionEndOutput, UninstallOutput};
+    use super::hydrate::HydrateOutput;
+    use super::resume::ResumeOutput;
+    use super::run::RunOutput;
+    use super::state::{GetOutput, PutOutput, StoryOutput};
+    use super::task::{CheckOutput, DoneOutput};
+    use crate::durable::tasks::{InitOutcome, TaskListView};
+    use crate::workflow::status::StatusView;
+    use crate::writer::hookmanager::Status;
+    vec![
         answer::<InstallOutput>(
             "hook-install",
             "hook install",
@@ -190,7 +199,7 @@ pub(crate) fn all() -> Vec<SchemaFile> {
         answer::<SessionEndOutput>(
             "hook-session-end",
             "hook session-end",
-            "`hook session-end`: the claims the session's instance released.",
+            "`hook session-end`: the release of the session's claims, started in the background.",
         ),
         answer::<HydrateOutput>(
             "hydrate",

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
+use super::escape::{for_terminal, Newlines};
 use super::{Context, Envelope, Failure, Outcome, Warning};
 use crate::cli::{duration, issue_number, GlobalArgs};
 use crate::config::SurfaceKind;
@@ -80,6 +81,7 @@ impl Source {
                 &settings.remote,
                 settings.remote_url.as_deref().unwrap_or_default(),
                 &settings.instance,
+                settings.clock.clone(),
             ))),
             SurfaceKind::Github => Source::Github(Box::new(ctx.github_surface()?)),
         })
@@ -269,8 +271,12 @@ fn watch(
 ) -> Result<Outcome<Option<StatusView>>, CommandError> {
     let terminal = !json && std::io::stdout().is_terminal();
     let mut first = true;
+    let clock = &ctx.settings.clock;
     loop {
         let gathered = source.gather(ctx, request);
+        // The pause starts before the round shows: whoever sees it and then
+        // moves the clock on brings the next round.
+        let next_round = clock.instant() + interval;
         let lines = match gathered {
             Ok(view) if json => {
                 // What loading the settings warned about, on every object.
@@ -297,7 +303,10 @@ fn watch(
             text.push_str("\x1b[H\x1b[2J");
         }
         for line in &lines {
-            text.push_str(line);
+            match json {
+                true => text.push_str(line),
+                false => text.push_str(&for_terminal(line, Newlines::Escape)),
+            }
             text.push('\n');
         }
         if terminal {
@@ -319,7 +328,7 @@ fn watch(
             return Ok(Outcome::new(Exit::Ok, None));
         }
         drop(stdout);
-        std::thread::sleep(interval);
+        clock.wait_until(next_round);
     }
 }
 

@@ -87,6 +87,10 @@ pub(crate) struct DoneArgs {
     /// The story, when neither a claim nor the branch name tells it
     #[arg(long = "issue", value_name = "N", value_parser = issue_number)]
     pub issue: Option<u64>,
+    /// Commit even when the staged changes delete more than half of the
+    /// files HEAD tracks (refused otherwise: a broken worktree's empty index)
+    #[arg(long)]
+    pub allow_mass_delete: bool,
 }
 
 /// `task check --json`.
@@ -420,19 +424,13 @@ fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome<DoneOutput>, CommandErr
             .hint("switch to the story's branch: `git switch BRANCH`")
     })?;
     let (issue, source) = issue_here(ctx, Some(&branch), args.issue)?;
-    if let Some(m) = &args.message {
-        tasks::check_conventional(m).map_err(|e| {
-            CommandError::from_error(Exit::Usage, e).hint(
-                "nothing was committed; write e.g. -m \"feat(parser): accept CRLF line endings\"",
-            )
-        })?;
-    }
-
+    check_message(args.message.as_deref())?;
     let req = DoneRequest {
         issue,
         branch: &branch,
         task: args.task,
         message: args.message.as_deref(),
+        allow_mass_delete: args.allow_mass_delete,
     };
     let what = task_done::to_commit(&ctx.git, &remote, &req)?;
     let surface = ctx.surface()?;
@@ -535,6 +533,15 @@ fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome<DoneOutput>, CommandErr
         ));
     }
     Ok(o.line(last))
+}
+
+/// A `-m` message is a conventional commit subject, or nothing is committed.
+fn check_message(message: Option<&str>) -> Result<(), CommandError> {
+    let Some(m) = message else { return Ok(()) };
+    tasks::check_conventional(m).map_err(|e| {
+        CommandError::from_error(Exit::Usage, e)
+            .hint("nothing was committed; write e.g. -m \"feat(parser): accept CRLF line endings\"")
+    })
 }
 
 /// A push that did not happen: the commit stays local, the task unchecked.

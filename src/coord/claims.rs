@@ -6,6 +6,7 @@
 //! those of the last answer the surface gave.
 
 use crate::config::Settings;
+pub use crate::coord::lease::ReleaseReason;
 use crate::coord::lease::{
     ClaimOutcome, ClaimRequest, Coordinator, Decision, HeartbeatOutcome, IssueView, LeaseError,
     ReleaseOutcome,
@@ -27,31 +28,6 @@ pub enum ClaimsError {
     /// Recording the head the claim saw.
     #[error(transparent)]
     Seen(#[from] crate::writer::prepush::SeenError),
-}
-
-/// Why the work on a claim ends, as its release marker says.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum ReleaseReason {
-    Merged,
-    Ejected,
-    Abort,
-}
-
-impl ReleaseReason {
-    pub(crate) const ALL: [ReleaseReason; 3] = [
-        ReleaseReason::Merged,
-        ReleaseReason::Ejected,
-        ReleaseReason::Abort,
-    ];
-
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            ReleaseReason::Merged => "merged",
-            ReleaseReason::Ejected => "ejected",
-            ReleaseReason::Abort => "abort",
-        }
-    }
 }
 
 /// A claim as a command asks for it: the issue, the rest of its scope, the
@@ -143,6 +119,7 @@ fn record_head_at_claim(
                 Some(issue),
                 &settings.instance,
                 &on,
+                settings.clock.now(),
             )?;
             Ok(None)
         }
@@ -194,13 +171,9 @@ pub(crate) fn record_of(settings: &Settings, view: &IssueView) -> ClaimRecord {
             .map_or_else(Vec::new, |h| h.scope.clone()),
         surface: settings.surface.to_string(),
         remote: settings.remote.clone(),
-        claimed_at: view
-            .holder
-            .as_ref()
-            .map_or(view.now, |h| h.claimed_at)
-            .to_string(),
-        last_confirmed: view.now.to_string(),
-        expires_at: view.expires_at.unwrap_or(view.now).to_string(),
+        claimed_at: view.holder.as_ref().map_or(view.now, |h| h.claimed_at),
+        last_confirmed: view.now,
+        expires_at: view.expires_at.unwrap_or(view.now),
         lost: None,
     }
 }
@@ -246,8 +219,8 @@ pub(crate) fn record_heartbeat(
         HeartbeatOutcome::Renewed { views, .. } => {
             for view in views {
                 if let Some(mut r) = store.load(instance, view.issue)? {
-                    r.last_confirmed = view.now.to_string();
-                    r.expires_at = view.expires_at.unwrap_or(view.now).to_string();
+                    r.last_confirmed = view.now;
+                    r.expires_at = view.expires_at.unwrap_or(view.now);
                     store.save(&r)?;
                 }
             }
@@ -279,7 +252,7 @@ pub(crate) fn release(
     coord: &Coordinator<'_>,
     store: &ClaimStore,
     issues: &[u64],
-    reason: &str,
+    reason: ReleaseReason,
 ) -> Result<ReleaseOutcome, ClaimsError> {
     let instance = &coord.settings.instance;
     let outcome = coord.release(issues, reason)?;
@@ -322,7 +295,7 @@ fn forget(store: &ClaimStore, instance: &str, issue: u64) -> Result<(), RecordEr
 pub(crate) fn release_all(
     coord: &Coordinator<'_>,
     store: &ClaimStore,
-    reason: &str,
+    reason: ReleaseReason,
 ) -> Result<ReleaseOutcome, ClaimsError> {
     let mut issues: Vec<u64> = Vec::new();
     for record in store.of_instance(&coord.settings.instance)? {

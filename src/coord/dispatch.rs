@@ -36,11 +36,11 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::{BTreeSet, HashSet};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::config::Settings;
 use crate::markers::{self, Marker, MarkerKind};
-use crate::surface::{Applied, Comment, Issue, Op, Surface, SurfaceError, Write};
+use crate::surface::{Applied, Comment, Issue, IssueSummary, Op, Surface, SurfaceError, Write};
 use crate::timefmt::{format_duration, Timestamp};
 
 /// How long a dispatch keeps trying while a slot and an eligible issue are
@@ -52,6 +52,18 @@ use crate::timefmt::{format_duration, Timestamp};
 const SETTLE_BUDGET: Duration = Duration::from_secs(60);
 /// Settle delays allowed per dispatch on top of [`SETTLE_BUDGET`].
 const SETTLES_PER_BUDGET: u32 = 10;
+
+/// How far a dispatch's read walks the frontier.
+#[derive(Clone, Copy)]
+enum Walk {
+    /// Not at all: a settle counts only the claims.
+    No,
+    /// To the lowest eligible issue, the one a first attempt claims.
+    Lowest,
+    /// To as many eligible issues as there are free slots: the ones an
+    /// attempt after a lost one spreads over ([`SlotView::pick`]).
+    Spread,
+}
 
 const ACTION_CLAIM: &str = "claim";
 const ACTION_WITHDRAW: &str = "withdraw";
@@ -339,22 +351,20 @@ fn issue_marks(issue: &Issue) -> IssueMarks {
 /// Settles the ledger: who holds the slots, which claims lose or are stale,
 /// and what can be dispatched next.
 pub fn analyze(ledger: &Ledger, settings: &Settings, frontier_label: &str) -> SlotView {
+    let now = ledger.now;
     let marks: Vec<(&Issue, IssueMarks)> =
         ledger.issues.iter().map(|i| (i, issue_marks(i))).collect();
     let settle = Settle {
         ledger,
         settings,
-        marks,
+        marks: &marks,
     };
-    let mut holders = settle.standing_holders();
+    let mut holders = settle.holders_without_claims();
     let claims = settle.claims(&mut holders);
-    for (index, holder) in holders.iter_mut().enumerate() {
-        holder.slot = index as u32 + 1;
-    }
     let frontier = settle.frontier(frontier_label);
     let busy = holders.len() as u32;
     SlotView {
-        now: ledger.now,
+        now,
         slots: settings.dispatch_slots,
         frontier_label: frontier_label.to_owned(),
         busy,
@@ -365,80 +375,102 @@ pub fn analyze(ledger: &Ledger, settings: &Settings, frontier_label: &str) -> Sl
     }
 }
 
-/// The ledger with each issue's dispatch markers, as [`analyze`] settles it.
-struct Settle<'l> {
-    ledger: &'l Ledger,
-    settings: &'l Settings,
-    marks: Vec<(&'l Issue, IssueMarks)>,
+/// The ledger, each issue with its marks, as [`analyze`] settles them.
+struct Settle<'a> {
+    ledger: &'a Ledger,
+    settings: &'a Settings,
+    marks: &'a [(&'a Issue, IssueMarks)],
 }
 
 impl Settle<'_> {
-    fn fresh(&self, claim: &ParsedClaim) -> bool {
-        self.ledger.now.since(claim.claimed_at) < self.settings.dispatch_stale
+    /// A claim young enough to hold a slot.
+    fn fresh(&self, c: &ParsedClaim) -> bool {
+        self.ledger.now.since(c.claimed_at) < self.settings.dispatch_stale
     }
 
-    /// The open agent PR a release on the issue recorded, if any.
-    fn open_pr(&self, marks: &IssueMarks) -> Option<u64> {
-        marks
-            .linked_prs
+    /// The open pull request linked to an issue, which holds its slot.
+    fn open_pr(&self, m: &IssueMarks) -> Option<u64> {
+        m.linked_prs
             .iter()
             .copied()
             .find(|p| self.ledger.pulls.contains(p))
     }
 
-    /// The slots held before any claim: open PRs, then `agent-wip` issues
-    /// with no live claim and no open PR.
-    fn standing_holders(&self) -> Vec<Holder> {
-        let holder = |kind, number| Holder {
-            slot: 0,
-            kind,
-            number,
-            instance_id: None,
-            since: None,
-            comment_id: None,
-        };
-        let mut holders: Vec<Holder> = self
+    /// The slots held without a claim: every open pull request, and every
+    /// issue labelled work-in-progress with neither a claim nor a pull
+    /// request behind the label.
+    fn holders_without_claims(&self) -> Vec<Holder> {
+        let wip = &self.settings.labels.wip;
+        let pulls = self
             .ledger
             .pulls
             .iter()
-            .map(|&pr| holder(HolderKind::PullRequest, pr))
-            .collect();
-        for (issue, m) in &self.marks {
-            if issue.has_label(&self.settings.labels.wip)
-                && m.live.is_empty()
-                && self.open_pr(m).is_none()
-            {
-                holders.push(holder(HolderKind::Labelled, issue.number));
-            }
-        }
-        holders
+            .map(|&pr| (HolderKind::PullRequest, pr));
+        let labelled = self
+            .marks
+            .iter()
+            .filter(|(issue, m)| {
+                issue.has_label(wip) && m.live.is_empty() && self.open_pr(m).is_none()
+            })
+            .map(|(issue, _)| (HolderKind::Labelled, issue.number));
+        pulls
+            .chain(labelled)
+            .map(|(kind, number)| Holder {
+                slot: 0,
+                kind,
+                number,
+                instance_id: None,
+                since: None,
+                comment_id: None,
+            })
+            .collect()
     }
 
-    /// Every live claim with its verdict, in the settle's order (stale ones
-    /// last); the claims that hold join `holders`.
+    /// Every live claim with its verdict, oldest first and the stale ones
+    /// last; the claims that win a slot join `holders`, which are then
+    /// numbered.
     fn claims(&self, holders: &mut Vec<Holder>) -> Vec<SlotClaim> {
+        let labels = &self.settings.labels;
         let mut claims: Vec<SlotClaim> = Vec::new();
         let mut stale: Vec<SlotClaim> = Vec::new();
         let mut candidates: Vec<(&ParsedClaim, u64, bool)> = Vec::new();
-        for (issue, m) in &self.marks {
-            let labelled = issue.has_label(&self.settings.labels.wip);
+        for (issue, m) in self.marks {
+            let labelled = issue.has_label(&labels.wip);
             for c in &m.live {
-                if let Some(pr) = self.open_pr(m) {
-                    claims.push(slot_claim(
-                        c,
-                        issue.number,
-                        labelled,
-                        Verdict::PullOpen { pr },
-                    ));
-                } else if !self.fresh(c) {
-                    stale.push(slot_claim(c, issue.number, labelled, Verdict::Stale));
-                } else {
-                    candidates.push((c, issue.number, labelled));
+                let verdict = match self.open_pr(m) {
+                    Some(pr) => Some(Verdict::PullOpen { pr }),
+                    None if !self.fresh(c) => Some(Verdict::Stale),
+                    None => None,
+                };
+                match verdict {
+                    Some(Verdict::Stale) => {
+                        stale.push(slot_claim(c, issue.number, labelled, Verdict::Stale))
+                    }
+                    Some(v) => claims.push(slot_claim(c, issue.number, labelled, v)),
+                    None => candidates.push((c, issue.number, labelled)),
                 }
             }
         }
+        claims.extend(self.fill_slots(candidates, holders));
+        for (index, holder) in holders.iter_mut().enumerate() {
+            holder.slot = index as u32 + 1;
+        }
+        claims.sort_by_key(|c| (c.claimed_at, c.comment_id));
+        stale.sort_by_key(|c| (c.claimed_at, c.comment_id));
+        claims.extend(stale);
+        claims
+    }
+
+    /// The fresh claims without a pull request, oldest first: each takes a
+    /// free slot, unless an earlier claim holds its issue already.
+    fn fill_slots(
+        &self,
+        mut candidates: Vec<(&ParsedClaim, u64, bool)>,
+        holders: &mut Vec<Holder>,
+    ) -> Vec<SlotClaim> {
         candidates.sort_by_key(|(c, _, _)| (c.claimed_at, c.comment_id));
         let mut holding: Vec<(u64, u64)> = Vec::new();
+        let mut claims = Vec::new();
         for (c, issue, labelled) in candidates {
             let held = holders.len() as u32;
             let verdict = if let Some((_, by)) = holding.iter().find(|(n, _)| *n == issue) {
@@ -459,13 +491,11 @@ impl Settle<'_> {
             };
             claims.push(slot_claim(c, issue, labelled, verdict));
         }
-        claims.sort_by_key(|c| (c.claimed_at, c.comment_id));
-        stale.sort_by_key(|c| (c.claimed_at, c.comment_id));
-        claims.extend(stale);
         claims
     }
 
-    /// The frontier, lowest first, each issue with why it cannot be dispatched.
+    /// The issues labelled `frontier_label`, each with what keeps it from
+    /// being dispatched (if anything), by number.
     fn frontier(&self, frontier_label: &str) -> Vec<FrontierIssue> {
         let mut frontier: Vec<FrontierIssue> = self
             .marks
@@ -480,14 +510,15 @@ impl Settle<'_> {
         frontier
     }
 
+    /// Why a frontier issue is not dispatched, if it is not.
     fn skip(&self, issue: &Issue, m: &IssueMarks) -> Option<Skip> {
         let labels = &self.settings.labels;
-        let fresh_claim = m.live.iter().any(|c| self.fresh(c));
         // A label backed only by stale claims goes with them.
-        let wip = issue.has_label(&labels.wip) && (m.live.is_empty() || fresh_claim);
+        let wip = issue.has_label(&labels.wip)
+            && (m.live.is_empty() || m.live.iter().any(|c| self.fresh(c)));
         if self.open_pr(m).is_some() {
             Some(Skip::PullOpen)
-        } else if wip || fresh_claim {
+        } else if wip || m.live.iter().any(|c| self.fresh(c)) {
             Some(Skip::Claimed)
         } else if issue.has_label(&labels.in_progress)
             && !crate::coord::lease::analyze(issue, self.settings, "", self.ledger.now).orphan_label
@@ -556,6 +587,22 @@ pub struct DispatchReport {
     pub view: SlotView,
 }
 
+/// Why a dispatch claim ends, as its closing marker's `reason` says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+enum DispatchEnd {
+    /// Withdrawn by its dispatcher: it lost the settle.
+    LostSettle,
+    /// Cleared by another dispatcher: too old.
+    Stale,
+    /// Released: the cycle's pull request takes the slot.
+    PrOpened,
+    /// Released: the cycle gave up.
+    GiveUp,
+    /// Released: the cycle ended without a pull request.
+    Done,
+}
+
 /// How a cycle ends for `dispatch release`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ReleaseHow {
@@ -622,7 +669,7 @@ struct ClosingPayload<'a> {
 /// Why claims close, in the closing payload.
 #[derive(Serialize)]
 struct Closing {
-    reason: &'static str,
+    reason: DispatchEnd,
     #[serde(skip_serializing_if = "Option::is_none")]
     pr: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -630,7 +677,7 @@ struct Closing {
 }
 
 impl Closing {
-    fn because(reason: &'static str) -> Closing {
+    fn because(reason: DispatchEnd) -> Closing {
         Closing {
             reason,
             pr: None,
@@ -672,7 +719,9 @@ impl<'a> Dispatcher<'a> {
     }
 
     /// Reads the ledger: the agent PRs, then every `agent-wip` and frontier
-    /// issue in full. One list of everything open serves all three labels.
+    /// issue in full. One list of everything open serves all three labels,
+    /// and completes with their comments (on GitHub from this clone's copies
+    /// and one list of recent comments, see [`Surface::with_comments`]).
     pub(crate) fn read(&self) -> Result<Ledger, DispatchError> {
         let now = self.surface.now()?;
         let labels = &self.settings.labels;
@@ -683,15 +732,14 @@ impl<'a> Dispatcher<'a> {
             .filter(|i| has(&i.labels, &labels.pr))
             .map(|i| i.number)
             .collect();
-        let numbers: Vec<u64> = open
-            .iter()
+        let listed: Vec<IssueSummary> = open
+            .into_iter()
             .filter(|i| !i.is_pull && !pulls.contains(&i.number))
             .filter(|i| has(&i.labels, &labels.wip) || has(&i.labels, &self.frontier_label))
-            .map(|i| i.number)
             .collect();
         let issues: Vec<Issue> = self
             .surface
-            .issues(&numbers)?
+            .with_comments(&listed)?
             .into_iter()
             .filter(|i| i.open)
             .collect();
@@ -716,6 +764,145 @@ impl<'a> Dispatcher<'a> {
             );
         }
         Ok(Ledger { now, pulls, issues })
+    }
+
+    /// The ledger as a dispatch reads it where the surface keeps a list of
+    /// recent comments (GitHub), at a cost that does not grow with the
+    /// backlog: the agent PRs and the `agent-wip` issues from their own
+    /// lists; in full, the `agent-wip` issues (a copy that did not change
+    /// costs nothing) and every issue with a dispatch claim written within
+    /// `dispatchStale` (each fresh claim, labelled or not); then the
+    /// frontier, lowest first, one page at a time, each issue its list entry
+    /// cannot rule out read in full, until the eligible issues `walk` wants
+    /// are known. Assigned and blocked issues are ruled out by their labels;
+    /// they join the ledger only when fewer are eligible, so that the
+    /// answer says why. A full pool, or a settle ([`Walk::No`]: only the
+    /// claims count there), reads no frontier. Elsewhere (the git surface,
+    /// where one fetch brings every issue) it is [`read`](Self::read).
+    fn read_to_dispatch(&self, walk: Walk) -> Result<Ledger, DispatchError> {
+        let now = self.surface.now()?;
+        let since = now.minus(self.settings.dispatch_stale);
+        let Some(recent) = self.surface.comments_since(since)? else {
+            return self.read();
+        };
+        let labels = &self.settings.labels;
+        let pulls = self.surface.list(&[labels.pr.as_str()], false)?;
+        let mut ledger = Ledger {
+            now,
+            pulls: pulls.iter().map(|p| p.number).collect(),
+            issues: Vec::new(),
+        };
+        let in_flight: Vec<IssueSummary> = self
+            .surface
+            .list(&[labels.wip.as_str()], false)?
+            .into_iter()
+            .filter(|s| !s.is_pull && !ledger.pulls.contains(&s.number))
+            .collect();
+        let read = self.surface.with_comments(&in_flight)?;
+        self.add_read(&mut ledger, read)?;
+        let mut claimed: Vec<u64> = recent
+            .iter()
+            .filter(|(n, c)| c.trusted && !ledger.issues.iter().any(|i| i.number == *n))
+            .filter(|(_, c)| {
+                markers::first_of_each_kind(&c.body).iter().any(|m| {
+                    m.kind == MarkerKind::Dispatch && m.str_field("action") == Some(ACTION_CLAIM)
+                })
+            })
+            .map(|(n, _)| *n)
+            .collect();
+        claimed.sort_unstable();
+        claimed.dedup();
+        let read = self.surface.issues(&claimed)?;
+        self.add_read(&mut ledger, read)?;
+        let free = analyze(&ledger, self.settings, &self.frontier_label).free;
+        let wanted = match walk {
+            Walk::No => 0,
+            Walk::Lowest => free.min(1),
+            Walk::Spread => free,
+        } as usize;
+        if wanted == 0 {
+            return Ok(ledger);
+        }
+        let mut ruled_out: Vec<Issue> = Vec::new();
+        let mut found = false;
+        let mut failed = None;
+        let frontier = [self.frontier_label.as_str()];
+        self.surface.list_lowest_first(&frontier, &mut |page| {
+            for summary in page {
+                let known = ledger.issues.iter().any(|i| i.number == summary.number);
+                if known || summary.is_pull || ledger.pulls.contains(&summary.number) {
+                    continue;
+                }
+                let blocked = summary
+                    .labels
+                    .iter()
+                    .any(|l| l.starts_with(&labels.blocked_prefix));
+                if blocked || !summary.assignees.is_empty() {
+                    ruled_out.push(Issue {
+                        number: summary.number,
+                        open: summary.open,
+                        is_pull: false,
+                        labels: summary.labels.clone(),
+                        assignees: summary.assignees.clone(),
+                        comments: Vec::new(),
+                    });
+                    continue;
+                }
+                let read = self.surface.with_comments(std::slice::from_ref(summary));
+                if let Err(e) = read
+                    .map_err(DispatchError::from)
+                    .and_then(|read| self.add_read(&mut ledger, read))
+                {
+                    failed = Some(e);
+                    return false;
+                }
+                // Every issue below this one is in the ledger or ruled out.
+                let view = analyze(&ledger, self.settings, &self.frontier_label);
+                if view.eligible().filter(|n| *n <= summary.number).count() >= wanted {
+                    found = true;
+                    return false;
+                }
+            }
+            true
+        })?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        if !found {
+            ledger.issues.extend(ruled_out);
+        }
+        Ok(ledger)
+    }
+
+    /// Adds fully read `issues` to `ledger` where [`read`](Self::read)
+    /// would place them (open issues labelled `agent-wip` or the frontier
+    /// label, not already there), with the agent PRs their releases
+    /// recorded that the PR list missed (it can lag a label by seconds).
+    fn add_read(&self, ledger: &mut Ledger, issues: Vec<Issue>) -> Result<(), DispatchError> {
+        let placed = Ledger::from_items(ledger.now, &issues, self.settings, &self.frontier_label);
+        for issue in placed.issues {
+            if ledger.pulls.contains(&issue.number)
+                || ledger.issues.iter().any(|i| i.number == issue.number)
+            {
+                continue;
+            }
+            let mut linked: Vec<u64> = issue_marks(&issue)
+                .linked_prs
+                .into_iter()
+                .filter(|pr| !ledger.pulls.contains(pr))
+                .collect();
+            linked.sort_unstable();
+            linked.dedup();
+            ledger.pulls.extend(
+                self.surface
+                    .issues(&linked)?
+                    .into_iter()
+                    .filter(|p| p.open && p.has_label(&self.settings.labels.pr))
+                    .map(|p| p.number),
+            );
+            ledger.issues.push(issue);
+        }
+        Ok(())
     }
 
     pub(crate) fn status(&self) -> Result<SlotView, DispatchError> {
@@ -792,14 +979,19 @@ impl<'a> Dispatcher<'a> {
             view,
         };
         let budget = SETTLE_BUDGET + self.settings.settle_delay * SETTLES_PER_BUDGET;
-        let deadline = Instant::now() + budget;
+        let deadline = self.settings.clock.instant() + budget;
         let mut last_view = None;
         let mut lost = 0;
         for attempt in 0.. {
-            if attempt > 0 && Instant::now() >= deadline {
+            if attempt > 0 && self.settings.clock.instant() >= deadline {
                 break;
             }
-            let ledger = self.read()?;
+            let walk = if lost == 0 {
+                Walk::Lowest
+            } else {
+                Walk::Spread
+            };
+            let ledger = self.read_to_dispatch(walk)?;
             let mut view = analyze(&ledger, self.settings, &self.frontier_label);
             let stale: Vec<SlotClaim> = view.stale().cloned().collect();
             if !stale.is_empty() {
@@ -828,9 +1020,11 @@ impl<'a> Dispatcher<'a> {
                 continue;
             };
             if !self.settings.settle_delay.is_zero() {
-                crate::timefmt::wait_announced(self.settings.settle_delay, "the settle delay");
+                self.settings
+                    .clock
+                    .wait_announced(self.settings.settle_delay, "the settle delay");
             }
-            let ledger = self.with_own_claim(self.read()?, issue, &comment)?;
+            let ledger = self.with_own_claim(self.read_to_dispatch(Walk::No)?, issue, &comment)?;
             view = analyze(&ledger, self.settings, &self.frontier_label);
             match view.claim(&marker_id).cloned() {
                 Some(claim) if claim.holds() => {
@@ -977,7 +1171,7 @@ impl<'a> Dispatcher<'a> {
                 self.settings.dispatch_slots
             ),
         };
-        let extra = Closing::because("lost-settle");
+        let extra = Closing::because(DispatchEnd::LostSettle);
         ops.push(Op::CreateComment(self.closing_body(
             ACTION_WITHDRAW,
             claim.issue,
@@ -1012,7 +1206,7 @@ impl<'a> Dispatcher<'a> {
                 ops.push(Op::RemoveLabel(self.wip().to_owned()));
             }
             let oldest = stale.iter().map(|c| c.claimed_at).min().unwrap_or(view.now);
-            let extra = Closing::because("stale");
+            let extra = Closing::because(DispatchEnd::Stale);
             let who: Vec<String> = stale
                 .iter()
                 .map(|c| format!("`{}`", c.instance_id))
@@ -1084,12 +1278,12 @@ impl<'a> Dispatcher<'a> {
             ops.push(Op::AddLabels(vec![label.clone()]));
         }
         if !released.is_empty() || pr.is_some() || give_up.is_some() {
-            let mut extra = Closing::because("done");
+            let mut extra = Closing::because(DispatchEnd::Done);
             let text = match (&pr, &give_up) {
                 (Some(pr), _) => {
                     extra = Closing {
                         pr: Some(*pr),
-                        ..Closing::because("pr-opened")
+                        ..Closing::because(DispatchEnd::PrOpened)
                     };
                     format!(
                         "Dispatch slot of #{issue} passed to pull request #{pr} by `{}`.",
@@ -1099,7 +1293,7 @@ impl<'a> Dispatcher<'a> {
                 (None, Some(label)) => {
                     extra = Closing {
                         give_up: Some(label.clone()),
-                        ..Closing::because("give-up")
+                        ..Closing::because(DispatchEnd::GiveUp)
                     };
                     format!("Dispatch cycle on #{issue} gave up (labelled `{label}`); released by `{}`.", self.me())
                 }
@@ -1223,6 +1417,30 @@ mod tests {
 
     fn verdict(view: &SlotView, key: &str) -> Verdict {
         view.claim(key).expect(key).verdict.clone()
+    }
+
+    #[test]
+    fn closing_markers_name_their_reason_as_earlier_versions_wrote_it() {
+        let written: Vec<Value> = [
+            DispatchEnd::LostSettle,
+            DispatchEnd::Stale,
+            DispatchEnd::PrOpened,
+            DispatchEnd::GiveUp,
+            DispatchEnd::Done,
+        ]
+        .iter()
+        .map(|end| json!(end))
+        .collect();
+        assert_eq!(
+            written,
+            [
+                json!("lost-settle"),
+                json!("stale"),
+                json!("pr-opened"),
+                json!("give-up"),
+                json!("done")
+            ]
+        );
     }
 
     #[test]

@@ -12,6 +12,7 @@ use std::os::fd::AsFd;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
+use crate::clock::Clock;
 use crate::config::Settings;
 use crate::coord::claims::{self, ClaimsError, ReleaseReason};
 use crate::coord::lease::{Coordinator, HeartbeatOutcome, LeaseError};
@@ -88,14 +89,15 @@ pub(crate) fn heartbeat_loop(
     events: Sender<HoldEvent>,
 ) {
     let interval = settings.heartbeat_interval;
+    let clock = &settings.clock;
     let coord = Coordinator::new(surface, settings);
     // Returns whether to go on.
     let beat_at = |due: Instant| -> bool {
-        match stop.recv_timeout(due.saturating_duration_since(Instant::now())) {
+        match clock.recv_until(&stop, due) {
             Err(RecvTimeoutError::Timeout) => {}
             _ => return false,
         }
-        let started = Instant::now();
+        let started = clock.instant();
         let result = coord.heartbeat(issues, Some(generation));
         let lost = matches!(result, Ok(HeartbeatOutcome::Lost { .. }));
         events.send(HoldEvent::Beat { started, result }).is_ok() && !lost
@@ -109,7 +111,7 @@ pub(crate) fn heartbeat_loop(
     }
     let mut due = renewed_at + interval;
     while beat_at(due) {
-        due = (due + interval).max(Instant::now());
+        due = (due + interval).max(clock.instant());
     }
 }
 
@@ -263,53 +265,29 @@ pub fn hold(
     new_surface: SurfaceMaker,
     on_start: &mut dyn FnMut(&Started<'_>),
 ) -> Result<HoldReport, HoldError> {
-    let settings = coord.settings;
-    let (ttl, interval, grace) = (settings.lease_ttl, settings.heartbeat_interval, req.grace);
     let Inbox { events, inbox } = inbox;
-    let generation = req.generation;
     let mut run = Supervision {
         coord,
         store,
         issues: req.issues,
-        generation,
+        generation: req.generation,
         owns_claim: !req.already_held,
         command: req.command,
         warnings: Vec::new(),
     };
-
-    // A claim held from before may have been renewed long ago: renew it now,
-    // so that the lease the command starts with is a whole ttl.
     let renewed_at = if req.already_held {
-        let started = Instant::now();
-        match claims::heartbeat(coord, &run.store, &run.issues, Some(generation))? {
-            HeartbeatOutcome::Renewed { .. } => started,
-            HeartbeatOutcome::Lost { reason, .. } => {
-                return Ok(run.finish(Ending::LostBeforeStart(reason)));
-            }
+        match run.renew()? {
+            Ok(at) => at,
+            Err(reason) => return Ok(run.finish(Ending::LostBeforeStart(reason))),
         }
     } else {
         req.claimed_at
     };
-
     if let Ok(HoldEvent::Signal(signal)) = inbox.try_recv() {
         let released = run.release(ReleaseReason::Abort);
         return Ok(run.finish(Ending::SignalBeforeStart(signal, released)));
     }
-
-    let issue = run.issues[0];
-    let mut cmd = std::process::Command::new(&run.command[0]);
-    cmd.args(&run.command[1..])
-        .env("MAVERICK_ISSUE", issue.to_string())
-        .env("MAVERICK_INSTANCE", &settings.instance)
-        .env("MAVERICK_GENERATION", generation.to_string());
-    if req.stdout_to_stderr {
-        let stderr = std::io::stderr()
-            .as_fd()
-            .try_clone_to_owned()
-            .map_err(HoldError::PassStderr)?;
-        cmd.stdout(std::process::Stdio::from(stderr));
-    }
-    let mut group = match Group::spawn(&mut cmd) {
+    let mut group = match run.spawn(req.stdout_to_stderr)? {
         Ok(group) => group,
         Err(err) => {
             let released = run.release(ReleaseReason::Abort);
@@ -317,8 +295,8 @@ pub fn hold(
         }
     };
     on_start(&Started {
-        issue,
-        generation,
+        issue: run.issues[0],
+        generation: run.generation,
         command: &run.command,
         pid: group.id(),
     });
@@ -330,135 +308,96 @@ pub fn hold(
             })
             .map_err(HoldError::WatchCommand)?;
     }
-    let (stop_heartbeats, stopped) = mpsc::channel::<()>();
-    let heartbeats = {
-        let events = events.clone();
-        let settings = settings.clone();
-        let issues = run.issues.clone();
-        std::thread::Builder::new()
-            .name("heartbeat".to_owned())
-            .spawn(move || {
-                // Built once already by the caller; cannot fail here.
-                if let Some(surface) = new_surface() {
-                    heartbeat_loop(
-                        surface.as_ref(),
-                        &settings,
-                        &issues,
-                        generation,
-                        renewed_at,
-                        stopped,
-                        events,
-                    );
-                }
-            })
-            .map_err(HoldError::StartHeartbeat)?
-    };
-    drop(events);
-
-    // A heartbeat that hangs counts as failed once two intervals (and part
-    // of the ttl's spare time) pass without a renewal. The surface keeps
-    // whole seconds, so a lease may be judged to start up to 1s before the
-    // write that renewed it: that second is not spare.
-    let spare = (ttl - interval * 2 - grace).saturating_sub(Duration::from_secs(1)) / 2;
-    let silence = interval * 2 + spare.min(interval / 2);
-    let mut last_renewed = renewed_at;
-    let mut failures = 0u32;
-    let mut last_error = String::new();
-    let mut received: Option<libc::c_int> = None;
-
-    let lost = loop {
-        let deadline = last_renewed + silence;
-        let wait = deadline.saturating_duration_since(Instant::now());
-        // At the deadline, what already arrived (a renewal that landed just
-        // in time) still counts.
-        let event = if wait.is_zero() {
-            inbox.try_recv().map_err(|_| RecvTimeoutError::Timeout)
-        } else {
-            inbox.recv_timeout(wait)
-        };
-        if wait.is_zero() && event.is_err() {
-            break format!(
-                "no heartbeat renewed the lease for {:.1}s{}",
-                last_renewed.elapsed().as_secs_f64(),
-                if last_error.is_empty() {
-                    String::new()
-                } else {
-                    format!(" (last error: {last_error})")
-                }
-            );
+    let heartbeats = run.start_heartbeats(renewed_at, new_surface, events)?;
+    match run.watch(&mut group, &inbox, renewed_at, req.grace)? {
+        Watched::Exited { status, received } => {
+            let clock = &coord.settings.clock;
+            group.stop_stragglers(clock, true, clock.instant() + req.grace);
+            heartbeats.stop();
+            let reason = match (received, status.success()) {
+                (None, true) => req.success_reason,
+                _ => ReleaseReason::Abort,
+            };
+            let released = run.release(reason);
+            Ok(run.finish(Ending::Exited {
+                status,
+                received,
+                released,
+            }))
         }
-        match event {
-            Ok(HoldEvent::Signal(signal)) => {
-                received = Some(signal);
-                group.signal(signal);
-            }
-            Ok(HoldEvent::Exited(status)) => {
-                let status = reap(&mut group, status)?;
-                group.stop_stragglers(true, Instant::now() + grace);
-                drop(stop_heartbeats);
-                let _ = heartbeats.join();
-                let reason = match (received, status.success()) {
-                    (None, true) => req.success_reason,
-                    _ => ReleaseReason::Abort,
-                };
-                let released = run.release(reason);
-                return Ok(run.finish(Ending::Exited {
-                    status,
-                    received,
-                    released,
-                }));
-            }
-            Ok(HoldEvent::Beat { started, result }) => match result {
-                Ok(outcome) => {
-                    if let Err(e) = claims::record_heartbeat(
-                        &run.store,
-                        &settings.instance,
-                        &run.issues,
-                        &outcome,
-                    ) {
-                        run.warnings.push(e);
-                    }
-                    match outcome {
-                        HeartbeatOutcome::Renewed { .. } => {
-                            last_renewed = started;
-                            failures = 0;
-                            last_error.clear();
-                        }
-                        HeartbeatOutcome::Lost { reason, .. } => break reason,
-                    }
-                }
-                Err(err) => {
-                    failures += 1;
-                    last_error = err.to_string();
-                    if failures >= 2 {
-                        break format!("two heartbeats in a row failed: {last_error}");
-                    }
-                }
-            },
-            Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => {
-                unreachable!("the command watcher holds a sender until it reports")
-            }
+        Watched::Lost(reason) => {
+            let lost_at = coord.settings.clock.instant();
+            run.mark_lost(&reason);
+            // The heartbeat thread may hang in the network; it is not
+            // waited for.
+            drop(heartbeats);
+            let (status, killed, stopped_after) = stop(
+                &mut group,
+                &inbox,
+                &coord.settings.clock,
+                lost_at,
+                req.grace,
+            )?;
+            // Whatever is still ours (a surface that only failed to answer)
+            // is released; a release never touches another instance's claim.
+            let released = run.release(ReleaseReason::Abort);
+            Ok(run.finish(Ending::Lost {
+                reason,
+                status,
+                killed,
+                stopped_after,
+                released,
+            }))
         }
-    };
-
-    // The claim is lost: the command must not outlive it.
-    let lost_at = Instant::now();
-    if let Err(e) = claims::mark_lost(&run.store, &settings.instance, &run.issues, &lost) {
-        run.warnings.push(e);
     }
-    drop(stop_heartbeats);
+}
+
+/// How the watch of a running command ended.
+enum Watched {
+    Exited {
+        status: ChildStatus,
+        /// The signal maverick got and forwarded, if any.
+        received: Option<libc::c_int>,
+    },
+    /// The claim is lost, for this reason: the command must not outlive it.
+    Lost(String),
+}
+
+/// The heartbeat thread, told to stop when this is dropped.
+struct Heartbeats {
+    stop: Sender<()>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Heartbeats {
+    /// Stops the thread and waits for it.
+    fn stop(self) {
+        drop(self.stop);
+        let _ = self.thread.join();
+    }
+}
+
+/// The claim was lost at `lost_at`: SIGTERM to the command's group and,
+/// once the grace period is over, SIGKILL. Returns how the command ended,
+/// whether it took SIGKILL, and how long after the loss it was gone.
+fn stop(
+    group: &mut Group,
+    inbox: &Receiver<HoldEvent>,
+    clock: &Clock,
+    lost_at: Instant,
+    grace: Duration,
+) -> Result<(ChildStatus, bool, Duration), HoldError> {
     group.signal(libc::SIGTERM);
     let kill_at = lost_at + grace;
     let mut killed = false;
     let status = loop {
-        let wait = if killed {
-            Duration::from_secs(3600)
+        let until = if killed {
+            clock.instant() + Duration::from_secs(3600)
         } else {
-            kill_at.saturating_duration_since(Instant::now())
+            kill_at
         };
-        match inbox.recv_timeout(wait) {
-            Ok(HoldEvent::Exited(status)) => break reap(&mut group, status)?,
+        match clock.recv_until(inbox, until) {
+            Ok(HoldEvent::Exited(status)) => break reap(group, status)?,
             Ok(HoldEvent::Signal(signal)) => group.signal(signal),
             Ok(HoldEvent::Beat { .. }) => {}
             Err(RecvTimeoutError::Timeout) if !killed => {
@@ -468,19 +407,9 @@ pub fn hold(
             Err(_) => {}
         }
     };
-    let stopped_after = lost_at.elapsed();
-    group.stop_stragglers(false, kill_at);
-    // The heartbeat thread may hang in the network; it is not waited for.
-    // Whatever is still ours (a surface that only failed to answer) is
-    // released; a release never touches another instance's claim.
-    let released = run.release(ReleaseReason::Abort);
-    Ok(run.finish(Ending::Lost {
-        reason: lost,
-        status,
-        killed,
-        stopped_after,
-        released,
-    }))
+    let stopped_after = clock.since(lost_at);
+    group.stop_stragglers(clock, false, kill_at);
+    Ok((status, killed, stopped_after))
 }
 
 /// The command's exit status, as its watcher reported it or as reaping it
@@ -505,12 +434,171 @@ struct Supervision<'a> {
 }
 
 impl Supervision<'_> {
+    /// A claim held from before may have been renewed long ago: renews it
+    /// now, so that the lease the command starts with is a whole ttl.
+    /// Returns when the renewal started, or why the claim is lost.
+    fn renew(&self) -> Result<Result<Instant, String>, HoldError> {
+        let started = self.coord.settings.clock.instant();
+        let outcome =
+            claims::heartbeat(self.coord, &self.store, &self.issues, Some(self.generation))?;
+        Ok(match outcome {
+            HeartbeatOutcome::Renewed { .. } => Ok(started),
+            HeartbeatOutcome::Lost { reason, .. } => Err(reason),
+        })
+    }
+
+    /// Starts the command in a process group of its own, with the claim in
+    /// its environment. The outer error is maverick's, the inner the
+    /// command's: it could not be started.
+    fn spawn(&self, stdout_to_stderr: bool) -> Result<std::io::Result<Group>, HoldError> {
+        let mut cmd = std::process::Command::new(&self.command[0]);
+        cmd.args(&self.command[1..])
+            .env("MAVERICK_ISSUE", self.issues[0].to_string())
+            .env("MAVERICK_INSTANCE", &self.coord.settings.instance)
+            .env("MAVERICK_GENERATION", self.generation.to_string());
+        if stdout_to_stderr {
+            let stderr = std::io::stderr()
+                .as_fd()
+                .try_clone_to_owned()
+                .map_err(HoldError::PassStderr)?;
+            cmd.stdout(std::process::Stdio::from(stderr));
+        }
+        Ok(Group::spawn(&mut cmd))
+    }
+
+    /// Starts the thread that renews the lease from `renewed_at` on.
+    fn start_heartbeats(
+        &self,
+        renewed_at: Instant,
+        new_surface: SurfaceMaker,
+        events: Sender<HoldEvent>,
+    ) -> Result<Heartbeats, HoldError> {
+        let (stop, stopped) = mpsc::channel::<()>();
+        let settings = self.coord.settings.clone();
+        let issues = self.issues.clone();
+        let generation = self.generation;
+        let thread = std::thread::Builder::new()
+            .name("heartbeat".to_owned())
+            .spawn(move || {
+                // Built once already by the caller; cannot fail here.
+                if let Some(surface) = new_surface() {
+                    heartbeat_loop(
+                        surface.as_ref(),
+                        &settings,
+                        &issues,
+                        generation,
+                        renewed_at,
+                        stopped,
+                        events,
+                    );
+                }
+            })
+            .map_err(HoldError::StartHeartbeat)?;
+        Ok(Heartbeats { stop, thread })
+    }
+
+    /// Acts on what the threads report while the command runs: forwards
+    /// signals, keeps the records of each heartbeat, and returns when the
+    /// command exits or the claim is lost. A heartbeat that hangs counts as
+    /// failed once two intervals (and part of the ttl's spare time) pass
+    /// without a renewal.
+    fn watch(
+        &mut self,
+        group: &mut Group,
+        inbox: &Receiver<HoldEvent>,
+        renewed_at: Instant,
+        grace: Duration,
+    ) -> Result<Watched, HoldError> {
+        let settings = self.coord.settings;
+        let clock = &settings.clock;
+        let (ttl, interval) = (settings.lease_ttl, settings.heartbeat_interval);
+        // The surface keeps whole seconds, so a lease may be judged to start
+        // up to 1s before the write that renewed it: that second is not spare.
+        let spare = (ttl - interval * 2 - grace).saturating_sub(Duration::from_secs(1)) / 2;
+        let silence = interval * 2 + spare.min(interval / 2);
+        let mut last_renewed = renewed_at;
+        let mut failures = 0u32;
+        let mut last_error = String::new();
+        let mut received: Option<libc::c_int> = None;
+        loop {
+            // At the deadline, what already arrived (a renewal that landed
+            // just in time) still counts.
+            let event = match clock.recv_until(inbox, last_renewed + silence) {
+                Ok(event) => event,
+                Err(RecvTimeoutError::Timeout) => {
+                    let last = if last_error.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (last error: {last_error})")
+                    };
+                    return Ok(Watched::Lost(format!(
+                        "no heartbeat renewed the lease for {:.1}s{last}",
+                        clock.since(last_renewed).as_secs_f64(),
+                    )));
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    unreachable!("the command watcher holds a sender until it reports")
+                }
+            };
+            match event {
+                HoldEvent::Signal(signal) => {
+                    received = Some(signal);
+                    group.signal(signal);
+                }
+                HoldEvent::Exited(status) => {
+                    let status = reap(group, status)?;
+                    return Ok(Watched::Exited { status, received });
+                }
+                HoldEvent::Beat {
+                    started,
+                    result: Ok(outcome),
+                } => {
+                    if let Err(e) = claims::record_heartbeat(
+                        &self.store,
+                        &settings.instance,
+                        &self.issues,
+                        &outcome,
+                    ) {
+                        self.warnings.push(e);
+                    }
+                    match outcome {
+                        HeartbeatOutcome::Renewed { .. } => {
+                            last_renewed = started;
+                            failures = 0;
+                            last_error.clear();
+                        }
+                        HeartbeatOutcome::Lost { reason, .. } => return Ok(Watched::Lost(reason)),
+                    }
+                }
+                HoldEvent::Beat {
+                    result: Err(err), ..
+                } => {
+                    failures += 1;
+                    last_error = err.to_string();
+                    if failures >= 2 {
+                        return Ok(Watched::Lost(format!(
+                            "two heartbeats in a row failed: {last_error}"
+                        )));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Writes down, for the pre-push hook, that the claim is lost.
+    fn mark_lost(&mut self, reason: &str) {
+        let instance = &self.coord.settings.instance;
+        if let Err(e) = claims::mark_lost(&self.store, instance, &self.issues, reason) {
+            self.warnings.push(e);
+        }
+    }
+
     /// Releases what `run` claimed; a claim held from before is kept.
     fn release(&self, reason: ReleaseReason) -> Released {
         if !self.owns_claim {
             return Released::Kept;
         }
-        match claims::release(self.coord, &self.store, &self.issues, reason.as_str()) {
+        match claims::release(self.coord, &self.store, &self.issues, reason) {
             Ok(outcome) => Released::Done(outcome.released, reason),
             Err(e) => Released::Failed(e),
         }

@@ -1,19 +1,29 @@
 //! Claims and leases (SPEC 4), written once above the surface trait.
 //!
-//! The state of an issue is derived from its trusted `maverick-claim` and
-//! `maverick-lease` markers, read in comment-id order:
+//! The state of an issue is derived from its trusted `maverick-claim`,
+//! `maverick-withdrawn` and `maverick-lease` markers, read in comment-id
+//! order:
 //!
 //! - every claim carries a generation; each fresh claim and each takeover
 //!   takes the highest generation seen plus one, so the generation is a
 //!   fencing token that changes whenever the holder can change. Maverick
 //!   (the Python plugin) writes claims without one: such a claim counts as
-//!   one above every claim before it, so a history Maverick wrote reads as
-//!   Maverick reads it (the newest claim holds) and a mixed race ends with
-//!   the same holder in both tools' views;
-//! - among unreleased claims of the current generation, the one the surface
-//!   ordered first (lowest comment id, then lower instance id) holds the
-//!   issue, provided the in-progress label is on it. A later reader can never
-//!   reverse that verdict, which "lower instance id wins" alone could;
+//!   one above every claim before it (its takeover, a takeover comment and
+//!   a plain claim, counts once), so a history Maverick wrote reads as
+//!   Maverick reads it: the newest claim holds;
+//! - among unreleased, unwithdrawn claims of the current generation, the one
+//!   the surface ordered first (lowest comment id, then lower instance id)
+//!   holds the issue, provided the in-progress label is on it. A later
+//!   reader can never reverse that verdict, which "lower instance id wins"
+//!   alone could. A Maverick claim holds only until another claim of its
+//!   generation lands after it (Maverick's own "latest wins"): so in every
+//!   race between the two tools the claim Maverick names is the one git
+//!   maverick names, once the losers' claims are withdrawn;
+//! - a claim that lost is withdrawn by editing its own comment into a
+//!   `maverick-withdrawn` marker, which Maverick does not read as a claim.
+//!   No instance writes a lease or a release on an issue another holds:
+//!   Maverick takes the newest lease block on an issue, whoever wrote it,
+//!   for the issue's lease;
 //! - the holder's lease is the newest lease block that names it, wherever it
 //!   sits (Maverick PATCHes its lease into the newest comment carrying one,
 //!   whoever wrote it), and expires at that comment's surface time plus the
@@ -68,6 +78,10 @@ pub struct ClaimView {
     /// How long the claim lives without a lease of its own.
     #[serde(skip)]
     pub ttl: Duration,
+    /// Withdrawn by its writer after it lost a race: it still counts for
+    /// the generations, and never holds.
+    #[serde(skip)]
+    withdrawn: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -111,7 +125,16 @@ pub struct IssueView {
     #[serde(skip)]
     pub my_losing_claim: Option<ClaimView>,
     #[serde(skip)]
-    my_lease_comment: Option<(u64, Map<String, Value>)>,
+    my_lease_comment: Option<LeaseComment>,
+    /// The comments that carry an unwithdrawn claim of this instance that
+    /// git maverick wrote (a copy a retried POST left included), with the
+    /// claim: what a withdrawal edits.
+    #[serde(skip)]
+    my_claim_comments: Vec<(u64, Marker)>,
+    /// The newest comment with a `maverick-lease` block, whoever wrote it:
+    /// the lease Maverick reads and upserts.
+    #[serde(skip)]
+    newest_lease_comment: Option<u64>,
 }
 
 /// A writer whose clock runs ahead of the reader's by more than allowed.
@@ -164,7 +187,10 @@ fn trusted_markers(issue: &Issue) -> Vec<MarkerAt<'_>> {
     let mut found = Vec::new();
     for comment in issue.comments.iter().filter(|c| c.trusted) {
         for marker in markers::first_of_each_kind(&comment.body) {
-            if !matches!(marker.kind, MarkerKind::Claim | MarkerKind::Lease) {
+            if !matches!(
+                marker.kind,
+                MarkerKind::Claim | MarkerKind::Lease | MarkerKind::Withdrawn
+            ) {
                 continue;
             }
             // A POST retried after GitHub had committed it shows up twice;
@@ -180,13 +206,15 @@ fn trusted_markers(issue: &Issue) -> Vec<MarkerAt<'_>> {
     found
 }
 
+/// The issues a claim names. Maverick keeps its `--scope` list as typed,
+/// split at commas: `"140, 142"` gives `" 142"`.
 fn scope_of(marker: &Marker) -> Vec<u64> {
     match marker.payload.get("scope") {
         Some(Value::Array(items)) => items
             .iter()
             .filter_map(|v| match v {
                 Value::Number(n) => n.as_u64(),
-                Value::String(s) => s.trim_start_matches('#').parse().ok(),
+                Value::String(s) => s.trim().trim_start_matches('#').parse().ok(),
                 _ => None,
             })
             .collect(),
@@ -206,16 +234,28 @@ fn declared_ttl(marker: &Marker) -> Duration {
     .unwrap_or(DEFAULT_LEASE_TTL)
 }
 
-/// The claim at `at`, given the highest generation of the claims before it:
-/// a claim without a generation (Maverick's) counts as one above them all.
-fn claim_view(at: &MarkerAt<'_>, generation_before: u64) -> Option<ClaimView> {
+/// The claim at `at` (or the withdrawn one), given the highest generation
+/// of the claims before it and the claim right before it. A claim without
+/// a generation (Maverick's) counts as one above them all, except right
+/// after another of the same instance: Maverick's takeover is two claim
+/// comments (the takeover, then a plain claim), one step, not two.
+fn claim_view(
+    at: &MarkerAt<'_>,
+    generation_before: u64,
+    previous: Option<&ClaimView>,
+) -> Option<ClaimView> {
     let m = &at.marker;
+    let instance_id = m.str_field("instance_id")?.to_owned();
     let declared = m.u64_field("generation");
+    let generation = declared.unwrap_or_else(|| match previous {
+        Some(p) if p.writer == Writer::Maverick && p.instance_id == instance_id => p.generation,
+        _ => generation_before.saturating_add(1),
+    });
     Some(ClaimView {
-        instance_id: m.str_field("instance_id")?.to_owned(),
+        instance_id,
         host: m.str_field("host").map(str::to_owned),
         branch: m.str_field("branch").map(str::to_owned),
-        generation: declared.unwrap_or_else(|| generation_before.saturating_add(1)),
+        generation,
         scope: scope_of(m),
         claimed_at: at.comment.created_at,
         takeover_of: m.str_field("takeover_of").map(str::to_owned),
@@ -226,6 +266,7 @@ fn claim_view(at: &MarkerAt<'_>, generation_before: u64) -> Option<ClaimView> {
             None => Writer::Maverick,
         },
         ttl: declared_ttl(m),
+        withdrawn: m.kind == MarkerKind::Withdrawn,
     })
 }
 
@@ -236,17 +277,7 @@ fn is_release(m: &Marker) -> bool {
 /// Derives the claim state of `issue` as `me` sees it at surface time `now`.
 pub fn analyze(issue: &Issue, settings: &Settings, me: &str, now: Timestamp) -> IssueView {
     let markers = trusted_markers(issue);
-    let mut claims: Vec<ClaimView> = Vec::new();
-    let mut generation = 0;
-    for at in markers
-        .iter()
-        .filter(|m| m.marker.kind == MarkerKind::Claim)
-    {
-        if let Some(claim) = claim_view(at, generation) {
-            generation = generation.max(claim.generation);
-            claims.push(claim);
-        }
-    }
+    let (claims, generation) = claims_of(&markers);
     let leases: Vec<&MarkerAt<'_>> = markers
         .iter()
         .filter(|m| m.marker.kind == MarkerKind::Lease)
@@ -256,18 +287,7 @@ pub fn analyze(issue: &Issue, settings: &Settings, me: &str, now: Timestamp) -> 
                 .is_none_or(|g| g == generation)
         })
         .collect();
-    let released = |claim: &ClaimView| {
-        leases.iter().any(|l| {
-            is_release(&l.marker)
-                && l.comment.id > claim.comment_id
-                && l.marker.str_field("instance_id") == Some(claim.instance_id.as_str())
-        })
-    };
-    let mut live_claims: Vec<&ClaimView> = claims
-        .iter()
-        .filter(|c| c.generation == generation && !released(c))
-        .collect();
-    live_claims.sort_by(|a, b| (a.comment_id, &a.instance_id).cmp(&(b.comment_id, &b.instance_id)));
+    let live_claims = unreleased(&claims, generation, &leases);
     let labelled = issue.has_label(&settings.labels.in_progress);
     let holder = if labelled {
         live_claims.first().map(|c| (*c).clone())
@@ -280,60 +300,10 @@ pub fn analyze(issue: &Issue, settings: &Settings, me: &str, now: Timestamp) -> 
             c.instance_id == me && holder.as_ref().map(|h| h.comment_id) != Some(c.comment_id)
         })
         .map(|c| (*c).clone());
-
     let (lease, my_lease_comment) = match &holder {
         Some(h) => {
-            // By payload, not by comment: a lease PATCHed into an older
-            // comment (Maverick's upsert) counts from when it was written.
-            let newest = leases
-                .iter()
-                .filter(|l| {
-                    !is_release(&l.marker)
-                        && l.marker.str_field("instance_id") == Some(h.instance_id.as_str())
-                        && (l.comment.id > h.comment_id || l.comment.updated_at >= h.claimed_at)
-                })
-                .max_by_key(|l| (l.comment.updated_at, l.comment.id));
-            match newest {
-                Some(l) => {
-                    let heartbeat_at = l
-                        .marker
-                        .str_field("heartbeat_at")
-                        .and_then(Timestamp::parse);
-                    let declared_expiry =
-                        l.marker.str_field("expires_at").and_then(Timestamp::parse);
-                    // Judge by the surface's own time of the lease comment.
-                    let expires_at = match (heartbeat_at, declared_expiry) {
-                        (Some(hb), Some(exp)) => l.comment.updated_at.plus(exp.since(hb)),
-                        (None, Some(exp)) => exp,
-                        _ => l.comment.updated_at.plus(h.ttl),
-                    };
-                    let mine =
-                        (h.instance_id == me).then(|| (l.comment.id, l.marker.payload.clone()));
-                    (
-                        Some(LeaseView {
-                            instance_id: h.instance_id.clone(),
-                            heartbeat_at,
-                            expires_at,
-                            comment_id: Some(l.comment.id),
-                            author: Some(l.comment.author.clone()),
-                        }),
-                        mine,
-                    )
-                }
-                // A claim whose lease was never written (a crash between the
-                // two) or was overwritten lives the ttl it declared from the
-                // claim: the reader's own setting says nothing about it.
-                None => (
-                    Some(LeaseView {
-                        instance_id: h.instance_id.clone(),
-                        heartbeat_at: None,
-                        expires_at: h.claimed_at.plus(h.ttl),
-                        comment_id: None,
-                        author: None,
-                    }),
-                    None,
-                ),
-            }
+            let (lease, mine) = lease_of(h, &leases);
+            (Some(lease), mine.filter(|_| h.instance_id == me))
         }
         None => (None, None),
     };
@@ -345,11 +315,13 @@ pub fn analyze(issue: &Issue, settings: &Settings, me: &str, now: Timestamp) -> 
     let clock_skew = clocks_ahead(&markers, now, settings.max_clock_skew);
     let newest_claim = claims
         .iter()
-        .filter(|c| c.generation == generation)
+        .filter(|c| c.generation == generation && !c.withdrawn)
         .max_by_key(|c| c.comment_id);
     let orphan_label = labelled && live_claims.is_empty();
     let my_release_unfinished = orphan_label && newest_claim.is_some_and(|c| c.instance_id == me);
     let expires_at = lease.as_ref().map(|l| l.expires_at);
+    let my_claim_comments = my_claim_comments(issue, me);
+    let newest_lease_comment = newest_lease_comment(issue);
     let blocked_by: Vec<u64> = issue
         .labels
         .iter()
@@ -381,6 +353,170 @@ pub fn analyze(issue: &Issue, settings: &Settings, me: &str, now: Timestamp) -> 
         my_release_unfinished,
         my_losing_claim,
         my_lease_comment,
+        my_claim_comments,
+        newest_lease_comment,
+    }
+}
+
+/// The comments that carry an unwithdrawn claim of `me` that git maverick
+/// wrote, with the claim: what a withdrawal edits.
+fn my_claim_comments(issue: &Issue, me: &str) -> Vec<(u64, Marker)> {
+    issue
+        .comments
+        .iter()
+        .filter(|c| c.trusted && c.body.contains(me))
+        .filter_map(|c| {
+            let claim = markers::find_marker(&c.body, MarkerKind::Claim)?;
+            let mine = claim.str_field("instance_id") == Some(me)
+                && claim.u64_field("generation").is_some();
+            mine.then_some((c.id, claim))
+        })
+        .collect()
+}
+
+/// The newest comment with a `maverick-lease` block Maverick reads,
+/// whoever wrote it.
+fn newest_lease_comment(issue: &Issue) -> Option<u64> {
+    issue
+        .comments
+        .iter()
+        .rev()
+        .find(|c| markers::maverick_reads_block(&c.body, MarkerKind::Lease))
+        .map(|c| c.id)
+}
+
+/// Every claim among `markers`, in comment order, and the highest
+/// generation among them.
+fn claims_of(markers: &[MarkerAt<'_>]) -> (Vec<ClaimView>, u64) {
+    let mut claims: Vec<ClaimView> = Vec::new();
+    let mut generation = 0;
+    for at in markers
+        .iter()
+        .filter(|m| matches!(m.marker.kind, MarkerKind::Claim | MarkerKind::Withdrawn))
+    {
+        if let Some(claim) = claim_view(at, generation, claims.last()) {
+            generation = generation.max(claim.generation);
+            claims.push(claim);
+        }
+    }
+    (claims, generation)
+}
+
+/// The claims of `generation` that no later release of their instance
+/// ended, not withdrawn and not superseded, earliest comment first: the
+/// first one holds the issue.
+fn unreleased<'c>(
+    claims: &'c [ClaimView],
+    generation: u64,
+    leases: &[&MarkerAt<'_>],
+) -> Vec<&'c ClaimView> {
+    let released = |claim: &ClaimView| {
+        leases.iter().any(|l| {
+            is_release(&l.marker)
+                && l.comment.id > claim.comment_id
+                && l.marker.str_field("instance_id") == Some(claim.instance_id.as_str())
+        })
+    };
+    // Maverick's rule is "the newest claim holds", so a Maverick claim holds
+    // only until another claim of its generation comes after it: a git
+    // maverick claim that raced it unseen stands, and Maverick, reading the
+    // newest claim, names the same holder. (Maverick claims that share a
+    // generation are one instance's takeover; among git maverick's own
+    // claims the earliest holds.)
+    let superseded = |claim: &ClaimView| {
+        claim.writer == Writer::Maverick
+            && claims.iter().any(|c| {
+                c.comment_id > claim.comment_id && c.generation == claim.generation && !c.withdrawn
+            })
+    };
+    let mut live: Vec<&ClaimView> = claims
+        .iter()
+        .filter(|c| c.generation == generation && !c.withdrawn && !released(c) && !superseded(c))
+        .collect();
+    live.sort_by(|a, b| (a.comment_id, &a.instance_id).cmp(&(b.comment_id, &b.instance_id)));
+    live
+}
+
+/// The comment a lease was written in, and its payload.
+type LeaseComment = (u64, Map<String, Value>);
+
+/// The lease of `holder`'s claim, and the comment that wrote it (when one
+/// did).
+fn lease_of(holder: &ClaimView, leases: &[&MarkerAt<'_>]) -> (LeaseView, Option<LeaseComment>) {
+    // By payload, not by comment: a lease PATCHed into an older comment
+    // (Maverick's upsert) counts from when it was written.
+    let newest = leases
+        .iter()
+        .filter(|l| {
+            !is_release(&l.marker)
+                && l.marker.str_field("instance_id") == Some(holder.instance_id.as_str())
+                && (l.comment.id > holder.comment_id || l.comment.updated_at >= holder.claimed_at)
+        })
+        .max_by_key(|l| (l.comment.updated_at, l.comment.id));
+    let Some(l) = newest else {
+        // A claim whose lease was never written (a crash between the two)
+        // or was overwritten lives the ttl it declared from the claim: the
+        // reader's own setting says nothing about it.
+        let lease = LeaseView {
+            instance_id: holder.instance_id.clone(),
+            heartbeat_at: None,
+            expires_at: holder.claimed_at.plus(holder.ttl),
+            comment_id: None,
+            author: None,
+        };
+        return (lease, None);
+    };
+    let heartbeat_at = l
+        .marker
+        .str_field("heartbeat_at")
+        .and_then(Timestamp::parse);
+    let declared_expiry = l.marker.str_field("expires_at").and_then(Timestamp::parse);
+    // Judge by the surface's own time of the lease comment.
+    let expires_at = match (heartbeat_at, declared_expiry) {
+        (Some(hb), Some(exp)) => l.comment.updated_at.plus(exp.since(hb)),
+        (None, Some(exp)) => exp,
+        _ => l.comment.updated_at.plus(holder.ttl),
+    };
+    let lease = LeaseView {
+        instance_id: holder.instance_id.clone(),
+        heartbeat_at,
+        expires_at,
+        comment_id: Some(l.comment.id),
+        author: Some(l.comment.author.clone()),
+    };
+    (lease, Some((l.comment.id, l.marker.payload.clone())))
+}
+
+/// Why the work on a claim ends, as its release marker says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReleaseReason {
+    Merged,
+    Ejected,
+    Abort,
+    // A claim that lost the settle, withdrawn by the claimer itself; no
+    // command's output names it (a doc comment here would turn the
+    // schema's enum into a oneOf).
+    #[schemars(skip)]
+    LostRace,
+}
+
+impl ReleaseReason {
+    /// The reasons a person or a script gives (`--reason`,
+    /// `--success-reason`); a lost race is maverick's own.
+    pub(crate) const ALL: [ReleaseReason; 3] = [
+        ReleaseReason::Merged,
+        ReleaseReason::Ejected,
+        ReleaseReason::Abort,
+    ];
+
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            ReleaseReason::Merged => "merged",
+            ReleaseReason::Ejected => "ejected",
+            ReleaseReason::Abort => "abort",
+            ReleaseReason::LostRace => "lost-race",
+        }
     }
 }
 
@@ -423,6 +559,13 @@ struct ReleasePayload<'a> {
     marker_id: String,
 }
 
+/// What a withdrawal adds to the claim it turns into `maverick-withdrawn`.
+#[derive(Serialize)]
+struct WithdrawalFields<'a> {
+    withdrawn_at: Timestamp,
+    reason: &'a str,
+}
+
 /// What a claim attempt came to.
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 #[serde(tag = "result", rename_all = "snake_case")]
@@ -446,7 +589,7 @@ pub enum ClaimOutcome {
         #[serde(rename = "issues")]
         views: Vec<IssueView>,
     },
-    /// Another claim was ordered first; ours was released.
+    /// Another claim won the settle; ours was withdrawn.
     Lost {
         winner: Option<String>,
         #[serde(rename = "issues")]
@@ -589,7 +732,8 @@ impl<'a> Coordinator<'a> {
         )
     }
 
-    fn release_body(&self, generation: u64, now: Timestamp, reason: &str) -> String {
+    fn release_body(&self, generation: u64, now: Timestamp, reason: ReleaseReason) -> String {
+        let reason = reason.as_str();
         let payload = markers::payload_of(&ReleasePayload {
             instance_id: self.me(),
             released_at: now,
@@ -603,9 +747,37 @@ impl<'a> Coordinator<'a> {
         format!(
             "Released by `{}` ({reason}).\n\n{}",
             self.me(),
+            markers::render_with_preamble(&Marker::new(MarkerKind::Lease, payload), &preamble)
+        )
+    }
+
+    /// `claim` (one of ours), withdrawn: the same fields, when and why, in
+    /// a kind no reader takes for a claim.
+    fn withdrawn_body(
+        &self,
+        claim: &Marker,
+        now: Timestamp,
+        reason: &str,
+        holder: Option<&str>,
+    ) -> String {
+        let mut payload = claim.payload.clone();
+        payload.extend(markers::payload_of(&WithdrawalFields {
+            withdrawn_at: now,
+            reason,
+        }));
+        let generation = claim.u64_field("generation").unwrap_or_default();
+        let mut text = format!(
+            "Claim by `{}` (generation {generation}) withdrawn ({reason})",
+            self.me()
+        );
+        if let Some(holder) = holder {
+            text.push_str(&format!(": `{holder}` holds the issue"));
+        }
+        format!(
+            "{text}.\n\n{}",
             markers::render_with_preamble(
-                &Marker::new(MarkerKind::Lease, payload),
-                Some(&preamble)
+                &Marker::new(MarkerKind::Withdrawn, payload),
+                &format!("maverick claim withdrawn: {reason}"),
             )
         )
     }
@@ -715,23 +887,24 @@ impl<'a> Coordinator<'a> {
     /// After a claim's writes failed part way: a surface without
     /// multi-issue transactions (GitHub) may hold whole claims of this
     /// `generation` on some issues of the scope, which nobody would ever
-    /// heartbeat. Takes them back, as far as the surface lets it.
+    /// heartbeat, and claim comments that hold nothing. Takes them back, as
+    /// far as the surface lets it; an issue we held before is left alone.
     fn abandon(&self, issues: &[u64], generation: u64) {
         let Ok(views) = self.read(issues) else { return };
-        let mine: Vec<IssueView> = views
+        let touched: Vec<IssueView> = views
             .into_iter()
             .filter(|v| {
                 v.holder
                     .as_ref()
-                    .is_some_and(|h| h.instance_id == self.me() && h.generation == generation)
+                    .filter(|h| h.instance_id == self.me())
+                    .is_none_or(|h| h.generation == generation)
             })
             .collect();
-        if !mine.is_empty() {
-            let _ = self.withdraw(&mine, "abort", None);
-        }
+        let _ = self.withdraw(&touched, ReleaseReason::Abort, Some(generation));
     }
 
-    /// Re-reads after a claim and lets the earliest claim win everywhere.
+    /// Re-reads after a claim and settles: every reader reaches the same
+    /// verdict (see [`analyze`]); a loser withdraws what it wrote.
     fn settle(
         &self,
         req: &ClaimRequest<'_>,
@@ -739,7 +912,9 @@ impl<'a> Coordinator<'a> {
         written: &[(u64, Comment)],
     ) -> Result<ClaimOutcome, LeaseError> {
         if !self.settings.settle_delay.is_zero() {
-            crate::timefmt::wait_announced(self.settings.settle_delay, "the settle delay");
+            self.settings
+                .clock
+                .wait_announced(self.settings.settle_delay, "the settle delay");
         }
         let views = self.read_with(&req.issues, written)?;
         if views
@@ -757,23 +932,28 @@ impl<'a> Coordinator<'a> {
             .filter_map(|v| v.holder.as_ref())
             .find(|h| h.instance_id != self.me())
             .map(|h| h.instance_id.clone());
-        // Our own claim may not show in a lagging list yet: withdraw the
-        // generation we wrote whether or not the re-read saw it.
-        self.withdraw(&views, "lost-race", Some(generation))?;
+        // Withdraw every claim comment of the generation we wrote (the
+        // re-read counts ours even where a lagging list misses them).
+        self.withdraw(&views, ReleaseReason::LostRace, Some(generation))?;
         let views = self.read(&req.issues)?;
         Ok(ClaimOutcome::Lost { winner, views })
     }
 
-    /// Releases this instance's own claims among `views` (and the claims of
-    /// generation `wrote` that it just made, seen or not): the label goes only
-    /// where we hold the issue, never from under another holder. The write is
-    /// guarded, so a takeover that lands between our read and our write keeps
-    /// its label; we then read again and withdraw what is still ours.
-    /// Returns the issues it wrote a release on.
+    /// Releases the issues among `views` this instance holds, and withdraws
+    /// its claims that do not hold (its losing claim, and those of
+    /// generation `wrote` that it just made and lost). A release (the label
+    /// and a released lease) happens only where we hold the issue. A claim
+    /// that lost is withdrawn by editing its own comment into a
+    /// `maverick-withdrawn` marker: never a lease on an issue another
+    /// instance holds, which Maverick would read as that issue's lease
+    /// (stale at once). The write is guarded, so a takeover that lands
+    /// between our read and our write keeps its label; we then read again
+    /// and withdraw what is still ours. Returns the issues it released or
+    /// withdrew a claim on.
     fn withdraw(
         &self,
         views: &[IssueView],
-        reason: &str,
+        reason: ReleaseReason,
         wrote: Option<u64>,
     ) -> Result<Vec<u64>, LeaseError> {
         let issues: Vec<u64> = views.iter().map(|v| v.issue).collect();
@@ -787,23 +967,36 @@ impl<'a> Coordinator<'a> {
                 .filter_map(|v| {
                     let ours = v.holder.as_ref().filter(|h| h.instance_id == self.me());
                     let mut ops = Vec::new();
-                    let generation = ours
-                        .or(v.my_losing_claim.as_ref())
-                        .map(|c| c.generation)
-                        .or(wrote);
-                    if let Some(generation) = generation {
-                        ops.push(Op::CreateComment(
-                            self.release_body(generation, now, reason),
-                        ));
-                    }
                     if let Some(claim) = ours {
                         held.push((v.issue, claim.comment_id));
+                        ops.push(Op::CreateComment(self.release_body(
+                            claim.generation,
+                            now,
+                            reason,
+                        )));
                         ops.push(Op::RemoveLabel(self.settings.labels.in_progress.clone()));
-                    } else if v.my_release_unfinished {
-                        // An earlier release wrote its marker but failed to
-                        // remove the label: a rerun finishes it.
-                        orphans.push(v.issue);
-                        ops.push(Op::RemoveLabel(self.settings.labels.in_progress.clone()));
+                    } else {
+                        let losing = v.my_losing_claim.as_ref().map(|c| c.generation);
+                        let holder = v.holder.as_ref().map(|h| h.instance_id.as_str());
+                        ops.extend(
+                            v.my_claim_comments
+                                .iter()
+                                .filter(|(_, claim)| {
+                                    let generation = claim.u64_field("generation");
+                                    generation.is_some()
+                                        && (generation == losing || generation == wrote)
+                                })
+                                .map(|(id, claim)| Op::UpdateComment {
+                                    id: *id,
+                                    body: self.withdrawn_body(claim, now, reason.as_str(), holder),
+                                }),
+                        );
+                        if v.my_release_unfinished {
+                            // An earlier release wrote its marker but failed to
+                            // remove the label: a rerun finishes it.
+                            orphans.push(v.issue);
+                            ops.push(Op::RemoveLabel(self.settings.labels.in_progress.clone()));
+                        }
                     }
                     (!ops.is_empty()).then_some(Write {
                         issue: v.issue,
@@ -836,12 +1029,40 @@ impl<'a> Coordinator<'a> {
     }
 
     /// Pushes the lease forward on every issue, or reports the claim lost.
+    /// The write that renews `view`'s lease: in place only where Maverick
+    /// reads the lease too (the newest comment with a lease block, whoever
+    /// wrote it), else a new lease comment.
+    fn renewal(&self, view: &IssueView, generation: u64, now: Timestamp) -> Op {
+        match &view.my_lease_comment {
+            Some((id, payload))
+                if self.own_comment(view, *id) && view.newest_lease_comment == Some(*id) =>
+            {
+                let marker_id = payload
+                    .get("marker_id")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                Op::UpdateComment {
+                    id: *id,
+                    body: self.lease_body(self.lease_payload(
+                        generation,
+                        now,
+                        marker_id,
+                        Some(payload.clone()),
+                    )),
+                }
+            }
+            _ => {
+                Op::CreateComment(self.lease_body(self.lease_payload(generation, now, None, None)))
+            }
+        }
+    }
+
     pub fn heartbeat(
         &self,
         issues: &[u64],
         generation: Option<u64>,
     ) -> Result<HeartbeatOutcome, LeaseError> {
-        let mut raw = self.surface.issues(issues)?;
+        let mut raw = self.surface.claim_records(issues)?;
         let now = self.surface.now()?;
         let views: Vec<IssueView> = raw
             .iter()
@@ -875,37 +1096,15 @@ impl<'a> Coordinator<'a> {
                 })
                 .cloned()
                 .collect();
-            self.withdraw(&losing, "lost-race", None)?;
+            self.withdraw(&losing, ReleaseReason::LostRace, None)?;
             return Ok(HeartbeatOutcome::Lost { reason, views });
         }
         let generation = views[0].generation;
         let writes: Vec<Write> = views
             .iter()
-            .map(|v| {
-                let op = match &v.my_lease_comment {
-                    Some((id, payload)) if self.own_comment(v, *id) => {
-                        let marker_id = payload
-                            .get("marker_id")
-                            .and_then(Value::as_str)
-                            .map(str::to_owned);
-                        Op::UpdateComment {
-                            id: *id,
-                            body: self.lease_body(self.lease_payload(
-                                generation,
-                                now,
-                                marker_id,
-                                Some(payload.clone()),
-                            )),
-                        }
-                    }
-                    _ => Op::CreateComment(
-                        self.lease_body(self.lease_payload(generation, now, None, None)),
-                    ),
-                };
-                Write {
-                    issue: v.issue,
-                    ops: vec![op],
-                }
+            .map(|v| Write {
+                issue: v.issue,
+                ops: vec![self.renewal(v, generation, now)],
             })
             .collect();
         let expected = generation;
@@ -967,7 +1166,11 @@ impl<'a> Coordinator<'a> {
     }
 
     /// Releases the issues this instance holds; never another's claim.
-    pub fn release(&self, issues: &[u64], reason: &str) -> Result<ReleaseOutcome, LeaseError> {
+    pub fn release(
+        &self,
+        issues: &[u64],
+        reason: ReleaseReason,
+    ) -> Result<ReleaseOutcome, LeaseError> {
         let views = self.read(issues)?;
         let released = self.withdraw(&views, reason, None)?;
         let views = self.read(issues)?;

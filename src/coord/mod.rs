@@ -6,4 +6,5 @@ pub mod claims;
 pub mod dispatch;
 pub mod hold;
 pub mod lease;
+pub(crate) mod session_end;
 pub mod supervise;

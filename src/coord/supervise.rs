@@ -11,6 +11,11 @@ use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
 use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
 
+use crate::clock::Clock;
+
+/// How often the members of a group whose leader is gone are looked for.
+const STRAGGLER_POLL: Duration = Duration::from_millis(20);
+
 /// The signals `run` forwards to its command.
 pub(crate) const FORWARDED: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 
@@ -233,7 +238,7 @@ impl Group {
     /// After the leader was reaped: stops what is left of its group, with
     /// SIGTERM when `term` (the caller may have sent it already), then
     /// SIGKILL at `kill_at`. Returns whether anything was left.
-    pub(crate) fn stop_stragglers(&self, term: bool, kill_at: Instant) -> bool {
+    pub(crate) fn stop_stragglers(&self, clock: &Clock, term: bool, kill_at: Instant) -> bool {
         if !self.has_members() {
             return false;
         }
@@ -241,11 +246,11 @@ impl Group {
             self.signal(libc::SIGTERM);
         }
         // Nothing to wait on for processes that are not our children: poll.
-        while Instant::now() < kill_at {
+        while clock.instant() < kill_at {
             if !self.has_members() {
                 return true;
             }
-            std::thread::sleep(Duration::from_millis(20));
+            clock.wait_until((clock.instant() + STRAGGLER_POLL).min(kill_at));
         }
         self.signal(libc::SIGKILL);
         true

@@ -185,7 +185,9 @@ pub(crate) fn upsert(
         // Written, not yet read back (every upsert: `state put`, progress).
         crate::failpoint::hit("state-put");
         if !settings.settle_delay.is_zero() {
-            crate::timefmt::wait_announced(settings.settle_delay, "the settle delay");
+            settings
+                .clock
+                .wait_announced(settings.settle_delay, "the settle delay");
         }
         current = surface.issue(issue)?;
         let Some(back) = newest_marker(&current, kind) else {

@@ -507,7 +507,9 @@ pub(crate) fn check_tasks(
             continue;
         }
         if !settings.settle_delay.is_zero() {
-            crate::timefmt::wait_announced(settings.settle_delay, "the settle delay");
+            settings
+                .clock
+                .wait_announced(settings.settle_delay, "the settle delay");
         }
         current = surface.issue(issue)?;
         // Verify: a writer without compare-and-swap may have overwritten us

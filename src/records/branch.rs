@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::records::files::{replace_file, RecordError};
+use crate::records::files::{replace_file, IoError, RecordError};
+use crate::timefmt::Timestamp;
 
 /// The remote head of a managed branch as this clone's writer last saw it
 /// (SPEC 8): recorded when it claimed, created or resumed the worktree, or
@@ -20,7 +21,7 @@ pub struct BranchRecord {
     pub issue: Option<u64>,
     #[serde(default)]
     pub instance_id: Option<String>,
-    pub updated_at: String,
+    pub updated_at: Timestamp,
     /// Commits the pre-push hook let a plain `git push` send that no later
     /// push has confirmed yet. git has no post-push hook, so the hook cannot
     /// know whether the push it allowed went through; the remote showing one
@@ -150,11 +151,12 @@ pub(crate) const LOG_EXTENSION: &str = "pushes";
 const LOG_FOLD_AT: u64 = 16 * 1024;
 
 fn io_error(action: &'static str, path: PathBuf, source: std::io::Error) -> RecordError {
-    RecordError::Io {
+    IoError {
         action,
         path,
         source,
     }
+    .into()
 }
 
 fn read_if_there(path: &Path) -> Result<Option<Vec<u8>>, RecordError> {

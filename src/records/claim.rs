@@ -13,7 +13,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::records::branch::BranchStore;
-use crate::records::files::{write_atomically, RecordError};
+use crate::records::files::{write_atomically, IoError, RecordError};
+use crate::timefmt::Timestamp;
 
 /// "My claim, generation, branch, last confirmed."
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -28,10 +29,10 @@ pub struct ClaimRecord {
     pub scope: Vec<u64>,
     pub surface: String,
     pub remote: String,
-    pub claimed_at: String,
+    pub claimed_at: Timestamp,
     /// When a claim or heartbeat last saw this instance hold the claim.
-    pub last_confirmed: String,
-    pub expires_at: String,
+    pub last_confirmed: Timestamp,
+    pub expires_at: Timestamp,
     /// Set when a heartbeat found the claim gone; kept so that a push names why.
     #[serde(default)]
     pub lost: Option<String>,
@@ -79,11 +80,9 @@ impl ClaimStore {
         let path = self.path(&record.instance_id, record.issue);
         let mut bytes = serde_json::to_vec_pretty(record).expect("plain data serializes");
         bytes.push(b'\n');
-        write_atomically(&path, &bytes).map_err(|source| RecordError::Io {
-            action: "write",
-            path,
-            source,
-        })
+        write_atomically(&path, &bytes)
+            .map_err(IoError::on("write", &path))
+            .map_err(RecordError::from)
     }
 
     pub fn load(&self, instance: &str, issue: u64) -> Result<Option<ClaimRecord>, RecordError> {
@@ -93,11 +92,9 @@ impl ClaimStore {
     pub(crate) fn remove(&self, instance: &str, issue: u64) -> Result<(), RecordError> {
         let path = self.path(instance, issue);
         match std::fs::remove_file(&path) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(RecordError::Io {
-                action: "remove",
-                path,
-                source: e,
-            }),
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(IoError::on("remove", &path)(e).into())
+            }
             _ => Ok(()),
         }
     }
@@ -151,11 +148,7 @@ impl ClaimStore {
         match std::fs::read_dir(&self.root) {
             Ok(entries) => Ok(entries.flatten().map(|e| e.path()).collect()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-            Err(source) => Err(RecordError::Io {
-                action: "read",
-                path: self.root.clone(),
-                source,
-            }),
+            Err(source) => Err(IoError::on("read", &self.root)(source).into()),
         }
     }
 
@@ -226,13 +219,7 @@ fn json_files(dir: &Path) -> Result<Vec<PathBuf>, RecordError> {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(source) => {
-            return Err(RecordError::Io {
-                action: "read",
-                path: dir.to_owned(),
-                source,
-            })
-        }
+        Err(source) => return Err(IoError::on("read", dir)(source).into()),
     };
     Ok(entries
         .flatten()
@@ -259,11 +246,7 @@ fn read_record(path: &Path) -> Result<Option<ClaimRecord>, RecordError> {
                 loses: claim_loss(path),
             }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(source) => Err(RecordError::Io {
-            action: "read",
-            path: path.to_owned(),
-            source,
-        }),
+        Err(source) => Err(IoError::on("read", path)(source).into()),
     }
 }
 
@@ -289,5 +272,34 @@ mod tests {
         assert_eq!(issue_of_branch_name("team/7-infra/parser"), None);
         assert_eq!(issue_of_branch_name("maverick/x-142"), None);
         assert_eq!(issue_of_branch_name("maverick/142.x"), None);
+    }
+
+    #[test]
+    fn a_record_written_before_its_times_were_typed_reads_and_writes_back_the_same() {
+        // As earlier versions wrote it, stamps as RFC 3339 text.
+        let old = r#"{
+  "issue": 142,
+  "instance_id": "alice",
+  "generation": 2,
+  "branch": "maverick/142-parser",
+  "scope": [
+    142
+  ],
+  "surface": "git",
+  "remote": "origin",
+  "claimed_at": "2026-11-30T10:00:00Z",
+  "last_confirmed": "2026-11-30T10:02:00Z",
+  "expires_at": "2026-11-30T10:12:00Z",
+  "lost": null
+}"#;
+        let record: ClaimRecord = serde_json::from_str(old).unwrap();
+        assert_eq!(
+            record.expires_at,
+            Timestamp::parse("2026-11-30T10:12:00Z").unwrap()
+        );
+        assert_eq!(serde_json::to_string_pretty(&record).unwrap(), old);
+        // A stamp that is not a time is a damaged record, not a guess.
+        let bad = old.replace("2026-11-30T10:12:00Z", "soon");
+        assert!(serde_json::from_str::<ClaimRecord>(&bad).is_err());
     }
 }

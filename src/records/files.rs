@@ -5,15 +5,33 @@
 use std::io::Write as _;
 use std::path::{Component, Path, PathBuf};
 
+/// A file operation that failed: what was done, to which path, and why.
+/// Every layer's error of a local file carries this one.
+#[derive(Debug, thiserror::Error)]
+#[error("could not {action} {path}: {source}")]
+pub struct IoError {
+    pub action: &'static str,
+    pub path: PathBuf,
+    #[source]
+    pub source: std::io::Error,
+}
+
+impl IoError {
+    /// For `map_err`: `action` on `path` failed.
+    pub(crate) fn on(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> IoError {
+        let path = path.to_owned();
+        move |source| IoError {
+            action,
+            path,
+            source,
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
-    #[error("could not {action} {path}: {source}")]
-    Io {
-        action: &'static str,
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] IoError),
     #[error("the local record {path} is damaged: {detail}")]
     Damaged {
         path: PathBuf,
@@ -31,7 +49,7 @@ impl RecordError {
                 "it is safe to remove ({}): that loses {loses}",
                 shell_rm(path)
             )),
-            RecordError::Io { .. } => None,
+            RecordError::Io(_) => None,
         }
     }
 }
@@ -84,12 +102,8 @@ pub enum ConfineError {
     Symlink { path: PathBuf, root: PathBuf },
     #[error("{path} is not inside {root}")]
     Outside { path: PathBuf, root: PathBuf },
-    #[error("could not read {path}: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] IoError),
 }
 
 /// `root/relative`, checked: `relative` has only plain components, and no
@@ -125,7 +139,7 @@ pub(crate) fn inside(root: &Path, relative: &Path) -> Result<PathBuf, ConfineErr
             Ok(_) => {}
             // Nothing there yet: nothing below it can be a link either.
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => break,
-            Err(source) => return Err(ConfineError::Io { path, source }),
+            Err(source) => return Err(IoError::on("read", &path)(source).into()),
         }
     }
     Ok(root.join(relative))

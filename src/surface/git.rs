@@ -43,6 +43,7 @@ use std::time::Duration;
 use self::legacy::{Legacy, OldLayout, LEGACY_REF};
 use self::stored::{corrupt, to_json, StoredIssue, FORMAT};
 use super::{Applied, Guard, Issue, IssueSummary, Surface, SurfaceError, Write};
+use crate::clock::Clock;
 use crate::git::{Git, Hooks, PushOutcome};
 use crate::timefmt::Timestamp;
 
@@ -76,6 +77,8 @@ pub(crate) struct GitSurface {
     /// How far the stored clock may lead this one and still be followed.
     max_clock_skew: Duration,
     memory: Mutex<Memory>,
+    /// This writer's clock (the stamps) and every wait (backoff).
+    clock: Clock,
 }
 
 /// What this process has learned of the remote.
@@ -189,7 +192,13 @@ impl Snapshot {
 }
 
 impl GitSurface {
-    pub(crate) fn new(git: Git, remote: &str, remote_url: &str, me: &str) -> GitSurface {
+    pub(crate) fn new(
+        git: Git,
+        remote: &str,
+        remote_url: &str,
+        me: &str,
+        clock: Clock,
+    ) -> GitSurface {
         let safe_remote: String = remote
             .chars()
             .map(|c| {
@@ -208,6 +217,7 @@ impl GitSurface {
             remote_url: remote_url.to_owned(),
             max_clock_skew: crate::config::DEFAULT_MAX_CLOCK_SKEW,
             memory: Mutex::new(Memory::default()),
+            clock,
         }
     }
 
@@ -289,7 +299,7 @@ impl GitSurface {
             // cache ref's lock; the other one brought what we wanted.
             attempt += 1;
             if attempt < 20 && error.stderr().contains("lock") {
-                backoff(attempt);
+                backoff(&self.clock, attempt);
                 continue;
             }
             return Err(error.into());
@@ -684,7 +694,7 @@ impl GitSurface {
     /// that is wrong: following it would make every later lease live as
     /// long, so it is not followed, and this write puts it right.
     fn surface_now(&self, stored: Option<Timestamp>) -> Timestamp {
-        let mine = Timestamp::now();
+        let mine = self.clock.now();
         match stored {
             Some(last) if last <= mine.plus(self.max_clock_skew) => mine.max(last),
             _ => mine,
@@ -724,10 +734,10 @@ impl Plan {
 }
 
 /// Jittered, growing pause between attempts, so racers spread out.
-fn backoff(attempt: u32) {
+fn backoff(clock: &Clock, attempt: u32) {
     let jitter = crate::unique::jitter(20);
     let base = 5 * u64::from(attempt.min(10));
-    std::thread::sleep(Duration::from_millis(base + jitter));
+    clock.pause(Duration::from_millis(base + jitter));
 }
 
 impl Surface for GitSurface {
@@ -739,7 +749,7 @@ impl Surface for GitSurface {
     }
 
     fn now(&self) -> Result<Timestamp, SurfaceError> {
-        Ok(Timestamp::now())
+        Ok(self.clock.now())
     }
 
     fn me(&self) -> &str {
@@ -825,7 +835,7 @@ impl Surface for GitSurface {
                 Swap::Lost(why) => last_conflict = format!("attempt {attempt}: {why}"),
             }
             fresh = true;
-            backoff(attempt);
+            backoff(&self.clock, attempt);
         }
         Err(SurfaceError::Contended {
             refname: numbers

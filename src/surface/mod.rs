@@ -46,6 +46,11 @@ pub struct IssueSummary {
     pub is_pull: bool,
     pub labels: Vec<String>,
     pub assignees: Vec<String>,
+    /// When the issue last changed (a comment, a label…), where the
+    /// surface's list says.
+    pub updated_at: Option<Timestamp>,
+    /// How many comments it has, where the surface's list says.
+    pub comments: Option<u64>,
 }
 
 /// An open pull request, as `hydrate` reports it.
@@ -127,6 +132,8 @@ impl From<Issue> for IssueSummary {
             is_pull: i.is_pull,
             labels: i.labels,
             assignees: i.assignees,
+            updated_at: None,
+            comments: Some(i.comments.len() as u64),
         }
     }
 }
@@ -259,6 +266,15 @@ pub trait Surface {
         guard: Option<Guard<'_>>,
     ) -> Result<Option<Vec<Vec<Applied>>>, SurfaceError>;
 
+    /// Issues as a claim on them is judged: labels and every comment as
+    /// fresh as [`issues`](Surface::issues) reads them; open state and
+    /// assignees may be as last read. The default reads the issues whole;
+    /// a surface where re-reading an unchanged resource is free answers
+    /// from the resources a heartbeat's own write leaves unchanged.
+    fn claim_records(&self, numbers: &[u64]) -> Result<Vec<Issue>, SurfaceError> {
+        self.issues(numbers)
+    }
+
     /// Labels and open state of issues, without their comments. The
     /// default reads the issues whole; a surface where comments cost a
     /// request per issue answers from a list instead.
@@ -268,6 +284,45 @@ pub trait Surface {
             .into_iter()
             .map(IssueSummary::from)
             .collect())
+    }
+
+    /// Open issues carrying every label given, lowest number first, a page
+    /// at a time: `more` sees each page and says whether the next one is
+    /// wanted. The default lists them all as one page.
+    fn list_lowest_first(
+        &self,
+        labels: &[&str],
+        more: &mut dyn FnMut(&[IssueSummary]) -> bool,
+    ) -> Result<(), SurfaceError> {
+        let mut all = self.list(labels, false)?;
+        all.sort_by_key(|s| s.number);
+        more(&all);
+        Ok(())
+    }
+
+    /// Every comment written or edited at or after `since` on any issue or
+    /// pull request, with its issue's number, oldest first; `None` where
+    /// the surface keeps no such list because reading the issues themselves
+    /// costs as little (the git surface: one fetch brings them all).
+    fn comments_since(
+        &self,
+        since: Timestamp,
+    ) -> Result<Option<Vec<(u64, Comment)>>, SurfaceError> {
+        let _ = since;
+        Ok(None)
+    }
+
+    /// Every label name in use: the repository's labels where the surface
+    /// keeps a list of them, else those of the open issues.
+    fn label_names(&self) -> Result<Vec<String>, SurfaceError> {
+        let mut names: Vec<String> = self
+            .list(&[], false)?
+            .into_iter()
+            .flat_map(|s| s.labels)
+            .collect();
+        names.sort();
+        names.dedup();
+        Ok(names)
     }
 
     /// Completes issues a [`list`](Surface::list) gave with their comments.

@@ -9,8 +9,11 @@
 //!
 //! Reads are shaped for GitHub's request budget: one read of the epic with
 //! its comments, one of every story's labels ([`Surface::summaries`]), the
-//! comments of the stories in flight only, one list of open pull requests
-//! and one CI query for the heads of the stories' pull requests.
+//! comments of the stories in flight only ([`Surface::with_comments`]: on
+//! GitHub, one list of recent comments where their comments are recent),
+//! one list of open pull requests and one CI query for the heads of the
+//! stories' pull requests. Every read is conditional: a hydrate of an
+//! unchanged epic costs nothing.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -222,88 +225,18 @@ pub fn hydrate(
         .into_iter()
         .map(|s| (s.number, s))
         .collect();
-    let in_progress = &settings.labels.in_progress;
-    let labelled: Vec<u64> = stories
-        .iter()
-        .copied()
-        .filter(|n| {
-            summaries
-                .get(n)
-                .is_some_and(|s| s.labels.contains(in_progress))
-        })
-        .collect();
-    let views: BTreeMap<u64, IssueView> = if labelled.is_empty() {
-        BTreeMap::new()
-    } else {
-        surface
-            .issues(&labelled)?
-            .iter()
-            .map(|i| {
-                (
-                    i.number,
-                    lease::analyze(i, settings, &settings.instance, now),
-                )
-            })
-            .collect()
-    };
-
+    let views = claims_in_flight(surface, settings, &stories, &summaries, now)?;
     let pulls = surface.open_pulls()?;
-    let mut story_pulls: BTreeMap<u64, &PullRequest> = BTreeMap::new();
-    for &story in &stories {
-        let branch = views
-            .get(&story)
-            .and_then(|v| v.holder.as_ref())
-            .and_then(|h| h.branch.as_deref());
-        if let Some(pr) = pulls.iter().find(|pr| pull_is_for(pr, story, branch)) {
-            story_pulls.insert(story, pr);
-        }
-    }
+    let story_pulls = pulls_of_stories(&pulls, &stories, &views);
     let ci = ci_by_sha(surface, story_pulls.values().copied())?;
-
-    let mut details = BTreeMap::new();
-    let mut effective: BTreeMap<u64, String> = BTreeMap::new();
-    for &story in &stories {
-        let summary = summaries.get(&story);
-        let StoryStatus {
-            blocked_by,
-            state: state_value,
-            source,
-        } = story_status(settings, summary, recorded.get(&story));
-        effective.insert(story, state_value.clone());
-        let view = views.get(&story);
-        let decision = match view {
-            Some(v) => v.decision,
-            None if !blocked_by.is_empty() => Decision::Blocked,
-            None => Decision::Free,
-        };
-        let detail = StoryDetail {
-            state: state_value,
-            state_source: source,
-            deps: deps.get(&story).cloned().unwrap_or_default(),
-            open: summary.map(|s| s.open),
-            labels: summary.map(|s| s.labels.clone()).unwrap_or_default(),
-            blocked_by,
-            claim: view.and_then(claim_detail),
-            decision,
-            pull: story_pulls.get(&story).map(|pr| pull_detail(pr, &ci)),
-        };
-        details.insert(story, detail);
-    }
-
-    let ready: Vec<u64> = stories
-        .iter()
-        .copied()
-        .filter(|n| effective.get(n).map(String::as_str) == Some(StoryState::Pending.as_str()))
-        .filter(|n| summaries.get(n).is_none_or(|s| s.open))
-        .filter(|n| {
-            details[n].decision == Decision::Free
-                && deps.get(n).is_none_or(|ds| {
-                    ds.iter().all(|d| {
-                        effective.get(d).map(String::as_str) == Some(StoryState::Merged.as_str())
-                    })
-                })
-        })
-        .collect();
+    let epic = Epic {
+        deps: &deps,
+        recorded: &recorded,
+        summaries: &summaries,
+        views: &views,
+    };
+    let (details, effective) = epic.details(settings, &stories, &story_pulls, &ci);
+    let ready = epic.ready(&stories, &details, &effective);
 
     // The epic-state snapshot itself comes first, in Maverick's shape, so
     // that a tool reading the cache as a `maverick-state` payload finds it.
@@ -330,6 +263,133 @@ pub fn hydrate(
         pulls: pulls.iter().map(|p| pull_detail(p, &ci)).collect(),
         hydrated: HydratedAt::of(settings, now),
     })))
+}
+
+/// The claim and lease of each story in flight: only the stories labelled
+/// in progress have their comments read.
+fn claims_in_flight(
+    surface: &dyn Surface,
+    settings: &Settings,
+    stories: &[u64],
+    summaries: &BTreeMap<u64, IssueSummary>,
+    now: Timestamp,
+) -> Result<BTreeMap<u64, IssueView>, HydrateError> {
+    let in_progress = &settings.labels.in_progress;
+    let labelled: Vec<IssueSummary> = stories
+        .iter()
+        .filter_map(|n| summaries.get(n))
+        .filter(|s| s.labels.contains(in_progress))
+        .cloned()
+        .collect();
+    if labelled.is_empty() {
+        return Ok(BTreeMap::new());
+    }
+    Ok(surface
+        .with_comments(&labelled)?
+        .iter()
+        .map(|i| {
+            (
+                i.number,
+                lease::analyze(i, settings, &settings.instance, now),
+            )
+        })
+        .collect())
+}
+
+/// Each story's open pull request, by the branch its claim names or the
+/// story's number.
+fn pulls_of_stories<'a>(
+    pulls: &'a [PullRequest],
+    stories: &[u64],
+    views: &BTreeMap<u64, IssueView>,
+) -> BTreeMap<u64, &'a PullRequest> {
+    let mut story_pulls = BTreeMap::new();
+    for &story in stories {
+        let branch = views
+            .get(&story)
+            .and_then(|v| v.holder.as_ref())
+            .and_then(|h| h.branch.as_deref());
+        if let Some(pr) = pulls.iter().find(|pr| pull_is_for(pr, story, branch)) {
+            story_pulls.insert(story, pr);
+        }
+    }
+    story_pulls
+}
+
+/// What an epic's stories are, as read.
+struct Epic<'a> {
+    deps: &'a BTreeMap<u64, Vec<u64>>,
+    recorded: &'a BTreeMap<u64, String>,
+    summaries: &'a BTreeMap<u64, IssueSummary>,
+    views: &'a BTreeMap<u64, IssueView>,
+}
+
+impl Epic<'_> {
+    /// Each story's detail by number, and each story's effective state.
+    fn details(
+        &self,
+        settings: &Settings,
+        stories: &[u64],
+        story_pulls: &BTreeMap<u64, &PullRequest>,
+        ci: &BTreeMap<String, CiStatus>,
+    ) -> (BTreeMap<u64, StoryDetail>, BTreeMap<u64, String>) {
+        let mut details = BTreeMap::new();
+        let mut effective: BTreeMap<u64, String> = BTreeMap::new();
+        for &story in stories {
+            let summary = self.summaries.get(&story);
+            let StoryStatus {
+                blocked_by,
+                state: state_value,
+                source,
+            } = story_status(settings, summary, self.recorded.get(&story));
+            effective.insert(story, state_value.clone());
+            let view = self.views.get(&story);
+            let decision = match view {
+                Some(v) => v.decision,
+                None if !blocked_by.is_empty() => Decision::Blocked,
+                None => Decision::Free,
+            };
+            let detail = StoryDetail {
+                state: state_value,
+                state_source: source,
+                deps: self.deps.get(&story).cloned().unwrap_or_default(),
+                open: summary.map(|s| s.open),
+                labels: summary.map(|s| s.labels.clone()).unwrap_or_default(),
+                blocked_by,
+                claim: view.and_then(claim_detail),
+                decision,
+                pull: story_pulls.get(&story).map(|pr| pull_detail(pr, ci)),
+            };
+            details.insert(story, detail);
+        }
+        (details, effective)
+    }
+
+    /// The stories ready to start: pending, open, free, and every
+    /// dependency merged.
+    fn ready(
+        &self,
+        stories: &[u64],
+        details: &BTreeMap<u64, StoryDetail>,
+        effective: &BTreeMap<u64, String>,
+    ) -> Vec<u64> {
+        let is = |n: &u64, state: StoryState| {
+            effective.get(n).map(String::as_str) == Some(state.as_str())
+        };
+        stories
+            .iter()
+            .copied()
+            .filter(|n| is(n, StoryState::Pending))
+            .filter(|n| self.summaries.get(n).is_none_or(|s| s.open))
+            .filter(|n| {
+                details[n].decision == Decision::Free
+                    && self
+                        .deps
+                        .get(n)
+                        .is_none_or(|ds| ds.iter().all(|d| is(d, StoryState::Merged)))
+            })
+            .collect()
+    }
 }
 
 fn hydrate_story(

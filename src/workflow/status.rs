@@ -307,7 +307,6 @@ pub(crate) fn gather(
         .into_iter()
         .map(|i| (i.number, i))
         .collect();
-
     let agent_pulls: BTreeSet<u64> = open
         .iter()
         .filter(|s| s.labels.contains(&labels.pr))
@@ -322,42 +321,83 @@ pub(crate) fn gather(
             .cloned()
             .collect(),
     };
-    let slots = dispatch::analyze(&ledger, settings, &labels.frontier);
-
-    let views: BTreeMap<u64, IssueView> = read
-        .values()
-        .map(|i| (i.number, lease::analyze(i, settings, me, now)))
-        .collect();
-    let pulls = surface.open_pulls()?;
-    let branch_store = BranchStore::new(&git.common_dir()?);
-
+    let seen = Seen {
+        settings,
+        git,
+        heads,
+        slots: dispatch::analyze(&ledger, settings, &labels.frontier),
+        views: read
+            .values()
+            .map(|i| (i.number, lease::analyze(i, settings, me, now)))
+            .collect(),
+        read: &read,
+        pulls: surface.open_pulls()?,
+        branch_store: BranchStore::new(&git.common_dir()?),
+    };
     let mut rows = Vec::new();
     for summary in &shown {
+        let row = seen.row(summary)?;
+        if !request.mine || row.0.is_mine() {
+            rows.push(row);
+        }
+    }
+    let issues = with_ci(surface, settings, rows)?;
+    let dispatch = seen.dispatch_slots(request.mine);
+    let views = seen.views;
+    let epic = match request.epic {
+        Some(number) => Some(epic_view(
+            surface,
+            settings,
+            number,
+            &open,
+            &mut read,
+            &views,
+            now,
+            &mut warnings,
+        )?),
+        None => None,
+    };
+    Ok(StatusView {
+        surface: settings.surface,
+        instance_id: me.to_owned(),
+        now,
+        mine: request.mine,
+        totals: Totals::of(&issues),
+        issues,
+        dispatch,
+        epic,
+        warnings,
+    })
+}
+
+/// What one gathering read, for the rows it makes.
+struct Seen<'a> {
+    settings: &'a Settings,
+    git: &'a Git,
+    heads: &'a Heads,
+    slots: dispatch::SlotView,
+    views: BTreeMap<u64, IssueView>,
+    /// The issues read with their comments.
+    read: &'a BTreeMap<u64, Issue>,
+    pulls: Vec<PullRequest>,
+    branch_store: BranchStore,
+}
+
+impl Seen<'_> {
+    /// The row of one shown issue, and its pull request (whose CI is read
+    /// for every row at once).
+    fn row(&self, summary: &IssueSummary) -> Result<(IssueRow, Option<PullRequest>), StatusError> {
+        let (labels, me) = (&self.settings.labels, self.settings.instance.as_str());
         let number = summary.number;
-        let issue = read.get(&number);
-        let view = views.get(&number);
+        let issue = self.read.get(&number);
+        let view = self.views.get(&number);
         let blocked_by: Vec<u64> = summary
             .labels
             .iter()
             .filter_map(|l| labels.blocker(l))
             .collect();
         let claimed = summary.labels.contains(&labels.in_progress);
-        let dispatch_claim = slots
-            .claims
-            .iter()
-            .filter(|c| c.issue == number && c.verdict != Verdict::Stale)
-            .min_by_key(|c| (!c.holds(), c.claimed_at, c.comment_id))
-            .or_else(|| slots.claims.iter().find(|c| c.issue == number))
-            .map(|c| DispatchClaim {
-                instance_id: c.instance_id.clone(),
-                ours: c.instance_id == me,
-                claimed_at: c.claimed_at,
-                verdict: verdict_name(&c.verdict).to_owned(),
-                slot: match c.verdict {
-                    Verdict::Holds { slot } => Some(slot),
-                    _ => None,
-                },
-            });
+        let dispatch_claim = self.dispatch_claim(number);
         let holder = view.and_then(|v| v.holder.as_ref());
         let state = match view.map(|v| v.decision) {
             Some(Decision::Ours) => "ours",
@@ -367,14 +407,13 @@ pub(crate) fn gather(
             _ if claimed => "orphan",
             _ => "dispatch",
         };
-        let lease = view.and_then(|v| lease_state(v, number));
         let branch_name = holder.and_then(|h| h.branch.clone()).or_else(|| {
             issue
                 .and_then(|i| state::newest_marker(i, MarkerKind::TaskProgress))
                 .and_then(|p| p.marker.str_field("branch").map(str::to_owned))
         });
         let branch = branch_name.map(|name| {
-            let remote = heads.by_branch.get(&name);
+            let remote = self.heads.by_branch.get(&name);
             BranchState {
                 head: remote.map(|(sha, _)| sha.clone()),
                 head_moved_at: remote.map(|(_, at)| *at),
@@ -389,63 +428,129 @@ pub(crate) fn gather(
                 title: t.title.clone(),
             }),
         });
-        let pull = pulls
+        let pull = self
+            .pulls
             .iter()
             .find(|pr| hydrate::pull_is_for(pr, number, branch.as_ref().map(|b| b.name.as_str())))
             .cloned();
+        let ours = holder.is_some_and(|h| h.instance_id == me);
+        let attention =
+            self.attention(state, view, ours, branch.as_ref(), dispatch_claim.as_ref())?;
+        let row = IssueRow {
+            issue: number,
+            state,
+            holder: holder.map(|h| Holder {
+                instance_id: h.instance_id.clone(),
+                host: h.host.clone(),
+                ours: h.instance_id == me,
+            }),
+            generation: view.filter(|v| v.generation > 0).map(|v| v.generation),
+            lease: view.and_then(|v| lease_state(v, number)),
+            branch,
+            tasks: task_count,
+            pull: None,
+            blocked_by,
+            dispatch: dispatch_claim,
+            attention,
+        };
+        Ok((row, pull))
+    }
+
+    /// The dispatch claim on `number` that counts: one that holds or may,
+    /// else whichever there is.
+    fn dispatch_claim(&self, number: u64) -> Option<DispatchClaim> {
+        let claims = &self.slots.claims;
+        claims
+            .iter()
+            .filter(|c| c.issue == number && c.verdict != Verdict::Stale)
+            .min_by_key(|c| (!c.holds(), c.claimed_at, c.comment_id))
+            .or_else(|| claims.iter().find(|c| c.issue == number))
+            .map(|c| DispatchClaim {
+                instance_id: c.instance_id.clone(),
+                ours: c.instance_id == self.settings.instance,
+                claimed_at: c.claimed_at,
+                verdict: verdict_name(&c.verdict).to_owned(),
+                slot: match c.verdict {
+                    Verdict::Holds { slot } => Some(slot),
+                    _ => None,
+                },
+            })
+    }
+
+    /// What in a row needs a person: a stale lease, a collision, a head
+    /// moved behind this writer's back, a stale dispatch claim.
+    fn attention(
+        &self,
+        state: &str,
+        view: Option<&IssueView>,
+        ours: bool,
+        branch: Option<&BranchState>,
+        dispatch_claim: Option<&DispatchClaim>,
+    ) -> Result<Vec<String>, StatusError> {
         let mut attention = Vec::new();
         if state == "stale" {
             attention.push("stale lease".to_owned());
         }
-        if let Some(v) = view {
-            if v.my_losing_claim.is_some() {
-                attention.push("collision: two live claims of one generation".to_owned());
+        if view.is_some_and(|v| v.my_losing_claim.is_some()) {
+            attention.push("collision: two live claims of one generation".to_owned());
+        }
+        if let Some(b) = branch.filter(|_| ours) {
+            if let Some(reason) = moved_behind_back(self.git, &self.branch_store, b)? {
+                attention.push(reason);
             }
         }
-        if holder.is_some_and(|h| h.instance_id == me) {
-            if let Some(b) = &branch {
-                if let Some(reason) = moved_behind_back(git, &branch_store, b)? {
-                    attention.push(reason);
-                }
+        match dispatch_claim.map(|d| d.verdict.as_str()) {
+            Some("issue_taken") => {
+                attention.push("collision: two dispatch claims on one issue".to_owned())
             }
+            Some("stale") => attention.push("stale dispatch claim".to_owned()),
+            _ => {}
         }
-        if let Some(d) = &dispatch_claim {
-            if d.verdict == "issue_taken" {
-                attention.push("collision: two dispatch claims on one issue".to_owned());
-            } else if d.verdict == "stale" {
-                attention.push("stale dispatch claim".to_owned());
-            }
-        }
-        if request.mine {
-            let mine = holder.is_some_and(|h| h.instance_id == me)
-                || dispatch_claim.as_ref().is_some_and(|d| d.ours);
-            if !mine {
-                continue;
-            }
-        }
-        rows.push((
-            IssueRow {
-                issue: number,
-                state,
-                holder: holder.map(|h| Holder {
-                    instance_id: h.instance_id.clone(),
-                    host: h.host.clone(),
-                    ours: h.instance_id == me,
-                }),
-                generation: view.filter(|v| v.generation > 0).map(|v| v.generation),
-                lease,
-                branch,
-                tasks: task_count,
-                pull: None,
-                blocked_by,
-                dispatch: dispatch_claim,
-                attention,
-            },
-            pull,
-        ));
+        Ok(attention)
     }
 
-    // CI: one read per head of a shown issue's pull request.
+    /// The dispatch slots and who holds them (only this instance's with
+    /// `mine`).
+    fn dispatch_slots(&self, mine: bool) -> DispatchSlots {
+        let me = self.settings.instance.as_str();
+        let slots = &self.slots;
+        DispatchSlots {
+            slots: slots.slots,
+            used: slots.busy,
+            free: slots.free,
+            holders: slots
+                .holders
+                .iter()
+                .filter(|h| !mine || h.instance_id.as_deref() == Some(me))
+                .map(|h| SlotHolder {
+                    slot: h.slot,
+                    kind: h.kind,
+                    issue: h.number,
+                    instance_id: h.instance_id.clone(),
+                    ours: h.instance_id.as_deref() == Some(me),
+                    since: h.since,
+                })
+                .collect(),
+        }
+    }
+}
+
+impl IssueRow {
+    /// This instance holds the issue's claim or its dispatch claim.
+    fn is_mine(&self) -> bool {
+        self.holder.as_ref().is_some_and(|h| h.ours)
+            || self.dispatch.as_ref().is_some_and(|d| d.ours)
+    }
+}
+
+/// The rows with their pull requests' CI (one read per head of a shown
+/// issue's pull request), in the order people read them: what needs a
+/// person first.
+fn with_ci(
+    surface: &dyn Surface,
+    settings: &Settings,
+    rows: Vec<(IssueRow, Option<PullRequest>)>,
+) -> Result<Vec<IssueRow>, StatusError> {
     let ci = hydrate::ci_by_sha(surface, rows.iter().filter_map(|(_, p)| p.as_ref()))?;
     let mut issues: Vec<IssueRow> = rows
         .into_iter()
@@ -467,71 +572,33 @@ pub(crate) fn gather(
         })
         .collect();
     issues.sort_by_key(|r| (!r.needs_attention(), rank(r.state), r.issue));
+    Ok(issues)
+}
 
-    let dispatch = DispatchSlots {
-        slots: slots.slots,
-        used: slots.busy,
-        free: slots.free,
-        holders: slots
-            .holders
-            .iter()
-            .filter(|h| !request.mine || h.instance_id.as_deref() == Some(me))
-            .map(|h| SlotHolder {
-                slot: h.slot,
-                kind: h.kind,
-                issue: h.number,
-                instance_id: h.instance_id.clone(),
-                ours: h.instance_id.as_deref() == Some(me),
-                since: h.since,
-            })
-            .collect(),
-    };
-
-    let epic = match request.epic {
-        Some(number) => Some(epic_view(
-            surface,
-            settings,
-            number,
-            &open,
-            &mut read,
-            &views,
-            now,
-            &mut warnings,
-        )?),
-        None => None,
-    };
-
-    let mut totals = Totals {
-        issues: issues.len(),
-        ..Totals::default()
-    };
-    for row in &issues {
-        match row.state {
-            "ours" => totals.ours += 1,
-            "held" => totals.held += 1,
-            "stale" => totals.stale += 1,
-            "blocked" => totals.blocked += 1,
-            "orphan" => totals.orphan += 1,
-            _ => {}
+impl Totals {
+    fn of(issues: &[IssueRow]) -> Totals {
+        let mut totals = Totals {
+            issues: issues.len(),
+            ..Totals::default()
+        };
+        for row in issues {
+            match row.state {
+                "ours" => totals.ours += 1,
+                "held" => totals.held += 1,
+                "stale" => totals.stale += 1,
+                "blocked" => totals.blocked += 1,
+                "orphan" => totals.orphan += 1,
+                _ => {}
+            }
+            if row.dispatch.is_some() {
+                totals.dispatch += 1;
+            }
+            if row.needs_attention() {
+                totals.needs_attention += 1;
+            }
         }
-        if row.dispatch.is_some() {
-            totals.dispatch += 1;
-        }
-        if row.needs_attention() {
-            totals.needs_attention += 1;
-        }
+        totals
     }
-    Ok(StatusView {
-        surface: settings.surface,
-        instance_id: me.to_owned(),
-        now,
-        mine: request.mine,
-        issues,
-        dispatch,
-        totals,
-        epic,
-        warnings,
-    })
 }
 
 /// The order of rows that need no person: live work first, then what waits.

@@ -25,6 +25,9 @@ pub(crate) struct DoneRequest<'a> {
     pub task: Option<usize>,
     /// `-m`; otherwise the task's title, when it is a Conventional Commits message.
     pub message: Option<&'a str>,
+    /// `--allow-mass-delete`: commit even when the index deletes most of
+    /// the tree.
+    pub allow_mass_delete: bool,
 }
 
 /// How `task done` ended when it did not fail.
@@ -79,6 +82,16 @@ pub(crate) enum DoneError {
         "no -m given, and task {number}'s title {title:?} is not a Conventional Commits message"
     )]
     NotConventional { number: usize, title: String },
+    #[error(
+        "the staged changes delete {deleted} of the {tracked} files HEAD tracks ({first}{more}): \
+         most of the tree, as a broken worktree or index would"
+    )]
+    MassDelete {
+        deleted: usize,
+        tracked: usize,
+        first: String,
+        more: String,
+    },
     #[error("{0}")]
     Commit(GitError),
     #[error("committed {short} locally but could not push it: {source}; task {number} of #{issue} stays unchecked")]
@@ -119,6 +132,26 @@ pub(crate) struct ToCommit {
     unpushed_task: Option<usize>,
 }
 
+/// Refuses an index that deletes more than half of the files HEAD tracks:
+/// what a half-made worktree (an empty index) or a stray `git rm -r` would
+/// commit, and push, as a task (issue 29).
+fn refuse_mass_delete(git: &Git) -> Result<(), DoneError> {
+    let (deleted, tracked) = git.staged_deletions()?;
+    if deleted.is_empty() || deleted.len() * 2 <= tracked {
+        return Ok(());
+    }
+    let shown = 3;
+    Err(DoneError::MassDelete {
+        deleted: deleted.len(),
+        tracked,
+        first: deleted[..deleted.len().min(shown)].join(", "),
+        more: match deleted.len().saturating_sub(shown) {
+            0 => String::new(),
+            n => format!(" and {n} more"),
+        },
+    })
+}
+
 /// Finds what to commit; `NothingStaged` when there is nothing.
 pub(crate) fn to_commit(
     git: &Git,
@@ -126,6 +159,9 @@ pub(crate) fn to_commit(
     req: &DoneRequest<'_>,
 ) -> Result<ToCommit, DoneError> {
     let staged = git.has_staged_changes()?;
+    if staged && !req.allow_mass_delete {
+        refuse_mass_delete(git)?;
+    }
     let head = git.resolve_commit("HEAD")?;
     let mut unpushed_task: Option<usize> = None;
     if !staged {
@@ -166,38 +202,9 @@ pub(crate) fn task_done(
     req: &DoneRequest<'_>,
     what: ToCommit,
 ) -> Result<DoneOutcome, DoneError> {
-    let instance = settings.instance.as_str();
-    let remote = settings.remote.as_str();
     let (issue, branch) = (req.issue, req.branch);
-    let ToCommit {
-        head,
-        unpushed_task,
-    } = what;
-
-    let current = surface.issue(issue)?;
-    // The fence (SPEC 4): never write for a claim that is no longer ours.
-    let view = lease::analyze(&current, settings, instance, surface.now()?);
-    let record = claims.load(instance, issue)?;
-    if let Some(r) = &record {
-        let lost = r.lost.clone().or_else(|| match view.decision {
-            Decision::Ours if view.generation == r.generation => None,
-            Decision::Ours => Some(format!(
-                "the generation of #{issue} changed from {} to {}",
-                r.generation, view.generation
-            )),
-            _ => Some(match &view.holder {
-                Some(h) => format!("#{issue} is held by {}", h.instance_id),
-                None => format!("#{issue} is no longer claimed by {instance}"),
-            }),
-        });
-        if let Some(reason) = lost {
-            return Ok(DoneOutcome::ClaimLost { reason });
-        }
-    } else if let (Some(h), Decision::Held | Decision::Stale) = (&view.holder, view.decision) {
-        return Ok(DoneOutcome::Held {
-            holder: h.clone(),
-            stale: view.decision == Decision::Stale,
-        });
+    if let Some(refused) = fence(surface, settings, claims, issue)? {
+        return Ok(refused);
     }
 
     // Heal first (SPEC 6): a crash between an earlier push and its check
@@ -207,135 +214,26 @@ pub(crate) fn task_done(
     if healed.comment_id.is_none() {
         return Err(TaskError::NoTasksComment { issue }.into());
     }
-    let total = healed.tasks.len();
-    // Tasks that already have a commit on this branch, pushed or not: the
-    // next task is never one of them unless --task names it.
-    let committed: Vec<usize> = match &head {
-        Some(h) => tasks::task_commits(git, h, issue)?
-            .1
-            .into_iter()
-            .map(|c| c.task)
-            .collect(),
-        None => Vec::new(),
-    };
-    let number = match (req.task, unpushed_task) {
-        (Some(k), _) if k == 0 || k > total => {
-            return Err(TaskError::OutOfRange {
-                issue,
-                number: k,
-                total,
-            }
-            .into())
-        }
-        (Some(k), Some(u)) if k != u => {
-            return Err(DoneError::UnpushedOther {
-                unpushed: u,
-                asked: k,
-            })
-        }
-        (Some(k), _) => k,
-        (None, Some(u)) => u,
-        (None, None) => match healed
-            .tasks
-            .iter()
-            .find(|t| !t.done && !committed.contains(&t.number))
-        {
-            Some(t) => t.number,
-            None => {
-                let open: Vec<usize> = healed
-                    .tasks
-                    .iter()
-                    .filter(|t| !t.done)
-                    .map(|t| t.number)
-                    .collect();
-                return Err(if open.is_empty() {
-                    DoneError::AllChecked { issue, total }
-                } else {
-                    DoneError::AllCommitted {
-                        issue,
-                        open: tasks::join_numbers(&open),
-                        branch: branch.to_owned(),
-                    }
-                });
-            }
-        },
-    };
-    let task = &healed.tasks[number - 1];
+    let number = pick_task(git, req, &what, &healed.tasks)?;
 
     // 1. Commit.
-    let sha = match unpushed_task {
-        Some(_) => head.clone().expect("an unpushed task commit is HEAD"),
-        None => {
-            let message = match req.message {
-                Some(m) => m.to_owned(),
-                None if tasks::check_conventional(&task.title).is_ok() => task.title.clone(),
-                None => {
-                    return Err(DoneError::NotConventional {
-                        number,
-                        title: task.title.clone(),
-                    })
-                }
-            };
-            git.commit_task(&message, issue, number)
-                .map_err(DoneError::Commit)?;
-            let sha = git.commit_of("HEAD")?;
-            crate::failpoint::hit("task-done-after-commit");
-            sha
-        }
+    let sha = match what.unpushed_task {
+        Some(_) => what.head.clone().expect("an unpushed task commit is HEAD"),
+        None => commit(git, req, &healed.tasks[number - 1])?,
     };
     let short = git.short_name(&sha)?;
 
-    // 2. Push, as a compare-and-swap against the remote's head. That head
-    // must be one our commit descends from (so the push overwrites nothing
-    // this clone does not have) and, when this clone recorded a last-seen
-    // head (claim, resume, an earlier push), that very head or one its own
-    // plain `git push` left (the pre-push hook records those): anything else
-    // is someone else's push, a collision to report, never to build on.
-    // Without a record (this clone never claimed, resumed or pushed the
-    // branch), nobody's work can be lost by a fast-forward of what the
-    // remote has now, and the swap refuses anything pushed after this look.
-    let common_dir = git.common_dir()?;
-    let recorded = BranchStore::new(&common_dir).get(branch)?;
-    let live = git.remote_head(remote, branch)?;
-    // Where this writer left the remote: the head it last saw, or a push of
-    // its own since (a plain `git push`, with or without the hook: git logs
-    // it on the remote-tracking ref; or one the hook left pending).
-    let expected_here = recorded
-        .as_ref()
-        .map(|r| crate::writer::prepush::expected(git, r))
-        .transpose()?;
-    let seen = expected_here.as_ref().and_then(|e| e.current.clone());
-    let collision = match (&live, &expected_here) {
-        (Some(l), _) if !git.is_ancestor(l, &sha)? => Some(format!(
-            "the remote's {branch} is at {l}, which {short} does not descend from"
-        )),
-        (l, Some(e)) if !e.accepts(l.as_deref()) => Some(match (l, &seen) {
-            (Some(l), Some(s)) => format!(
-                "the remote's {branch} moved from {s}, last seen by this clone, to {l}: someone else pushed to it"
-            ),
-            (Some(l), None) => format!(
-                "the remote's {branch} appeared at {l}, where this clone last saw no branch: someone else pushed to it"
-            ),
-            (None, _) => format!(
-                "the remote's {branch} is gone; this clone last saw it at {}",
-                e.newest().unwrap_or("(no branch)")
-            ),
-        }),
-        _ => None,
-    };
-    if let Some(why) = collision {
+    // 2. Push, as a compare-and-swap against the remote's head.
+    let live = git.remote_head(&settings.remote, branch)?;
+    if let Some(why) = collision(git, branch, live.as_deref(), &sha, &short)? {
         return Ok(DoneOutcome::Collision { number, short, why });
     }
-    let expected = live;
-    match push::cas_push(
-        git,
-        remote,
-        &sha,
-        branch,
-        expected.as_deref(),
-        Some(issue),
-        instance,
-    ) {
+    let pusher = push::Pusher {
+        issue: Some(issue),
+        instance: &settings.instance,
+        clock: &settings.clock,
+    };
+    match push::cas_push(git, &settings.remote, &sha, branch, live.as_deref(), pusher) {
         Ok(_) => crate::failpoint::hit("task-done-after-push"),
         Err(err @ PushError::Collision { .. }) => {
             return Ok(DoneOutcome::Collision {
@@ -355,17 +253,219 @@ pub(crate) fn task_done(
     }
 
     // 3. Check off every task whose commit this push brought to the remote.
-    let pushed_range = match &expected {
-        Some(old) if git.is_ancestor(old, &sha)? => format!("{old}..{sha}"),
+    let pushed = Pushed {
+        number,
+        total: healed.tasks.len(),
+        before: live,
+        sha,
+        short,
+    };
+    let checked = check_off(surface, git, settings, req, &pushed)?;
+    Ok(DoneOutcome::Done(DoneReport {
+        task: number,
+        sha: pushed.sha,
+        short: pushed.short,
+        committed_now: what.unpushed_task.is_none(),
+        checked,
+    }))
+}
+
+/// The fence (SPEC 4): never write for a claim that is no longer ours. The
+/// outcome to return instead, when the claim this clone recorded is lost
+/// or another instance holds the issue.
+fn fence(
+    surface: &dyn Surface,
+    settings: &Settings,
+    claims: &ClaimStore,
+    issue: u64,
+) -> Result<Option<DoneOutcome>, DoneError> {
+    let instance = settings.instance.as_str();
+    let current = surface.issue(issue)?;
+    let view = lease::analyze(&current, settings, instance, surface.now()?);
+    let Some(record) = claims.load(instance, issue)? else {
+        return Ok(match (&view.holder, view.decision) {
+            (Some(h), Decision::Held | Decision::Stale) => Some(DoneOutcome::Held {
+                holder: h.clone(),
+                stale: view.decision == Decision::Stale,
+            }),
+            _ => None,
+        });
+    };
+    let lost = record.lost.clone().or_else(|| match view.decision {
+        Decision::Ours if view.generation == record.generation => None,
+        Decision::Ours => Some(format!(
+            "the generation of #{issue} changed from {} to {}",
+            record.generation, view.generation
+        )),
+        _ => Some(match &view.holder {
+            Some(h) => format!("#{issue} is held by {}", h.instance_id),
+            None => format!("#{issue} is no longer claimed by {instance}"),
+        }),
+    });
+    Ok(lost.map(|reason| DoneOutcome::ClaimLost { reason }))
+}
+
+/// The task this run commits: `--task N`, else the task of an unpushed
+/// task commit at HEAD, else the first open task without a commit on the
+/// branch (pushed or not: it is never picked again unless `--task` names it).
+fn pick_task(
+    git: &Git,
+    req: &DoneRequest<'_>,
+    what: &ToCommit,
+    tasks: &[tasks::Task],
+) -> Result<usize, DoneError> {
+    let (issue, total) = (req.issue, tasks.len());
+    match (req.task, what.unpushed_task) {
+        (Some(k), _) if k == 0 || k > total => Err(TaskError::OutOfRange {
+            issue,
+            number: k,
+            total,
+        }
+        .into()),
+        (Some(k), Some(u)) if k != u => Err(DoneError::UnpushedOther {
+            unpushed: u,
+            asked: k,
+        }),
+        (Some(k), _) => Ok(k),
+        (None, Some(u)) => Ok(u),
+        (None, None) => {
+            let committed: Vec<usize> = match &what.head {
+                Some(h) => tasks::task_commits(git, h, issue)?
+                    .1
+                    .into_iter()
+                    .map(|c| c.task)
+                    .collect(),
+                None => Vec::new(),
+            };
+            if let Some(t) = tasks
+                .iter()
+                .find(|t| !t.done && !committed.contains(&t.number))
+            {
+                return Ok(t.number);
+            }
+            let open: Vec<usize> = tasks.iter().filter(|t| !t.done).map(|t| t.number).collect();
+            Err(if open.is_empty() {
+                DoneError::AllChecked { issue, total }
+            } else {
+                DoneError::AllCommitted {
+                    issue,
+                    open: tasks::join_numbers(&open),
+                    branch: req.branch.to_owned(),
+                }
+            })
+        }
+    }
+}
+
+/// Commits the index as `task` (`-m`, else the task's title when it is a
+/// Conventional Commits message) with the task trailers; returns the commit.
+fn commit(git: &Git, req: &DoneRequest<'_>, task: &tasks::Task) -> Result<String, DoneError> {
+    let message = match req.message {
+        Some(m) => m.to_owned(),
+        None if tasks::check_conventional(&task.title).is_ok() => task.title.clone(),
+        None => {
+            return Err(DoneError::NotConventional {
+                number: task.number,
+                title: task.title.clone(),
+            })
+        }
+    };
+    git.commit_task(&message, req.issue, task.number)
+        .map_err(DoneError::Commit)?;
+    let sha = git.commit_of("HEAD")?;
+    crate::failpoint::hit("task-done-after-commit");
+    Ok(sha)
+}
+
+/// Why pushing `sha` over the remote's head `live` would be a collision,
+/// if it would. That head must be one our commit descends from (so the push
+/// overwrites nothing this clone does not have) and, when this clone
+/// recorded a last-seen head (claim, resume, an earlier push), that very
+/// head or one its own plain `git push` left (the pre-push hook records
+/// those): anything else is someone else's push, a collision to report,
+/// never to build on. Without a record (this clone never claimed, resumed
+/// or pushed the branch), nobody's work can be lost by a fast-forward of
+/// what the remote has now, and the swap refuses anything pushed after this
+/// look.
+fn collision(
+    git: &Git,
+    branch: &str,
+    live: Option<&str>,
+    sha: &str,
+    short: &str,
+) -> Result<Option<String>, DoneError> {
+    if let Some(l) = live {
+        if !git.is_ancestor(l, sha)? {
+            return Ok(Some(format!(
+                "the remote's {branch} is at {l}, which {short} does not descend from"
+            )));
+        }
+    }
+    let common_dir = git.common_dir()?;
+    let Some(recorded) = BranchStore::new(&common_dir).get(branch)? else {
+        return Ok(None);
+    };
+    // Where this writer left the remote: the head it last saw, or a push of
+    // its own since (a plain `git push`, with or without the hook: git logs
+    // it on the remote-tracking ref; or one the hook left pending).
+    let expected = crate::writer::prepush::expected(git, &recorded)?;
+    if expected.accepts(live) {
+        return Ok(None);
+    }
+    Ok(Some(match (live, &expected.current) {
+        (Some(l), Some(s)) => format!(
+            "the remote's {branch} moved from {s}, last seen by this clone, to {l}: someone else pushed to it"
+        ),
+        (Some(l), None) => format!(
+            "the remote's {branch} appeared at {l}, where this clone last saw no branch: someone else pushed to it"
+        ),
+        (None, _) => format!(
+            "the remote's {branch} is gone; this clone last saw it at {}",
+            expected.newest().unwrap_or("(no branch)")
+        ),
+    }))
+}
+
+/// A task commit that reached the remote.
+struct Pushed {
+    number: usize,
+    /// How many tasks the issue has.
+    total: usize,
+    /// The remote's head before the push.
+    before: Option<String>,
+    sha: String,
+    short: String,
+}
+
+/// Checks off every task whose commit the push brought to the remote (its
+/// own, and any earlier task commit it carried), and moves the
+/// task-progress marker.
+fn check_off(
+    surface: &dyn Surface,
+    git: &Git,
+    settings: &Settings,
+    req: &DoneRequest<'_>,
+    pushed: &Pushed,
+) -> Result<Checked, DoneError> {
+    let (issue, branch) = (req.issue, req.branch);
+    let Pushed {
+        number,
+        total,
+        before,
+        sha,
+        short,
+    } = pushed;
+    let pushed_range = match before {
+        Some(old) if git.is_ancestor(old, sha)? => format!("{old}..{sha}"),
         _ => sha.clone(),
     };
-    let mut checks: Vec<(usize, Option<String>)> = vec![(number, Some(short.clone()))];
+    let mut checks: Vec<(usize, Option<String>)> = vec![(*number, Some(short.clone()))];
     for commit in git.task_trailers(&pushed_range, 200, Order::OldestFirst)? {
         if !commit.names_issue(issue) {
             continue;
         }
         for &t in &commit.tasks {
-            if t >= 1 && t <= total && !checks.iter().any(|(n, _)| *n == t) {
+            if t >= 1 && t <= *total && !checks.iter().any(|(n, _)| *n == t) {
                 checks.push((t, Some(commit.short.clone())));
             }
         }
@@ -373,16 +473,16 @@ pub(crate) fn task_done(
     checks.sort_by_key(|(n, _)| *n);
     let after_push = |source: TaskError| DoneError::CheckOff {
         short: short.clone(),
-        remote: remote.to_owned(),
+        remote: settings.remote.clone(),
         branch: branch.to_owned(),
-        number,
+        number: *number,
         issue,
         source: Box::new(source),
     };
     let checked = tasks::check_tasks(surface, settings, issue, &checks).map_err(after_push)?;
     crate::failpoint::hit("task-done-after-check-off");
     let mut extra = Map::new();
-    extra.insert("task".into(), Value::from(number));
+    extra.insert("task".into(), Value::from(*number));
     extra.insert("head".into(), Value::from(sha.as_str()));
     crate::failpoint::hit("task-done-before-progress");
     tasks::update_progress(
@@ -395,14 +495,7 @@ pub(crate) fn task_done(
         Some(extra),
     )
     .map_err(after_push)?;
-
-    Ok(DoneOutcome::Done(DoneReport {
-        task: number,
-        sha,
-        short,
-        committed_now: unpushed_task.is_none(),
-        checked,
-    }))
+    Ok(checked)
 }
 
 #[cfg(test)]
@@ -467,7 +560,7 @@ mod tests {
         sh(&dir, &["commit", "--quiet", "-m", "chore: start"]);
         sh(&dir, &["push", "--quiet", "origin", BRANCH]);
         let settings = Settings::defaults(SurfaceKind::Git, "agent-a");
-        let surface = GitSurface::new(git.clone(), "origin", "", "agent-a");
+        let surface = GitSurface::new(git.clone(), "origin", "", "agent-a", settings.clock.clone());
         let new = tasks::parse_task_input("feat(parser): read input\nfeat(parser): write output\n")
             .unwrap();
         tasks::init_tasks(&surface, &settings, 7, &new, false, Some(BRANCH)).unwrap();
@@ -489,6 +582,7 @@ mod tests {
             branch: BRANCH,
             task: None,
             message: None,
+            allow_mass_delete: false,
         };
         let what = to_commit(git, &settings.remote, &req)?;
         let claims = ClaimStore::new(&git.common_dir().unwrap());

@@ -11,9 +11,9 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::clock::Clock;
 use crate::config::{Overrides, Settings};
 use crate::git::{Git, GitEnv};
-use crate::timefmt::Timestamp;
 use crate::writer::location;
 use crate::writer::prepush::{
     self, BranchState, Checked, PrePushError, RefUpdate, Refusal, SeenOn,
@@ -134,8 +134,13 @@ fn git_dirs(git: &Git, cwd: &Path) -> Result<(PathBuf, Option<PathBuf>), PrePush
 }
 
 /// Decides one push. `overrides` are the command line's settings, read only
-/// when the records do not settle where a managed branch lives.
-pub(crate) fn check_push(input: PushInput, overrides: &Overrides) -> Result<Verdict, PrePushError> {
+/// when the records do not settle where a managed branch lives; `clock`
+/// stamps the records and judges the leases.
+pub(crate) fn check_push(
+    input: PushInput,
+    overrides: &Overrides,
+    clock: &Clock,
+) -> Result<Verdict, PrePushError> {
     let git = Git::new(&input.cwd, input.env.clone());
     let remote = input.remote.as_str();
     let branch_updates: Vec<&RefUpdate> = input
@@ -184,7 +189,7 @@ pub(crate) fn check_push(input: PushInput, overrides: &Overrides) -> Result<Verd
             update.remote_sha = git.remote_head(to, &branch)?;
         }
     }
-    decide(&git, &common_dir, remote, managed, pusher.me)
+    decide(&git, &common_dir, remote, managed, pusher.me, clock)
 }
 
 /// The pushing instance: the environment's, else this clone's (one `git
@@ -222,6 +227,7 @@ fn decide(
     remote: &str,
     managed: Vec<(RefUpdate, BranchState)>,
     me: String,
+    clock: &Clock,
 ) -> Result<Verdict, PrePushError> {
     let mut refusals = Vec::new();
     let mut checks = Vec::new();
@@ -234,9 +240,9 @@ fn decide(
     }
     let mut warnings = Vec::new();
     if refusals.is_empty() {
-        let now = Timestamp::now();
+        let now = clock.now();
         for ((update, state), checked) in managed.iter().zip(&checks) {
-            prepush::record_allowed(common_dir, update, state, checked, &me)?;
+            prepush::record_allowed(common_dir, update, state, checked, &me, now)?;
             warnings.extend(prepush::lease_warnings(&state.claims, &me, now));
         }
     }

@@ -19,6 +19,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::git::{Git, GitError};
+use crate::records::files::IoError;
 
 /// The hook file that is maverick's alone, as shipped in `hooks/pre-push`.
 pub(crate) const SCRIPT: &str = include_str!("../../hooks/pre-push");
@@ -128,13 +129,8 @@ pub(crate) fn is_legacy_copy(path: &Path) -> bool {
 pub(crate) enum HookFileError {
     #[error(transparent)]
     Git(#[from] GitError),
-    #[error("could not {action} {path}: {source}")]
-    Io {
-        action: &'static str,
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] IoError),
     #[error("{path} is a symbolic link; maverick does not edit the file it points to")]
     Symlink { path: PathBuf },
     #[error("{path} is not executable, so git does not run it (and would not run maverick's block in it)")]
@@ -275,12 +271,8 @@ pub(crate) fn is_maverick_alone(text: &str) -> bool {
 }
 
 fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> HookFileError {
-    let path = path.to_owned();
-    move |source| HookFileError::Io {
-        action,
-        path,
-        source,
-    }
+    let io = IoError::on(action, path);
+    move |source| io(source).into()
 }
 
 #[cfg(unix)]

@@ -24,6 +24,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::git::{Git, GitError};
+use crate::records::files::IoError;
 use crate::writer::hookfile::{self, Alone, Change, HookFileError};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
@@ -610,13 +611,9 @@ fn install_lefthook(setup: &Setup, report: &mut Report) -> Result<(), ManagerErr
             new.push('\n');
         }
         new.push_str(&lefthook_block());
-        crate::records::files::write_atomically(&local, new.as_bytes()).map_err(|source| {
-            HookFileError::Io {
-                action: "write",
-                path: local.clone(),
-                source,
-            }
-        })?;
+        crate::records::files::write_atomically(&local, new.as_bytes())
+            .map_err(IoError::on("write", &local))
+            .map_err(HookFileError::from)?;
         let change = if text.is_empty() {
             Change::Created
         } else {

@@ -9,4 +9,5 @@ pub(crate) mod hookmanager;
 pub(crate) mod location;
 pub mod prepush;
 pub mod push;
+pub(crate) mod shell;
 pub(crate) mod worktree;

@@ -480,7 +480,7 @@ pub(crate) fn lease_warnings(claims: &[ClaimRecord], me: &str, now: Timestamp) -
         .iter()
         .filter(|c| c.instance_id == me)
         .filter_map(|c| {
-            let expired = Timestamp::parse(&c.expires_at).filter(|e| *e <= now)?;
+            let expired = Some(c.expires_at).filter(|e| *e <= now)?;
             Some(format!(
                 "maverick: warning: the lease of {me} on #{} expired at {expired}; if another instance \
                  took it over, this push is a collision it will see. Renew it: git maverick coord heartbeat {}",
@@ -579,13 +579,15 @@ pub(crate) fn check_update(
 
 /// After every update of a push was allowed: the remote head this push saw
 /// becomes last seen, and what it sends becomes pending. `tracking` holds
-/// the reflogs the check read (the record's remotes and this push's).
+/// the reflogs the check read (the record's remotes and this push's); `now`
+/// stamps the record.
 pub(crate) fn record_allowed(
     common_dir: &Path,
     update: &RefUpdate,
     state: &BranchState,
     checked: &Checked,
     me: &str,
+    now: Timestamp,
 ) -> Result<(), RecordError> {
     let Some(branch) = update.branch() else {
         return Ok(());
@@ -619,8 +621,39 @@ pub(crate) fn record_allowed(
     }
     record.reflog_entries = checked.tracking.marks();
     record.instance_id = Some(me.to_owned());
-    record.updated_at = Timestamp::now().to_string();
+    record.updated_at = now;
     BranchStore::new(common_dir).set_unsynced(&record)
+}
+
+/// Before maverick's own push of `sha`: `sha` joins the pending heads (the
+/// hook's rule, kept when no hook runs), so a push the remote took but this
+/// process never heard back from (killed before git wrote the
+/// remote-tracking ref) reads as this writer's own, not someone else's.
+/// Without a record, the head the push replaces, `expected`, becomes last
+/// seen.
+pub(crate) fn record_pushing(
+    common_dir: &Path,
+    branch: &str,
+    sha: &str,
+    expected: Option<&str>,
+    issue: Option<u64>,
+    me: &str,
+    now: Timestamp,
+) -> Result<(), RecordError> {
+    let store = BranchStore::new(common_dir);
+    let mut record = store.get(branch)?.unwrap_or_else(|| BranchRecord {
+        branch: branch.to_owned(),
+        last_seen: expected.map(str::to_owned),
+        issue,
+        ..BranchRecord::default()
+    });
+    record.pending.retain(|p| p != sha);
+    record.pending.push(sha.to_owned());
+    let excess = record.pending.len().saturating_sub(MAX_PENDING);
+    record.pending.drain(..excess);
+    record.instance_id = Some(me.to_owned());
+    record.updated_at = now;
+    store.set(&record)
 }
 
 /// What one check of a managed branch read from git: the reflogs of its
@@ -684,7 +717,7 @@ pub(crate) fn toplevel(git: &Git) -> PathBuf {
 }
 
 /// Records `head` as the last-seen head of `branch` (a claim, a resume, or
-/// maverick's own push saw the remote there).
+/// maverick's own push saw the remote there) at `now`.
 pub fn record_seen(
     common_dir: &Path,
     branch: &str,
@@ -692,6 +725,7 @@ pub fn record_seen(
     issue: Option<u64>,
     me: &str,
     on: &SeenOn<'_>,
+    now: Timestamp,
 ) -> Result<(), SeenError> {
     let store = BranchStore::new(common_dir);
     // Unreadable or absent, the old record only lends its watched remotes.
@@ -702,7 +736,7 @@ pub fn record_seen(
         last_seen: head.map(str::to_owned),
         issue,
         instance_id: Some(me.to_owned()),
-        updated_at: Timestamp::now().to_string(),
+        updated_at: now,
         pending: Vec::new(),
         location: on
             .location
@@ -726,9 +760,9 @@ mod tests {
             scope: vec![issue],
             surface: "git".to_owned(),
             remote: "origin".to_owned(),
-            claimed_at: "2026-11-30T10:00:00Z".to_owned(),
-            last_confirmed: "2026-11-30T10:00:00Z".to_owned(),
-            expires_at: expires_at.to_owned(),
+            claimed_at: Timestamp::parse("2026-11-30T10:00:00Z").unwrap(),
+            last_confirmed: Timestamp::parse("2026-11-30T10:00:00Z").unwrap(),
+            expires_at: Timestamp::parse(expires_at).unwrap(),
             lost: None,
         }
     }
@@ -794,7 +828,7 @@ mod tests {
                     .as_ref()
                     .map(|s| expected_from(s, &Tracking::default())),
             };
-            record_allowed(dir.path(), update, state, &checked, "me").unwrap()
+            record_allowed(dir.path(), update, state, &checked, "me", Timestamp(0)).unwrap()
         };
         allow(&update(None, &a), &state(&store));
         let seen = store.get("x").unwrap().unwrap();

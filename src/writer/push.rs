@@ -11,6 +11,7 @@
 //! the pusher must hold it by its records, the same check the pre-push hook
 //! makes.
 
+use crate::clock::Clock;
 use crate::git::{Git, GitError, Hooks, PushOutcome};
 use crate::records::branch::BranchStore;
 use crate::records::files::RecordError;
@@ -49,6 +50,16 @@ pub enum PushError {
     Record(#[from] RecordError),
 }
 
+/// Who pushes, as the branch record keeps it.
+#[derive(Clone, Copy, Debug)]
+pub struct Pusher<'a> {
+    /// The issue the branch belongs to, when known.
+    pub issue: Option<u64>,
+    pub instance: &'a str,
+    /// Stamps the record.
+    pub clock: &'a Clock,
+}
+
 impl From<prepush::SeenError> for PushError {
     fn from(err: prepush::SeenError) -> Self {
         match err {
@@ -67,9 +78,13 @@ pub fn cas_push(
     rev: &str,
     branch: &str,
     expected: Option<&str>,
-    issue: Option<u64>,
-    instance: &str,
+    by: Pusher<'_>,
 ) -> Result<String, PushError> {
+    let Pusher {
+        issue,
+        instance,
+        clock,
+    } = by;
     let sha = git.commit_of(rev)?;
     let common_dir = git.common_dir()?;
     let state = BranchState::load(&common_dir, branch)?;
@@ -91,6 +106,16 @@ pub fn cas_push(
             });
         }
     }
+    prepush::record_pushing(
+        &common_dir,
+        branch,
+        &sha,
+        expected,
+        issue,
+        instance,
+        clock.now(),
+    )?;
+    crate::failpoint::hit("push-before-remote");
     let target = format!("refs/heads/{branch}");
     let outcome = git.push_with_lease(remote, &sha, &target, expected, Hooks::Run)?;
     if let PushOutcome::Refused { status, error, .. } = outcome {
@@ -128,6 +153,7 @@ pub fn cas_push(
         issue,
         instance,
         &prepush::SeenOn::of_remote(git, remote),
+        clock.now(),
     )?;
     Ok(sha)
 }
@@ -143,8 +169,7 @@ pub fn cas_push_last_seen(
     remote: &str,
     rev: &str,
     branch: &str,
-    issue: Option<u64>,
-    instance: &str,
+    by: Pusher<'_>,
 ) -> Result<String, PushError> {
     let common_dir = git.common_dir()?;
     let expected = match BranchStore::new(&common_dir).get(branch)? {
@@ -169,13 +194,5 @@ pub fn cas_push_last_seen(
             }
         }
     };
-    cas_push(
-        git,
-        remote,
-        rev,
-        branch,
-        expected.as_deref(),
-        issue,
-        instance,
-    )
+    cas_push(git, remote, rev, branch, expected.as_deref(), by)
 }

@@ -6,6 +6,8 @@
 use std::path::{Component, Path, PathBuf};
 
 use crate::git::{Git, GitError};
+use crate::records::files::IoError;
+use crate::timefmt::Timestamp;
 
 /// Longest directory name made from a branch name, in bytes; longer names
 /// are cut and get a hash of the whole name, so two stay apart.
@@ -57,13 +59,8 @@ pub(crate) enum WorktreeError {
     },
     #[error("{path} exists and is not a worktree of this repository")]
     PathOccupied { path: PathBuf },
-    #[error("could not {action} {path}: {source}")]
-    Io {
-        action: &'static str,
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] IoError),
     #[error(transparent)]
     Confine(#[from] crate::records::files::ConfineError),
 }
@@ -134,6 +131,9 @@ pub(crate) struct Entry {
     pub branch: Option<String>,
     pub bare: bool,
     pub locked: bool,
+    /// Why it is locked, as git lists it (`initializing` while `git
+    /// worktree add` runs).
+    pub lock_reason: String,
     pub prunable: bool,
 }
 
@@ -170,7 +170,10 @@ pub(crate) fn list(git: &Git) -> Result<Vec<Entry>, GitError> {
             "HEAD" => entry.head = Some(value.to_owned()),
             "branch" => entry.branch = Some(value.to_owned()),
             "bare" => entry.bare = true,
-            "locked" => entry.locked = true,
+            "locked" => {
+                entry.locked = true;
+                entry.lock_reason = value.to_owned();
+            }
             "prunable" => entry.prunable = true,
             _ => {}
         }
@@ -233,12 +236,8 @@ pub(crate) fn exclude_pattern(
 ) -> Result<bool, WorktreeError> {
     let path = common_dir.join("info").join("exclude");
     let io = |action| {
-        let path = path.clone();
-        move |source| WorktreeError::Io {
-            action,
-            path,
-            source,
-        }
+        let io = IoError::on(action, &path);
+        move |source| WorktreeError::from(io(source))
     };
     let existing = match std::fs::read_to_string(&path) {
         Ok(text) => text,
@@ -288,9 +287,13 @@ pub(crate) struct Plan {
     pub existing: Option<Entry>,
     /// Stale registrations to prune first (a deleted worktree directory).
     pub prune: bool,
-    /// A leftover directory at `path` whose registration is gone: it is
-    /// moved aside (never deleted: it may hold uncommitted work).
+    /// A leftover directory at `path` whose registration is gone, or a
+    /// half-made worktree there: it is moved aside (never deleted: it may
+    /// hold uncommitted work).
     pub move_aside: Option<PathBuf>,
+    /// Worktrees whose lock goes before the prune: git's "initializing"
+    /// lock of a half-made one, or any lock of one whose directory is gone.
+    pub unlock: Vec<PathBuf>,
     pub local: LocalBranch,
 }
 
@@ -318,20 +321,44 @@ fn local_branch(git: &Git, branch: &str, remote_head: &str) -> Result<LocalBranc
     })
 }
 
-/// Decides how to bring the worktree of `branch` to `remote_head`.
+/// Decides how to bring the worktree of `branch` to `remote_head`; a stale
+/// directory in the way is to be moved aside under a name stamped `now`.
 pub(crate) fn plan(
     git: &Git,
     path: &Path,
     branch: &str,
     remote_head: &str,
+    now: Timestamp,
 ) -> Result<Plan, WorktreeError> {
     let refname = format!("refs/heads/{branch}");
     let entries = list(git)?;
-    let (stale, live): (Vec<Entry>, Vec<Entry>) = entries.into_iter().partition(Entry::stale);
-    let prune = stale
+    let (mut stale, mut live): (Vec<Entry>, Vec<Entry>) =
+        entries.into_iter().partition(Entry::stale);
+    // A half-made worktree of the branch at its path is rebuilt, never
+    // reused: its index may delete every file (issue 29).
+    let half_made = match live
         .iter()
-        .any(|e| same_path(&e.path, path) || e.branch.as_deref() == Some(&refname));
+        .position(|e| same_path(&e.path, path) && e.branch.as_deref() == Some(&refname))
+    {
+        Some(at) if is_half_made(git, &live[at])? => Some(live.remove(at)),
+        _ => None,
+    };
+    let ours = |e: &Entry| same_path(&e.path, path) || e.branch.as_deref() == Some(&refname);
+    let mut prune = stale.iter().any(ours);
+    let mut unlock: Vec<PathBuf> = stale
+        .iter()
+        .filter(|e| ours(e) && e.locked)
+        .map(|e| e.path.clone())
+        .collect();
+    if let Some(entry) = half_made {
+        prune = true;
+        if entry.locked {
+            unlock.push(entry.path.clone());
+        }
+        stale.push(entry);
+    }
     let live: Vec<Entry> = if prune {
+        live.retain(|e| !stale.iter().any(|s| s.path == e.path));
         live
     } else {
         // Stale entries we leave alone still hold their branch.
@@ -351,6 +378,7 @@ pub(crate) fn plan(
             existing: Some(elsewhere.clone()),
             prune,
             move_aside: None,
+            unlock,
             local: local_branch(git, branch, remote_head)?,
         });
     }
@@ -378,7 +406,7 @@ pub(crate) fn plan(
                     .unwrap_or(false);
                 if !empty {
                     if path.join(".git").is_file() {
-                        move_aside = Some(aside_path(path));
+                        move_aside = Some(aside_path(path, now));
                     } else {
                         return Err(WorktreeError::PathOccupied {
                             path: path.to_owned(),
@@ -401,12 +429,28 @@ pub(crate) fn plan(
         existing,
         prune,
         move_aside,
+        unlock,
         local: local_branch(git, branch, remote_head)?,
     })
 }
 
-fn aside_path(path: &Path) -> PathBuf {
-    let stamp = crate::timefmt::Timestamp::now().0;
+/// A worktree `git worktree add` never finished (killed while it ran): git's
+/// own "initializing" lock on it, a stale `index.lock`, or an index without
+/// a single file of HEAD's.
+fn is_half_made(git: &Git, entry: &Entry) -> Result<bool, GitError> {
+    if entry.locked && entry.lock_reason == "initializing" {
+        return Ok(true);
+    }
+    let here = git.at(&entry.path);
+    if here.git_path("index.lock")?.exists() {
+        return Ok(true);
+    }
+    let (deleted, tracked) = here.staged_deletions()?;
+    Ok(tracked > 0 && deleted.len() == tracked)
+}
+
+fn aside_path(path: &Path, now: Timestamp) -> PathBuf {
+    let stamp = now.0;
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -430,25 +474,21 @@ pub(crate) fn apply(git: &Git, plan: &Plan, remote: &str) -> Result<Applied, Wor
     let branch = plan.branch.as_str();
     let refname = format!("refs/heads/{branch}");
     let head = plan.remote_head.as_str();
+    for locked in &plan.unlock {
+        git.worktree_unlock(locked)?;
+    }
+    if let Some(aside) = &plan.move_aside {
+        std::fs::rename(&plan.path, aside).map_err(IoError::on("move aside", &plan.path))?;
+        applied.repaired = true;
+        applied.moved_aside = Some(aside.clone());
+    }
+    // After the move: a half-made worktree's registration goes with it.
     if plan.prune {
         git.worktree_prune()?;
         applied.repaired = true;
     }
-    if let Some(aside) = &plan.move_aside {
-        std::fs::rename(&plan.path, aside).map_err(|source| WorktreeError::Io {
-            action: "move aside",
-            path: plan.path.clone(),
-            source,
-        })?;
-        applied.repaired = true;
-        applied.moved_aside = Some(aside.clone());
-    }
     if let Some(parent) = plan.path.parent() {
-        std::fs::create_dir_all(parent).map_err(|source| WorktreeError::Io {
-            action: "create",
-            path: parent.to_owned(),
-            source,
-        })?;
+        std::fs::create_dir_all(parent).map_err(IoError::on("create", parent))?;
     }
     match (&plan.existing, &plan.local) {
         (_, LocalBranch::Ahead { .. }) => {

@@ -18,11 +18,13 @@ use std::hash::{Hash, Hasher};
 use std::io::{self, BufRead, BufReader, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use serde_json::{json, Value};
+
+use super::mav::clock::Clock;
 
 /// Distinctive, so a test can assert it never shows up in any output.
 const TOKEN: &str = "ghp_FAKEtoken0123456789abcdefSECRET";
@@ -53,44 +55,62 @@ pub struct RecordedRequest {
     pub status: u16,
     pub had_authorization: bool,
     pub body: String,
+    /// When it was answered, on the fake's clock (milliseconds since the
+    /// Unix epoch).
+    pub at_ms: i64,
+    /// Whether GitHub would count it against the primary rate limit: a 304
+    /// answer to a conditional request does not count, nor does
+    /// `GET /rate_limit`, nor an answer that is itself a rate limit.
+    pub counted: bool,
+    /// What the request sent as `If-None-Match` / `If-Modified-Since`.
+    pub if_none_match: Option<String>,
+    pub if_modified_since: Option<String>,
 }
 
 /// One repository on a fake GitHub; stops serving when dropped.
 pub struct FakeGithub {
     shared: Arc<Shared>,
     addr: SocketAddr,
-    acceptor: Option<JoinHandle<()>>,
+    _acceptor: Acceptor,
 }
 
 struct Shared {
     state: Mutex<State>,
-    stopping: AtomicBool,
-    /// Clones of open connections, so Drop can cut idle keep-alive clients.
-    connections: Mutex<HashMap<u64, TcpStream>>,
-    next_connection: AtomicU64,
+    stopping: Arc<AtomicBool>,
+    slowed: AtomicU64,
 }
 
 impl FakeGithub {
+    /// A fake on the system's clock.
     pub fn start(owner: &str, repo: &str) -> FakeGithub {
+        FakeGithub::start_with_clock(owner, repo, Clock::system())
+    }
+
+    /// A fake whose clock is `clock` (a test environment's, which every
+    /// maverick process it starts shares), plus what
+    /// [`FakeGithub::advance_clock`] moves GitHub's alone.
+    pub fn start_with_clock(owner: &str, repo: &str, clock: Clock) -> FakeGithub {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind the fake GitHub server");
         let addr = listener
             .local_addr()
             .expect("local address of the fake GitHub server");
-        let state = State::new(format!("http://{addr}"), owner, repo);
+        let state = State::new(format!("http://{addr}"), owner, repo, clock);
+        let stopping = Arc::new(AtomicBool::new(false));
         let shared = Arc::new(Shared {
             state: Mutex::new(state),
-            stopping: AtomicBool::new(false),
-            connections: Mutex::new(HashMap::new()),
-            next_connection: AtomicU64::new(0),
+            stopping: Arc::clone(&stopping),
+            slowed: AtomicU64::new(0),
         });
         let acceptor = {
             let shared = Arc::clone(&shared);
-            thread::spawn(move || accept_loop(listener, shared))
+            Acceptor::start(listener, stopping, move |stream| {
+                let _ = serve_connection(&shared, stream);
+            })
         };
         FakeGithub {
             shared,
             addr,
-            acceptor: Some(acceptor),
+            _acceptor: acceptor,
         }
     }
 
@@ -130,6 +150,14 @@ impl FakeGithub {
     /// is an issue, run unchanged. Off by default, as on GitHub.
     pub fn create_issues_on_demand(&self, on: bool) {
         self.state().issues_on_demand = on;
+    }
+
+    /// A new comment, a label or an assignee change moves an issue's
+    /// `updated_at` (and so its ETag and every list page it is on). Whether
+    /// editing or deleting a comment does is not documented; off by default,
+    /// on to check that a budget does not depend on it.
+    pub fn set_comment_edits_touch_issues(&self, on: bool) {
+        self.state().edits_touch_issues = on;
     }
 
     pub fn create_issue(&self, number: u64, title: &str, labels: &[&str]) {
@@ -211,6 +239,17 @@ impl FakeGithub {
         stored.history.versions = vec![(SEEDED, Some(comment))];
     }
 
+    /// Deletes a comment as a person would in the browser; gone at once
+    /// whatever the lag.
+    pub fn delete_comment(&self, id: u64) {
+        let mut state = self.state();
+        let stored = state
+            .comments
+            .get_mut(&id)
+            .unwrap_or_else(|| panic!("fake GitHub: no comment {id}"));
+        stored.history.versions = vec![(SEEDED, None)];
+    }
+
     /// The true comments of an issue (no lag), ascending id.
     pub fn comments(&self, issue: u64) -> Vec<FakeComment> {
         let state = self.state();
@@ -285,8 +324,9 @@ impl FakeGithub {
         rfc3339(self.state().now_secs())
     }
 
-    /// Moves the fake's clock (Date header, timestamps, lag, rate-limit
-    /// window); real time keeps flowing underneath.
+    /// Moves the fake's clock alone (Date header, timestamps, lag,
+    /// rate-limit window), as when GitHub's clock and a writer's differ;
+    /// the shared clock keeps flowing underneath.
     pub fn advance_clock(&self, secs: i64) {
         self.state().clock_offset_ms += secs * 1000;
     }
@@ -371,10 +411,28 @@ impl FakeGithub {
         self.push_faults(n, Fault::PrimaryRateLimit { reset_in_secs });
     }
 
-    /// The next `n` requests are carried out only after `delay`, whether or
-    /// not the client is still waiting (as a slow GitHub does).
+    /// The next `n` requests are carried out only after `delay` on the
+    /// fake's clock, whether or not the client is still waiting (as a slow
+    /// GitHub does).
     pub fn slow_next(&self, n: usize, delay: Duration) {
         self.state().slow.extend(vec![delay; n]);
+    }
+
+    /// While on, every request waits (unanswered) until it is turned off:
+    /// a GitHub that answers only when the test says so.
+    pub fn hold_requests(&self, on: bool) {
+        self.state().held = on;
+    }
+
+    /// How many requests wait for [`FakeGithub::hold_requests`] to end.
+    pub fn held_requests(&self) -> usize {
+        self.state().waiting
+    }
+
+    /// How many requests [`FakeGithub::slow_next`] made wait so far (each
+    /// counts from when it starts to wait).
+    pub fn slowed_requests(&self) -> u64 {
+        self.shared.slowed.load(Ordering::SeqCst)
     }
 
     /// The primary limit per hour (GitHub's 5,000 for a user token by
@@ -387,6 +445,21 @@ impl FakeGithub {
 
     pub fn request_count(&self) -> usize {
         self.state().requests.len()
+    }
+
+    /// Requests since the last `reset_count` that GitHub counts against the
+    /// primary rate limit (a 304 does not), judged here, not by the client.
+    pub fn counted_requests(&self) -> usize {
+        self.state().requests.iter().filter(|r| r.counted).count()
+    }
+
+    /// Requests answered 304 Not Modified since the last `reset_count`.
+    pub fn not_modified_count(&self) -> usize {
+        self.state()
+            .requests
+            .iter()
+            .filter(|r| r.status == 304)
+            .count()
     }
 
     pub fn reset_count(&self) {
@@ -406,22 +479,72 @@ impl FakeGithub {
     }
 }
 
-impl Drop for FakeGithub {
+/// Serves each connection `listener` accepts on a thread of its own until
+/// dropped; then cuts the open ones (idle keep-alive clients included).
+pub(super) struct Acceptor {
+    addr: SocketAddr,
+    stopping: Arc<AtomicBool>,
+    connections: Arc<Mutex<HashMap<u64, TcpStream>>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Acceptor {
+    pub(super) fn start(
+        listener: TcpListener,
+        stopping: Arc<AtomicBool>,
+        serve: impl Fn(TcpStream) + Send + Sync + 'static,
+    ) -> Acceptor {
+        let addr = listener.local_addr().expect("a bound listener");
+        let connections: Arc<Mutex<HashMap<u64, TcpStream>>> = Arc::default();
+        let serve = Arc::new(serve);
+        let thread = {
+            let stopping = Arc::clone(&stopping);
+            let connections = Arc::clone(&connections);
+            thread::spawn(move || {
+                let next = AtomicU64::new(0);
+                for stream in listener.incoming() {
+                    if stopping.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    let Ok(stream) = stream else { continue };
+                    let id = next.fetch_add(1, Ordering::SeqCst);
+                    if let Ok(clone) = stream.try_clone() {
+                        lock(&connections).insert(id, clone);
+                    }
+                    let connections = Arc::clone(&connections);
+                    let serve = Arc::clone(&serve);
+                    thread::spawn(move || {
+                        serve(stream);
+                        lock(&connections).remove(&id);
+                    });
+                }
+            })
+        };
+        Acceptor {
+            addr,
+            stopping,
+            connections,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Acceptor {
     fn drop(&mut self) {
-        self.shared.stopping.store(true, Ordering::SeqCst);
+        self.stopping.store(true, Ordering::SeqCst);
         // Wake the blocking accept so the acceptor sees the flag.
         let _ = TcpStream::connect(self.addr);
-        if let Some(acceptor) = self.acceptor.take() {
-            let _ = acceptor.join();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
         }
-        for (_, stream) in lock(&self.shared.connections).drain() {
+        for (_, stream) in lock(&self.connections).drain() {
             let _ = stream.shutdown(Shutdown::Both);
         }
     }
 }
 
 /// A panicking test thread must not wedge every other request.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -549,6 +672,9 @@ struct State {
     check_runs: HashMap<String, Vec<CheckRun>>,
     /// A commit's status and when it was set (fake clock).
     statuses: HashMap<String, (String, i64)>,
+    /// The clock the fake shares with the test's maverick processes.
+    clock: Clock,
+    /// How far GitHub's clock alone is ahead of it.
     clock_offset_ms: i64,
     list_lag_ms: i64,
     get_lag_ms: i64,
@@ -556,17 +682,24 @@ struct State {
     fail_always: Option<u16>,
     fail_matching: Vec<MatchingFault>,
     issues_on_demand: bool,
+    edits_touch_issues: bool,
     echo_authorization: bool,
     slow: VecDeque<Duration>,
+    /// Requests wait while set ([`FakeGithub::hold_requests`]).
+    held: bool,
+    /// How many requests are waiting for `held` to clear.
+    waiting: usize,
     rate_limit: u64,
     rate_remaining: u64,
     rate_reset: i64,
     requests: Vec<RecordedRequest>,
     request_serial: u64,
+    /// Answers to hold back (see [`FakeGithub::hold_answer`]).
+    holds: Vec<ArmedHold>,
 }
 
 impl State {
-    fn new(base: String, owner: &str, repo: &str) -> State {
+    fn new(base: String, owner: &str, repo: &str, clock: Clock) -> State {
         let mut state = State {
             base,
             owner: owner.to_string(),
@@ -579,6 +712,7 @@ impl State {
             last_comment_id: FIRST_COMMENT_ID,
             check_runs: HashMap::new(),
             statuses: HashMap::new(),
+            clock,
             clock_offset_ms: 0,
             list_lag_ms: 0,
             get_lag_ms: 0,
@@ -586,13 +720,17 @@ impl State {
             fail_always: None,
             fail_matching: Vec::new(),
             issues_on_demand: false,
+            edits_touch_issues: false,
             echo_authorization: false,
             slow: VecDeque::new(),
+            held: false,
+            waiting: 0,
             rate_limit: RATE_LIMIT,
             rate_remaining: RATE_LIMIT,
             rate_reset: 0,
             requests: Vec::new(),
             request_serial: 0,
+            holds: Vec::new(),
         };
         state.ensure_user(owner, "OWNER");
         state.ensure_user(DEFAULT_USER, "MEMBER");
@@ -601,11 +739,7 @@ impl State {
     }
 
     fn now_ms(&self) -> i64 {
-        let real = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(duration_ms)
-            .unwrap_or(0);
-        real + self.clock_offset_ms
+        self.clock.unix_millis() + self.clock_offset_ms
     }
 
     fn now_secs(&self) -> i64 {
@@ -763,7 +897,12 @@ impl State {
             .map(Fault::Status)
             .or(matching)
             .or_else(|| self.faults.pop_front());
+        let asked_base = self.asked_base(request);
+        let own_base = asked_base.map(|base| std::mem::replace(&mut self.base, base));
         let mut answer = self.answer(request, fault, now);
+        if let Some(base) = own_base {
+            self.base = base;
+        }
         if self.echo_authorization && answer.status >= 400 {
             if let (Some(auth), Some(body)) = (request.header("authorization"), &mut answer.body) {
                 body["message"] = json!(format!(
@@ -772,13 +911,17 @@ impl State {
                 ));
             }
         }
-        let response = self.finish(request, answer, now);
+        let (response, counted) = self.finish(request, answer, now);
         self.requests.push(RecordedRequest {
             method: request.method.clone(),
             path: request.target.clone(),
             status: response.status,
             had_authorization: request.header("authorization").is_some(),
             body: String::from_utf8_lossy(&request.body).into_owned(),
+            at_ms: self.now_ms(),
+            counted,
+            if_none_match: request.header("if-none-match").map(str::to_string),
+            if_modified_since: request.header("if-modified-since").map(str::to_string),
         });
         response
     }
@@ -814,26 +957,50 @@ impl State {
         }
     }
 
-    /// Adds what every GitHub answer carries, and turns a GET whose ETag the
-    /// client already holds into a 304.
-    fn finish(&mut self, request: &Request, mut answer: Answer, now: i64) -> Response {
+    /// Adds what every GitHub answer carries, and answers a conditional GET
+    /// whose resource did not change with a bodiless 304, as GitHub does:
+    /// every answer with a body carries an ETag (weak, `W/"…"`, on a GET)
+    /// that changes whenever anything in the body does (so a list's changes
+    /// when any item on the page does); a single resource also carries
+    /// `Last-Modified` (its `updated_at`). `If-None-Match` wins over
+    /// `If-Modified-Since` when a request sends both (RFC 9110 13.2.2).
+    fn finish(&mut self, request: &Request, mut answer: Answer, now: i64) -> (Response, bool) {
         let mut body = answer
             .body
             .as_ref()
             .map(|value| value.to_string().into_bytes())
             .unwrap_or_default();
         let mut status = answer.status;
-        if request.method == "GET" && status == 200 {
-            let etag = etag(&body, &answer.headers);
-            if if_none_match(request, &etag) {
-                status = 304;
-                body.clear();
+        if (200..300).contains(&status) && answer.body.is_some() {
+            let get = request.method == "GET";
+            let etag = etag(&body, &answer.headers, get);
+            if get && status == 200 {
+                let unchanged = match request.header("if-none-match") {
+                    Some(_) => if_none_match(request, &etag),
+                    None => not_modified_since(request, answer.last_modified),
+                };
+                if unchanged {
+                    status = 304;
+                    body.clear();
+                }
+                answer.header(
+                    "cache-control",
+                    "private, max-age=60, s-maxage=60".to_string(),
+                );
+                answer.header(
+                    "vary",
+                    "Accept, Authorization, Cookie, X-GitHub-OTP, Accept-Encoding".to_string(),
+                );
             }
             answer.header("etag", etag);
+            if let Some(modified) = answer.last_modified {
+                answer.header("last-modified", http_date(modified));
+            }
         }
         // A 304 does not count against the primary limit; neither does /rate_limit.
         let free = status == 304 || request.path() == "/rate_limit";
-        if !free && answer.rate_limited_until.is_none() {
+        let counted = !free && answer.rate_limited_until.is_none();
+        if counted {
             self.rate_remaining = self.rate_remaining.saturating_sub(1);
         }
         let (remaining, reset) = match answer.rate_limited_until {
@@ -865,11 +1032,12 @@ impl State {
             headers.push(("content-type".to_string(), json));
         }
         headers.append(&mut answer.headers);
-        Response {
+        let response = Response {
             status,
             headers,
             body,
-        }
+        };
+        (response, counted)
     }
 
     fn route(&mut self, request: &Request) -> Answer {
@@ -884,6 +1052,7 @@ impl State {
         let rest = match segments.as_slice() {
             ["user"] if method == "GET" => return Answer::ok(self.authenticated_user_json()),
             ["rate_limit"] if method == "GET" => return Answer::ok(self.rate_limit_json()),
+            ["graphql"] if method == "POST" => return self.graphql(request),
             ["repos", owner, repo, rest @ ..]
                 if owner.eq_ignore_ascii_case(&self.owner)
                     && repo.eq_ignore_ascii_case(&self.repo) =>
@@ -908,6 +1077,8 @@ impl State {
             ("GET", []) => Answer::ok(self.repo_json()),
             ("GET", ["issues"]) => self.list_issues(&query, &rest_path),
             ("GET", ["pulls"]) => self.list_pulls(&query, &rest_path),
+            ("GET", ["issues", "comments"]) => self.list_repo_comments(&query, &rest_path),
+            ("GET", ["labels"]) => self.list_repo_labels(&query, &rest_path),
             ("GET", ["issues", "comments", id]) => self.get_comment(id),
             ("PATCH" | "POST", ["issues", "comments", id]) => self.update_comment(id, request),
             ("DELETE", ["issues", "comments", id]) => self.delete_comment(id),
@@ -945,7 +1116,7 @@ impl State {
     fn get_issue(&self, number: &str) -> Answer {
         let cutoff = self.list_cutoff();
         match self.issue_at(number, cutoff) {
-            Some(issue) => Answer::ok(self.issue_json(issue, cutoff)),
+            Some(issue) => Answer::ok(self.issue_json(issue, cutoff)).modified_at(issue.updated_at),
             None => Answer::not_found("https://docs.github.com/rest/issues/issues#get-an-issue"),
         }
     }
@@ -1031,6 +1202,42 @@ impl State {
         self.paginate(items, query, rest_path)
     }
 
+    /// Every issue's and pull request's comments: `since` (updated at or
+    /// after), `sort` (`created`, the default, or `updated`) and
+    /// `direction` (`desc` by default, and only with `sort`).
+    fn list_repo_comments(&self, query: &[(String, String)], rest_path: &str) -> Answer {
+        let cutoff = self.list_cutoff();
+        let since = query_value(query, "since").and_then(parse_rfc3339);
+        let mut comments: Vec<(u64, u64, &Comment)> = self
+            .comments
+            .iter()
+            .filter_map(|(id, stored)| Some((*id, stored.issue, stored.history.as_of(cutoff)?)))
+            .filter(|(_, issue, _)| self.issue_at(&issue.to_string(), cutoff).is_some())
+            .filter(|(_, _, comment)| since.iter().all(|since| comment.updated_at >= *since))
+            .collect();
+        let sort = query_value(query, "sort");
+        if sort == Some("updated") {
+            comments.sort_by_key(|(id, _, comment)| (comment.updated_at, *id));
+        }
+        if sort.is_some() && query_value(query, "direction") != Some("asc") {
+            comments.reverse();
+        }
+        let items = comments
+            .into_iter()
+            .map(|(id, issue, comment)| self.comment_json(id, issue, comment))
+            .collect();
+        self.paginate(items, query, rest_path)
+    }
+
+    fn list_repo_labels(&self, query: &[(String, String)], rest_path: &str) -> Answer {
+        let items = self
+            .labels
+            .iter()
+            .map(|label| self.label_json(&label.name))
+            .collect();
+        self.paginate(items, query, rest_path)
+    }
+
     fn get_comment(&self, id: &str) -> Answer {
         let cutoff = self.now_ms() - self.get_lag_ms;
         let found = id.parse::<u64>().ok().and_then(|id| {
@@ -1038,7 +1245,9 @@ impl State {
             Some((id, stored.issue, stored.history.as_of(cutoff)?))
         });
         match found {
-            Some((id, issue, comment)) => Answer::ok(self.comment_json(id, issue, comment)),
+            Some((id, issue, comment)) => {
+                Answer::ok(self.comment_json(id, issue, comment)).modified_at(comment.updated_at)
+            }
             None => Answer::not_found(
                 "https://docs.github.com/rest/issues/comments#get-an-issue-comment",
             ),
@@ -1089,6 +1298,9 @@ impl State {
         comment.updated_at = now;
         stored.history.write(written_at, Some(comment.clone()));
         let issue = stored.issue;
+        if self.edits_touch_issues {
+            self.update_issue(issue, written_at, |_| {});
+        }
         Answer::ok(self.comment_json(id, issue, &comment))
     }
 
@@ -1101,6 +1313,10 @@ impl State {
         match stored {
             Some(stored) if stored.history.latest().is_some() => {
                 stored.history.write(written_at, None);
+                let issue = stored.issue;
+                if self.edits_touch_issues {
+                    self.update_issue(issue, written_at, |_| {});
+                }
                 Answer::no_content()
             }
             _ => Answer::not_found(
@@ -1705,6 +1921,445 @@ fn sort_issues(issues: &mut [&Issue], query: &[(String, String)]) {
 }
 
 // ---------------------------------------------------------------------------
+// The gh CLI, Maverick's transport: how a real `gh` (2.23, Debian's) reaches
+// this server, the GraphQL operations it sends, and answers held back so a
+// test can stage a race between two real processes.
+
+/// The host gh is told it talks to: for `github.localhost` gh speaks plain
+/// HTTP to `api.github.localhost` (REST) and `api.github.localhost/graphql`,
+/// and the proxy variables of [`FakeGithub::gh_env`] bring every request
+/// here, so no name is resolved and nothing leaves the loopback interface.
+pub const GH_HOST: &str = "github.localhost";
+
+/// A request as a hold sees it, once it has been answered.
+pub struct HeldRequest<'a> {
+    pub method: &'a str,
+    /// Path and query, as sent.
+    pub path: &'a str,
+    pub body: &'a str,
+    pub user_agent: &'a str,
+}
+
+impl HeldRequest<'_> {
+    /// Sent by the gh CLI (Maverick's writes and reads).
+    pub fn is_from_gh(&self) -> bool {
+        self.user_agent.starts_with("GitHub CLI")
+    }
+}
+
+type HoldMatcher = Box<dyn Fn(&HeldRequest<'_>) -> bool + Send>;
+
+struct ArmedHold {
+    matches: HoldMatcher,
+    gate: Arc<Gate>,
+}
+
+/// The answer to one request, held back after the request took effect.
+/// Dropping it lets the answer go.
+pub struct Hold {
+    gate: Arc<Gate>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum GateState {
+    Armed,
+    Holding,
+    Released,
+}
+
+struct Gate {
+    state: Mutex<GateState>,
+    changed: Condvar,
+}
+
+/// Far longer than any wait a working test makes: past it, the test fails.
+const HOLD_TIMEOUT: Duration = Duration::from_secs(120);
+
+impl Gate {
+    /// Called by the connection's thread, outside the state lock.
+    fn hold(&self) {
+        let mut state = lock(&self.state);
+        if *state == GateState::Armed {
+            *state = GateState::Holding;
+            self.changed.notify_all();
+        }
+        let (_state, _) = self
+            .changed
+            .wait_timeout_while(state, HOLD_TIMEOUT, |s| *s != GateState::Released)
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+    }
+}
+
+impl Hold {
+    /// Blocks until a matching request has been answered and its answer is
+    /// held; fails the test when none comes.
+    #[track_caller]
+    pub fn wait_until_holding(&self) {
+        let state = lock(&self.gate.state);
+        let (state, _) = self
+            .gate
+            .changed
+            .wait_timeout_while(state, HOLD_TIMEOUT, |s| *s == GateState::Armed)
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        assert!(
+            *state != GateState::Armed,
+            "no request matched the hold within {HOLD_TIMEOUT:?}"
+        );
+    }
+
+    /// Lets the held answer go (or, if none is held yet, the next one).
+    pub fn release(&self) {
+        *lock(&self.gate.state) = GateState::Released;
+        self.gate.changed.notify_all();
+    }
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+impl FakeGithub {
+    /// The variables that route a real `gh` to this server, as the real
+    /// gh reads them: `GH_HOST` (plain HTTP to `api.github.localhost`),
+    /// `GH_TOKEN`, and this server as the HTTP and HTTPS proxy. The caller
+    /// also removes `NO_PROXY`/`no_proxy` and gives gh a config dir of its own.
+    pub fn gh_env(&self) -> Vec<(&'static str, String)> {
+        let proxy = self.url();
+        vec![
+            ("GH_HOST", GH_HOST.to_string()),
+            ("GH_TOKEN", TOKEN.to_string()),
+            ("HTTP_PROXY", proxy.clone()),
+            ("http_proxy", proxy.clone()),
+            ("HTTPS_PROXY", proxy.clone()),
+            ("https_proxy", proxy.clone()),
+            ("ALL_PROXY", proxy),
+            ("GH_NO_UPDATE_NOTIFIER", "1".to_string()),
+            ("GH_PROMPT_DISABLED", "1".to_string()),
+        ]
+    }
+
+    /// A label in the repository (gh adds only labels that exist).
+    pub fn create_label(&self, name: &str) {
+        self.state().ensure_label(name);
+    }
+
+    /// Holds back the answer to the first request that `matches`, after the
+    /// request took effect (a write is committed), until the [`Hold`] is
+    /// released or dropped: one process stays between two of its steps
+    /// while another acts.
+    pub fn hold_answer(&self, matches: impl Fn(&HeldRequest<'_>) -> bool + Send + 'static) -> Hold {
+        let gate = Arc::new(Gate {
+            state: Mutex::new(GateState::Armed),
+            changed: Condvar::new(),
+        });
+        self.state().holds.push(ArmedHold {
+            matches: Box::new(matches),
+            gate: Arc::clone(&gate),
+        });
+        Hold { gate }
+    }
+}
+
+impl State {
+    /// The base URL of the links in an answer: the host the client asked
+    /// for when it came through the proxy (gh asks `api.github.localhost`,
+    /// and follows `link` headers there with its token), else this server.
+    fn asked_base(&self, request: &Request) -> Option<String> {
+        let host = request.header("host")?;
+        let own = self.base.trim_start_matches("http://");
+        (host != own).then(|| format!("http://{host}"))
+    }
+
+    /// The first armed hold that matches `request`, disarmed.
+    fn take_hold(&mut self, request: &Request) -> Option<Arc<Gate>> {
+        let body = String::from_utf8_lossy(&request.body);
+        let seen = HeldRequest {
+            method: &request.method,
+            path: &request.target,
+            body: &body,
+            user_agent: request.header("user-agent").unwrap_or(""),
+        };
+        let at = self.holds.iter().position(|hold| (hold.matches)(&seen))?;
+        Some(self.holds.remove(at).gate)
+    }
+
+    /// GitHub's GraphQL endpoint, for the operations gh 2.23 sends on the
+    /// way to `gh issue view --json labels` and `gh issue edit
+    /// --add-label/--remove-label`. Answers carry exactly the fields asked
+    /// for (gh's GraphQL client decodes strictly); anything else is a
+    /// GraphQL error, so a new operation fails loudly.
+    fn graphql(&mut self, request: &Request) -> Answer {
+        let docs = "https://docs.github.com/graphql";
+        let body = match json_body(request, docs) {
+            Ok(body) => body,
+            Err(answer) => return answer,
+        };
+        let query = body["query"].as_str().unwrap_or_default();
+        let vars = &body["variables"];
+        let operation = graphql_operation(query);
+        match operation {
+            "IssueByNumber" => self.graphql_issue(query, vars),
+            "RepositoryLabelList" => self.graphql_labels(vars),
+            "LabelAdd" | "LabelRemove" => self.graphql_relabel(operation == "LabelAdd", vars),
+            _ => graphql_error(
+                "UNKNOWN",
+                &format!("the fake GitHub does not answer the GraphQL operation {operation:?}"),
+            ),
+        }
+    }
+
+    fn graphql_repo_is_ours(&self, vars: &Value, name_key: &str) -> bool {
+        let owner = vars["owner"].as_str().unwrap_or_default();
+        let repo = vars[name_key].as_str().unwrap_or_default();
+        owner.eq_ignore_ascii_case(&self.owner) && repo.eq_ignore_ascii_case(&self.repo)
+    }
+
+    fn graphql_issue(&mut self, query: &str, vars: &Value) -> Answer {
+        if !self.graphql_repo_is_ours(vars, "repo") {
+            return graphql_no_repository(vars, "repo");
+        }
+        let Some(number) = vars["number"].as_u64() else {
+            return graphql_error(
+                "INVALID",
+                "Variable $number of type Int! was provided invalid value",
+            );
+        };
+        if self.issues_on_demand && !self.issues.contains_key(&number) {
+            self.seed_issue(number, &format!("Issue {number}"), &[], None);
+        }
+        let cutoff = self.now_ms() - self.get_lag_ms;
+        let Some(issue) = self.issue_at(&number.to_string(), cutoff).cloned() else {
+            return Answer::ok(json!({
+                "data": { "repository": { "hasIssuesEnabled": true, "issue": null } },
+                "errors": [{
+                    "type": "NOT_FOUND",
+                    "path": ["repository", "issue"],
+                    "locations": [{ "line": 4, "column": 4 }],
+                    "message": format!("Could not resolve to an issue or pull request with the number of {number}.")
+                }]
+            }));
+        };
+        let type_name = if issue.pull.is_some() {
+            "PullRequest"
+        } else {
+            "Issue"
+        };
+        let labels: Vec<Value> = issue
+            .labels
+            .iter()
+            .filter_map(|name| self.labels.iter().find(|l| &l.name == name))
+            .map(|label| {
+                json!({
+                    "id": graphql_label_id(label.id),
+                    "name": label.name,
+                    "description": label.description,
+                    "color": label.color
+                })
+            })
+            .collect();
+        let full = json!({
+            "id": graphql_issue_id(number, issue.pull.is_some()),
+            "number": number,
+            "title": issue.title,
+            "body": "",
+            "url": format!("{}/{}/{number}", self.html_repo_url(), if issue.pull.is_some() { "pull" } else { "issues" }),
+            "labels": { "nodes": labels, "totalCount": labels.len() },
+            // What other gh versions and commands select besides.
+            "state": if issue.open { "OPEN" } else { "CLOSED" },
+            "closed": !issue.open,
+            "author": { "login": issue.author },
+            "assignees": { "nodes": issue.assignees.iter().map(|login| json!({ "login": login })).collect::<Vec<_>>(), "totalCount": issue.assignees.len() },
+            "milestone": null,
+            "projectCards": { "nodes": [], "totalCount": 0 },
+            "projectItems": { "nodes": [], "totalCount": 0 }
+        });
+        let mut node = serde_json::Map::new();
+        node.insert("__typename".into(), json!(type_name));
+        for field in graphql_selection(query, type_name) {
+            match full.get(&field) {
+                Some(value) => node.insert(field, value.clone()),
+                None => {
+                    return graphql_error(
+                        "UNKNOWN",
+                        &format!("the fake GitHub does not answer {type_name}.{field}"),
+                    )
+                }
+            };
+        }
+        Answer::ok(json!({
+            "data": { "repository": { "hasIssuesEnabled": true, "issue": node } }
+        }))
+    }
+
+    fn graphql_labels(&self, vars: &Value) -> Answer {
+        if !self.graphql_repo_is_ours(vars, "name") {
+            return graphql_no_repository(vars, "name");
+        }
+        let mut labels: Vec<&Label> = self.labels.iter().collect();
+        labels.sort_by_key(|l| l.name.to_lowercase());
+        let after: usize = vars["endCursor"]
+            .as_str()
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0);
+        let page: Vec<Value> = labels
+            .iter()
+            .skip(after)
+            .take(100)
+            .map(|l| json!({ "id": graphql_label_id(l.id), "name": l.name }))
+            .collect();
+        let end = after + page.len();
+        Answer::ok(json!({
+            "data": { "repository": { "labels": {
+                "nodes": page,
+                "pageInfo": {
+                    "hasNextPage": end < labels.len(),
+                    "endCursor": (end > after).then(|| end.to_string())
+                }
+            } } }
+        }))
+    }
+
+    fn graphql_relabel(&mut self, add: bool, vars: &Value) -> Answer {
+        let input = &vars["input"];
+        let Some(number) = input["labelableId"].as_str().and_then(graphql_issue_number) else {
+            return graphql_error(
+                "NOT_FOUND",
+                "Could not resolve to a node with the global id",
+            );
+        };
+        let mut names = Vec::new();
+        for id in input["labelIds"].as_array().into_iter().flatten() {
+            let label = id
+                .as_str()
+                .and_then(|id| self.labels.iter().find(|l| graphql_label_id(l.id) == id));
+            match label {
+                Some(label) => names.push(label.name.clone()),
+                None => {
+                    return graphql_error(
+                        "NOT_FOUND",
+                        &format!("Could not resolve to a node with the global id of '{id}'"),
+                    )
+                }
+            }
+        }
+        let written_at = self.now_ms();
+        let changed = self.update_issue(number, written_at, |issue| {
+            for name in names {
+                let present = issue.labels.iter().any(|l| l.eq_ignore_ascii_case(&name));
+                if add && !present {
+                    issue.labels.push(name);
+                } else if !add {
+                    issue.labels.retain(|l| !l.eq_ignore_ascii_case(&name));
+                }
+            }
+        });
+        if changed.is_none() {
+            return graphql_error(
+                "NOT_FOUND",
+                "Could not resolve to a node with the global id",
+            );
+        }
+        let (field, payload) = if add {
+            ("addLabelsToLabelable", "AddLabelsToLabelablePayload")
+        } else {
+            (
+                "removeLabelsFromLabelable",
+                "RemoveLabelsFromLabelablePayload",
+            )
+        };
+        Answer::ok(json!({ "data": { field: { "__typename": payload } } }))
+    }
+}
+
+/// The operation's name: the word after `query` or `mutation`.
+fn graphql_operation(query: &str) -> &str {
+    let mut words = query
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty());
+    words
+        .find(|w| *w == "query" || *w == "mutation")
+        .and_then(|_| words.next())
+        .unwrap_or("")
+}
+
+/// The fields selected on `type_name` in the query's `...on TYPE{…}`
+/// fragment, top level only.
+fn graphql_selection(query: &str, type_name: &str) -> Vec<String> {
+    let compact: String = query.chars().filter(|c| !c.is_whitespace()).collect();
+    let Some(start) = compact.find(&format!("...on{type_name}{{")) else {
+        return Vec::new();
+    };
+    let inner = &compact[start + "...on".len() + type_name.len() + 1..];
+    let (mut depth, mut fields, mut word, mut in_args) =
+        (0usize, Vec::new(), String::new(), 0usize);
+    for c in inner.chars() {
+        match c {
+            '(' => in_args += 1,
+            ')' => in_args = in_args.saturating_sub(1),
+            _ if in_args > 0 => {}
+            '{' => {
+                if depth == 0 && !word.is_empty() {
+                    fields.push(std::mem::take(&mut word));
+                }
+                depth += 1;
+            }
+            '}' if depth == 0 => break,
+            '}' => depth -= 1,
+            ',' if depth == 0 && !word.is_empty() => fields.push(std::mem::take(&mut word)),
+            ',' => {}
+            _ if depth == 0 => word.push(c),
+            _ => {}
+        }
+    }
+    if !word.is_empty() {
+        fields.push(word);
+    }
+    fields
+}
+
+fn graphql_issue_id(number: u64, pull: bool) -> String {
+    if pull {
+        format!("PR_kwFAKE{number}")
+    } else {
+        format!("I_kwFAKE{number}")
+    }
+}
+
+fn graphql_issue_number(id: &str) -> Option<u64> {
+    id.strip_prefix("I_kwFAKE")
+        .or_else(|| id.strip_prefix("PR_kwFAKE"))?
+        .parse()
+        .ok()
+}
+
+fn graphql_label_id(id: u64) -> String {
+    format!("LA_kwFAKE{id}")
+}
+
+fn graphql_error(kind: &str, message: &str) -> Answer {
+    Answer::ok(json!({
+        "data": null,
+        "errors": [{ "type": kind, "message": message }]
+    }))
+}
+
+fn graphql_no_repository(vars: &Value, name_key: &str) -> Answer {
+    let owner = vars["owner"].as_str().unwrap_or_default();
+    let repo = vars[name_key].as_str().unwrap_or_default();
+    Answer::ok(json!({
+        "data": { "repository": null },
+        "errors": [{
+            "type": "NOT_FOUND",
+            "path": ["repository"],
+            "locations": [{ "line": 2, "column": 3 }],
+            "message": format!("Could not resolve to a Repository with the name '{owner}/{repo}'.")
+        }]
+    }))
+}
+
+// ---------------------------------------------------------------------------
 // Request bodies
 
 fn json_body(request: &Request, docs: &str) -> Result<Value, Answer> {
@@ -1759,13 +2414,14 @@ fn label_names(request: &Request, docs: &str) -> Result<Vec<String>, Answer> {
 // ---------------------------------------------------------------------------
 // HTTP
 
-struct Request {
-    method: String,
+/// One HTTP/1.1 request (the fake model server reads them the same way).
+pub(super) struct Request {
+    pub(super) method: String,
     /// Origin-form path and query.
-    target: String,
+    pub(super) target: String,
     headers: Vec<(String, String)>,
-    body: Vec<u8>,
-    close: bool,
+    pub(super) body: Vec<u8>,
+    pub(super) close: bool,
 }
 
 impl Request {
@@ -1792,6 +2448,8 @@ struct Answer {
     headers: Vec<(String, String)>,
     /// A primary rate-limit answer: remaining 0 until this epoch second.
     rate_limited_until: Option<i64>,
+    /// A single resource's `updated_at`, sent as `Last-Modified`.
+    last_modified: Option<i64>,
 }
 
 impl Answer {
@@ -1801,6 +2459,7 @@ impl Answer {
             body: Some(body),
             headers: Vec::new(),
             rate_limited_until: None,
+            last_modified: None,
         }
     }
 
@@ -1814,6 +2473,7 @@ impl Answer {
             body: None,
             headers: Vec::new(),
             rate_limited_until: None,
+            last_modified: None,
         }
     }
 
@@ -1854,30 +2514,17 @@ impl Answer {
     fn header(&mut self, name: &str, value: String) {
         self.headers.push((name.to_string(), value));
     }
-}
 
-struct Response {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
-    for stream in listener.incoming() {
-        if shared.stopping.load(Ordering::SeqCst) {
-            break;
-        }
-        let Ok(stream) = stream else { continue };
-        let id = shared.next_connection.fetch_add(1, Ordering::SeqCst);
-        if let Ok(clone) = stream.try_clone() {
-            lock(&shared.connections).insert(id, clone);
-        }
-        let shared = Arc::clone(&shared);
-        thread::spawn(move || {
-            let _ = serve_connection(&shared, stream);
-            lock(&shared.connections).remove(&id);
-        });
+    fn modified_at(mut self, updated_at: i64) -> Answer {
+        self.last_modified = Some(updated_at);
+        self
     }
+}
+
+pub(super) struct Response {
+    pub(super) status: u16,
+    pub(super) headers: Vec<(String, String)>,
+    pub(super) body: Vec<u8>,
 }
 
 fn serve_connection(shared: &Shared, stream: TcpStream) -> io::Result<()> {
@@ -1904,11 +2551,28 @@ fn serve_connection(shared: &Shared, stream: TcpStream) -> io::Result<()> {
         if shared.stopping.load(Ordering::SeqCst) {
             return Ok(());
         }
-        let delay = lock(&shared.state).slow.pop_front();
-        if let Some(delay) = delay {
-            thread::sleep(delay);
+        let slow = {
+            let mut state = lock(&shared.state);
+            let delay = state.slow.pop_front();
+            delay.map(|delay| (state.clock.clone(), delay))
+        };
+        if let Some((clock, delay)) = slow {
+            let until = clock.instant() + delay;
+            shared.slowed.fetch_add(1, Ordering::SeqCst);
+            clock.wait_until(until);
+        }
+        if lock(&shared.state).held {
+            lock(&shared.state).waiting += 1;
+            while lock(&shared.state).held && !shared.stopping.load(Ordering::SeqCst) {
+                thread::sleep(Duration::from_millis(5));
+            }
+            lock(&shared.state).waiting -= 1;
         }
         let response = lock(&shared.state).respond(&request);
+        let hold = lock(&shared.state).take_hold(&request);
+        if let Some(gate) = hold {
+            gate.hold();
+        }
         write_response(&mut writer, &response, request.close)?;
         if request.close {
             return Ok(());
@@ -1928,7 +2592,10 @@ fn read_line(reader: &mut impl BufRead) -> io::Result<Option<String>> {
     Ok(Some(line.trim_end_matches(['\r', '\n']).to_string()))
 }
 
-fn read_request(reader: &mut impl BufRead, writer: &mut impl Write) -> io::Result<Option<Request>> {
+pub(super) fn read_request(
+    reader: &mut impl BufRead,
+    writer: &mut impl Write,
+) -> io::Result<Option<Request>> {
     // Tolerate blank lines between pipelined requests.
     let request_line = loop {
         match read_line(reader)? {
@@ -2017,7 +2684,11 @@ fn read_chunked(reader: &mut impl BufRead) -> io::Result<Vec<u8>> {
     }
 }
 
-fn write_response(writer: &mut impl Write, response: &Response, close: bool) -> io::Result<()> {
+pub(super) fn write_response(
+    writer: &mut impl Write,
+    response: &Response,
+    close: bool,
+) -> io::Result<()> {
     let mut head = format!(
         "HTTP/1.1 {} {}\r\n",
         response.status,
@@ -2071,11 +2742,27 @@ fn bearer_token(request: &Request) -> Option<&str> {
         .then(|| token.trim())
 }
 
-fn etag(body: &[u8], headers: &[(String, String)]) -> String {
+/// GitHub's ETags for GETs are weak (`W/"…"`); answers to writes carry
+/// strong ones, as the recorded traffic shows.
+fn etag(body: &[u8], headers: &[(String, String)], weak: bool) -> String {
     let mut hasher = DefaultHasher::new();
     body.hash(&mut hasher);
     headers.hash(&mut hasher);
-    format!("W/\"{:016x}\"", hasher.finish())
+    let tag = format!("\"{:016x}\"", hasher.finish());
+    if weak {
+        format!("W/{tag}")
+    } else {
+        tag
+    }
+}
+
+/// `If-Modified-Since` at or after the resource's `Last-Modified`; only a
+/// resource that has one (a single issue or comment, not a list) answers it.
+fn not_modified_since(request: &Request, last_modified: Option<i64>) -> bool {
+    let since = request
+        .header("if-modified-since")
+        .and_then(parse_http_date);
+    matches!((since, last_modified), (Some(since), Some(modified)) if modified <= since)
 }
 
 fn if_none_match(request: &Request, etag: &str) -> bool {

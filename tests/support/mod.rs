@@ -10,14 +10,19 @@
 //! (`add_comment`, `edit_comment`, `open_pull`, `close`) work on either
 //! surface, so a test written once runs on both (`on_both_surfaces!`).
 //!
-//! Time passes because a test moves it: [`TestEnv::advance_clock`] moves the
-//! fake GitHub's clock and the clock of every maverick process started
-//! afterwards (`MAVERICK_CLOCK_OFFSET`), never by sleeping.
+//! Time passes because a test moves it: every maverick process, git hook and
+//! the fake GitHub share one clock (`MAVERICK_CLOCK_FILE`, the library's
+//! `Clock::file`), which [`TestEnv::advance_clock`] moves, running
+//! processes included, and which a maverick process's own pauses (settle
+//! delays, backoffs, rate-limit waits) move instead of waiting. No test
+//! sleeps to let time pass, and none waits for maverick to sleep.
 #![allow(dead_code)]
 
+pub mod fake_anthropic;
 pub mod fake_github;
 pub mod json_schema;
 pub mod run_flags;
+pub mod screen;
 pub mod sim;
 
 use std::cell::Cell;
@@ -33,6 +38,7 @@ pub use fake_github::FakeGithub;
 /// module lives in `src/`, so a move there changes only these lines.
 pub mod mav {
     pub use maverick::cli;
+    pub use maverick::clock;
     pub use maverick::config;
     pub use maverick::coord::{dispatch, lease};
     pub use maverick::durable::tasks;
@@ -168,6 +174,7 @@ const SCRUBBED: &[&str] = &[
     "MAVERICK_INSTANCE_ID",
     "CLAUDE_CODE_SESSION_ID",
     "CLAUDE_SESSION_ID",
+    "KIRO_SESSION_ID",
     "GH_TOKEN",
     "GITHUB_TOKEN",
     "GITHUB_API_URL",
@@ -193,8 +200,9 @@ pub struct TestEnv {
     pub origin: PathBuf,
     home: PathBuf,
     github: Option<FakeGithub>,
-    /// Seconds every maverick process's clock is ahead of the real one.
-    clock_offset: Cell<i64>,
+    /// The one clock of this environment, kept in `clock_file`.
+    clock: mav::clock::Clock,
+    clock_file: PathBuf,
     repo_kind: RepoKind,
     /// How many person's edits of the git surface so far (names their clones).
     edits: Cell<u32>,
@@ -240,9 +248,11 @@ impl TestEnv {
         std::fs::create_dir_all(&home).unwrap();
         std::fs::write(home.join(".gitconfig"), GLOBAL_CONFIG).unwrap();
         let origin = root.path().join("origin.git");
+        let clock_file = root.path().join("clock");
+        let clock = mav::clock::Clock::file(&clock_file);
         let github = (surface == Surface::Github).then(|| {
             let (owner, name) = GITHUB_REPO.split_once('/').unwrap();
-            let fake = FakeGithub::start(owner, name);
+            let fake = FakeGithub::start_with_clock(owner, name, clock.clone());
             fake.create_issues_on_demand(true);
             fake.set_rate_limit(100_000);
             fake
@@ -252,7 +262,8 @@ impl TestEnv {
             origin,
             home,
             github,
-            clock_offset: Cell::new(0),
+            clock,
+            clock_file,
             repo_kind,
             edits: Cell::new(0),
         };
@@ -305,14 +316,30 @@ impl TestEnv {
         self.root.path().join(name)
     }
 
-    /// Lets `secs` seconds pass on the surface: the fake GitHub's clock
-    /// (its `Date` header and timestamps) and the writer's clock of every
-    /// maverick process started from now on, on either surface.
-    pub fn advance_clock(&self, secs: i64) {
-        self.clock_offset.set(self.clock_offset.get() + secs);
-        if let Some(fake) = &self.github {
-            fake.advance_clock(secs);
-        }
+    /// Lets `secs` seconds pass, for everyone at once: the fake GitHub's
+    /// clock (its `Date` header and timestamps) and the clock of every
+    /// maverick process, those running now included, on either surface. A
+    /// process waiting for a moment (a heartbeat, the end of a grace period,
+    /// the next round of `status --watch`) sees it come.
+    pub fn advance_clock(&self, secs: u64) {
+        self.clock
+            .advance(std::time::Duration::from_secs(secs))
+            .expect("the test clock moves");
+    }
+
+    /// This environment's clock, as every maverick process reads it.
+    pub fn clock(&self) -> &mav::clock::Clock {
+        &self.clock
+    }
+
+    /// Seconds the surface's clock runs ahead of the real one.
+    pub fn clock_offset(&self) -> i64 {
+        self.clock.offset_millis().div_euclid(1000)
+    }
+
+    /// The HOME every process of this environment gets.
+    pub fn home(&self) -> &Path {
+        &self.home
     }
 
     /// What a person saw, as a snapshot keeps it: [`Run::screen`] through
@@ -442,7 +469,7 @@ impl TestEnv {
             // No installed man page opens for `--help`: the help text prints.
             .env("MANPATH", self.home.join("no-man-pages"))
             .env("PATH", path_with_bin())
-            .env("MAVERICK_CLOCK_OFFSET", self.clock_offset.get().to_string())
+            .env(mav::clock::CLOCK_FILE_VAR, &self.clock_file)
             .stdin(Stdio::null());
         if let Some(fake) = &self.github {
             cmd.env("GITHUB_API_URL", fake.url())
@@ -659,10 +686,7 @@ impl TestEnv {
                     .unwrap_or_else(|| panic!("no comment {id} on #{issue}"));
                 comment["body"] = json!(body);
                 // As on GitHub, an edit is stamped with when it was made.
-                let now = mav::timefmt::Timestamp(
-                    mav::timefmt::Timestamp::now().0 + self.clock_offset.get(),
-                );
-                comment["updated_at"] = json!(now.to_string());
+                comment["updated_at"] = json!(self.clock.now().to_string());
             }),
         }
     }
@@ -1058,16 +1082,27 @@ pub fn refused_as_collision(out: &Output) -> String {
 
 /// Object names to placeholders (see [`TestEnv::normalise`]).
 pub fn normalise_object_names(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut word = String::new();
-    let flush = |word: &mut String, out: &mut String| {
+    replace_words(text, |word| {
         let hex = word.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
         let digit = word.bytes().any(|b| b.is_ascii_digit());
         let letter = word.bytes().any(|b| b.is_ascii_lowercase());
         match word.len() {
-            40 | 64 if hex => out.push_str("[oid]"),
-            7..=39 if hex && digit && letter => out.push_str("[short-oid]"),
-            _ => out.push_str(word),
+            40 | 64 if hex => Some("[oid]"),
+            7..=39 if hex && digit && letter => Some("[short-oid]"),
+            _ => None,
+        }
+    })
+}
+
+/// `text` with each word (a run of ASCII letters, digits and `_`) that
+/// `placeholder` names replaced by it.
+pub fn replace_words(text: &str, placeholder: impl Fn(&str) -> Option<&'static str>) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String| {
+        match placeholder(word) {
+            Some(p) => out.push_str(p),
+            None => out.push_str(word),
         }
         word.clear();
     };

@@ -437,6 +437,8 @@ impl World {
             is_pull: issue.is_pull,
             labels,
             assignees: issue.assignees.clone(),
+            updated_at: None,
+            comments: None,
         }
     }
 
@@ -678,6 +680,33 @@ impl Surface for SimSurface {
             results.push(applied);
         }
         Ok(Some(results))
+    }
+
+    /// GitHub's list of the repository's recent comments, one request, as
+    /// lagging as every comment read; none in a world with
+    /// compare-and-swap (the git surface reads the issues themselves).
+    fn comments_since(
+        &self,
+        since: Timestamp,
+    ) -> Result<Option<Vec<(u64, Comment)>>, SurfaceError> {
+        if self.world().compare_and_swap {
+            return Ok(None);
+        }
+        self.call(vec!["recent comments".into()], |w| {
+            let numbers: Vec<u64> = w.issues.keys().copied().collect();
+            let mut recent: Vec<(u64, Comment)> = numbers
+                .into_iter()
+                .flat_map(|n| {
+                    w.view(n)
+                        .comments
+                        .into_iter()
+                        .filter(|c| c.updated_at >= since)
+                        .map(move |c| (n, c))
+                })
+                .collect();
+            recent.sort_by_key(|(_, c)| c.id);
+            Some(recent)
+        })
     }
 
     fn open_pulls(&self) -> Result<Vec<PullRequest>, SurfaceError> {

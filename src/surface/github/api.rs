@@ -10,8 +10,8 @@ use super::*;
 // user's, say) cannot make a whole issue unreadable.
 
 #[derive(Deserialize)]
-struct ApiUser {
-    login: String,
+pub(super) struct ApiUser {
+    pub(super) login: String,
 }
 
 #[derive(Deserialize)]
@@ -41,9 +41,25 @@ struct ApiIssue {
     #[serde(default)]
     pull_request: Option<serde::de::IgnoredAny>,
     updated_at: Option<String>,
+    /// How many comments the issue has.
+    #[serde(default)]
+    comments: Option<u64>,
 }
 
 impl ApiIssue {
+    /// The issue as a list shows it.
+    fn into_summary(self) -> IssueSummary {
+        let updated_at = self.updated_at.as_deref().and_then(Timestamp::parse);
+        let comments = self.comments;
+        let number = self.number;
+        let issue = self.into_issue(number, Vec::new());
+        IssueSummary {
+            comments,
+            updated_at,
+            ..IssueSummary::from(issue)
+        }
+    }
+
     fn into_issue(self, number: u64, comments: Vec<Comment>) -> Issue {
         Issue {
             number,
@@ -66,13 +82,13 @@ impl ApiIssue {
 }
 
 #[derive(Deserialize)]
-struct ApiComment {
-    id: u64,
-    user: Option<ApiUser>,
-    author_association: Option<String>,
-    body: Option<String>,
-    created_at: String,
-    updated_at: Option<String>,
+pub(super) struct ApiComment {
+    pub(super) id: u64,
+    pub(super) user: Option<ApiUser>,
+    pub(super) author_association: Option<String>,
+    pub(super) body: Option<String>,
+    pub(super) created_at: String,
+    pub(super) updated_at: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -118,7 +134,7 @@ impl GithubSurface {
     /// The token's login: from a comment this process wrote, else `GET /user`
     /// once per process. `None` when GitHub will not say (an app's
     /// installation token cannot read `/user`).
-    fn identity(&self) -> Result<Option<&str>, GithubError> {
+    pub(super) fn identity(&self) -> Result<Option<&str>, GithubError> {
         if self.identity.get().is_none() && !self.identity_asked.replace(true) {
             let what = "asking GitHub who the token belongs to";
             let reply = self.call(Method::GET, "/user", None, what, None)?;
@@ -145,42 +161,12 @@ impl GithubSurface {
     }
 
     /// Trusted by role or by name, without asking who we are.
-    fn trusted_without_identity(&self, login: &str, association: Option<&str>) -> bool {
+    pub(super) fn trusted_without_identity(&self, login: &str, association: Option<&str>) -> bool {
         association.is_some_and(|a| TRUSTED_ASSOCIATIONS.contains(&a))
             || self
                 .trusted_authors
                 .iter()
                 .any(|t| t.eq_ignore_ascii_case(login))
-    }
-
-    fn to_comment(
-        &self,
-        api: ApiComment,
-        what: &str,
-    ) -> Result<(Comment, Option<String>), GithubError> {
-        let bad = |field: &str| GithubError::BadAnswer {
-            what: what.to_owned(),
-            detail: format!("comment {} has no readable {field}", api.id),
-        };
-        let created_at = Timestamp::parse(&api.created_at).ok_or_else(|| bad("created_at"))?;
-        let updated_at = match &api.updated_at {
-            Some(text) => Timestamp::parse(text).ok_or_else(|| bad("updated_at"))?,
-            None => created_at,
-        };
-        // A deleted account's comments belong to GitHub's placeholder user.
-        let author = api.user.map_or_else(|| "ghost".to_owned(), |u| u.login);
-        let trusted = self.trusted_without_identity(&author, api.author_association.as_deref());
-        Ok((
-            Comment {
-                id: api.id,
-                author,
-                trusted,
-                body: api.body.unwrap_or_default(),
-                created_at,
-                updated_at,
-            },
-            api.author_association,
-        ))
     }
 
     /// `GET issues/{number}`: the issue without its comments.
@@ -209,33 +195,38 @@ impl GithubSurface {
         Ok(self.finish_read(issue, issue_updated_at))
     }
 
+    /// An issue as a claim on it is judged: its labels from their own list
+    /// (whose ETag only a label change moves, where an issue's may move
+    /// with every comment edit, a heartbeat's own included), every comment,
+    /// and the rest as this clone last read the issue.
+    fn read_claim_records(&self, number: u64) -> Result<Issue, SurfaceError> {
+        let issue_path = self.repo_path(&format!("issues/{number}"));
+        let cached = self
+            .cached(&issue_path)
+            .and_then(|c| serde_json::from_slice::<ApiIssue>(&c.body).ok());
+        let api = match cached {
+            Some(api) => api,
+            None => self.get_issue(number)?,
+        };
+        let what = format!("reading the labels of #{number}");
+        let labels: Vec<ApiLabel> = self
+            .get_pages(format!("{issue_path}/labels?per_page={PER_PAGE}"), &what)
+            .map_err(|e| match e {
+                GithubError::Status { status: 404, .. } => self.missing_issue(number),
+                e => e.into(),
+            })?;
+        // A list says nothing of when the issue changed: a label write of
+        // ours younger than GitHub's lag may be missing from it.
+        let reflects_before = self.clock_now().minus(LIST_LAG_HORIZON);
+        let comments = self.read_comments(number)?;
+        let mut issue = api.into_issue(number, comments);
+        issue.labels = labels.into_iter().filter_map(ApiLabel::into_name).collect();
+        Ok(self.finish_read(issue, Some(reflects_before)))
+    }
+
     /// Every comment of `number`, every page, trusted as SPEC 3 says.
     fn read_comments(&self, number: u64) -> Result<Vec<Comment>, SurfaceError> {
-        let what = format!("reading the comments of #{number}");
-        let listed: Vec<ApiComment> = self.get_pages(
-            format!(
-                "{}?per_page={PER_PAGE}",
-                self.repo_path(&format!("issues/{number}/comments"))
-            ),
-            &what,
-        )?;
-        let mut comments = Vec::with_capacity(listed.len());
-        for api in listed {
-            comments.push(self.to_comment(api, &what)?.0);
-        }
-        // Only a comment that would carry a marker from an author not trusted
-        // by role is worth asking GitHub who we are.
-        let needs_identity = comments
-            .iter()
-            .any(|c| !c.trusted && c.body.contains("maverick-"));
-        if needs_identity {
-            if let Some(me) = self.identity()? {
-                for c in comments.iter_mut().filter(|c| !c.trusted) {
-                    c.trusted = c.author.eq_ignore_ascii_case(me);
-                }
-            }
-        }
-        Ok(comments)
+        self.trusted(&self.fetch_comments(number)?)
     }
 
     /// An issue as read: this process's own writes shown, comments in id
@@ -247,7 +238,7 @@ impl GithubSurface {
         self.state
             .borrow_mut()
             .last_read
-            .insert(issue.number, (Instant::now(), issue.clone()));
+            .insert(issue.number, (self.clock.instant(), issue.clone()));
         issue
     }
 
@@ -279,7 +270,9 @@ impl GithubSurface {
     /// the settle and the next heartbeat are there for those.
     fn show_own_writes(&self, issue: &mut Issue, issue_updated_at: Option<Timestamp>) {
         let state = self.state.borrow();
-        let now = state.clock.map(|(date, at)| date.plus(at.elapsed()));
+        let now = state
+            .clock
+            .map(|(date, at)| date.plus(self.clock.since(at)));
         for write in state.own_writes.iter().filter(|w| w.issue == issue.number) {
             let stale = issue_updated_at.is_none_or(|read| read <= write.at);
             match &write.op {
@@ -314,7 +307,7 @@ impl GithubSurface {
     }
 
     fn remember(&self, issue: u64, reply: &Reply, op: OwnOp) {
-        let at = reply.date().unwrap_or_else(Timestamp::now);
+        let at = reply.date().unwrap_or_else(|| self.clock.now());
         let mut state = self.state.borrow_mut();
         if let OwnOp::Comment(comment) = &op {
             // An update replaces what we remember of that comment.
@@ -324,6 +317,7 @@ impl GithubSurface {
         }
         state.own_writes.push(OwnWrite { issue, at, op });
         state.last_read.remove(&issue);
+        state.recent = None;
     }
 
     /// The current labels of `issue` as this process last knew them.
@@ -366,130 +360,146 @@ impl GithubSurface {
 
     fn apply(&self, issue: u64, op: &Op) -> Result<Applied, SurfaceError> {
         match op {
-            Op::AddLabels(labels) => {
-                let what = format!("adding {} to #{issue}", labels.join(", "));
-                let reply = self.call_on_issue(
-                    issue,
-                    Method::POST,
-                    &format!("issues/{issue}/labels"),
-                    Some(&request(&LabelsBody { labels: &labels })),
-                    &what,
-                    None,
-                )?;
-                let names = self.label_names(&what, &reply)?;
-                self.learn_labels(issue, &names);
-                self.remember(issue, &reply, OwnOp::AddLabels(labels.clone()));
-                Ok(Applied::Labels(names))
-            }
-            Op::RemoveLabel(label) => {
-                let what = format!("removing {label} from #{issue}");
-                let reply = self.call(
-                    Method::DELETE,
-                    &self.repo_path(&format!("issues/{issue}/labels/{}", percent_encode(label))),
-                    None,
-                    &what,
-                    None,
-                )?;
-                let names = if reply.success() {
-                    self.label_names(&what, &reply)?
-                } else if reply.status == StatusCode::NOT_FOUND
-                    && reply.message().eq_ignore_ascii_case("Label does not exist")
-                {
-                    // Not there: what removing it wanted.
-                    let mut names = self.known_labels(issue);
-                    names.retain(|l| !l.eq_ignore_ascii_case(label));
-                    names
-                } else if reply.status == StatusCode::NOT_FOUND {
-                    return Err(SurfaceError::NoSuchIssue(issue));
-                } else {
-                    return Err(self.unexpected(&what, &reply).into());
-                };
-                self.learn_labels(issue, &names);
-                self.remember(issue, &reply, OwnOp::RemoveLabel(label.clone()));
-                Ok(Applied::Labels(names))
-            }
-            Op::CreateComment(body) => {
-                let what = format!("commenting on #{issue}");
-                let payload = request(&CommentBody { body });
-                let recover = || {
-                    let since = self.clock_now().minus(Duration::from_secs(120));
-                    self.find_created(issue, body, since)
-                };
-                let recover: &dyn Fn() -> Result<Option<Reply>, GithubError> = &recover;
-                let reply = self.call_on_issue(
-                    issue,
-                    Method::POST,
-                    &format!("issues/{issue}/comments"),
-                    Some(&payload),
-                    &what,
-                    has_marker_id(body).then_some(recover),
-                )?;
-                let comment = self.written_comment(&what, &reply)?;
-                self.remember(issue, &reply, OwnOp::Comment(comment.clone()));
-                Ok(Applied::Comment(comment))
-            }
-            Op::UpdateComment { id, body } => {
-                let what = format!("updating comment {id} on #{issue}");
-                let reply = self.call(
-                    Method::PATCH,
-                    &self.repo_path(&format!("issues/comments/{id}")),
-                    Some(&request(&CommentBody { body })),
-                    &what,
-                    None,
-                )?;
-                if reply.status == StatusCode::NOT_FOUND {
-                    return Err(SurfaceError::NoSuchComment { issue, id: *id });
-                }
-                if !reply.success() {
-                    return Err(self.unexpected(&what, &reply).into());
-                }
-                let comment = self.written_comment(&what, &reply)?;
-                self.remember(issue, &reply, OwnOp::Comment(comment.clone()));
-                Ok(Applied::Comment(comment))
-            }
-            Op::Assign(logins) | Op::Unassign(logins) => {
-                let assign = matches!(op, Op::Assign(_));
-                let verb = if assign { "assign" } else { "unassign" };
-                let what = format!("{verb}ing {} on #{issue}", logins.join(", "));
-                let method = if assign { Method::POST } else { Method::DELETE };
-                let reply = self.call_on_issue(
-                    issue,
-                    method,
-                    &format!("issues/{issue}/assignees"),
-                    Some(&request(&AssigneesBody { assignees: &logins })),
-                    &what,
-                    None,
-                )?;
-                let api: ApiIssue = self.parse(&what, &reply)?;
-                let now: Vec<String> = api
-                    .assignees
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|u| u.login)
-                    .collect();
-                // GitHub silently drops logins it cannot assign: check.
-                let missed: Vec<&str> = logins
-                    .iter()
-                    .filter(|l| now.iter().any(|a| a.eq_ignore_ascii_case(l)) != assign)
-                    .map(String::as_str)
-                    .collect();
-                if !missed.is_empty() {
-                    return Err(GithubError::Assignees {
-                        issue,
-                        verb,
-                        logins: missed.join(", "),
-                    }
-                    .into());
-                }
-                let own = if assign {
-                    OwnOp::Assign(logins.clone())
-                } else {
-                    OwnOp::Unassign(logins.clone())
-                };
-                self.remember(issue, &reply, own);
-                Ok(Applied::Assignees(now))
-            }
+            Op::AddLabels(labels) => self.add_labels(issue, labels),
+            Op::RemoveLabel(label) => self.remove_label(issue, label),
+            Op::CreateComment(body) => self.create_comment(issue, body),
+            Op::UpdateComment { id, body } => self.update_comment(issue, *id, body),
+            Op::Assign(logins) => self.set_assignees(issue, logins, true),
+            Op::Unassign(logins) => self.set_assignees(issue, logins, false),
         }
+    }
+
+    fn add_labels(&self, issue: u64, labels: &[String]) -> Result<Applied, SurfaceError> {
+        let what = format!("adding {} to #{issue}", labels.join(", "));
+        let reply = self.call_on_issue(
+            issue,
+            Method::POST,
+            &format!("issues/{issue}/labels"),
+            Some(&request(&LabelsBody { labels: &labels })),
+            &what,
+            None,
+        )?;
+        let names = self.label_names(&what, &reply)?;
+        self.learn_labels(issue, &names);
+        self.remember(issue, &reply, OwnOp::AddLabels(labels.to_vec()));
+        Ok(Applied::Labels(names))
+    }
+
+    fn remove_label(&self, issue: u64, label: &str) -> Result<Applied, SurfaceError> {
+        let what = format!("removing {label} from #{issue}");
+        let reply = self.call(
+            Method::DELETE,
+            &self.repo_path(&format!("issues/{issue}/labels/{}", percent_encode(label))),
+            None,
+            &what,
+            None,
+        )?;
+        let names = if reply.success() {
+            self.label_names(&what, &reply)?
+        } else if reply.status == StatusCode::NOT_FOUND
+            && reply.message().eq_ignore_ascii_case("Label does not exist")
+        {
+            // Not there: what removing it wanted.
+            let mut names = self.known_labels(issue);
+            names.retain(|l| !l.eq_ignore_ascii_case(label));
+            names
+        } else if reply.status == StatusCode::NOT_FOUND {
+            return Err(SurfaceError::NoSuchIssue(issue));
+        } else {
+            return Err(self.unexpected(&what, &reply).into());
+        };
+        self.learn_labels(issue, &names);
+        self.remember(issue, &reply, OwnOp::RemoveLabel(label.to_owned()));
+        Ok(Applied::Labels(names))
+    }
+
+    fn create_comment(&self, issue: u64, body: &str) -> Result<Applied, SurfaceError> {
+        let what = format!("commenting on #{issue}");
+        let payload = request(&CommentBody { body });
+        let recover = || {
+            let since = self.clock_now().minus(Duration::from_secs(120));
+            self.find_created(issue, body, since)
+        };
+        let recover: &dyn Fn() -> Result<Option<Reply>, GithubError> = &recover;
+        let reply = self.call_on_issue(
+            issue,
+            Method::POST,
+            &format!("issues/{issue}/comments"),
+            Some(&payload),
+            &what,
+            has_marker_id(body).then_some(recover),
+        )?;
+        let comment = self.written_comment(&what, &reply)?;
+        self.remember(issue, &reply, OwnOp::Comment(comment.clone()));
+        Ok(Applied::Comment(comment))
+    }
+
+    fn update_comment(&self, issue: u64, id: u64, body: &str) -> Result<Applied, SurfaceError> {
+        let what = format!("updating comment {id} on #{issue}");
+        let reply = self.call(
+            Method::PATCH,
+            &self.repo_path(&format!("issues/comments/{id}")),
+            Some(&request(&CommentBody { body })),
+            &what,
+            None,
+        )?;
+        if reply.status == StatusCode::NOT_FOUND {
+            return Err(SurfaceError::NoSuchComment { issue, id });
+        }
+        if !reply.success() {
+            return Err(self.unexpected(&what, &reply).into());
+        }
+        let comment = self.written_comment(&what, &reply)?;
+        self.remember(issue, &reply, OwnOp::Comment(comment.clone()));
+        Ok(Applied::Comment(comment))
+    }
+
+    /// Assigns (`assign`) or unassigns `logins`; GitHub silently drops
+    /// logins it cannot assign, so the answer is checked.
+    fn set_assignees(
+        &self,
+        issue: u64,
+        logins: &[String],
+        assign: bool,
+    ) -> Result<Applied, SurfaceError> {
+        let verb = if assign { "assign" } else { "unassign" };
+        let what = format!("{verb}ing {} on #{issue}", logins.join(", "));
+        let method = if assign { Method::POST } else { Method::DELETE };
+        let reply = self.call_on_issue(
+            issue,
+            method,
+            &format!("issues/{issue}/assignees"),
+            Some(&request(&AssigneesBody { assignees: &logins })),
+            &what,
+            None,
+        )?;
+        let api: ApiIssue = self.parse(&what, &reply)?;
+        let now: Vec<String> = api
+            .assignees
+            .unwrap_or_default()
+            .into_iter()
+            .map(|u| u.login)
+            .collect();
+        let missed: Vec<&str> = logins
+            .iter()
+            .filter(|l| now.iter().any(|a| a.eq_ignore_ascii_case(l)) != assign)
+            .map(String::as_str)
+            .collect();
+        if !missed.is_empty() {
+            return Err(GithubError::Assignees {
+                issue,
+                verb,
+                logins: missed.join(", "),
+            }
+            .into());
+        }
+        let own = if assign {
+            OwnOp::Assign(logins.to_vec())
+        } else {
+            OwnOp::Unassign(logins.to_vec())
+        };
+        self.remember(issue, &reply, own);
+        Ok(Applied::Assignees(now))
     }
 
     fn label_names(&self, what: &str, reply: &Reply) -> Result<Vec<String>, GithubError> {
@@ -503,10 +513,9 @@ impl GithubSurface {
     /// The comment an answer to our own POST or PATCH describes.
     fn written_comment(&self, what: &str, reply: &Reply) -> Result<Comment, GithubError> {
         let api: ApiComment = self.parse(what, reply)?;
-        let (mut comment, _) = self.to_comment(api, what)?;
-        self.learn_identity(&comment.author);
         // We wrote it: it counts whatever our role.
-        comment.trusted = true;
+        let comment = self.keep_comment(api, what)?.to_comment(true);
+        self.learn_identity(&comment.author);
         Ok(comment)
     }
 
@@ -580,7 +589,7 @@ impl Surface for GithubSurface {
             "reading GitHub's clock",
             None,
         )?;
-        Ok(reply.date().unwrap_or_else(Timestamp::now))
+        Ok(reply.date().unwrap_or_else(|| self.clock.now()))
     }
 
     fn me(&self) -> &str {
@@ -591,22 +600,34 @@ impl Surface for GithubSurface {
         numbers.iter().map(|&n| self.read_issue(n)).collect()
     }
 
-    /// One request per issue: its comments, the list having given the rest.
+    /// Two requests an issue, labels and comments, each answered 304 when
+    /// it did not change: a heartbeat pays for the lease its last beat
+    /// moved, and nothing for the issue.
+    fn claim_records(&self, numbers: &[u64]) -> Result<Vec<Issue>, SurfaceError> {
+        numbers
+            .iter()
+            .map(|&n| self.read_claim_records(n))
+            .collect()
+    }
+
+    /// The comments from this clone's copies, brought up to date by one
+    /// list of the repository's recent comments (see [`mirror`](super::mirror));
+    /// an issue without a usable copy costs a read of its comments.
     fn with_comments(&self, listed: &[IssueSummary]) -> Result<Vec<Issue>, SurfaceError> {
+        let mut kept = self.mirrored_comments(listed)?;
         listed
             .iter()
             .map(|summary| {
+                let comments = kept.remove(&summary.number).unwrap_or_default();
                 let issue = Issue {
                     number: summary.number,
                     open: summary.open,
                     is_pull: summary.is_pull,
                     labels: summary.labels.clone(),
                     assignees: summary.assignees.clone(),
-                    comments: self.read_comments(summary.number)?,
+                    comments: self.trusted(&comments)?,
                 };
-                // A list does not say when the issue last changed: this
-                // process's own label changes are shown over it.
-                Ok(self.finish_read(issue, None))
+                Ok(self.finish_read(issue, summary.updated_at))
             })
             .collect()
     }
@@ -618,14 +639,88 @@ impl Surface for GithubSurface {
         numbers
             .iter()
             .map(|&number| {
-                let api = self.get_issue(number)?;
-                let updated_at = api.updated_at.as_deref().and_then(Timestamp::parse);
-                let mut issue = api.into_issue(number, Vec::new());
-                self.show_own_writes(&mut issue, updated_at);
+                let summary = self.get_issue(number)?.into_summary();
+                let mut issue = Issue {
+                    number,
+                    open: summary.open,
+                    is_pull: summary.is_pull,
+                    labels: summary.labels.clone(),
+                    assignees: summary.assignees.clone(),
+                    comments: Vec::new(),
+                };
+                self.show_own_writes(&mut issue, summary.updated_at);
                 issue.comments.clear();
-                Ok(IssueSummary::from(issue))
+                Ok(IssueSummary {
+                    labels: issue.labels,
+                    assignees: issue.assignees,
+                    ..summary
+                })
             })
             .collect()
+    }
+
+    /// One list, a page at a time, oldest first: GitHub numbers issues in
+    /// the order they are opened (an issue transferred in keeps its date
+    /// and gets a new number, so within what was read the lowest number
+    /// is the one taken).
+    fn list_lowest_first(
+        &self,
+        labels: &[&str],
+        more: &mut dyn FnMut(&[IssueSummary]) -> bool,
+    ) -> Result<(), SurfaceError> {
+        let query = issues_query(labels, false);
+        let what = "listing issues, oldest first";
+        self.each_page(
+            format!(
+                "{}?{query}&sort=created&direction=asc",
+                self.repo_path("issues")
+            ),
+            what,
+            &mut |page: Vec<ApiIssue>| {
+                let mut page: Vec<IssueSummary> = page
+                    .into_iter()
+                    .map(ApiIssue::into_summary)
+                    .filter(|s| s.open && has_every(s, labels))
+                    .collect();
+                page.sort_by_key(|s| s.number);
+                more(&page)
+            },
+        )?;
+        Ok(())
+    }
+
+    /// One list of the repository's comments since `since` (every page),
+    /// with this process's own comments that it does not show yet.
+    fn comments_since(
+        &self,
+        since: Timestamp,
+    ) -> Result<Option<Vec<(u64, Comment)>>, SurfaceError> {
+        let (_, recent) = self.recent_comments(since)?;
+        let kept: Vec<_> = recent.iter().map(|(_, c)| c.clone()).collect();
+        let mut found: Vec<(u64, Comment)> = recent
+            .iter()
+            .map(|(issue, _)| *issue)
+            .zip(self.trusted(&kept)?)
+            .collect();
+        for write in &self.state.borrow().own_writes {
+            if let OwnOp::Comment(mine) = &write.op {
+                let missing = !found.iter().any(|(_, c)| c.id == mine.id);
+                if missing && mine.updated_at >= since {
+                    found.push((write.issue, mine.clone()));
+                }
+            }
+        }
+        found.sort_by_key(|(_, c)| c.id);
+        Ok(Some(found))
+    }
+
+    /// The repository's labels, every page.
+    fn label_names(&self) -> Result<Vec<String>, SurfaceError> {
+        let labels: Vec<ApiLabel> = self.get_pages(
+            format!("{}?per_page={PER_PAGE}", self.repo_path("labels")),
+            "listing the repository's labels",
+        )?;
+        Ok(labels.into_iter().filter_map(ApiLabel::into_name).collect())
     }
 
     fn open_pulls(&self) -> Result<Vec<PullRequest>, SurfaceError> {
@@ -715,47 +810,15 @@ impl Surface for GithubSurface {
         labels: &[&str],
         include_closed: bool,
     ) -> Result<Vec<IssueSummary>, SurfaceError> {
-        let mut query = format!(
-            "state={}&per_page={PER_PAGE}",
-            if include_closed { "all" } else { "open" }
-        );
-        // GitHub ANDs comma-separated labels; a name with a comma in it can
-        // only be filtered here.
-        let filter: Vec<String> = labels
-            .iter()
-            .filter(|l| !l.contains(','))
-            .map(|l| percent_encode(l))
-            .collect();
-        if !filter.is_empty() {
-            query.push_str(&format!("&labels={}", filter.join(",")));
-        }
+        let query = issues_query(labels, include_closed);
         let what = "listing issues and pull requests";
         let items: Vec<ApiIssue> =
             self.get_pages(format!("{}?{query}", self.repo_path("issues")), what)?;
         Ok(items
             .into_iter()
-            .map(|api| IssueSummary {
-                number: api.number,
-                open: api.state != "closed",
-                is_pull: api.pull_request.is_some(),
-                labels: api
-                    .labels
-                    .into_iter()
-                    .filter_map(ApiLabel::into_name)
-                    .collect(),
-                assignees: api
-                    .assignees
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|u| u.login)
-                    .collect(),
-            })
+            .map(ApiIssue::into_summary)
             .filter(|s| include_closed || s.open)
-            .filter(|s| {
-                labels
-                    .iter()
-                    .all(|want| s.labels.iter().any(|l| l.eq_ignore_ascii_case(want)))
-            })
+            .filter(|s| has_every(s, labels))
             .collect())
     }
 
@@ -781,7 +844,7 @@ impl Surface for GithubSurface {
                     .borrow()
                     .last_read
                     .get(&n)
-                    .filter(|(at, _)| at.elapsed() <= GUARD_READ_MAX_AGE)
+                    .filter(|(at, _)| self.clock.since(*at) <= GUARD_READ_MAX_AGE)
                     .map(|(_, issue)| issue.clone());
                 current.push(match recent {
                     Some(issue) => issue,
@@ -829,6 +892,31 @@ impl Surface for GithubSurface {
         crate::failpoint::end_write();
         Ok(Some(results))
     }
+}
+
+/// The query of an issue list: open ones (or all), every page full, and
+/// the labels GitHub can filter on (it ANDs comma-separated names; a name
+/// with a comma in it is only filtered by [`has_every`]).
+fn issues_query(labels: &[&str], include_closed: bool) -> String {
+    let mut query = format!(
+        "state={}&per_page={PER_PAGE}",
+        if include_closed { "all" } else { "open" }
+    );
+    let filter: Vec<String> = labels
+        .iter()
+        .filter(|l| !l.contains(','))
+        .map(|l| percent_encode(l))
+        .collect();
+    if !filter.is_empty() {
+        query.push_str(&format!("&labels={}", filter.join(",")));
+    }
+    query
+}
+
+fn has_every(summary: &IssueSummary, labels: &[&str]) -> bool {
+    labels
+        .iter()
+        .all(|want| summary.labels.iter().any(|l| l.eq_ignore_ascii_case(want)))
 }
 
 /// Every byte but ASCII letters and digits percent-encoded, as octocrab

@@ -9,8 +9,8 @@
 //!   connections are retried with jittered exponential backoff; rate-limit
 //!   answers are waited out (`retry-after`, else until `x-ratelimit-reset`),
 //!   within a cap, and said on stderr at `-v`;
-//! - GETs are conditional (ETags, kept for the process), so a read that
-//!   finds nothing new costs no rate limit;
+//! - GETs are conditional (ETags, kept in a cache the clone's processes
+//!   share), so a read that finds nothing new costs no rate limit;
 //! - requests run one at a time, so at most one content-creating request is
 //!   ever in flight; a comment POST whose answer was lost is looked for (by
 //!   its body, which carries a unique `marker_id`) before it is sent again,
@@ -39,6 +39,7 @@ use super::{
     Applied, CheckRun, CiStatus, Comment, Guard, Issue, IssueSummary, Op, PullRequest, Surface,
     SurfaceError, Write,
 };
+use crate::clock::Clock;
 use crate::timefmt::Timestamp;
 
 /// The most a page holds; an epic's comments come 100 at a time.
@@ -53,6 +54,9 @@ const MAX_RATE_LIMIT_WAITS: u32 = 4;
 /// A guard is judged on this process's read of the issue when it is younger
 /// than this and nothing was written since (see [`GithubSurface::write`]).
 const GUARD_READ_MAX_AGE: Duration = Duration::from_secs(1);
+/// How long GitHub's lists may miss a write: what a list that carries no
+/// time of its own is taken to reflect.
+const LIST_LAG_HORIZON: Duration = Duration::from_secs(60);
 /// How long this process's own comments are added to reads that miss them.
 const OWN_COMMENT_HORIZON: Duration = Duration::from_secs(600);
 /// Far more pages than any issue has: a `link` loop must end.
@@ -60,9 +64,13 @@ const MAX_PAGES: usize = 2000;
 const TRUSTED_ASSOCIATIONS: [&str; 3] = ["OWNER", "MEMBER", "COLLABORATOR"];
 
 mod api;
+mod cache;
+mod mirror;
 mod token;
 mod transport;
 
+use api::ApiComment;
+use cache::{CachedGet, SharedCache};
 pub use token::{resolve_token, Token, TokenSource};
 use transport::Reply;
 
@@ -179,6 +187,12 @@ pub struct GithubConfig {
     pub trusted_authors: Vec<String>,
     /// How long one request may take before it is given up and retried.
     pub timeout: Duration,
+    /// The local clock: the time before GitHub's first answer, how long
+    /// since that answer, and every wait (backoff, rate limits).
+    pub clock: Clock,
+    /// Where the conditional-request cache shared by this clone's
+    /// processes lives (in the common git dir); `None`: this process only.
+    pub cache_dir: Option<std::path::PathBuf>,
 }
 
 pub struct GithubSurface {
@@ -189,10 +203,12 @@ pub struct GithubSurface {
     token: Token,
     trusted_authors: Vec<String>,
     timeout: Duration,
+    clock: Clock,
     /// The token's login, once known (from `GET /user` or a comment we wrote).
     identity: OnceCell<String>,
     identity_asked: Cell<bool>,
     state: RefCell<State>,
+    cache: Option<SharedCache>,
 }
 
 #[derive(Default)]
@@ -205,13 +221,8 @@ struct State {
     last_read: HashMap<u64, (Instant, Issue)>,
     /// The labels of each issue as the latest read or label answer gave them.
     labels: HashMap<u64, Vec<String>>,
-}
-
-#[derive(Clone)]
-struct CachedGet {
-    etag: String,
-    body: Vec<u8>,
-    link: Option<String>,
+    /// The repository's recent comments, as last read.
+    recent: Option<mirror::Recent>,
 }
 
 /// One write this process made, kept so that a lagging read still shows it.
@@ -271,9 +282,13 @@ impl GithubSurface {
                 .map(|l| l.to_ascii_lowercase())
                 .collect(),
             timeout: config.timeout,
+            clock: config.clock,
             identity: OnceCell::new(),
             identity_asked: Cell::new(false),
             state: RefCell::new(State::default()),
+            cache: config
+                .cache_dir
+                .map(|dir| SharedCache::new(dir, cache::Limits::default())),
         })
     }
 
@@ -290,8 +305,8 @@ impl GithubSurface {
     /// monotonic clock; the local clock before any answer.
     fn clock_now(&self) -> Timestamp {
         match self.state.borrow().clock {
-            Some((date, at)) => date.plus(at.elapsed()),
-            None => Timestamp::now(),
+            Some((date, at)) => date.plus(self.clock.since(at)),
+            None => self.clock.now(),
         }
     }
 

@@ -56,33 +56,37 @@ impl GithubSurface {
         method: &Method,
         uri: &str,
         body: Option<&Value>,
-        etag: Option<&str>,
+        cached: Option<&CachedGet>,
     ) -> Sent {
         let mut builder = http::Request::builder()
             .method(method.clone())
             .uri(uri)
             .header(header::ACCEPT, "application/vnd.github+json");
-        if let Some(tag) = etag {
-            builder = builder.header(header::IF_NONE_MATCH, tag);
+        // The ETag where there is one (it tells changes within a second
+        // apart); else the date, which GitHub gives single resources.
+        match cached.map(|c| (&c.etag, &c.last_modified)) {
+            Some((Some(tag), _)) => builder = builder.header(header::IF_NONE_MATCH, tag),
+            Some((None, Some(date))) => builder = builder.header(header::IF_MODIFIED_SINCE, date),
+            _ => {}
         }
         let request = match self.client.build_request(builder, body) {
             Ok(request) => request,
             Err(e) => return Sent::Lost(self.redact(&error_chain(&e))),
         };
         let client = &self.client;
-        let result = self.runtime.block_on(async {
-            tokio::time::timeout(self.timeout, async {
-                let response = client.execute(request).await?;
-                let (parts, body) = response.into_parts();
-                let bytes = body.collect().await?.to_bytes();
-                Ok::<_, octocrab::Error>((parts, bytes))
-            })
-            .await
-        });
+        let exchange = async {
+            let response = client.execute(request).await?;
+            let (parts, body) = response.into_parts();
+            let bytes = body.collect().await?.to_bytes();
+            Ok::<_, octocrab::Error>((parts, bytes))
+        };
+        let result = self
+            .runtime
+            .block_on(within(&self.clock, self.timeout, exchange));
         match result {
-            Err(_) => Sent::Lost(format!("no answer within {}", format_wait(self.timeout))),
-            Ok(Err(e)) => Sent::Lost(self.redact(&error_chain(&e))),
-            Ok(Ok((parts, bytes))) => Sent::Answered(Reply {
+            None => Sent::Lost(format!("no answer within {}", format_wait(self.timeout))),
+            Some(Err(e)) => Sent::Lost(self.redact(&error_chain(&e))),
+            Some(Ok((parts, bytes))) => Sent::Answered(Reply {
                 status: parts.status,
                 headers: parts.headers,
                 body: bytes.to_vec(),
@@ -103,7 +107,7 @@ impl GithubSurface {
         recover: Option<&dyn Fn() -> Result<Option<Reply>, GithubError>>,
     ) -> Result<Reply, GithubError> {
         let cached = if method == Method::GET {
-            self.state.borrow().etags.get(uri).cloned()
+            self.cached(uri)
         } else {
             None
         };
@@ -112,7 +116,7 @@ impl GithubSurface {
         loop {
             attempt += 1;
             let started = Instant::now();
-            let sent = self.send_once(&method, uri, body, cached.as_ref().map(|c| c.etag.as_str()));
+            let sent = self.send_once(&method, uri, body, cached.as_ref());
             let failure = match sent {
                 Sent::Answered(mut reply) => {
                     tracing::debug!(
@@ -122,7 +126,7 @@ impl GithubSurface {
                         started.elapsed().as_millis()
                     );
                     if let Some(date) = reply.date() {
-                        self.state.borrow_mut().clock = Some((date, Instant::now()));
+                        self.state.borrow_mut().clock = Some((date, self.clock.instant()));
                     }
                     if reply.status == StatusCode::NOT_MODIFIED {
                         if let Some(cached) = &cached {
@@ -135,9 +139,9 @@ impl GithubSurface {
                             return Ok(reply);
                         }
                     }
-                    if let Some(limit) = rate_limit(&reply) {
+                    if let Some(limit) = rate_limit(&reply, self.clock.now()) {
                         rate_waits += 1;
-                        let until = reply.date().unwrap_or_else(Timestamp::now).plus(limit.wait);
+                        let until = reply.date().unwrap_or(self.clock.now()).plus(limit.wait);
                         if limit.wait > MAX_RATE_LIMIT_WAIT || rate_waits > MAX_RATE_LIMIT_WAITS {
                             return Err(GithubError::RateLimited {
                                 what: what.to_owned(),
@@ -150,7 +154,7 @@ impl GithubSurface {
                             limit.kind,
                             format_wait(limit.wait)
                         );
-                        crate::timefmt::wait_announced(limit.wait, "GitHub's rate limit");
+                        self.clock.wait_announced(limit.wait, "GitHub's rate limit");
                         // A rate-limited request was not carried out: send it again.
                         attempt -= 1;
                         continue;
@@ -163,14 +167,7 @@ impl GithubSurface {
                         )
                     } else {
                         if method == Method::GET && reply.status == StatusCode::OK {
-                            if let Some(etag) = reply.header("etag") {
-                                let entry = CachedGet {
-                                    etag: etag.to_owned(),
-                                    body: reply.body.clone(),
-                                    link: reply.header("link").map(str::to_owned),
-                                };
-                                self.state.borrow_mut().etags.insert(uri.to_owned(), entry);
-                            }
+                            self.keep(uri, &reply);
                         }
                         return Ok(reply);
                     }
@@ -189,7 +186,7 @@ impl GithubSurface {
             }
             let pause = backoff(attempt);
             tracing::info!("{what}: {failure}; trying again in {}", format_wait(pause));
-            crate::timefmt::wait_announced(pause, "GitHub to answer again");
+            self.clock.wait_announced(pause, "GitHub to answer again");
             if let Some(recover) = recover {
                 match recover() {
                     Ok(Some(found)) => {
@@ -203,6 +200,47 @@ impl GithubSurface {
                 }
             }
         }
+    }
+
+    /// The URL a request URI names, as the shared cache keys it.
+    pub(super) fn cache_key(&self, uri: &str) -> String {
+        if uri.starts_with('/') {
+            format!("{}{uri}", self.api_url)
+        } else {
+            uri.to_owned()
+        }
+    }
+
+    /// What an earlier GET of `uri` answered: this process's, else the
+    /// clone's shared cache's.
+    pub(super) fn cached(&self, uri: &str) -> Option<CachedGet> {
+        if let Some(found) = self.state.borrow().etags.get(uri) {
+            return Some(found.clone());
+        }
+        let found = self.cache.as_ref()?.load(&self.cache_key(uri))?;
+        self.state
+            .borrow_mut()
+            .etags
+            .insert(uri.to_owned(), found.clone());
+        Some(found)
+    }
+
+    /// Keeps a 200 answer to `GET uri` that came with a validator, for
+    /// this process and the next.
+    fn keep(&self, uri: &str, reply: &Reply) {
+        let entry = CachedGet {
+            etag: reply.header("etag").map(str::to_owned),
+            last_modified: reply.header("last-modified").map(str::to_owned),
+            link: reply.header("link").map(str::to_owned),
+            body: reply.body.clone(),
+        };
+        if entry.etag.is_none() && entry.last_modified.is_none() {
+            return;
+        }
+        if let Some(cache) = &self.cache {
+            cache.store(&self.cache_key(uri), &entry, &self.token.secret);
+        }
+        self.state.borrow_mut().etags.insert(uri.to_owned(), entry);
     }
 
     /// An error for an answer the caller did not expect.
@@ -249,6 +287,20 @@ impl GithubSurface {
         what: &str,
     ) -> Result<Vec<T>, GithubError> {
         let mut items = Vec::new();
+        self.each_page(first, what, &mut |page: Vec<T>| {
+            items.extend(page);
+            true
+        })?;
+        Ok(items)
+    }
+
+    /// The pages of a list one at a time, while `more` wants the next.
+    pub(super) fn each_page<T: DeserializeOwned>(
+        &self,
+        first: String,
+        what: &str,
+        more: &mut dyn FnMut(Vec<T>) -> bool,
+    ) -> Result<(), GithubError> {
         let mut next = Some(first);
         let mut pages = 0;
         while let Some(uri) = next.take() {
@@ -263,12 +315,14 @@ impl GithubSurface {
             if reply.status != StatusCode::OK {
                 return Err(self.unexpected(what, &reply));
             }
-            items.extend(self.parse::<Vec<T>>(what, &reply)?);
+            if !more(self.parse::<Vec<T>>(what, &reply)?) {
+                break;
+            }
             if let Some(link) = reply.header("link").and_then(next_link) {
                 next = Some(self.same_origin(&link, what)?);
             }
         }
-        Ok(items)
+        Ok(())
     }
 
     /// A `link` URL, checked to point at the API this surface talks to: the
@@ -313,6 +367,22 @@ impl GithubSurface {
     }
 }
 
+/// What `work` comes to, or `None` once `limit` has passed on `clock`.
+async fn within<F: std::future::Future>(
+    clock: &Clock,
+    limit: Duration,
+    work: F,
+) -> Option<F::Output> {
+    let deadline = clock.instant() + limit;
+    let mut work = std::pin::pin!(work);
+    while let Some(slice) = clock.left_until(deadline) {
+        if let Ok(done) = tokio::time::timeout(slice, work.as_mut()).await {
+            return Some(done);
+        }
+    }
+    None
+}
+
 pub(super) struct RateLimit {
     kind: &'static str,
     wait: Duration,
@@ -320,8 +390,9 @@ pub(super) struct RateLimit {
 
 /// Whether `reply` is a rate-limit answer, and how long GitHub asks to wait:
 /// `retry-after`, else until `x-ratelimit-reset`, else (a secondary limit
-/// that names no time) a minute.
-pub(super) fn rate_limit(reply: &Reply) -> Option<RateLimit> {
+/// that names no time) a minute. `local_now` stands in for an answer
+/// without a `Date`.
+pub(super) fn rate_limit(reply: &Reply, local_now: Timestamp) -> Option<RateLimit> {
     let status = reply.status.as_u16();
     if status != 403 && status != 429 {
         return None;
@@ -347,7 +418,7 @@ pub(super) fn rate_limit(reply: &Reply) -> Option<RateLimit> {
         let reset = reply
             .header("x-ratelimit-reset")
             .and_then(|v| v.trim().parse::<i64>().ok());
-        let now = reply.date().unwrap_or_else(Timestamp::now);
+        let now = reply.date().unwrap_or(local_now);
         if let Some(reset) = reset {
             return Some(RateLimit {
                 kind,
@@ -461,41 +532,50 @@ mod tests {
             body: json!({ "message": message }).to_string().into_bytes(),
         };
         let date = ("date", "Mon, 30 Nov 2026 10:00:00 GMT");
-        let secondary = rate_limit(&reply(
-            403,
-            &[date, ("retry-after", "2")],
-            "You have exceeded a secondary rate limit",
-        ))
+        let secondary = rate_limit(
+            &reply(
+                403,
+                &[date, ("retry-after", "2")],
+                "You have exceeded a secondary rate limit",
+            ),
+            Timestamp(0),
+        )
         .unwrap();
         assert_eq!(
             (secondary.kind, secondary.wait),
             ("secondary", Duration::from_secs(2))
         );
         let reset = (Timestamp::parse("2026-11-30T10:00:30Z").unwrap().0).to_string();
-        let primary = rate_limit(&reply(
-            403,
-            &[
-                date,
-                ("x-ratelimit-remaining", "0"),
-                ("x-ratelimit-reset", &reset),
-            ],
-            "API rate limit exceeded",
-        ))
+        let primary = rate_limit(
+            &reply(
+                403,
+                &[
+                    date,
+                    ("x-ratelimit-remaining", "0"),
+                    ("x-ratelimit-reset", &reset),
+                ],
+                "API rate limit exceeded",
+            ),
+            Timestamp(0),
+        )
         .unwrap();
         assert_eq!(
             (primary.kind, primary.wait),
             ("primary", Duration::from_secs(31))
         );
-        let unnamed = rate_limit(&reply(429, &[date], "slow down")).unwrap();
+        let unnamed = rate_limit(&reply(429, &[date], "slow down"), Timestamp(0)).unwrap();
         assert_eq!(unnamed.wait, Duration::from_secs(60));
         // A plain "forbidden" is not a rate limit: no waiting, an error.
-        assert!(rate_limit(&reply(
-            403,
-            &[date, ("x-ratelimit-remaining", "4999")],
-            "Resource not accessible by integration"
-        ))
+        assert!(rate_limit(
+            &reply(
+                403,
+                &[date, ("x-ratelimit-remaining", "4999")],
+                "Resource not accessible by integration"
+            ),
+            Timestamp(0)
+        )
         .is_none());
-        assert!(rate_limit(&reply(502, &[date], "Bad Gateway")).is_none());
+        assert!(rate_limit(&reply(502, &[date], "Bad Gateway"), Timestamp(0)).is_none());
     }
 
     #[test]

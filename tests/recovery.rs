@@ -1,0 +1,418 @@
+//! Recovery that never makes things worse, and nothing trusted that should
+//! not be (issue 29): what the surface says reaches a terminal only
+//! escaped; a token goes only to the host the repository is on; a claim
+//! without a lease is judged by its age; and the crash cases (a kill inside
+//! `git worktree add`, a push the remote took before its tracking ref was
+//! written) recover with the documented commands, through the failpoints.
+
+use crate::crash::crash_at;
+use crate::native::setting;
+use crate::support::{Repo, Run, Surface, TestEnv};
+use serde_json::json;
+
+on_both_surfaces!(surface_text_reaches_the_terminal_escaped);
+
+// -- Terminal escapes from the surface ---------------------------------------
+
+/// An instance id that sets the window title, erases the line and returns
+/// the cursor, and a host that writes the clipboard (OSC 52).
+const HOSTILE_INSTANCE: &str = "eve\x1b]0;pwned\x07\x1b[2K\rbob";
+const HOSTILE_HOST: &str = "box\x1b]52;c;cm0gLXJmIH4K\x07";
+/// A task title with a one-byte CSI (C1) that clears the screen, a DEL and
+/// a cursor-up, and a right-to-left override.
+const HOSTILE_TITLE: &str = "Parse\u{9b}2J blocks\x7f\x1b[1A \u{202e}exe.txt";
+
+/// Every character a terminal acts on, in what a person was shown.
+fn terminal_controls(text: &str) -> Vec<char> {
+    text.chars()
+        .filter(|&c| {
+            (c.is_control() && c != '\n' && c != '\t')
+                || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+        })
+        .collect()
+}
+
+#[track_caller]
+fn assert_escaped(run: &Run, shown: &[&str]) {
+    let screen = run.screen();
+    assert_eq!(terminal_controls(&screen), Vec::<char>::new(), "{screen:?}");
+    for text in shown {
+        assert!(screen.contains(text), "{text:?} not in {screen:?}");
+    }
+}
+
+fn surface_text_reaches_the_terminal_escaped(surface: Surface) {
+    let env = TestEnv::with_surface(surface);
+    let carol = env.clone("carol");
+    // A claim whose holder's id and host carry escape sequences, as anyone
+    // with write access (or a broken client) could post one.
+    let claim = json!({
+        "instance_id": HOSTILE_INSTANCE,
+        "host": HOSTILE_HOST,
+        "scope": ["150"],
+        "claimed_at": "2026-11-30T10:00:00Z",
+    });
+    carol
+        .maverick(&["coord", "label", "add", "150", "claude-in-progress"])
+        .expect(0);
+    env.add_comment(
+        150,
+        "dana",
+        &format!(
+            "<!-- maverick claim -->\n\n```maverick-claim\n{}\n```\n",
+            serde_json::to_string_pretty(&claim).unwrap()
+        ),
+    );
+    // And a tasks comment whose title carries more.
+    env.add_comment(
+        150,
+        "dana",
+        &format!("## Tasks\n- [ ] **{HOSTILE_TITLE}** — the detail\n- [ ] **Two**\n"),
+    );
+
+    let escaped_instance = "eve\\x1b]0;pwned\\x07\\x1b[2K\\x0dbob";
+    let read = carol.maverick(&["coord", "read", "150"]);
+    read.expect(4);
+    assert_escaped(&read, &[escaped_instance]);
+
+    let list = carol.maverick(&["task", "list", "150"]);
+    list.expect(0);
+    assert_escaped(
+        &list,
+        &["Parse\\u{9b}2J blocks\\x7f\\x1b[1A \\u{202e}exe.txt"],
+    );
+
+    let status = carol.maverick(&["status"]);
+    status.expect(0);
+    assert_escaped(&status, &[escaped_instance]);
+
+    // An error that quotes what the surface holds is escaped too.
+    let takeover = carol.maverick(&["coord", "takeover", "150"]);
+    assert_ne!(takeover.code, 0, "{}", takeover.screen());
+    assert_escaped(&takeover, &[]);
+
+    // JSON stays exact: a program gets the very bytes the surface holds.
+    let json = carol.maverick(&["--json", "coord", "read", "150"]);
+    json.expect(4);
+    let json = json.json();
+    assert_eq!(json["holder"]["instance_id"], HOSTILE_INSTANCE);
+    assert_eq!(json["holder"]["host"], HOSTILE_HOST);
+    let list = carol
+        .maverick(&["--json", "task", "list", "150"])
+        .expect(0)
+        .json();
+    assert_eq!(list["tasks"][0]["title"], HOSTILE_TITLE, "{list}");
+}
+
+// -- A claim whose lease was never written -----------------------------------
+
+on_both_surfaces!(a_claim_without_a_lease_is_judged_by_its_age);
+
+fn a_claim_without_a_lease_is_judged_by_its_age(surface: Surface) {
+    let env = TestEnv::with_surface(surface);
+    let alpha = env.clone("alpha");
+    let beta = env.clone("beta");
+    // alpha dies between its claim comment and its lease (on the git
+    // surface the two are one compare-and-swap, so a claim comment without
+    // a lease is one Maverick's claimer left: planted as Maverick writes it).
+    match surface {
+        Surface::Github => crash_at(
+            &alpha,
+            "claim-after-claim-comment",
+            &["--lease-ttl", "2m", "coord", "claim", "5"],
+        ),
+        Surface::Git => {
+            beta.maverick(&["coord", "label", "add", "5", "claude-in-progress"])
+                .expect(0);
+            let claim = json!({
+                "instance_id": "alpha",
+                "host": "devbox",
+                "scope": ["5"],
+                "claimed_at": "2026-11-30T10:00:00Z",
+                "lease_ttl": 120,
+            });
+            env.add_comment(
+                5,
+                "alpha",
+                &format!(
+                    "<!-- maverick claim -->\n\n```maverick-claim\n{}\n```\n",
+                    serde_json::to_string_pretty(&claim).unwrap()
+                ),
+            );
+        }
+    }
+    let leases = env
+        .comment_bodies(5)
+        .iter()
+        .filter(|b| b.contains("```maverick-lease"))
+        .count();
+    assert_eq!(leases, 0, "{:?}", env.comment_bodies(5));
+
+    // Younger than the ttl its claim declares (2 minutes): held, whatever
+    // ttl the reader sets for itself, and never taken over.
+    for ttl in ["1s", "1h"] {
+        let read = beta.maverick(&["--json", "--lease-ttl", ttl, "coord", "read", "5"]);
+        read.expect(4);
+        let read = read.json();
+        assert_eq!(read["holder"]["instance_id"], "alpha", "{read}");
+        assert_eq!(read["lease"]["heartbeat_at"], serde_json::Value::Null);
+    }
+    beta.maverick(&["coord", "claim", "5"]).expect(4);
+    beta.maverick(&["coord", "takeover", "5"]).expect(4);
+
+    // Older than the ttl: stale, and taken over as the README says.
+    env.advance_clock(121);
+    for ttl in ["1s", "1h"] {
+        beta.maverick(&["--lease-ttl", ttl, "coord", "read", "5"])
+            .expect(5);
+    }
+    beta.maverick(&["coord", "takeover", "5"]).expect(0);
+    let read = alpha.maverick(&["--json", "coord", "read", "5"]).json();
+    assert_eq!(read["holder"]["instance_id"], "beta");
+}
+
+// -- GH_HOST never redirects the token ---------------------------------------
+
+/// gh's rule: `GH_HOST` names the host only when nothing else does. A
+/// remote on github.com keeps its requests, and so its token, on
+/// api.github.com; `-R HOST/OWNER/NAME` sends them to HOST.
+#[test]
+fn gh_host_does_not_move_a_github_com_remote() {
+    let env = TestEnv::new();
+    let repo = env.clone("alice");
+    repo.git(&["config", "--unset", "maverick.surface"]);
+    repo.git(&[
+        "remote",
+        "set-url",
+        "origin",
+        "https://github.com/acme/widgets.git",
+    ]);
+    let config = |args: &[&str]| {
+        let mut cmd = repo.maverick_command(&[&["config", "--json"], args].concat());
+        cmd.env("MAVERICK_INSTANCE", "alice")
+            .env("GH_HOST", "ghe.example.com")
+            .env("GH_TOKEN", "ghp_secret");
+        let run = crate::support::Run::from_output(&["config"], cmd.output().unwrap());
+        run.expect(0);
+        run.json()
+    };
+    let json = config(&[]);
+    assert_eq!(setting(&json, "surface")["value"], "github", "{json}");
+    assert_eq!(
+        setting(&json, "surface")["from"],
+        "the remote \"origin\" is on github.com"
+    );
+    assert_eq!(setting(&json, "repo")["value"], "acme/widgets");
+    assert_eq!(
+        setting(&json, "githubApiUrl")["value"],
+        "https://api.github.com",
+        "{json}"
+    );
+    assert_eq!(
+        setting(&json, "githubApiUrl")["from"],
+        "the remote \"origin\" is on github.com"
+    );
+
+    // A host the user names explicitly is where the requests go.
+    let json = config(&["-R", "ghe.example.com/acme/tools"]);
+    assert_eq!(setting(&json, "repo")["value"], "acme/tools");
+    assert_eq!(
+        setting(&json, "githubApiUrl")["value"],
+        "https://ghe.example.com/api/v3"
+    );
+    assert_eq!(setting(&json, "githubApiUrl")["from"], "flag --repo");
+}
+
+// -- resume --takeover warns that the guard is off ---------------------------
+
+/// A fresh clone has no pre-push hook: the resume that takes a branch over
+/// there says so once, on stderr and in `--json`'s `warnings`.
+#[test]
+fn a_takeover_resume_in_a_fresh_clone_shows_the_guard_off_warning() {
+    use crate::support::STORY_BRANCH as BRANCH;
+    let env = TestEnv::new();
+    let a = env.claimed_clone_with_ttl("a", "1m");
+    a.commit_file("f.rs", "x\n", "feat: part 1");
+    a.git_as_instance(&["push", "--quiet", "-u", "origin", BRANCH], &[]);
+    env.advance_clock(61);
+
+    let guard_off = "the pre-push guard is off";
+    let b = env.clone("b");
+    let run = b.maverick(&["resume", BRANCH, "--takeover"]);
+    run.expect(0);
+    assert!(
+        run.stderr.contains(&format!("warning: {guard_off}")),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("hint: git maverick hook install"),
+        "{}",
+        run.stderr
+    );
+
+    // b's lease runs out in turn; c takes over with --json.
+    env.advance_clock(601);
+    let c = env.clone("c");
+    let run = c.maverick(&["--json", "resume", BRANCH, "--takeover"]);
+    run.expect(0);
+    let json = run.json();
+    assert_eq!(json["claim"], "taken_over", "{json}");
+    let warnings = json["warnings"].as_array().expect("warnings").clone();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.as_str().is_some_and(|w| w.contains(guard_off))),
+        "{json}"
+    );
+}
+
+// -- A kill inside `git worktree add`, and the mass-delete guard --------------
+
+/// What a `git worktree add` killed during its checkout leaves: git's own
+/// "initializing" lock, an `index.lock`, and an index without a file of
+/// HEAD's (so `git status` shows every file deleted).
+fn half_make(repo: &Repo<'_>, worktree: &std::path::Path) {
+    let wt = repo.at(worktree);
+    wt.git(&["read-tree", "--empty"]);
+    repo.git(&[
+        "worktree",
+        "lock",
+        "--reason",
+        "initializing",
+        worktree.to_str().unwrap(),
+    ]);
+    let lock = wt.git(&[
+        "rev-parse",
+        "--path-format=absolute",
+        "--git-path",
+        "index.lock",
+    ]);
+    std::fs::write(lock.trim(), "").unwrap();
+}
+
+#[test]
+fn resume_rebuilds_a_worktree_whose_add_was_killed() {
+    use crate::support::STORY_BRANCH as BRANCH;
+    let env = TestEnv::new();
+    let a = env.claimed_clone("a");
+    for n in 1..=3 {
+        a.commit_file(&format!("f{n}.rs"), "x\n", &format!("feat: part {n}"));
+    }
+    a.git_as_instance(&["push", "--quiet", "-u", "origin", BRANCH], &[]);
+    a.git(&["switch", "--quiet", "main"]);
+
+    // Killed right after `git worktree add` (the failpoint); then the state
+    // a kill inside git's own checkout leaves.
+    crash_at(&a, "resume-after-worktree-add", &["resume", BRANCH]);
+    let worktree = a.dir.join(".maverick/worktrees/maverick-142-parser");
+    assert!(worktree.join(".git").is_file());
+    half_make(&a, &worktree);
+
+    let run = a.maverick(&["--json", "resume", BRANCH]);
+    run.expect(0);
+    let json = run.json();
+    assert_eq!(json["worktree_state"], "repaired", "{json}");
+    let aside = json["moved_aside"].as_str().expect("moved aside");
+    assert!(std::path::Path::new(aside).exists(), "{aside}");
+    let wt = a.at(&worktree);
+    assert_eq!(wt.git(&["status", "--porcelain"]).trim(), "", "clean");
+    assert!(worktree.join("f3.rs").is_file());
+    assert!(
+        wt.git(&["worktree", "list", "--porcelain"])
+            .matches("locked")
+            .count()
+            == 0
+    );
+
+    // Its directory deleted while git's lock is on it: repaired too.
+    a.git(&[
+        "worktree",
+        "lock",
+        "--reason",
+        "initializing",
+        worktree.to_str().unwrap(),
+    ]);
+    std::fs::remove_dir_all(&worktree).unwrap();
+    let run = a.maverick(&["--json", "resume", BRANCH]);
+    run.expect(0);
+    assert_eq!(run.json()["worktree_state"], "repaired", "{}", run.screen());
+    assert_eq!(a.at(&worktree).git(&["status", "--porcelain"]).trim(), "");
+}
+
+#[test]
+fn task_done_refuses_a_commit_that_deletes_most_of_the_tree() {
+    use crate::support::STORY_BRANCH as BRANCH;
+    let env = TestEnv::new();
+    let a = env.story_clone("a", "feat: one\nfeat: two\n");
+    for n in 1..=3 {
+        a.commit_file(&format!("f{n}.rs"), "x\n", &format!("feat: part {n}"));
+    }
+    let head = a.git(&["rev-parse", "HEAD"]);
+    // An index that lost every file (a half-made worktree's).
+    a.git(&["read-tree", "--empty"]);
+    let run = a.maverick(&["task", "done"]);
+    run.expect(1);
+    assert!(run.stderr.contains("delete"), "{}", run.stderr);
+    assert!(run.stderr.contains("--allow-mass-delete"), "{}", run.stderr);
+    assert_eq!(a.git(&["rev-parse", "HEAD"]), head, "nothing committed");
+    assert_eq!(env.origin_head(BRANCH), None, "nothing pushed");
+
+    // Deleting a few files is a task like any other; most of them, when
+    // meant, says so.
+    a.git(&["reset", "--quiet"]);
+    a.git(&["rm", "--quiet", "f1.rs"]);
+    a.maverick(&["task", "done"]).expect(0);
+    a.git(&["rm", "--quiet", "-r", "."]);
+    a.maverick(&["task", "done"]).expect(1);
+    a.maverick(&["task", "done", "--allow-mass-delete"])
+        .expect(0);
+    assert_eq!(env.origin_head(BRANCH), Some(a.git(&["rev-parse", "HEAD"])));
+}
+
+// -- A push the remote took before its tracking ref was written --------------
+
+/// `task done` killed after the remote took its push but before git wrote
+/// the remote-tracking ref: the remote's head is the commit this writer
+/// was pushing, its own push, and the next `task done` builds on it.
+#[test]
+fn a_push_killed_after_the_remote_took_it_is_the_writer_s_own() {
+    use crate::support::STORY_BRANCH as BRANCH;
+    let env = TestEnv::new();
+    let a = env.story_clone("a", "feat: one\nfeat: two\nfeat: three\n");
+    a.maverick(&["coord", "claim", "142", "--branch", BRANCH])
+        .expect(0);
+    a.write_file("f1.rs", "x\n");
+    a.git(&["add", "f1.rs"]);
+    a.maverick(&["task", "done"]).expect(0);
+
+    // Killed as its push left (the failpoint), then the push lands as git
+    // would have sent it: by URL, so no remote-tracking ref moves.
+    a.write_file("f2.rs", "x\n");
+    a.git(&["add", "f2.rs"]);
+    crash_at(&a, "push-before-remote", &["task", "done"]);
+    let pushed = a.git(&["rev-parse", "HEAD"]);
+    a.git(&[
+        "push",
+        "--quiet",
+        "--no-verify",
+        env.origin.to_str().unwrap(),
+        &format!("HEAD:refs/heads/{BRANCH}"),
+    ]);
+    assert_eq!(env.origin_head(BRANCH), Some(pushed.clone()));
+
+    a.write_file("f3.rs", "x\n");
+    a.git(&["add", "f3.rs"]);
+    let run = a.maverick(&["--json", "task", "done"]);
+    run.expect(0);
+    assert_eq!(run.json()["task"], 3, "{}", run.screen());
+    assert_eq!(env.origin_head(BRANCH), Some(a.git(&["rev-parse", "HEAD"])));
+    let list = a.maverick(&["--json", "task", "list", "142"]).json();
+    let done: Vec<bool> = list["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["done"].as_bool().unwrap())
+        .collect();
+    assert_eq!(done, [true, true, true], "{list}");
+}
