@@ -93,17 +93,15 @@ fn sixteen_clones_claim_sixteen_issues_at_once_and_all_hold() {
             Some(agent.instance.as_str())
         );
     }
-    // One ref per issue on origin, and the old single ref is the tombstone.
+    // One ref per issue on origin, and nothing else: this remote never had
+    // the old single ref, so it gets no tombstone.
     let refs = env.surface_refs().unwrap();
     let issue_refs = refs
         .lines()
         .filter(|l| l.contains("refs/maverick/issue/"))
         .count();
     assert_eq!(issue_refs, 16, "{refs}");
-    assert!(
-        refs.lines().any(|l| l.ends_with("\trefs/maverick/issues")),
-        "{refs}"
-    );
+    assert_eq!(refs.lines().count(), 16, "{refs}");
 }
 
 /// A scope claim is one atomic push: racers whose scopes overlap in a chain
@@ -440,7 +438,7 @@ fn first_writes_at_once_over_the_old_layout_lose_nothing() {
 /// The files of the old layout as the previous git-maverick parsed them
 /// (`surface/git.rs` before issue 27): what it does with the tombstone.
 #[allow(dead_code)]
-#[derive(Deserialize)]
+#[derive(Debug, Deserialize)]
 struct OldMeta {
     format: u32,
     next_comment_id: u64,
@@ -448,50 +446,107 @@ struct OldMeta {
 }
 
 #[allow(dead_code)]
-#[derive(Deserialize)]
+#[derive(Debug, Deserialize)]
 struct OldIssue {
     number: u64,
     #[serde(default)]
     labels: Vec<String>,
 }
 
-/// An older binary reads `refs/maverick/issues`: parses `meta.json` before
-/// every write and `issue-<n>.json` for every read and list. On the
-/// tombstone each fails with words that say to upgrade, for every issue the
-/// conversion moved, every issue this one wrote, and every number up to
-/// 10000, instead of reading an empty surface. (Checked by hand with the
-/// previous binary too: README "How state is stored".)
+/// What the previous git-maverick did with the commit at
+/// `refs/maverick/issues`, step for step: every write parsed `meta.json`
+/// (a missing one was a fresh surface), every list (`status`, `dispatch`)
+/// parsed each `issue-*.json` the tree names, and a read of issue `n`
+/// parsed `issue-<n>.json` (a missing one was an issue nobody wrote to).
+struct OldBinary<'e> {
+    env: &'e TestEnv,
+}
+
+impl OldBinary<'_> {
+    /// The file at the old ref, `None` when there is none.
+    fn file(&self, name: &str) -> Option<String> {
+        let out = self.env.git_output_in(
+            &self.env.origin,
+            &["show", &format!("refs/maverick/issues:{name}")],
+        );
+        out.status
+            .success()
+            .then(|| String::from_utf8(out.stdout).unwrap())
+    }
+
+    fn write(&self) -> Result<(), String> {
+        match self.file("meta.json") {
+            Some(meta) => serde_json::from_str::<OldMeta>(&meta)
+                .map(drop)
+                .map_err(|e| format!("meta.json: {e}")),
+            None => Ok(()),
+        }
+    }
+
+    fn list(&self) -> Result<Vec<u64>, String> {
+        let names = self.env.git_in(
+            &self.env.origin,
+            &["ls-tree", "--name-only", "refs/maverick/issues"],
+        );
+        let mut numbers = Vec::new();
+        for name in names.lines().filter(|n| n.starts_with("issue-")) {
+            let issue = serde_json::from_str::<OldIssue>(&self.file(name).unwrap())
+                .map_err(|e| format!("{name}: {e}"))?;
+            numbers.push(issue.number);
+        }
+        Ok(numbers)
+    }
+
+    fn read(&self, n: u64) -> Result<Option<OldIssue>, String> {
+        let name = format!("issue-{n}.json");
+        self.file(&name)
+            .map(|json| serde_json::from_str::<OldIssue>(&json).map_err(|e| format!("{name}: {e}")))
+            .transpose()
+    }
+}
+
+/// An older binary meeting the tombstone stops with words that say to
+/// upgrade on every write, every list and every read of an issue that had
+/// state before the conversion (or that the converting write touched),
+/// instead of reading an empty surface. (Checked by hand with the previous
+/// binary too: README "How state is stored".)
 #[test]
 fn the_tombstone_stops_an_older_binary_with_words_that_say_upgrade() {
     let env = TestEnv::new();
     old_layout(&env);
+    let old = OldBinary { env: &env };
+    // Over the old layout the older binary works.
+    old.write().unwrap();
+    assert_eq!(old.list().unwrap(), [6, 7, 8]);
+    assert_eq!(old.read(7).unwrap().unwrap().number, 7);
     let bob = env.clone("bob");
     bob.maverick(&["coord", "claim", "12345"]).expect(0);
-    let show = |file: &str| {
-        env.git_in(
-            &env.origin,
-            &["show", &format!("refs/maverick/issues:{file}")],
-        )
+    let upgrade = |result: Result<String, String>, what: &str| {
+        let error = result.expect_err(&format!("an older binary's {what} went through"));
+        assert!(error.contains("upgrade git-maverick"), "{what}: {error}");
     };
-    let meta = serde_json::from_str::<OldMeta>(&show("meta.json"))
-        .err()
-        .expect("an older binary cannot parse the tombstone's meta.json");
-    assert!(meta.to_string().contains("upgrade git-maverick"), "{meta}");
-    for n in [0, 6, 7, 8, 1, 9999, 10000, 12345] {
-        let error = serde_json::from_str::<OldIssue>(&show(&format!("issue-{n}.json")))
-            .err()
-            .unwrap_or_else(|| panic!("issue-{n}.json parses as an old issue"));
-        assert!(
-            error.to_string().contains("upgrade git-maverick"),
-            "{error}"
+    upgrade(old.write().map(|_| String::new()), "write");
+    upgrade(old.list().map(|l| format!("{l:?}")), "list");
+    for n in [6, 7, 8, 12345] {
+        upgrade(
+            old.read(n).map(|i| format!("{i:?}")),
+            &format!("read of #{n}"),
         );
     }
+    // The tombstone is small: one file under a handful of names.
+    let names = env.git_in(&env.origin, &["ls-tree", "refs/maverick/issues"]);
+    assert_eq!(names.lines().count(), 6, "{names}");
+    let blobs: BTreeSet<&str> = names
+        .lines()
+        .map(|l| l.split_whitespace().nth(2).unwrap())
+        .collect();
+    assert_eq!(blobs.len(), 1, "{names}");
 }
 
-/// A fresh remote: the first write leaves the tombstone beside its issue
-/// ref, so an older binary pointed at it fails rather than reads it empty.
+/// A fresh remote never gets the old ref: its first write pushes its
+/// issue's ref and nothing else.
 #[test]
-fn a_fresh_remote_gets_the_tombstone_with_its_first_write() {
+fn a_fresh_remote_gets_no_tombstone() {
     let env = TestEnv::new();
     let alice = env.clone("alice");
     alice.maverick(&["coord", "read", "3"]).expect(0);
@@ -499,10 +554,10 @@ fn a_fresh_remote_gets_the_tombstone_with_its_first_write() {
     alice
         .maverick(&["coord", "label", "add", "3", "agent-ready"])
         .expect(0);
-    let meta = env.git_in(&env.origin, &["show", "refs/maverick/issues:meta.json"]);
-    assert!(serde_json::from_str::<OldMeta>(&meta).is_err(), "{meta}");
     assert!(origin_ref(&env, "refs/maverick/issue/3").is_some());
+    assert_eq!(origin_ref(&env, "refs/maverick/issues"), None);
     assert_eq!(origin_ref(&env, "refs/maverick/archive/issues"), None);
+    assert_eq!(env.surface_refs().unwrap().lines().count(), 1);
 }
 
 /// An old ref that is not the old layout nor the tombstone is a clear

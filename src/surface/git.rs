@@ -593,47 +593,45 @@ impl GitSurface {
         Ok((plan, results))
     }
 
-    /// Adds to `plan` what the old ref needs: on a fresh remote the
-    /// tombstone; over the old layout the tombstone and a ref for every
-    /// issue it holds that has none yet (`legacy`).
+    /// Adds to `plan` the conversion of the old layout, if the remote still
+    /// holds it (`legacy`): a ref for every issue it holds that has none
+    /// yet, its history kept at the archive ref, and the tombstone in its
+    /// place. A remote that never had the old ref gets none.
     fn convert(&self, snapshot: &Snapshot, plan: &mut Plan) -> Result<(), SurfaceError> {
-        let mut named: Vec<u64> = snapshot.issues.keys().copied().collect();
-        match &snapshot.legacy {
-            Legacy::Moved { .. } => return Ok(()),
-            Legacy::Absent => {}
-            Legacy::Old(old) => {
-                let numbers = self.old_numbers(old)?;
-                let with_refs = self.look(Some(&numbers))?.issues;
-                let moving: Vec<u64> = numbers
-                    .iter()
-                    .copied()
-                    .filter(|n| !with_refs.contains_key(n) && !snapshot.issues.contains_key(n))
-                    .collect();
-                let message = format!("maverick: moved from {LEGACY_REF}");
-                for (number, stored) in moving.iter().zip(self.old_issues(old, &moving)?) {
-                    let commit = self.commit_issue(&stored, None, &message)?;
-                    plan.add(*number, commit, None, stored);
-                }
-                named.extend(numbers);
-                let archive = self
-                    .git
-                    .ls_remote(&self.remote, &[legacy::ARCHIVE_REF.to_owned()])?
-                    .into_iter()
-                    .find_map(|(name, commit)| (name == legacy::ARCHIVE_REF).then_some(commit));
-                plan.updates.push(RefUpdate {
-                    refname: legacy::ARCHIVE_REF.to_owned(),
-                    commit: old.commit.clone(),
-                    expected: archive,
-                });
-            }
+        let Legacy::Old(old) = &snapshot.legacy else {
+            return Ok(());
+        };
+        let numbers = self.old_numbers(old)?;
+        let with_refs = self.look(Some(&numbers))?.issues;
+        let moving: Vec<u64> = numbers
+            .iter()
+            .copied()
+            .filter(|n| !with_refs.contains_key(n) && !snapshot.issues.contains_key(n))
+            .collect();
+        let message = format!("maverick: moved from {LEGACY_REF}");
+        for (number, stored) in moving.iter().zip(self.old_issues(old, &moving)?) {
+            let commit = self.commit_issue(&stored, None, &message)?;
+            plan.add(*number, commit, None, stored);
         }
+        let archive = self
+            .git
+            .ls_remote(&self.remote, &[legacy::ARCHIVE_REF.to_owned()])?
+            .into_iter()
+            .find_map(|(name, commit)| (name == legacy::ARCHIVE_REF).then_some(commit));
+        plan.updates.push(RefUpdate {
+            refname: legacy::ARCHIVE_REF.to_owned(),
+            commit: old.commit.clone(),
+            expected: archive,
+        });
+        let mut named: Vec<u64> = snapshot.issues.keys().copied().collect();
+        named.extend(numbers);
         let blob = self.git.hash_blob(legacy::tombstone_file())?;
         let tree = self.git.mktree(&legacy::tombstone_entries(&blob, &named))?;
         let commit = self.commit(&tree, None, legacy::TOMBSTONE_MESSAGE)?;
         plan.updates.push(RefUpdate {
             refname: LEGACY_REF.to_owned(),
             commit: commit.clone(),
-            expected: snapshot.legacy.commit().map(str::to_owned),
+            expected: Some(old.commit.clone()),
         });
         plan.legacy = Some(Legacy::Moved { commit });
         Ok(())

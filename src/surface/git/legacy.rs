@@ -16,20 +16,25 @@
 //! taking the old ref away first would leave older binaries reading an
 //! absent ref, which they take for an empty surface: every issue free.
 //!
-//! The tombstone is a commit that older binaries fail on, loudly. They
-//! fetch `refs/maverick/issues`, parse its `meta.json` before every write,
-//! list `issue-*.json` for `status` and `dispatch`, and read
-//! `issue-<n>.json` for one issue. In the tombstone `meta.json` and an
-//! `issue-<n>.json` for every issue up to 10000 and every issue the
-//! conversion moved are one JSON object whose `format` and `number` are a
-//! sentence instead of numbers, so an older binary stops on any write, any
-//! list and any read of those issues with "maverick's state on the remote
-//! is damaged (…): invalid type: string \"…upgrade git-maverick…\"". (An
-//! issue above 10000 first written after the conversion has no file there:
-//! an older binary reads it as empty, and its claim of it still fails on
-//! `meta.json`.) The tombstone has no parent, so that a clone reading it
+//! The tombstone is a small commit that older binaries fail on, loudly.
+//! They fetch `refs/maverick/issues`, parse its `meta.json` before every
+//! write, list `issue-*.json` for `status` and `dispatch`, and read
+//! `issue-<n>.json` for one issue (a missing file is an issue nobody wrote
+//! to). The tombstone holds one file, a JSON object whose `format` and
+//! `number` are a sentence saying where the state went, under the names
+//! `meta.json`, `issue-0.json` (so that every list meets it) and
+//! `issue-<n>.json` for each issue the conversion moved or its write named:
+//! an older binary stops on any write, any list and any read of an issue
+//! that had state before the conversion with "maverick's state on the
+//! remote is damaged (…): invalid type: string \"…upgrade git-maverick…\"".
+//! An issue first written after the conversion has no file there: an older
+//! binary's `coord read` of it says free, and its claim still fails on
+//! `meta.json`. The tombstone has no parent, so that a clone reading it
 //! fetches three objects; the old history stays on the remote at
 //! `refs/maverick/archive/issues`.
+//!
+//! A remote that never held the old ref gets no tombstone: there is no
+//! state an older binary could misread as free.
 
 use serde_json::Value;
 
@@ -44,16 +49,11 @@ pub(super) const TOMBSTONE_MESSAGE: &str =
     "maverick: the state moved to refs/maverick/issue/<n>, one ref per issue";
 /// Where the conversion keeps the old layout's history.
 pub(super) const ARCHIVE_REF: &str = "refs/maverick/archive/issues";
-/// The tombstone names every issue up to this one, as well as each one the
-/// conversion moved: an older binary fails on those instead of reading an
-/// issue first written after the conversion as empty. (One blob under
-/// every name: the tree packs to a few tens of kilobytes.)
-const COVERED: u64 = 10_000;
 
 /// What the old single ref holds.
 #[derive(Clone, Debug)]
 pub(super) enum Legacy {
-    /// No such ref: a fresh remote (its first write leaves the tombstone).
+    /// No such ref: a remote that never had the old layout.
     Absent,
     /// The tombstone: every issue lives at its own ref.
     Moved { commit: String },
@@ -181,11 +181,10 @@ pub(super) fn tombstone_file() -> Vec<u8> {
 }
 
 /// The tombstone's tree (`mode type id\tname` entries, for `git mktree`):
-/// `blob` (the [`tombstone_file`]) as `meta.json` and as the file of every
-/// issue up to [`COVERED`] and in `numbers`.
+/// `blob` (the [`tombstone_file`]) as `meta.json`, as `issue-0.json` and as
+/// the file of every issue in `numbers`.
 pub(super) fn tombstone_entries(blob: &str, numbers: &[u64]) -> Vec<String> {
-    let mut covered: Vec<u64> = (0..=COVERED).collect();
-    covered.extend(numbers.iter().filter(|n| **n > COVERED));
+    let mut covered: Vec<u64> = std::iter::once(0).chain(numbers.iter().copied()).collect();
     covered.sort_unstable();
     covered.dedup();
     std::iter::once("meta.json".to_owned())
