@@ -181,5 +181,6 @@ expect 1 "$tree" git push --quiet origin maverick/143-parser
 expect 0 carol git -C .maverick/worktrees/maverick-143-parser log --oneline -5
 
 step "everything above lives on the remote"
-git -C "$work/origin.git" log --oneline -5 refs/maverick/issues
+git -C "$work/origin.git" for-each-ref --format='%(refname)' refs/maverick/
+git -C "$work/origin.git" log --oneline -5 refs/maverick/issue/143
 printf '\ndemo finished: every step exited as expected\n'

@@ -231,6 +231,24 @@ pub(crate) enum PushOutcome {
     },
 }
 
+impl PushOutcome {
+    fn of(out: GitOutput) -> PushOutcome {
+        if out.success() {
+            return PushOutcome::Pushed;
+        }
+        let said = format!("{}\n{}", String::from_utf8_lossy(&out.stdout), out.stderr);
+        let status = said
+            .lines()
+            .find(|l| l.starts_with('!'))
+            .map(|l| l.rsplit('\t').next().unwrap_or(l).trim().to_owned());
+        PushOutcome::Refused {
+            status,
+            said,
+            error: out.into_error(),
+        }
+    }
+}
+
 /// Whether git runs the local pre-push hook.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Hooks {
@@ -668,14 +686,31 @@ impl Git {
         branch: &str,
     ) -> Result<Option<String>, GitError> {
         let refname = format!("refs/heads/{branch}");
+        let refs = self.ls_remote(remote, std::slice::from_ref(&refname))?;
+        Ok(refs
+            .into_iter()
+            .find_map(|(name, sha)| (name == refname).then_some(sha)))
+    }
+
+    /// The remote's refs that `patterns` match (`git ls-remote --refs`, one
+    /// round trip that sends no objects), as (name, object id).
+    pub(crate) fn ls_remote(
+        &self,
+        remote: &str,
+        patterns: &[String],
+    ) -> Result<Vec<(String, String)>, GitError> {
         let out = self
-            .cmd(["ls-remote", "--refs", "--end-of-options", remote, &refname])
+            .cmd(["ls-remote", "--refs", "--end-of-options", remote])
+            .args(patterns)
             .output()?;
-        let text = out.stdout_text()?;
-        Ok(text.lines().find_map(|line| {
-            let (sha, name) = line.split_once('\t')?;
-            (name == refname).then(|| sha.to_owned())
-        }))
+        Ok(out
+            .stdout_text()?
+            .lines()
+            .filter_map(|line| {
+                let (sha, name) = line.split_once('\t')?;
+                Some((name.to_owned(), sha.to_owned()))
+            })
+            .collect())
     }
 
     /// Fetches `branch` from `remote` into its remote-tracking ref, as a
@@ -731,6 +766,22 @@ impl Git {
         .map(drop)
     }
 
+    /// The local refs under `prefix`, as (name, object id).
+    pub(crate) fn refs_under(&self, prefix: &str) -> Result<Vec<(String, String)>, GitError> {
+        let text = self.read([
+            "for-each-ref",
+            "--format=%(refname)%00%(objectname)",
+            prefix,
+        ])?;
+        Ok(text
+            .lines()
+            .filter_map(|line| {
+                let (name, id) = line.split_once('\0')?;
+                Some((name.to_owned(), id.to_owned()))
+            })
+            .collect())
+    }
+
     /// Every remote-tracking branch of `remote` as the last fetch left it:
     /// (branch, head, committer time in Unix seconds).
     pub(crate) fn remote_tracking_heads(
@@ -774,19 +825,30 @@ impl Git {
             .args(["--end-of-options", remote])
             .arg(format!("{src}:{dst_ref}"))
             .output_unchecked()?;
-        if out.success() {
-            return Ok(PushOutcome::Pushed);
+        Ok(PushOutcome::of(out))
+    }
+
+    /// Pushes every `(src, dst_ref, expected)` in one `git push --atomic`:
+    /// each ref moves only if it is still at its `expected` (`None`: it must
+    /// not exist yet), and either all move or none does. The local pre-push
+    /// hook does not run (these are maverick's own refs, not branches).
+    pub(crate) fn push_atomic_with_leases(
+        &self,
+        remote: &str,
+        updates: &[(String, String, Option<String>)],
+    ) -> Result<PushOutcome, GitError> {
+        let mut cmd = self.cmd(["push", "--porcelain", "--atomic", "--no-verify"]);
+        for (_, dst_ref, expected) in updates {
+            cmd = cmd.arg(format!(
+                "--force-with-lease={dst_ref}:{}",
+                expected.as_deref().unwrap_or("")
+            ));
         }
-        let said = format!("{}\n{}", String::from_utf8_lossy(&out.stdout), out.stderr);
-        let status = said
-            .lines()
-            .find(|l| l.starts_with('!'))
-            .map(|l| l.rsplit('\t').next().unwrap_or(l).trim().to_owned());
-        Ok(PushOutcome::Refused {
-            status,
-            said,
-            error: out.into_error(),
-        })
+        let out = cmd
+            .args(["--end-of-options", remote])
+            .args(updates.iter().map(|(src, dst, _)| format!("{src}:{dst}")))
+            .output_unchecked()?;
+        Ok(PushOutcome::of(out))
     }
 
     // Worktrees.
@@ -851,11 +913,6 @@ impl Git {
         self.cmd(["hash-object", "-w", "--stdin"])
             .stdin(bytes)
             .read()
-    }
-
-    /// The entries of a commit's tree, `mode type id\tname` each.
-    pub(crate) fn ls_tree(&self, commit: &str) -> Result<Vec<String>, GitError> {
-        self.nul_separated(["ls-tree", "-z", "--end-of-options", commit])
     }
 
     /// The file names of a commit's tree.

@@ -359,7 +359,7 @@ fn a_remote_that_rejects_the_push_leaves_nothing_half_written() {
 
     let run = repo.maverick(&["coord", "claim", "5", "--branch", "maverick/5-x"]);
     insta::assert_snapshot!("a_remote_that_rejects_the_push", screen(&env, &run));
-    assert_eq!(env.surface_head(), None);
+    assert_eq!(env.surface_refs(), None);
     // No local claim record claims what the surface does not have.
     let common = repo.git(&["rev-parse", "--git-common-dir"]);
     assert!(!repo

@@ -612,20 +612,24 @@ pub(crate) fn crash_at(repo: &Repo<'_>, point: &str, args: &[&str]) {
     );
 }
 
-/// Every file of the git surface's ref still parses (the git surface);
+/// Every file of the git surface's refs still parses (the git surface);
 /// on GitHub, the fake's issue still reads.
 #[track_caller]
 fn assert_surface_parses(s: &TestEnv, reader: &Repo<'_>, issue: u64) {
     if s.name() == "git" {
         let origin = &s.origin;
-        let files = s.git_in(
+        let refs = s.git_in(
             origin,
-            &["ls-tree", "-r", "--name-only", "refs/maverick/issues"],
+            &[
+                "for-each-ref",
+                "--format=%(refname)",
+                "refs/maverick/issue/",
+            ],
         );
-        for file in files.lines() {
-            let text = s.git_in(origin, &["show", &format!("refs/maverick/issues:{file}")]);
+        for refname in refs.lines() {
+            let text = s.git_in(origin, &["show", &format!("{refname}:issue.json")]);
             serde_json::from_str::<serde_json::Value>(&text)
-                .unwrap_or_else(|e| panic!("{file} does not parse: {e}"));
+                .unwrap_or_else(|e| panic!("{refname} does not parse: {e}"));
         }
     }
     let read = reader.maverick(&["--json", "coord", "read", &issue.to_string()]);

@@ -434,10 +434,10 @@ fn a_command_that_ignores_sigterm_is_killed_after_the_grace_period() {
     );
 }
 
-/// The head of origin's surface ref, once it differs from `last`.
+/// The head of origin's ref for issue 90, once it differs from `last`.
 #[track_caller]
 fn wait_for_surface_write(env: &TestEnv, last: &Option<Vec<u8>>, within: Duration) -> Vec<u8> {
-    let ref_file = env.origin.join("refs/maverick/issues");
+    let ref_file = env.origin.join("refs/maverick/issue/90");
     let end = Instant::now() + within;
     while Instant::now() < end {
         if let Ok(now) = std::fs::read(&ref_file) {
@@ -525,7 +525,7 @@ fn run_refuses_what_coord_claim_refuses_and_checks_its_arithmetic_first() {
         "run_with_a_lease_too_short_for_its_heartbeats",
         screen(&env, &bad)
     );
-    assert!(env.surface_head().is_none(), "nothing was claimed");
+    assert!(env.surface_refs().is_none(), "nothing was claimed");
 
     bob.maverick(&["coord", "claim", "100"]).expect(0);
     let held = run_to_end(&alice, &["100"], &script);

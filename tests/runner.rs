@@ -17,6 +17,7 @@ mod dispatch;
 mod dispatch_schedule;
 mod fake_github;
 mod first_hour;
+mod git_surface;
 mod github;
 mod hook;
 mod hook_managers;

@@ -68,7 +68,7 @@ impl From<StatusError> for CommandError {
 
 /// The surface and the one fetch that brings the branches' heads.
 enum Source {
-    Git(GitSurface),
+    Git(Box<GitSurface>),
     Github(Box<GithubSurface>),
 }
 
@@ -76,20 +76,20 @@ impl Source {
     fn open(ctx: &Context) -> Result<Source, CommandError> {
         let settings = &ctx.settings;
         Ok(match settings.surface {
-            SurfaceKind::Git => Source::Git(GitSurface::new(
+            SurfaceKind::Git => Source::Git(Box::new(GitSurface::new(
                 ctx.git.clone(),
                 &settings.remote,
                 settings.remote_url.as_deref().unwrap_or_default(),
                 &settings.instance,
                 settings.clock.clone(),
-            )),
+            ))),
             SurfaceKind::Github => Source::Github(Box::new(ctx.github_surface()?)),
         })
     }
 
     fn surface(&self) -> &dyn Surface {
         match self {
-            Source::Git(s) => s,
+            Source::Git(s) => s.as_ref(),
             Source::Github(s) => s.as_ref(),
         }
     }

@@ -20,23 +20,50 @@
 //! issue holds at most one. A claim's verdict depends only on what the surface
 //! ordered before it, so a claim written later can never unseat it.
 //!
-//! On the git surface the claim (comment and label) is one compare-and-swap
-//! whose guard re-runs the settle over every item of the ledger, so a claim
-//! that would not hold is never written; on GitHub the guard sees a fresh
-//! read only, and the settle after the write resolves the race.
+//! The claim (comment and label) is one write whose guard re-runs the settle
+//! over every item of the ledger as this dispatcher read it. On the git
+//! surface that write is a compare-and-swap on the claimed issue, so two
+//! claims never land on one issue; a claim on another issue that landed
+//! since the read can slip past the guard there as on GitHub (where the
+//! guard sees a fresh read only), and the settle after the write resolves
+//! it.
+//!
+//! A dispatch that lost an attempt (another claim landed first) tries again
+//! for as long as a slot and an eligible issue are free, within a time
+//! budget rather than a number of tries, and spreads: many dispatchers that
+//! met on the lowest issue would otherwise meet again on each next one.
 
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::{BTreeSet, HashSet};
+use std::time::Duration;
 
 use crate::config::Settings;
 use crate::markers::{self, Marker, MarkerKind};
 use crate::surface::{Applied, Comment, Issue, IssueSummary, Op, Surface, SurfaceError, Write};
 use crate::timefmt::{format_duration, Timestamp};
 
-/// A guard that fails means someone else wrote first; a lost settle means an
-/// earlier claim appeared. Each costs one attempt; both are rare.
-const MAX_ATTEMPTS: usize = 24;
+/// How long a dispatch keeps trying while a slot and an eligible issue are
+/// free (the settle budget), beyond the settle delay of each attempt. An
+/// attempt is lost only to another dispatcher's claim that landed (its
+/// guard saw the ledger move, or an earlier claim won the settle), so under
+/// contention the pool fills or the frontier empties well within it; a try
+/// count would instead run out with many dispatchers and slots still free.
+const SETTLE_BUDGET: Duration = Duration::from_secs(60);
+/// Settle delays allowed per dispatch on top of [`SETTLE_BUDGET`].
+const SETTLES_PER_BUDGET: u32 = 10;
+
+/// How far a dispatch's read walks the frontier.
+#[derive(Clone, Copy)]
+enum Walk {
+    /// Not at all: a settle counts only the claims.
+    No,
+    /// To the lowest eligible issue, the one a first attempt claims.
+    Lowest,
+    /// To as many eligible issues as there are free slots: the ones an
+    /// attempt after a lost one spreads over ([`SlotView::pick`]).
+    Spread,
+}
 
 const ACTION_CLAIM: &str = "claim";
 const ACTION_WITHDRAW: &str = "withdraw";
@@ -194,6 +221,26 @@ impl SlotView {
             .iter()
             .filter(|f| f.skip.is_none())
             .map(|f| f.issue)
+    }
+
+    /// The issue to claim: the lowest eligible one; after `lost` attempts
+    /// (another dispatcher's claim landed first), one of the lowest `free`
+    /// eligible issues chosen by `racer` (different for each dispatcher), so
+    /// that dispatchers that met on one issue spread over the issues the free
+    /// slots will take anyway rather than meet again on the next one.
+    pub(crate) fn pick(&self, racer: &str, lost: u32) -> Option<u64> {
+        let eligible: Vec<u64> = self.eligible().collect();
+        let at = match lost {
+            0 => 0,
+            _ => {
+                use std::hash::{Hash, Hasher};
+                let mut hasher = std::collections::hash_map::DefaultHasher::new();
+                (racer, lost).hash(&mut hasher);
+                let spread = eligible.len().min(self.free as usize).max(1);
+                (hasher.finish() % spread as u64) as usize
+            }
+        };
+        eligible.get(at).copied()
     }
 
     pub(crate) fn stale(&self) -> impl Iterator<Item = &SlotClaim> {
@@ -517,7 +564,8 @@ pub enum DispatchResult {
     NoSlot,
     /// A slot is free but nothing on the frontier is eligible.
     Idle,
-    /// Every attempt lost the settle to an earlier claim (exit 6).
+    /// Other dispatchers' claims kept landing first for the whole settle
+    /// budget, with a slot and an eligible issue still free (exit 6).
     Lost,
 }
 
@@ -725,13 +773,13 @@ impl<'a> Dispatcher<'a> {
     /// costs nothing) and every issue with a dispatch claim written within
     /// `dispatchStale` (each fresh claim, labelled or not); then the
     /// frontier, lowest first, one page at a time, each issue its list entry
-    /// cannot rule out read in full, until the lowest eligible issue is
-    /// known. Assigned and blocked issues are ruled out by their labels;
-    /// they join the ledger only when nothing is eligible, so that the
-    /// answer says why. A full pool, or a settle (`walk` false: only the
+    /// cannot rule out read in full, until the eligible issues `walk` wants
+    /// are known. Assigned and blocked issues are ruled out by their labels;
+    /// they join the ledger only when fewer are eligible, so that the
+    /// answer says why. A full pool, or a settle ([`Walk::No`]: only the
     /// claims count there), reads no frontier. Elsewhere (the git surface,
     /// where one fetch brings every issue) it is [`read`](Self::read).
-    fn read_to_dispatch(&self, walk: bool) -> Result<Ledger, DispatchError> {
+    fn read_to_dispatch(&self, walk: Walk) -> Result<Ledger, DispatchError> {
         let now = self.surface.now()?;
         let since = now.minus(self.settings.dispatch_stale);
         let Some(recent) = self.surface.comments_since(since)? else {
@@ -766,7 +814,13 @@ impl<'a> Dispatcher<'a> {
         claimed.dedup();
         let read = self.surface.issues(&claimed)?;
         self.add_read(&mut ledger, read)?;
-        if !walk || analyze(&ledger, self.settings, &self.frontier_label).free == 0 {
+        let free = analyze(&ledger, self.settings, &self.frontier_label).free;
+        let wanted = match walk {
+            Walk::No => 0,
+            Walk::Lowest => free.min(1),
+            Walk::Spread => free,
+        } as usize;
+        if wanted == 0 {
             return Ok(ledger);
         }
         let mut ruled_out: Vec<Issue> = Vec::new();
@@ -804,7 +858,7 @@ impl<'a> Dispatcher<'a> {
                 }
                 // Every issue below this one is in the ledger or ruled out.
                 let view = analyze(&ledger, self.settings, &self.frontier_label);
-                if view.eligible().next().is_some_and(|n| n <= summary.number) {
+                if view.eligible().filter(|n| *n <= summary.number).count() >= wanted {
                     found = true;
                     return false;
                 }
@@ -924,9 +978,20 @@ impl<'a> Dispatcher<'a> {
             withdrawn,
             view,
         };
+        let budget = SETTLE_BUDGET + self.settings.settle_delay * SETTLES_PER_BUDGET;
+        let deadline = self.settings.clock.instant() + budget;
         let mut last_view = None;
-        for _ in 0..MAX_ATTEMPTS {
-            let ledger = self.read_to_dispatch(true)?;
+        let mut lost = 0;
+        for attempt in 0.. {
+            if attempt > 0 && self.settings.clock.instant() >= deadline {
+                break;
+            }
+            let walk = if lost == 0 {
+                Walk::Lowest
+            } else {
+                Walk::Spread
+            };
+            let ledger = self.read_to_dispatch(walk)?;
             let mut view = analyze(&ledger, self.settings, &self.frontier_label);
             let stale: Vec<SlotClaim> = view.stale().cloned().collect();
             if !stale.is_empty() {
@@ -940,7 +1005,7 @@ impl<'a> Dispatcher<'a> {
             if view.free == 0 {
                 return Ok(report(DispatchResult::NoSlot, view, cleared, withdrawn));
             }
-            let Some(issue) = view.eligible().next() else {
+            let Some(issue) = view.pick(self.me(), lost) else {
                 return Ok(report(DispatchResult::Idle, view, cleared, withdrawn));
             };
             if dry_run {
@@ -951,6 +1016,7 @@ impl<'a> Dispatcher<'a> {
             }
             let Some((marker_id, comment)) = self.claim(&ledger, issue)? else {
                 // The guard saw the ledger move: read it again.
+                lost += 1;
                 continue;
             };
             if !self.settings.settle_delay.is_zero() {
@@ -958,7 +1024,7 @@ impl<'a> Dispatcher<'a> {
                     .clock
                     .wait_announced(self.settings.settle_delay, "the settle delay");
             }
-            let ledger = self.with_own_claim(self.read_to_dispatch(false)?, issue, &comment)?;
+            let ledger = self.with_own_claim(self.read_to_dispatch(Walk::No)?, issue, &comment)?;
             view = analyze(&ledger, self.settings, &self.frontier_label);
             match view.claim(&marker_id).cloned() {
                 Some(claim) if claim.holds() => {
@@ -994,6 +1060,7 @@ impl<'a> Dispatcher<'a> {
                     });
                     self.withdraw(&view, &claim)?;
                     withdrawn.push(claim);
+                    lost += 1;
                 }
             }
             last_view = Some(view);

@@ -205,10 +205,11 @@ pub enum Applied {
 
 /// A precondition on the issues a write touches. Given their state and the
 /// surface's clock, it says whether the write may go ahead. Where the surface
-/// has a compare-and-swap (git), nobody can write between the check and the
-/// write; elsewhere (GitHub) it is checked on a read made just before the
-/// write (this process's own, when it is a moment old), and the settle
-/// that follows every claim resolves what slipped through.
+/// has a compare-and-swap (git), nobody can write to an issue the write
+/// changes between the check and the write; elsewhere (GitHub), and on git
+/// for an issue named only to be seen (no ops), it is checked on a read made
+/// just before the write (this process's own, when it is a moment old), and
+/// the settle that follows every claim resolves what slipped through.
 pub type Guard<'a> = &'a mut dyn FnMut(&[Issue], Timestamp) -> bool;
 
 #[derive(Debug, thiserror::Error)]

@@ -417,8 +417,8 @@ impl TestEnv {
         self.comments(issue).into_iter().map(|c| c.body).collect()
     }
 
-    /// How many writes the surface took: commits of the surface ref on git,
-    /// successful non-GET requests on GitHub.
+    /// How many writes the surface took: commits of origin's surface refs
+    /// on git, successful non-GET requests on GitHub.
     pub fn write_count(&self) -> usize {
         match &self.github {
             Some(fake) => fake
@@ -426,21 +426,13 @@ impl TestEnv {
                 .iter()
                 .filter(|r| r.method != "GET" && (200..300).contains(&r.status))
                 .count(),
-            None => {
-                let out = self.git_output_in(
+            None => self
+                .git_in(
                     &self.origin,
-                    &["rev-list", "--count", "refs/maverick/issues", "--"],
-                );
-                if out.status.success() {
-                    String::from_utf8(out.stdout)
-                        .unwrap()
-                        .trim()
-                        .parse()
-                        .unwrap()
-                } else {
-                    0
-                }
-            }
+                    &["rev-list", "--count", "--glob=refs/maverick/*", "--"],
+                )
+                .parse()
+                .unwrap(),
         }
     }
 
@@ -596,7 +588,7 @@ impl TestEnv {
     pub fn stored_issue(&self, issue: u64) -> Option<Value> {
         let out = self.git_output_in(
             &self.origin,
-            &["show", &format!("refs/maverick/issues:issue-{issue}.json")],
+            &["show", &format!("refs/maverick/issue/{issue}:issue.json")],
         );
         out.status
             .success()
@@ -631,15 +623,11 @@ impl TestEnv {
         );
     }
 
-    /// The commit of origin's surface ref, if any.
-    pub fn surface_head(&self) -> Option<String> {
-        let out = self.git_output_in(
-            &self.origin,
-            &["rev-parse", "--verify", "--quiet", "refs/maverick/issues"],
-        );
-        out.status
-            .success()
-            .then(|| String::from_utf8(out.stdout).unwrap().trim().to_owned())
+    /// Origin's surface refs (`refs/maverick/*`), one `id type name` a
+    /// line, if it has any.
+    pub fn surface_refs(&self) -> Option<String> {
+        let refs = self.git_in(&self.origin, &["for-each-ref", "refs/maverick/"]);
+        (!refs.is_empty()).then_some(refs)
     }
 }
 
@@ -689,7 +677,7 @@ impl TestEnv {
     pub fn edit_comment(&self, issue: u64, id: u64, body: &str) {
         match &self.github {
             Some(fake) => fake.edit_comment(id, body),
-            None => self.edit_git_surface(issue, |_, stored| {
+            None => self.edit_git_surface(issue, |stored| {
                 let comment = stored["comments"]
                     .as_array_mut()
                     .unwrap()
@@ -710,10 +698,17 @@ impl TestEnv {
             return fake.add_comment_as(issue, author, body);
         }
         let mut new_id = 0;
-        self.edit_git_surface(issue, |meta, stored| {
-            new_id = meta["next_comment_id"].as_u64().unwrap_or(1).max(1);
-            meta["next_comment_id"] = json!(new_id + 1);
-            let at = meta["clock"]
+        self.edit_git_surface(issue, |stored| {
+            let above = stored["comments"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c["id"].as_u64().unwrap() + 1)
+                .max()
+                .unwrap_or(1);
+            new_id = stored["next_comment_id"].as_u64().unwrap_or(1).max(above);
+            stored["next_comment_id"] = json!(new_id + 1);
+            let at = stored["clock"]
                 .as_str()
                 .unwrap_or("2026-11-30T10:00:00Z")
                 .to_owned();
@@ -754,40 +749,42 @@ impl TestEnv {
     }
 
     /// Changes the git surface as a person with push access could: one
-    /// commit on `refs/maverick/issues`.
-    fn edit_git_surface(&self, issue: u64, edit: impl FnOnce(&mut Value, &mut Value)) {
+    /// commit on the issue's ref, `refs/maverick/issue/<n>`.
+    fn edit_git_surface(&self, issue: u64, edit: impl FnOnce(&mut Value)) {
         let n = self.edits.get() + 1;
         self.edits.set(n);
         let dir = self.path().join(format!("surface-edit-{n}"));
         let origin = self.origin.to_str().unwrap().to_owned();
+        let issue_ref = format!("refs/maverick/issue/{issue}");
         self.git_in(self.path(), &["init", "--quiet", dir.to_str().unwrap()]);
-        self.git_in(
+        let fetched = self.git_output_in(
             &dir,
             &[
                 "fetch",
                 "--quiet",
                 &origin,
-                "refs/maverick/issues:refs/heads/surface",
+                &format!("{issue_ref}:refs/heads/surface"),
             ],
         );
-        self.git_in(&dir, &["checkout", "--quiet", "surface"]);
-        let issue_path = dir.join(format!("issue-{issue}.json"));
+        if fetched.status.success() {
+            self.git_in(&dir, &["checkout", "--quiet", "surface"]);
+        } else {
+            self.git_in(&dir, &["checkout", "--quiet", "--orphan", "surface"]);
+        }
+        let issue_path = dir.join("issue.json");
         let mut stored: Value = std::fs::read(&issue_path)
             .ok()
             .map(|b| serde_json::from_slice(&b).unwrap())
-            .unwrap_or_else(
-                || json!({"number": issue, "labels": [], "assignees": [], "comments": []}),
-            );
-        let meta_path = dir.join("meta.json");
-        let mut meta: Value = serde_json::from_slice(&std::fs::read(&meta_path).unwrap()).unwrap();
-        edit(&mut meta, &mut stored);
+            .unwrap_or_else(|| {
+                json!({"format": 2, "number": issue, "labels": [], "assignees": [], "comments": []})
+            });
+        edit(&mut stored);
         std::fs::write(&issue_path, serde_json::to_vec_pretty(&stored).unwrap()).unwrap();
-        std::fs::write(&meta_path, serde_json::to_vec_pretty(&meta).unwrap()).unwrap();
         self.git_in(&dir, &["add", "-A"]);
         self.git_in(&dir, &["commit", "--quiet", "-m", "a person's edit"]);
         self.git_in(
             &dir,
-            &["push", "--quiet", &origin, "surface:refs/maverick/issues"],
+            &["push", "--quiet", &origin, &format!("surface:{issue_ref}")],
         );
         std::fs::remove_dir_all(&dir).unwrap();
     }
