@@ -51,11 +51,13 @@ fn holder(referee: &Repo<'_>, issue: u64) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// The git commands a `-vv` run logged that start with `git SUBCOMMAND`.
+/// The git commands a `-vv` run logged (its DEBUG lines; `-v`'s INFO lines
+/// say the same with a reason) that start with `git SUBCOMMAND`.
 fn logged<'r>(run: &'r Run, subcommand: &str) -> Vec<&'r str> {
     let prefix = format!("git {subcommand} ");
     run.stderr
         .lines()
+        .filter(|line| line.starts_with("DEBUG "))
         .filter_map(|line| line.find(&prefix).map(|at| &line[at..]))
         .collect()
 }

@@ -696,9 +696,11 @@ fn one_git_fetch_per_view(surface: Surface) {
         .copied()
         .filter(|c| c.starts_with("git fetch "))
         .collect();
-    // The one fetch brings the branches too (and on git, the surface's refs).
+    // The one fetch brings the branches too (and on git, the surface's
+    // refs: one per issue, and the old single ref a migration reads).
     let surface_refs = if s.name() == "git" {
-        " '+refs/maverick/*:refs/maverick-cache/origin/*'"
+        " '+refs/maverick/issue/*:refs/maverick-cache/origin/issue/*' \
+         '+refs/maverick/issues*:refs/maverick-cache/origin/issues*'"
     } else {
         ""
     };
@@ -706,8 +708,8 @@ fn one_git_fetch_per_view(surface: Surface) {
         fetches,
         [format!(
             "git fetch --no-tags --prune --no-write-fetch-head --quiet --no-recurse-submodules \
-             --no-auto-maintenance --end-of-options origin{surface_refs} \
-             '+refs/heads/*:refs/remotes/origin/*'"
+             --no-auto-maintenance --end-of-options origin \
+             '+refs/heads/*:refs/remotes/origin/*'{surface_refs}"
         )],
         "{trace}"
     );

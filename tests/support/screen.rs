@@ -10,7 +10,7 @@
 //!   ([`TestEnv::normalise`], the one path and object-name normaliser);
 //! - timestamps (`2026-12-03T16:04:37Z`, with fractions or an offset):
 //!   `[TIME]`;
-//! - durations (`14m`, `2h5m`, `3s`, `120ms`, `0.25s`): `[DUR]`;
+//! - durations (`14m`, `2h5m`, `1d`, `3s`, `120ms`, `0.25s`): `[DUR]`;
 //! - the fake GitHub's port (`127.0.0.1:43517`): `127.0.0.1:[PORT]`;
 //! - comment ids (`comment 2200000001` on GitHub, `comment 1` on git):
 //!   `comment [ID]`; process ids (`pid 4242`, `process 4242`): `pid [PID]`,
@@ -331,7 +331,7 @@ fn is_duration(word: &str) -> bool {
             return false;
         }
         rest = &rest[number..];
-        let unit = ["ms", "h", "m", "s"]
+        let unit = ["ms", "d", "h", "m", "s"]
             .into_iter()
             .find(|u| rest.starts_with(u));
         match unit {
