@@ -1,6 +1,7 @@
 //! State markers and `hydrate` end to end: the real binary, real git, and
 //! the surface the harness gives (`on_both_surfaces!`).
 
+use crate::support::screen::{screen, screens};
 use crate::support::{Repo, Surface, TestEnv};
 use serde_json::{json, Value};
 
@@ -209,27 +210,23 @@ fn refuses_events_and_bad_payloads(surface: Surface) {
     let s = &TestEnv::with_surface(surface);
     let a = s.clone("alpha");
     let claim = input_file(s, "claim.json", &json!({"instance_id": "x"}));
-    let run = a.maverick(&["state", "put", "claim", "123", &claim]);
-    run.expect(2);
-    assert!(run.stderr.contains("events, not state"), "{}", run.screen());
+    let event = a.maverick(&["state", "put", "claim", "123", &claim]);
     let array = input_file(s, "array.json", &json!([1, 2]));
-    a.maverick(&["state", "put", "state", "123", &array])
-        .expect(2);
+    let not_an_object = a.maverick(&["state", "put", "state", "123", &array]);
     let broken = s.path().join("broken.json");
     std::fs::write(&broken, "{\"epic\": 123,").unwrap();
-    let run = a.maverick(&["state", "put", "state", "123", broken.to_str().unwrap()]);
-    run.expect(2);
-    assert!(run.stderr.contains("not valid JSON"), "{}", run.screen());
-    a.maverick(&["state", "put", "nope", "123", &array])
-        .expect(2);
+    let invalid = a.maverick(&["state", "put", "state", "123", broken.to_str().unwrap()]);
+    let unknown = a.maverick(&["state", "put", "nope", "123", &array]);
     let missing = a.maverick(&["state", "get", "bprop", "123"]);
-    missing.expect(1);
-    assert!(
-        missing
-            .stderr
-            .contains("#123 has no trusted `maverick-bprop` marker"),
-        "{}",
-        missing.screen()
+    insta::assert_snapshot!(
+        format!("refuses_events_and_bad_payloads_{}", s.name()),
+        screens(&[
+            ("state put claim 123 claim.json", screen(s, &event)),
+            ("state put state 123 array.json", screen(s, &not_an_object)),
+            ("state put state 123 broken.json", screen(s, &invalid)),
+            ("state put nope 123 array.json", screen(s, &unknown)),
+            ("state get bprop 123", screen(s, &missing)),
+        ])
     );
     a.maverick(&["state", "story", "123", "142", "done"])
         .expect(2);
@@ -310,11 +307,9 @@ fn hydrate_writes_the_epic_snapshot_over_a_stale_file(surface: Surface) {
     .unwrap();
 
     let run = a.maverick(&["hydrate", "123"]);
-    run.expect(0);
-    assert!(
-        run.stderr.contains(".claude/epic-state.json"),
-        "{}",
-        run.screen()
+    insta::assert_snapshot!(
+        format!("hydrate_over_a_stale_file_{}", s.name()),
+        screen(s, &run)
     );
     let printed: Value = serde_json::from_str(&run.stdout).unwrap();
     let file: Value = serde_json::from_slice(&std::fs::read(&stale).unwrap()).unwrap();
