@@ -160,9 +160,10 @@ pub(crate) enum Command {
     /// command, the branch and how long ago its remote head moved, tasks
     /// done/total and the next one, the pull request and its CI verdict, and
     /// what blocks it. Then the dispatch slots and the totals. Stale leases,
-    /// failing CI and collisions come first. Reads: one list of open issues,
-    /// one comments read per claimed issue, one list of open pull requests,
-    /// one CI read per pull request head, one git fetch.
+    /// failing CI and collisions come first. Reads on GitHub: the labels, one
+    /// list of open issues per label its lines show, one comments read per
+    /// claimed issue, one list of open pull requests, one CI read per pull
+    /// request head; and one git fetch.
     Status(StatusArgs),
     /// Every effective setting and where it came from (default, git config
     /// file, environment, flag)

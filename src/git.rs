@@ -1092,16 +1092,18 @@ impl GitCommand {
 }
 
 /// Why a git command line talks to the remote, for `-v`; `None` for the
-/// local ones. The git surface is the ref `refs/maverick/issues`.
+/// local ones. The git surface is the refs under `refs/maverick/` (one per
+/// issue).
 fn remote_request(command: &str) -> Option<&'static str> {
     let surface = command.contains("refs/maverick/");
     let mut words = command.split(' ').skip(1);
     let verb = words.find(|w| !w.starts_with('-') && !w.contains('='))?;
     match verb {
-        "fetch" if surface => Some("read the state of every issue on the git surface"),
+        "fetch" if surface => Some("bring the git surface's refs that moved"),
         "fetch" => Some("read the remote's branches"),
-        "push" if surface => Some("write the git surface: compare-and-swap on its ref"),
+        "push" if surface => Some("write the git surface: compare-and-swap on the issues' refs"),
         "push" => Some("push the branch"),
+        "ls-remote" if surface => Some("see which of the git surface's refs moved"),
         "ls-remote" => Some("read the remote's heads"),
         _ => None,
     }
