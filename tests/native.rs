@@ -570,13 +570,7 @@ fn gh_repo_names_the_repository_as_in_gh() {
 fn gh_host_makes_an_enterprise_remote_a_github_one() {
     let env = TestEnv::new();
     let repo = env.clone("alice");
-    repo.git(&["config", "--unset", "maverick.surface"]);
-    repo.git(&[
-        "remote",
-        "set-url",
-        "origin",
-        "git@ghe.example.com:acme/widgets.git",
-    ]);
+    repo.with_remote_at("git@ghe.example.com:acme/widgets.git");
     let config = |vars: &[(&str, &str)]| {
         let mut cmd = repo.maverick_command(&["config", "--json"]);
         cmd.env("MAVERICK_INSTANCE", "alice");

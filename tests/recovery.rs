@@ -186,13 +186,7 @@ fn a_claim_without_a_lease_is_judged_by_its_age(surface: Surface) {
 fn gh_host_does_not_move_a_github_com_remote() {
     let env = TestEnv::new();
     let repo = env.clone("alice");
-    repo.git(&["config", "--unset", "maverick.surface"]);
-    repo.git(&[
-        "remote",
-        "set-url",
-        "origin",
-        "https://github.com/acme/widgets.git",
-    ]);
+    repo.with_remote_at("https://github.com/acme/widgets.git");
     let config = |args: &[&str]| {
         let mut cmd = repo.maverick_command(&[&["config", "--json"], args].concat());
         cmd.env("MAVERICK_INSTANCE", "alice")

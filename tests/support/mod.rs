@@ -848,6 +848,13 @@ pub struct Repo<'a> {
 }
 
 impl Repo<'_> {
+    /// The clone as a user's is: its surface chosen from the remote, which
+    /// is at `url`.
+    pub fn with_remote_at(&self, url: &str) {
+        self.git(&["config", "--unset", "maverick.surface"]);
+        self.git(&["remote", "set-url", "origin", url]);
+    }
+
     pub fn git(&self, args: &[&str]) -> String {
         self.env.git_in(&self.dir, args)
     }
