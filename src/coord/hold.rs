@@ -85,17 +85,26 @@ pub(crate) fn heartbeat_loop(
     issues: &[u64],
     generation: u64,
     renewed_at: Instant,
-    stop: Receiver<()>,
+    stop: Receiver<Instant>,
     events: Sender<HoldEvent>,
 ) {
     let interval = settings.heartbeat_interval;
     let clock = &settings.clock;
     let coord = Coordinator::new(surface, settings);
+    // Told to stop at a moment, the beats due by then still run (their
+    // outcome names the loss); hung up on, none does.
+    let mut stop_at: Option<Instant> = None;
     // Returns whether to go on.
-    let beat_at = |due: Instant| -> bool {
-        match clock.recv_until(&stop, due) {
-            Err(RecvTimeoutError::Timeout) => {}
-            _ => return false,
+    let mut beat_at = |due: Instant| -> bool {
+        if stop_at.is_none() {
+            match clock.recv_until(&stop, due) {
+                Err(RecvTimeoutError::Timeout) => {}
+                Ok(at) => stop_at = Some(at),
+                Err(RecvTimeoutError::Disconnected) => return false,
+            }
+        }
+        if stop_at.is_some_and(|at| due > at) {
+            return false;
         }
         let started = clock.instant();
         let result = coord.heartbeat(issues, Some(generation));
@@ -325,19 +334,26 @@ pub fn hold(
                 released,
             }))
         }
-        Watched::Lost(reason) => {
-            let lost_at = coord.settings.clock.instant();
-            run.mark_lost(&reason);
-            // The heartbeat thread may hang in the network; it is not
-            // waited for.
-            drop(heartbeats);
-            let (status, killed, stopped_after) = stop(
-                &mut group,
-                &inbox,
-                &coord.settings.clock,
-                lost_at,
-                req.grace,
-            )?;
+        Watched::Lost(mut loss) => {
+            let clock = &coord.settings.clock;
+            let lost_at = clock.instant();
+            run.mark_lost(&loss.to_string());
+            // The beats due by now still run, so that the loss names the
+            // error of one that failed, whichever of the two threads saw
+            // the deadline first; none starts after.
+            let finished = heartbeats.stop_after(lost_at);
+            let (status, killed, stopped_after) =
+                stop(&mut group, &inbox, clock, lost_at, req.grace, &mut loss)?;
+            // The command is gone. The heartbeat thread may hang in the
+            // network: it is waited for a moment only.
+            let _ = clock.recv_until(&finished, clock.instant() + LAST_BEATS);
+            while let Ok(event) = inbox.try_recv() {
+                loss.hear(event);
+            }
+            let reason = loss.to_string();
+            if loss.changed {
+                run.mark_lost(&reason);
+            }
             // Whatever is still ours (a surface that only failed to answer)
             // is released; a release never touches another instance's claim.
             let released = run.release(ReleaseReason::Abort);
@@ -360,13 +376,86 @@ enum Watched {
         received: Option<libc::c_int>,
     },
     /// The claim is lost, for this reason: the command must not outlive it.
-    Lost(String),
+    Lost(Loss),
+}
+
+/// How long, once a lost claim's command is gone, maverick waits for the
+/// heartbeats that were due by the loss to report, so that the loss names
+/// their error.
+const LAST_BEATS: Duration = Duration::from_secs(5);
+
+/// Why the claim was lost, as the watch decided it; the error of a
+/// heartbeat that was due by then and reports later still joins it.
+struct Loss {
+    kind: LossKind,
+    last_error: Option<String>,
+    /// A heartbeat's error joined after the loss was first written down.
+    changed: bool,
+}
+
+enum LossKind {
+    /// The surface says so (another instance holds it, it was released).
+    Surface(String),
+    /// Two heartbeats in a row failed, both started before the deadline.
+    TwoFailed,
+    /// No heartbeat renewed the lease for this long.
+    Silence(Duration),
+}
+
+impl Loss {
+    fn new(kind: LossKind, last_error: Option<String>) -> Loss {
+        Loss {
+            kind,
+            last_error,
+            changed: false,
+        }
+    }
+
+    /// A heartbeat that reports after the loss: its error is the last one.
+    fn hear(&mut self, event: HoldEvent) {
+        if let (
+            LossKind::Silence(_),
+            HoldEvent::Beat {
+                result: Err(err), ..
+            },
+        ) = (&self.kind, event)
+        {
+            let err = err.to_string();
+            if self.last_error.as_ref() != Some(&err) {
+                self.last_error = Some(err);
+                self.changed = true;
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for Loss {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let last = self.last_error.as_deref().unwrap_or_default();
+        match &self.kind {
+            LossKind::Surface(reason) => f.write_str(reason),
+            LossKind::TwoFailed => write!(f, "two heartbeats in a row failed: {last}"),
+            LossKind::Silence(silent) => {
+                write!(
+                    f,
+                    "no heartbeat renewed the lease for {:.1}s",
+                    silent.as_secs_f64()
+                )?;
+                match &self.last_error {
+                    Some(last) => write!(f, " (last error: {last})"),
+                    None => Ok(()),
+                }
+            }
+        }
+    }
 }
 
 /// The heartbeat thread, told to stop when this is dropped.
 struct Heartbeats {
-    stop: Sender<()>,
+    stop: Sender<Instant>,
     thread: std::thread::JoinHandle<()>,
+    /// Hung up on when the thread ends.
+    finished: Receiver<()>,
 }
 
 impl Heartbeats {
@@ -374,6 +463,13 @@ impl Heartbeats {
     fn stop(self) {
         drop(self.stop);
         let _ = self.thread.join();
+    }
+
+    /// Lets the thread run the beats due by `at`, then end; returns what
+    /// hears it end. The thread is not waited for.
+    fn stop_after(self, at: Instant) -> Receiver<()> {
+        let _ = self.stop.send(at);
+        self.finished
     }
 }
 
@@ -386,6 +482,7 @@ fn stop(
     clock: &Clock,
     lost_at: Instant,
     grace: Duration,
+    loss: &mut Loss,
 ) -> Result<(ChildStatus, bool, Duration), HoldError> {
     group.signal(libc::SIGTERM);
     let kill_at = lost_at + grace;
@@ -399,7 +496,7 @@ fn stop(
         match clock.recv_until(inbox, until) {
             Ok(HoldEvent::Exited(status)) => break reap(group, status)?,
             Ok(HoldEvent::Signal(signal)) => group.signal(signal),
-            Ok(HoldEvent::Beat { .. }) => {}
+            Ok(beat @ HoldEvent::Beat { .. }) => loss.hear(beat),
             Err(RecvTimeoutError::Timeout) if !killed => {
                 group.signal(libc::SIGKILL);
                 killed = true;
@@ -473,13 +570,15 @@ impl Supervision<'_> {
         new_surface: SurfaceMaker,
         events: Sender<HoldEvent>,
     ) -> Result<Heartbeats, HoldError> {
-        let (stop, stopped) = mpsc::channel::<()>();
+        let (stop, stopped) = mpsc::channel::<Instant>();
+        let (finishing, finished) = mpsc::channel::<()>();
         let settings = self.coord.settings.clone();
         let issues = self.issues.clone();
         let generation = self.generation;
         let thread = std::thread::Builder::new()
             .name("heartbeat".to_owned())
             .spawn(move || {
+                let _finishing = finishing;
                 // Built once already by the caller; cannot fail here.
                 if let Some(surface) = new_surface() {
                     heartbeat_loop(
@@ -494,7 +593,11 @@ impl Supervision<'_> {
                 }
             })
             .map_err(HoldError::StartHeartbeat)?;
-        Ok(Heartbeats { stop, thread })
+        Ok(Heartbeats {
+            stop,
+            thread,
+            finished,
+        })
     }
 
     /// Acts on what the threads report while the command runs: forwards
@@ -518,24 +621,21 @@ impl Supervision<'_> {
         let silence = interval * 2 + spare.min(interval / 2);
         let mut last_renewed = renewed_at;
         let mut failures = 0u32;
-        let mut last_error = String::new();
+        let mut last_error: Option<String> = None;
         let mut received: Option<libc::c_int> = None;
         loop {
             // At the deadline, what already arrived (a renewal that landed
             // just in time) still counts.
-            let event = match clock.recv_until(inbox, last_renewed + silence) {
+            let deadline = last_renewed + silence;
+            let silent = |last_error: Option<String>| {
+                Watched::Lost(Loss::new(
+                    LossKind::Silence(clock.since(last_renewed)),
+                    last_error,
+                ))
+            };
+            let event = match clock.recv_until(inbox, deadline) {
                 Ok(event) => event,
-                Err(RecvTimeoutError::Timeout) => {
-                    let last = if last_error.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" (last error: {last_error})")
-                    };
-                    return Ok(Watched::Lost(format!(
-                        "no heartbeat renewed the lease for {:.1}s{last}",
-                        clock.since(last_renewed).as_secs_f64(),
-                    )));
-                }
+                Err(RecvTimeoutError::Timeout) => return Ok(silent(last_error)),
                 Err(RecvTimeoutError::Disconnected) => {
                     unreachable!("the command watcher holds a sender until it reports")
                 }
@@ -565,20 +665,27 @@ impl Supervision<'_> {
                         HeartbeatOutcome::Renewed { .. } => {
                             last_renewed = started;
                             failures = 0;
-                            last_error.clear();
+                            last_error = None;
                         }
-                        HeartbeatOutcome::Lost { reason, .. } => return Ok(Watched::Lost(reason)),
+                        HeartbeatOutcome::Lost { reason, .. } => {
+                            return Ok(Watched::Lost(Loss::new(LossKind::Surface(reason), None)))
+                        }
                     }
                 }
                 HoldEvent::Beat {
-                    result: Err(err), ..
+                    started,
+                    result: Err(err),
                 } => {
+                    last_error = Some(err.to_string());
+                    // A beat that started once the deadline had passed
+                    // came too late to count: the silence decided, as it
+                    // does when the deadline is seen first.
+                    if started >= deadline {
+                        return Ok(silent(last_error));
+                    }
                     failures += 1;
-                    last_error = err.to_string();
                     if failures >= 2 {
-                        return Ok(Watched::Lost(format!(
-                            "two heartbeats in a row failed: {last_error}"
-                        )));
+                        return Ok(Watched::Lost(Loss::new(LossKind::TwoFailed, last_error)));
                     }
                 }
             }
