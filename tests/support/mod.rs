@@ -505,7 +505,7 @@ impl TestEnv {
     }
 
     pub fn git_output_in(&self, dir: &Path, args: &[&str]) -> Output {
-        let mut cmd = Command::new("git");
+        let mut cmd = git_command();
         cmd.args(args).current_dir(dir);
         self.apply_env(&mut cmd);
         cmd.output().expect("git runs")
@@ -832,13 +832,32 @@ pub fn path_without_maverick(env: &TestEnv) -> std::ffi::OsString {
     path
 }
 
-/// The git the tests run, for a PATH of a test's own making.
+/// The git the tests run (the first on PATH), for a PATH of a test's own
+/// making.
 pub fn real_git() -> PathBuf {
-    let out = Command::new("sh")
-        .args(["-c", "command -v git"])
-        .output()
-        .expect("sh runs");
-    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+    static GIT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    GIT.get_or_init(|| {
+        let path = std::env::var_os("PATH").expect("PATH is set");
+        std::env::split_paths(&path)
+            .map(|dir| dir.join("git"))
+            .find(|git| {
+                use std::os::unix::fs::PermissionsExt as _;
+                git.metadata()
+                    .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+            })
+            .expect("git is on PATH")
+    })
+    .clone()
+}
+
+/// `git` by its full path: the git the tests run (apply_env's PATH adds
+/// only the directory of git-maverick before it). With a program named by
+/// path, std spawns the child with posix_spawn; with a bare name and its
+/// own PATH, it forks this test process, copying the page tables of every
+/// test thread's memory for each of the suite's thousands of git commands
+/// (a tenth of the suite's CPU).
+pub fn git_command() -> Command {
+    Command::new(real_git())
 }
 
 pub struct Repo<'a> {
@@ -866,7 +885,7 @@ impl Repo<'_> {
     /// git as this clone's instance (as the pre-push hook sees it), with
     /// extra variables (`GIT_TRACE`, `PATH`, ...).
     pub fn git_as_instance(&self, args: &[&str], envs: &[(&str, &std::ffi::OsStr)]) -> Output {
-        let mut cmd = Command::new("git");
+        let mut cmd = git_command();
         cmd.args(args).current_dir(&self.dir);
         self.env.apply_env(&mut cmd);
         cmd.env("MAVERICK_INSTANCE", &self.instance);
