@@ -132,7 +132,11 @@ impl<'a> Maverick<'a> {
     /// on the environment's clock (the real libfaketime, when it was moved).
     fn command(&self, args: &[&str]) -> Command {
         require_tools();
-        let mut cmd = Command::new("maverick");
+        static MAVERICK: OnceLock<PathBuf> = OnceLock::new();
+        let maverick = MAVERICK.get_or_init(|| {
+            crate::support::on_path("maverick").expect("require_tools found maverick")
+        });
+        let mut cmd = Command::new(maverick);
         cmd.args(args).current_dir(&self.home);
         self.env.apply_env(&mut cmd);
         let offset = self.env.clock_offset();

@@ -151,6 +151,57 @@ pub fn temp_base() -> &'static Path {
     BASE.get_or_init(find_temp_base)
 }
 
+/// The origin environments of `env`'s kind start from, made once per test
+/// process by the first of them (six git processes, a push among them)
+/// and copied by every one: the suite makes hundreds. Removed when the
+/// test process exits.
+fn origin_template(env: &TestEnv) -> PathBuf {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    static MADE: [std::sync::OnceLock<PathBuf>; 3] = [const { std::sync::OnceLock::new() }; 3];
+    extern "C" fn remove_templates() {
+        if let Some(dir) = DIR.get() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+    let index = match env.repo_kind {
+        RepoKind::Files => 0,
+        RepoKind::Reftable => 1,
+        RepoKind::Sha256 => 2,
+    };
+    MADE[index]
+        .get_or_init(|| {
+            let dir = DIR.get_or_init(|| {
+                let dir = tempfile::Builder::new()
+                    .prefix("maverick-origins.")
+                    .tempdir_in(temp_base())
+                    .expect("temp dir")
+                    .keep();
+                // SAFETY: registers a plain function, once.
+                unsafe { libc::atexit(remove_templates) };
+                dir
+            });
+            let origin = dir.join(format!("{:?}.git", env.repo_kind));
+            env.make_origin(&origin);
+            origin
+        })
+        .clone()
+}
+
+/// Copies the directory tree at `from` to `to` (files, with their
+/// permissions, and directories, empty ones too), in this process.
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
 fn find_temp_base() -> PathBuf {
     if let Some(dir) = std::env::var_os("MAVERICK_TEST_TMPDIR").filter(|d| !d.is_empty()) {
         return PathBuf::from(dir);
@@ -267,9 +318,18 @@ impl TestEnv {
             repo_kind,
             edits: Cell::new(0),
         };
-        let (object_format, ref_format) = repo_kind.formats();
-        env.git_in(
-            env.root.path(),
+        copy_tree(&origin_template(&env), &env.origin);
+        env
+    }
+
+    /// Makes the origin every environment of this kind starts from, at
+    /// `dir`: a bare repository whose `main` has one commit (the same
+    /// commit on every run: the dates and names are fixed).
+    fn make_origin(&self, dir: &Path) {
+        let (object_format, ref_format) = self.repo_kind.formats();
+        let parent = dir.parent().expect("the template is in a directory");
+        self.git_in(
+            parent,
             &[
                 "init",
                 "--quiet",
@@ -277,12 +337,12 @@ impl TestEnv {
                 object_format,
                 ref_format,
                 "--initial-branch=main",
-                "origin.git",
+                dir.to_str().unwrap(),
             ],
         );
-        let seed = env.root.path().join("seed");
-        env.git_in(
-            env.root.path(),
+        let seed = self.root.path().join("seed");
+        self.git_in(
+            self.root.path(),
             &[
                 "init",
                 "--quiet",
@@ -292,14 +352,10 @@ impl TestEnv {
             ],
         );
         std::fs::write(seed.join("README.md"), "# project\n").unwrap();
-        env.git_in(&seed, &["add", "README.md"]);
-        env.git_in(&seed, &["commit", "--quiet", "-m", "chore: initial commit"]);
-        env.git_in(
-            &seed,
-            &["push", "--quiet", env.origin.to_str().unwrap(), "main"],
-        );
+        self.git_in(&seed, &["add", "README.md"]);
+        self.git_in(&seed, &["commit", "--quiet", "-m", "chore: initial commit"]);
+        self.git_in(&seed, &["push", "--quiet", dir.to_str().unwrap(), "main"]);
         std::fs::remove_dir_all(&seed).unwrap();
-        env
     }
 
     pub fn path(&self) -> &Path {
@@ -836,18 +892,22 @@ pub fn path_without_maverick(env: &TestEnv) -> std::ffi::OsString {
 /// making.
 pub fn real_git() -> PathBuf {
     static GIT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    GIT.get_or_init(|| {
-        let path = std::env::var_os("PATH").expect("PATH is set");
-        std::env::split_paths(&path)
-            .map(|dir| dir.join("git"))
-            .find(|git| {
-                use std::os::unix::fs::PermissionsExt as _;
-                git.metadata()
-                    .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
-            })
-            .expect("git is on PATH")
-    })
-    .clone()
+    GIT.get_or_init(|| on_path("git").expect("git is on PATH"))
+        .clone()
+}
+
+/// The executable `program` names on the tests' PATH (`path_with_bin`), as
+/// a shell finds it. A child started by this path, rather than by its bare
+/// name with a PATH of the test's own, is spawned without forking the test
+/// process (see `git_command`).
+pub fn on_path(program: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::env::split_paths(&path_with_bin())
+        .map(|dir| dir.join(program))
+        .find(|file| {
+            file.metadata()
+                .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+        })
 }
 
 /// `git` by its full path: the git the tests run (apply_env's PATH adds
