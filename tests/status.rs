@@ -268,7 +268,6 @@ fn json_validates_against_the_schema(surface: Surface) {
         .unwrap()
         .remove("holder");
     assert!(schema.validate(&broken).is_err());
-
 }
 
 fn mine_shows_only_this_instances_claims(surface: Surface) {
