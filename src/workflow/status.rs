@@ -413,6 +413,9 @@ impl Seen<'_> {
         let dispatch_claim = self.dispatch_claim(number);
         let holder = view.and_then(|v| v.holder.as_ref());
         let state = match view.map(|v| v.decision) {
+            // A lapsed lease of ours is lost as anyone's is: stale, to be
+            // taken over (`coord claim` exits 5 on it too).
+            Some(Decision::Ours) if view.is_some_and(lease::lapsed) => "stale",
             Some(Decision::Ours) => "ours",
             Some(Decision::Held) => "held",
             Some(Decision::Stale) => "stale",
@@ -656,7 +659,7 @@ fn lease_state(view: &IssueView, issue: u64) -> Option<LeaseState> {
         } else {
             view.now.since(expires_at).as_secs()
         },
-        takeover: (view.decision == Decision::Stale)
+        takeover: (view.decision == Decision::Stale || lease::lapsed(view))
             .then(|| format!("git maverick coord takeover {issue}")),
     })
 }
