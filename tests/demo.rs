@@ -40,7 +40,9 @@ fn cargo_set_for_tests(name: &str) -> bool {
         "MAVERICK_BUILD_COMMIT",
         "MAVERICK_BUILD_EPOCH",
     ];
-    SET.contains(&name) || name.starts_with("CARGO_PKG_") || name.starts_with("CARGO_BIN_EXE_")
+    SET.iter().any(|set| *set == name)
+        || name.starts_with("CARGO_PKG_")
+        || name.starts_with("CARGO_BIN_EXE_")
 }
 
 #[test]
