@@ -27,21 +27,20 @@ fn tool_home(var: &str, dir: &str) -> PathBuf {
 /// process, as opposed to the user's own environment (CARGO_HOME,
 /// CARGO_TARGET_DIR, CARGO_PROFILE_*, ... stay).
 fn cargo_set_for_tests(name: &str) -> bool {
-    const SET: &[&str] = &[
-        "CARGO",
-        "CARGO_MANIFEST_DIR",
-        "CARGO_MANIFEST_PATH",
-        "CARGO_CRATE_NAME",
-        "CARGO_BIN_NAME",
-        "CARGO_PRIMARY_PACKAGE",
-        "CARGO_TARGET_TMPDIR",
-        "CARGO_RUSTC_CURRENT_DIR",
-        "OUT_DIR",
-        "MAVERICK_BUILD_COMMIT",
-        "MAVERICK_BUILD_EPOCH",
-    ];
-    SET.iter().any(|set| *set == name)
-        || name.starts_with("CARGO_PKG_")
+    matches!(
+        name,
+        "CARGO"
+            | "CARGO_MANIFEST_DIR"
+            | "CARGO_MANIFEST_PATH"
+            | "CARGO_CRATE_NAME"
+            | "CARGO_BIN_NAME"
+            | "CARGO_PRIMARY_PACKAGE"
+            | "CARGO_TARGET_TMPDIR"
+            | "CARGO_RUSTC_CURRENT_DIR"
+            | "OUT_DIR"
+            | "MAVERICK_BUILD_COMMIT"
+            | "MAVERICK_BUILD_EPOCH"
+    ) || name.starts_with("CARGO_PKG_")
         || name.starts_with("CARGO_BIN_EXE_")
 }
 
