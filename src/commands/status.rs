@@ -436,7 +436,12 @@ fn render_row(row: &IssueRow, now: Timestamp) -> String {
     }
     if let Some(p) = &row.pull {
         let draft = if p.draft { " (draft)" } else { "" };
-        parts.push(format!("PR #{}{draft} CI {}", p.number, p.ci));
+        // What makes a `pull` row: whose pull request, from which branch.
+        let from = match row.state {
+            "pull" => format!(" from {} by {}", p.head_ref, p.author),
+            _ => String::new(),
+        };
+        parts.push(format!("PR #{}{draft}{from} CI {}", p.number, p.ci));
     }
     if !row.blocked_by.is_empty() {
         let by: Vec<String> = row.blocked_by.iter().map(|n| format!("#{n}")).collect();
@@ -464,6 +469,7 @@ fn render_totals(t: &Totals) -> String {
         (t.stale, "stale"),
         (t.blocked, "blocked"),
         (t.orphan, "orphan labels"),
+        (t.pull, "in pull requests"),
         (t.dispatch, "dispatched"),
     ] {
         if n > 0 {
@@ -500,6 +506,9 @@ fn render_epic(epic: &EpicView, view: &StatusView) -> Vec<String> {
                 if story.stale {
                     line.push_str(" (stale)");
                 }
+            }
+            if let Some(pr) = story.pull.filter(|_| story.holder.is_none()) {
+                line.push_str(&format!(" by PR #{pr}"));
             }
             if !story.deps.is_empty() {
                 let deps: Vec<String> = story.deps.iter().map(|d| format!("#{d}")).collect();
@@ -559,6 +568,9 @@ fn render_dot(epic: &EpicView) -> String {
                 if story.stale {
                     label.push_str(" (stale)");
                 }
+            }
+            if let Some(pr) = story.pull {
+                label.push_str(&format!("\\nPR #{pr}"));
             }
             out.push_str(&format!(
                 "    \"{}\" [label=\"{label}\", fillcolor=\"{fill}\", color=\"{border}\"];\n",

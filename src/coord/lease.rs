@@ -37,6 +37,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::config::{Settings, DEFAULT_LEASE_TTL};
+use crate::coord::pulls::ClosingPull;
 use crate::markers::{self, Marker, MarkerKind};
 use crate::surface::{Applied, Comment, Issue, Op, Surface, SurfaceError, Write};
 use crate::timefmt::{format_duration, parse_duration, Timestamp};
@@ -116,6 +117,16 @@ pub struct IssueView {
     /// and its comment looks the same for that moment; it still settles
     /// against whoever claims meanwhile.
     pub orphan_label: bool,
+    /// An open pull request that closes the issue (`Fixes #N` in its
+    /// description, into the default branch) and is not the reader's own;
+    /// read by `coord read` and `coord claim` only, never by the claim
+    /// protocol. Absent when there is none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pull_request: Option<ClosingPull>,
+    /// Whether that pull request is all that holds the issue: the decision
+    /// says `held` because of it.
+    #[serde(skip)]
+    pub held_by_pull: bool,
     /// Whether the newest claim of the current generation is this
     /// instance's own, released: an orphan label is its release unfinished.
     #[serde(skip)]
@@ -350,6 +361,8 @@ pub fn analyze(issue: &Issue, settings: &Settings, me: &str, now: Timestamp) -> 
         now,
         clock_skew,
         orphan_label,
+        pull_request: None,
+        held_by_pull: false,
         my_release_unfinished,
         my_losing_claim,
         my_lease_comment,
@@ -1204,6 +1217,22 @@ impl<'a> Coordinator<'a> {
         ops.extend(remove.iter().cloned().map(Op::RemoveLabel));
         self.surface.write_unguarded(issue, ops)?;
         Ok(self.surface.issue(issue)?.labels)
+    }
+}
+
+impl IssueView {
+    /// Counts `pull` (an open pull request that closes the issue, not the
+    /// reader's own) as work in progress: an issue nobody holds live, not
+    /// even this instance, is held by it.
+    pub(crate) fn with_pull(mut self, pull: Option<ClosingPull>) -> IssueView {
+        let Some(pull) = pull else { return self };
+        let unheld = matches!(self.decision, Decision::Free | Decision::Stale) || lapsed(&self);
+        if unheld {
+            self.decision = Decision::Held;
+            self.held_by_pull = true;
+        }
+        self.pull_request = Some(pull);
+        self
     }
 }
 
