@@ -242,12 +242,10 @@ pub(crate) fn describe(view: &IssueView) -> String {
         (Some(at), _) => format!("lease expired at {at}"),
         _ => String::new(),
     };
-    let pull = view.pull_request.as_ref().map(|p| p.describe());
-    let line = match (view.held_by_pull, pull) {
-        (true, Some(pull)) => return format!("#{n}: in progress by {pull}"),
-        (_, pull) => pull,
-    };
-    let base = match view.decision {
+    if let Some(pull) = &view.pull_request {
+        return format!("#{n}: in progress by {}", pull.describe());
+    }
+    match view.decision {
         Decision::Free => format!("#{n}: free"),
         Decision::Ours => format!("#{n}: ours (generation {generation}), {expiry}"),
         Decision::Blocked => format!(
@@ -262,16 +260,12 @@ pub(crate) fn describe(view: &IssueView) -> String {
         Decision::Stale => {
             format!("#{n}: held by {who} (generation {generation}) but stale: {expiry}")
         }
-    };
-    match line {
-        Some(pull) => format!("{base}; {pull} closes it"),
-        None => base,
     }
 }
 
 /// What gets a person past an open pull request that closes `issue`.
 fn pull_hint(view: &IssueView) -> Option<String> {
-    let pull = view.pull_request.as_ref().filter(|_| view.held_by_pull)?;
+    let pull = view.pull_request.as_ref()?;
     Some(format!(
         "pull request #{} closes #{}: review it, or close it to work on #{} afresh; to carry its \
          work on, check out its branch (`git switch {}`) and claim from there",

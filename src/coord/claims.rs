@@ -114,17 +114,21 @@ pub(crate) fn own_branches(git: &Git, branch: Option<&str>) -> Result<Vec<String
     Ok(own)
 }
 
-/// Reads `issues` as `coord read` shows them: each with the open pull
-/// request that closes it, unless that is the reader's own work (from one
-/// of `own_branches`, or from the branch this instance's claim names). One
-/// list of open pull requests, answered 304 (free) on GitHub when none
-/// changed; nothing on the git surface, which has none.
+/// Reads `issues` as `coord read` shows them: an issue that nobody holds
+/// live is held by an open pull request that closes it, unless that is the
+/// reader's own work (from one of `own_branches`, or from the branch this
+/// instance's claim names). One list of open pull requests when an issue
+/// could be so held, answered 304 (free) on GitHub when none changed;
+/// nothing on the git surface, which has none.
 pub(crate) fn read_with_pulls(
     coord: &Coordinator<'_>,
     issues: &[u64],
     own_branches: &[String],
 ) -> Result<Vec<IssueView>, LeaseError> {
     let views = coord.read(issues)?;
+    if !views.iter().any(IssueView::pull_may_hold) {
+        return Ok(views);
+    }
     let pulls = coord.surface.open_pulls()?;
     Ok(with_pulls(coord, views, &pulls, own_branches))
 }

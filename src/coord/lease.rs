@@ -117,16 +117,13 @@ pub struct IssueView {
     /// and its comment looks the same for that moment; it still settles
     /// against whoever claims meanwhile.
     pub orphan_label: bool,
-    /// An open pull request that closes the issue (`Fixes #N` in its
-    /// description, into the default branch) and is not the reader's own;
-    /// read by `coord read` and `coord claim` only, never by the claim
-    /// protocol. Absent when there is none.
+    /// The open pull request that holds an issue no instance holds live:
+    /// it closes the issue (`Fixes #N` in its description, into the
+    /// default branch) and is not the reader's own. Read by `coord read`
+    /// and `coord claim` only, never by the claim protocol; absent when
+    /// there is none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pull_request: Option<ClosingPull>,
-    /// Whether that pull request is all that holds the issue: the decision
-    /// says `held` because of it.
-    #[serde(skip)]
-    pub held_by_pull: bool,
     /// Whether the newest claim of the current generation is this
     /// instance's own, released: an orphan label is its release unfinished.
     #[serde(skip)]
@@ -362,7 +359,6 @@ pub fn analyze(issue: &Issue, settings: &Settings, me: &str, now: Timestamp) -> 
         clock_skew,
         orphan_label,
         pull_request: None,
-        held_by_pull: false,
         my_release_unfinished,
         my_losing_claim,
         my_lease_comment,
@@ -1221,17 +1217,20 @@ impl<'a> Coordinator<'a> {
 }
 
 impl IssueView {
+    /// Whether an open pull request would hold the issue: nobody, not even
+    /// this instance, holds it live, and nothing blocks it.
+    pub(crate) fn pull_may_hold(&self) -> bool {
+        matches!(self.decision, Decision::Free | Decision::Stale) || lapsed(self)
+    }
+
     /// Counts `pull` (an open pull request that closes the issue, not the
-    /// reader's own) as work in progress: an issue nobody holds live, not
-    /// even this instance, is held by it.
+    /// reader's own) as work in progress: it holds an issue that
+    /// [`pull_may_hold`](IssueView::pull_may_hold).
     pub(crate) fn with_pull(mut self, pull: Option<ClosingPull>) -> IssueView {
-        let Some(pull) = pull else { return self };
-        let unheld = matches!(self.decision, Decision::Free | Decision::Stale) || lapsed(&self);
-        if unheld {
+        if let Some(pull) = pull.filter(|_| self.pull_may_hold()) {
             self.decision = Decision::Held;
-            self.held_by_pull = true;
+            self.pull_request = Some(pull);
         }
-        self.pull_request = Some(pull);
         self
     }
 }
