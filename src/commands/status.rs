@@ -106,13 +106,17 @@ impl Source {
             }
             Source::Github(_) => {
                 let branches = format!("+refs/heads/*:refs/remotes/{remote}/*");
-                Ok(ctx.git.fetch_pruning(remote, &[branches]).err().map(|e| {
-                    format!(
-                        "could not fetch the branches from {remote} ({}): heads are as of \
+                Ok(ctx
+                    .git
+                    .fetch_pruning(remote, &[branches], "read the remote's branches")
+                    .err()
+                    .map(|e| {
+                        format!(
+                            "could not fetch the branches from {remote} ({}): heads are as of \
                          the last fetch",
-                        e.stderr().trim()
-                    )
-                }))
+                            e.stderr().trim()
+                        )
+                    }))
             }
         }
     }

@@ -12,11 +12,11 @@ use crate::coord::lease::{
     ReleaseOutcome,
 };
 use crate::coord::pulls::closing_pull;
-use crate::surface::PullRequest;
 use crate::git::{Git, GitError};
 use crate::records::branch::BranchStore;
 use crate::records::claim::{ClaimRecord, ClaimStore};
 use crate::records::files::RecordError;
+use crate::surface::PullRequest;
 use crate::writer::prepush;
 
 #[derive(Debug, thiserror::Error)]
@@ -201,7 +201,11 @@ fn record_head_at_claim(
     if already_held && BranchStore::new(&common_dir).get(branch)?.is_some() {
         return Ok(None);
     }
-    match git.remote_head(&settings.remote, branch) {
+    match git.remote_head(
+        &settings.remote,
+        branch,
+        "record the branch's head as the claim saw it",
+    ) {
         Ok(head) => {
             let on = prepush::SeenOn::of_settings(git, settings);
             prepush::record_seen(
