@@ -62,7 +62,11 @@ fn a_pull_request_that_fixes_an_issue_holds_it() {
         "one row, #7: {rows}"
     );
     assert_eq!(
-        (rows[0]["issue"].clone(), rows[0]["state"].clone(), rows[0]["pull"]["number"].clone()),
+        (
+            rows[0]["issue"].clone(),
+            rows[0]["state"].clone(),
+            rows[0]["pull"]["number"].clone()
+        ),
         (json!(7), json!("pull"), json!(50))
     );
 }

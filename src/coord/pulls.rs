@@ -85,14 +85,20 @@ mod tests {
             pull(8, "b", "main", "See #5"),
         ];
         assert_eq!(closing_pull(&pulls, 5, &[]), None);
-        let pulls = [pull(9, "a", "main", "Fixes #5"), pull(7, "b", "main", "fixes #5")];
+        let pulls = [
+            pull(9, "a", "main", "Fixes #5"),
+            pull(7, "b", "main", "fixes #5"),
+        ];
         assert_eq!(closing_pull(&pulls, 5, &[]).map(|p| p.number), Some(7));
     }
 
     #[test]
     fn the_readers_own_branch_is_not_another_holder_unless_from_a_fork() {
         let mine = pull(9, "mine", "main", "Fixes #5");
-        assert_eq!(closing_pull(std::slice::from_ref(&mine), 5, &["mine"]), None);
+        assert_eq!(
+            closing_pull(std::slice::from_ref(&mine), 5, &["mine"]),
+            None
+        );
         let fork = PullRequest {
             from_fork: true,
             ..mine

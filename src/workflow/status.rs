@@ -363,7 +363,11 @@ pub(crate) fn gather(
     // each (free when unchanged); none with `--mine`, whose rows are claims.
     let closed_by_pulls: Vec<u64> = pulls
         .iter()
-        .flat_map(|pr| pr.closing_references().into_iter().filter(|&n| pr.closes(n)))
+        .flat_map(|pr| {
+            pr.closing_references()
+                .into_iter()
+                .filter(|&n| pr.closes(n))
+        })
         .filter(|n| !shown_numbers.contains(n) && !request.mine)
         .collect::<BTreeSet<u64>>()
         .into_iter()

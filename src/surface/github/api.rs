@@ -1144,7 +1144,9 @@ mod tests {
         .remove(0);
         orphan["head"]["repo"] = Value::Null;
         orphan["user"] = Value::Null;
-        let orphan = serde_json::from_value::<ApiPull>(orphan).unwrap().into_pull();
+        let orphan = serde_json::from_value::<ApiPull>(orphan)
+            .unwrap()
+            .into_pull();
         assert!(orphan.from_fork && orphan.author.is_empty());
         // A deleted user's comment (GitHub's schema allows a null user) still parses.
         let ghost: ApiComment = serde_json::from_value(json!({
