@@ -148,3 +148,24 @@ fn the_claimants_own_pull_request_does_not_hold_it_back() {
     let claimed = bravo.maverick(&["coord", "claim", "12"]);
     insta::assert_snapshot!("open_pull_own_branch_claims", screen(&env, &claimed));
 }
+
+#[test]
+fn an_epic_story_a_pull_request_closes_is_in_flight() {
+    let env = github();
+    let agent = env.clone("agent");
+    let dag = env.input_file(
+        "dag.json",
+        &json!({"epic": 20, "stories": {"21": {"deps": []}, "22": {"deps": ["21"]}}})
+            .to_string(),
+    );
+    agent
+        .maverick(&["state", "put", "dag", "20", &dag])
+        .expect(0);
+    env.github()
+        .open_pull(80, "alice", "story-21", "main", "Resolves #21");
+    let text = agent.maverick(&["status", "--epic", "20"]);
+    insta::assert_snapshot!("open_pull_epic", screen(&env, &text));
+    let dot = agent.maverick(&["status", "--epic", "20", "--format", "dot"]);
+    dot.expect(0);
+    insta::assert_snapshot!("open_pull_epic_dot", dot.stdout);
+}

@@ -511,9 +511,6 @@ fn render_epic(epic: &EpicView, view: &StatusView) -> Vec<String> {
                     line.push_str(" (stale)");
                 }
             }
-            if let Some(pr) = story.pull.filter(|_| story.holder.is_none()) {
-                line.push_str(&format!(" by PR #{pr}"));
-            }
             if !story.deps.is_empty() {
                 let deps: Vec<String> = story.deps.iter().map(|d| format!("#{d}")).collect();
                 line.push_str(&format!(", after {}", deps.join(" ")));
