@@ -155,8 +155,7 @@ fn an_epic_story_a_pull_request_closes_is_in_flight() {
     let agent = env.clone("agent");
     let dag = env.input_file(
         "dag.json",
-        &json!({"epic": 20, "stories": {"21": {"deps": []}, "22": {"deps": ["21"]}}})
-            .to_string(),
+        &json!({"epic": 20, "stories": {"21": {"deps": []}, "22": {"deps": ["21"]}}}).to_string(),
     );
     agent
         .maverick(&["state", "put", "dag", "20", &dag])
