@@ -284,11 +284,25 @@ impl Heads {
     }
 }
 
-/// The open issues (not pull requests) among `numbers`, each read on its
-/// own; a number that names nothing is left out.
-fn open_issues(surface: &dyn Surface, numbers: &[u64]) -> Result<Vec<IssueSummary>, StatusError> {
+/// The open issues that an open pull request closes and that are not in
+/// `listed`: a read of each (free when unchanged); a number that names
+/// nothing, or a pull request, is left out.
+fn closed_by_pulls(
+    surface: &dyn Surface,
+    pulls: &[PullRequest],
+    listed: &[IssueSummary],
+) -> Result<Vec<IssueSummary>, StatusError> {
+    let numbers: BTreeSet<u64> = pulls
+        .iter()
+        .flat_map(|pr| {
+            pr.closing_references()
+                .into_iter()
+                .filter(|&n| pr.closes(n))
+        })
+        .filter(|n| !listed.iter().any(|s| s.number == *n))
+        .collect();
     let mut found = Vec::new();
-    for &number in numbers {
+    for number in numbers {
         match surface.summaries(&[number]) {
             Ok(summaries) => found.extend(summaries.into_iter().filter(|s| s.open && !s.is_pull)),
             Err(SurfaceError::NoSuchIssue(_)) => {}
@@ -358,21 +372,11 @@ pub(crate) fn gather(
             .collect(),
     };
     let pulls = surface.open_pulls()?;
-    let shown_numbers: BTreeSet<u64> = open.iter().map(|s| s.number).collect();
-    // Issues an open pull request closes that no label shows: a read of
-    // each (free when unchanged); none with `--mine`, whose rows are claims.
-    let closed_by_pulls: Vec<u64> = pulls
-        .iter()
-        .flat_map(|pr| {
-            pr.closing_references()
-                .into_iter()
-                .filter(|&n| pr.closes(n))
-        })
-        .filter(|n| !shown_numbers.contains(n) && !request.mine)
-        .collect::<BTreeSet<u64>>()
-        .into_iter()
-        .collect();
-    let pulled = open_issues(surface, &closed_by_pulls)?;
+    // None with `--mine`, whose rows are claims.
+    let pulled = match request.mine {
+        true => Vec::new(),
+        false => closed_by_pulls(surface, &pulls, &open)?,
+    };
     let shown: Vec<&IssueSummary> = shown.into_iter().chain(&pulled).collect();
     let seen = Seen {
         settings,
