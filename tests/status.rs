@@ -251,6 +251,13 @@ fn json_validates_against_the_schema(surface: Surface) {
         .expect(0)
         .json();
     schema.assert_valid(&mine);
+    // bravo's own lease lapsed: lost as anyone's is (its claim exits 5), so
+    // its row is stale and marked, with the command that takes it back.
+    let own = row(&mine, 142);
+    assert_eq!(own["state"], "stale", "{own:#}");
+    assert_eq!(own["holder"]["ours"], true);
+    assert_eq!(own["lease"]["takeover"], "git maverick coord takeover 142");
+    assert_eq!(own["attention"], json!(["stale lease"]));
     // The schema is no rubber stamp.
     let mut broken = json.clone();
     broken["issues"][0]["state"] = json!("sleeping");

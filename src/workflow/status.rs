@@ -460,6 +460,9 @@ impl Seen<'_> {
         let holder = view.and_then(|v| v.holder.as_ref());
         let closing = self.pulls.iter().find(|pr| pr.closes(number));
         let state = match view.map(|v| v.decision) {
+            // A lapsed lease of ours is lost as anyone's is: stale, to be
+            // taken over (`coord claim` exits 5 on it too).
+            Some(Decision::Ours) if view.is_some_and(lease::lapsed) => "stale",
             Some(Decision::Ours) => "ours",
             Some(Decision::Held) => "held",
             Some(Decision::Stale) => "stale",
@@ -709,7 +712,7 @@ fn lease_state(view: &IssueView, issue: u64) -> Option<LeaseState> {
         } else {
             view.now.since(expires_at).as_secs()
         },
-        takeover: (view.decision == Decision::Stale)
+        takeover: (view.decision == Decision::Stale || lease::lapsed(view))
             .then(|| format!("git maverick coord takeover {issue}")),
     })
 }

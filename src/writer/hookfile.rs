@@ -54,7 +54,7 @@ MAVERICK_REFS
 	fi
 elif ! maverick_dir=$(git rev-parse --git-common-dir) || [ -d "$maverick_dir/maverick" ]; then
 	echo "error: this clone uses git-maverick, which is not on PATH, so $0 cannot check this push" >&2
-	echo "hint: put git-maverick on PATH (cargo install git-maverick, or the directory of its binary)," >&2
+	echo "hint: put git-maverick on PATH (the directory of its binary; its README's Install says how to get it)," >&2
 	echo "hint: or take maverick's block out of $0 (git maverick hook uninstall);" >&2
 	echo "hint: to push once without any pre-push check: git push --no-verify" >&2
 	exit 1
@@ -68,10 +68,15 @@ pub(crate) fn shared_script() -> String {
     format!("#!/bin/sh\n{SHARED_BLOCK}")
 }
 
-/// Whether hook text holds this version's shared block, which lets a clone
-/// that does not use maverick push without git-maverick on PATH.
+/// The line of [`SHARED_BLOCK`] that lets a clone that does not use
+/// maverick through: every version of the shared block holds it, whatever
+/// its messages say.
+const PASS_OTHER_CLONES: &str = r#"elif ! maverick_dir=$(git rev-parse --git-common-dir) || [ -d "$maverick_dir/maverick" ]; then"#;
+
+/// Whether hook text holds a shared block, which lets a clone that does not
+/// use maverick push without git-maverick on PATH.
 pub(crate) fn lets_other_clones_through(text: &str) -> bool {
-    text.contains(SHARED_BLOCK)
+    text.lines().any(|line| line == PASS_OTHER_CLONES)
 }
 
 /// What a hook file holding maverick's guard alone is.
@@ -445,6 +450,20 @@ mod tests {
         assert!(SCRIPT.contains("\nexec git-maverick hook pre-push \"$@\"\n"));
         assert!(is_maverick_alone(SCRIPT) && is_maverick_alone(&shared_script()));
         assert!(SHARED_BLOCK.starts_with(BEGIN) && SHARED_BLOCK.ends_with(&format!("{END}\n")));
+    }
+
+    #[test]
+    fn a_shared_block_of_any_version_lets_other_clones_through() {
+        assert!(lets_other_clones_through(&shared_script()));
+        let earlier = SHARED_BLOCK.replace(
+            "(the directory of its binary; its README's Install says how to get it)",
+            "(cargo install git-maverick, or the directory of its binary)",
+        );
+        assert_ne!(earlier, SHARED_BLOCK);
+        assert!(lets_other_clones_through(&format!(
+            "#!/bin/sh\necho mine\n{earlier}"
+        )));
+        assert!(!lets_other_clones_through(SCRIPT));
     }
 
     #[test]
