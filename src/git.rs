@@ -291,6 +291,7 @@ impl Git {
             args: args.into_iter().map(|a| a.as_ref().to_owned()).collect(),
             stdin: None,
             envs: Vec::new(),
+            network: None,
         }
     }
 
@@ -684,9 +685,10 @@ impl Git {
         &self,
         remote: &str,
         branch: &str,
+        why: &str,
     ) -> Result<Option<String>, GitError> {
         let refname = format!("refs/heads/{branch}");
-        let refs = self.ls_remote(remote, std::slice::from_ref(&refname))?;
+        let refs = self.ls_remote(remote, std::slice::from_ref(&refname), why)?;
         Ok(refs
             .into_iter()
             .find_map(|(name, sha)| (name == refname).then_some(sha)))
@@ -698,10 +700,12 @@ impl Git {
         &self,
         remote: &str,
         patterns: &[String],
+        why: &str,
     ) -> Result<Vec<(String, String)>, GitError> {
         let out = self
             .cmd(["ls-remote", "--refs", "--end-of-options", remote])
             .args(patterns)
+            .network(why)
             .output()?;
         Ok(out
             .stdout_text()?
@@ -720,6 +724,7 @@ impl Git {
         &self,
         remote: &str,
         branch: &str,
+        why: &str,
     ) -> Result<Option<String>, GitError> {
         let tracking = format!("refs/remotes/{remote}/{branch}");
         let out = self
@@ -734,6 +739,7 @@ impl Git {
                 remote,
             ])
             .arg(format!("+refs/heads/{branch}:{tracking}"))
+            .network(why)
             .output_unchecked()?;
         if !out.success() {
             if out.stderr.contains("couldn't find remote ref") {
@@ -749,7 +755,12 @@ impl Git {
     /// start no `git maintenance run --auto` after them: they bring a few
     /// small objects, and the user's own git commands keep the repository
     /// maintained.
-    pub(crate) fn fetch_pruning(&self, remote: &str, refspecs: &[String]) -> Result<(), GitError> {
+    pub(crate) fn fetch_pruning(
+        &self,
+        remote: &str,
+        refspecs: &[String],
+        why: &str,
+    ) -> Result<(), GitError> {
         self.cmd([
             "fetch",
             "--no-tags",
@@ -762,6 +773,7 @@ impl Git {
             remote,
         ])
         .args(refspecs)
+        .network(why)
         .output()
         .map(drop)
     }
@@ -815,6 +827,7 @@ impl Git {
         dst_ref: &str,
         expected: Option<&str>,
         hooks: Hooks,
+        why: &str,
     ) -> Result<PushOutcome, GitError> {
         let lease = format!("--force-with-lease={dst_ref}:{}", expected.unwrap_or(""));
         let mut cmd = self.cmd(["push", "--porcelain", &lease]);
@@ -824,6 +837,7 @@ impl Git {
         let out = cmd
             .args(["--end-of-options", remote])
             .arg(format!("{src}:{dst_ref}"))
+            .network(why)
             .output_unchecked()?;
         Ok(PushOutcome::of(out))
     }
@@ -836,6 +850,7 @@ impl Git {
         &self,
         remote: &str,
         updates: &[(String, String, Option<String>)],
+        why: &str,
     ) -> Result<PushOutcome, GitError> {
         let mut cmd = self.cmd(["push", "--porcelain", "--atomic", "--no-verify"]);
         for (_, dst_ref, expected) in updates {
@@ -847,6 +862,7 @@ impl Git {
         let out = cmd
             .args(["--end-of-options", remote])
             .args(updates.iter().map(|(src, dst, _)| format!("{src}:{dst}")))
+            .network(why)
             .output_unchecked()?;
         Ok(PushOutcome::of(out))
     }
@@ -966,6 +982,8 @@ struct GitCommand {
     args: Vec<OsString>,
     stdin: Option<Vec<u8>>,
     envs: Vec<(OsString, OsString)>,
+    /// Why the command talks to the remote, for `-v`; `None` for a local one.
+    network: Option<String>,
 }
 
 /// What a finished git process left behind.
@@ -1013,6 +1031,12 @@ impl GitCommand {
     {
         self.args
             .extend(args.into_iter().map(|a| a.as_ref().to_owned()));
+        self
+    }
+
+    /// Marks a round trip to the remote, made for `why` (said at `-v`).
+    fn network(mut self, why: &str) -> Self {
+        self.network = Some(why.to_owned());
         self
     }
 
@@ -1068,9 +1092,9 @@ impl GitCommand {
             });
             let out = child.wait_with_output();
             let _ = writer.join();
-            return finish(command, out);
+            return finish(command, self.network.as_deref(), out);
         }
-        finish(command, child.wait_with_output())
+        finish(command, self.network.as_deref(), child.wait_with_output())
     }
 
     /// Runs the command; a non-zero exit is an error carrying git's stderr.
@@ -1091,33 +1115,16 @@ impl GitCommand {
     }
 }
 
-/// Why a git command line talks to the remote, for `-v`; `None` for the
-/// local ones. The git surface is the refs under `refs/maverick/` (one per
-/// issue).
-fn remote_request(command: &str) -> Option<&'static str> {
-    let surface = command.contains("refs/maverick/");
-    let mut words = command.split(' ').skip(1);
-    let verb = words.find(|w| !w.starts_with('-') && !w.contains('='))?;
-    match verb {
-        "fetch" if surface => Some("bring the git surface's refs that moved"),
-        "fetch" => Some("read the remote's branches"),
-        "push" if surface => Some("write the git surface: compare-and-swap on the issues' refs"),
-        "push" => Some("push the branch"),
-        "ls-remote" if surface => Some("see which of the git surface's refs moved"),
-        "ls-remote" => Some("read the remote's heads"),
-        _ => None,
-    }
-}
-
 fn finish(
     command: String,
+    network: Option<&str>,
     out: std::io::Result<std::process::Output>,
 ) -> Result<GitOutput, GitError> {
     let out = out.map_err(|source| GitError::Spawn {
         command: command.clone(),
         source,
     })?;
-    if let Some(why) = remote_request(&command) {
+    if let Some(why) = network {
         // -v: one line per round trip to the remote, what it asks and why.
         let status = out
             .status

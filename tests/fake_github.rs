@@ -299,6 +299,7 @@ fn every_answer_validates_against_githubs_schemas() {
     fake.create_issue(1, "Epic", &["epic"]);
     fake.create_pull(2, "Story", &["agent-pr"], SHA);
     fake.add_user("alice", "COLLABORATOR");
+    fake.open_pull(4, "alice", "fix-1", "release-1", "Fixes #1");
     fake.add_comment_as(1, "alice", "seeded");
     fake.set_check_runs(
         SHA,
@@ -333,8 +334,41 @@ fn every_answer_validates_against_githubs_schemas() {
     issue.assert_valid_items(&get(&fake, &repo_path("issues?state=all")).json());
     let pulls = get(&fake, &repo_path("pulls?state=open&per_page=100")).json();
     pull.assert_valid_items(&pulls);
-    assert_eq!(pulls[0]["head"]["sha"], SHA);
-    assert_eq!(pulls[0]["draft"], false);
+    let numbered = |n: u64| {
+        pulls
+            .as_array()
+            .and_then(|all| all.iter().find(|p| p["number"] == n))
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    let (story, opened) = (numbered(2), numbered(4));
+    assert_eq!(story["head"]["sha"], SHA);
+    assert_eq!(story["draft"], false);
+    // What tells whether a pull request closes an issue, as GitHub shows it.
+    assert_eq!(
+        [
+            &opened["number"],
+            &opened["user"]["login"],
+            &opened["body"],
+            &opened["head"]["ref"],
+            &opened["base"]["ref"],
+            &opened["base"]["repo"]["default_branch"],
+            &opened["base"]["repo"]["full_name"],
+            &story["body"],
+            &story["base"]["ref"],
+        ],
+        [
+            &json!(4),
+            &json!("alice"),
+            &json!("Fixes #1"),
+            &json!("fix-1"),
+            &json!("release-1"),
+            &json!("main"),
+            &json!(format!("{OWNER}/{REPO}")),
+            &Value::Null,
+            &json!("main"),
+        ]
+    );
 
     let created = api(
         &fake,

@@ -51,7 +51,7 @@ fn holder(referee: &Repo<'_>, issue: u64) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// The git commands a `-vv` run logged (its DEBUG lines; `-v`'s INFO lines
+/// The git commands a `-vv` run logged (its DEBUG lines; `-v`'s plain lines
 /// say the same with a reason) that start with `git SUBCOMMAND`.
 fn logged<'r>(run: &'r Run, subcommand: &str) -> Vec<&'r str> {
     let prefix = format!("git {subcommand} ");

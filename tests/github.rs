@@ -330,15 +330,18 @@ fn read_claim_heartbeat_and_release_stay_within_their_request_budgets() {
     let (read, requests) = counted(&env, &alice, &["coord", "read", "70"]);
     eprintln!("read:\n{}", summary(&requests));
     read.expect(0);
-    assert!(requests.len() <= 2, "read:\n{}", summary(&requests));
+    // The issue, its comments, and (the issue being free) the open pull
+    // requests, one of which may close it.
+    assert!(requests.len() <= 3, "read:\n{}", summary(&requests));
 
     let (claim, requests) = counted(&env, &alice, &["coord", "claim", "70"]);
     eprintln!("claim:\n{}", summary(&requests));
     claim.expect(0);
     assert!(writes(&requests) <= 5, "claim:\n{}", summary(&requests));
-    // Reads: one before the writes, one after the settle; no GET /user.
+    // Reads: the open pull requests (304: the read listed them), one
+    // before the writes, one after the settle; no GET /user.
     assert!(
-        requests.len() - writes(&requests) <= 4,
+        requests.len() - writes(&requests) <= 5,
         "claim:\n{}",
         summary(&requests)
     );

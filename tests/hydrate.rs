@@ -76,6 +76,11 @@ fn a_50_story_epic_reads_comments_of_the_epic_and_the_stories_in_flight_only() {
             draft: true,
             labels: Vec::new(),
             body: String::new(),
+            author: "other".into(),
+            base_repo: "acme/widgets".into(),
+            base_repo_url: "https://github.com/acme/widgets".into(),
+            default_branch: "main".into(),
+            from_fork: false,
         })
         .collect();
     let world = world.shared();

@@ -26,6 +26,7 @@ mod layout;
 mod markers;
 mod maverick_interop;
 mod native;
+mod open_pulls;
 mod recovery;
 mod resume;
 mod run;

@@ -234,7 +234,7 @@ fn json_validates_against_the_schema(surface: Surface) {
     }
     assert_eq!(
         json["totals"],
-        json!({"issues": 4, "ours": 1, "held": 0, "stale": 1, "blocked": 1, "orphan": 0,
+        json!({"issues": 4, "ours": 1, "held": 0, "stale": 1, "blocked": 1, "orphan": 0, "pull": 0,
                "dispatch": 1, "needs_attention": json["totals"]["needs_attention"]})
     );
 

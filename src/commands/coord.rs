@@ -242,6 +242,9 @@ pub(crate) fn describe(view: &IssueView) -> String {
         (Some(at), _) => format!("lease expired at {at}"),
         _ => String::new(),
     };
+    if let Some(pull) = &view.pull_request {
+        return format!("#{n}: in progress by {}", pull.describe());
+    }
     match view.decision {
         Decision::Free => format!("#{n}: free"),
         Decision::Ours => format!("#{n}: ours (generation {generation}), {expiry}"),
@@ -260,12 +263,23 @@ pub(crate) fn describe(view: &IssueView) -> String {
     }
 }
 
+/// What gets a person past an open pull request that closes `issue`.
+fn pull_hint(view: &IssueView) -> Option<String> {
+    let pull = view.pull_request.as_ref()?;
+    Some(format!(
+        "pull request #{} closes #{}: review it, or close it to work on #{} afresh; to carry its \
+         work on, check out its branch (`git switch {}`) and claim from there",
+        pull.number, view.issue, view.issue, pull.head_ref
+    ))
+}
+
 fn read(
     ctx: &Context,
     coord: &Coordinator<'_>,
     issue: u64,
 ) -> Result<Outcome<ReadOutput>, CommandError> {
-    let view = coord.read(&[issue])?.remove(0);
+    let own = claims::own_branches(&ctx.git, None)?;
+    let view = claims::read_with_pulls(coord, &[issue], &own)?.remove(0);
     let exit = decision_exit(view.decision);
     let warnings: Vec<Warning> = view
         .clock_skew
@@ -283,6 +297,7 @@ fn read(
         .collect();
     let line = describe(&view);
     let decision = view.decision;
+    let pull_hint = pull_hint(&view);
     let orphan_label = view.orphan_label;
     let output = ReadOutput {
         view,
@@ -296,9 +311,9 @@ fn read(
         outcome = outcome.warn(w);
     }
     outcome = match decision {
-        Decision::Held => {
-            outcome.hint("someone else is working on this issue; pick another or wait")
-        }
+        Decision::Held => outcome.hint(pull_hint.unwrap_or_else(|| {
+            "someone else is working on this issue; pick another or wait".to_owned()
+        })),
         Decision::Stale => outcome.hint(format!(
             "take it over with `git maverick coord takeover {issue}`"
         )),
@@ -372,7 +387,12 @@ pub(crate) fn show_claim(ctx: &Context, issue: u64, report: &ClaimReport) -> Out
             o
         }
         ClaimOutcome::Blocked { views } => refused(output, Exit::Blocked, views, "it waits for other issues; work on those first"),
-        ClaimOutcome::Held { views } => refused(output, Exit::HeldLive, views, "another instance holds it with a live lease; pick another issue"),
+        ClaimOutcome::Held { views } => {
+            let hint = views.iter().find_map(pull_hint).unwrap_or_else(|| {
+                "another instance holds it with a live lease; pick another issue".to_owned()
+            });
+            refused(output, Exit::HeldLive, views, &hint)
+        }
         ClaimOutcome::Stale { views } => refused(
             output,
             Exit::HeldStale,

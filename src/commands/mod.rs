@@ -158,11 +158,33 @@ fn init_tracing(verbose: u8) {
         .with(
             tracing_subscriber::fmt::layer()
                 .with_writer(std::io::stderr)
-                .without_time()
-                .with_target(false),
+                .event_format(PlainLines),
         )
         .with(filter)
         .try_init();
+}
+
+/// `-v`'s lines as people read the rest of the output: the message alone.
+/// `-vv`'s debugging lines keep a `DEBUG` in front, so the two stay apart.
+struct PlainLines;
+
+impl<S, N> tracing_subscriber::fmt::FormatEvent<S, N> for PlainLines
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+    N: for<'a> tracing_subscriber::fmt::FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        ctx: &tracing_subscriber::fmt::FmtContext<'_, S, N>,
+        mut writer: tracing_subscriber::fmt::format::Writer<'_>,
+        event: &tracing::Event<'_>,
+    ) -> std::fmt::Result {
+        if *event.metadata().level() > tracing::Level::INFO {
+            write!(writer, "DEBUG ")?;
+        }
+        ctx.field_format().format_fields(writer.by_ref(), event)?;
+        writeln!(writer)
+    }
 }
 
 fn run(cli: Cli) -> u8 {

@@ -106,13 +106,17 @@ impl Source {
             }
             Source::Github(_) => {
                 let branches = format!("+refs/heads/*:refs/remotes/{remote}/*");
-                Ok(ctx.git.fetch_pruning(remote, &[branches]).err().map(|e| {
-                    format!(
-                        "could not fetch the branches from {remote} ({}): heads are as of \
+                Ok(ctx
+                    .git
+                    .fetch_pruning(remote, &[branches], "read the remote's branches")
+                    .err()
+                    .map(|e| {
+                        format!(
+                            "could not fetch the branches from {remote} ({}): heads are as of \
                          the last fetch",
-                        e.stderr().trim()
-                    )
-                }))
+                            e.stderr().trim()
+                        )
+                    }))
             }
         }
     }
@@ -436,7 +440,12 @@ fn render_row(row: &IssueRow, now: Timestamp) -> String {
     }
     if let Some(p) = &row.pull {
         let draft = if p.draft { " (draft)" } else { "" };
-        parts.push(format!("PR #{}{draft} CI {}", p.number, p.ci));
+        // What makes a `pull` row: whose pull request, from which branch.
+        let from = match row.state {
+            "pull" => format!(" from {} by {}", p.head_ref, p.author),
+            _ => String::new(),
+        };
+        parts.push(format!("PR #{}{draft}{from} CI {}", p.number, p.ci));
     }
     if !row.blocked_by.is_empty() {
         let by: Vec<String> = row.blocked_by.iter().map(|n| format!("#{n}")).collect();
@@ -464,6 +473,7 @@ fn render_totals(t: &Totals) -> String {
         (t.stale, "stale"),
         (t.blocked, "blocked"),
         (t.orphan, "orphan labels"),
+        (t.pull, "in pull requests"),
         (t.dispatch, "dispatched"),
     ] {
         if n > 0 {
@@ -559,6 +569,9 @@ fn render_dot(epic: &EpicView) -> String {
                 if story.stale {
                     label.push_str(" (stale)");
                 }
+            }
+            if let Some(pr) = story.pull {
+                label.push_str(&format!("\\nPR #{pr}"));
             }
             out.push_str(&format!(
                 "    \"{}\" [label=\"{label}\", fillcolor=\"{fill}\", color=\"{border}\"];\n",

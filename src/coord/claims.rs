@@ -11,10 +11,12 @@ use crate::coord::lease::{
     ClaimOutcome, ClaimRequest, Coordinator, Decision, HeartbeatOutcome, IssueView, LeaseError,
     ReleaseOutcome,
 };
+use crate::coord::pulls::closing_pull;
 use crate::git::{Git, GitError};
 use crate::records::branch::BranchStore;
 use crate::records::claim::{ClaimRecord, ClaimStore};
 use crate::records::files::RecordError;
+use crate::surface::PullRequest;
 use crate::writer::prepush;
 
 #[derive(Debug, thiserror::Error)]
@@ -77,6 +79,14 @@ pub(crate) fn claim_scope(
             issues.push(n);
         }
     }
+    let own = own_branches(git, branch.as_deref())?;
+    if let Some(outcome) = refused_for_pulls(coord, &issues, &own)? {
+        return Ok(ClaimReport {
+            outcome,
+            branch,
+            head_unread: None,
+        });
+    }
     let request = ClaimRequest {
         issues,
         branch: branch.as_deref(),
@@ -96,6 +106,88 @@ pub(crate) fn claim_scope(
     })
 }
 
+/// The branches whose pull requests are the claimant's own work: the one
+/// it claims for, and the one checked out.
+pub(crate) fn own_branches(git: &Git, branch: Option<&str>) -> Result<Vec<String>, GitError> {
+    let mut own: Vec<String> = branch.into_iter().map(str::to_owned).collect();
+    own.extend(git.current_branch()?.filter(|b| Some(b.as_str()) != branch));
+    Ok(own)
+}
+
+/// Reads `issues` as `coord read` shows them: an issue that nobody holds
+/// live is held by an open pull request that closes it, unless that is the
+/// reader's own work (from one of `own_branches`, or from the branch this
+/// instance's claim names). One list of open pull requests when an issue
+/// could be so held, answered 304 (free) on GitHub when none changed;
+/// nothing on the git surface, which has none.
+pub(crate) fn read_with_pulls(
+    coord: &Coordinator<'_>,
+    issues: &[u64],
+    own_branches: &[String],
+) -> Result<Vec<IssueView>, LeaseError> {
+    let views = coord.read(issues)?;
+    if !views.iter().any(IssueView::pull_may_hold) {
+        return Ok(views);
+    }
+    let pulls = coord.surface.open_pulls()?;
+    Ok(with_pulls(coord, views, &pulls, own_branches))
+}
+
+fn with_pulls(
+    coord: &Coordinator<'_>,
+    views: Vec<IssueView>,
+    pulls: &[PullRequest],
+    own_branches: &[String],
+) -> Vec<IssueView> {
+    let me = coord.settings.instance.as_str();
+    views
+        .into_iter()
+        .map(|view| {
+            let mut own: Vec<&str> = own_branches.iter().map(String::as_str).collect();
+            own.extend(
+                view.holder
+                    .as_ref()
+                    .filter(|h| h.instance_id == me)
+                    .and_then(|h| h.branch.as_deref()),
+            );
+            let pull = closing_pull(pulls, view.issue, &own);
+            view.with_pull(pull)
+        })
+        .collect()
+}
+
+/// A claim's refusal because an open pull request, not the claimant's
+/// own, closes an issue of its scope that nobody else holds live: as a
+/// claim held by another instance refuses it (a block first, as the claim
+/// protocol reports). `None` when the claim may go ahead; the protocol then
+/// judges the issues again as it writes.
+fn refused_for_pulls(
+    coord: &Coordinator<'_>,
+    issues: &[u64],
+    own_branches: &[String],
+) -> Result<Option<ClaimOutcome>, LeaseError> {
+    let pulls = coord.surface.open_pulls()?;
+    let own: Vec<&str> = own_branches.iter().map(String::as_str).collect();
+    if !issues
+        .iter()
+        .any(|&n| closing_pull(&pulls, n, &own).is_some())
+    {
+        return Ok(None);
+    }
+    let views = with_pulls(coord, coord.read(issues)?, &pulls, own_branches);
+    let any = |d: Decision| views.iter().any(|v| v.decision == d);
+    // A closed issue is the claim protocol's error to report.
+    Ok(if views.iter().any(|v| !v.open) {
+        None
+    } else if any(Decision::Blocked) {
+        Some(ClaimOutcome::Blocked { views })
+    } else if any(Decision::Held) {
+        Some(ClaimOutcome::Held { views })
+    } else {
+        None
+    })
+}
+
 /// Records the remote head of a branch just claimed (SPEC 8: last seen is
 /// recorded when it claimed). A claim already held keeps what it saw.
 fn record_head_at_claim(
@@ -109,7 +201,11 @@ fn record_head_at_claim(
     if already_held && BranchStore::new(&common_dir).get(branch)?.is_some() {
         return Ok(None);
     }
-    match git.remote_head(&settings.remote, branch) {
+    match git.remote_head(
+        &settings.remote,
+        branch,
+        "record the branch's head as the claim saw it",
+    ) {
         Ok(head) => {
             let on = prepush::SeenOn::of_settings(git, settings);
             prepush::record_seen(

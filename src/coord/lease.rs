@@ -37,6 +37,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::config::{Settings, DEFAULT_LEASE_TTL};
+use crate::coord::pulls::ClosingPull;
 use crate::markers::{self, Marker, MarkerKind};
 use crate::surface::{Applied, Comment, Issue, Op, Surface, SurfaceError, Write};
 use crate::timefmt::{format_duration, parse_duration, Timestamp};
@@ -116,6 +117,13 @@ pub struct IssueView {
     /// and its comment looks the same for that moment; it still settles
     /// against whoever claims meanwhile.
     pub orphan_label: bool,
+    /// The open pull request that holds an issue no instance holds live:
+    /// it closes the issue (`Fixes #N` in its description, into the
+    /// default branch) and is not the reader's own. Read by `coord read`
+    /// and `coord claim` only, never by the claim protocol; absent when
+    /// there is none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pull_request: Option<ClosingPull>,
     /// Whether the newest claim of the current generation is this
     /// instance's own, released: an orphan label is its release unfinished.
     #[serde(skip)]
@@ -350,6 +358,7 @@ pub fn analyze(issue: &Issue, settings: &Settings, me: &str, now: Timestamp) -> 
         now,
         clock_skew,
         orphan_label,
+        pull_request: None,
         my_release_unfinished,
         my_losing_claim,
         my_lease_comment,
@@ -1204,6 +1213,25 @@ impl<'a> Coordinator<'a> {
         ops.extend(remove.iter().cloned().map(Op::RemoveLabel));
         self.surface.write_unguarded(issue, ops)?;
         Ok(self.surface.issue(issue)?.labels)
+    }
+}
+
+impl IssueView {
+    /// Whether an open pull request would hold the issue: nobody, not even
+    /// this instance, holds it live, and nothing blocks it.
+    pub(crate) fn pull_may_hold(&self) -> bool {
+        matches!(self.decision, Decision::Free | Decision::Stale) || lapsed(self)
+    }
+
+    /// Counts `pull` (an open pull request that closes the issue, not the
+    /// reader's own) as work in progress: it holds an issue that
+    /// [`pull_may_hold`](IssueView::pull_may_hold).
+    pub(crate) fn with_pull(mut self, pull: Option<ClosingPull>) -> IssueView {
+        if let Some(pull) = pull.filter(|_| self.pull_may_hold()) {
+            self.decision = Decision::Held;
+            self.pull_request = Some(pull);
+        }
+        self
     }
 }
 

@@ -6,5 +6,6 @@ pub mod claims;
 pub mod dispatch;
 pub mod hold;
 pub mod lease;
+pub mod pulls;
 pub(crate) mod session_end;
 pub mod supervise;

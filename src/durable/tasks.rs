@@ -697,7 +697,7 @@ pub(crate) fn read_remote_branch(
     branch: &str,
     issue: u64,
 ) -> Result<RemoteBranch, TaskError> {
-    let Some(head) = git.fetch_branch(remote, branch)? else {
+    let Some(head) = git.fetch_branch(remote, branch, "read the branch's task commits")? else {
         return Ok(RemoteBranch {
             name: branch.to_owned(),
             head: None,

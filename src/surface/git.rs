@@ -49,6 +49,8 @@ use crate::timefmt::Timestamp;
 
 /// Where each issue's ref lives: this, then the issue number.
 pub(crate) const ISSUE_REFS: &str = "refs/maverick/issue/";
+/// Why a compare-and-swap push talks to the remote, for `-v`.
+const SWAP_WHY: &str = "write the git surface: compare-and-swap on the issues' refs";
 const ISSUE_FILE: &str = "issue.json";
 const MAX_ATTEMPTS: u32 = 200;
 /// Beyond this many issues a read lists every issue ref (one pattern)
@@ -275,7 +277,11 @@ impl GitSurface {
             }
             _ => patterns.push(format!("{ISSUE_REFS}*")),
         }
-        let mut refs = Refs::from_listing(self.git.ls_remote(&self.remote, &patterns)?);
+        let mut refs = Refs::from_listing(self.git.ls_remote(
+            &self.remote,
+            &patterns,
+            "see which of the git surface's refs moved",
+        )?);
         if let Some(numbers) = numbers {
             refs.issues.retain(|n, _| numbers.contains(n));
         }
@@ -291,7 +297,11 @@ impl GitSurface {
     fn fetch(&self, refspecs: &[String]) -> Result<(), SurfaceError> {
         let mut attempt = 0;
         loop {
-            let error = match self.git.fetch_pruning(&self.remote, refspecs) {
+            let error = match self.git.fetch_pruning(
+                &self.remote,
+                refspecs,
+                "bring the git surface's refs that moved",
+            ) {
                 Ok(()) => return Ok(()),
                 Err(error) => error,
             };
@@ -615,7 +625,11 @@ impl GitSurface {
         }
         let archive = self
             .git
-            .ls_remote(&self.remote, &[legacy::ARCHIVE_REF.to_owned()])?
+            .ls_remote(
+                &self.remote,
+                &[legacy::ARCHIVE_REF.to_owned()],
+                "see which of the git surface's refs moved",
+            )?
             .into_iter()
             .find_map(|(name, commit)| (name == legacy::ARCHIVE_REF).then_some(commit));
         plan.updates.push(RefUpdate {
@@ -646,13 +660,15 @@ impl GitSurface {
                 &one.refname,
                 one.expected.as_deref(),
                 Hooks::Skip,
+                SWAP_WHY,
             )?,
             _ => {
                 let all: Vec<(String, String, Option<String>)> = updates
                     .iter()
                     .map(|u| (u.commit.clone(), u.refname.clone(), u.expected.clone()))
                     .collect();
-                self.git.push_atomic_with_leases(&self.remote, &all)?
+                self.git
+                    .push_atomic_with_leases(&self.remote, &all, SWAP_WHY)?
             }
         };
         let (said, error) = match outcome {

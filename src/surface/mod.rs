@@ -4,6 +4,7 @@
 //! dispatch) is written once above it; a surface only stores issues, labels,
 //! assignees and comments, and tells the time.
 
+pub mod closing;
 pub(crate) mod git;
 pub mod github;
 
@@ -67,6 +68,35 @@ pub struct PullRequest {
     /// The description, where `Closes #142` links it to a story.
     #[serde(skip)]
     pub body: String,
+    /// Who opened it (a GitHub login).
+    #[serde(skip)]
+    pub author: String,
+    /// The repository it merges into, `OWNER/REPO`, and that repository's
+    /// web address and default branch.
+    #[serde(skip)]
+    pub base_repo: String,
+    #[serde(skip)]
+    pub base_repo_url: String,
+    #[serde(skip)]
+    pub default_branch: String,
+    /// Whether its head branch lives in another repository (a fork).
+    #[serde(skip)]
+    pub from_fork: bool,
+}
+
+impl PullRequest {
+    /// The issues its description names with a closing keyword, whatever
+    /// its base (see [`closing`]).
+    pub fn closing_references(&self) -> Vec<u64> {
+        closing::closing_issues(&self.body, &self.base_repo, &self.base_repo_url)
+    }
+
+    /// Whether GitHub links it to `issue` as the pull request that closes
+    /// it: a closing keyword in its description, and its base is the
+    /// repository's default branch (GitHub ignores the keywords elsewhere).
+    pub fn closes(&self, issue: u64) -> bool {
+        self.base_ref == self.default_branch && self.closing_references().contains(&issue)
+    }
 }
 
 /// One check run on a commit (GitHub Checks).

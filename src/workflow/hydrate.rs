@@ -575,28 +575,7 @@ pub(crate) fn pull_is_for(pr: &PullRequest, story: u64, branch: Option<&str>) ->
     if claim::issue_of_branch_name(&pr.head_ref) == Some(story) {
         return true;
     }
-    closes(&pr.body).contains(&story)
-}
-
-/// The issues a description closes (`Closes #142`, `fixes #7`, `Resolves: #9`).
-fn closes(body: &str) -> Vec<u64> {
-    let lower = body.to_ascii_lowercase();
-    let words = [
-        "close", "closes", "closed", "fix", "fixes", "fixed", "resolve", "resolves", "resolved",
-    ];
-    let mut found = Vec::new();
-    let tokens: Vec<&str> = lower.split_whitespace().collect();
-    for pair in tokens.windows(2) {
-        let word = pair[0].trim_end_matches(':');
-        if !words.contains(&word) {
-            continue;
-        }
-        let target = pair[1].trim_end_matches([',', '.', ';', ')']);
-        if let Some(n) = target.strip_prefix('#').and_then(|d| d.parse().ok()) {
-            found.push(n);
-        }
-    }
-    found
+    pr.closing_references().contains(&story)
 }
 
 pub(crate) fn ci_by_sha<'a>(
@@ -644,12 +623,6 @@ fn claim_detail(view: &IssueView) -> Option<ClaimDetail> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn closing_keywords() {
-        assert_eq!(closes("Closes #142\nfixes: #7, resolves #9."), [142, 7, 9]);
-        assert!(closes("see #142").is_empty());
-    }
 
     #[test]
     fn ci_verdicts() {

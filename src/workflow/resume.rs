@@ -268,7 +268,7 @@ fn entry_refusal(decision: Decision, takeover: bool) -> Option<Refusal> {
 
 /// Fetches `branch` into its remote-tracking ref and returns its head.
 fn fetch(git: &Git, remote: &str, branch: &str) -> Result<String, ResumeError> {
-    git.fetch_branch(remote, branch)
+    git.fetch_branch(remote, branch, "bring the branch to resume")
         .map_err(|source| ResumeError::Fetch {
             remote: remote.to_owned(),
             branch: branch.to_owned(),

@@ -87,8 +87,9 @@ pub(crate) struct StatusView {
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct IssueRow {
     pub issue: u64,
-    /// `ours`, `held`, `stale`, `blocked`, `orphan` (labelled, no claim
-    /// behind it) or `dispatch` (only a dispatch claim).
+    /// `ours`, `held`, `stale`, `blocked`, `pull` (in progress by an open
+    /// pull request that closes it, with no live claim), `orphan`
+    /// (labelled, no claim behind it) or `dispatch` (only a dispatch claim).
     #[schemars(schema_with = "row_states")]
     pub state: &'static str,
     pub holder: Option<Holder>,
@@ -154,6 +155,8 @@ pub(crate) struct NextTask {
 pub(crate) struct PullState {
     pub number: u64,
     pub head_ref: String,
+    /// Who opened it.
+    pub author: String,
     pub head: String,
     pub draft: bool,
     /// `success`, `failure`, `pending`, `none`, or `unknown` where the
@@ -200,6 +203,8 @@ pub(crate) struct Totals {
     pub stale: usize,
     pub blocked: usize,
     pub orphan: usize,
+    /// In progress by an open pull request only (state `pull`).
+    pub pull: usize,
     pub dispatch: usize,
     pub needs_attention: usize,
 }
@@ -232,13 +237,17 @@ pub(crate) struct Story {
     /// Whether the holder's lease ran out.
     pub stale: bool,
     pub blocked_by: Vec<u64>,
+    /// The open pull request that closes it, which makes a story nobody
+    /// recorded or labelled `in_flight`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pull: Option<u64>,
 }
 
 // The closed vocabularies of the view's plain strings, for its schema.
 fn row_states(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({
         "type": "string",
-        "enum": ["ours", "held", "stale", "blocked", "orphan", "dispatch"],
+        "enum": ["ours", "held", "stale", "blocked", "pull", "orphan", "dispatch"],
     })
 }
 
@@ -273,6 +282,34 @@ impl Heads {
             .collect();
         Ok(Heads { by_branch })
     }
+}
+
+/// The open issues that an open pull request closes and that are not in
+/// `listed`: a read of each (free when unchanged); a number that names
+/// nothing, or a pull request, is left out.
+fn closed_by_pulls(
+    surface: &dyn Surface,
+    pulls: &[PullRequest],
+    listed: &[IssueSummary],
+) -> Result<Vec<IssueSummary>, StatusError> {
+    let numbers: BTreeSet<u64> = pulls
+        .iter()
+        .flat_map(|pr| {
+            pr.closing_references()
+                .into_iter()
+                .filter(|&n| pr.closes(n))
+        })
+        .filter(|n| !listed.iter().any(|s| s.number == *n))
+        .collect();
+    let mut found = Vec::new();
+    for number in numbers {
+        match surface.summaries(&[number]) {
+            Ok(summaries) => found.extend(summaries.into_iter().filter(|s| s.open && !s.is_pull)),
+            Err(SurfaceError::NoSuchIssue(_)) => {}
+            Err(err) => return Err(err.into()),
+        }
+    }
+    Ok(found)
 }
 
 /// Reads the view. `heads` are the branches as of a fetch the caller made
@@ -334,6 +371,13 @@ pub(crate) fn gather(
             .cloned()
             .collect(),
     };
+    let pulls = surface.open_pulls()?;
+    // None with `--mine`, whose rows are claims.
+    let pulled = match request.mine {
+        true => Vec::new(),
+        false => closed_by_pulls(surface, &pulls, &open)?,
+    };
+    let shown: Vec<&IssueSummary> = shown.into_iter().chain(&pulled).collect();
     let seen = Seen {
         settings,
         git,
@@ -344,7 +388,7 @@ pub(crate) fn gather(
             .map(|i| (i.number, lease::analyze(i, settings, me, now)))
             .collect(),
         read: &read,
-        pulls: surface.open_pulls()?,
+        pulls,
         branch_store: BranchStore::new(&git.common_dir()?),
     };
     let mut rows = Vec::new();
@@ -357,6 +401,7 @@ pub(crate) fn gather(
     let issues = with_ci(surface, settings, rows)?;
     let dispatch = seen.dispatch_slots(request.mine);
     let views = seen.views;
+    let pulls = seen.pulls;
     let epic = match request.epic {
         Some(number) => Some(epic_view(
             surface,
@@ -365,6 +410,7 @@ pub(crate) fn gather(
             &open,
             &mut read,
             &views,
+            &pulls,
             now,
             &mut warnings,
         )?),
@@ -412,6 +458,7 @@ impl Seen<'_> {
         let claimed = summary.labels.contains(&labels.in_progress);
         let dispatch_claim = self.dispatch_claim(number);
         let holder = view.and_then(|v| v.holder.as_ref());
+        let closing = self.pulls.iter().find(|pr| pr.closes(number));
         let state = match view.map(|v| v.decision) {
             // A lapsed lease of ours is lost as anyone's is: stale, to be
             // taken over (`coord claim` exits 5 on it too).
@@ -420,6 +467,7 @@ impl Seen<'_> {
             Some(Decision::Held) => "held",
             Some(Decision::Stale) => "stale",
             _ if !blocked_by.is_empty() => "blocked",
+            _ if closing.is_some() => "pull",
             _ if claimed => "orphan",
             _ => "dispatch",
         };
@@ -444,10 +492,13 @@ impl Seen<'_> {
                 title: t.title.clone(),
             }),
         });
-        let pull = self
-            .pulls
-            .iter()
-            .find(|pr| hydrate::pull_is_for(pr, number, branch.as_ref().map(|b| b.name.as_str())))
+        let pull = closing
+            .filter(|_| state == "pull")
+            .or_else(|| {
+                self.pulls.iter().find(|pr| {
+                    hydrate::pull_is_for(pr, number, branch.as_ref().map(|b| b.name.as_str()))
+                })
+            })
             .cloned();
         let ours = holder.is_some_and(|h| h.instance_id == me);
         let attention =
@@ -579,6 +630,7 @@ fn with_ci(
                 row.pull = Some(PullState {
                     number: pr.number,
                     head_ref: pr.head_ref,
+                    author: pr.author,
                     head: pr.head_sha,
                     draft: pr.draft,
                     ci: verdict,
@@ -604,6 +656,7 @@ impl Totals {
                 "stale" => totals.stale += 1,
                 "blocked" => totals.blocked += 1,
                 "orphan" => totals.orphan += 1,
+                "pull" => totals.pull += 1,
                 _ => {}
             }
             if row.dispatch.is_some() {
@@ -622,7 +675,7 @@ fn rank(state: &str) -> u8 {
     match state {
         "stale" => 0,
         "ours" => 1,
-        "held" => 2,
+        "held" | "pull" => 2,
         "dispatch" => 3,
         "blocked" => 4,
         _ => 5,
@@ -709,6 +762,7 @@ fn epic_view(
     open: &[IssueSummary],
     read: &mut BTreeMap<u64, Issue>,
     views: &BTreeMap<u64, IssueView>,
+    pulls: &[PullRequest],
     now: Timestamp,
     warnings: &mut Vec<String>,
 ) -> Result<EpicView, StatusError> {
@@ -780,7 +834,13 @@ fn epic_view(
     let mut by_wave: BTreeMap<u32, Vec<Story>> = BTreeMap::new();
     for &story in &stories {
         let summary = summaries.get(&story);
-        let status = hydrate::story_status(settings, summary, recorded.get(&story));
+        let mut status = hydrate::story_status(settings, summary, recorded.get(&story));
+        let pull = pulls
+            .iter()
+            .find(|pr| pr.closes(story) && summary.is_none_or(|s| s.open));
+        if pull.is_some() && status.source == "derived" && status.state == "pending" {
+            status.state = "in_flight".to_owned();
+        }
         let view = views.get(&story).or_else(|| extra_views.get(&story));
         let holder = view.and_then(|v| v.holder.as_ref()).map(|h| Holder {
             instance_id: h.instance_id.clone(),
@@ -796,6 +856,7 @@ fn epic_view(
             holder,
             stale: view.is_some_and(|v| v.decision == Decision::Stale),
             blocked_by: status.blocked_by,
+            pull: pull.map(|pr| pr.number),
         });
     }
     Ok(EpicView {

@@ -171,7 +171,11 @@ pub(crate) fn to_commit(
             if trailers.first().is_some_and(|c| c.names_issue(req.issue))
                 && !task_numbers.is_empty()
             {
-                let on_remote = match git.remote_head(remote, req.branch)? {
+                let on_remote = match git.remote_head(
+                    remote,
+                    req.branch,
+                    "see whether the last task commit is already on the remote",
+                )? {
                     Some(r) => r == *h || git.is_ancestor(h, &r)?,
                     None => false,
                 };
@@ -224,7 +228,11 @@ pub(crate) fn task_done(
     let short = git.short_name(&sha)?;
 
     // 2. Push, as a compare-and-swap against the remote's head.
-    let live = git.remote_head(&settings.remote, branch)?;
+    let live = git.remote_head(
+        &settings.remote,
+        branch,
+        "read the branch's head to push against",
+    )?;
     if let Some(why) = collision(git, branch, live.as_deref(), &sha, &short)? {
         return Ok(DoneOutcome::Collision { number, short, why });
     }

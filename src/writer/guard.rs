@@ -186,7 +186,8 @@ pub(crate) fn check_push(
         let to = input.url.as_deref().unwrap_or(remote);
         for (update, _) in &mut managed {
             let branch = update.branch().unwrap_or_default().to_owned();
-            update.remote_sha = git.remote_head(to, &branch)?;
+            update.remote_sha =
+                git.remote_head(to, &branch, "read the remote's head of the branch pushed")?;
         }
     }
     decide(&git, &common_dir, remote, managed, pusher.me, clock)

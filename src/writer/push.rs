@@ -117,7 +117,14 @@ pub fn cas_push(
     )?;
     crate::failpoint::hit("push-before-remote");
     let target = format!("refs/heads/{branch}");
-    let outcome = git.push_with_lease(remote, &sha, &target, expected, Hooks::Run)?;
+    let outcome = git.push_with_lease(
+        remote,
+        &sha,
+        &target,
+        expected,
+        Hooks::Run,
+        "push the branch (compare-and-swap on its head)",
+    )?;
     if let PushOutcome::Refused { status, error, .. } = outcome {
         return Err(match status {
             Some(line)
@@ -179,7 +186,8 @@ pub fn cas_push_last_seen(
             if expected.pending.is_empty() {
                 expected.current
             } else {
-                let head = git.remote_head(remote, branch)?;
+                let head =
+                    git.remote_head(remote, branch, "read the branch's head to push against")?;
                 if !expected.accepts(head.as_deref()) {
                     return Err(PushError::Collision {
                         branch: branch.to_owned(),

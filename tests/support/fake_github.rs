@@ -170,6 +170,7 @@ impl FakeGithub {
         let pull = Pull {
             head_ref: format!("pr-{number}"),
             head_sha: head_sha.to_string(),
+            base_ref: None,
             draft: false,
         };
         self.state().seed_issue(number, title, labels, Some(pull));
@@ -187,9 +188,33 @@ impl FakeGithub {
         let pull = Pull {
             head_ref: head_ref.to_string(),
             head_sha: head_sha.to_string(),
+            base_ref: None,
             draft: false,
         };
         self.state().seed_issue(number, title, labels, Some(pull));
+    }
+
+    /// An open pull request as a person opens one: by `author`, from
+    /// `head_ref` into `base_ref`, described by `body` (where `Fixes #N`
+    /// links it to an issue).
+    pub fn open_pull(&self, number: u64, author: &str, head_ref: &str, base_ref: &str, body: &str) {
+        let pull = Pull {
+            head_ref: head_ref.to_string(),
+            head_sha: format!("{number:040x}"),
+            base_ref: Some(base_ref.to_string()),
+            draft: false,
+        };
+        let mut state = self.state();
+        state.seed_issue(number, &format!("Pull request {number}"), &[], Some(pull));
+        state.seed_update(number, |issue| {
+            issue.author = author.to_string();
+            issue.body = Some(body.to_string());
+        });
+    }
+
+    /// The repository's default branch (`main` unless set).
+    pub fn set_default_branch(&self, branch: &str) {
+        self.state().default_branch = branch.to_string();
     }
 
     pub fn set_draft(&self, number: u64, draft: bool) {
@@ -590,6 +615,8 @@ struct Label {
 struct Pull {
     head_ref: String,
     head_sha: String,
+    /// `None`: the repository's default branch.
+    base_ref: Option<String>,
     draft: bool,
 }
 
@@ -598,6 +625,8 @@ struct Issue {
     number: u64,
     title: String,
     author: String,
+    /// The description; `null` in GitHub's answers when there is none.
+    body: Option<String>,
     open: bool,
     labels: Vec<String>,
     assignees: Vec<String>,
@@ -663,6 +692,7 @@ struct State {
     base: String,
     owner: String,
     repo: String,
+    default_branch: String,
     authenticated: String,
     users: Vec<User>,
     labels: Vec<Label>,
@@ -704,6 +734,7 @@ impl State {
             base,
             owner: owner.to_string(),
             repo: repo.to_string(),
+            default_branch: "main".to_string(),
             authenticated: DEFAULT_USER.to_string(),
             users: Vec::new(),
             labels: Vec::new(),
@@ -800,6 +831,7 @@ impl State {
             number,
             title: title.to_string(),
             author: self.owner.clone(),
+            body: None,
             open: true,
             labels,
             assignees: Vec::new(),
@@ -1601,7 +1633,7 @@ impl State {
             "git_url": format!("git://github.com/{}/{}.git", self.owner, self.repo),
             "ssh_url": format!("git@github.com:{}/{}.git", self.owner, self.repo),
             "clone_url": format!("{html}.git"),
-            "default_branch": "main",
+            "default_branch": self.default_branch,
             "visibility": "public",
             "archived": false,
             "disabled": false,
@@ -1673,7 +1705,7 @@ impl State {
             "state": if issue.open { "open" } else { "closed" },
             "state_reason": if issue.open { Value::Null } else { json!("completed") },
             "title": issue.title,
-            "body": null,
+            "body": issue.body,
             "user": self.user_json(&issue.author),
             "labels": issue.labels.iter().map(|name| self.label_json(name)).collect::<Vec<_>>(),
             "assignee": assignees.first().cloned().unwrap_or(Value::Null),
@@ -1707,6 +1739,7 @@ impl State {
 
     fn pull_json(&self, issue: &Issue) -> Value {
         let pull = issue.pull.as_ref().expect("a pull request");
+        let base_ref = pull.base_ref.as_deref().unwrap_or(&self.default_branch);
         let url = format!("{}/pulls/{}", self.repo_url(), issue.number);
         let issue_url = format!("{}/issues/{}", self.repo_url(), issue.number);
         let html = format!("{}/pull/{}", self.html_repo_url(), issue.number);
@@ -1767,7 +1800,7 @@ impl State {
             "locked": false,
             "title": issue.title,
             "user": self.user_json(&issue.author),
-            "body": null,
+            "body": issue.body,
             "labels": labels,
             "milestone": null,
             "active_lock_reason": null,
@@ -1781,7 +1814,7 @@ impl State {
             "requested_reviewers": [],
             "requested_teams": [],
             "head": branch(format!("{}:{}", self.owner, pull.head_ref), &pull.head_ref, &pull.head_sha),
-            "base": branch(format!("{}:main", self.owner), "main", "0000000000000000000000000000000000000000"),
+            "base": branch(format!("{}:{base_ref}", self.owner), base_ref, "0000000000000000000000000000000000000000"),
             "_links": links,
             "author_association": self.association(&issue.author),
             "auto_merge": null,

@@ -104,6 +104,18 @@ struct ApiBranch {
     #[serde(rename = "ref")]
     name: String,
     sha: String,
+    /// `null` once a fork's repository is deleted.
+    #[serde(default)]
+    repo: Option<ApiRepo>,
+}
+
+#[derive(Deserialize)]
+struct ApiRepo {
+    full_name: String,
+    #[serde(default)]
+    html_url: Option<String>,
+    #[serde(default)]
+    default_branch: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -117,6 +129,46 @@ struct ApiPull {
     #[serde(default)]
     labels: Vec<ApiLabel>,
     body: Option<String>,
+    user: Option<ApiUser>,
+}
+
+impl ApiPull {
+    fn into_pull(self) -> PullRequest {
+        let base_repo = self.base.repo;
+        let from_fork = match (&self.head.repo, &base_repo) {
+            (Some(head), Some(base)) => !head.full_name.eq_ignore_ascii_case(&base.full_name),
+            _ => true,
+        };
+        let (base_repo, base_repo_url, default_branch) = base_repo.map_or_else(
+            || (String::new(), String::new(), String::new()),
+            |r| {
+                (
+                    r.full_name,
+                    r.html_url.unwrap_or_default(),
+                    r.default_branch.unwrap_or_default(),
+                )
+            },
+        );
+        PullRequest {
+            number: self.number,
+            title: self.title.unwrap_or_default(),
+            head_ref: self.head.name,
+            head_sha: self.head.sha,
+            base_ref: self.base.name,
+            draft: self.draft.unwrap_or(false),
+            labels: self
+                .labels
+                .into_iter()
+                .filter_map(ApiLabel::into_name)
+                .collect(),
+            body: self.body.unwrap_or_default(),
+            author: self.user.map(|u| u.login).unwrap_or_default(),
+            base_repo,
+            base_repo_url,
+            default_branch,
+            from_fork,
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -736,23 +788,7 @@ impl Surface for GithubSurface {
             format!("{}?state=open&per_page={PER_PAGE}", self.repo_path("pulls")),
             "listing open pull requests",
         )?;
-        Ok(pulls
-            .into_iter()
-            .map(|p| PullRequest {
-                number: p.number,
-                title: p.title.unwrap_or_default(),
-                head_ref: p.head.name,
-                head_sha: p.head.sha,
-                base_ref: p.base.name,
-                draft: p.draft.unwrap_or(false),
-                labels: p
-                    .labels
-                    .into_iter()
-                    .filter_map(ApiLabel::into_name)
-                    .collect(),
-                body: p.body.unwrap_or_default(),
-            })
-            .collect())
+        Ok(pulls.into_iter().map(ApiPull::into_pull).collect())
     }
 
     /// The combined commit status and the check runs of each commit: two
@@ -1074,6 +1110,44 @@ mod tests {
                 .filter_map(ApiLabel::into_name)
                 .collect();
         assert!(!names.is_empty());
+        let pulls: Vec<ApiPull> =
+            serde_json::from_slice(&github_api_json("examples/pull-request-simple-items.json"))
+                .unwrap();
+        let pull = pulls.into_iter().next().unwrap().into_pull();
+        assert_eq!(
+            (
+                pull.author.as_str(),
+                pull.base_repo.as_str(),
+                pull.base_repo_url.as_str(),
+                pull.default_branch.as_str(),
+                pull.base_ref.as_str(),
+                pull.head_ref.as_str(),
+                pull.from_fork,
+                pull.body.as_str(),
+            ),
+            (
+                "octocat",
+                "octocat/Hello-World",
+                "https://github.com/octocat/Hello-World",
+                "master",
+                "master",
+                "new-topic",
+                false,
+                "Please pull these awesome changes in!",
+            )
+        );
+        // A pull request whose fork was deleted (head.repo null) parses, as from a fork.
+        let mut orphan = serde_json::from_slice::<Vec<Value>>(&github_api_json(
+            "examples/pull-request-simple-items.json",
+        ))
+        .unwrap()
+        .remove(0);
+        orphan["head"]["repo"] = Value::Null;
+        orphan["user"] = Value::Null;
+        let orphan = serde_json::from_value::<ApiPull>(orphan)
+            .unwrap()
+            .into_pull();
+        assert!(orphan.from_fork && orphan.author.is_empty());
         // A deleted user's comment (GitHub's schema allows a null user) still parses.
         let ghost: ApiComment = serde_json::from_value(json!({
             "id": 1, "user": null, "body": null, "created_at": "2026-01-01T00:00:00Z"
