@@ -105,20 +105,22 @@ fn named(text: &str) -> String {
         .replace("laptop-0a1b2c3d", "[laptop-instance]")
 }
 
+/// How strace shows a local socket or this machine's loopback address.
+const LOCAL_ADDRESSES: [&str; 5] = [
+    "AF_UNIX",
+    "AF_LOCAL",
+    "inet_addr(\"127.0.0.1\")",
+    "\"::1\"",
+    "\"::ffff:127.0.0.1\"",
+];
+
 /// Every address a traced process connected to that is not this machine's
 /// loopback or a local socket.
 fn connections_elsewhere(trace: &Path) -> Vec<String> {
     let text = std::fs::read_to_string(trace).expect("the strace log");
     text.lines()
         .filter(|l| l.contains("connect("))
-        .filter(|l| {
-            let local = l.contains("AF_UNIX")
-                || l.contains("AF_LOCAL")
-                || l.contains("inet_addr(\"127.0.0.1\")")
-                || l.contains("\"::1\"")
-                || l.contains("\"::ffff:127.0.0.1\"");
-            !local
-        })
+        .filter(|l| !LOCAL_ADDRESSES.iter().any(|local| l.contains(local)))
         .map(str::to_owned)
         .collect()
 }

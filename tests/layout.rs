@@ -216,7 +216,7 @@ fn modules_import_one_another_without_a_cycle_but_cli_and_commands() {
     assert!(
         cycles(&broken)
             .iter()
-            .any(|c| c.contains(&"git".to_owned())),
+            .any(|c| c.iter().any(|folder| folder == "git")),
         "a cycle through git was not found"
     );
 }
@@ -279,7 +279,7 @@ fn folders_import_one_another_without_a_cycle_but_cli_and_commands() {
     assert!(
         cycles(&folder_graph(&broken))
             .iter()
-            .any(|c| c.contains(&"records".to_owned())),
+            .any(|c| c.iter().any(|folder| folder == "records")),
         "a cycle through records was not found"
     );
 }
