@@ -143,8 +143,23 @@ fn the_claimants_own_pull_request_does_not_hold_it_back() {
         .expect(0);
     agent.maverick(&["coord", "release", "12"]).expect(0);
 
-    // Nor is whoever works on the PR's branch, checked out.
+    // status judges as claim does: in progress by #70 for the agent, which
+    // holds no claim and is not on fix-12 ...
+    let rows = |repo: &crate::support::Repo<'_>| {
+        let json = repo.maverick(&["--json", "status"]).expect(0).json();
+        json["issues"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| (r["issue"].clone(), r["state"].clone()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(rows(&agent), [(json!(12), json!("pull"))]);
+
+    // Nor is whoever works on the PR's branch, checked out (nor does its
+    // status show its own work as another's).
     bravo.git(&["switch", "--quiet", "-c", "fix-12"]);
+    assert_eq!(rows(&bravo), []);
     let claimed = bravo.maverick(&["coord", "claim", "12"]);
     insta::assert_snapshot!("open_pull_own_branch_claims", screen(&env, &claimed));
 }

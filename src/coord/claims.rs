@@ -142,18 +142,30 @@ fn with_pulls(
     let me = coord.settings.instance.as_str();
     views
         .into_iter()
-        .map(|view| {
-            let mut own: Vec<&str> = own_branches.iter().map(String::as_str).collect();
-            own.extend(
-                view.holder
-                    .as_ref()
-                    .filter(|h| h.instance_id == me)
-                    .and_then(|h| h.branch.as_deref()),
-            );
-            let pull = closing_pull(pulls, view.issue, &own);
-            view.with_pull(pull)
-        })
+        .map(|view| judged_with_pulls(view, pulls, own_branches, me))
         .collect()
+}
+
+/// `view` as `coord read` judges it with `pulls` listed: held by an open
+/// pull request that closes the issue when nobody holds it live and the
+/// pull request is not the reader's own (from one of `own_branches`, or
+/// from the branch this instance's own claim on it names). `me` is this
+/// instance.
+pub(crate) fn judged_with_pulls(
+    view: IssueView,
+    pulls: &[PullRequest],
+    own_branches: &[String],
+    me: &str,
+) -> IssueView {
+    let mut own: Vec<&str> = own_branches.iter().map(String::as_str).collect();
+    own.extend(
+        view.holder
+            .as_ref()
+            .filter(|h| h.instance_id == me)
+            .and_then(|h| h.branch.as_deref()),
+    );
+    let pull = closing_pull(pulls, view.issue, &own);
+    view.with_pull(pull)
 }
 
 /// A claim's refusal because an open pull request, not the claimant's

@@ -26,8 +26,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use crate::config::{Settings, SurfaceKind};
+use crate::coord::claims;
 use crate::coord::dispatch::{self, HolderKind, Ledger, Verdict};
 use crate::coord::lease::{self, Decision, IssueView};
+use crate::coord::pulls::closing_pull;
 use crate::durable::{state, tasks};
 use crate::git::{Git, GitError};
 use crate::markers::MarkerKind;
@@ -285,20 +287,20 @@ impl Heads {
 }
 
 /// The open issues that an open pull request closes and that are not in
-/// `listed`: a read of each (free when unchanged); a number that names
+/// `listed`, and not this reader's own work (`own` branches): a read of
+/// each (free when unchanged); a number that names
 /// nothing, or a pull request, is left out.
 fn closed_by_pulls(
     surface: &dyn Surface,
     pulls: &[PullRequest],
     listed: &[IssueSummary],
+    own: &[String],
 ) -> Result<Vec<IssueSummary>, StatusError> {
+    let own: Vec<&str> = own.iter().map(String::as_str).collect();
     let numbers: BTreeSet<u64> = pulls
         .iter()
-        .flat_map(|pr| {
-            pr.closing_references()
-                .into_iter()
-                .filter(|&n| pr.closes(n))
-        })
+        .flat_map(PullRequest::closing_references)
+        .filter(|&n| closing_pull(pulls, n, &own).is_some())
         .filter(|n| !listed.iter().any(|s| s.number == *n))
         .collect();
     let mut found = Vec::new();
@@ -372,10 +374,11 @@ pub(crate) fn gather(
             .collect(),
     };
     let pulls = surface.open_pulls()?;
+    let own = claims::own_branches(git, None)?;
     // None with `--mine`, whose rows are claims.
     let pulled = match request.mine {
         true => Vec::new(),
-        false => closed_by_pulls(surface, &pulls, &open)?,
+        false => closed_by_pulls(surface, &pulls, &open, &own)?,
     };
     let shown: Vec<&IssueSummary> = shown.into_iter().chain(&pulled).collect();
     let seen = Seen {
@@ -385,10 +388,14 @@ pub(crate) fn gather(
         slots: dispatch::analyze(&ledger, settings, &labels.frontier),
         views: read
             .values()
-            .map(|i| (i.number, lease::analyze(i, settings, me, now)))
+            .map(|i| {
+                let view = lease::analyze(i, settings, me, now);
+                (i.number, claims::judged_with_pulls(view, &pulls, &own, me))
+            })
             .collect(),
         read: &read,
         pulls,
+        own,
         branch_store: BranchStore::new(&git.common_dir()?),
     };
     let mut rows = Vec::new();
@@ -439,6 +446,8 @@ struct Seen<'a> {
     /// The issues read with their comments.
     read: &'a BTreeMap<u64, Issue>,
     pulls: Vec<PullRequest>,
+    /// The branches whose pull requests are this reader's own work.
+    own: Vec<String>,
     branch_store: BranchStore,
 }
 
@@ -458,8 +467,21 @@ impl Seen<'_> {
         let claimed = summary.labels.contains(&labels.in_progress);
         let dispatch_claim = self.dispatch_claim(number);
         let holder = view.and_then(|v| v.holder.as_ref());
-        let closing = self.pulls.iter().find(|pr| pr.closes(number));
+        // As `coord read` judges it: an open pull request that closes it
+        // holds an issue nobody holds live.
+        // (An issue only a pull request names is not read: no claim.)
+        let closing = match view {
+            Some(v) => v.pull_request.as_ref().map(|c| c.number),
+            None => closing_pull(
+                &self.pulls,
+                number,
+                &self.own.iter().map(String::as_str).collect::<Vec<_>>(),
+            )
+            .map(|c| c.number),
+        }
+        .and_then(|n| self.pulls.iter().find(|pr| pr.number == n));
         let state = match view.map(|v| v.decision) {
+            _ if closing.is_some() => "pull",
             // A lapsed lease of ours is lost as anyone's is: stale, to be
             // taken over (`coord claim` exits 5 on it too).
             Some(Decision::Ours) if view.is_some_and(lease::lapsed) => "stale",
@@ -467,7 +489,6 @@ impl Seen<'_> {
             Some(Decision::Held) => "held",
             Some(Decision::Stale) => "stale",
             _ if !blocked_by.is_empty() => "blocked",
-            _ if closing.is_some() => "pull",
             _ if claimed => "orphan",
             _ => "dispatch",
         };
@@ -493,7 +514,6 @@ impl Seen<'_> {
             }),
         });
         let pull = closing
-            .filter(|_| state == "pull")
             .or_else(|| {
                 self.pulls.iter().find(|pr| {
                     hydrate::pull_is_for(pr, number, branch.as_ref().map(|b| b.name.as_str()))
