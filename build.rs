@@ -68,7 +68,11 @@ fn from_git(dir: &Path) -> Option<(String, String)> {
     let mut watched = vec!["HEAD".to_owned(), "packed-refs".to_owned()];
     watched.extend(git(&["symbolic-ref", "--quiet", "HEAD"]));
     for name in watched {
-        if let Some(path) = git(&["rev-parse", "--path-format=absolute", "--git-path", &name]) {
+        // A path that does not exist would make cargo run this script (and
+        // rebuild the crate) every time: a clone without packed refs, a
+        // linked worktree whose branch is packed.
+        let path = git(&["rev-parse", "--path-format=absolute", "--git-path", &name]);
+        if let Some(path) = path.filter(|p| Path::new(p).exists()) {
             println!("cargo:rerun-if-changed={path}");
         }
     }
