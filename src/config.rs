@@ -963,13 +963,7 @@ fn github_remote_on(url: &str, gh_host: Option<&str>) -> Option<(String, String)
     valid_repo(&repo).then_some((host, repo))
 }
 
-pub(crate) fn valid_instance_id(id: &str) -> bool {
-    (1..=64).contains(&id.len())
-        && id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-        && !id.starts_with(['.', '-'])
-}
+pub(crate) use maverick_core::ids::valid_instance_id;
 
 /// The instance id the environment names, which beats every other source
 /// (SPEC 2); the pre-push hook uses it to avoid reading the configuration.
@@ -1005,9 +999,7 @@ pub(crate) fn instance_from_session() -> Option<String> {
 /// Maverick's derivation: the first 10 hex digits of the SHA-256 of the
 /// session id, exactly as given (no trimming, no case folding).
 pub(crate) fn session_instance_id(session: &str) -> String {
-    use sha2::{Digest, Sha256};
-    let digest = Sha256::digest(session.as_bytes());
-    digest[..5].iter().map(|b| format!("{b:02x}")).collect()
+    maverick_core::ids::InstanceId::of_session(session).into_string()
 }
 
 /// The instance named explicitly: `MAVERICK_INSTANCE` (or

@@ -2,7 +2,9 @@
 //! branch for people and agents that work the same issues from many machines.
 //!
 //! The binary (`src/main.rs`) is thin; everything lives here so that the
-//! protocols can be tested without a terminal.
+//! protocols can be tested without a terminal. The rules every command
+//! asks (ids, markers, verdicts) live in the pure core crate, `maverick_core`
+//! (core/), re-exported here under the paths the layers use.
 
 pub mod cli;
 pub mod clock;
@@ -16,7 +18,7 @@ pub mod git;
 pub mod markers;
 pub mod records;
 pub mod surface;
-pub mod timefmt;
+pub use maverick_core::timefmt;
 pub mod unique;
 pub mod workflow;
 pub mod writer;

@@ -481,3 +481,94 @@ fn where_clause<F>(f: F) where F: Fn() -> u8 {
         ]
     );
 }
+
+/// The core crate (core/) is pure: handed the time and the facts, it
+/// returns verdicts. Its direct dependencies are held to this list, none of
+/// which can read a file, a socket, a process or the clock (chrono only
+/// without its `clock` feature).
+const CORE_DEPENDENCIES: [&str; 6] = [
+    "chrono",
+    "schemars",
+    "serde",
+    "serde_json",
+    "sha2",
+    "thiserror",
+];
+
+/// `[dependencies]` of a manifest: each crate's name and its line.
+fn dependencies(manifest: &str) -> Vec<(String, String)> {
+    let mut in_deps = false;
+    let mut found = Vec::new();
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_deps = line == "[dependencies]";
+            continue;
+        }
+        if !in_deps || line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if let Some((name, _)) = line.split_once('=') {
+            found.push((name.trim().trim_matches('"').to_owned(), line.to_owned()));
+        }
+    }
+    found
+}
+
+#[test]
+fn the_core_crate_depends_on_nothing_that_does_io() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let manifest = std::fs::read_to_string(root.join("core/Cargo.toml")).unwrap();
+    let deps = dependencies(&manifest);
+    assert!(
+        !deps.is_empty(),
+        "core/Cargo.toml has no [dependencies] read"
+    );
+    for (name, line) in &deps {
+        assert!(
+            CORE_DEPENDENCIES.contains(&name.as_str()),
+            "the pure core gained a dependency outside its list: {line}"
+        );
+        assert!(
+            !line.contains("clock") && !line.contains("\"now\""),
+            "the core may not read the clock: {line}"
+        );
+    }
+    assert!(
+        !manifest.contains("[dev-dependencies]") && !manifest.contains("[build-dependencies]"),
+        "the core has no build script or dev-dependencies to hide I/O in"
+    );
+    assert!(!root.join("core/build.rs").exists());
+}
+
+#[test]
+fn the_core_crate_names_no_io_in_its_source() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("core/src");
+    let mut files = Vec::new();
+    rust_files(&root, &mut files);
+    assert!(files.len() >= 4, "core/src read: {files:?}");
+    let forbidden = [
+        "std::fs",
+        "std::net",
+        "std::process",
+        "std::env",
+        "std::thread",
+        "std::io::std",
+        "SystemTime",
+        "Instant",
+        "Utc::now",
+        "Local::now",
+        "println!",
+        "eprintln!",
+        "print!(",
+        "eprint!(",
+        "unsafe ",
+    ];
+    for file in &files {
+        let text = code(&std::fs::read_to_string(file).unwrap());
+        for word in forbidden {
+            assert!(!text.contains(word), "{} names {word}", file.display());
+        }
+    }
+    let lib = std::fs::read_to_string(root.join("lib.rs")).unwrap();
+    assert!(lib.contains("#![forbid(unsafe_code)]"));
+}

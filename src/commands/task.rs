@@ -3,6 +3,7 @@
 use std::io::Read as _;
 
 use clap::{Args, Subcommand};
+use maverick_core::ids::ObjectPrefix;
 use schemars::JsonSchema;
 use serde::Serialize;
 
@@ -377,18 +378,17 @@ pub(crate) fn list_outcome(view: TaskListView, remote: &str) -> Outcome<TaskList
     o
 }
 
-fn valid_sha(sha: &str) -> bool {
-    (4..=40).contains(&sha.len()) && sha.bytes().all(|b| b.is_ascii_hexdigit())
-}
-
 fn check(ctx: &Context, args: CheckArgs) -> Result<Outcome<CheckOutput>, CommandError> {
-    if let Some(sha) = &args.sha {
-        if !valid_sha(sha) {
-            return Err(CommandError::usage(format!("{sha:?} is not a commit sha")));
-        }
-    }
+    let sha = match &args.sha {
+        Some(sha) => Some(
+            ObjectPrefix::parse(sha)
+                .map_err(|e| CommandError::usage(e.to_string()))?
+                .as_str()
+                .to_owned(),
+        ),
+        None => None,
+    };
     let surface = ctx.surface()?;
-    let sha = args.sha.map(|s| s.to_ascii_lowercase());
     let checked = tasks::check_tasks(
         surface.as_ref(),
         &ctx.settings,

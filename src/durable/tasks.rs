@@ -190,11 +190,7 @@ fn split_sha(text: &str) -> (&str, Option<String>) {
         return (text, None);
     };
     let candidate = inner[open + 1..].trim().trim_matches('`');
-    let is_sha = (7..=40).contains(&candidate.len())
-        && candidate
-            .bytes()
-            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
-    if is_sha {
+    if maverick_core::ids::ObjectPrefix::in_text(candidate).is_some() {
         (inner[..open].trim_end(), Some(candidate.to_owned()))
     } else {
         (text, None)

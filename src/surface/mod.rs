@@ -4,7 +4,7 @@
 //! dispatch) is written once above it; a surface only stores issues, labels,
 //! assignees and comments, and tells the time.
 
-pub mod closing;
+pub use maverick_core::closing;
 pub(crate) mod git;
 pub mod github;
 

@@ -32,6 +32,8 @@
 
 use std::path::{Path, PathBuf};
 
+use maverick_core::ids::ObjectId;
+
 use crate::git::{Git, GitEnv, GitError};
 use crate::records::branch::{BranchRecord, BranchStore};
 use crate::records::claim::{ClaimRecord, ClaimStore};
@@ -83,7 +85,7 @@ pub enum SeenError {
 }
 
 fn null_sha(sha: &str) -> bool {
-    !sha.is_empty() && sha.bytes().all(|b| b == b'0')
+    ObjectId::parse(sha).is_ok_and(|id| id.is_null())
 }
 
 /// Parses git's pre-push stdin. Blank lines are skipped; anything else that
@@ -98,16 +100,17 @@ pub(crate) fn parse_updates(input: &str) -> Result<Vec<RefUpdate>, PrePushError>
         let [local_ref, local_sha, remote_ref, remote_sha] = fields[..] else {
             return Err(PrePushError::BadLine(line.to_owned()));
         };
-        let hex = |s: &str| s.len() >= 40 && s.bytes().all(|b| b.is_ascii_hexdigit());
-        if !hex(local_sha) || !hex(remote_sha) {
+        let (Ok(local_id), Ok(remote_id)) =
+            (ObjectId::parse(local_sha), ObjectId::parse(remote_sha))
+        else {
             return Err(PrePushError::BadLine(line.to_owned()));
-        }
-        let sha = |s: &str| (!null_sha(s)).then(|| s.to_ascii_lowercase());
+        };
+        let sha = |id: ObjectId| (!id.is_null()).then(|| id.as_str().to_owned());
         updates.push(RefUpdate {
             local_ref: local_ref.to_owned(),
-            local_sha: sha(local_sha),
+            local_sha: sha(local_id),
             remote_ref: remote_ref.to_owned(),
-            remote_sha: sha(remote_sha),
+            remote_sha: sha(remote_id),
         });
     }
     Ok(updates)

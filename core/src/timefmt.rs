@@ -23,7 +23,7 @@ impl Timestamp {
         )
     }
 
-    pub(crate) fn minus(self, d: Duration) -> Timestamp {
+    pub fn minus(self, d: Duration) -> Timestamp {
         Timestamp(
             self.0
                 .saturating_sub(i64::try_from(d.as_secs()).unwrap_or(i64::MAX)),
@@ -94,18 +94,18 @@ impl schemars::JsonSchema for Timestamp {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid duration {text:?}: write seconds (600 or 600s), minutes (10m) or hours (4h), at most a year")]
-pub(crate) struct DurationError {
+pub struct DurationError {
     pub text: String,
 }
 
 /// The longest duration any setting takes: a year. Longer ones are typos,
 /// and bounding them keeps every timestamp sum far from overflow.
-pub(crate) const MAX_DURATION_SECS: u64 = 366 * 24 * 3600;
+pub const MAX_DURATION_SECS: u64 = 366 * 24 * 3600;
 
 /// What a lease duration (ttl, heartbeat interval, grace, clock skew) must
 /// be: whole seconds, at least one. Lease stamps are whole seconds, so a
 /// `500ms` ttl would be a lease stale the moment it is written.
-pub(crate) fn check_lease_duration(d: Duration) -> Result<(), &'static str> {
+pub fn check_lease_duration(d: Duration) -> Result<(), &'static str> {
     if d < Duration::from_secs(1) || d.subsec_nanos() != 0 {
         Err("a whole number of seconds, at least 1s (leases are stamped to the second)")
     } else {
@@ -115,7 +115,7 @@ pub(crate) fn check_lease_duration(d: Duration) -> Result<(), &'static str> {
 
 /// Parses `600`, `600s`, `10m`, `4h` (at most a year), and `200ms` for the
 /// short waits of tests.
-pub(crate) fn parse_duration(text: &str) -> Result<Duration, DurationError> {
+pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
     let err = || DurationError {
         text: text.to_owned(),
     };
@@ -146,7 +146,7 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, DurationError> {
 }
 
 /// The shortest of the spec's forms that says `d` exactly.
-pub(crate) fn format_duration(d: Duration) -> String {
+pub fn format_duration(d: Duration) -> String {
     let s = d.as_secs();
     if s != 0 && s % 3600 == 0 {
         format!("{}h", s / 3600)
@@ -158,7 +158,7 @@ pub(crate) fn format_duration(d: Duration) -> String {
 }
 
 /// For people: `9m59s`, `2h`, `45s`.
-pub(crate) fn human_duration(d: Duration) -> String {
+pub fn human_duration(d: Duration) -> String {
     let s = d.as_secs();
     let (h, m, s) = (s / 3600, s / 60 % 60, s % 60);
     let mut out = String::new();
