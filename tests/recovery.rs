@@ -300,12 +300,35 @@ fn resume_rebuilds_a_worktree_whose_add_was_killed() {
     let wt = a.at(&worktree);
     assert_eq!(wt.git(&["status", "--porcelain"]).trim(), "", "clean");
     assert!(worktree.join("f3.rs").is_file());
-    assert!(
-        wt.git(&["worktree", "list", "--porcelain"])
-            .matches("locked")
-            .count()
-            == 0
+    assert_eq!(wt.git(&["branch", "--show-current"]).trim(), BRANCH);
+    let listing = wt.git(&["worktree", "list", "--porcelain"]);
+    let locks: Vec<&str> = listing.lines().filter(|l| l.starts_with("locked")).collect();
+    assert_eq!(
+        locks,
+        [format!(
+            "locked moved aside by git maverick resume from {}; see MAVERICK-MOVED-ASIDE.txt",
+            worktree.display()
+        )],
+        "only the moved-aside one is locked, with where it came from: {listing}"
     );
+
+    // The moved-aside worktree can no longer commit to the branch: it is
+    // detached, a commit there moves no branch, and a plain push pushes
+    // nothing (issue 39, item 2).
+    let aside = a.at(aside);
+    assert_eq!(aside.git(&["branch", "--show-current"]).trim(), "");
+    let note = std::fs::read_to_string(aside.dir.join("MAVERICK-MOVED-ASIDE.txt")).unwrap();
+    assert!(note.contains(&format!("worktree of {BRANCH} at {}", worktree.display())), "{note}");
+    assert!(note.contains("To get files back"), "{note}");
+    let branch_head = a.git(&["rev-parse", &format!("refs/heads/{BRANCH}")]);
+    // (The killed checkout's index.lock went aside with it; git names it.)
+    let lock = aside.git(&["rev-parse", "--path-format=absolute", "--git-path", "index.lock"]);
+    std::fs::remove_file(lock.trim()).unwrap();
+    aside.git(&["commit", "--quiet", "--allow-empty", "-m", "feat: from aside"]);
+    assert_eq!(a.git(&["rev-parse", &format!("refs/heads/{BRANCH}")]), branch_head);
+    assert_eq!(wt.git(&["rev-parse", "HEAD"]), branch_head);
+    assert!(!aside.git_output(&["push", "--quiet", "origin"]).status.success());
+    assert_eq!(env.origin_head(BRANCH), Some(branch_head.trim().to_owned()));
 
     // Its directory deleted while git's lock is on it: repaired too.
     a.git(&[

@@ -218,7 +218,7 @@ pub(crate) fn resume(
     // 4. The worktree, ignored by the main one.
     let common_dir = git.common_dir()?;
     worktree::exclude(&common_dir, &settings.worktree_dir)?;
-    let applied = worktree::apply(git, &plan, &settings.remote)?;
+    let applied = worktree::apply(git, &plan, &settings.remote, settings.clock.now())?;
     let worktree_git = git.at(&plan.path);
     if applied.created {
         keep_instance(&worktree_git, &settings.instance)?;
