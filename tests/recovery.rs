@@ -419,3 +419,38 @@ fn a_push_killed_after_the_remote_took_it_is_the_writer_s_own() {
         .collect();
     assert_eq!(done, [true, true, true], "{list}");
 }
+
+// -- A resumed session's SessionEnd while the first release still runs --------
+
+/// The first SessionEnd's release waits on GitHub (as one that retries
+/// does); the session is resumed (same id, same instance) and claims #151;
+/// its own SessionEnd finds the release running and leaves the work to it.
+/// That release, once done with #150, reads the claims again and releases
+/// #151 too (issue 39, item 6).
+#[test]
+fn a_resumed_session_s_claim_is_released_by_the_running_release() {
+    use crate::agent_hooks::{run_hook, wait_for_session_release, wait_until, INSTANCE};
+    let env = TestEnv::with_surface(Surface::Github);
+    let repo = env.clone("agent");
+    repo.maverick_as(INSTANCE, &["coord", "claim", "150"])
+        .expect(0);
+    let hold = env
+        .github()
+        .hold_answer(|r| r.method != "GET" && r.path.contains("/issues/150/"));
+    run_hook(&repo, "session-end", |_| {}, &[]).expect(0);
+    hold.wait_until_holding();
+
+    repo.maverick_as(INSTANCE, &["coord", "claim", "151"])
+        .expect(0);
+    let second = run_hook(&repo, "session-end", |_| {}, &[]);
+    second.expect(0);
+    assert!(second.stderr.contains("already running"), "{}", second.stderr);
+
+    hold.release();
+    wait_until("the release of #151", || !env.releases(151).is_empty());
+    wait_for_session_release(&repo, INSTANCE);
+    env.assert_released_once(150, INSTANCE, "abort");
+    env.assert_released_once(151, INSTANCE, "abort");
+    let read = repo.maverick_as("someone-else", &["--json", "coord", "read", "151"]);
+    assert_eq!(read.expect(0).json()["decision"], "free");
+}

@@ -419,7 +419,7 @@ fn a_commit_in_progress_is_never_taken_for_a_half_made_worktree() {
         files.lines().collect::<Vec<_>>(),
         ["README.md", "f1.rs", "f2.rs", "f3.rs"]
     );
-    assert_eq!(wt.git(&["show", "HEAD:f1.rs"]), "edited\n");
+    assert_eq!(wt.git(&["show", "HEAD:f1.rs"]), "edited");
     assert_eq!(
         a.git(&["rev-parse", &format!("refs/heads/{BRANCH}")]),
         wt.git(&["rev-parse", "HEAD"])
