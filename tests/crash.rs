@@ -850,7 +850,10 @@ fn killed_in_resume_after_move_aside(surface: Surface) {
         .filter(|p| p.to_string_lossy().contains(".stale-"))
         .collect();
     assert_eq!(aside.len(), 1, "{aside:?}");
-    assert_eq!(s.git_in(&aside[0], &["branch", "--show-current"]).trim(), "");
+    assert_eq!(
+        s.git_in(&aside[0], &["branch", "--show-current"]).trim(),
+        ""
+    );
 }
 
 fn crash_in_dispatch(s: &TestEnv, point: &str) {

@@ -302,7 +302,10 @@ fn resume_rebuilds_a_worktree_whose_add_was_killed() {
     assert!(worktree.join("f3.rs").is_file());
     assert_eq!(wt.git(&["branch", "--show-current"]).trim(), BRANCH);
     let listing = wt.git(&["worktree", "list", "--porcelain"]);
-    let locks: Vec<&str> = listing.lines().filter(|l| l.starts_with("locked")).collect();
+    let locks: Vec<&str> = listing
+        .lines()
+        .filter(|l| l.starts_with("locked"))
+        .collect();
     assert_eq!(
         locks,
         [format!(
@@ -318,16 +321,36 @@ fn resume_rebuilds_a_worktree_whose_add_was_killed() {
     let aside = a.at(aside);
     assert_eq!(aside.git(&["branch", "--show-current"]).trim(), "");
     let note = std::fs::read_to_string(aside.dir.join("MAVERICK-MOVED-ASIDE.txt")).unwrap();
-    assert!(note.contains(&format!("worktree of {BRANCH} at {}", worktree.display())), "{note}");
+    assert!(
+        note.contains(&format!("worktree of {BRANCH} at {}", worktree.display())),
+        "{note}"
+    );
     assert!(note.contains("To get files back"), "{note}");
     let branch_head = a.git(&["rev-parse", &format!("refs/heads/{BRANCH}")]);
     // (The killed checkout's index.lock went aside with it; git names it.)
-    let lock = aside.git(&["rev-parse", "--path-format=absolute", "--git-path", "index.lock"]);
+    let lock = aside.git(&[
+        "rev-parse",
+        "--path-format=absolute",
+        "--git-path",
+        "index.lock",
+    ]);
     std::fs::remove_file(lock.trim()).unwrap();
-    aside.git(&["commit", "--quiet", "--allow-empty", "-m", "feat: from aside"]);
-    assert_eq!(a.git(&["rev-parse", &format!("refs/heads/{BRANCH}")]), branch_head);
+    aside.git(&[
+        "commit",
+        "--quiet",
+        "--allow-empty",
+        "-m",
+        "feat: from aside",
+    ]);
+    assert_eq!(
+        a.git(&["rev-parse", &format!("refs/heads/{BRANCH}")]),
+        branch_head
+    );
     assert_eq!(wt.git(&["rev-parse", "HEAD"]), branch_head);
-    assert!(!aside.git_output(&["push", "--quiet", "origin"]).status.success());
+    assert!(!aside
+        .git_output(&["push", "--quiet", "origin"])
+        .status
+        .success());
     assert_eq!(env.origin_head(BRANCH), Some(branch_head.trim().to_owned()));
 
     // Its directory deleted while git's lock is on it: repaired too.
@@ -444,7 +467,11 @@ fn a_resumed_session_s_claim_is_released_by_the_running_release() {
         .expect(0);
     let second = run_hook(&repo, "session-end", |_| {}, &[]);
     second.expect(0);
-    assert!(second.stderr.contains("already running"), "{}", second.stderr);
+    assert!(
+        second.stderr.contains("already running"),
+        "{}",
+        second.stderr
+    );
 
     hold.release();
     wait_until("the release of #151", || !env.releases(151).is_empty());
@@ -453,4 +480,82 @@ fn a_resumed_session_s_claim_is_released_by_the_running_release() {
     env.assert_released_once(151, INSTANCE, "abort");
     let read = repo.maverick_as("someone-else", &["--json", "coord", "read", "151"]);
     assert_eq!(read.expect(0).json()["decision"], "free");
+}
+
+// -- A read that meets the conversion of the old layout ----------------------
+
+/// carol's read looks at the remote while it holds the old single-ref
+/// layout; another clone converts it before her fetch (an upload-pack that
+/// lets the conversion in between her two calls): the tombstone has no
+/// parent, so the old commit comes from the archive, and the read answers
+/// as of its look instead of calling the state damaged (issue 39, item 7).
+#[test]
+fn a_read_whose_fetch_lands_just_after_the_conversion_answers() {
+    let env = TestEnv::new();
+    // Cloned before the old layout was written: a clone of a local path
+    // links every object the origin has.
+    let carol = env.clone("carol");
+    let old = crate::git_surface::old_layout(&env);
+    // The conversion, made on a copy of the origin by a new binary's write.
+    let converted = env.path().join("converted.git");
+    env.git_in(
+        env.path(),
+        &[
+            "clone",
+            "--quiet",
+            "--mirror",
+            env.origin.to_str().unwrap(),
+            converted.to_str().unwrap(),
+        ],
+    );
+    let bob = env.clone("bob");
+    bob.git(&["remote", "set-url", "origin", converted.to_str().unwrap()]);
+    bob.maverick(&["coord", "claim", "9"]).expect(0);
+    let tombstone = env.git_in(&converted, &["rev-parse", "refs/maverick/issues"]);
+    assert_ne!(tombstone, old);
+
+    // carol's second call on the remote (her fetch, after her look) finds
+    // the conversion landed.
+    let count = env.path().join("upload-pack-calls");
+    let script = env.path().join("upload-pack");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nn=$(($(cat '{count}' 2>/dev/null || echo 0) + 1))\necho $n > '{count}'\n\
+             if [ $n = 2 ]; then git -C '{converted}' push --quiet --force '{origin}' \
+             'refs/maverick/*:refs/maverick/*' || exit 1; fi\nexec git-upload-pack \"$@\"\n",
+            count = count.display(),
+            converted = converted.display(),
+            origin = env.origin.display(),
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    carol.git(&[
+        "config",
+        "remote.origin.uploadpack",
+        script.to_str().unwrap(),
+    ]);
+    let read = carol.maverick(&["--json", "coord", "read", "7"]);
+    assert_eq!(
+        std::fs::read_to_string(&count).unwrap().trim(),
+        "2",
+        "look, then fetch"
+    );
+    assert_eq!(
+        env.git_in(&env.origin, &["rev-parse", "refs/maverick/issues"]),
+        tombstone,
+        "the conversion landed between the look and the fetch"
+    );
+    read.expect(4);
+    assert_eq!(
+        read.json()["holder"]["instance_id"],
+        "alice",
+        "{}",
+        read.screen()
+    );
+    // Read again, from a new look: the converted state says the same.
+    let read = carol.maverick(&["--json", "coord", "read", "7"]);
+    read.expect(4);
+    assert_eq!(read.json()["holder"]["instance_id"], "alice");
 }

@@ -320,7 +320,13 @@ fn resume_never_prunes_a_worktree_it_did_not_make() {
 
     // The user's own worktree, with a commit only its detached HEAD holds.
     let side = env.path().join("side");
-    b.git(&["worktree", "add", "--quiet", "--detach", side.to_str().unwrap()]);
+    b.git(&[
+        "worktree",
+        "add",
+        "--quiet",
+        "--detach",
+        side.to_str().unwrap(),
+    ]);
     let kept = b.at(&side).commit_file("side.rs", "x\n", "feat: side");
     let unmounted = env.path().join("side-unmounted");
     std::fs::rename(&side, &unmounted).unwrap();
@@ -334,7 +340,9 @@ fn resume_never_prunes_a_worktree_it_did_not_make() {
     // The disk comes back: the worktree is still git's, its commit with it.
     std::fs::rename(&unmounted, &side).unwrap();
     assert_eq!(b.at(&side).git(&["rev-parse", "HEAD"]), kept);
-    assert!(b.git(&["worktree", "list"]).contains(side.to_str().unwrap()));
+    assert!(b
+        .git(&["worktree", "list"])
+        .contains(side.to_str().unwrap()));
 
     // And a registration resume did not make, whose folder is gone, stops
     // resume with the way out rather than being dropped.
@@ -342,8 +350,13 @@ fn resume_never_prunes_a_worktree_it_did_not_make() {
     std::fs::remove_dir_all(b.dir.join(".git/maverick/worktrees")).unwrap();
     let run = b.maverick(&["resume", BRANCH]);
     run.expect(1);
-    insta::assert_snapshot!("resume_leaves_a_missing_worktree_it_did_not_make", screen(&env, &run));
-    assert!(b.git(&["worktree", "list", "--porcelain"]).contains(worktree.to_str().unwrap()));
+    insta::assert_snapshot!(
+        "resume_leaves_a_missing_worktree_it_did_not_make",
+        screen(&env, &run)
+    );
+    assert!(b
+        .git(&["worktree", "list", "--porcelain"])
+        .contains(worktree.to_str().unwrap()));
 }
 
 /// A `git commit -a` held inside its pre-commit hook holds the worktree's
@@ -368,7 +381,10 @@ fn a_commit_in_progress_is_never_taken_for_a_half_made_worktree() {
     let started = env.path().join("hook-started");
     let release = env.path().join("hook-release");
     for fifo in [&started, &release] {
-        let status = std::process::Command::new("mkfifo").arg(fifo).status().unwrap();
+        let status = std::process::Command::new("mkfifo")
+            .arg(fifo)
+            .status()
+            .unwrap();
         assert!(status.success());
     }
     let hooks = wt.git(&["rev-parse", "--path-format=absolute", "--git-path", "hooks"]);
@@ -398,15 +414,27 @@ fn a_commit_in_progress_is_never_taken_for_a_half_made_worktree() {
         .unwrap();
     // Opening the fifo waits for the hook: from here git holds the lock.
     let mut said = String::new();
-    std::fs::File::open(&started).unwrap().read_to_string(&mut said).unwrap();
+    std::fs::File::open(&started)
+        .unwrap()
+        .read_to_string(&mut said)
+        .unwrap();
     assert_eq!(said, "running\n");
-    let lock = wt.git(&["rev-parse", "--path-format=absolute", "--git-path", "index.lock"]);
+    let lock = wt.git(&[
+        "rev-parse",
+        "--path-format=absolute",
+        "--git-path",
+        "index.lock",
+    ]);
     assert!(Path::new(lock.trim()).exists());
 
     let run = a.maverick(&["--json", "resume", BRANCH]);
     std::fs::write(&release, "go\n").unwrap();
     let commit = commit.wait_with_output().unwrap();
-    assert!(commit.status.success(), "{}", String::from_utf8_lossy(&commit.stderr));
+    assert!(
+        commit.status.success(),
+        "{}",
+        String::from_utf8_lossy(&commit.stderr)
+    );
     run.expect(0);
     let json = run.json();
     assert_eq!(json["worktree_state"], "reused", "{json}");

@@ -522,29 +522,30 @@ fn session_release(
         })
     };
     // Each round's line in the log, as a person reads it.
-    let log_round = |released: &Result<crate::coord::lease::ReleaseOutcome, CommandError>| match released {
-        Ok(outcome) => {
-            let list = outcome
-                .released
-                .iter()
-                .map(|n| format!("#{n}"))
-                .collect::<Vec<_>>()
-                .join(", ");
-            write_log(if list.is_empty() {
-                format!("session end of {me}: nothing left to release")
-            } else {
-                format!("session end of {me}: released {list}")
-            });
-        }
-        Err(err) => {
-            let first = err.to_string();
-            let first = first.lines().next().unwrap_or_default().to_owned();
-            write_log(format!(
-                "session end of {me}: the release failed ({}); its leases run out on their own",
-                first.trim_start_matches("error: ")
-            ));
-        }
-    };
+    let log_round =
+        |released: &Result<crate::coord::lease::ReleaseOutcome, CommandError>| match released {
+            Ok(outcome) => {
+                let list = outcome
+                    .released
+                    .iter()
+                    .map(|n| format!("#{n}"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                write_log(if list.is_empty() {
+                    format!("session end of {me}: nothing left to release")
+                } else {
+                    format!("session end of {me}: released {list}")
+                });
+            }
+            Err(err) => {
+                let first = err.to_string();
+                let first = first.lines().next().unwrap_or_default().to_owned();
+                write_log(format!(
+                    "session end of {me}: the release failed ({}); its leases run out on their own",
+                    first.trim_start_matches("error: ")
+                ));
+            }
+        };
     let mut released = release();
     // A SessionEnd of the same instance that came while this one ran (a
     // resumed session's) asked for another round: its claims too.

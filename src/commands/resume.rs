@@ -13,10 +13,10 @@ use crate::config::Settings;
 use crate::coord::lease::{ClaimOutcome, Decision, IssueView};
 use crate::durable::tasks::{self, IssueSource, Task, TaskListView};
 use crate::error::{CommandError, Exit};
-use crate::writer::worktree::WorktreeError;
 use crate::workflow::resume::{
     self, ClaimState, Refusal, ResumeError, ResumeOutcome, ResumeRequest, WorktreeState,
 };
+use crate::writer::worktree::WorktreeError;
 
 #[derive(Debug, Args)]
 pub(crate) struct ResumeArgs {

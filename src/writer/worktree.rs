@@ -482,7 +482,11 @@ pub(crate) fn plan(
                 path: e.path.clone(),
             })
         }
-        Some(e) if !at_path.as_ref().is_some_and(|a| !a.stale() && a.branch == e.branch) => {
+        Some(e)
+            if !at_path
+                .as_ref()
+                .is_some_and(|a| !a.stale() && a.branch == e.branch) =>
+        {
             plan.path = e.path.clone();
             plan.existing = Some(e.clone());
             return in_use_check(git, plan);
@@ -637,7 +641,12 @@ fn aside_note(aside: &Aside, branch: &str, now: Timestamp) -> String {
 
 /// Cuts a moved-aside worktree off from the branch: detached HEAD, and a
 /// lock whose reason says where it came from.
-fn secure_aside(git: &Git, aside: &Aside, branch: &str, now: Timestamp) -> Result<(), WorktreeError> {
+fn secure_aside(
+    git: &Git,
+    aside: &Aside,
+    branch: &str,
+    now: Timestamp,
+) -> Result<(), WorktreeError> {
     let note = aside_note(aside, branch, now);
     let note_path = aside.to.join(ASIDE_NOTE);
     std::fs::write(&note_path, &note).map_err(IoError::on("write", &note_path))?;
@@ -647,7 +656,10 @@ fn secure_aside(git: &Git, aside: &Aside, branch: &str, now: Timestamp) -> Resul
         if !kept.exists() {
             std::fs::rename(&gitfile, &kept).map_err(IoError::on("move aside", &gitfile))?;
         }
-        let nowhere = format!("gitdir: {}\n", aside.to.join(".git-moved-aside-by-maverick").display());
+        let nowhere = format!(
+            "gitdir: {}\n",
+            aside.to.join(".git-moved-aside-by-maverick").display()
+        );
         std::fs::write(&gitfile, nowhere).map_err(IoError::on("write", &gitfile))?;
         return Ok(());
     }
@@ -655,7 +667,9 @@ fn secure_aside(git: &Git, aside: &Aside, branch: &str, now: Timestamp) -> Resul
     if let Some(commit) = here.resolve_commit("HEAD")? {
         here.detach_head(&commit, "git maverick resume: moved aside")?;
     }
-    let entry = list(git)?.into_iter().find(|e| same_path(&e.path, &aside.to));
+    let entry = list(git)?
+        .into_iter()
+        .find(|e| same_path(&e.path, &aside.to));
     if !entry.is_some_and(|e| e.locked) {
         let reason = format!(
             "moved aside by git maverick resume from {}; see {ASIDE_NOTE}",
@@ -703,7 +717,13 @@ pub(crate) fn apply(
         applied.repaired = true;
     }
     if let Some(aside) = &plan.move_aside {
-        journal.save(&common_dir, Step::MovingAside { to: aside.to.clone() }, now)?;
+        journal.save(
+            &common_dir,
+            Step::MovingAside {
+                to: aside.to.clone(),
+            },
+            now,
+        )?;
         if aside.registered {
             if aside.locked {
                 git.worktree_unlock(&aside.from)?;
