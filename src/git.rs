@@ -977,6 +977,15 @@ impl Git {
             .collect())
     }
 
+    /// Whether the index of this worktree tracks `path`.
+    pub(crate) fn is_tracked(&self, path: &Path) -> Result<bool, GitError> {
+        let out = self
+            .cmd(["ls-files", "-z", "--"])
+            .arg(path.as_os_str())
+            .output()?;
+        Ok(!out.stdout.is_empty())
+    }
+
     /// Writes a tree of `entries` (`mode type id\tname`); returns its id.
     pub(crate) fn mktree(&self, entries: &[String]) -> Result<String, GitError> {
         let mut input = entries.join("\0");

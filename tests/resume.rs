@@ -540,3 +540,43 @@ fn hostile_branch_names_never_leave_the_worktree_dir() {
     assert_eq!(entries.len(), 6);
     assert_eq!(b.git(&["status", "--porcelain"]), "");
 }
+
+/// With a relative `core.hooksPath` every worktree has a hooks folder of
+/// its own: resume's worktree gets the guard the main one has, kept out of
+/// commits, and a forced push from it is refused (issue 39, item 4).
+#[test]
+fn a_relative_hooks_path_gives_resume_s_worktree_the_guard() {
+    let env = TestEnv::new();
+    let head = push_unclaimed(&env.clone("c"), BRANCH, "one.rs");
+    let b = env.clone("b");
+    b.git(&["config", "core.hooksPath", ".githooks"]);
+    b.maverick(&["hook", "install"]).expect(0);
+    let run = b.maverick(&["--json", "resume", BRANCH]);
+    run.expect(0);
+    let json = run.json();
+    assert_eq!(json["warnings"], serde_json::json!([]), "{json}");
+    let worktree = PathBuf::from(json["worktree"].as_str().unwrap());
+    let wt = b.at(&worktree);
+    let status = wt.maverick(&["--json", "hook", "status"]);
+    assert_eq!(status.json()["on"], true, "{}", status.screen());
+
+    // The guard's file is in no commit: `git add -A` leaves it out.
+    wt.git(&["add", "-A"]);
+    assert_eq!(wt.git(&["status", "--porcelain"]).trim(), "");
+    assert!(worktree.join(".githooks/pre-push").is_file());
+
+    // A rewritten branch pushed with force is refused; the remote keeps its head.
+    wt.git(&["commit", "--quiet", "--amend", "-m", "feat: rewritten"]);
+    let push = wt.git_as_instance(
+        &[
+            "push",
+            "--quiet",
+            "--force",
+            "origin",
+            &format!("HEAD:{BRANCH}"),
+        ],
+        &[],
+    );
+    assert!(!push.status.success(), "the forced push went through");
+    assert_eq!(env.origin_head(BRANCH), Some(head.trim().to_owned()));
+}

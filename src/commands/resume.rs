@@ -193,6 +193,7 @@ fn resume_error(err: ResumeError, remote: &str) -> CommandError {
         ResumeError::Worktree(e) => worktree_error(e),
         ResumeError::Record(e) => e.into(),
         ResumeError::Task(e) => e.into(),
+        ResumeError::Guard(e) => e.into(),
     }
 }
 
