@@ -273,16 +273,24 @@ fn half_make(repo: &Repo<'_>, worktree: &std::path::Path) {
     std::fs::write(lock.trim(), "").unwrap();
 }
 
+/// A clone holding the story's claim, whose branch (three files, three
+/// commits) is pushed, with `main` checked out so resume makes a worktree.
+pub(crate) fn pushed_claimed_clone<'a>(env: &'a TestEnv, name: &str) -> Repo<'a> {
+    use crate::support::STORY_BRANCH as BRANCH;
+    let repo = env.claimed_clone(name);
+    for n in 1..=3 {
+        repo.commit_file(&format!("f{n}.rs"), "x\n", &format!("feat: part {n}"));
+    }
+    repo.git_as_instance(&["push", "--quiet", "-u", "origin", BRANCH], &[]);
+    repo.git(&["switch", "--quiet", "main"]);
+    repo
+}
+
 #[test]
 fn resume_rebuilds_a_worktree_whose_add_was_killed() {
     use crate::support::STORY_BRANCH as BRANCH;
     let env = TestEnv::new();
-    let a = env.claimed_clone("a");
-    for n in 1..=3 {
-        a.commit_file(&format!("f{n}.rs"), "x\n", &format!("feat: part {n}"));
-    }
-    a.git_as_instance(&["push", "--quiet", "-u", "origin", BRANCH], &[]);
-    a.git(&["switch", "--quiet", "main"]);
+    let a = pushed_claimed_clone(&env, "a");
 
     // Killed right after `git worktree add` (the failpoint); then the state
     // a kill inside git's own checkout leaves.

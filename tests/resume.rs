@@ -366,12 +366,7 @@ fn resume_never_prunes_a_worktree_it_did_not_make() {
 fn a_commit_in_progress_is_never_taken_for_a_half_made_worktree() {
     use std::io::Read as _;
     let env = TestEnv::new();
-    let a = env.claimed_clone("a");
-    for n in 1..=3 {
-        a.commit_file(&format!("f{n}.rs"), "x\n", &format!("feat: part {n}"));
-    }
-    a.git_as_instance(&["push", "--quiet", "-u", "origin", BRANCH], &[]);
-    a.git(&["switch", "--quiet", "main"]);
+    let a = crate::recovery::pushed_claimed_clone(&env, "a");
     let run = a.maverick(&["--json", "resume", BRANCH]);
     run.expect(0);
     let worktree = PathBuf::from(run.json()["worktree"].as_str().unwrap());
@@ -579,4 +574,40 @@ fn a_relative_hooks_path_gives_resume_s_worktree_the_guard() {
     );
     assert!(!push.status.success(), "the forced push went through");
     assert_eq!(env.origin_head(BRANCH), Some(head.trim().to_owned()));
+}
+
+/// A worktree whose branch resume must fast-forward while a git process
+/// holds its index lock is left alone, with words and the way out; once
+/// that git is done, resume goes on.
+#[test]
+fn a_worktree_a_git_holds_is_left_alone() {
+    let env = TestEnv::new();
+    let c = env.clone("c");
+    let first = push_unclaimed(&c, BRANCH, "one.rs");
+    let b = env.clone("b");
+    let run = b.maverick(&["--json", "resume", BRANCH]);
+    run.expect(0);
+    let worktree = PathBuf::from(run.json()["worktree"].as_str().unwrap());
+    c.git(&["switch", "--quiet", BRANCH]);
+    let newer = c.commit_file("two.rs", "two\n", "feat: two");
+    c.git(&["push", "--quiet", "origin", BRANCH]);
+
+    // A git at work there (its index.lock, as a running commit holds it).
+    let wt = b.at(&worktree);
+    let lock = wt.git(&[
+        "rev-parse",
+        "--path-format=absolute",
+        "--git-path",
+        "index.lock",
+    ]);
+    std::fs::write(lock.trim(), "").unwrap();
+    let run = b.maverick(&["resume", BRANCH]);
+    insta::assert_snapshot!("resume_of_a_worktree_in_use", screen(&env, &run));
+    assert_eq!(wt.git(&["rev-parse", "HEAD"]), first);
+
+    std::fs::remove_file(lock.trim()).unwrap();
+    let run = b.maverick(&["--json", "resume", BRANCH]);
+    run.expect(0);
+    assert_eq!(run.json()["fast_forwarded"], true, "{}", run.screen());
+    assert_eq!(wt.git(&["rev-parse", "HEAD"]), newer);
 }
