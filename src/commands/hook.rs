@@ -546,14 +546,16 @@ fn session_release(
                 ));
             }
         };
+    // Each round's line is in the log before the lock goes.
     let mut released = release();
+    log_round(&released);
     // A SessionEnd of the same instance that came while this one ran (a
     // resumed session's) asked for another round: its claims too.
     while let Some(fd) = args.lock_fd {
         match session_end::another_round(&common_dir, &me, fd) {
             Ok(true) => {
-                log_round(&released);
                 released = release();
+                log_round(&released);
             }
             Ok(false) => break,
             Err(e) => {
@@ -564,7 +566,6 @@ fn session_release(
             }
         }
     }
-    log_round(&released);
     let outcome = released?;
     Ok(Outcome::new(
         Exit::Ok,

@@ -363,8 +363,16 @@ impl Journal {
             return false;
         };
         // SAFETY: signal 0 only checks that the process exists.
-        let alive = unsafe { libc::kill(pid, 0) } == 0;
-        alive || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+        let alive = unsafe { libc::kill(pid, 0) } == 0
+            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+        // A process id is reused: where the system says which program a
+        // process runs, one that is no git-maverick is not the taker.
+        let program = std::fs::read_link(format!("/proc/{pid}/exe"));
+        alive
+            && match (program, std::env::current_exe()) {
+                (Ok(program), Ok(me)) => same_path(&program, &me),
+                _ => true,
+            }
     }
 }
 
@@ -482,11 +490,7 @@ pub(crate) fn plan(
                 path: e.path.clone(),
             })
         }
-        Some(e)
-            if !at_path
-                .as_ref()
-                .is_some_and(|a| !a.stale() && a.branch == e.branch) =>
-        {
+        Some(e) => {
             plan.path = e.path.clone();
             plan.existing = Some(e.clone());
             return in_use_check(git, plan);
@@ -543,36 +547,43 @@ pub(crate) fn plan(
                 return in_use_check(git, plan);
             }
         },
-        None => match std::fs::symlink_metadata(path) {
-            Ok(meta) if meta.is_dir() => {
-                let empty = std::fs::read_dir(path)
-                    .map(|mut d| d.next().is_none())
-                    .unwrap_or(false);
-                if !empty {
-                    // A folder of ours whose registration is gone; anything
-                    // else in the way is not resume's to move.
-                    if !(ours && path.join(".git").is_file()) {
-                        return Err(WorktreeError::PathOccupied {
-                            path: path.to_owned(),
-                        });
-                    }
-                    plan.move_aside = Some(Aside {
-                        from: path.to_owned(),
-                        to: aside_path(path, now),
-                        registered: false,
-                        locked: false,
-                    });
-                }
-            }
-            Ok(_) => {
-                return Err(WorktreeError::PathOccupied {
-                    path: path.to_owned(),
-                })
-            }
-            Err(_) => {}
-        },
+        None => plan.move_aside = folder_in_the_way(path, journal.is_some(), now)?,
     }
     Ok(plan)
+}
+
+/// A folder at `path` that git does not list: nothing (absent or empty),
+/// a folder of ours whose registration is gone (moved aside), or anything
+/// else, which is not resume's to move.
+fn folder_in_the_way(
+    path: &Path,
+    ours: bool,
+    now: Timestamp,
+) -> Result<Option<Aside>, WorktreeError> {
+    let occupied = || WorktreeError::PathOccupied {
+        path: path.to_owned(),
+    };
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_dir() => {
+            let empty = std::fs::read_dir(path)
+                .map(|mut d| d.next().is_none())
+                .unwrap_or(false);
+            if empty {
+                return Ok(None);
+            }
+            if !(ours && path.join(".git").is_file()) {
+                return Err(occupied());
+            }
+            Ok(Some(Aside {
+                from: path.to_owned(),
+                to: aside_path(path, now),
+                registered: false,
+                locked: false,
+            }))
+        }
+        Ok(_) => Err(occupied()),
+        Err(_) => Ok(None),
+    }
 }
 
 /// A worktree to be reused is left alone while a git process holds its
