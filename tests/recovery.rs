@@ -251,6 +251,16 @@ fn a_takeover_resume_in_a_fresh_clone_shows_the_guard_off_warning() {
 
 // -- A kill inside `git worktree add`, and the mass-delete guard --------------
 
+/// Where git keeps the index lock of the worktree `repo` is in.
+pub(crate) fn index_lock(repo: &Repo<'_>) -> String {
+    repo.git(&[
+        "rev-parse",
+        "--path-format=absolute",
+        "--git-path",
+        "index.lock",
+    ])
+}
+
 /// What a `git worktree add` killed during its checkout leaves: git's own
 /// "initializing" lock, an `index.lock`, and an index without a file of
 /// HEAD's (so `git status` shows every file deleted).
@@ -264,12 +274,7 @@ fn half_make(repo: &Repo<'_>, worktree: &std::path::Path) {
         "initializing",
         worktree.to_str().unwrap(),
     ]);
-    let lock = wt.git(&[
-        "rev-parse",
-        "--path-format=absolute",
-        "--git-path",
-        "index.lock",
-    ]);
+    let lock = index_lock(&wt);
     std::fs::write(lock.trim(), "").unwrap();
 }
 
@@ -336,12 +341,7 @@ fn resume_rebuilds_a_worktree_whose_add_was_killed() {
     assert!(note.contains("To get files back"), "{note}");
     let branch_head = a.git(&["rev-parse", &format!("refs/heads/{BRANCH}")]);
     // (The killed checkout's index.lock went aside with it; git names it.)
-    let lock = aside.git(&[
-        "rev-parse",
-        "--path-format=absolute",
-        "--git-path",
-        "index.lock",
-    ]);
+    let lock = index_lock(&aside);
     std::fs::remove_file(lock.trim()).unwrap();
     aside.git(&[
         "commit",

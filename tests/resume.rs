@@ -414,12 +414,7 @@ fn a_commit_in_progress_is_never_taken_for_a_half_made_worktree() {
         .read_to_string(&mut said)
         .unwrap();
     assert_eq!(said, "running\n");
-    let lock = wt.git(&[
-        "rev-parse",
-        "--path-format=absolute",
-        "--git-path",
-        "index.lock",
-    ]);
+    let lock = crate::recovery::index_lock(&wt);
     assert!(Path::new(lock.trim()).exists());
 
     let run = a.maverick(&["--json", "resume", BRANCH]);
@@ -594,12 +589,7 @@ fn a_worktree_a_git_holds_is_left_alone() {
 
     // A git at work there (its index.lock, as a running commit holds it).
     let wt = b.at(&worktree);
-    let lock = wt.git(&[
-        "rev-parse",
-        "--path-format=absolute",
-        "--git-path",
-        "index.lock",
-    ]);
+    let lock = crate::recovery::index_lock(&wt);
     std::fs::write(lock.trim(), "").unwrap();
     let run = b.maverick(&["resume", BRANCH]);
     insta::assert_snapshot!("resume_of_a_worktree_in_use", screen(&env, &run));
