@@ -55,7 +55,8 @@ pub(crate) struct Resumed {
     pub instance_id: String,
     pub worktree_state: WorktreeState,
     pub fast_forwarded: bool,
-    /// Where a stale worktree directory was moved aside.
+    /// Where a half-made worktree of resume's own was moved aside: detached,
+    /// locked, its files kept (docs/recovery.md).
     pub moved_aside: Option<PathBuf>,
     pub next_task: Option<Task>,
     pub tasks: Option<TaskListView>,
