@@ -32,6 +32,8 @@ pub const ALL: &[&str] = &[
     "task-done-after-check-off",
     "task-done-before-progress",
     "resume-after-fetch",
+    "resume-after-journal",
+    "resume-after-move-aside",
     "resume-after-worktree-add",
     "dispatch-after-comment",
     "dispatch-after-label",

@@ -877,8 +877,31 @@ impl Git {
             .stdout)
     }
 
-    pub(crate) fn worktree_prune(&self) -> Result<(), GitError> {
-        self.cmd(["worktree", "prune"]).output().map(drop)
+    /// Removes the registration of the one worktree at `path` whose folder
+    /// is gone, locked or not (never a bare `git worktree prune`, which
+    /// drops every worktree whose folder is absent right now).
+    pub(crate) fn worktree_remove_missing(&self, path: &Path) -> Result<(), GitError> {
+        self.cmd(["worktree", "remove", "--force", "--force"])
+            .arg(path.as_os_str())
+            .output()
+            .map(drop)
+    }
+
+    /// Moves the worktree at `from` to `to`, its registration with it.
+    pub(crate) fn worktree_move(&self, from: &Path, to: &Path) -> Result<(), GitError> {
+        self.cmd(["worktree", "move"])
+            .args([from.as_os_str(), to.as_os_str()])
+            .output()
+            .map(drop)
+    }
+
+    /// Locks the worktree at `path` with `reason`, which `git worktree
+    /// list` shows (and which keeps `git worktree prune` off it).
+    pub(crate) fn worktree_lock(&self, path: &Path, reason: &str) -> Result<(), GitError> {
+        self.cmd(["worktree", "lock", "--reason", reason])
+            .arg(path.as_os_str())
+            .output()
+            .map(drop)
     }
 
     /// Removes the lock of the worktree at `path` (git's own "initializing"
@@ -886,6 +909,14 @@ impl Git {
     pub(crate) fn worktree_unlock(&self, path: &Path) -> Result<(), GitError> {
         self.cmd(["worktree", "unlock"])
             .arg(path.as_os_str())
+            .output()
+            .map(drop)
+    }
+
+    /// Detaches this worktree's HEAD at `commit`, leaving its index and
+    /// files as they are.
+    pub(crate) fn detach_head(&self, commit: &str, reason: &str) -> Result<(), GitError> {
+        self.cmd(["update-ref", "--no-deref", "-m", reason, "HEAD", commit])
             .output()
             .map(drop)
     }
@@ -944,6 +975,15 @@ impl Git {
             .filter(|e| !e.is_empty())
             .map(|e| String::from_utf8_lossy(e).into_owned())
             .collect())
+    }
+
+    /// Whether the index of this worktree tracks `path`.
+    pub(crate) fn is_tracked(&self, path: &Path) -> Result<bool, GitError> {
+        let out = self
+            .cmd(["ls-files", "-z", "--"])
+            .arg(path.as_os_str())
+            .output()?;
+        Ok(!out.stdout.is_empty())
     }
 
     /// Writes a tree of `entries` (`mode type id\tname`); returns its id.

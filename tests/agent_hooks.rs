@@ -15,7 +15,7 @@ const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 /// The session of the fixtures, and its instance: the first 10 hex digits
 /// of the SHA-256 of the session id.
 const SESSION: &str = "5f0c2a9e-81d4-4b7e-9a61-0c3d2b1e7f44";
-const INSTANCE: &str = "1d77aaf625";
+pub(crate) const INSTANCE: &str = "1d77aaf625";
 const BRANCH: &str = "maverick/142-parser";
 /// The instances the snapshots name (ten or more hex digits would show as
 /// an object name).
@@ -54,7 +54,7 @@ fn hook_command(event: &str) -> String {
 
 /// Runs the plugin's hook for `fixture`'s event in `dir`, as Claude Code
 /// does, after `patch` has adjusted the input.
-fn run_hook(
+pub(crate) fn run_hook(
     repo: &Repo,
     fixture: &str,
     patch: impl FnOnce(&mut Value),
@@ -466,7 +466,7 @@ pub(crate) fn session_log(repo: &Repo) -> String {
 /// Polls `what` until it holds (an event another process causes), for at
 /// most two minutes.
 #[track_caller]
-fn wait_until(what: &str, mut holds: impl FnMut() -> bool) {
+pub(crate) fn wait_until(what: &str, mut holds: impl FnMut() -> bool) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     while !holds() {
         assert!(

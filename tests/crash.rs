@@ -792,12 +792,16 @@ fn killed_in_task_done_before_progress(surface: Surface) {
     crash_in_task_done(s, "task-done-before-progress", true);
 }
 
-fn crash_in_resume(s: &TestEnv, point: &str) {
+/// `resume` killed at each of `points` in turn (each run picking up what
+/// the one before left), then run to the end.
+fn crash_in_resume(s: &TestEnv, points: &[&str]) -> std::path::PathBuf {
     let a = start_story(s, "alpha");
     stage(&a, "src/one.rs");
     a.maverick(&["task", "done", "-m", "feat: one"]).expect(0);
     let b = s.clone("beta");
-    crash_at(&b, point, &["resume", BRANCH]);
+    for point in points {
+        crash_at(&b, point, &["resume", BRANCH]);
+    }
     // Run again, it does no harm and finishes the job.
     let run = b.maverick(&["--json", "resume", BRANCH]);
     run.expect(0);
@@ -815,16 +819,41 @@ fn crash_in_resume(s: &TestEnv, point: &str) {
     done.expect(0);
     assert_eq!(done.json()["task"], 2, "{}", done.screen());
     assert_marks_follow_the_branch(s, 2);
+    b.dir.clone()
 }
 
 fn killed_in_resume_after_fetch(surface: Surface) {
     let s = &TestEnv::with_surface(surface);
-    crash_in_resume(s, "resume-after-fetch");
+    crash_in_resume(s, &["resume-after-fetch"]);
+}
+
+fn killed_in_resume_after_journal(surface: Surface) {
+    let s = &TestEnv::with_surface(surface);
+    crash_in_resume(s, &["resume-after-journal"]);
 }
 
 fn killed_in_resume_after_worktree_add(surface: Surface) {
     let s = &TestEnv::with_surface(surface);
-    crash_in_resume(s, "resume-after-worktree-add");
+    crash_in_resume(s, &["resume-after-worktree-add"]);
+}
+
+/// Killed once in `git worktree add`'s wake, then again while moving that
+/// half-made worktree aside: the next resume finishes the move (the one
+/// aside is detached) and makes the worktree.
+fn killed_in_resume_after_move_aside(surface: Surface) {
+    let s = &TestEnv::with_surface(surface);
+    let beta = crash_in_resume(s, &["resume-after-worktree-add", "resume-after-move-aside"])
+        .join(".maverick/worktrees");
+    let aside: Vec<_> = std::fs::read_dir(&beta)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().contains(".stale-"))
+        .collect();
+    assert_eq!(aside.len(), 1, "{aside:?}");
+    assert_eq!(
+        s.git_in(&aside[0], &["branch", "--show-current"]).trim(),
+        ""
+    );
 }
 
 fn crash_in_dispatch(s: &TestEnv, point: &str) {
@@ -906,7 +935,9 @@ mod failpoints {
         killed_in_task_done_after_check_off,
         killed_in_task_done_before_progress,
         killed_in_resume_after_fetch,
+        killed_in_resume_after_journal,
         killed_in_resume_after_worktree_add,
+        killed_in_resume_after_move_aside,
         killed_in_dispatch_after_comment,
         killed_in_dispatch_after_label,
         killed_in_state_put,

@@ -272,7 +272,7 @@ fn a_dispatch_fetches_only_what_moved_and_once() {
 /// `coord label add 8 agent-ready`), pushed to origin's
 /// `refs/maverick/issues`, its stamps moved to a minute before the test's
 /// clock, so alice's lease on #7 is live.
-fn old_layout(env: &TestEnv) -> String {
+pub(crate) fn old_layout(env: &TestEnv) -> String {
     let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/git-surface-v1");
     let meta: Value =
         serde_json::from_slice(&std::fs::read(fixture.join("meta.json")).unwrap()).unwrap();

@@ -251,6 +251,16 @@ fn a_takeover_resume_in_a_fresh_clone_shows_the_guard_off_warning() {
 
 // -- A kill inside `git worktree add`, and the mass-delete guard --------------
 
+/// Where git keeps the index lock of the worktree `repo` is in.
+pub(crate) fn index_lock(repo: &Repo<'_>) -> String {
+    repo.git(&[
+        "rev-parse",
+        "--path-format=absolute",
+        "--git-path",
+        "index.lock",
+    ])
+}
+
 /// What a `git worktree add` killed during its checkout leaves: git's own
 /// "initializing" lock, an `index.lock`, and an index without a file of
 /// HEAD's (so `git status` shows every file deleted).
@@ -264,25 +274,28 @@ fn half_make(repo: &Repo<'_>, worktree: &std::path::Path) {
         "initializing",
         worktree.to_str().unwrap(),
     ]);
-    let lock = wt.git(&[
-        "rev-parse",
-        "--path-format=absolute",
-        "--git-path",
-        "index.lock",
-    ]);
+    let lock = index_lock(&wt);
     std::fs::write(lock.trim(), "").unwrap();
+}
+
+/// A clone holding the story's claim, whose branch (three files, three
+/// commits) is pushed, with `main` checked out so resume makes a worktree.
+pub(crate) fn pushed_claimed_clone<'a>(env: &'a TestEnv, name: &str) -> Repo<'a> {
+    use crate::support::STORY_BRANCH as BRANCH;
+    let repo = env.claimed_clone(name);
+    for n in 1..=3 {
+        repo.commit_file(&format!("f{n}.rs"), "x\n", &format!("feat: part {n}"));
+    }
+    repo.git_as_instance(&["push", "--quiet", "-u", "origin", BRANCH], &[]);
+    repo.git(&["switch", "--quiet", "main"]);
+    repo
 }
 
 #[test]
 fn resume_rebuilds_a_worktree_whose_add_was_killed() {
     use crate::support::STORY_BRANCH as BRANCH;
     let env = TestEnv::new();
-    let a = env.claimed_clone("a");
-    for n in 1..=3 {
-        a.commit_file(&format!("f{n}.rs"), "x\n", &format!("feat: part {n}"));
-    }
-    a.git_as_instance(&["push", "--quiet", "-u", "origin", BRANCH], &[]);
-    a.git(&["switch", "--quiet", "main"]);
+    let a = pushed_claimed_clone(&env, "a");
 
     // Killed right after `git worktree add` (the failpoint); then the state
     // a kill inside git's own checkout leaves.
@@ -300,12 +313,53 @@ fn resume_rebuilds_a_worktree_whose_add_was_killed() {
     let wt = a.at(&worktree);
     assert_eq!(wt.git(&["status", "--porcelain"]).trim(), "", "clean");
     assert!(worktree.join("f3.rs").is_file());
-    assert!(
-        wt.git(&["worktree", "list", "--porcelain"])
-            .matches("locked")
-            .count()
-            == 0
+    assert_eq!(wt.git(&["branch", "--show-current"]).trim(), BRANCH);
+    let listing = wt.git(&["worktree", "list", "--porcelain"]);
+    let locks: Vec<&str> = listing
+        .lines()
+        .filter(|l| l.starts_with("locked"))
+        .collect();
+    assert_eq!(
+        locks,
+        [format!(
+            "locked moved aside by git maverick resume from {}; see MAVERICK-MOVED-ASIDE.txt",
+            worktree.display()
+        )],
+        "only the moved-aside one is locked, with where it came from: {listing}"
     );
+
+    // The moved-aside worktree can no longer commit to the branch: it is
+    // detached, a commit there moves no branch, and a plain push pushes
+    // nothing (issue 39, item 2).
+    let aside = a.at(aside);
+    assert_eq!(aside.git(&["branch", "--show-current"]).trim(), "");
+    let note = std::fs::read_to_string(aside.dir.join("MAVERICK-MOVED-ASIDE.txt")).unwrap();
+    assert!(
+        note.contains(&format!("worktree of {BRANCH} at {}", worktree.display())),
+        "{note}"
+    );
+    assert!(note.contains("To get files back"), "{note}");
+    let branch_head = a.git(&["rev-parse", &format!("refs/heads/{BRANCH}")]);
+    // (The killed checkout's index.lock went aside with it; git names it.)
+    let lock = index_lock(&aside);
+    std::fs::remove_file(lock.trim()).unwrap();
+    aside.git(&[
+        "commit",
+        "--quiet",
+        "--allow-empty",
+        "-m",
+        "feat: from aside",
+    ]);
+    assert_eq!(
+        a.git(&["rev-parse", &format!("refs/heads/{BRANCH}")]),
+        branch_head
+    );
+    assert_eq!(wt.git(&["rev-parse", "HEAD"]), branch_head);
+    assert!(!aside
+        .git_output(&["push", "--quiet", "origin"])
+        .status
+        .success());
+    assert_eq!(env.origin_head(BRANCH), Some(branch_head.trim().to_owned()));
 
     // Its directory deleted while git's lock is on it: repaired too.
     a.git(&[
@@ -395,4 +449,121 @@ fn a_push_killed_after_the_remote_took_it_is_the_writer_s_own() {
         .map(|t| t["done"].as_bool().unwrap())
         .collect();
     assert_eq!(done, [true, true, true], "{list}");
+}
+
+// -- A resumed session's SessionEnd while the first release still runs --------
+
+/// The first SessionEnd's release waits on GitHub (as one that retries
+/// does); the session is resumed (same id, same instance) and claims #151;
+/// its own SessionEnd finds the release running and leaves the work to it.
+/// That release, once done with #150, reads the claims again and releases
+/// #151 too (issue 39, item 6).
+#[test]
+fn a_resumed_session_s_claim_is_released_by_the_running_release() {
+    use crate::agent_hooks::{run_hook, wait_for_session_release, wait_until, INSTANCE};
+    let env = TestEnv::with_surface(Surface::Github);
+    let repo = env.clone("agent");
+    repo.maverick_as(INSTANCE, &["coord", "claim", "150"])
+        .expect(0);
+    let hold = env
+        .github()
+        .hold_answer(|r| r.method != "GET" && r.path.contains("/issues/150/"));
+    run_hook(&repo, "session-end", |_| {}, &[]).expect(0);
+    hold.wait_until_holding();
+
+    repo.maverick_as(INSTANCE, &["coord", "claim", "151"])
+        .expect(0);
+    let second = run_hook(&repo, "session-end", |_| {}, &[]);
+    second.expect(0);
+    assert!(
+        second.stderr.contains("already running"),
+        "{}",
+        second.stderr
+    );
+
+    hold.release();
+    wait_until("the release of #151", || !env.releases(151).is_empty());
+    wait_for_session_release(&repo, INSTANCE);
+    env.assert_released_once(150, INSTANCE, "abort");
+    env.assert_released_once(151, INSTANCE, "abort");
+    let read = repo.maverick_as("someone-else", &["--json", "coord", "read", "151"]);
+    assert_eq!(read.expect(0).json()["decision"], "free");
+}
+
+// -- A read that meets the conversion of the old layout ----------------------
+
+/// carol's read looks at the remote while it holds the old single-ref
+/// layout; another clone converts it before her fetch (an upload-pack that
+/// lets the conversion in between her two calls): the tombstone has no
+/// parent, so the old commit comes from the archive, and the read answers
+/// as of its look instead of calling the state damaged (issue 39, item 7).
+#[test]
+fn a_read_whose_fetch_lands_just_after_the_conversion_answers() {
+    let env = TestEnv::new();
+    // Cloned before the old layout was written: a clone of a local path
+    // links every object the origin has.
+    let carol = env.clone("carol");
+    let old = crate::git_surface::old_layout(&env);
+    // The conversion, made on a copy of the origin by a new binary's write.
+    let converted = env.path().join("converted.git");
+    env.git_in(
+        env.path(),
+        &[
+            "clone",
+            "--quiet",
+            "--mirror",
+            env.origin.to_str().unwrap(),
+            converted.to_str().unwrap(),
+        ],
+    );
+    let bob = env.clone("bob");
+    bob.git(&["remote", "set-url", "origin", converted.to_str().unwrap()]);
+    bob.maverick(&["coord", "claim", "9"]).expect(0);
+    let tombstone = env.git_in(&converted, &["rev-parse", "refs/maverick/issues"]);
+    assert_ne!(tombstone, old);
+
+    // carol's second call on the remote (her fetch, after her look) finds
+    // the conversion landed.
+    let count = env.path().join("upload-pack-calls");
+    let script = env.path().join("upload-pack");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nn=$(($(cat '{count}' 2>/dev/null || echo 0) + 1))\necho $n > '{count}'\n\
+             if [ $n = 2 ]; then git -C '{converted}' push --quiet --force '{origin}' \
+             'refs/maverick/*:refs/maverick/*' || exit 1; fi\nexec git-upload-pack \"$@\"\n",
+            count = count.display(),
+            converted = converted.display(),
+            origin = env.origin.display(),
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    carol.git(&[
+        "config",
+        "remote.origin.uploadpack",
+        script.to_str().unwrap(),
+    ]);
+    let read = carol.maverick(&["--json", "coord", "read", "7"]);
+    assert_eq!(
+        std::fs::read_to_string(&count).unwrap().trim(),
+        "2",
+        "look, then fetch"
+    );
+    assert_eq!(
+        env.git_in(&env.origin, &["rev-parse", "refs/maverick/issues"]),
+        tombstone,
+        "the conversion landed between the look and the fetch"
+    );
+    read.expect(4);
+    assert_eq!(
+        read.json()["holder"]["instance_id"],
+        "alice",
+        "{}",
+        read.screen()
+    );
+    // Read again, from a new look: the converted state says the same.
+    let read = carol.maverick(&["--json", "coord", "read", "7"]);
+    read.expect(4);
+    assert_eq!(read.json()["holder"]["instance_id"], "alice");
 }

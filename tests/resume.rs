@@ -299,6 +299,154 @@ fn a_stale_worktree_is_repaired() {
     );
     assert_eq!(aside.parent(), Some(worktrees_dir(&b).as_path()));
     assert_eq!(b.at(&worktree).git(&["rev-parse", "HEAD"]), head);
+    // The folder aside is no checkout of the branch any more: its .git
+    // named the registration the new worktree reuses (issue 39, item 2).
+    let status = b.at(&aside).git_output(&["status"]);
+    assert!(!status.status.success(), "git still works in {aside:?}");
+    assert!(aside.join("MAVERICK-MOVED-ASIDE.txt").is_file());
+}
+
+/// Another worktree whose folder is absent right now (moved, or on a disk
+/// not mounted) keeps its registration through resume's repair: resume
+/// removes only its own (issue 39, item 3).
+#[test]
+fn resume_never_prunes_a_worktree_it_did_not_make() {
+    let env = TestEnv::new();
+    push_unclaimed(&env.clone("c"), BRANCH, "one.rs");
+    let b = env.clone("b");
+    let run = b.maverick(&["--json", "resume", BRANCH]);
+    run.expect(0);
+    let worktree = PathBuf::from(run.json()["worktree"].as_str().unwrap());
+
+    // The user's own worktree, with a commit only its detached HEAD holds.
+    let side = env.path().join("side");
+    b.git(&[
+        "worktree",
+        "add",
+        "--quiet",
+        "--detach",
+        side.to_str().unwrap(),
+    ]);
+    let kept = b.at(&side).commit_file("side.rs", "x\n", "feat: side");
+    let unmounted = env.path().join("side-unmounted");
+    std::fs::rename(&side, &unmounted).unwrap();
+
+    // Resume's own worktree deleted: resume repairs it.
+    std::fs::remove_dir_all(&worktree).unwrap();
+    let run = b.maverick(&["--json", "resume", BRANCH]);
+    run.expect(0);
+    assert_eq!(run.json()["worktree_state"], "repaired", "{}", run.screen());
+
+    // The disk comes back: the worktree is still git's, its commit with it.
+    std::fs::rename(&unmounted, &side).unwrap();
+    assert_eq!(b.at(&side).git(&["rev-parse", "HEAD"]), kept);
+    assert!(b
+        .git(&["worktree", "list"])
+        .contains(side.to_str().unwrap()));
+
+    // And a registration resume did not make, whose folder is gone, stops
+    // resume with the way out rather than being dropped.
+    std::fs::remove_dir_all(&worktree).unwrap();
+    std::fs::remove_dir_all(b.dir.join(".git/maverick/worktrees")).unwrap();
+    let run = b.maverick(&["resume", BRANCH]);
+    run.expect(1);
+    insta::assert_snapshot!(
+        "resume_leaves_a_missing_worktree_it_did_not_make",
+        screen(&env, &run)
+    );
+    assert!(b
+        .git(&["worktree", "list", "--porcelain"])
+        .contains(worktree.to_str().unwrap()));
+}
+
+/// A `git commit -a` held inside its pre-commit hook holds the worktree's
+/// `index.lock`: resume run meanwhile leaves the worktree where it is, and
+/// the commit records every file (issue 39, item 1).
+#[test]
+fn a_commit_in_progress_is_never_taken_for_a_half_made_worktree() {
+    use std::io::Read as _;
+    let env = TestEnv::new();
+    let a = crate::recovery::pushed_claimed_clone(&env, "a");
+    let run = a.maverick(&["--json", "resume", BRANCH]);
+    run.expect(0);
+    let worktree = PathBuf::from(run.json()["worktree"].as_str().unwrap());
+    let wt = a.at(&worktree);
+
+    // A pre-commit hook that says it runs, then waits to be let go.
+    let started = env.path().join("hook-started");
+    let release = env.path().join("hook-release");
+    for fifo in [&started, &release] {
+        let status = std::process::Command::new("mkfifo")
+            .arg(fifo)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+    let hooks = wt.git(&["rev-parse", "--path-format=absolute", "--git-path", "hooks"]);
+    let hook = Path::new(hooks.trim()).join("pre-commit");
+    std::fs::create_dir_all(hook.parent().unwrap()).unwrap();
+    std::fs::write(
+        &hook,
+        format!(
+            "#!/bin/sh\necho running > '{}'\nread go < '{}'\n",
+            started.display(),
+            release.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+
+    wt.write_file("f1.rs", "edited\n");
+    let mut commit = crate::support::git_command();
+    commit
+        .args(["commit", "--quiet", "-a", "-m", "feat: edit part 1"])
+        .current_dir(&worktree);
+    env.apply_env(&mut commit);
+    let commit = commit
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Opening the fifo waits for the hook: from here git holds the lock.
+    let mut said = String::new();
+    std::fs::File::open(&started)
+        .unwrap()
+        .read_to_string(&mut said)
+        .unwrap();
+    assert_eq!(said, "running\n");
+    let lock = crate::recovery::index_lock(&wt);
+    assert!(Path::new(lock.trim()).exists());
+
+    let run = a.maverick(&["--json", "resume", BRANCH]);
+    std::fs::write(&release, "go\n").unwrap();
+    let commit = commit.wait_with_output().unwrap();
+    assert!(
+        commit.status.success(),
+        "{}",
+        String::from_utf8_lossy(&commit.stderr)
+    );
+    run.expect(0);
+    let json = run.json();
+    assert_eq!(json["worktree_state"], "reused", "{json}");
+    assert_eq!(json["moved_aside"], serde_json::Value::Null, "{json}");
+
+    // The commit is on the branch, with every file, in the worktree where
+    // it was made; nothing was moved aside.
+    let files = wt.git(&["ls-tree", "-r", "--name-only", "HEAD"]);
+    assert_eq!(
+        files.lines().collect::<Vec<_>>(),
+        ["README.md", "f1.rs", "f2.rs", "f3.rs"]
+    );
+    assert_eq!(wt.git(&["show", "HEAD:f1.rs"]), "edited");
+    assert_eq!(
+        a.git(&["rev-parse", &format!("refs/heads/{BRANCH}")]),
+        wt.git(&["rev-parse", "HEAD"])
+    );
+    let names: Vec<String> = std::fs::read_dir(worktrees_dir(&a))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["maverick-142-parser"]);
 }
 
 /// Every path under `dir`, for "nothing was created outside".
@@ -381,4 +529,75 @@ fn hostile_branch_names_never_leave_the_worktree_dir() {
         .collect();
     assert_eq!(entries.len(), 6);
     assert_eq!(b.git(&["status", "--porcelain"]), "");
+}
+
+/// With a relative `core.hooksPath` every worktree has a hooks folder of
+/// its own: resume's worktree gets the guard the main one has, kept out of
+/// commits, and a forced push from it is refused (issue 39, item 4).
+#[test]
+fn a_relative_hooks_path_gives_resume_s_worktree_the_guard() {
+    let env = TestEnv::new();
+    let head = push_unclaimed(&env.clone("c"), BRANCH, "one.rs");
+    let b = env.clone("b");
+    b.git(&["config", "core.hooksPath", ".githooks"]);
+    b.maverick(&["hook", "install"]).expect(0);
+    let run = b.maverick(&["--json", "resume", BRANCH]);
+    run.expect(0);
+    let json = run.json();
+    assert_eq!(json["warnings"], serde_json::json!([]), "{json}");
+    let worktree = PathBuf::from(json["worktree"].as_str().unwrap());
+    let wt = b.at(&worktree);
+    let status = wt.maverick(&["--json", "hook", "status"]);
+    assert_eq!(status.json()["on"], true, "{}", status.screen());
+
+    // The guard's file is in no commit: `git add -A` leaves it out.
+    wt.git(&["add", "-A"]);
+    assert_eq!(wt.git(&["status", "--porcelain"]).trim(), "");
+    assert!(worktree.join(".githooks/pre-push").is_file());
+
+    // A rewritten branch pushed with force is refused; the remote keeps its head.
+    wt.git(&["commit", "--quiet", "--amend", "-m", "feat: rewritten"]);
+    let push = wt.git_as_instance(
+        &[
+            "push",
+            "--quiet",
+            "--force",
+            "origin",
+            &format!("HEAD:{BRANCH}"),
+        ],
+        &[],
+    );
+    assert!(!push.status.success(), "the forced push went through");
+    assert_eq!(env.origin_head(BRANCH), Some(head.trim().to_owned()));
+}
+
+/// A worktree whose branch resume must fast-forward while a git process
+/// holds its index lock is left alone, with words and the way out; once
+/// that git is done, resume goes on.
+#[test]
+fn a_worktree_a_git_holds_is_left_alone() {
+    let env = TestEnv::new();
+    let c = env.clone("c");
+    let first = push_unclaimed(&c, BRANCH, "one.rs");
+    let b = env.clone("b");
+    let run = b.maverick(&["--json", "resume", BRANCH]);
+    run.expect(0);
+    let worktree = PathBuf::from(run.json()["worktree"].as_str().unwrap());
+    c.git(&["switch", "--quiet", BRANCH]);
+    let newer = c.commit_file("two.rs", "two\n", "feat: two");
+    c.git(&["push", "--quiet", "origin", BRANCH]);
+
+    // A git at work there (its index.lock, as a running commit holds it).
+    let wt = b.at(&worktree);
+    let lock = crate::recovery::index_lock(&wt);
+    std::fs::write(lock.trim(), "").unwrap();
+    let run = b.maverick(&["resume", BRANCH]);
+    insta::assert_snapshot!("resume_of_a_worktree_in_use", screen(&env, &run));
+    assert_eq!(wt.git(&["rev-parse", "HEAD"]), first);
+
+    std::fs::remove_file(lock.trim()).unwrap();
+    let run = b.maverick(&["--json", "resume", BRANCH]);
+    run.expect(0);
+    assert_eq!(run.json()["fast_forwarded"], true, "{}", run.screen());
+    assert_eq!(wt.git(&["rev-parse", "HEAD"]), newer);
 }

@@ -511,46 +511,70 @@ fn session_release(
             eprintln!("{line} (cannot write the session-end log: {e})");
         }
     };
-    let released = ctx.surface().and_then(|surface| {
-        let coord = Coordinator::new(surface.as_ref(), &ctx.settings);
-        Ok(claims::release_all(
-            &coord,
-            &ctx.claims()?,
-            claims::ReleaseReason::Abort,
-        )?)
-    });
-    match released {
-        Ok(outcome) => {
-            let list = outcome
-                .released
-                .iter()
-                .map(|n| format!("#{n}"))
-                .collect::<Vec<_>>()
-                .join(", ");
-            write_log(if list.is_empty() {
-                format!("session end of {me}: nothing left to release")
-            } else {
-                format!("session end of {me}: released {list}")
-            });
-            Ok(Outcome::new(
-                Exit::Ok,
-                SessionReleaseOutput {
-                    instance_id: me,
-                    released: outcome.released,
-                },
-            )
-            .shown(&ctx.warnings))
-        }
-        Err(err) => {
-            let first = err.to_string();
-            let first = first.lines().next().unwrap_or_default().to_owned();
-            write_log(format!(
-                "session end of {me}: the release failed ({}); its leases run out on their own",
-                first.trim_start_matches("error: ")
-            ));
-            Err(err)
+    let release = || {
+        ctx.surface().and_then(|surface| {
+            let coord = Coordinator::new(surface.as_ref(), &ctx.settings);
+            Ok(claims::release_all(
+                &coord,
+                &ctx.claims()?,
+                claims::ReleaseReason::Abort,
+            )?)
+        })
+    };
+    // Each round's line in the log, as a person reads it.
+    let log_round =
+        |released: &Result<crate::coord::lease::ReleaseOutcome, CommandError>| match released {
+            Ok(outcome) => {
+                let list = outcome
+                    .released
+                    .iter()
+                    .map(|n| format!("#{n}"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                write_log(if list.is_empty() {
+                    format!("session end of {me}: nothing left to release")
+                } else {
+                    format!("session end of {me}: released {list}")
+                });
+            }
+            Err(err) => {
+                let first = err.to_string();
+                let first = first.lines().next().unwrap_or_default().to_owned();
+                write_log(format!(
+                    "session end of {me}: the release failed ({}); its leases run out on their own",
+                    first.trim_start_matches("error: ")
+                ));
+            }
+        };
+    // Each round's line is in the log before the lock goes.
+    let mut released = release();
+    log_round(&released);
+    // A SessionEnd of the same instance that came while this one ran (a
+    // resumed session's) asked for another round: its claims too.
+    while let Some(fd) = args.lock_fd {
+        match session_end::another_round(&common_dir, &me, fd) {
+            Ok(true) => {
+                released = release();
+                log_round(&released);
+            }
+            Ok(false) => break,
+            Err(e) => {
+                write_log(format!(
+                    "session end of {me}: cannot look for another round ({e})"
+                ));
+                break;
+            }
         }
     }
+    let outcome = released?;
+    Ok(Outcome::new(
+        Exit::Ok,
+        SessionReleaseOutput {
+            instance_id: me,
+            released: outcome.released,
+        },
+    )
+    .shown(&ctx.warnings))
 }
 
 fn pre_tool_use() -> Result<Outcome<HookOutput>, CommandError> {

@@ -16,6 +16,7 @@ use crate::error::{CommandError, Exit};
 use crate::workflow::resume::{
     self, ClaimState, Refusal, ResumeError, ResumeOutcome, ResumeRequest, WorktreeState,
 };
+use crate::writer::worktree::WorktreeError;
 
 #[derive(Debug, Args)]
 pub(crate) struct ResumeArgs {
@@ -54,7 +55,8 @@ pub(crate) struct Resumed {
     pub instance_id: String,
     pub worktree_state: WorktreeState,
     pub fast_forwarded: bool,
-    /// Where a stale worktree directory was moved aside.
+    /// Where a half-made worktree of resume's own was moved aside: detached,
+    /// locked, its files kept (docs/recovery.md).
     pub moved_aside: Option<PathBuf>,
     pub next_task: Option<Task>,
     pub tasks: Option<TaskListView>,
@@ -189,10 +191,39 @@ fn resume_error(err: ResumeError, remote: &str) -> CommandError {
         ResumeError::Surface(e) => e.into(),
         ResumeError::Lease(e) => e.into(),
         ResumeError::Claims(e) => e.into(),
-        ResumeError::Worktree(e) => e.into(),
+        ResumeError::Worktree(e) => worktree_error(e),
         ResumeError::Record(e) => e.into(),
         ResumeError::Task(e) => e.into(),
+        ResumeError::Guard(e) => e.into(),
     }
+}
+
+/// A worktree resume leaves alone, with the way out.
+fn worktree_error(err: WorktreeError) -> CommandError {
+    let hint = match &err {
+        WorktreeError::InUse { lock, .. } => Some(format!(
+            "let the git command there finish, then resume again; if no git runs there any \
+             more, remove its stale lock ({}) first",
+            crate::records::files::shell_rm(lock)
+        )),
+        WorktreeError::InUseByResume { pid, .. } => Some(format!(
+            "wait for it to finish; if process {pid} is no git maverick any more, run resume again"
+        )),
+        WorktreeError::NotOurs { path } | WorktreeError::Unfinished { path } => Some(format!(
+            "if it is gone for good (or nothing runs there), remove it yourself: \
+             git worktree remove --force --force {}; then resume again",
+            crate::writer::bash_guard::shell_quote(&path.to_string_lossy())
+        )),
+        WorktreeError::BranchInMissing { path, .. } => Some(format!(
+            "bring that folder back (mount its disk, or move it back), or if it is gone for \
+             good: git worktree remove --force --force {}; then resume again",
+            crate::writer::bash_guard::shell_quote(&path.to_string_lossy())
+        )),
+        _ => None,
+    };
+    let mut e = CommandError::from(err);
+    e.hints.extend(hint);
+    e
 }
 
 fn show_refusal(refusal: Refusal, view: &IssueView, branch: &str) -> Outcome<ResumeOutput> {
@@ -316,8 +347,10 @@ fn show_resumed(settings: &Settings, resumed: resume::Resumed) -> Outcome<Resume
     outcome.lines = lines;
     if let Some(aside) = &aside {
         outcome = outcome.note(format!(
-            "note: a stale worktree directory was moved aside, not deleted: {}",
-            aside.display()
+            "note: a half-made worktree of {branch} was moved aside, not deleted: {}; \
+             it can no longer commit to {branch} (see its {})",
+            aside.display(),
+            crate::writer::worktree::ASIDE_NOTE
         ));
     }
     outcome = super::warn_if_guard_off(&worktree_git, outcome);

@@ -10,8 +10,13 @@
 //! One release per instance at a time: the hook takes the instance's lock
 //! (`flock`, `.git/maverick/session-end-<instance>.lock`) before it starts
 //! the release, and the release holds it until it exits. A second
-//! SessionEnd meanwhile finds the lock taken and leaves the release to the
-//! first; one after it finds nothing left to release.
+//! SessionEnd meanwhile (a resumed session, same id, that claimed more
+//! while the first release still retried) finds the lock taken, asks for
+//! another round (`session-end-<instance>.again`) and tries the lock once
+//! more; the running release, once done, lets the lock go, and takes it
+//! back for a round that reads the claims again when it was asked for one.
+//! Asked before the lock is tried, looked at after it is let go: no
+//! request falls between the two.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write as _;
@@ -34,6 +39,49 @@ pub(crate) fn lock_path(common_dir: &Path, instance: &str) -> PathBuf {
     common_dir
         .join("maverick")
         .join(format!("session-end-{instance}.lock"))
+}
+
+/// The request for another round of the release that runs now.
+fn again_path(common_dir: &Path, instance: &str) -> PathBuf {
+    common_dir
+        .join("maverick")
+        .join(format!("session-end-{instance}.again"))
+}
+
+/// Takes the lock on `fd` without waiting: false when another holds it.
+fn try_lock(fd: i32) -> std::io::Result<bool> {
+    // SAFETY: flock on a descriptor the caller owns.
+    if unsafe { libc::flock(fd, libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        return Ok(true);
+    }
+    let err = std::io::Error::last_os_error();
+    if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        return Ok(false);
+    }
+    Err(err)
+}
+
+fn clear_again(common_dir: &Path, instance: &str) -> std::io::Result<()> {
+    match std::fs::remove_file(again_path(common_dir, instance)) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// In the release, once a round is done: lets the lock go, and takes it
+/// back when a SessionEnd asked for another round meanwhile (true: read
+/// the claims again and release them). False when nobody asked, or another
+/// release took the lock (and runs the round itself).
+pub(crate) fn another_round(common_dir: &Path, instance: &str, fd: i32) -> std::io::Result<bool> {
+    // SAFETY: flock on the descriptor this release inherited.
+    if unsafe { libc::flock(fd, libc::LOCK_UN) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if !again_path(common_dir, instance).exists() || !try_lock(fd)? {
+        return Ok(false);
+    }
+    clear_again(common_dir, instance)?;
+    Ok(true)
 }
 
 /// What the hook did.
@@ -78,16 +126,19 @@ pub(crate) fn start(
         .write(true)
         .open(lock_path(common_dir, instance))?;
     let fd = lock.as_raw_fd();
-    // SAFETY: flock on a descriptor this function owns.
-    if unsafe { libc::flock(fd, libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        let err = std::io::Error::last_os_error();
-        if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
+    if !try_lock(fd)? {
+        // The running release may have read the claims before this
+        // session's last ones: it is asked for another round, unless it
+        // finished meanwhile and the lock is free.
+        std::fs::write(again_path(common_dir, instance), b"")?;
+        if !try_lock(fd)? {
             return Ok(Started::AlreadyRunning {
                 log: log_path(common_dir),
             });
         }
-        return Err(err);
     }
+    // The release started here reads every claim there is.
+    clear_again(common_dir, instance)?;
     let log = open_log(common_dir)?;
     let mut release = release(fd);
     release

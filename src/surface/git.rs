@@ -362,7 +362,11 @@ impl GitSurface {
             return Ok(found);
         }
         let refs: BTreeSet<&str> = lacking.iter().map(|i| wanted[*i].0.as_str()).collect();
-        let refspecs: Vec<String> = refs.iter().map(|r| self.refspec(r)).collect();
+        let refspecs: Vec<String> = refs
+            .iter()
+            .flat_map(|r| legacy::fetched_with(r))
+            .map(|r| self.refspec(&r))
+            .collect();
         self.fetch(&refspecs)?;
         let again: Vec<String> = lacking.iter().map(|i| names[*i].clone()).collect();
         for (i, object) in lacking.into_iter().zip(self.cat_files(&again)?) {

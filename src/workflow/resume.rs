@@ -167,6 +167,8 @@ pub(crate) enum ResumeError {
     Record(#[from] RecordError),
     #[error(transparent)]
     Task(#[from] TaskError),
+    #[error(transparent)]
+    Guard(crate::writer::hookfile::HookFileError),
 }
 
 impl From<prepush::SeenError> for ResumeError {
@@ -218,10 +220,11 @@ pub(crate) fn resume(
     // 4. The worktree, ignored by the main one.
     let common_dir = git.common_dir()?;
     worktree::exclude(&common_dir, &settings.worktree_dir)?;
-    let applied = worktree::apply(git, &plan, &settings.remote)?;
+    let applied = worktree::apply(git, &plan, &settings.remote, settings.clock.now())?;
     let worktree_git = git.at(&plan.path);
     if applied.created {
         keep_instance(&worktree_git, &settings.instance)?;
+        carry_guard(git, &worktree_git)?;
     }
 
     // 5. Last seen: where the remote was when this writer picked it up.
@@ -367,6 +370,38 @@ fn keep_instance(worktree_git: &Git, instance: &str) -> Result<(), ResumeError> 
     }
     crate::records::files::write_atomically(&path, format!("{instance}\n").as_bytes())
         .map_err(|source| ResumeError::InstanceFile { path, source })
+}
+
+/// A relative `core.hooksPath` names a folder of each worktree, so a new
+/// worktree would push without the guard the main one has: it gets the
+/// guard too, in a file kept out of commits (`info/exclude`). A hook file
+/// the branch tracks is the project's, never changed: the guard-off warning
+/// says so then.
+fn carry_guard(main: &Git, worktree_git: &Git) -> Result<(), ResumeError> {
+    use crate::writer::hookmanager::{self, Manager, Setup};
+    let (main_setup, setup) = (Setup::detect(main)?, Setup::detect(worktree_git)?);
+    let inside = setup.hooks_dir.starts_with(&setup.top) && main_setup.hooks_dir != setup.hooks_dir;
+    if !inside || setup.manager != Manager::None || !hookmanager::status(&main_setup).on {
+        return Ok(());
+    }
+    let hook = setup.hook_file();
+    let Ok(relative) = hook.strip_prefix(&setup.top) else {
+        return Ok(());
+    };
+    if worktree_git.is_tracked(relative)? || hookmanager::status(&setup).on {
+        return Ok(());
+    }
+    worktree::exclude_pattern(
+        &setup.common_dir,
+        &format!("/{}", relative.display()),
+        "git maverick's pre-push guard in resume's worktrees (core.hooksPath is relative)",
+    )?;
+    hookmanager::install(&setup).map_err(|e| match e {
+        hookmanager::ManagerError::Git(e) => ResumeError::Git(e),
+        hookmanager::ManagerError::Worktree(e) => ResumeError::Worktree(e),
+        hookmanager::ManagerError::HookFile(e) => ResumeError::Guard(e),
+    })?;
+    Ok(())
 }
 
 /// Reconciles the tasks comment of `issue` with the `Maverick-Task`

@@ -1373,7 +1373,7 @@ fn with_positionals(script: &str, args: &[String]) -> String {
     text
 }
 
-fn shell_quote(text: &str) -> String {
+pub(crate) fn shell_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
 

@@ -59,6 +59,16 @@ pub(crate) enum WorktreeError {
     },
     #[error("{path} exists and is not a worktree of this repository")]
     PathOccupied { path: PathBuf },
+    #[error("the worktree at {path} is in use: a git process holds {lock}")]
+    InUse { path: PathBuf, lock: PathBuf },
+    #[error("another git maverick resume (process {pid}) is making the worktree at {path}")]
+    InUseByResume { path: PathBuf, pid: u32 },
+    #[error("{path} is registered as a worktree, but its folder is missing; resume did not make it, so it leaves it alone")]
+    NotOurs { path: PathBuf },
+    #[error("the worktree at {path} carries git's \"initializing\" lock: a `git worktree add` runs there, or was killed; resume did not make it, so it leaves it alone")]
+    Unfinished { path: PathBuf },
+    #[error("{branch} is checked out in the worktree at {path}, whose folder is missing (moved, or on a disk not mounted)")]
+    BranchInMissing { branch: String, path: PathBuf },
     #[error(transparent)]
     Io(#[from] IoError),
     #[error(transparent)]
@@ -277,6 +287,106 @@ pub(crate) enum LocalBranch {
     },
 }
 
+/// One step of `resume` on a worktree, journaled before it is taken (SPEC
+/// 7): recovery undoes only what its own journal says it started.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "step", rename_all = "snake_case")]
+pub(crate) enum Step {
+    /// `git worktree add` of `path` is under way (or was killed).
+    Adding,
+    /// The worktree was made and handed over: resume made it, but it is
+    /// the user's now.
+    Made,
+    /// A half-made worktree of ours is being moved aside to `to`.
+    MovingAside { to: PathBuf },
+}
+
+/// `resume`'s journal of the worktree at one path, under
+/// `<common dir>/maverick/worktrees/`.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Journal {
+    pub path: PathBuf,
+    pub branch: String,
+    /// The commit the worktree was made at.
+    pub commit: String,
+    #[serde(flatten)]
+    pub step: Step,
+    /// The `git maverick` process that took the step.
+    pub pid: u32,
+    pub at: Timestamp,
+}
+
+impl Journal {
+    fn file(common_dir: &Path, path: &Path) -> PathBuf {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let key = fnv1a(&path.to_string_lossy()) as u32;
+        common_dir
+            .join("maverick")
+            .join("worktrees")
+            .join(format!("{name}-{key:08x}.json"))
+    }
+
+    /// The journal of the worktree at `path` for `branch`; none when there
+    /// is none, or it is unreadable, or it names another path or branch:
+    /// then resume made nothing there it could prove.
+    pub(crate) fn load(common_dir: &Path, path: &Path, branch: &str) -> Option<Journal> {
+        let text = std::fs::read(Self::file(common_dir, path)).ok()?;
+        let journal: Journal = serde_json::from_slice(&text).ok()?;
+        (same_path(&journal.path, path) && journal.branch == branch).then_some(journal)
+    }
+
+    /// Records `step` before it is taken.
+    fn save(&mut self, common_dir: &Path, step: Step, now: Timestamp) -> Result<(), WorktreeError> {
+        self.step = step;
+        self.pid = std::process::id();
+        self.at = now;
+        let file = Self::file(common_dir, &self.path);
+        let io = IoError::on("write", &file);
+        if let Some(dir) = file.parent() {
+            std::fs::create_dir_all(dir).map_err(IoError::on("create", dir))?;
+        }
+        let text = serde_json::to_vec_pretty(self).expect("a journal serialises");
+        crate::records::files::write_atomically(&file, &text).map_err(io)?;
+        Ok(())
+    }
+
+    /// Whether the process that took the step still runs (another resume
+    /// at work right now), this one aside.
+    fn taker_alive(&self) -> bool {
+        if self.pid == std::process::id() {
+            return false;
+        }
+        let Ok(pid) = libc::pid_t::try_from(self.pid) else {
+            return false;
+        };
+        // SAFETY: signal 0 only checks that the process exists.
+        let alive = unsafe { libc::kill(pid, 0) } == 0
+            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+        // A process id is reused: where the system says which program a
+        // process runs, one that is no git-maverick is not the taker.
+        let program = std::fs::read_link(format!("/proc/{pid}/exe"));
+        alive
+            && match (program, std::env::current_exe()) {
+                (Ok(program), Ok(me)) => same_path(&program, &me),
+                _ => true,
+            }
+    }
+}
+
+/// A worktree of ours that goes aside before the branch's is made again.
+#[derive(Clone, Debug)]
+pub(crate) struct Aside {
+    pub from: PathBuf,
+    pub to: PathBuf,
+    /// Still a registered worktree (moved with `git worktree move`, then
+    /// detached); else a folder whose registration is gone.
+    pub registered: bool,
+    pub locked: bool,
+}
+
 /// What `apply` will do, decided before anything changes.
 #[derive(Clone, Debug)]
 pub(crate) struct Plan {
@@ -285,15 +395,18 @@ pub(crate) struct Plan {
     pub remote_head: String,
     /// A healthy worktree at `path` on the branch.
     pub existing: Option<Entry>,
-    /// Stale registrations to prune first (a deleted worktree directory).
-    pub prune: bool,
-    /// A leftover directory at `path` whose registration is gone, or a
-    /// half-made worktree there: it is moved aside (never deleted: it may
-    /// hold uncommitted work).
-    pub move_aside: Option<PathBuf>,
-    /// Worktrees whose lock goes before the prune: git's "initializing"
-    /// lock of a half-made one, or any lock of one whose directory is gone.
-    pub unlock: Vec<PathBuf>,
+    /// resume's journal of `path`, when it has one.
+    pub journal: Option<Journal>,
+    /// Our own worktree at `path` whose folder is gone: its one
+    /// registration goes.
+    pub remove_missing: bool,
+    /// Our own half-made worktree at `path`, or its folder whose
+    /// registration is gone: moved aside (never deleted: it may hold work),
+    /// and cut off from the branch.
+    pub move_aside: Option<Aside>,
+    /// A move aside that a crash interrupted: the worktree already at this
+    /// path is still to be detached and labelled.
+    pub finish_aside: Option<PathBuf>,
     pub local: LocalBranch,
 }
 
@@ -321,8 +434,10 @@ fn local_branch(git: &Git, branch: &str, remote_head: &str) -> Result<LocalBranc
     })
 }
 
-/// Decides how to bring the worktree of `branch` to `remote_head`; a stale
-/// directory in the way is to be moved aside under a name stamped `now`.
+/// Decides how to bring the worktree of `branch` to `remote_head`; a
+/// worktree of ours in the way is to be moved aside under a name stamped
+/// `now`. Only resume's own journal makes a worktree ours: git's lock files
+/// say that some git is (or was) at work there, not whose work it is.
 pub(crate) fn plan(
     git: &Git,
     path: &Path,
@@ -331,60 +446,68 @@ pub(crate) fn plan(
     now: Timestamp,
 ) -> Result<Plan, WorktreeError> {
     let refname = format!("refs/heads/{branch}");
-    let entries = list(git)?;
-    let (mut stale, mut live): (Vec<Entry>, Vec<Entry>) =
-        entries.into_iter().partition(Entry::stale);
-    // A half-made worktree of the branch at its path is rebuilt, never
-    // reused: its index may delete every file (issue 29).
-    let half_made = match live
-        .iter()
-        .position(|e| same_path(&e.path, path) && e.branch.as_deref() == Some(&refname))
-    {
-        Some(at) if is_half_made(git, &live[at])? => Some(live.remove(at)),
+    let common_dir = git.common_dir()?;
+    let journal = Journal::load(&common_dir, path, branch);
+    let mut entries = list(git)?;
+    // A move aside a crash cut short: that worktree is no longer the
+    // branch's, whatever its HEAD says until it is detached.
+    let finish_aside = match &journal {
+        Some(Journal {
+            step: Step::MovingAside { to },
+            ..
+        }) if entries.iter().any(|e| same_path(&e.path, to) && !e.stale()) => {
+            entries.retain(|e| !same_path(&e.path, to));
+            Some(to.clone())
+        }
         _ => None,
     };
-    let ours = |e: &Entry| same_path(&e.path, path) || e.branch.as_deref() == Some(&refname);
-    let mut prune = stale.iter().any(ours);
-    let mut unlock: Vec<PathBuf> = stale
+    let at_path = entries
         .iter()
-        .filter(|e| ours(e) && e.locked)
-        .map(|e| e.path.clone())
-        .collect();
-    if let Some(entry) = half_made {
-        prune = true;
-        if entry.locked {
-            unlock.push(entry.path.clone());
-        }
-        stale.push(entry);
-    }
-    let live: Vec<Entry> = if prune {
-        live.retain(|e| !stale.iter().any(|s| s.path == e.path));
-        live
-    } else {
-        // Stale entries we leave alone still hold their branch.
-        live.into_iter().chain(stale).collect()
+        .position(|e| same_path(&e.path, path))
+        .map(|at| entries.remove(at));
+    let local = local_branch(git, branch, remote_head)?;
+    let mut plan = Plan {
+        branch: branch.to_owned(),
+        path: path.to_owned(),
+        remote_head: remote_head.to_owned(),
+        existing: None,
+        journal: journal.clone(),
+        remove_missing: false,
+        move_aside: None,
+        finish_aside,
+        local,
     };
     // The branch checked out in a healthy worktree elsewhere (the main one,
     // where a restarted session finds it): that is its worktree. git would
     // not check it out twice, and nothing needs making.
-    if let Some(elsewhere) = live
+    let elsewhere = entries
         .iter()
-        .find(|e| e.branch.as_deref() == Some(&refname) && !same_path(&e.path, path))
-    {
-        return Ok(Plan {
-            branch: branch.to_owned(),
-            path: elsewhere.path.clone(),
-            remote_head: remote_head.to_owned(),
-            existing: Some(elsewhere.clone()),
-            prune,
-            move_aside: None,
-            unlock,
-            local: local_branch(git, branch, remote_head)?,
-        });
+        .find(|e| e.branch.as_deref() == Some(&refname));
+    match elsewhere {
+        Some(e) if e.stale() => {
+            return Err(WorktreeError::BranchInMissing {
+                branch: branch.to_owned(),
+                path: e.path.clone(),
+            })
+        }
+        Some(e) => {
+            plan.path = e.path.clone();
+            plan.existing = Some(e.clone());
+            return in_use_check(git, plan);
+        }
+        _ => {}
     }
-    let existing = live.iter().find(|e| same_path(&e.path, path)).cloned();
-    if let Some(entry) = &existing {
-        if entry.branch.as_deref() != Some(&refname) {
+    let ours = journal.is_some();
+    match at_path {
+        Some(entry) if entry.stale() => {
+            if !ours {
+                return Err(WorktreeError::NotOurs {
+                    path: path.to_owned(),
+                });
+            }
+            plan.remove_missing = true;
+        }
+        Some(entry) if entry.branch.as_deref() != Some(&refname) => {
             return Err(WorktreeError::PathTaken {
                 branch: branch.to_owned(),
                 path: path.to_owned(),
@@ -396,57 +519,88 @@ pub(crate) fn plan(
                     }),
             });
         }
-    }
-    let mut move_aside = None;
-    if existing.is_none() {
-        match std::fs::symlink_metadata(path) {
-            Ok(meta) if meta.is_dir() => {
-                let empty = std::fs::read_dir(path)
-                    .map(|mut d| d.next().is_none())
-                    .unwrap_or(false);
-                if !empty {
-                    if path.join(".git").is_file() {
-                        move_aside = Some(aside_path(path, now));
-                    } else {
-                        return Err(WorktreeError::PathOccupied {
-                            path: path.to_owned(),
-                        });
-                    }
+        Some(entry) => match &journal {
+            // Our `git worktree add` never finished (killed while it ran):
+            // its index may delete every file (issue 29), so it is rebuilt,
+            // never reused; unless the resume that runs it is still at work.
+            Some(j) if matches!(j.step, Step::Adding | Step::MovingAside { .. }) => {
+                if j.taker_alive() {
+                    return Err(WorktreeError::InUseByResume {
+                        path: path.to_owned(),
+                        pid: j.pid,
+                    });
                 }
+                plan.move_aside = Some(Aside {
+                    from: path.to_owned(),
+                    to: aside_path(path, now),
+                    registered: true,
+                    locked: entry.locked,
+                });
             }
-            Ok(_) => {
-                return Err(WorktreeError::PathOccupied {
+            _ if entry.locked && entry.lock_reason == "initializing" => {
+                return Err(WorktreeError::Unfinished {
                     path: path.to_owned(),
-                })
+                });
             }
-            Err(_) => {}
-        }
+            _ => {
+                plan.existing = Some(entry);
+                return in_use_check(git, plan);
+            }
+        },
+        None => plan.move_aside = folder_in_the_way(path, journal.is_some(), now)?,
     }
-    Ok(Plan {
-        branch: branch.to_owned(),
-        path: path.to_owned(),
-        remote_head: remote_head.to_owned(),
-        existing,
-        prune,
-        move_aside,
-        unlock,
-        local: local_branch(git, branch, remote_head)?,
-    })
+    Ok(plan)
 }
 
-/// A worktree `git worktree add` never finished (killed while it ran): git's
-/// own "initializing" lock on it, a stale `index.lock`, or an index without
-/// a single file of HEAD's.
-fn is_half_made(git: &Git, entry: &Entry) -> Result<bool, GitError> {
-    if entry.locked && entry.lock_reason == "initializing" {
-        return Ok(true);
+/// A folder at `path` that git does not list: nothing (absent or empty),
+/// a folder of ours whose registration is gone (moved aside), or anything
+/// else, which is not resume's to move.
+fn folder_in_the_way(
+    path: &Path,
+    ours: bool,
+    now: Timestamp,
+) -> Result<Option<Aside>, WorktreeError> {
+    let occupied = || WorktreeError::PathOccupied {
+        path: path.to_owned(),
+    };
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_dir() => {
+            let empty = std::fs::read_dir(path)
+                .map(|mut d| d.next().is_none())
+                .unwrap_or(false);
+            if empty {
+                return Ok(None);
+            }
+            if !(ours && path.join(".git").is_file()) {
+                return Err(occupied());
+            }
+            Ok(Some(Aside {
+                from: path.to_owned(),
+                to: aside_path(path, now),
+                registered: false,
+                locked: false,
+            }))
+        }
+        Ok(_) => Err(occupied()),
+        Err(_) => Ok(None),
     }
-    let here = git.at(&entry.path);
-    if here.git_path("index.lock")?.exists() {
-        return Ok(true);
+}
+
+/// A worktree to be reused is left alone while a git process holds its
+/// index lock, if resume would have to move its branch.
+fn in_use_check(git: &Git, plan: Plan) -> Result<Plan, WorktreeError> {
+    if matches!(plan.local, LocalBranch::Behind { .. }) {
+        if let Some(existing) = &plan.existing {
+            let lock = git.at(&existing.path).git_path("index.lock")?;
+            if lock.exists() {
+                return Err(WorktreeError::InUse {
+                    path: existing.path.clone(),
+                    lock,
+                });
+            }
+        }
     }
-    let (deleted, tracked) = here.staged_deletions()?;
-    Ok(tracked > 0 && deleted.len() == tracked)
+    Ok(plan)
 }
 
 fn aside_path(path: &Path, now: Timestamp) -> PathBuf {
@@ -468,24 +622,132 @@ fn aside_path(path: &Path, now: Timestamp) -> PathBuf {
         .expect("some name is free")
 }
 
-/// Carries out a plan whose local branch is not ahead of the remote.
-pub(crate) fn apply(git: &Git, plan: &Plan, remote: &str) -> Result<Applied, WorktreeError> {
+/// The note a moved-aside worktree carries, in a file of its own and (for
+/// a registered one) as its lock reason.
+pub(crate) const ASIDE_NOTE: &str = "MAVERICK-MOVED-ASIDE.txt";
+
+fn aside_note(aside: &Aside, branch: &str, now: Timestamp) -> String {
+    let (to, from) = (aside.to.display(), aside.from.display());
+    let how = if aside.registered {
+        format!(
+            "It is a detached worktree now: a commit made here is on no branch, and\n\
+             `git push` from here pushes nothing to {branch}.\n"
+        )
+    } else {
+        "git no longer works here: its registration was gone, so its .git file\n\
+         was pointed at nothing (the old one is kept as .git.moved-aside).\n"
+            .to_owned()
+    };
+    format!(
+        "git maverick resume moved this folder aside at {now}: it was the\n\
+         worktree of {branch} at {from}, which resume began to make and never\n\
+         finished. Nothing in it was deleted.\n\n{how}\n\
+         To get files back, copy them into the worktree of {branch}:\n\
+         \x20   cp -R {to}/FILE {from}/FILE\n\
+         or compare first: git diff --no-index {from} {to}\n\
+         When nothing in it is needed any more: git worktree remove --force --force {to}\n\
+         (or, if git no longer knows it: rm -rf {to}).\n"
+    )
+}
+
+/// Cuts a moved-aside worktree off from the branch: detached HEAD, and a
+/// lock whose reason says where it came from.
+fn secure_aside(
+    git: &Git,
+    aside: &Aside,
+    branch: &str,
+    now: Timestamp,
+) -> Result<(), WorktreeError> {
+    let note = aside_note(aside, branch, now);
+    let note_path = aside.to.join(ASIDE_NOTE);
+    std::fs::write(&note_path, &note).map_err(IoError::on("write", &note_path))?;
+    if !aside.registered {
+        let gitfile = aside.to.join(".git");
+        let kept = aside.to.join(".git.moved-aside");
+        if !kept.exists() {
+            std::fs::rename(&gitfile, &kept).map_err(IoError::on("move aside", &gitfile))?;
+        }
+        let nowhere = format!(
+            "gitdir: {}\n",
+            aside.to.join(".git-moved-aside-by-maverick").display()
+        );
+        std::fs::write(&gitfile, nowhere).map_err(IoError::on("write", &gitfile))?;
+        return Ok(());
+    }
+    let here = git.at(&aside.to);
+    if let Some(commit) = here.resolve_commit("HEAD")? {
+        here.detach_head(&commit, "git maverick resume: moved aside")?;
+    }
+    let entry = list(git)?
+        .into_iter()
+        .find(|e| same_path(&e.path, &aside.to));
+    if !entry.is_some_and(|e| e.locked) {
+        let reason = format!(
+            "moved aside by git maverick resume from {}; see {ASIDE_NOTE}",
+            aside.from.display()
+        );
+        git.worktree_lock(&aside.to, &reason)?;
+    }
+    Ok(())
+}
+
+/// Carries out a plan whose local branch is not ahead of the remote,
+/// journaling each step before it is taken.
+pub(crate) fn apply(
+    git: &Git,
+    plan: &Plan,
+    remote: &str,
+    now: Timestamp,
+) -> Result<Applied, WorktreeError> {
     let mut applied = Applied::default();
     let branch = plan.branch.as_str();
     let refname = format!("refs/heads/{branch}");
     let head = plan.remote_head.as_str();
-    for locked in &plan.unlock {
-        git.worktree_unlock(locked)?;
+    let common_dir = git.common_dir()?;
+    let mut journal = plan.journal.clone().unwrap_or_else(|| Journal {
+        path: plan.path.clone(),
+        branch: branch.to_owned(),
+        commit: head.to_owned(),
+        step: Step::Made,
+        pid: std::process::id(),
+        at: now,
+    });
+    if let Some(to) = &plan.finish_aside {
+        let aside = Aside {
+            from: plan.path.clone(),
+            to: to.clone(),
+            registered: true,
+            locked: false,
+        };
+        secure_aside(git, &aside, branch, now)?;
+        applied.repaired = true;
+        applied.moved_aside = Some(to.clone());
+    }
+    if plan.remove_missing {
+        git.worktree_remove_missing(&plan.path)?;
+        applied.repaired = true;
     }
     if let Some(aside) = &plan.move_aside {
-        std::fs::rename(&plan.path, aside).map_err(IoError::on("move aside", &plan.path))?;
+        journal.save(
+            &common_dir,
+            Step::MovingAside {
+                to: aside.to.clone(),
+            },
+            now,
+        )?;
+        if aside.registered {
+            if aside.locked {
+                git.worktree_unlock(&aside.from)?;
+            }
+            git.worktree_move(&aside.from, &aside.to)?;
+        } else {
+            std::fs::rename(&aside.from, &aside.to)
+                .map_err(IoError::on("move aside", &aside.from))?;
+        }
+        crate::failpoint::hit("resume-after-move-aside");
+        secure_aside(git, aside, branch, now)?;
         applied.repaired = true;
-        applied.moved_aside = Some(aside.clone());
-    }
-    // After the move: a half-made worktree's registration goes with it.
-    if plan.prune {
-        git.worktree_prune()?;
-        applied.repaired = true;
+        applied.moved_aside = Some(aside.to.clone());
     }
     if let Some(parent) = plan.path.parent() {
         std::fs::create_dir_all(parent).map_err(IoError::on("create", parent))?;
@@ -497,16 +759,22 @@ pub(crate) fn apply(git: &Git, plan: &Plan, remote: &str) -> Result<Applied, Wor
         (Some(_), LocalBranch::Behind { .. }) => {
             git.at(&plan.path).merge_ff_only(head)?;
             applied.fast_forwarded = true;
+            return Ok(applied);
         }
-        (Some(_), _) => {}
-        (None, LocalBranch::Absent) => {
+        (Some(_), _) => return Ok(applied),
+        (None, _) => {}
+    }
+    journal.commit = head.to_owned();
+    journal.save(&common_dir, Step::Adding, now)?;
+    crate::failpoint::hit("resume-after-journal");
+    match &plan.local {
+        LocalBranch::Absent => {
             git.worktree_add_new_branch(&plan.path, branch, head)?;
             crate::failpoint::hit("resume-after-worktree-add");
             git.config_set(&format!("branch.{branch}.remote"), remote)?;
             git.config_set(&format!("branch.{branch}.merge"), &refname)?;
-            applied.created = true;
         }
-        (None, local) => {
+        local => {
             if let LocalBranch::Behind { local } = local {
                 // A compare-and-swap on the local ref: nothing moves it meanwhile.
                 git.update_ref(
@@ -519,9 +787,10 @@ pub(crate) fn apply(git: &Git, plan: &Plan, remote: &str) -> Result<Applied, Wor
             }
             git.worktree_add(&plan.path, branch)?;
             crate::failpoint::hit("resume-after-worktree-add");
-            applied.created = true;
         }
     }
+    journal.save(&common_dir, Step::Made, now)?;
+    applied.created = true;
     Ok(applied)
 }
 

@@ -35,6 +35,13 @@
 //!
 //! A remote that never held the old ref gets no tombstone: there is no
 //! state an older binary could misread as free.
+//!
+//! A reader whose look saw the old commit, and whose fetch came just after
+//! another clone converted it, fetches the tombstone, which has no parent:
+//! the old commit would never arrive, and the state would read as damaged.
+//! So the fetch for the old ref's objects brings the archive too, where the
+//! conversion keeps that commit: the read answers as of its look, and a
+//! write from it fails its lease on the old ref and starts again.
 
 use serde_json::Value;
 
@@ -49,6 +56,17 @@ pub(super) const TOMBSTONE_MESSAGE: &str =
     "maverick: the state moved to refs/maverick/issue/<n>, one ref per issue";
 /// Where the conversion keeps the old layout's history.
 pub(super) const ARCHIVE_REF: &str = "refs/maverick/archive/issues";
+
+/// The refs to fetch for the objects of `refname`: the old ref's commit
+/// may sit only in the archive by the time the fetch comes.
+pub(super) fn fetched_with(refname: &str) -> Vec<String> {
+    if refname == LEGACY_REF {
+        // A pattern: a remote that was never converted has no archive.
+        vec![refname.to_owned(), format!("{ARCHIVE_REF}*")]
+    } else {
+        vec![refname.to_owned()]
+    }
+}
 
 /// What the old single ref holds.
 #[derive(Clone, Debug)]
