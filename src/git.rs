@@ -432,6 +432,29 @@ impl Git {
         }
     }
 
+    /// The system and global configuration files this git reads, whether
+    /// they exist or not (`git var -l`'s `GIT_CONFIG_SYSTEM` and
+    /// `GIT_CONFIG_GLOBAL`, git 2.42 on). `None` from an older git, which
+    /// does not name them.
+    pub(crate) fn standard_config_files(&self) -> Result<Option<Vec<PathBuf>>, GitError> {
+        use std::os::unix::ffi::OsStrExt as _;
+        let out = self.cmd(["var", "-l"]).output_unchecked()?;
+        if !out.success() {
+            return Err(out.into_error());
+        }
+        let mut files = Vec::new();
+        let mut global = false;
+        for line in out.stdout.split(|b| *b == b'\n') {
+            if let Some(path) = line.strip_prefix(b"GIT_CONFIG_SYSTEM=") {
+                files.push(PathBuf::from(OsStr::from_bytes(path)));
+            } else if let Some(path) = line.strip_prefix(b"GIT_CONFIG_GLOBAL=") {
+                global = true;
+                files.push(PathBuf::from(OsStr::from_bytes(path)));
+            }
+        }
+        Ok(global.then_some(files))
+    }
+
     pub(crate) fn config_set(&self, key: &str, value: &str) -> Result<(), GitError> {
         self.cmd(["config", key, value]).output().map(drop)
     }

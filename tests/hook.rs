@@ -789,3 +789,85 @@ fn without_an_instance_in_the_environment_the_hook_pushes_as_the_clone() {
         git_screen(&env, &out)
     );
 }
+
+/// Runs `git maverick ARGS` in `repo` as a person does: no instance in the
+/// environment.
+fn as_person(repo: &Repo, args: &[&str]) {
+    let out = repo.maverick_command(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Sets the modification time of `files` (those that exist) an hour back:
+/// configuration a person wrote a while ago, not a moment before maverick
+/// stamped what it resolved from it.
+fn left_alone(files: &[std::path::PathBuf]) {
+    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    for file in files.iter().filter(|f| f.exists()) {
+        std::fs::File::options()
+            .write(true)
+            .open(file)
+            .unwrap()
+            .set_modified(hour_ago)
+            .unwrap();
+    }
+}
+
+/// Issue 42: a person's push (no MAVERICK_INSTANCE) costs what an agent's
+/// does. The claim stamps the instance it resolved, and the hook trusts the
+/// stamp (no `git config`) only while what it came from is unchanged: a new
+/// `maverick.instance`, in a file or from `git -c`, is never missed.
+#[test]
+fn a_person_s_push_asks_no_config_and_sees_a_changed_instance() {
+    let env = TestEnv::new();
+    let a = env.clone("a");
+    a.git(&["config", "maverick.instance", "desk"]);
+    left_alone(&[a.dir.join(".git/config"), env.home().join(".gitconfig")]);
+    as_person(&a, &["hook", "install"]);
+    as_person(&a, &["coord", "claim", "142", "--branch", BRANCH]);
+    a.git(&["switch", "--quiet", "-c", BRANCH]);
+    a.commit_file("one.rs", "1\n", "feat: one");
+    let log = env.path().join("person.trace");
+    let out = a
+        .env
+        .git_output_in(&a.dir, &["push", "--quiet", "origin", BRANCH]);
+    allowed(&out);
+    a.commit_file("two.rs", "2\n", "feat: two");
+    let mut cmd = crate::support::git_command();
+    cmd.args(["push", "--quiet", "origin", BRANCH])
+        .current_dir(&a.dir);
+    env.apply_env(&mut cmd);
+    let out = cmd.env("GIT_TRACE", &log).output().unwrap();
+    allowed(&out);
+    let trace = std::fs::read_to_string(&log).unwrap();
+    let commands = hook_commands(&trace);
+    assert_eq!(commands.len(), 1, "{commands:?}");
+    assert!(commands[0].starts_with("log --walk-reflogs"), "{commands:?}");
+
+    // `git config maverick.instance` changed: the next push judges as the new id.
+    a.git(&["config", "maverick.instance", "someone-else"]);
+    a.commit_file("three.rs", "3\n", "feat: three");
+    let out = a.git_output(&["push", "--quiet", "origin", BRANCH]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("not by someone-else"), "{stderr}");
+    // Back to desk, left alone again: allowed; then desk's id overridden for one push.
+    a.git(&["config", "maverick.instance", "desk"]);
+    left_alone(&[a.dir.join(".git/config")]);
+    allowed(&a.git_output(&["push", "--quiet", "origin", BRANCH]));
+    a.commit_file("four.rs", "4\n", "feat: four");
+    let out = a.git_output(&[
+        "-c",
+        "maverick.instance=visitor",
+        "push",
+        "--quiet",
+        "origin",
+        BRANCH,
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("not by visitor"), "{stderr}");
+    allowed(&a.git_output(&["push", "--quiet", "origin", BRANCH]));
+}

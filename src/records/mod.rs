@@ -6,3 +6,4 @@
 pub mod branch;
 pub mod claim;
 pub mod files;
+pub(crate) mod instance;
