@@ -419,10 +419,22 @@ fn check(ctx: &Context, args: CheckArgs) -> Result<Outcome<CheckOutput>, Command
 
 fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome<DoneOutput>, CommandError> {
     let remote = ctx.settings.remote.clone();
-    let branch = ctx.git.current_branch()?.ok_or_else(|| {
-        CommandError::tool("HEAD is detached: `task done` pushes the current branch")
-            .hint("switch to the story's branch: `git switch BRANCH`")
-    })?;
+    let branch = match ctx.git.head()? {
+        crate::git::Head::Branch(branch) => branch,
+        crate::git::Head::Detached => {
+            return Err(
+                CommandError::tool("HEAD is detached: `task done` pushes the current branch")
+                    .hint("switch to the story's branch: `git switch BRANCH`"),
+            )
+        }
+        crate::git::Head::NotUtf8(shown) => {
+            return Err(CommandError::tool(format!(
+                "the branch checked out, {shown}, has a name that is not UTF-8: maverick manages \
+                 no such branch, so `task done` does not push it"
+            ))
+            .hint("rename it (git branch -m NEW-NAME) or switch to the story's branch (git switch BRANCH); nothing was committed"))
+        }
+    };
     let (issue, source) = issue_here(ctx, Some(&branch), args.issue)?;
     check_message(args.message.as_deref())?;
     let req = DoneRequest {

@@ -43,7 +43,7 @@ impl PushInput {
         env: GitEnv,
         remote: String,
         url: Option<String>,
-        stdin: &str,
+        stdin: &[u8],
     ) -> Result<PushInput, PrePushError> {
         Ok(PushInput {
             cwd,
