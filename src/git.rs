@@ -827,7 +827,11 @@ impl Git {
     /// The local refs under `prefix`, as (name, object id).
     pub(crate) fn refs_under(&self, prefix: &str) -> Result<Vec<(String, String)>, GitError> {
         let lines = self
-            .cmd(["for-each-ref", "--format=%(refname)%00%(objectname)", prefix])
+            .cmd([
+                "for-each-ref",
+                "--format=%(refname)%00%(objectname)",
+                prefix,
+            ])
             .read_utf8_lines()?;
         Ok(lines
             .iter()

@@ -845,7 +845,10 @@ fn a_person_s_push_asks_no_config_and_sees_a_changed_instance() {
     let trace = std::fs::read_to_string(&log).unwrap();
     let commands = hook_commands(&trace);
     assert_eq!(commands.len(), 1, "{commands:?}");
-    assert!(commands[0].starts_with("log --walk-reflogs"), "{commands:?}");
+    assert!(
+        commands[0].starts_with("log --walk-reflogs"),
+        "{commands:?}"
+    );
 
     // `git config maverick.instance` changed: the next push judges as the new id.
     a.git(&["config", "maverick.instance", "someone-else"]);
@@ -929,7 +932,10 @@ fn the_shared_block_passes_thousands_of_tags_through_in_linear_time() {
     env.apply_env(&mut cmd);
     let out = cmd.env("MAVERICK_INSTANCE", "a").output().unwrap();
     allowed(&out);
-    let tags = env.git_in(&env.origin, &["for-each-ref", "--count=100000", "refs/tags"]);
+    let tags = env.git_in(
+        &env.origin,
+        &["for-each-ref", "--count=100000", "refs/tags"],
+    );
     assert_eq!(tags.lines().count(), TAGS);
     // The rest of the hook read every line.
     let seen = std::fs::read_to_string(a.dir.join(".git/lines-seen")).unwrap();
@@ -993,7 +999,11 @@ fn a_branch_name_that_is_not_utf8_fails_no_push() {
     ));
     assert_eq!(env.origin_head(BRANCH), Some(a.git(&["rev-parse", "HEAD"])));
     let on_origin = env.git_output_in(&env.origin, &["for-each-ref", "refs/heads/odd-*"]);
-    assert_eq!(on_origin.stdout.split(|b| *b == b'\n').count(), 2, "{on_origin:?}");
+    assert_eq!(
+        on_origin.stdout.split(|b| *b == b'\n').count(),
+        2,
+        "{on_origin:?}"
+    );
     // Deleting the managed branch in the same push as the odd one: refused.
     let deletion = format!(":refs/heads/{BRANCH}");
     let out = git_bytes(&a, &[b"push", b"origin", deletion.as_bytes(), &both]);

@@ -515,7 +515,11 @@ fn commands_on_a_branch_whose_name_is_not_utf8() {
         cmd.args(args).current_dir(&a.dir);
         env.apply_env(&mut cmd);
         let out = cmd.output().unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     };
     git(&["switch".as_ref(), "--quiet".as_ref(), "-c".as_ref(), odd]);
     a.commit_file("one.rs", "1\n", "feat: one");
@@ -528,7 +532,10 @@ fn commands_on_a_branch_whose_name_is_not_utf8() {
     a.git(&["add", "two.rs"]);
     let head = a.git(&["rev-parse", "HEAD"]);
     let run = a.maverick(&["task", "done", "--issue", "142", "-m", "feat: two"]);
-    insta::assert_snapshot!("task_done_on_a_branch_whose_name_is_not_utf8", screen(&env, &run));
+    insta::assert_snapshot!(
+        "task_done_on_a_branch_whose_name_is_not_utf8",
+        screen(&env, &run)
+    );
     assert_eq!(a.git(&["rev-parse", "HEAD"]), head);
     assert_eq!(a.git(&["diff", "--cached", "--name-only"]), "two.rs");
 }

@@ -174,7 +174,9 @@ pub(crate) fn resolve_and_stamp(
         return Ok(id);
     };
     let files: Vec<FileState> = watched.iter().map(|p| FileState::of(p)).collect();
-    let settled = started.checked_sub(SETTLED).unwrap_or(SystemTime::UNIX_EPOCH);
+    let settled = started
+        .checked_sub(SETTLED)
+        .unwrap_or(SystemTime::UNIX_EPOCH);
     if files.iter().any(|f| f.modified_since(settled)) {
         tracing::debug!("a configuration file changed a moment ago: no stamp of the instance");
         let _ = std::fs::remove_file(stamp_path(&git_dir));
@@ -208,7 +210,11 @@ fn watched_files(
     files.push(common_dir.join("config"));
     files.push(git_dir.join("config.worktree"));
     for entry in includes {
-        if entry.key.to_ascii_lowercase().starts_with("includeif.onbranch:") {
+        if entry
+            .key
+            .to_ascii_lowercase()
+            .starts_with("includeif.onbranch:")
+        {
             return None;
         }
         // As git resolves an include's path: `~/` is the home directory, a
@@ -254,8 +260,13 @@ mod tests {
             .unwrap()
             .set_modified(old)
             .unwrap();
-        let files = vec![FileState::of(&config), FileState::of(&dir.path().join("absent"))];
-        assert!(!files.iter().any(|f| f.modified_since(old + Duration::from_secs(1))));
+        let files = vec![
+            FileState::of(&config),
+            FileState::of(&dir.path().join("absent")),
+        ];
+        assert!(!files
+            .iter()
+            .any(|f| f.modified_since(old + Duration::from_secs(1))));
         assert!(files[0].modified_since(old));
         let stamp = InstanceStamp {
             instance_id: "a".to_owned(),
@@ -296,9 +307,17 @@ mod tests {
             entry("/etc/x", "includeif.gitdir:/w/.path", "/abs/y"),
             entry("command line:", "include.path", "z"),
         ];
-        let files = watched_files(Vec::new(), &includes, Path::new("/r/.git"), Path::new("/r/.git"))
-            .unwrap();
-        assert!(files.contains(&PathBuf::from("/r/.git/extra.inc")), "{files:?}");
+        let files = watched_files(
+            Vec::new(),
+            &includes,
+            Path::new("/r/.git"),
+            Path::new("/r/.git"),
+        )
+        .unwrap();
+        assert!(
+            files.contains(&PathBuf::from("/r/.git/extra.inc")),
+            "{files:?}"
+        );
         assert!(files.contains(&PathBuf::from("/abs/y")));
         assert!(files.contains(&PathBuf::from("/r/.git/config")));
         assert!(files.contains(&PathBuf::from("/r/.git/maverick/instance")));

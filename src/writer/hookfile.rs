@@ -65,41 +65,6 @@ pub(crate) fn shared_script() -> String {
     format!("#!/bin/sh\n{SHARED_BLOCK}")
 }
 
-/// The shared block as earlier builds wrote it: the refs read a line
-/// at a time in a shell loop (quadratic in the number of refs). `install`
-/// replaces it; `status` still knows it.
-#[cfg(test)]
-pub(crate) const LOOP_BLOCK: &str = r#"# >>> git-maverick pre-push >>>
-# One writer per branch: `git maverick hook install` put this block here and
-# `git maverick hook uninstall` takes it out; the rest of this file is yours.
-# A clone that does not use git-maverick passes it untouched.
-if command -v git-maverick >/dev/null 2>&1; then
-	maverick_refs=
-	while IFS= read -r maverick_line || [ -n "$maverick_line" ]; do
-		maverick_refs="${maverick_refs:+$maverick_refs
-}$maverick_line"
-	done
-	git-maverick hook pre-push "$@" <<MAVERICK_REFS || exit $?
-$maverick_refs
-MAVERICK_REFS
-	# Whatever else this hook runs reads the same lines.
-	if [ -n "$maverick_refs" ]; then
-		exec <<MAVERICK_REFS
-$maverick_refs
-MAVERICK_REFS
-	else
-		exec </dev/null
-	fi
-elif ! maverick_dir=$(git rev-parse --git-common-dir) || [ -d "$maverick_dir/maverick" ]; then
-	echo "error: this clone uses git-maverick, which is not on PATH, so $0 cannot check this push" >&2
-	echo "hint: put git-maverick on PATH (the directory of its binary; its README's Install says how to get it)," >&2
-	echo "hint: or take maverick's block out of $0 (git maverick hook uninstall);" >&2
-	echo "hint: to push once without any pre-push check: git push --no-verify" >&2
-	exit 1
-fi
-# <<< git-maverick pre-push <<<
-"#;
-
 /// The line of [`SHARED_BLOCK`] that lets a clone that does not use
 /// maverick through: every version of the shared block holds it, whatever
 /// its messages say.
@@ -527,10 +492,19 @@ mod tests {
         );
     }
 
+    /// The shared block as earlier builds wrote it: the refs read a line
+    /// at a time in a shell loop (quadratic in the number of refs).
+    fn loop_block() -> String {
+        let read_whole = "\t# The pushed refs, read whole: `git push --tags` may send thousands.\n\tmaverick_refs=$(cat) || exit $?\n";
+        let a_line_at_a_time = "\tmaverick_refs=\n\twhile IFS= read -r maverick_line || [ -n \"$maverick_line\" ]; do\n\t\tmaverick_refs=\"${maverick_refs:+$maverick_refs\n}$maverick_line\"\n\tdone\n";
+        assert!(SHARED_BLOCK.contains(read_whole));
+        SHARED_BLOCK.replace(read_whole, a_line_at_a_time)
+    }
+
     #[test]
     fn the_loop_block_of_earlier_versions_is_known_and_replaced() {
         assert!(!SHARED_BLOCK.contains("while "));
-        let hook = format!("#!/bin/sh\n{LOOP_BLOCK}echo mine\n");
+        let hook = format!("#!/bin/sh\n{}echo mine\n", loop_block());
         assert!(has_block(&hook) && lets_other_clones_through(&hook));
         let (with, change) = with_block(&hook, SHARED_BLOCK).unwrap();
         assert_eq!(change, Change::Updated);

@@ -813,7 +813,13 @@ mod tests {
         .concat();
         let kept = parse_updates(&[input.as_bytes(), &odd].concat()).unwrap();
         assert_eq!(kept, updates);
-        let only_local = [b"refs/heads/c\xfe ".as_slice(), a.as_bytes(), b" refs/heads/x ", z.as_bytes()].concat();
+        let only_local = [
+            b"refs/heads/c\xfe ".as_slice(),
+            a.as_bytes(),
+            b" refs/heads/x ",
+            z.as_bytes(),
+        ]
+        .concat();
         let update = parse_updates(&only_local).unwrap();
         assert_eq!(update[0].branch(), Some("x"));
         assert_eq!(update[0].local_ref, "refs/heads/c\u{fffd}");
