@@ -160,5 +160,36 @@ ratios() { # label none empty-hook git-lfs unmanaged managed agent
 		printf "%s: unmanaged adds %+.2f ms over the empty hook (which adds %.2f ms; target: at most +1.5 ms)\n", l, u - e, e - b
 	}'
 }
+# CPU time of each hook alone (perf's task-clock, the hook and its children),
+# run with one pushed ref on stdin as git hands it: a figure a busy machine
+# disturbs much less than wall time, which waits for a core. A shell runs
+# each (the same for every case, `none` included).
+cpu_ms() { # dir hook
+	local branch head url=$work/origin-$1.git
+	branch=$(git -C "$work/$1" branch --show-current)
+	head=$(git -C "$work/$1" rev-parse HEAD)
+	printf 'refs/heads/%s %s refs/heads/%s %s\n' "$branch" "$head" "$branch" "$head" >"$work/$1.stdin"
+	(cd "$work/$1" && perf stat -x, -e task-clock -r "$RUNS" -- sh -c '"$0" origin "$1" <"$2"' "$2" "$url" "$work/$1.stdin" 2>&1 >/dev/null) |
+		awk -F, '/task-clock/ { printf "%.2f", $1 }'
+}
+if command -v perf >/dev/null 2>&1 && perf stat -e task-clock true >/dev/null 2>&1; then
+	declare -A cpu
+	cpu[none]=$(cpu_ms none :)
+	for case in empty-hook git-lfs unmanaged managed agent; do
+		if [[ $case == agent ]]; then
+			cpu[$case]=$(MAVERICK_INSTANCE=bench-agent cpu_ms "$case" .git/hooks/pre-push)
+		else
+			cpu[$case]=$(cpu_ms "$case" .git/hooks/pre-push)
+		fi
+	done
+	echo "CPU time of the hook alone (perf task-clock, mean of $RUNS, ms; none: the shell that runs it)"
+	for case in none empty-hook git-lfs unmanaged managed agent; do
+		awk -v c="$case" -v t="${cpu[$case]}" -v b="${cpu[none]}" 'BEGIN { printf "%-12s %10.2f %+10.2f\n", c, t, t - b }'
+	done
+	awk -v b="${cpu[none]}" -v e="${cpu[empty-hook]}" -v l="${cpu[git-lfs]}" -v u="${cpu[unmanaged]}" -v m="${cpu[managed]}" -v a="${cpu[agent]}" 'BEGIN {
+		printf "cpu: managed (a person) %.3fx, (an agent) %.3fx what git-lfs adds; unmanaged %+.2f ms over the empty hook\n", (m - b) / (l - b), (a - b) / (l - b), u - e
+	}'
+	echo
+fi
 ratios medians "${median_ms[none]}" "${median_ms[empty-hook]}" "${median_ms[git-lfs]}" "${median_ms[unmanaged]}" "${median_ms[managed]}" "${median_ms[agent]}"
 ratios fastest "${min_ms[none]}" "${min_ms[empty-hook]}" "${min_ms[git-lfs]}" "${min_ms[unmanaged]}" "${min_ms[managed]}" "${min_ms[agent]}"
