@@ -856,7 +856,10 @@ fn a_person_s_push_asks_no_config_and_sees_a_changed_instance() {
     let out = a.git_output(&["push", "--quiet", "origin", BRANCH]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{stderr}");
-    assert!(stderr.contains("not by someone-else"), "{stderr}");
+    assert!(
+        stderr.lines().any(|l| l.ends_with("not by someone-else")),
+        "{stderr}"
+    );
     // Back to desk, left alone again: allowed; then desk's id overridden for one push.
     a.git(&["config", "maverick.instance", "desk"]);
     left_alone(&[a.dir.join(".git/config")]);
@@ -871,7 +874,10 @@ fn a_person_s_push_asks_no_config_and_sees_a_changed_instance() {
         BRANCH,
     ]);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("not by visitor"), "{stderr}");
+    assert!(
+        stderr.lines().any(|l| l.ends_with("not by visitor")),
+        "{stderr}"
+    );
     allowed(&a.git_output(&["push", "--quiet", "origin", BRANCH]));
 }
 

@@ -6,4 +6,3 @@
 pub mod branch;
 pub mod claim;
 pub mod files;
-pub(crate) mod instance;

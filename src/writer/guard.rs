@@ -14,11 +14,11 @@ use std::path::{Path, PathBuf};
 use crate::clock::Clock;
 use crate::config::{Overrides, Settings};
 use crate::git::{Git, GitEnv};
-use crate::records::instance;
 use crate::writer::location;
 use crate::writer::prepush::{
     self, BranchState, Checked, PrePushError, RefUpdate, Refusal, SeenOn,
 };
+use crate::writer::stamp;
 
 /// One push as the hook is told of it.
 #[derive(Clone, Debug)]
@@ -210,9 +210,9 @@ fn pusher(
     if settled {
         let me = match env_me {
             Some(me) => me,
-            None => match git_dir.and_then(instance::stamped) {
+            None => match git_dir.and_then(stamp::stamped) {
                 Some(me) => me,
-                None => instance::resolve_and_stamp(git, git_dir, common_dir)?,
+                None => stamp::resolve_and_stamp(git, git_dir, common_dir)?,
             },
         };
         return Ok(Pusher {

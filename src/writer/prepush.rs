@@ -36,8 +36,8 @@ use crate::git::{Git, GitEnv, GitError};
 use crate::records::branch::{BranchRecord, BranchStore};
 use crate::records::claim::{ClaimRecord, ClaimStore};
 use crate::records::files::RecordError;
-use crate::records::instance;
 use crate::timefmt::Timestamp;
+use crate::writer::stamp;
 
 /// What this writer keeps pending at most (one per allowed push in a row
 /// that the remote never confirmed).
@@ -761,7 +761,7 @@ pub fn record_seen(
     // A person's clone (no instance in the environment): the hook's next
     // push finds the instance stamped here instead of asking `git config`.
     if crate::config::instance_from_env().is_none() {
-        if let Err(e) = instance::resolve_and_stamp(&on.git, None, common_dir) {
+        if let Err(e) = stamp::resolve_and_stamp(&on.git, None, common_dir) {
             tracing::debug!("no stamp of the instance: {e}");
         }
     }
