@@ -232,8 +232,13 @@ pub(crate) struct ConfigKeys(HashMap<String, ConfigEntry>);
 
 impl ConfigKeys {
     pub(crate) fn read(git: &Git) -> Result<ConfigKeys, GitError> {
+        Ok(ConfigKeys::of_entries(git.config_entries(r"^maverick\.")?))
+    }
+
+    /// The keys of `entries`, which `git config --get-regexp` listed.
+    fn of_entries(entries: Vec<crate::git::ConfigEntry>) -> ConfigKeys {
         let mut keys = HashMap::new();
-        for entry in git.config_entries(r"^maverick\.")? {
+        for entry in entries {
             let origin = ConfigOrigin {
                 key: entry.key.to_ascii_lowercase(),
                 scope: entry.scope,
@@ -247,7 +252,7 @@ impl ConfigKeys {
                 },
             );
         }
-        Ok(ConfigKeys(keys))
+        ConfigKeys(keys)
     }
 
     pub(crate) fn get(&self, key: &str) -> Option<&str> {
@@ -1052,13 +1057,23 @@ fn resolve_instance(git: &Git, keys: &ConfigKeys) -> Result<(String, Origin), Co
 /// This clone's instance id with no setting but `maverick.instance` read,
 /// for the pre-push hook: one `git config` process (git reads its own
 /// files, includes and all), and the id kept in `git_dir` when none is set.
-pub(crate) fn instance_of_clone(git: &Git, git_dir: Option<&Path>) -> Result<String, ConfigError> {
-    let keys = ConfigKeys::read(git)?;
+/// With it, the `include.path` and `includeIf.*.path` entries the same
+/// process listed: the files git read beyond its standard ones, which the
+/// hook's stamp of this resolution watches.
+pub(crate) fn instance_of_clone(
+    git: &Git,
+    git_dir: Option<&Path>,
+) -> Result<(String, Vec<crate::git::ConfigEntry>), ConfigError> {
+    let (own, includes) = git
+        .config_entries(r"^(maverick\.|include\.path$|includeif\..*\.path$)")?
+        .into_iter()
+        .partition(|e| e.key.to_ascii_lowercase().starts_with("maverick."));
+    let keys = ConfigKeys::of_entries(own);
     let id = match git_dir {
         Some(dir) => resolve_instance_in(&keys, || Ok(dir.to_owned()))?,
         None => resolve_instance_in(&keys, || git.git_dir())?,
     };
-    Ok(id.0)
+    Ok((id.0, includes))
 }
 
 fn resolve_instance_in(

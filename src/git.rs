@@ -195,6 +195,17 @@ pub struct Git {
     env: Arc<GitEnv>,
 }
 
+/// What HEAD is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Head {
+    Branch(String),
+    Detached,
+    /// A branch whose name is not UTF-8 (git allows any bytes but a few):
+    /// never one maverick manages, whose records name branches in UTF-8.
+    /// Its name as shown, invalid bytes replaced.
+    NotUtf8(String),
+}
+
 /// One commit's task trailers (`Maverick-Issue`, `Maverick-Task`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct TrailerCommit {
@@ -432,6 +443,29 @@ impl Git {
         }
     }
 
+    /// The system and global configuration files this git reads, whether
+    /// they exist or not (`git var -l`'s `GIT_CONFIG_SYSTEM` and
+    /// `GIT_CONFIG_GLOBAL`, git 2.42 on). `None` from an older git, which
+    /// does not name them.
+    pub(crate) fn standard_config_files(&self) -> Result<Option<Vec<PathBuf>>, GitError> {
+        use std::os::unix::ffi::OsStrExt as _;
+        let out = self.cmd(["var", "-l"]).output_unchecked()?;
+        if !out.success() {
+            return Err(out.into_error());
+        }
+        let mut files = Vec::new();
+        let mut global = false;
+        for line in out.stdout.split(|b| *b == b'\n') {
+            if let Some(path) = line.strip_prefix(b"GIT_CONFIG_SYSTEM=") {
+                files.push(PathBuf::from(OsStr::from_bytes(path)));
+            } else if let Some(path) = line.strip_prefix(b"GIT_CONFIG_GLOBAL=") {
+                global = true;
+                files.push(PathBuf::from(OsStr::from_bytes(path)));
+            }
+        }
+        Ok(global.then_some(files))
+    }
+
     pub(crate) fn config_set(&self, key: &str, value: &str) -> Result<(), GitError> {
         self.cmd(["config", key, value]).output().map(drop)
     }
@@ -519,7 +553,7 @@ impl Git {
             ])
             .args(refnames)
             .arg("--")
-            .read()?;
+            .read_lossy()?;
         for line in text.lines() {
             let mut fields = line.splitn(4, '\t');
             let (Some(selector), Some(commit), Some(parents), Some(message)) =
@@ -542,16 +576,28 @@ impl Git {
         Ok(out)
     }
 
-    /// The branch checked out here; `None` on a detached HEAD.
-    pub(crate) fn current_branch(&self) -> Result<Option<String>, GitError> {
+    /// What is checked out here.
+    pub(crate) fn head(&self) -> Result<Head, GitError> {
         let out = self
             .cmd(["symbolic-ref", "--quiet", "--short", "HEAD"])
             .output_unchecked()?;
         match out.code {
-            Some(0) => Ok(Some(out.stdout_text()?.trim().to_owned())),
-            Some(1) => Ok(None),
+            Some(0) => Ok(match std::str::from_utf8(&out.stdout) {
+                Ok(name) => Head::Branch(name.trim().to_owned()),
+                Err(_) => Head::NotUtf8(String::from_utf8_lossy(&out.stdout).trim().to_owned()),
+            }),
+            Some(1) => Ok(Head::Detached),
             _ => Err(out.into_error()),
         }
+    }
+
+    /// The branch checked out here; `None` on a detached HEAD, or on a
+    /// branch whose name is not UTF-8, which maverick never manages.
+    pub(crate) fn current_branch(&self) -> Result<Option<String>, GitError> {
+        Ok(match self.head()? {
+            Head::Branch(name) => Some(name),
+            Head::Detached | Head::NotUtf8(_) => None,
+        })
     }
 
     /// True when the index differs from HEAD.
@@ -780,13 +826,15 @@ impl Git {
 
     /// The local refs under `prefix`, as (name, object id).
     pub(crate) fn refs_under(&self, prefix: &str) -> Result<Vec<(String, String)>, GitError> {
-        let text = self.read([
-            "for-each-ref",
-            "--format=%(refname)%00%(objectname)",
-            prefix,
-        ])?;
-        Ok(text
-            .lines()
+        let lines = self
+            .cmd([
+                "for-each-ref",
+                "--format=%(refname)%00%(objectname)",
+                prefix,
+            ])
+            .read_utf8_lines()?;
+        Ok(lines
+            .iter()
             .filter_map(|line| {
                 let (name, id) = line.split_once('\0')?;
                 Some((name.to_owned(), id.to_owned()))
@@ -801,13 +849,15 @@ impl Git {
         remote: &str,
     ) -> Result<Vec<(String, String, i64)>, GitError> {
         let prefix = format!("refs/remotes/{remote}/");
-        let text = self.read([
-            "for-each-ref",
-            "--format=%(refname)%00%(objectname)%00%(committerdate:unix)",
-            prefix.as_str(),
-        ])?;
-        Ok(text
-            .lines()
+        let lines = self
+            .cmd([
+                "for-each-ref",
+                "--format=%(refname)%00%(objectname)%00%(committerdate:unix)",
+                prefix.as_str(),
+            ])
+            .read_utf8_lines()?;
+        Ok(lines
+            .iter()
             .filter_map(|line| {
                 let mut parts = line.split('\0');
                 let name = parts.next()?.strip_prefix(&prefix)?;
@@ -1152,6 +1202,28 @@ impl GitCommand {
         let out = self.output()?;
         let text = out.stdout_text()?;
         Ok(text.strip_suffix('\n').unwrap_or(text).to_owned())
+    }
+
+    /// The lines of the output that are UTF-8, for listings of refs: a ref
+    /// whose name is not (git allows it) is none maverick manages, and must
+    /// not fail the listing of the others.
+    fn read_utf8_lines(self) -> Result<Vec<String>, GitError> {
+        let out = self.output()?;
+        Ok(out
+            .stdout
+            .split(|b| *b == b'\n')
+            .filter_map(|line| std::str::from_utf8(line).ok())
+            .filter(|line| !line.is_empty())
+            .map(str::to_owned)
+            .collect())
+    }
+
+    /// The output with any byte that is not UTF-8 replaced, for text only
+    /// compared with what maverick itself wrote (a reflog's messages name
+    /// any branch checked out).
+    fn read_lossy(self) -> Result<String, GitError> {
+        let out = self.output()?;
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
 }
 

@@ -789,3 +789,230 @@ fn without_an_instance_in_the_environment_the_hook_pushes_as_the_clone() {
         git_screen(&env, &out)
     );
 }
+
+/// Runs `git maverick ARGS` in `repo` as a person does: no instance in the
+/// environment.
+fn as_person(repo: &Repo, args: &[&str]) {
+    let out = repo.maverick_command(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Sets the modification time of `files` (those that exist) an hour back:
+/// configuration a person wrote a while ago, not a moment before maverick
+/// stamped what it resolved from it.
+fn left_alone(files: &[std::path::PathBuf]) {
+    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    for file in files.iter().filter(|f| f.exists()) {
+        std::fs::File::options()
+            .write(true)
+            .open(file)
+            .unwrap()
+            .set_modified(hour_ago)
+            .unwrap();
+    }
+}
+
+/// Issue 42: a person's push (no MAVERICK_INSTANCE) costs what an agent's
+/// does. The claim stamps the instance it resolved, and the hook trusts the
+/// stamp (no `git config`) only while what it came from is unchanged: a new
+/// `maverick.instance`, in a file or from `git -c`, is never missed.
+#[test]
+fn a_person_s_push_asks_no_config_and_sees_a_changed_instance() {
+    let env = TestEnv::new();
+    let a = env.clone("a");
+    a.git(&["config", "maverick.instance", "desk"]);
+    left_alone(&[a.dir.join(".git/config"), env.home().join(".gitconfig")]);
+    as_person(&a, &["hook", "install"]);
+    as_person(&a, &["coord", "claim", "142", "--branch", BRANCH]);
+    a.git(&["switch", "--quiet", "-c", BRANCH]);
+    a.commit_file("one.rs", "1\n", "feat: one");
+    let log = env.path().join("person.trace");
+    let out = a
+        .env
+        .git_output_in(&a.dir, &["push", "--quiet", "origin", BRANCH]);
+    allowed(&out);
+    a.commit_file("two.rs", "2\n", "feat: two");
+    let mut cmd = crate::support::git_command();
+    cmd.args(["push", "--quiet", "origin", BRANCH])
+        .current_dir(&a.dir);
+    env.apply_env(&mut cmd);
+    let out = cmd.env("GIT_TRACE", &log).output().unwrap();
+    allowed(&out);
+    let trace = std::fs::read_to_string(&log).unwrap();
+    let commands = hook_commands(&trace);
+    assert_eq!(commands.len(), 1, "{commands:?}");
+    assert!(
+        commands[0].starts_with("log --walk-reflogs"),
+        "{commands:?}"
+    );
+
+    // `git config maverick.instance` changed: the next push judges as the new id.
+    a.git(&["config", "maverick.instance", "someone-else"]);
+    a.commit_file("three.rs", "3\n", "feat: three");
+    let out = a.git_output(&["push", "--quiet", "origin", BRANCH]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.lines().any(|l| l.ends_with("not by someone-else")),
+        "{stderr}"
+    );
+    // Back to desk, left alone again: allowed; then desk's id overridden for one push.
+    a.git(&["config", "maverick.instance", "desk"]);
+    left_alone(&[a.dir.join(".git/config")]);
+    allowed(&a.git_output(&["push", "--quiet", "origin", BRANCH]));
+    a.commit_file("four.rs", "4\n", "feat: four");
+    let out = a.git_output(&[
+        "-c",
+        "maverick.instance=visitor",
+        "push",
+        "--quiet",
+        "origin",
+        BRANCH,
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.lines().any(|l| l.ends_with("not by visitor")),
+        "{stderr}"
+    );
+    allowed(&a.git_output(&["push", "--quiet", "origin", BRANCH]));
+}
+
+/// strace, which counts what a push reads.
+fn strace() -> std::path::PathBuf {
+    crate::support::on_path("strace").expect(
+        "strace is not installed (Debian's `strace`; .ci/run installs it): this test counts \
+         with it how the shared hook block reads the pushed refs",
+    )
+}
+
+/// Issue 38, item 3: the shared block (inside a hook that runs more than
+/// maverick) passes thousands of pushed refs through in linear time. A
+/// shell loop reads its stdin a byte a time (one `read` per byte) and
+/// builds its copy in quadratic time; the block reads it whole. Counted in
+/// `read` calls on the hook's stdin across every process of the push.
+#[test]
+fn the_shared_block_passes_thousands_of_tags_through_in_linear_time() {
+    const TAGS: usize = 3000;
+    let env = TestEnv::new();
+    let a = env.clone("a");
+    let hook = a.dir.join(".git/hooks/pre-push");
+    std::fs::write(
+        &hook,
+        "#!/bin/sh\nwc -l >\"$(git rev-parse --git-dir)/lines-seen\"\n",
+    )
+    .unwrap();
+    make_executable(&hook);
+    a.maverick(&["hook", "install"]).expect(0);
+    a.maverick(&["coord", "claim", "142", "--branch", BRANCH])
+        .expect(0);
+    let head = a.git(&["rev-parse", "HEAD"]);
+    let creates: String = (0..TAGS)
+        .map(|n| format!("create refs/tags/v0.{n} {head}\n"))
+        .collect();
+    let mut update = crate::support::git_command();
+    update
+        .args(["update-ref", "--stdin"])
+        .current_dir(&a.dir)
+        .stdin(Stdio::piped());
+    env.apply_env(&mut update);
+    let mut child = update.stdin(Stdio::piped()).spawn().unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(creates.as_bytes())
+        .unwrap();
+    assert!(child.wait().unwrap().success());
+
+    let log = env.path().join("reads.strace");
+    let mut cmd = std::process::Command::new(strace());
+    cmd.args(["-f", "--seccomp-bpf", "-e", "trace=read,execve", "-o"])
+        .arg(&log)
+        .arg(crate::support::real_git())
+        .args(["push", "--quiet", "--tags", "origin"])
+        .current_dir(&a.dir);
+    env.apply_env(&mut cmd);
+    let out = cmd.env("MAVERICK_INSTANCE", "a").output().unwrap();
+    allowed(&out);
+    let tags = env.git_in(
+        &env.origin,
+        &["for-each-ref", "--count=100000", "refs/tags"],
+    );
+    assert_eq!(tags.lines().count(), TAGS);
+    // The rest of the hook read every line.
+    let seen = std::fs::read_to_string(a.dir.join(".git/lines-seen")).unwrap();
+    assert_eq!(seen.trim(), TAGS.to_string());
+    // Over a hundred bytes of stdin a line: a shell loop's read(0, .., 1)
+    // calls number in the hundreds of thousands; read whole, a few dozen.
+    // Counted in the hook's processes (git's own read their pipes too).
+    let trace = std::fs::read_to_string(&log).unwrap();
+    let mut program: std::collections::HashMap<&str, &str> = Default::default();
+    let mut stdin_reads = 0;
+    for line in trace.lines() {
+        let Some((pid, call)) = line.split_once(' ') else {
+            continue;
+        };
+        let call = call.trim_start();
+        if let Some(path) = call.strip_prefix("execve(\"") {
+            let path = path.split('"').next().unwrap_or_default();
+            program.insert(pid, path.rsplit('/').next().unwrap_or_default());
+        } else if call.starts_with("read(0,")
+            && matches!(
+                program.get(pid),
+                Some(&("pre-push" | "cat" | "git-maverick" | "wc"))
+            )
+        {
+            stdin_reads += 1;
+        }
+    }
+    assert!(program.values().any(|p| *p == "pre-push"), "{program:?}");
+    assert!(stdin_reads < 500, "{stdin_reads} reads of the hook's stdin");
+}
+
+/// The name of a branch that is not UTF-8 (git allows any bytes but a few).
+const ODD_BRANCH: &[u8] = b"odd-\xff-name";
+
+/// `git ARGS` in `repo`, as its instance, with arguments that need not be UTF-8.
+fn git_bytes(repo: &Repo, args: &[&[u8]]) -> Output {
+    use std::os::unix::ffi::OsStrExt as _;
+    let mut cmd = crate::support::git_command();
+    cmd.args(args.iter().map(|a| OsStr::from_bytes(a)))
+        .current_dir(&repo.dir);
+    repo.env.apply_env(&mut cmd);
+    cmd.env("MAVERICK_INSTANCE", &repo.instance)
+        .output()
+        .unwrap()
+}
+
+/// Issue 39, item 5: a branch whose name is not UTF-8 is no branch maverick
+/// manages; pushed along with a managed one, neither fails for it, and the
+/// managed one is still judged.
+#[test]
+fn a_branch_name_that_is_not_utf8_fails_no_push() {
+    let env = TestEnv::new();
+    let a = env.claimed_clone("a");
+    a.commit_file("one.rs", "1\n", "feat: one");
+    allowed(&git_bytes(&a, &[b"branch", ODD_BRANCH]));
+    let both = [b"refs/heads/".as_slice(), ODD_BRANCH].concat();
+    let branch = format!("refs/heads/{BRANCH}");
+    allowed(&git_bytes(
+        &a,
+        &[b"push", b"--quiet", b"origin", branch.as_bytes(), &both],
+    ));
+    assert_eq!(env.origin_head(BRANCH), Some(a.git(&["rev-parse", "HEAD"])));
+    let on_origin = env.git_output_in(&env.origin, &["for-each-ref", "refs/heads/odd-*"]);
+    assert_eq!(
+        on_origin.stdout.split(|b| *b == b'\n').count(),
+        2,
+        "{on_origin:?}"
+    );
+    // Deleting the managed branch in the same push as the odd one: refused.
+    let deletion = format!(":refs/heads/{BRANCH}");
+    let out = git_bytes(&a, &[b"push", b"origin", deletion.as_bytes(), &both]);
+    refused_as_collision(&out);
+    assert!(env.origin_head(BRANCH).is_some());
+}

@@ -499,3 +499,50 @@ fn hydrate_refuses_a_tracked_claude_symlink() {
     insta::assert_snapshot!("hydrate_with_a_tracked_claude_symlink", screen(&env, &run));
     assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
 }
+
+/// Issue 39, item 5: with a branch whose name is not UTF-8 checked out (and
+/// pushed, so a remote-tracking ref has that name too), `coord claim` and
+/// `status` answer as anywhere else; `task done` says why it does not push
+/// such a branch, and commits nothing.
+#[test]
+fn commands_on_a_branch_whose_name_is_not_utf8() {
+    use std::os::unix::ffi::OsStrExt as _;
+    let env = TestEnv::new();
+    let a = env.clone("a");
+    let odd = std::ffi::OsStr::from_bytes(b"odd-\xff-name");
+    let git = |args: &[&std::ffi::OsStr]| {
+        let mut cmd = crate::support::git_command();
+        cmd.args(args).current_dir(&a.dir);
+        env.apply_env(&mut cmd);
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    git(&["switch".as_ref(), "--quiet".as_ref(), "-c".as_ref(), odd]);
+    a.commit_file("one.rs", "1\n", "feat: one");
+    git(&["push".as_ref(), "--quiet".as_ref(), "origin".as_ref(), odd]);
+    a.maverick(&["coord", "claim", "142"]).expect(0);
+    let status = a.maverick(&["status"]);
+    status.expect(0);
+    assert!(
+        status
+            .stdout
+            .lines()
+            .any(|l| l.trim_start().starts_with("#142 ")),
+        "{}",
+        status.stdout
+    );
+    a.write_file("two.rs", "2\n");
+    a.git(&["add", "two.rs"]);
+    let head = a.git(&["rev-parse", "HEAD"]);
+    let run = a.maverick(&["task", "done", "--issue", "142", "-m", "feat: two"]);
+    insta::assert_snapshot!(
+        "task_done_on_a_branch_whose_name_is_not_utf8",
+        screen(&env, &run)
+    );
+    assert_eq!(a.git(&["rev-parse", "HEAD"]), head);
+    assert_eq!(a.git(&["diff", "--cached", "--name-only"]), "two.rs");
+}

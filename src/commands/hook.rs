@@ -729,8 +729,9 @@ pub(crate) fn pre_push(
     let env = GitEnv::inherit();
     let input = match args.remote {
         Some(remote) => {
-            let mut stdin = String::new();
-            std::io::stdin().read_to_string(&mut stdin).map_err(|e| {
+            // Bytes: a ref name need not be UTF-8.
+            let mut stdin = Vec::new();
+            std::io::stdin().read_to_end(&mut stdin).map_err(|e| {
                 CommandError::tool(format!("cannot read the pushed refs from stdin: {e}"))
             })?;
             PushInput::from_hook(cwd, env, remote, args.url, &stdin)?

@@ -417,12 +417,30 @@ fn check(ctx: &Context, args: CheckArgs) -> Result<Outcome<CheckOutput>, Command
     Ok(o)
 }
 
+/// The branch `task done` commits to and pushes: the one checked out, as
+/// long as it is one maverick can manage.
+fn branch_to_push(git: &crate::git::Git) -> Result<String, CommandError> {
+    use crate::git::Head;
+    match git.head()? {
+        Head::Branch(branch) => Ok(branch),
+        Head::Detached => Err(CommandError::tool(
+            "HEAD is detached: `task done` pushes the current branch",
+        )
+        .hint("switch to the story's branch: `git switch BRANCH`")),
+        Head::NotUtf8(shown) => Err(CommandError::tool(format!(
+            "the branch checked out, {shown}, has a name that is not UTF-8: maverick manages \
+             no such branch, so `task done` does not push it"
+        ))
+        .hint(
+            "rename it (git branch -m NEW-NAME) or switch to the story's branch (git switch \
+             BRANCH); nothing was committed",
+        )),
+    }
+}
+
 fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome<DoneOutput>, CommandError> {
     let remote = ctx.settings.remote.clone();
-    let branch = ctx.git.current_branch()?.ok_or_else(|| {
-        CommandError::tool("HEAD is detached: `task done` pushes the current branch")
-            .hint("switch to the story's branch: `git switch BRANCH`")
-    })?;
+    let branch = branch_to_push(&ctx.git)?;
     let (issue, source) = issue_here(ctx, Some(&branch), args.issue)?;
     check_message(args.message.as_deref())?;
     let req = DoneRequest {

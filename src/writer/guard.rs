@@ -18,6 +18,7 @@ use crate::writer::location;
 use crate::writer::prepush::{
     self, BranchState, Checked, PrePushError, RefUpdate, Refusal, SeenOn,
 };
+use crate::writer::stamp;
 
 /// One push as the hook is told of it.
 #[derive(Clone, Debug)]
@@ -42,7 +43,7 @@ impl PushInput {
         env: GitEnv,
         remote: String,
         url: Option<String>,
-        stdin: &str,
+        stdin: &[u8],
     ) -> Result<PushInput, PrePushError> {
         Ok(PushInput {
             cwd,
@@ -173,7 +174,7 @@ pub(crate) fn check_push(
     let settled = managed
         .iter()
         .all(|(_, s)| recorded(s).as_deref() == Some(destination.as_str()));
-    let pusher = pusher(&git, git_dir.as_deref(), settled, overrides)?;
+    let pusher = pusher(&git, git_dir.as_deref(), &common_dir, settled, overrides)?;
     managed.retain(|(_, state)| {
         recorded(state).as_deref() == Some(destination.as_str())
             || pusher.configured.as_deref() == Some(destination.as_str())
@@ -193,12 +194,15 @@ pub(crate) fn check_push(
     decide(&git, &common_dir, remote, managed, pusher.me, clock)
 }
 
-/// The pushing instance: the environment's, else this clone's (one `git
-/// config`); maverick's whole configuration only when the records do not
-/// settle where the managed branches live (its remote's URL may have moved).
+/// The pushing instance: the environment's, else this clone's, as its
+/// stamp names it while what it was derived from is unchanged (a few
+/// stats), else resolved by one `git config` and stamped again; maverick's
+/// whole configuration only when the records do not settle where the
+/// managed branches live (its remote's URL may have moved).
 fn pusher(
     git: &Git,
     git_dir: Option<&Path>,
+    common_dir: &Path,
     settled: bool,
     overrides: &Overrides,
 ) -> Result<Pusher, PrePushError> {
@@ -206,7 +210,10 @@ fn pusher(
     if settled {
         let me = match env_me {
             Some(me) => me,
-            None => crate::config::instance_of_clone(git, git_dir)?,
+            None => match git_dir.and_then(stamp::stamped) {
+                Some(me) => me,
+                None => stamp::resolve_and_stamp(git, git_dir, common_dir)?,
+            },
         };
         return Ok(Pusher {
             me,

@@ -36,11 +36,8 @@ pub(crate) const SHARED_BLOCK: &str = r#"# >>> git-maverick pre-push >>>
 # `git maverick hook uninstall` takes it out; the rest of this file is yours.
 # A clone that does not use git-maverick passes it untouched.
 if command -v git-maverick >/dev/null 2>&1; then
-	maverick_refs=
-	while IFS= read -r maverick_line || [ -n "$maverick_line" ]; do
-		maverick_refs="${maverick_refs:+$maverick_refs
-}$maverick_line"
-	done
+	# The pushed refs, read whole: `git push --tags` may send thousands.
+	maverick_refs=$(cat) || exit $?
 	git-maverick hook pre-push "$@" <<MAVERICK_REFS || exit $?
 $maverick_refs
 MAVERICK_REFS
@@ -493,6 +490,25 @@ mod tests {
             without_block(&with).unwrap().0.as_deref(),
             Some("echo hi\n")
         );
+    }
+
+    /// The shared block as earlier builds wrote it: the refs read a line
+    /// at a time in a shell loop (quadratic in the number of refs).
+    fn loop_block() -> String {
+        let read_whole = "\t# The pushed refs, read whole: `git push --tags` may send thousands.\n\tmaverick_refs=$(cat) || exit $?\n";
+        let a_line_at_a_time = "\tmaverick_refs=\n\twhile IFS= read -r maverick_line || [ -n \"$maverick_line\" ]; do\n\t\tmaverick_refs=\"${maverick_refs:+$maverick_refs\n}$maverick_line\"\n\tdone\n";
+        assert!(SHARED_BLOCK.contains(read_whole));
+        SHARED_BLOCK.replace(read_whole, a_line_at_a_time)
+    }
+
+    #[test]
+    fn the_loop_block_of_earlier_versions_is_known_and_replaced() {
+        assert!(!SHARED_BLOCK.contains("while "));
+        let hook = format!("#!/bin/sh\n{}echo mine\n", loop_block());
+        assert!(has_block(&hook) && lets_other_clones_through(&hook));
+        let (with, change) = with_block(&hook, SHARED_BLOCK).unwrap();
+        assert_eq!(change, Change::Updated);
+        assert_eq!(with, format!("#!/bin/sh\n{SHARED_BLOCK}echo mine\n"));
     }
 
     #[test]

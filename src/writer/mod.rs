@@ -10,4 +10,5 @@ pub(crate) mod location;
 pub mod prepush;
 pub mod push;
 pub(crate) mod shell;
+pub(crate) mod stamp;
 pub(crate) mod worktree;

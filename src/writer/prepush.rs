@@ -39,6 +39,7 @@ use crate::records::branch::{BranchRecord, BranchStore};
 use crate::records::claim::{ClaimRecord, ClaimStore};
 use crate::records::files::RecordError;
 use crate::timefmt::Timestamp;
+use crate::writer::stamp;
 
 /// What this writer keeps pending at most (one per allowed push in a row
 /// that the remote never confirmed).
@@ -88,26 +89,35 @@ fn null_sha(sha: &str) -> bool {
     ObjectId::parse(sha).is_ok_and(|id| id.is_null())
 }
 
-/// Parses git's pre-push stdin. Blank lines are skipped; anything else that
-/// is not four fields is an error (the hook fails closed).
-pub(crate) fn parse_updates(input: &str) -> Result<Vec<RefUpdate>, PrePushError> {
+/// Parses git's pre-push stdin, as bytes: git allows ref names that are not
+/// UTF-8. Blank lines are skipped; anything else that is not four fields is
+/// an error (the hook fails closed). An update of a remote ref whose name
+/// is not UTF-8 is left out: maverick's records name branches in UTF-8, so
+/// no such branch is managed, and the rest of the push is judged as if it
+/// were not there. A local ref's name only leads to its reflog (facts about
+/// commits whichever ref logged them), so an invalid byte in it is replaced.
+pub(crate) fn parse_updates(input: &[u8]) -> Result<Vec<RefUpdate>, PrePushError> {
     let mut updates = Vec::new();
-    for line in input.lines() {
-        if line.trim().is_empty() {
+    for line in input.split(|b| *b == b'\n') {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.trim_ascii().is_empty() {
             continue;
         }
-        let fields: Vec<&str> = line.split(' ').collect();
+        let bad = || PrePushError::BadLine(String::from_utf8_lossy(line).into_owned());
+        let fields: Vec<&[u8]> = line.split(|b| *b == b' ').collect();
         let [local_ref, local_sha, remote_ref, remote_sha] = fields[..] else {
-            return Err(PrePushError::BadLine(line.to_owned()));
+            return Err(bad());
         };
-        let (Ok(local_id), Ok(remote_id)) =
-            (ObjectId::parse(local_sha), ObjectId::parse(remote_sha))
-        else {
-            return Err(PrePushError::BadLine(line.to_owned()));
+        let id = |s: &[u8]| std::str::from_utf8(s).ok().and_then(|s| ObjectId::parse(s).ok());
+        let (Some(local_id), Some(remote_id)) = (id(local_sha), id(remote_sha)) else {
+            return Err(bad());
+        };
+        let Ok(remote_ref) = std::str::from_utf8(remote_ref) else {
+            continue;
         };
         let sha = |id: ObjectId| (!id.is_null()).then(|| id.as_str().to_owned());
         updates.push(RefUpdate {
-            local_ref: local_ref.to_owned(),
+            local_ref: String::from_utf8_lossy(local_ref).into_owned(),
             local_sha: sha(local_id),
             remote_ref: remote_ref.to_owned(),
             remote_sha: sha(remote_id),
@@ -747,6 +757,13 @@ pub fn record_seen(
             .or_else(|| old.as_ref().and_then(|o| o.location.clone())),
         reflog_entries: tracking.marks(),
     })?;
+    // A person's clone (no instance in the environment): the hook's next
+    // push finds the instance stamped here instead of asking `git config`.
+    if crate::config::instance_from_env().is_none() {
+        if let Err(e) = stamp::resolve_and_stamp(&on.git, None, common_dir) {
+            tracing::debug!("no stamp of the instance: {e}");
+        }
+    }
     Ok(())
 }
 
@@ -775,14 +792,36 @@ mod tests {
         let a = "a".repeat(40);
         let z = "0".repeat(40);
         let input = format!("refs/heads/x {a} refs/heads/x {z}\n\nrefs/tags/v1 {a} refs/tags/v1 {z}\n(delete) {z} refs/heads/y {a}\n");
-        let updates = parse_updates(&input).unwrap();
+        let updates = parse_updates(input.as_bytes()).unwrap();
         assert_eq!(updates.len(), 3);
         assert_eq!(updates[0].branch(), Some("x"));
         assert_eq!(updates[0].remote_sha, None);
         assert_eq!(updates[1].branch(), None);
         assert_eq!(updates[2].local_sha, None);
-        assert!(parse_updates("refs/heads/x deadbeef refs/heads/x 00").is_err());
-        assert!(parse_updates("one two three").is_err());
+        assert!(parse_updates(b"refs/heads/x deadbeef refs/heads/x 00").is_err());
+        assert!(parse_updates(b"one two three").is_err());
+        // A branch name that is not UTF-8 is no managed branch: left out,
+        // the lines around it kept; a local one only loses its odd byte.
+        let odd = [
+            b"refs/heads/b\xff ".as_slice(),
+            a.as_bytes(),
+            b" refs/heads/b\xff ",
+            z.as_bytes(),
+            b"\n",
+        ]
+        .concat();
+        let kept = parse_updates(&[input.as_bytes(), &odd].concat()).unwrap();
+        assert_eq!(kept, updates);
+        let only_local = [
+            b"refs/heads/c\xfe ".as_slice(),
+            a.as_bytes(),
+            b" refs/heads/x ",
+            z.as_bytes(),
+        ]
+        .concat();
+        let update = parse_updates(&only_local).unwrap();
+        assert_eq!(update[0].branch(), Some("x"));
+        assert_eq!(update[0].local_ref, "refs/heads/c\u{fffd}");
     }
 
     #[test]
