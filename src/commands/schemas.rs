@@ -186,6 +186,11 @@ fn work_answers() -> Vec<SchemaFile> {
             "hook uninstall",
             "`hook uninstall`: the guard's block taken out; the rest of each hook stays.",
         ),
+        answer::<super::protect::ProtectOutput>(
+            "protect",
+            "protect install|status|remove",
+            "`protect install|status|remove [--dry-run]`: whether the server refuses force pushes and deletions of the managed branches (status: exit 0 on, 1 off), and what was or would be written.",
+        ),
         answer::<Status>(
             "hook-status",
             "hook status",
