@@ -189,7 +189,10 @@ fn finish(
             output.location
         )
     };
-    lines.push(verdict);
+    lines.push(match output.dry_run {
+        true => format!("nothing written (dry run); now {verdict}"),
+        false => verdict,
+    });
     let exit = if action == Action::Status && !output.enforced {
         Exit::Error
     } else {
