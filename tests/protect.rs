@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use crate::fake_github::api;
 use crate::support::json_schema::Schema;
+use crate::support::screen::screen;
 use crate::support::{git_command, Repo, Surface, TestEnv, GITHUB_REPO, STORY_BRANCH};
 
 const TASKS: &str = "- parse\n- check\n- print\n";
@@ -431,4 +432,39 @@ fn the_fake_rulesets_answer_as_github_does() {
     fake.set_admin(true);
     assert_eq!(api(fake, "DELETE", &format!("{path}/{id}"), None).status, 204);
     assert_eq!(api(fake, "GET", &format!("{path}/{id}"), None).status, 404);
+}
+
+#[test]
+fn hook_status_status_and_claims_say_whether_the_server_holds_the_rule() {
+    let env = TestEnv::new();
+    let repo = env.clone("alpha");
+    repo.maverick(&["hook", "install"]).expect(0);
+    let off = repo.maverick(&["--json", "hook", "status"]);
+    assert_eq!(off.json()["server"]["enforced"], false);
+    repo.maverick(&["protect", "install"]).expect(0);
+    let mut screens = vec![screen(&env, &repo.maverick(&["hook", "status"]))];
+    repo.maverick(&["coord", "claim", "142", "--branch", STORY_BRANCH])
+        .expect(0);
+    screens.push(screen(&env, &repo.maverick(&["status"])));
+    // Someone takes the hook away on the server: the next claim says so,
+    // from a file read.
+    std::fs::remove_file(env.origin.join("hooks").join("update")).unwrap();
+    screens.push(screen(&env, &repo.maverick(&[
+        "coord",
+        "claim",
+        "143",
+        "--branch",
+        "maverick/143-next",
+    ])));
+    insta::assert_snapshot!(screens.join("\n"));
+
+    let env = env_on(Surface::Github);
+    let repo = env.clone("alpha");
+    let unknown = repo.maverick(&["--json", "hook", "status"]);
+    assert_eq!(unknown.json()["server"]["enforced"], Value::Null);
+    repo.maverick(&["protect", "install"]).expect(0);
+    let requests = env.github().request_count();
+    let known = repo.maverick(&["--json", "hook", "status"]);
+    assert_eq!(known.json()["server"]["enforced"], true);
+    assert_eq!(env.github().request_count(), requests, "hook status asks GitHub nothing");
 }

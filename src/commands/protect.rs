@@ -141,10 +141,33 @@ fn protect(ctx: &Context, action: Action, dry_run: bool) -> Result<Outcome<Prote
         would_write: None,
         not_covered: Vec::new(),
     };
-    match &host {
+    let outcome = match &host {
         Host::Path { path } => on_path(ctx, action, path, &patterns, output),
         Host::Github { repo } => on_github(ctx, action, repo, &patterns, output),
         Host::Elsewhere { location } => elsewhere(action, location, output),
+    }?;
+    if !dry_run {
+        let record = protect::ProtectionRecord {
+            host: host.kind().to_owned(),
+            location: host.location(),
+            enforced: outcome.output.enforced,
+            checked_at: ctx.settings.clock.now().to_string(),
+        };
+        protect::remember(&ctx.git.common_dir()?, &record);
+    }
+    Ok(outcome)
+}
+
+/// A warning for `coord claim --branch` when protection was used from this
+/// clone and local files say the server no longer holds the rule. Local
+/// files only: a claim costs no request for it (a GitHub ruleset is as of
+/// the last `protect` run; `protect status` asks).
+pub(crate) fn warn_if_server_off<T, C>(ctx: &Context, outcome: Outcome<T, C>) -> Outcome<T, C> {
+    match protect::known(&ctx.git, &ctx.settings) {
+        Some(known) if known.checked_at.is_some() && known.enforced == Some(false) => {
+            outcome.warn(Warning::new(known.describe()))
+        }
+        _ => outcome,
     }
 }
 

@@ -191,7 +191,7 @@ fn work_answers() -> Vec<SchemaFile> {
             "protect install|status|remove",
             "`protect install|status|remove [--dry-run]`: whether the server refuses force pushes and deletions of the managed branches (status: exit 0 on, 1 off), and what was or would be written.",
         ),
-        answer::<Status>(
+        answer::<super::hook::StatusOutput>(
             "hook-status",
             "hook status",
             "`hook status`: whether the pre-push guard runs on the next push from here (exit 0 on, 1 off).",

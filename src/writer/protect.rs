@@ -334,6 +334,114 @@ fn on(hook: &Path) -> impl Fn(HookFileError) -> ProtectError + '_ {
     }
 }
 
+// ---------------------------------------------------------------------------
+// What is known without asking
+
+/// What `protect install|status|remove` last found, kept in the clone
+/// (`maverick/protection.json`): what `hook status`, `status` and `coord
+/// claim` report of a GitHub remote without a request of their own.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct ProtectionRecord {
+    pub host: String,
+    pub location: String,
+    pub enforced: bool,
+    pub checked_at: String,
+}
+
+fn record_path(common_dir: &Path) -> PathBuf {
+    common_dir.join("maverick").join("protection.json")
+}
+
+/// Keeps what a check found. A record that cannot be written costs only
+/// the next cheap report, so it is not an error.
+pub(crate) fn remember(common_dir: &Path, record: &ProtectionRecord) {
+    let path = record_path(common_dir);
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    if let Ok(bytes) = serde_json::to_vec(record) {
+        let _ = crate::records::files::write_atomically(&path, &bytes);
+    }
+}
+
+/// What this clone knows of the server's rule, from local files alone.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+pub(crate) struct ServerProtection {
+    /// `github`, `path` or `elsewhere`.
+    pub host: String,
+    pub location: String,
+    /// Whether the server refuses force pushes and deletions of the managed
+    /// branches; null when this clone cannot tell without asking.
+    pub enforced: Option<bool>,
+    /// When `protect install|status|remove` last ran from this clone (a
+    /// repository reached as a path is read now; GitHub is as of then).
+    pub checked_at: Option<String>,
+}
+
+impl ServerProtection {
+    /// One line for people.
+    pub(crate) fn describe(&self) -> String {
+        let at = match (self.host.as_str(), self.checked_at.as_deref()) {
+            ("github", Some(t)) => {
+                format!(" (as of {t}; `git maverick protect status` checks again)")
+            }
+            _ => String::new(),
+        };
+        match self.enforced {
+            Some(true) => format!(
+                "server: on: {} refuses force pushes and deletions of managed branches{at}",
+                self.location
+            ),
+            Some(false) => format!(
+                "server: off: {} does not refuse force pushes or deletions of managed branches{at}; `git maverick protect install` turns it on",
+                self.location
+            ),
+            None => format!(
+                "server: unknown for {} (`git maverick protect status` asks)",
+                self.location
+            ),
+        }
+    }
+}
+
+impl ServerProtection {
+    /// Whether `status` shows it: when the rule is on, or this clone has
+    /// used `protect`; a team that never did is not told on every view.
+    pub(crate) fn worth_a_line(&self) -> bool {
+        self.enforced == Some(true) || self.checked_at.is_some()
+    }
+}
+
+/// The server's rule as far as local files tell: a repository reached as
+/// a path by its hook (a file read), GitHub by the record of the last
+/// check (no request), elsewhere not at all.
+pub(crate) fn known(git: &Git, settings: &Settings) -> Option<ServerProtection> {
+    let host = host(git, settings).ok()?;
+    let mut known = ServerProtection {
+        host: host.kind().to_owned(),
+        location: host.location(),
+        enforced: None,
+        checked_at: None,
+    };
+    let record: Option<ProtectionRecord> = git
+        .common_dir()
+        .ok()
+        .and_then(|dir| std::fs::read(record_path(&dir)).ok())
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .filter(|r: &ProtectionRecord| r.location == known.location);
+    known.checked_at = record.as_ref().map(|r| r.checked_at.clone());
+    match &host {
+        Host::Path { path } => {
+            let patterns = branch_patterns(git).ok()?;
+            let hook = server_hook_path(git, path).ok()?;
+            known.enforced = Some(server_hook_state(&hook, &patterns) == HookState::Current);
+        }
+        Host::Github { .. } => known.enforced = record.map(|r| r.enforced),
+        Host::Elsewhere { .. } => {}
+    }
+    Some(known)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
