@@ -388,6 +388,16 @@ fn configured_branch_patterns_are_protected_too() {
     assert!(!out.status.success());
     // Branches outside the patterns are the team's business.
     repo.git(&["push", "--quiet", "origin", ":refs/heads/other"]);
+    // A branch this clone manages outside every pattern is named.
+    repo.maverick(&["coord", "claim", "9", "--branch", "feature/9-x"])
+        .expect(0);
+    let status = repo.maverick(&["--json", "protect", "status"]);
+    assert_eq!(
+        status.json()["not_covered"],
+        serde_json::json!([
+            "feature/9-x is managed here but no protected pattern covers it: add it to maverick.protectBranches"
+        ])
+    );
     repo.git(&["config", "maverick.protectBranches", "bad pattern;rm"]);
     let run = repo.maverick(&["protect", "install"]);
     run.expect(1);

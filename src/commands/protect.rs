@@ -141,6 +141,13 @@ fn protect(ctx: &Context, action: Action, dry_run: bool) -> Result<Outcome<Prote
         would_write: None,
         not_covered: Vec::new(),
     };
+    let mut output = output;
+    output.not_covered.extend(protect::uncovered(&ctx.git, &patterns).into_iter().map(|b| {
+        format!(
+            "{b} is managed here but no protected pattern covers it: add it to {}",
+            protect::PATTERNS_KEY
+        )
+    }));
     let outcome = match &host {
         Host::Path { path } => on_path(ctx, action, path, &patterns, output),
         Host::Github { repo } => on_github(ctx, action, repo, &patterns, output),
@@ -324,13 +331,12 @@ fn on_github(
     mut output: ProtectOutput,
 ) -> Result<Outcome<ProtectOutput>, CommandError> {
     let github = ctx.github_surface()?;
-    output.not_covered.push(format!(
-        "{} is not covered: a GitHub ruleset protects branches and tags, not other refs, so the git surface's refs on a GitHub remote stay unprotected (on GitHub, coordinate on the github surface)",
-        protect::COORDINATION_REFS
-    ));
-    if ctx.settings.surface == crate::config::SurfaceKind::Github {
-        // The github surface keeps no refs of its own: nothing to cover.
-        output.not_covered.clear();
+    if ctx.settings.surface == crate::config::SurfaceKind::Git {
+        // The github surface keeps no refs of its own: nothing else to cover.
+        output.not_covered.push(format!(
+            "{} is not covered: a GitHub ruleset protects branches and tags, not other refs, so the git surface's refs on a GitHub remote stay unprotected (on GitHub, coordinate on the github surface)",
+            protect::COORDINATION_REFS
+        ));
     }
     let denied = |e: GithubError| admin_error(e, repo, action);
     let ours = github

@@ -102,6 +102,41 @@ fn valid_pattern(pattern: &str) -> bool {
     }) && crate::git::is_valid_branch_name(&pattern.replace('*', "x"))
 }
 
+/// Whether `branch` matches `pattern` as the update hook's `case` and the
+/// ruleset's `**/*` read it: `*` stands for any run of characters.
+pub(crate) fn covers(pattern: &str, branch: &str) -> bool {
+    let mut parts = pattern.split('*');
+    let first = parts.next().unwrap_or_default();
+    let Some(mut rest) = branch.strip_prefix(first) else {
+        return false;
+    };
+    let parts: Vec<&str> = parts.collect();
+    let Some((last, middle)) = parts.split_last() else {
+        return rest.is_empty();
+    };
+    for part in middle {
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
+}
+
+/// The branches this clone manages (its claims and last-seen records, the
+/// pre-push guard's rule) that no protected pattern covers: the server
+/// does not hold the rule for them.
+pub(crate) fn uncovered(git: &Git, patterns: &[String]) -> Vec<String> {
+    let Ok(common_dir) = git.common_dir() else {
+        return Vec::new();
+    };
+    crate::writer::bash_guard::managed_branches(&common_dir)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|b| !patterns.iter().any(|p| covers(p, b)))
+        .collect()
+}
+
 /// Where the remote's branches live, and so who can hold the rule.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Host {
@@ -454,6 +489,17 @@ mod tests {
         for bad in ["a b", "$(rm)", "x;y", "a..b", "-x", "/x", "a|b", "a\"b", ""] {
             assert!(!valid_pattern(bad), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn patterns_cover_as_a_shell_case_does() {
+        assert!(covers("maverick/*", "maverick/142-x"));
+        assert!(covers("maverick/*", "maverick/a/b"));
+        assert!(!covers("maverick/*", "maverick"));
+        assert!(!covers("maverick/*", "feature/maverick/1"));
+        assert!(covers("agent/*/wip", "agent/7/wip"));
+        assert!(!covers("agent/*/wip", "agent/7/wipe"));
+        assert!(covers("release", "release") && !covers("release", "release2"));
     }
 
     #[test]
