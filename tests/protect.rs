@@ -29,11 +29,14 @@ fn guarded_refs(env: &TestEnv) -> BTreeMap<String, String> {
 }
 
 fn all_refs(env: &TestEnv) -> BTreeMap<String, String> {
-    env.git_in(&env.origin, &["for-each-ref", "--format=%(refname) %(objectname)"])
-        .lines()
-        .filter_map(|line| line.split_once(' '))
-        .map(|(name, sha)| (name.to_owned(), sha.to_owned()))
-        .collect()
+    env.git_in(
+        &env.origin,
+        &["for-each-ref", "--format=%(refname) %(objectname)"],
+    )
+    .lines()
+    .filter_map(|line| line.split_once(' '))
+    .map(|(name, sha)| (name.to_owned(), sha.to_owned()))
+    .collect()
 }
 
 /// Puts every ref of origin back as `refs` had it, behind the hooks' back.
@@ -92,14 +95,9 @@ fn attempt(env: &TestEnv, repo: &Repo<'_>, form: &str) -> Output {
         "push --force-with-lease" => git(&["push", "--force-with-lease", "origin", b]),
         "push --delete" => git(&["push", "--delete", "origin", b]),
         "push :refs/heads/BRANCH" => git(&["push", "origin", &colon]),
-        "-c core.hooksPath=/dev/null push -f" => git(&[
-            "-c",
-            "core.hooksPath=/dev/null",
-            "push",
-            "-f",
-            "origin",
-            b,
-        ]),
+        "-c core.hooksPath=/dev/null push -f" => {
+            git(&["-c", "core.hooksPath=/dev/null", "push", "-f", "origin", b])
+        }
         "git-push by path -f" => {
             let exec_path = repo.git(&["--exec-path"]);
             let mut cmd = Command::new(Path::new(&exec_path).join("git-push"));
@@ -110,7 +108,8 @@ fn attempt(env: &TestEnv, repo: &Repo<'_>, form: &str) -> Output {
         }
         "GIT_DIR=... git push -f" => {
             let mut cmd = git_command();
-            cmd.args(["push", "-f", "origin", b]).current_dir(env.path());
+            cmd.args(["push", "-f", "origin", b])
+                .current_dir(env.path());
             env.apply_env(&mut cmd);
             cmd.env("GIT_DIR", repo.dir.join(".git"))
                 .env("GIT_WORK_TREE", &repo.dir)
@@ -143,21 +142,32 @@ fn story(env: &TestEnv) -> (Repo<'_>, Repo<'_>) {
 fn landed_forms(env: &TestEnv, repo: &Repo<'_>) -> Vec<&'static str> {
     let before = all_refs(env);
     let guarded = guarded_refs(env);
-    let head = env.origin_head(STORY_BRANCH).expect("the story is on origin");
+    let head = env
+        .origin_head(STORY_BRANCH)
+        .expect("the story is on origin");
     let mut landed = Vec::new();
     for form in FORMS {
         // The clone's view of origin is current, as a user's after a fetch
         // (what --force-with-lease without a value checks against).
         repo.git(&["fetch", "--quiet", "origin"]);
         repo.git(&["reset", "--quiet", "--hard", &head]);
-        repo.git(&["commit", "--quiet", "--amend", "-m", &format!("rewrite: {form}")]);
+        repo.git(&[
+            "commit",
+            "--quiet",
+            "--amend",
+            "-m",
+            &format!("rewrite: {form}"),
+        ]);
         let out = attempt(env, repo, form);
         if guarded_refs(env) != guarded {
             landed.push(*form);
         } else {
             assert_eq!(env.origin_head(STORY_BRANCH).as_ref(), Some(&head));
             let stderr = String::from_utf8_lossy(&out.stderr);
-            assert!(!out.status.success() || stderr.contains("rejected"), "{form}: {stderr}");
+            assert!(
+                !out.status.success() || stderr.contains("rejected"),
+                "{form}: {stderr}"
+            );
         }
         restore(env, &before);
     }
@@ -236,7 +246,11 @@ fn with_protection_no_rewrite_lands_and_honest_work_passes(surface: Surface) {
     assert_ne!(after_task, before);
     alpha.commit_file("src/print.rs", "// print\n", "feat(print): print it");
     let out = alpha.git_as_instance(&["push", "origin", STORY_BRANCH], &[]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(
         env.origin_head(STORY_BRANCH),
         Some(alpha.git(&["rev-parse", "HEAD"]))
@@ -265,12 +279,23 @@ fn install_is_idempotent_and_remove_takes_only_its_own(surface: Surface) {
     }
     let first = repo.maverick(&["--json", "protect", "install"]);
     first.expect(0);
-    assert_eq!(first.json()["change"], if surface == Surface::Git { "added" } else { "created" });
+    assert_eq!(
+        first.json()["change"],
+        if surface == Surface::Git {
+            "added"
+        } else {
+            "created"
+        }
+    );
     let requests = write_requests(&env);
     let again = repo.maverick(&["--json", "protect", "install"]);
     assert_eq!(again.json()["change"], "unchanged");
     assert_eq!(again.json()["enforced"], true);
-    assert_eq!(write_requests(&env), requests, "a second install writes nothing");
+    assert_eq!(
+        write_requests(&env),
+        requests,
+        "a second install writes nothing"
+    );
     repo.maverick(&["protect", "remove"]).expect(0);
     repo.maverick(&["protect", "status"]).expect(1);
     match surface {
@@ -313,7 +338,11 @@ fn a_bare_origin_protected_step_by_step() {
         &["protect", "remove"],
     ] {
         let run = repo.maverick(args);
-        screens.push(format!("$ git maverick {}\n{}", args.join(" "), env.screen(&run)));
+        screens.push(format!(
+            "$ git maverick {}\n{}",
+            args.join(" "),
+            env.screen(&run)
+        ));
     }
     insta::assert_snapshot!(screens.join("\n"));
 }
@@ -342,7 +371,10 @@ fn a_dry_run_writes_nothing() {
         .expect(0)
         .json();
     assert_eq!(json["would_write"]["method"], "POST");
-    assert_eq!(json["would_write"]["path"], format!("/repos/{GITHUB_REPO}/rulesets"));
+    assert_eq!(
+        json["would_write"]["path"],
+        format!("/repos/{GITHUB_REPO}/rulesets")
+    );
     assert_eq!(write_requests(&env), 0);
     assert!(env.github().rulesets().is_empty());
 }
@@ -369,7 +401,10 @@ fn a_ruleset_changed_by_hand_is_put_back_in_place() {
     let run = repo.maverick(&["protect", "status"]);
     run.expect(1);
     insta::assert_snapshot!(env.screen(&run));
-    let json = repo.maverick(&["--json", "protect", "install"]).expect(0).json();
+    let json = repo
+        .maverick(&["--json", "protect", "install"])
+        .expect(0)
+        .json();
     assert_eq!(json["change"], "updated");
     assert_eq!(json["ruleset"]["id"], id);
     assert_eq!(env.github().rulesets().len(), 1);
@@ -383,7 +418,13 @@ fn configured_branch_patterns_are_protected_too() {
     repo.git(&["config", "maverick.protectBranches", "agent/*"]);
     repo.maverick(&["protect", "install"]).expect(0);
     repo.commit_file("a.txt", "a\n", "chore: a");
-    repo.git(&["push", "--quiet", "origin", "HEAD:refs/heads/agent/7-x", "HEAD:refs/heads/other"]);
+    repo.git(&[
+        "push",
+        "--quiet",
+        "origin",
+        "HEAD:refs/heads/agent/7-x",
+        "HEAD:refs/heads/other",
+    ]);
     let out = repo.git_output(&["push", "--no-verify", "origin", ":refs/heads/agent/7-x"]);
     assert!(!out.status.success());
     // Branches outside the patterns are the team's business.
@@ -429,9 +470,15 @@ fn the_fake_rulesets_answer_as_github_does() {
     let twice = api(fake, "POST", &path, Some(body));
     assert_eq!(twice.status, 422);
     validation.assert_valid(&twice.json());
-    let unknown_rule = serde_json::json!({"name": "x", "enforcement": "active", "rules": [{"type": "nope"}]});
+    let unknown_rule =
+        serde_json::json!({"name": "x", "enforcement": "active", "rules": [{"type": "nope"}]});
     assert_eq!(api(fake, "POST", &path, Some(unknown_rule)).status, 422);
-    let put = api(fake, "PUT", &format!("{path}/{id}"), Some(serde_json::json!({"enforcement": "disabled"})));
+    let put = api(
+        fake,
+        "PUT",
+        &format!("{path}/{id}"),
+        Some(serde_json::json!({"enforcement": "disabled"})),
+    );
     assert_eq!(put.status, 200);
     ruleset.assert_valid(&put.json());
     assert_eq!(put.json()["name"], "keep main");
@@ -440,7 +487,10 @@ fn the_fake_rulesets_answer_as_github_does() {
     assert_eq!(denied.status, 403);
     error.assert_valid(&denied.json());
     fake.set_admin(true);
-    assert_eq!(api(fake, "DELETE", &format!("{path}/{id}"), None).status, 204);
+    assert_eq!(
+        api(fake, "DELETE", &format!("{path}/{id}"), None).status,
+        204
+    );
     assert_eq!(api(fake, "GET", &format!("{path}/{id}"), None).status, 404);
 }
 
@@ -459,13 +509,10 @@ fn hook_status_status_and_claims_say_whether_the_server_holds_the_rule() {
     // Someone takes the hook away on the server: the next claim says so,
     // from a file read.
     std::fs::remove_file(env.origin.join("hooks").join("update")).unwrap();
-    screens.push(screen(&env, &repo.maverick(&[
-        "coord",
-        "claim",
-        "143",
-        "--branch",
-        "maverick/143-next",
-    ])));
+    screens.push(screen(
+        &env,
+        &repo.maverick(&["coord", "claim", "143", "--branch", "maverick/143-next"]),
+    ));
     insta::assert_snapshot!(screens.join("\n"));
 
     let env = env_on(Surface::Github);
@@ -476,5 +523,9 @@ fn hook_status_status_and_claims_say_whether_the_server_holds_the_rule() {
     let requests = env.github().request_count();
     let known = repo.maverick(&["--json", "hook", "status"]);
     assert_eq!(known.json()["server"]["enforced"], true);
-    assert_eq!(env.github().request_count(), requests, "hook status asks GitHub nothing");
+    assert_eq!(
+        env.github().request_count(),
+        requests,
+        "hook status asks GitHub nothing"
+    );
 }

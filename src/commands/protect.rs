@@ -123,7 +123,11 @@ pub(crate) fn run(
     ctx.report(protect(&ctx, action, dry_run))
 }
 
-fn protect(ctx: &Context, action: Action, dry_run: bool) -> Result<Outcome<ProtectOutput>, CommandError> {
+fn protect(
+    ctx: &Context,
+    action: Action,
+    dry_run: bool,
+) -> Result<Outcome<ProtectOutput>, CommandError> {
     let patterns = protect::branch_patterns(&ctx.git)?;
     let host = protect::host(&ctx.git, &ctx.settings)?;
     let output = ProtectOutput {
@@ -142,12 +146,16 @@ fn protect(ctx: &Context, action: Action, dry_run: bool) -> Result<Outcome<Prote
         not_covered: Vec::new(),
     };
     let mut output = output;
-    output.not_covered.extend(protect::uncovered(&ctx.git, &patterns).into_iter().map(|b| {
-        format!(
-            "{b} is managed here but no protected pattern covers it: add it to {}",
-            protect::PATTERNS_KEY
-        )
-    }));
+    output.not_covered.extend(
+        protect::uncovered(&ctx.git, &patterns)
+            .into_iter()
+            .map(|b| {
+                format!(
+                    "{b} is managed here but no protected pattern covers it: add it to {}",
+                    protect::PATTERNS_KEY
+                )
+            }),
+    );
     let outcome = match &host {
         Host::Path { path } => on_path(ctx, action, path, &patterns, output),
         Host::Github { repo } => on_github(ctx, action, repo, &patterns, output),
@@ -198,13 +206,13 @@ fn change_line(what: &str, change: Change, dry_run: bool) -> String {
 }
 
 /// The verdict line, and exit 1 for a `status` that finds the rule off.
-fn finish(
-    action: Action,
-    output: ProtectOutput,
-    mut lines: Vec<String>,
-) -> Outcome<ProtectOutput> {
+fn finish(action: Action, output: ProtectOutput, mut lines: Vec<String>) -> Outcome<ProtectOutput> {
     let covered = if output.coordination_refs {
-        format!("{} and {}", output.branches.join(", "), protect::COORDINATION_REFS)
+        format!(
+            "{} and {}",
+            output.branches.join(", "),
+            protect::COORDINATION_REFS
+        )
     } else {
         output.branches.join(", ")
     };
@@ -273,12 +281,9 @@ fn on_path(
             output.change = Some(change);
             if output.dry_run {
                 if !matches!(change, Change::Unchanged | Change::Absent) {
-                    match &planned.text {
-                        Some(text) => {
-                            lines.push(format!("--- {} would read:", hook.display()));
-                            lines.extend(text.lines().map(str::to_owned));
-                        }
-                        None => {}
+                    if let Some(text) = &planned.text {
+                        lines.push(format!("--- {} would read:", hook.display()));
+                        lines.extend(text.lines().map(str::to_owned));
                     }
                     output.would_write = Some(WouldWrite::File {
                         path: hook.clone(),
@@ -384,19 +389,28 @@ fn on_github(
         }
         (Action::Install, Some(r)) => {
             let updated = github.update_ruleset(r.id, &body).map_err(denied)?;
-            lines.push(format!("updated ruleset {} ({:?})", updated.id, updated.name));
+            lines.push(format!(
+                "updated ruleset {} ({:?})",
+                updated.id, updated.name
+            ));
             output.change = Some(Change::Updated);
             Some(updated)
         }
         (Action::Install, None) => {
             let created = github.create_ruleset(&body).map_err(denied)?;
-            lines.push(format!("created ruleset {} ({:?})", created.id, created.name));
+            lines.push(format!(
+                "created ruleset {} ({:?})",
+                created.id, created.name
+            ));
             output.change = Some(Change::Created);
             Some(created)
         }
         (Action::Remove, None) => {
             output.change = Some(Change::Absent);
-            lines.push(format!("nothing to remove: {repo} has no ruleset {:?}", protect::RULESET_NAME));
+            lines.push(format!(
+                "nothing to remove: {repo} has no ruleset {:?}",
+                protect::RULESET_NAME
+            ));
             None
         }
         (Action::Remove, Some(r)) if output.dry_run => {
@@ -428,7 +442,12 @@ fn on_github(
         enforcement: r.enforcement,
     });
     if action == Action::Status {
-        lines.extend(output.gaps.iter().map(|g| format!("ruleset {:?}: {g}", protect::RULESET_NAME)));
+        lines.extend(
+            output
+                .gaps
+                .iter()
+                .map(|g| format!("ruleset {:?}: {g}", protect::RULESET_NAME)),
+        );
     }
     Ok(finish(action, output, lines))
 }
@@ -436,7 +455,13 @@ fn on_github(
 /// GitHub answers 403, or 404 for a repository it hides, when the token
 /// may not administer the repository: say what to ask an admin for.
 fn admin_error(err: GithubError, repo: &str, action: Action) -> CommandError {
-    if !matches!(err, GithubError::Status { status: 403 | 404, .. }) {
+    if !matches!(
+        err,
+        GithubError::Status {
+            status: 403 | 404,
+            ..
+        }
+    ) {
         return SurfaceError::from(err).into();
     }
     let command = match action {

@@ -174,7 +174,6 @@ fn work_answers() -> Vec<SchemaFile> {
     use super::task::{CheckOutput, DoneOutput};
     use crate::durable::tasks::{InitOutcome, TaskListView};
     use crate::workflow::status::StatusView;
-    use crate::writer::hookmanager::Status;
     vec![
         answer::<InstallOutput>(
             "hook-install",

@@ -572,9 +572,7 @@ pub(crate) struct Planned {
 pub(crate) fn write_planned(path: &Path, planned: &Planned) -> Result<(), HookFileError> {
     match (planned.change, &planned.text) {
         (Change::Unchanged | Change::Absent, _) => Ok(()),
-        (Change::Deleted, _) | (_, None) => {
-            std::fs::remove_file(path).map_err(io("remove", path))
-        }
+        (Change::Deleted, _) | (_, None) => std::fs::remove_file(path).map_err(io("remove", path)),
         (_, Some(text)) => {
             if let Some(dir) = path.parent() {
                 std::fs::create_dir_all(dir).map_err(io("create", dir))?;

@@ -97,9 +97,10 @@ pub(crate) fn branch_patterns(git: &Git) -> Result<Vec<String>, ProtectError> {
 /// A branch name with `*` for any part: what both a shell `case` and
 /// GitHub's fnmatch read the same way, with nothing a shell would expand.
 fn valid_pattern(pattern: &str) -> bool {
-    pattern.bytes().all(|b| {
-        b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'/' | b'*')
-    }) && crate::git::is_valid_branch_name(&pattern.replace('*', "x"))
+    pattern
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'/' | b'*'))
+        && crate::git::is_valid_branch_name(&pattern.replace('*', "x"))
 }
 
 /// Whether `branch` matches `pattern` as the update hook's `case` and the
@@ -229,10 +230,16 @@ pub(crate) fn ruleset_body(patterns: &[String]) -> Value {
 pub(crate) fn ruleset_gaps(found: &ApiRuleset, patterns: &[String]) -> Vec<String> {
     let mut gaps = Vec::new();
     if found.enforcement != "active" {
-        gaps.push(format!("its enforcement is {:?}, not \"active\"", found.enforcement));
+        gaps.push(format!(
+            "its enforcement is {:?}, not \"active\"",
+            found.enforcement
+        ));
     }
     if found.target.as_deref().is_some_and(|t| t != "branch") {
-        gaps.push(format!("it targets {:?}, not branches", found.target.as_deref().unwrap_or("")));
+        gaps.push(format!(
+            "it targets {:?}, not branches",
+            found.target.as_deref().unwrap_or("")
+        ));
     }
     let types: Vec<&str> = found
         .rules
@@ -245,10 +252,7 @@ pub(crate) fn ruleset_gaps(found: &ApiRuleset, patterns: &[String]) -> Vec<Strin
             gaps.push(format!("it has no {rule} rule"));
         }
     }
-    let ref_name = found
-        .conditions
-        .as_ref()
-        .and_then(|c| c.get("ref_name"));
+    let ref_name = found.conditions.as_ref().and_then(|c| c.get("ref_name"));
     let list = |key: &str| -> Vec<String> {
         ref_name
             .and_then(|r| r.get(key))
@@ -537,6 +541,9 @@ mod tests {
     fn the_block_names_every_pattern_and_the_coordination_refs() {
         let block = server_block(&["maverick/*".to_owned(), "agent/*".to_owned()]);
         assert!(block.contains("\nrefs/heads/maverick/*|refs/heads/agent/*|refs/maverick/*)\n"));
-        assert!(block.starts_with(SERVER_MARKERS.begin) && block.ends_with(&format!("{}\n", SERVER_MARKERS.end)));
+        assert!(
+            block.starts_with(SERVER_MARKERS.begin)
+                && block.ends_with(&format!("{}\n", SERVER_MARKERS.end))
+        );
     }
 }

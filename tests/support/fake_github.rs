@@ -2499,7 +2499,11 @@ impl FakeGithub {
     pub fn enforce_rulesets_on(&self, origin: &std::path::Path) {
         let hook = origin.join("hooks").join("pre-receive");
         std::fs::create_dir_all(hook.parent().unwrap()).unwrap();
-        std::fs::write(&hook, ENFORCING_HOOK.replace("RULESETS_FILE", RULESETS_FILE)).unwrap();
+        std::fs::write(
+            &hook,
+            ENFORCING_HOOK.replace("RULESETS_FILE", RULESETS_FILE),
+        )
+        .unwrap();
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt as _;
@@ -2558,7 +2562,11 @@ impl State {
             let ref_name = &ruleset["conditions"]["ref_name"];
             text.push_str(&format!(
                 "{} {} {}\n",
-                if rules.is_empty() { "-".to_string() } else { rules.join(",") },
+                if rules.is_empty() {
+                    "-".to_string()
+                } else {
+                    rules.join(",")
+                },
                 join(&ref_name["include"]),
                 join(&ref_name["exclude"]),
             ));
@@ -2603,14 +2611,23 @@ impl State {
         let Some(name) = body["name"].as_str().filter(|n| !n.is_empty()) else {
             return invalid("Name can't be blank");
         };
-        if !matches!(body["enforcement"].as_str(), Some("disabled" | "active" | "evaluate")) {
+        if !matches!(
+            body["enforcement"].as_str(),
+            Some("disabled" | "active" | "evaluate")
+        ) {
             return invalid("Invalid property /enforcement: is not one of [\"disabled\", \"active\", \"evaluate\"].");
         }
-        if !matches!(body.get("target").map(Value::as_str), None | Some(Some("branch" | "tag" | "push" | "repository"))) {
+        if !matches!(
+            body.get("target").map(Value::as_str),
+            None | Some(Some("branch" | "tag" | "push" | "repository"))
+        ) {
             return invalid("Invalid property /target");
         }
         for rule in body["rules"].as_array().into_iter().flatten() {
-            if !rule["type"].as_str().is_some_and(|t| RULE_TYPES.contains(&t)) {
+            if !rule["type"]
+                .as_str()
+                .is_some_and(|t| RULE_TYPES.contains(&t))
+            {
                 return invalid("Invalid rule type");
             }
         }
@@ -2626,9 +2643,8 @@ impl State {
     }
 
     fn admin_only(&self) -> Option<Answer> {
-        (!self.rulesets.admin).then(|| {
-            Answer::error(403, "Must have admin rights to Repository.", RULESETS_DOCS)
-        })
+        (!self.rulesets.admin)
+            .then(|| Answer::error(403, "Must have admin rights to Repository.", RULESETS_DOCS))
     }
 
     fn list_rulesets(&self, query: &[(String, String)], rest_path: &str) -> Answer {
@@ -2649,7 +2665,11 @@ impl State {
     }
 
     fn get_ruleset(&self, id: &str) -> Answer {
-        match id.parse::<u64>().ok().and_then(|id| self.rulesets.by_id.get(&id)) {
+        match id
+            .parse::<u64>()
+            .ok()
+            .and_then(|id| self.rulesets.by_id.get(&id))
+        {
             Some(ruleset) => Answer::ok(ruleset.clone()),
             None => Answer::not_found(RULESETS_DOCS),
         }
@@ -2678,7 +2698,11 @@ impl State {
         if let Some(denied) = self.admin_only() {
             return denied;
         }
-        let Some(id) = id.parse::<u64>().ok().filter(|id| self.rulesets.by_id.contains_key(id)) else {
+        let Some(id) = id
+            .parse::<u64>()
+            .ok()
+            .filter(|id| self.rulesets.by_id.contains_key(id))
+        else {
             return Answer::not_found(RULESETS_DOCS);
         };
         let body = match json_body(request, RULESETS_DOCS) {
@@ -2705,7 +2729,11 @@ impl State {
         if let Some(denied) = self.admin_only() {
             return denied;
         }
-        match id.parse::<u64>().ok().and_then(|id| self.rulesets.by_id.remove(&id)) {
+        match id
+            .parse::<u64>()
+            .ok()
+            .and_then(|id| self.rulesets.by_id.remove(&id))
+        {
             Some(_) => {
                 self.write_rulesets_file();
                 Answer::no_content()

@@ -990,14 +990,22 @@ pub(crate) struct ApiRuleset {
 impl GithubSurface {
     /// Every ruleset of the repository itself (not its organisation's).
     pub(crate) fn rulesets(&self) -> Result<Vec<ApiRuleset>, GithubError> {
-        let first = self.repo_path(&format!("rulesets?includes_parents=false&per_page={PER_PAGE}"));
+        let first = self.repo_path(&format!(
+            "rulesets?includes_parents=false&per_page={PER_PAGE}"
+        ));
         self.get_pages(first, "listing the repository's rulesets")
     }
 
     /// One ruleset, with its conditions and rules.
     pub(crate) fn ruleset(&self, id: u64) -> Result<ApiRuleset, GithubError> {
         let what = format!("reading ruleset {id}");
-        let reply = self.call(Method::GET, &self.repo_path(&format!("rulesets/{id}")), None, &what, None)?;
+        let reply = self.call(
+            Method::GET,
+            &self.repo_path(&format!("rulesets/{id}")),
+            None,
+            &what,
+            None,
+        )?;
         if !reply.success() {
             return Err(self.unexpected(&what, &reply));
         }
@@ -1008,7 +1016,13 @@ impl GithubSurface {
     /// conditions, rules).
     pub(crate) fn create_ruleset(&self, body: &Value) -> Result<ApiRuleset, GithubError> {
         let what = "creating a ruleset";
-        let reply = self.call(Method::POST, &self.repo_path("rulesets"), Some(body), what, None)?;
+        let reply = self.call(
+            Method::POST,
+            &self.repo_path("rulesets"),
+            Some(body),
+            what,
+            None,
+        )?;
         if !reply.success() {
             return Err(self.unexpected(what, &reply));
         }
