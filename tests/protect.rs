@@ -42,28 +42,12 @@ fn all_refs(env: &TestEnv) -> BTreeMap<String, String> {
 /// Puts every ref of origin back as `refs` had it, behind the hooks' back.
 fn restore(env: &TestEnv, refs: &BTreeMap<String, String>) {
     let now = all_refs(env);
-    let mut script = String::new();
     for name in now.keys().filter(|n| !refs.contains_key(*n)) {
-        script.push_str(&format!("delete {name}\n"));
+        env.git_in(&env.origin, &["update-ref", "-d", name]);
     }
-    for (name, sha) in refs {
-        if now.get(name) != Some(sha) {
-            script.push_str(&format!("update {name} {sha}\n"));
-        }
+    for (name, sha) in refs.iter().filter(|(n, sha)| now.get(*n) != Some(sha)) {
+        env.git_in(&env.origin, &["update-ref", name, sha]);
     }
-    let mut cmd = git_command();
-    cmd.args(["update-ref", "--stdin"]).current_dir(&env.origin);
-    env.apply_env(&mut cmd);
-    cmd.stdin(std::process::Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
-    use std::io::Write as _;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(script.as_bytes())
-        .unwrap();
-    assert!(child.wait().unwrap().success());
 }
 
 /// The push forms that rewrite or delete a managed branch, each with or
@@ -528,4 +512,16 @@ fn hook_status_status_and_claims_say_whether_the_server_holds_the_rule() {
         requests,
         "hook status asks GitHub nothing"
     );
+}
+
+#[test]
+fn a_host_maverick_cannot_write_to_gets_the_way_there() {
+    let env = TestEnv::new();
+    let repo = env.clone("alpha");
+    repo.with_remote_at("ssh://git@gitlab.example.com/team/widgets.git");
+    let status = repo.maverick(&["protect", "status"]);
+    status.expect(1);
+    let install = repo.maverick(&["protect", "install"]);
+    install.expect(1);
+    insta::assert_snapshot!(format!("{}\n{}", env.screen(&status), env.screen(&install)));
 }

@@ -242,7 +242,7 @@ fn finish(action: Action, output: ProtectOutput, mut lines: Vec<String>) -> Outc
         outcome = outcome.warn(warning);
     }
     outcome.lines = lines;
-    if action == Action::Status && !outcome.output.enforced {
+    if action == Action::Status && !outcome.output.enforced && outcome.output.host != "elsewhere" {
         outcome = outcome.hint("git maverick protect install (--dry-run shows what it writes)");
     }
     outcome
@@ -519,26 +519,23 @@ fn elsewhere(
     output.not_covered.push(format!(
         "git maverick cannot write the rule on {location}: protect the branches with the host's own branch protection"
     ));
-    let outcome = finish(action, output, Vec::new());
-    let patterns = outcome.output.branches.join(", ");
-    let outcome = outcome
-        .hint(format!(
+    let patterns = output.branches.join(", ");
+    let hints = [
+        format!(
             "GitLab: Settings > Repository > Protected branches, a wildcard rule for {patterns} with \"Allowed to force push\" off"
-        ))
-        .hint(format!(
-            "Gitea and Forgejo: Settings > Branches > a protection rule for {patterns} (force push and deletion are refused for protected branches)"
-        ))
-        .hint("a bare repository you administer: give the remote as a path there and run `git maverick protect install`, or copy the update hook it writes");
+        ),
+        format!(
+            "Gitea and Forgejo: Settings > Branches, a protection rule for {patterns} (force push and deletion are then refused)"
+        ),
+        "a bare repository you administer: on the server, run `git maverick protect install` in a clone whose remote is its path".to_owned(),
+    ];
     if action == Action::Status {
-        return Ok(outcome);
+        return Ok(hints
+            .into_iter()
+            .fold(finish(action, output, Vec::new()), Outcome::hint));
     }
-    Err(CommandError::tool(format!(
+    let error = CommandError::tool(format!(
         "git maverick cannot install protection on {location}: only GitHub and repositories reached as a path take it"
-    ))
-    .hint(format!(
-        "GitLab: Settings > Repository > Protected branches, a rule for {patterns} with force push off"
-    ))
-    .hint(format!(
-        "Gitea and Forgejo: Settings > Branches, a protection rule for {patterns}"
-    )))
+    ));
+    Err(hints.into_iter().fold(error, CommandError::hint))
 }

@@ -999,50 +999,19 @@ impl GithubSurface {
     /// One ruleset, with its conditions and rules.
     pub(crate) fn ruleset(&self, id: u64) -> Result<ApiRuleset, GithubError> {
         let what = format!("reading ruleset {id}");
-        let reply = self.call(
-            Method::GET,
-            &self.repo_path(&format!("rulesets/{id}")),
-            None,
-            &what,
-            None,
-        )?;
-        if !reply.success() {
-            return Err(self.unexpected(&what, &reply));
-        }
-        self.parse(&what, &reply)
+        self.on_rulesets(Method::GET, &format!("rulesets/{id}"), None, &what)
     }
 
     /// Creates a ruleset from `body` (name, target, enforcement,
     /// conditions, rules).
     pub(crate) fn create_ruleset(&self, body: &Value) -> Result<ApiRuleset, GithubError> {
-        let what = "creating a ruleset";
-        let reply = self.call(
-            Method::POST,
-            &self.repo_path("rulesets"),
-            Some(body),
-            what,
-            None,
-        )?;
-        if !reply.success() {
-            return Err(self.unexpected(what, &reply));
-        }
-        self.parse(what, &reply)
+        self.on_rulesets(Method::POST, "rulesets", Some(body), "creating a ruleset")
     }
 
     /// Replaces what `body` names of ruleset `id`.
     pub(crate) fn update_ruleset(&self, id: u64, body: &Value) -> Result<ApiRuleset, GithubError> {
         let what = format!("updating ruleset {id}");
-        let reply = self.call(
-            Method::PUT,
-            &self.repo_path(&format!("rulesets/{id}")),
-            Some(body),
-            &what,
-            None,
-        )?;
-        if !reply.success() {
-            return Err(self.unexpected(&what, &reply));
-        }
-        self.parse(&what, &reply)
+        self.on_rulesets(Method::PUT, &format!("rulesets/{id}"), Some(body), &what)
     }
 
     /// Deletes ruleset `id`. A 404 is an error: the ruleset was just
@@ -1060,6 +1029,22 @@ impl GithubSurface {
             return Ok(());
         }
         Err(self.unexpected(&what, &reply))
+    }
+
+    /// One request on the rulesets (`rest` under the repository) whose
+    /// answer is a ruleset.
+    fn on_rulesets(
+        &self,
+        method: Method,
+        rest: &str,
+        body: Option<&Value>,
+        what: &str,
+    ) -> Result<ApiRuleset, GithubError> {
+        let reply = self.call(method, &self.repo_path(rest), body, what, None)?;
+        if !reply.success() {
+            return Err(self.unexpected(what, &reply));
+        }
+        self.parse(what, &reply)
     }
 }
 
