@@ -387,23 +387,19 @@ fn on_github(
             });
             found
         }
-        (Action::Install, Some(r)) => {
-            let updated = github.update_ruleset(r.id, &body).map_err(denied)?;
-            lines.push(format!(
-                "updated ruleset {} ({:?})",
-                updated.id, updated.name
+        (Action::Install, existing) => {
+            let (written, change) = match existing {
+                Some(r) => (github.update_ruleset(r.id, &body), Change::Updated),
+                None => (github.create_ruleset(&body), Change::Created),
+            };
+            let written = written.map_err(denied)?;
+            lines.push(change_line(
+                &format!("ruleset {} ({:?})", written.id, written.name),
+                change,
+                false,
             ));
-            output.change = Some(Change::Updated);
-            Some(updated)
-        }
-        (Action::Install, None) => {
-            let created = github.create_ruleset(&body).map_err(denied)?;
-            lines.push(format!(
-                "created ruleset {} ({:?})",
-                created.id, created.name
-            ));
-            output.change = Some(Change::Created);
-            Some(created)
+            output.change = Some(change);
+            Some(written)
         }
         (Action::Remove, None) => {
             output.change = Some(Change::Absent);
