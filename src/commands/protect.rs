@@ -178,6 +178,14 @@ fn protect(
 /// files only: a claim costs no request for it (a GitHub ruleset is as of
 /// the last `protect` run; `protect status` asks).
 pub(crate) fn warn_if_server_off<T, C>(ctx: &Context, outcome: Outcome<T, C>) -> Outcome<T, C> {
+    // A clone that never used `protect` (most) pays one stat.
+    if !ctx
+        .git
+        .common_dir()
+        .is_ok_and(|dir| protect::checked_here(&dir))
+    {
+        return outcome;
+    }
     match protect::known(&ctx.git, &ctx.settings) {
         Some(known) if known.checked_at.is_some() && known.enforced == Some(false) => {
             outcome.warn(Warning::new(known.describe()))

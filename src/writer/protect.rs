@@ -391,6 +391,12 @@ fn record_path(common_dir: &Path) -> PathBuf {
     common_dir.join("maverick").join("protection.json")
 }
 
+/// Whether `protect install|status|remove` ever ran from this clone: a
+/// file's existence, before anything costs a git process.
+pub(crate) fn checked_here(common_dir: &Path) -> bool {
+    record_path(common_dir).exists()
+}
+
 /// Keeps what a check found. A record that cannot be written costs only
 /// the next cheap report, so it is not an error.
 pub(crate) fn remember(common_dir: &Path, record: &ProtectionRecord) {
