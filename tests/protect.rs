@@ -525,3 +525,24 @@ fn a_host_maverick_cannot_write_to_gets_the_way_there() {
     install.expect(1);
     insta::assert_snapshot!(format!("{}\n{}", env.screen(&status), env.screen(&install)));
 }
+
+#[test]
+fn the_git_surface_on_github_is_told_its_refs_stay_unprotected() {
+    let env = env_on(Surface::Github);
+    let repo = env.clone("alpha");
+    repo.git(&["config", "maverick.surface", "git"]);
+    let json = repo
+        .maverick(&["--json", "protect", "install"])
+        .expect(0)
+        .json();
+    assert_eq!(json["host"], "github");
+    assert_eq!(json["enforced"], true);
+    assert_eq!(json["coordination_refs"], false);
+    let warnings = json["warnings"].to_string();
+    assert!(
+        warnings.contains(
+            "refs/maverick/* is not covered: a GitHub ruleset protects branches and tags"
+        ),
+        "{warnings}"
+    );
+}
