@@ -12,6 +12,7 @@ use crate::commands::dispatch::DispatchArgs;
 use crate::commands::help::{HelpArgs, InstallManPagesArgs};
 use crate::commands::hook::HookArgs;
 use crate::commands::hydrate::HydrateArgs;
+use crate::commands::protect::ProtectArgs;
 use crate::commands::resume::ResumeArgs;
 use crate::commands::run::RunArgs;
 use crate::commands::state::StateArgs;
@@ -138,6 +139,10 @@ pub(crate) enum Command {
     Hydrate(HydrateArgs),
     /// Install or remove the pre-push hook that keeps one writer per branch
     Hook(HookArgs),
+    /// Have the server refuse force pushes and deletions of managed
+    /// branches: a GitHub ruleset, or a bare repository's update hook
+    #[command(subcommand_required = true)]
+    Protect(ProtectArgs),
     /// Recreate a branch's worktree from the remote and pick the work up
     Resume(ResumeArgs),
     /// Hold a claim for the life of a command: claim, run CMD, heartbeat, release

@@ -154,6 +154,7 @@ pub const KNOWN_KEYS: &[KnownKey] = &[
     KnownKey { name: "wipLabel", default: "agent-wip", about: "The label of an issue an agent cycle works on" },
     KnownKey { name: "prLabel", default: "agent-pr", about: "The label of an agent's pull request" },
     KnownKey { name: "frontierLabel", default: "agent-ready", about: "The label of issues dispatch may pick" },
+    KnownKey { name: "protectBranches", default: "maverick/* alone", about: "More branch patterns git maverick protect has the server hold, comma-separated (maverick/* always)" },
 ];
 
 /// Where one setting came from, for `git maverick config`.

@@ -473,7 +473,7 @@ impl From<crate::writer::hookfile::HookFileError> for CommandError {
             HookFileError::NotShell { .. } => Some(format!(
                 "call maverick from that hook yourself, in its own language: {manual}"
             )),
-            HookFileError::Unbalanced { path } => Some(format!(
+            HookFileError::Unbalanced { path, .. } => Some(format!(
                 "fix or delete the maverick lines in {} by hand, then install again",
                 path.display()
             )),

@@ -18,8 +18,8 @@ const SHA: &str = "3dca65fa3e8d4b3da3f3d056c59aee1c50f41390";
 // ---------------------------------------------------------------------------
 // A minimal HTTP/1.1 client
 
-struct Reply {
-    status: u16,
+pub(crate) struct Reply {
+    pub(crate) status: u16,
     headers: Vec<(String, String)>,
     body: String,
 }
@@ -32,7 +32,7 @@ impl Reply {
             .map(|(_, value)| value.as_str())
     }
 
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.body)
             .unwrap_or_else(|error| panic!("not JSON ({error}): {:?}", self.body))
     }
@@ -132,7 +132,7 @@ fn send(
 }
 
 /// An authenticated request, as octocrab would send it.
-fn api(fake: &FakeGithub, method: &str, target: &str, body: Option<Value>) -> Reply {
+pub(crate) fn api(fake: &FakeGithub, method: &str, target: &str, body: Option<Value>) -> Reply {
     api_with(fake, method, target, body, &[])
 }
 

@@ -27,6 +27,7 @@ mod markers;
 mod maverick_interop;
 mod native;
 mod open_pulls;
+mod protect;
 mod recovery;
 mod resume;
 mod run;

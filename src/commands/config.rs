@@ -207,7 +207,26 @@ fn entries(git: &Git, s: &Settings, origins: &Origins) -> Vec<Entry> {
         entry("wipLabel", s.labels.wip.clone()),
         entry("prLabel", s.labels.pr.clone()),
         entry("frontierLabel", s.labels.frontier.clone()),
+        protect_entry(git),
     ]
+}
+
+/// The branch patterns `git maverick protect` has the server hold.
+fn protect_entry(git: &Git) -> Entry {
+    use crate::writer::protect::{branch_patterns, PATTERNS_KEY};
+    let (value, origin) = match branch_patterns(git) {
+        Ok(patterns) if patterns.len() == 1 => (patterns.join(","), Origin::Default),
+        Ok(patterns) => (
+            patterns.join(","),
+            Origin::Derived(format!("maverick/* and {PATTERNS_KEY}")),
+        ),
+        Err(err) => ("(invalid)".to_owned(), Origin::Derived(err.to_string())),
+    };
+    Entry {
+        name: "protectBranches",
+        value,
+        origin,
+    }
 }
 
 /// Where the GitHub token comes from; never the token.

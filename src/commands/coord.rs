@@ -383,6 +383,7 @@ pub(crate) fn show_claim(ctx: &Context, issue: u64, report: &ClaimReport) -> Out
             }
             if report.branch.is_some() {
                 o = super::warn_if_guard_off(&ctx.git, o);
+                o = super::protect::warn_if_server_off(ctx, o);
             }
             o
         }

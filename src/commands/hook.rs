@@ -112,7 +112,7 @@ pub(crate) fn fast_pre_push(args: &[std::ffi::OsString]) -> Option<PrePushArgs> 
 pub(crate) enum HookOutput {
     Install(Box<InstallOutput>),
     Uninstall(UninstallOutput),
-    Status(Status),
+    Status(StatusOutput),
     PrePush(PrePushOutput),
     SessionEnd(SessionEndOutput),
     SessionRelease(SessionReleaseOutput),
@@ -228,7 +228,7 @@ pub(crate) fn run(
     match args.command {
         HookCommand::Install => install().map(|o| o.map(|i| HookOutput::Install(Box::new(i)))),
         HookCommand::Uninstall => uninstall().map(|o| o.map(HookOutput::Uninstall)),
-        HookCommand::Status => status().map(|o| o.map(HookOutput::Status)),
+        HookCommand::Status => status(global).map(|o| o.map(HookOutput::Status)),
         HookCommand::PrePush(a) => pre_push(global, a).map(|o| o.map(HookOutput::PrePush)),
         HookCommand::SessionStart => never_fails("session-start", session_start()),
         HookCommand::SessionEnd => never_fails("session-end", session_end()),
@@ -710,11 +710,33 @@ fn uninstall() -> Result<Outcome<UninstallOutput>, CommandError> {
     Ok(outcome)
 }
 
-fn status() -> Result<Outcome<Status>, CommandError> {
+/// `hook status --json`: whether the next push from here runs the guard,
+/// and what this clone knows of the server's own rule.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct StatusOutput {
+    #[serde(flatten)]
+    pub status: Status,
+    /// The server's refusal of force pushes and deletions, from local files
+    /// alone (`git maverick protect status` asks the server); null when the
+    /// settings cannot name the remote.
+    pub server: Option<crate::writer::protect::ServerProtection>,
+}
+
+fn status(global: &GlobalArgs) -> Result<Outcome<StatusOutput>, CommandError> {
     let git = super::repository()?;
     let setup = Setup::detect(&git)?;
     let status = hookmanager::status(&setup);
-    Ok(status_outcome(&status, status.clone()))
+    // No request: a hook status is read in milliseconds (SPEC 8).
+    let server = crate::config::Settings::load_explained(&git, &global.overrides())
+        .ok()
+        .and_then(|(settings, _)| crate::writer::protect::known(&git, &settings));
+    let output = StatusOutput {
+        status: status.clone(),
+        server: server.clone(),
+    };
+    let mut outcome = status_outcome(&status, output);
+    outcome.lines.extend(server.map(|s| s.describe()));
+    Ok(outcome)
 }
 
 /// The guard on one push: git's hook (`REMOTE URL`, the refs on stdin),

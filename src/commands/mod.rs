@@ -10,6 +10,7 @@ pub(crate) mod help;
 pub(crate) mod hook;
 pub(crate) mod hydrate;
 pub(crate) mod paint;
+pub(crate) mod protect;
 pub(crate) mod resume;
 pub(crate) mod run;
 #[cfg(test)]
@@ -200,6 +201,7 @@ fn run(cli: Cli) -> u8 {
         Command::Run(args) => finish(run::run(global, args), json),
         Command::Dispatch(args) => finish(dispatch::run(global, args), json),
         Command::Status(args) => finish(status::run(global, args), json),
+        Command::Protect(args) => finish(protect::run(global, args), json),
         Command::Config(args) => finish(config::run(global, args), json),
         Command::Help(args) => finish(help::help(json, args), json),
         Command::InstallManPages(args) => finish(help::install_man_pages(args), json),

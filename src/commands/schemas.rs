@@ -174,7 +174,6 @@ fn work_answers() -> Vec<SchemaFile> {
     use super::task::{CheckOutput, DoneOutput};
     use crate::durable::tasks::{InitOutcome, TaskListView};
     use crate::workflow::status::StatusView;
-    use crate::writer::hookmanager::Status;
     vec![
         answer::<InstallOutput>(
             "hook-install",
@@ -186,7 +185,12 @@ fn work_answers() -> Vec<SchemaFile> {
             "hook uninstall",
             "`hook uninstall`: the guard's block taken out; the rest of each hook stays.",
         ),
-        answer::<Status>(
+        answer::<super::protect::ProtectOutput>(
+            "protect",
+            "protect install|status|remove",
+            "`protect install|status|remove [--dry-run]`: whether the server refuses force pushes and deletions of the managed branches (status: exit 0 on, 1 off), and what was or would be written.",
+        ),
+        answer::<super::hook::StatusOutput>(
             "hook-status",
             "hook status",
             "`hook status`: whether the pre-push guard runs on the next push from here (exit 0 on, 1 off).",

@@ -387,6 +387,8 @@ fn render_text(view: &StatusView) -> Vec<String> {
     }
     lines.push(slots);
     lines.push(render_totals(&view.totals));
+    let server = view.server.as_ref().filter(|s| s.worth_a_line());
+    lines.extend(server.map(|s| s.describe()));
     if let Some(epic) = &view.epic {
         lines.extend(render_epic(epic, view));
     }

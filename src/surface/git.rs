@@ -49,6 +49,9 @@ use crate::timefmt::Timestamp;
 
 /// Where each issue's ref lives: this, then the issue number.
 pub(crate) const ISSUE_REFS: &str = "refs/maverick/issue/";
+/// The old layout's ref, and the subject of the tombstone that replaces it
+/// (the one write of the git surface that is not a fast-forward).
+pub(crate) use self::legacy::{LEGACY_REF as OLD_LAYOUT_REF, TOMBSTONE_MESSAGE};
 /// Why a compare-and-swap push talks to the remote, for `-v`.
 const SWAP_WHY: &str = "write the git surface: compare-and-swap on the issues' refs";
 const ISSUE_FILE: &str = "issue.json";

@@ -79,6 +79,10 @@ pub(crate) struct StatusView {
     pub dispatch: DispatchSlots,
     pub totals: Totals,
     pub epic: Option<EpicView>,
+    /// Whether the server refuses force pushes and deletions of managed
+    /// branches, as far as local files tell (`git maverick protect status`
+    /// asks the server).
+    pub server: Option<crate::writer::protect::ServerProtection>,
     /// What did not stop the view (the command puts them in `--json`'s
     /// `warnings`).
     #[serde(skip)]
@@ -432,6 +436,7 @@ pub(crate) fn gather(
         issues,
         dispatch,
         epic,
+        server: crate::writer::protect::known(git, settings),
         warnings,
     })
 }

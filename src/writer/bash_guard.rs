@@ -802,7 +802,7 @@ impl Place {
 }
 
 /// Every branch this clone manages (a claim record or a last-seen record).
-fn managed_branches(common_dir: &Path) -> Result<Vec<String>, RecordError> {
+pub(crate) fn managed_branches(common_dir: &Path) -> Result<Vec<String>, RecordError> {
     let mut branches: Vec<String> = ClaimStore::new(common_dir)
         .all()?
         .into_iter()

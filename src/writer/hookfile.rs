@@ -139,8 +139,8 @@ pub(crate) enum HookFileError {
     NotExecutable { path: PathBuf },
     #[error("{path} is a {interpreter} script; maverick's block is shell")]
     NotShell { path: PathBuf, interpreter: String },
-    #[error("{path} has a maverick block that is not closed (a line {BEGIN:?} without {END:?})")]
-    Unbalanced { path: PathBuf },
+    #[error("{path} has a maverick block that is not closed (a line {:?} without {:?})", markers.begin, markers.end)]
+    Unbalanced { path: PathBuf, markers: Markers },
 }
 
 /// What `install` or `uninstall` did.
@@ -178,13 +178,30 @@ pub(crate) fn has_block(text: &str) -> bool {
     matches!(find_block(text), Some(Ok(_)))
 }
 
+/// The lines that open and close one kind of maverick block in a hook.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Markers {
+    pub begin: &'static str,
+    pub end: &'static str,
+}
+
+/// The pre-push guard's block.
+pub(crate) const PRE_PUSH: Markers = Markers {
+    begin: BEGIN,
+    end: END,
+};
+
 /// Where the block is in `text`: byte range of its lines, end exclusive.
 fn find_block(text: &str) -> Option<Result<(usize, usize), UnclosedBlock>> {
+    find_marked(text, PRE_PUSH)
+}
+
+fn find_marked(text: &str, markers: Markers) -> Option<Result<(usize, usize), UnclosedBlock>> {
     let mut offset = 0;
     let mut start = None;
     for line in text.split_inclusive('\n') {
         let bare = line.trim_end_matches(['\n', '\r']);
-        match (start, bare == BEGIN, bare == END) {
+        match (start, bare == markers.begin, bare == markers.end) {
             (None, true, _) => start = Some(offset),
             (Some(s), _, true) => return Some(Ok((s, offset + line.len()))),
             _ => {}
@@ -217,7 +234,15 @@ fn is_shell(interpreter: &str) -> bool {
 /// `existing` with `block` in it: replacing an older block in place, else
 /// right after the shebang, so it runs before anything that could exit.
 pub(crate) fn with_block(existing: &str, block: &str) -> Result<(String, Change), UnclosedBlock> {
-    match find_block(existing) {
+    with_marked(existing, block, PRE_PUSH)
+}
+
+fn with_marked(
+    existing: &str,
+    block: &str,
+    markers: Markers,
+) -> Result<(String, Change), UnclosedBlock> {
+    match find_marked(existing, markers) {
         Some(Ok((start, end))) => {
             if &existing[start..end] == block {
                 return Ok((existing.to_owned(), Change::Unchanged));
@@ -247,7 +272,14 @@ pub(crate) fn with_block(existing: &str, block: &str) -> Result<(String, Change)
 /// `existing` without maverick's block; `None` when nothing else is left
 /// (a shebang alone does not count).
 pub(crate) fn without_block(existing: &str) -> Result<(Option<String>, Change), UnclosedBlock> {
-    match find_block(existing) {
+    without_marked(existing, PRE_PUSH)
+}
+
+fn without_marked(
+    existing: &str,
+    markers: Markers,
+) -> Result<(Option<String>, Change), UnclosedBlock> {
+    match find_marked(existing, markers) {
         None => Ok((Some(existing.to_owned()), Change::Absent)),
         Some(Err(e)) => Err(e),
         Some(Ok((start, end))) => {
@@ -371,6 +403,7 @@ fn install_block(path: &Path, needs_exec: bool, alone: Alone) -> Result<Change, 
     let existing = std::fs::read_to_string(path).map_err(io("read", path))?;
     let unbalanced = |UnclosedBlock| HookFileError::Unbalanced {
         path: path.to_owned(),
+        markers: PRE_PUSH,
     };
     if is_maverick_alone(&existing) {
         let text = alone.text();
@@ -403,6 +436,7 @@ fn install_block(path: &Path, needs_exec: bool, alone: Alone) -> Result<Change, 
 /// Takes the block out of the hook at `path`, and the file when nothing
 /// else is left (a copy of git-maverick an earlier version wrote too).
 pub(crate) fn uninstall(path: &Path) -> Result<Change, HookFileError> {
+    let markers = PRE_PUSH;
     let Some(meta) = metadata_there(path)? else {
         return Ok(Change::Absent);
     };
@@ -420,8 +454,9 @@ pub(crate) fn uninstall(path: &Path) -> Result<Change, HookFileError> {
         return Ok(Change::Absent);
     };
     let (text, change) =
-        without_block(&existing).map_err(|UnclosedBlock| HookFileError::Unbalanced {
+        without_marked(&existing, markers).map_err(|UnclosedBlock| HookFileError::Unbalanced {
             path: path.to_owned(),
+            markers,
         })?;
     match (change, text) {
         (Change::Absent, _) => Ok(Change::Absent),
@@ -434,6 +469,122 @@ pub(crate) fn uninstall(path: &Path) -> Result<Change, HookFileError> {
             Ok(Change::Deleted)
         }
     }
+}
+
+/// What installing `block` (opened and closed by `markers`) into the shell
+/// hook at `path` makes of it, written by [`write_planned`]: a new file
+/// holds it alone; an existing hook keeps its lines and gets the block
+/// after its shebang, or an older block replaced in place. For hooks other
+/// than the pre-push guard, which has its own history ([`install`]).
+pub(crate) fn plan_marked(
+    path: &Path,
+    markers: Markers,
+    block: &str,
+) -> Result<Planned, HookFileError> {
+    let Some(meta) = metadata_there(path)? else {
+        return Ok(Planned {
+            change: Change::Created,
+            text: Some(format!("#!/bin/sh\n{block}")),
+            mode_from: None,
+        });
+    };
+    if meta.file_type().is_symlink() {
+        return Err(HookFileError::Symlink {
+            path: path.to_owned(),
+        });
+    }
+    let existing = std::fs::read_to_string(path).map_err(io("read", path))?;
+    let unbalanced = |UnclosedBlock| HookFileError::Unbalanced {
+        path: path.to_owned(),
+        markers,
+    };
+    without_marked(&existing, markers).map_err(unbalanced)?;
+    if let Some(name) = interpreter(&existing).filter(|i| !is_shell(i)) {
+        return Err(HookFileError::NotShell {
+            path: path.to_owned(),
+            interpreter: name,
+        });
+    }
+    let (text, change) = with_marked(&existing, block, markers).map_err(unbalanced)?;
+    if change != Change::Unchanged && !executable(&meta) {
+        return Err(HookFileError::NotExecutable {
+            path: path.to_owned(),
+        });
+    }
+    Ok(Planned {
+        change,
+        text: Some(text),
+        mode_from: Some(meta),
+    })
+}
+
+/// What taking the block `markers` open out of the hook at `path` makes
+/// of it: the file goes when nothing else is left.
+pub(crate) fn plan_unmarked(path: &Path, markers: Markers) -> Result<Planned, HookFileError> {
+    let Some(meta) = metadata_there(path)? else {
+        return Ok(Planned {
+            change: Change::Absent,
+            text: None,
+            mode_from: None,
+        });
+    };
+    if meta.file_type().is_symlink() {
+        return Err(HookFileError::Symlink {
+            path: path.to_owned(),
+        });
+    }
+    let Ok(existing) = std::fs::read_to_string(path) else {
+        return Ok(Planned {
+            change: Change::Absent,
+            text: None,
+            mode_from: None,
+        });
+    };
+    let (text, change) =
+        without_marked(&existing, markers).map_err(|UnclosedBlock| HookFileError::Unbalanced {
+            path: path.to_owned(),
+            markers,
+        })?;
+    let text = match change {
+        Change::Absent => Some(existing),
+        _ => text,
+    };
+    Ok(Planned {
+        change,
+        text,
+        mode_from: Some(meta),
+    })
+}
+
+/// A hook file's change, planned and not yet written.
+#[derive(Debug)]
+pub(crate) struct Planned {
+    pub change: Change,
+    /// The file's whole text after; `None` when it goes (or never was).
+    pub text: Option<String>,
+    mode_from: Option<std::fs::Metadata>,
+}
+
+/// Writes what [`plan_marked`] or [`plan_unmarked`] planned for `path`.
+pub(crate) fn write_planned(path: &Path, planned: &Planned) -> Result<(), HookFileError> {
+    match (planned.change, &planned.text) {
+        (Change::Unchanged | Change::Absent, _) => Ok(()),
+        (Change::Deleted, _) | (_, None) => std::fs::remove_file(path).map_err(io("remove", path)),
+        (_, Some(text)) => {
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir).map_err(io("create", dir))?;
+            }
+            write_hook(path, text, planned.mode_from.as_ref())
+        }
+    }
+}
+
+/// The block `markers` open in the hook at `path`: `None` when the file
+/// or the block is not there (or the block is not closed).
+pub(crate) fn marked_block(path: &Path, markers: Markers) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let (start, end) = find_marked(&text, markers)?.ok()?;
+    Some(text[start..end].to_owned())
 }
 
 #[cfg(test)]

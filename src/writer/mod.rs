@@ -8,6 +8,7 @@ pub(crate) mod hookfile;
 pub(crate) mod hookmanager;
 pub(crate) mod location;
 pub mod prepush;
+pub(crate) mod protect;
 pub mod push;
 pub(crate) mod shell;
 pub(crate) mod stamp;

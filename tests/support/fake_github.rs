@@ -726,6 +726,8 @@ struct State {
     request_serial: u64,
     /// Answers to hold back (see [`FakeGithub::hold_answer`]).
     holds: Vec<ArmedHold>,
+    /// Repository rulesets, and where the origin's hook reads them.
+    rulesets: Rulesets,
 }
 
 impl State {
@@ -762,6 +764,7 @@ impl State {
             requests: Vec::new(),
             request_serial: 0,
             holds: Vec::new(),
+            rulesets: Rulesets::default(),
         };
         state.ensure_user(owner, "OWNER");
         state.ensure_user(DEFAULT_USER, "MEMBER");
@@ -1130,6 +1133,11 @@ impl State {
             ("POST" | "DELETE", ["issues", number, "assignees"]) => {
                 self.change_assignees(number, request, method == "POST")
             }
+            ("GET", ["rulesets"]) => self.list_rulesets(&query, &rest_path),
+            ("POST", ["rulesets"]) => self.create_ruleset(request),
+            ("GET", ["rulesets", id]) => self.get_ruleset(id),
+            ("PUT", ["rulesets", id]) => self.update_ruleset(id, request),
+            ("DELETE", ["rulesets", id]) => self.delete_ruleset(id),
             ("GET", ["commits", reference @ .., "check-runs"]) if !reference.is_empty() => {
                 Answer::ok(self.check_runs_json(&reference.join("/")))
             }
@@ -2390,6 +2398,349 @@ fn graphql_no_repository(vars: &Value, name_key: &str) -> Answer {
             "message": format!("Could not resolve to a Repository with the name '{owner}/{repo}'.")
         }]
     }))
+}
+
+// ---------------------------------------------------------------------------
+// Repository rulesets
+
+/// The first id GitHub-sized ruleset ids start from.
+const FIRST_RULESET_ID: u64 = 4_100_000;
+const RULESETS_DOCS: &str = "https://docs.github.com/rest/repos/rules";
+/// The rule types a repository ruleset may hold (GitHub's
+/// `repository-rule` one-of, the types this fake knows).
+const RULE_TYPES: &[&str] = &[
+    "creation",
+    "update",
+    "deletion",
+    "required_linear_history",
+    "required_signatures",
+    "non_fast_forward",
+    "pull_request",
+    "required_status_checks",
+];
+/// What the origin's pre-receive hook reads, in the origin's directory.
+const RULESETS_FILE: &str = "fake-github-rulesets";
+
+/// The fake's rulesets: what GitHub keeps, and the origin whose
+/// pre-receive hook enforces the active ones as GitHub's server would.
+#[derive(Default)]
+struct Rulesets {
+    by_id: BTreeMap<u64, Value>,
+    last_id: u64,
+    /// Whether the token may administer the repository (write rulesets).
+    admin: bool,
+    enforced_on: Option<std::path::PathBuf>,
+}
+
+/// The origin's pre-receive hook: GitHub's enforcement of branch rulesets
+/// (`deletion`, `non_fast_forward`) for the tests' git server. It reads
+/// one line per active branch ruleset, `RULES INCLUDES EXCLUDES`
+/// (comma-separated, `-` for none), each pattern turned into a shell
+/// pattern by [`shell_pattern`], and refuses with GitHub's own words.
+const ENFORCING_HOOK: &str = r#"#!/bin/sh
+# The fake GitHub's active rulesets, enforced as GitHub's server does.
+rules_file="$(dirname "$0")/../RULESETS_FILE"
+[ -f "$rules_file" ] || exit 0
+set -f
+refused=0
+while read -r old new ref; do
+	while read -r rules includes excludes; do
+		hit=
+		IFS=,
+		for pattern in $includes; do case "$ref" in $pattern) hit=1 ;; esac; done
+		for pattern in $excludes; do case "$ref" in $pattern) hit= ;; esac; done
+		unset IFS
+		[ -n "$hit" ] || continue
+		case ",$rules," in *,deletion,*)
+			case "$new" in *[!0]*) ;; *)
+				echo "error: GH013: Repository rule violations found for $ref." >&2
+				echo "- Cannot delete this branch" >&2
+				refused=1 ;;
+			esac ;;
+		esac
+		case ",$rules," in *,non_fast_forward,*)
+			case "$old" in *[!0]*)
+				case "$new" in *[!0]*)
+					if ! git merge-base --is-ancestor "$old" "$new"; then
+						echo "error: GH013: Repository rule violations found for $ref." >&2
+						echo "- Cannot force-push to this branch" >&2
+						refused=1
+					fi ;;
+				esac ;;
+			esac ;;
+		esac
+	done <"$rules_file"
+done
+exit $refused
+"#;
+
+/// A ruleset's fnmatch pattern as a shell `case` pattern: GitHub's `*`
+/// stops at `/` and `**` does not, a shell's `*` never stops; the tests'
+/// branch names make the two agree. `~ALL` and `~DEFAULT_BRANCH` are
+/// GitHub's own names.
+fn shell_pattern(pattern: &str, default_branch: &str) -> String {
+    match pattern {
+        "~ALL" => "*".to_string(),
+        "~DEFAULT_BRANCH" => format!("refs/heads/{default_branch}"),
+        other => other.replace("**/*", "*").replace("**", "*"),
+    }
+}
+
+impl FakeGithub {
+    /// Whether the token may administer the repository (write rulesets);
+    /// without it GitHub answers 403.
+    pub fn set_admin(&self, admin: bool) {
+        self.state().rulesets.admin = admin;
+    }
+
+    /// Makes `origin` (a bare repository) refuse what the active rulesets
+    /// forbid, as GitHub's server would: a pre-receive hook reading a file
+    /// the fake rewrites on every ruleset change.
+    pub fn enforce_rulesets_on(&self, origin: &std::path::Path) {
+        let hook = origin.join("hooks").join("pre-receive");
+        std::fs::create_dir_all(hook.parent().unwrap()).unwrap();
+        std::fs::write(
+            &hook,
+            ENFORCING_HOOK.replace("RULESETS_FILE", RULESETS_FILE),
+        )
+        .unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let mut state = self.state();
+        state.rulesets.enforced_on = Some(origin.to_owned());
+        state.write_rulesets_file();
+    }
+
+    /// Every ruleset, as `GET rulesets/{id}` answers it.
+    pub fn rulesets(&self) -> Vec<Value> {
+        self.state().rulesets.by_id.values().cloned().collect()
+    }
+
+    /// Sets a ruleset's enforcement, as an admin would in the web UI.
+    pub fn set_ruleset_enforcement(&self, id: u64, enforcement: &str) {
+        let mut state = self.state();
+        if let Some(ruleset) = state.rulesets.by_id.get_mut(&id) {
+            ruleset["enforcement"] = json!(enforcement);
+        }
+        state.write_rulesets_file();
+    }
+}
+
+impl State {
+    fn write_rulesets_file(&self) {
+        let Some(origin) = &self.rulesets.enforced_on else {
+            return;
+        };
+        let join = |value: &Value| {
+            let list: Vec<String> = value
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(|p| shell_pattern(p, &self.default_branch))
+                .collect();
+            if list.is_empty() {
+                "-".to_string()
+            } else {
+                list.join(",")
+            }
+        };
+        let mut text = String::new();
+        for ruleset in self.rulesets.by_id.values() {
+            if ruleset["enforcement"] != "active" || ruleset["target"] != "branch" {
+                continue;
+            }
+            let rules: Vec<&str> = ruleset["rules"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|r| r["type"].as_str())
+                .collect();
+            let ref_name = &ruleset["conditions"]["ref_name"];
+            text.push_str(&format!(
+                "{} {} {}\n",
+                if rules.is_empty() {
+                    "-".to_string()
+                } else {
+                    rules.join(",")
+                },
+                join(&ref_name["include"]),
+                join(&ref_name["exclude"]),
+            ));
+        }
+        std::fs::write(origin.join(RULESETS_FILE), text).unwrap();
+    }
+
+    fn ruleset_json(&self, id: u64, body: &Value, created_at: &str) -> Value {
+        let url = self.repo_url();
+        json!({
+            "id": id,
+            "name": body["name"],
+            "target": body.get("target").cloned().unwrap_or(json!("branch")),
+            "source_type": "Repository",
+            "source": format!("{}/{}", self.owner, self.repo),
+            "enforcement": body["enforcement"],
+            "bypass_actors": body.get("bypass_actors").cloned().unwrap_or(json!([])),
+            "current_user_can_bypass": "never",
+            "node_id": format!("RRS_lACkVXNlcgQ{id}"),
+            "_links": {
+                "self": { "href": format!("{url}/rulesets/{id}") },
+                "html": { "href": format!("{}/rules/{id}", self.html_repo_url()) }
+            },
+            "conditions": body.get("conditions").cloned().unwrap_or(json!({
+                "ref_name": { "include": [], "exclude": [] }
+            })),
+            "rules": body.get("rules").cloned().unwrap_or(json!([])),
+            "created_at": created_at,
+            "updated_at": rfc3339(self.now_secs()),
+        })
+    }
+
+    /// A ruleset body as GitHub validates it: a name unique in the
+    /// repository, a known enforcement and target, rules of known types.
+    fn check_ruleset(&self, body: &Value, id: Option<u64>) -> Result<(), Answer> {
+        let invalid = |message: &str| {
+            Err(Answer::validation_failed(
+                json!({ "resource": "Ruleset", "code": "custom", "message": message }),
+                RULESETS_DOCS,
+            ))
+        };
+        let Some(name) = body["name"].as_str().filter(|n| !n.is_empty()) else {
+            return invalid("Name can't be blank");
+        };
+        if !matches!(
+            body["enforcement"].as_str(),
+            Some("disabled" | "active" | "evaluate")
+        ) {
+            return invalid("Invalid property /enforcement: is not one of [\"disabled\", \"active\", \"evaluate\"].");
+        }
+        if !matches!(
+            body.get("target").map(Value::as_str),
+            None | Some(Some("branch" | "tag" | "push" | "repository"))
+        ) {
+            return invalid("Invalid property /target");
+        }
+        for rule in body["rules"].as_array().into_iter().flatten() {
+            if !rule["type"]
+                .as_str()
+                .is_some_and(|t| RULE_TYPES.contains(&t))
+            {
+                return invalid("Invalid rule type");
+            }
+        }
+        let taken = self
+            .rulesets
+            .by_id
+            .iter()
+            .any(|(other, r)| Some(*other) != id && r["name"] == name);
+        if taken {
+            return invalid("Name must be unique");
+        }
+        Ok(())
+    }
+
+    fn admin_only(&self) -> Option<Answer> {
+        (!self.rulesets.admin)
+            .then(|| Answer::error(403, "Must have admin rights to Repository.", RULESETS_DOCS))
+    }
+
+    fn list_rulesets(&self, query: &[(String, String)], rest_path: &str) -> Answer {
+        let items: Vec<Value> = self
+            .rulesets
+            .by_id
+            .values()
+            .map(|r| {
+                let mut item = r.clone();
+                let object = item.as_object_mut().unwrap();
+                object.remove("conditions");
+                object.remove("rules");
+                object.remove("bypass_actors");
+                item
+            })
+            .collect();
+        self.paginate(items, query, rest_path)
+    }
+
+    fn get_ruleset(&self, id: &str) -> Answer {
+        match id
+            .parse::<u64>()
+            .ok()
+            .and_then(|id| self.rulesets.by_id.get(&id))
+        {
+            Some(ruleset) => Answer::ok(ruleset.clone()),
+            None => Answer::not_found(RULESETS_DOCS),
+        }
+    }
+
+    fn create_ruleset(&mut self, request: &Request) -> Answer {
+        if let Some(denied) = self.admin_only() {
+            return denied;
+        }
+        let body = match json_body(request, RULESETS_DOCS) {
+            Ok(body) => body,
+            Err(answer) => return answer,
+        };
+        if let Err(answer) = self.check_ruleset(&body, None) {
+            return answer;
+        }
+        self.rulesets.last_id = self.rulesets.last_id.max(FIRST_RULESET_ID) + 1;
+        let id = self.rulesets.last_id;
+        let ruleset = self.ruleset_json(id, &body, &rfc3339(self.now_secs()));
+        self.rulesets.by_id.insert(id, ruleset.clone());
+        self.write_rulesets_file();
+        Answer::with_status(201, ruleset)
+    }
+
+    fn update_ruleset(&mut self, id: &str, request: &Request) -> Answer {
+        if let Some(denied) = self.admin_only() {
+            return denied;
+        }
+        let Some(id) = id
+            .parse::<u64>()
+            .ok()
+            .filter(|id| self.rulesets.by_id.contains_key(id))
+        else {
+            return Answer::not_found(RULESETS_DOCS);
+        };
+        let body = match json_body(request, RULESETS_DOCS) {
+            Ok(body) => body,
+            Err(answer) => return answer,
+        };
+        // PUT replaces the fields it names and keeps the others.
+        let old = self.rulesets.by_id[&id].clone();
+        let mut merged = old.clone();
+        for (key, value) in body.as_object().into_iter().flatten() {
+            merged[key] = value.clone();
+        }
+        if let Err(answer) = self.check_ruleset(&merged, Some(id)) {
+            return answer;
+        }
+        let created_at = old["created_at"].as_str().unwrap_or_default().to_string();
+        let ruleset = self.ruleset_json(id, &merged, &created_at);
+        self.rulesets.by_id.insert(id, ruleset.clone());
+        self.write_rulesets_file();
+        Answer::ok(ruleset)
+    }
+
+    fn delete_ruleset(&mut self, id: &str) -> Answer {
+        if let Some(denied) = self.admin_only() {
+            return denied;
+        }
+        match id
+            .parse::<u64>()
+            .ok()
+            .and_then(|id| self.rulesets.by_id.remove(&id))
+        {
+            Some(_) => {
+                self.write_rulesets_file();
+                Answer::no_content()
+            }
+            None => Answer::not_found(RULESETS_DOCS),
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------

@@ -48,11 +48,11 @@ use serde_json::Value;
 use super::stored::{corrupt, parse_json, StoredIssue, FORMAT};
 use crate::surface::SurfaceError;
 
-pub(super) const LEGACY_REF: &str = "refs/maverick/issues";
+pub(crate) const LEGACY_REF: &str = "refs/maverick/issues";
 /// Where the tombstone says the state went.
 const MOVED_TO: &str = "refs/maverick/issue/<n>";
 const MOVED: &str = "git-maverick keeps this state at refs/maverick/issue/<n> now, one ref per issue; this git-maverick is older than that: upgrade git-maverick";
-pub(super) const TOMBSTONE_MESSAGE: &str =
+pub(crate) const TOMBSTONE_MESSAGE: &str =
     "maverick: the state moved to refs/maverick/issue/<n>, one ref per issue";
 /// Where the conversion keeps the old layout's history.
 pub(super) const ARCHIVE_REF: &str = "refs/maverick/archive/issues";

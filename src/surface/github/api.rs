@@ -965,6 +965,89 @@ impl Surface for GithubSurface {
     }
 }
 
+/// A repository ruleset as GitHub answers it (`repository-ruleset`): the
+/// fields server-side protection reads and writes. The list leaves out
+/// `conditions` and `rules`; `GET rulesets/{id}` has them.
+#[derive(Clone, Debug, Deserialize, serde::Serialize, PartialEq, Eq)]
+pub(crate) struct ApiRuleset {
+    pub id: u64,
+    pub name: String,
+    #[serde(default)]
+    pub target: Option<String>,
+    pub enforcement: String,
+    #[serde(default)]
+    pub source_type: Option<String>,
+    #[serde(default)]
+    pub conditions: Option<Value>,
+    #[serde(default)]
+    pub rules: Option<Vec<Value>>,
+}
+
+/// Repository rulesets (`/repos/{owner}/{repo}/rulesets`), for the
+/// protection of managed branches. Reads are conditional as every GET is;
+/// a 403 or 404 comes back as [`GithubError::Status`] for the caller to
+/// tell "not an admin" from the rest.
+impl GithubSurface {
+    /// Every ruleset of the repository itself (not its organisation's).
+    pub(crate) fn rulesets(&self) -> Result<Vec<ApiRuleset>, GithubError> {
+        let first = self.repo_path(&format!(
+            "rulesets?includes_parents=false&per_page={PER_PAGE}"
+        ));
+        self.get_pages(first, "listing the repository's rulesets")
+    }
+
+    /// One ruleset, with its conditions and rules.
+    pub(crate) fn ruleset(&self, id: u64) -> Result<ApiRuleset, GithubError> {
+        let what = format!("reading ruleset {id}");
+        self.on_rulesets(Method::GET, &format!("rulesets/{id}"), None, &what)
+    }
+
+    /// Creates a ruleset from `body` (name, target, enforcement,
+    /// conditions, rules).
+    pub(crate) fn create_ruleset(&self, body: &Value) -> Result<ApiRuleset, GithubError> {
+        self.on_rulesets(Method::POST, "rulesets", Some(body), "creating a ruleset")
+    }
+
+    /// Replaces what `body` names of ruleset `id`.
+    pub(crate) fn update_ruleset(&self, id: u64, body: &Value) -> Result<ApiRuleset, GithubError> {
+        let what = format!("updating ruleset {id}");
+        self.on_rulesets(Method::PUT, &format!("rulesets/{id}"), Some(body), &what)
+    }
+
+    /// Deletes ruleset `id`. A 404 is an error: the ruleset was just
+    /// listed, so it means the token may not delete it.
+    pub(crate) fn delete_ruleset(&self, id: u64) -> Result<(), GithubError> {
+        let what = format!("deleting ruleset {id}");
+        let reply = self.call(
+            Method::DELETE,
+            &self.repo_path(&format!("rulesets/{id}")),
+            None,
+            &what,
+            None,
+        )?;
+        if reply.success() {
+            return Ok(());
+        }
+        Err(self.unexpected(&what, &reply))
+    }
+
+    /// One request on the rulesets (`rest` under the repository) whose
+    /// answer is a ruleset.
+    fn on_rulesets(
+        &self,
+        method: Method,
+        rest: &str,
+        body: Option<&Value>,
+        what: &str,
+    ) -> Result<ApiRuleset, GithubError> {
+        let reply = self.call(method, &self.repo_path(rest), body, what, None)?;
+        if !reply.success() {
+            return Err(self.unexpected(what, &reply));
+        }
+        self.parse(what, &reply)
+    }
+}
+
 /// The query of an issue list: open ones (or all), every page full, and
 /// the labels GitHub can filter on (it ANDs comma-separated names; a name
 /// with a comma in it is only filtered by [`has_every`]).

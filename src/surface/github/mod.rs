@@ -70,6 +70,7 @@ mod token;
 mod transport;
 
 use api::ApiComment;
+pub(crate) use api::ApiRuleset;
 use cache::{CachedGet, SharedCache};
 pub use token::{resolve_token, Token, TokenSource};
 use transport::Reply;
