@@ -316,7 +316,7 @@ pub(crate) fn git_completion_script() -> PathBuf {
     candidates
         .into_iter()
         .find(|p| p.is_file())
-        .expect("git's bash completion is installed (.ci/run installs it)")
+        .expect("git's bash completion is installed (scripts/test.sh installs it)")
 }
 
 /// What a real bash, with git's completion and maverick's loaded, offers for

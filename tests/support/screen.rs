@@ -290,7 +290,7 @@ fn placeholder(word: &str) -> String {
 }
 
 /// A tool's version, `v2.2.2` (a hook manager's banner; the registries'
-/// newest is what `.ci/run` installs).
+/// newest is what `scripts/test.sh` installs).
 fn is_version(word: &str) -> bool {
     word.strip_prefix('v').is_some_and(|v| {
         v.split('.').count() >= 2
