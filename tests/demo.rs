@@ -98,9 +98,15 @@ fn the_readme_demo_runs_the_clones_build_when_nothing_is_installed() {
     let first = stdout.lines().next().unwrap_or_default();
     let release = target.join("release/git-maverick");
     let expected = if release.exists() {
-        format!("demo: running {} (this clone's release build", release.display())
+        format!(
+            "demo: running {} (this clone's release build",
+            release.display()
+        )
     } else {
-        format!("demo: running {} (this clone's debug build", crate::support::BIN)
+        format!(
+            "demo: running {} (this clone's debug build",
+            crate::support::BIN
+        )
     };
     assert!(first.starts_with(&expected), "{stdout}");
     assert!(!cargo_ran.exists(), "the demo ran cargo\n{stdout}");

@@ -110,7 +110,11 @@ fn documented_line(shell: &str) -> String {
         .map(str::trim)
         .filter(|l| l.contains(&wanted))
         .collect();
-    assert_eq!(found.len(), 1, "README shows one line for {shell}: {found:?}");
+    assert_eq!(
+        found.len(),
+        1,
+        "README shows one line for {shell}: {found:?}"
+    );
     found[0].to_owned()
 }
 

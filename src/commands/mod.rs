@@ -43,6 +43,7 @@ pub fn main(args: Vec<OsString>) -> u8 {
     if let Some(parsed) = hook::fast_pre_push(&args) {
         return finish(hook::pre_push(&GlobalArgs::default(), parsed), false);
     }
+    help::ensure_man_pages();
     let wants_json = args.iter().skip(1).any(|a| a == "--json");
     if wants_json {
         paint::never();
@@ -305,7 +306,7 @@ impl Context {
             Ok(GithubConfig {
                 api_url: settings.github_api_url.clone(),
                 repo,
-                token: resolve_token(&settings.github_api_url)?,
+                token: resolve_token(&settings.github_host)?,
                 trusted_authors: settings.trusted_authors.clone(),
                 timeout: settings.http_timeout,
                 clock: settings.clock.clone(),

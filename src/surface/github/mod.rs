@@ -78,6 +78,8 @@ use transport::Reply;
 pub enum GithubError {
     #[error("no GitHub token: set GH_TOKEN (or GITHUB_TOKEN), or log in with `gh auth login`")]
     NoToken,
+    #[error("no GitHub token for {host}: set GH_ENTERPRISE_TOKEN (or GITHUB_ENTERPRISE_TOKEN), or log in with `gh auth login --hostname {host}` (GH_TOKEN is for github.com and is never sent to another host)")]
+    NoEnterpriseToken { host: String },
     #[error("the GitHub token from {origin} is not usable: it holds spaces or control characters")]
     BadToken { origin: TokenSource },
     #[error("no GitHub repository to coordinate on: the remote {remote:?} is not on github.com")]
@@ -133,7 +135,7 @@ impl GithubError {
     /// The command that gets the user out, where there is one.
     pub(crate) fn hint(&self) -> Option<String> {
         Some(match self {
-            GithubError::NoToken => {
+            GithubError::NoToken | GithubError::NoEnterpriseToken { .. } => {
                 "or coordinate through the git remote instead: `git config maverick.surface git`"
                     .to_owned()
             }
