@@ -436,6 +436,23 @@ impl Git {
         self.cmd(["config", key, value]).output().map(drop)
     }
 
+    /// Makes `remote`'s `branch` the upstream of the local branch of that
+    /// name, as `git push -u` does, when it has none: maverick pushes a
+    /// commit, not the branch, so git sets none itself; with it a plain
+    /// `git push` or `git pull` works and `git status` shows the tracking.
+    pub(crate) fn set_upstream_if_unset(&self, remote: &str, branch: &str) -> Result<(), GitError> {
+        let local = format!("refs/heads/{branch}");
+        if self.resolve_commit(&local)?.is_none()
+            || self
+                .config_get(&format!("branch.{branch}.merge"))?
+                .is_some()
+        {
+            return Ok(());
+        }
+        self.config_set(&format!("branch.{branch}.remote"), remote)?;
+        self.config_set(&format!("branch.{branch}.merge"), &local)
+    }
+
     // Commits and branches.
 
     /// The commit `rev` names, `None` when it names none.

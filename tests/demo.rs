@@ -55,8 +55,9 @@ fn run_demo(env: &crate::support::TestEnv, path: &std::ffi::OsStr, target: &Path
         stdout.contains("demo finished: every step exited as expected"),
         "{stdout}"
     );
+    // The holder with the machine its claim names.
     assert!(
-        stdout.contains("claim lost: #7 is held by bob (generation 2)"),
+        stdout.contains("claim lost: #7 is held by bob on ") && stdout.contains(" (generation 2)"),
         "{stdout}"
     );
     stdout

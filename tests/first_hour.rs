@@ -60,6 +60,31 @@ fn the_readme_quick_start_works_as_written(surface: Surface) {
     assert_eq!(files, "fix.txt");
     // `hook status` exits 0 when the guard is on.
     repo.maverick(&["hook", "status"]).expect(0);
+    // The pushed branch tracks origin's, as after `git push -u`: git
+    // status shows it, and a plain `git push` of the next commit works.
+    let status = env.git_in(&repo.dir, &["status", "--short", "--branch"]);
+    assert!(
+        status.starts_with("## maverick/142-fix...origin/maverick/142-fix"),
+        "{status}"
+    );
+    repo.write_file("more.txt", "more\n");
+    env.git_in(&repo.dir, &["add", "more.txt"]);
+    env.git_in(&repo.dir, &["commit", "--quiet", "-m", "fix: more"]);
+    let mut push = Command::new("git");
+    push.args(["push", "--quiet"]).current_dir(&repo.dir);
+    env.apply_env(&mut push);
+    push.env("MAVERICK_INSTANCE", "alice");
+    let out = push.output().expect("git runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let local = env.git_in(&repo.dir, &["rev-parse", "HEAD"]);
+    assert_eq!(
+        env.origin_head("maverick/142-fix").as_deref(),
+        Some(local.trim())
+    );
 }
 
 #[test]

@@ -242,7 +242,11 @@ pub(crate) fn task_done(
         clock: &settings.clock,
     };
     match push::cas_push(git, &settings.remote, &sha, branch, live.as_deref(), pusher) {
-        Ok(_) => crate::failpoint::hit("task-done-after-push"),
+        Ok(_) => {
+            crate::failpoint::hit("task-done-after-push");
+            // Tracking is a convenience: the push stands without it.
+            let _ = git.set_upstream_if_unset(&settings.remote, branch);
+        }
         Err(err @ PushError::Collision { .. }) => {
             return Ok(DoneOutcome::Collision {
                 number,
@@ -306,7 +310,7 @@ fn fence(
             record.generation, view.generation
         )),
         _ => Some(match &view.holder {
-            Some(h) => format!("#{issue} is held by {}", h.instance_id),
+            Some(h) => format!("#{issue} is held by {}", h.who()),
             None => format!("#{issue} is no longer claimed by {instance}"),
         }),
     });
