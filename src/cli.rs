@@ -142,7 +142,7 @@ pub(crate) enum Command {
     Resume(ResumeArgs),
     /// Hold a claim for the life of a command: claim, run CMD, heartbeat, release
     Run(RunArgs),
-    /// Start an agent cycle in a free dispatch slot, at most dispatchSlots at once
+    /// Start an agent cycle in a free dispatch slot, at most dispatchSlots (--slots N) at once
     ///
     /// Claims the lowest eligible issue of the frontier (open, labelled with the
     /// frontier label, unassigned, unblocked, not already claimed) with a claim

@@ -233,11 +233,12 @@ fn error_and_hint_prefixes_are_coloured_as_clap_colours_them() {
             &["coord", "read", "5"],
             &[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")],
         ),
-        (&["coord", "read", "5", "--json"], &force),
     ] {
         let stderr = run(args, vars);
         assert!(stderr.starts_with(plain), "{args:?} {vars:?}: {stderr:?}");
     }
+    // With --json the object on stdout is the error: no text lines beside it.
+    assert_eq!(run(&["coord", "read", "5", "--json"], &force), "");
     // A terminal, no forcing variable.
     let mut cmd = Command::new("script");
     cmd.args(["--quiet", "--return", "--command"])
@@ -293,4 +294,95 @@ fn verbose_shows_each_request_to_the_surface_and_why(surface: Surface) {
             ),
         ])
     );
+}
+
+/// README.md and every page under docs/ (pages added later included).
+fn documentation() -> Vec<(String, String)> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut pages = vec![("README.md".to_owned(), README.to_owned())];
+    let mut names: Vec<_> = std::fs::read_dir(root.join("docs"))
+        .expect("docs/ exists")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    names.sort();
+    for path in names {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let name = path.strip_prefix(root).unwrap().display().to_string();
+        pages.push((name, text));
+    }
+    pages
+}
+
+/// The `git maverick …` commands a page shows: in ```sh blocks and in
+/// indented code blocks, each command of a line (`a && b`, `x | b`), its
+/// comment and redirections left off.
+fn documented_commands(text: &str) -> Vec<String> {
+    let mut commands = Vec::new();
+    let mut fence: Option<String> = None;
+    for line in text.lines() {
+        let trimmed = line.trim();
+        if let Some(rest) = trimmed.strip_prefix("```") {
+            fence = match fence {
+                Some(_) => None,
+                None => Some(rest.trim().to_owned()),
+            };
+            continue;
+        }
+        let code = match &fence {
+            Some(lang) => matches!(lang.as_str(), "sh" | "bash" | "console" | "shell"),
+            None => line.starts_with("    "),
+        };
+        if !code {
+            continue;
+        }
+        let line = trimmed.split(" # ").next().unwrap_or(trimmed);
+        for part in line.split(['|', ';']).flat_map(|p| p.split("&&")) {
+            let part = part.trim();
+            let part = part.strip_prefix("$ ").unwrap_or(part);
+            let Some(args) = part.strip_prefix("git maverick ") else {
+                continue;
+            };
+            // Redirections are the shell's, not maverick's.
+            let args = args.split([' ']).take_while(|w| !w.starts_with(['>', '<']));
+            let args: Vec<&str> = args.take_while(|w| !w.starts_with("2>")).collect();
+            commands.push(args.join(" "));
+        }
+    }
+    commands
+}
+
+/// Every `git maverick` command the README and docs/ show parses with the
+/// real binary's command line: run with `--help` added (before a `--`,
+/// which hands the rest to another program), clap rejects an unknown
+/// command or flag and a bad value before it prints the help.
+#[test]
+fn every_command_the_docs_show_parses() {
+    let env = TestEnv::new();
+    let mut checked = 0;
+    let mut wrong = Vec::new();
+    for (page, text) in documentation() {
+        for args in documented_commands(&text) {
+            let words: Vec<&str> = args.split_whitespace().collect();
+            let at = words.iter().position(|w| *w == "--").unwrap_or(words.len());
+            let script = format!(
+                "exec git-maverick {} --help {}",
+                words[..at].join(" "),
+                words[at..].join(" ")
+            );
+            let mut cmd = Command::new("sh");
+            cmd.args(["-c", &script]).current_dir(env.path());
+            env.apply_env(&mut cmd);
+            let out = cmd.output().expect("sh runs");
+            checked += 1;
+            if !out.status.success() {
+                wrong.push(format!(
+                    "{page}: git maverick {args}\n{}",
+                    String::from_utf8_lossy(&out.stderr)
+                ));
+            }
+        }
+    }
+    assert!(checked > 40, "only {checked} commands found in the docs");
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }

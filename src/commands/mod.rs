@@ -77,6 +77,7 @@ pub fn main(args: Vec<OsString>) -> u8 {
                 let rendered = err.render().to_string();
                 let e = CommandError::usage(rendered.trim_end().trim_start_matches("error: "));
                 print_json(&Failure::of(&e));
+                return Exit::Usage.code();
             }
             let _ = err.print();
             return Exit::Usage.code();
@@ -118,10 +119,13 @@ fn finish<T: Serialize, C: Copy + Into<u8> + Serialize>(
             code
         }
         Err(err) => {
+            // With --json the object is the error (code, message, hints);
+            // the same lines again on stderr were noise to the program.
             if json {
                 print_json(&Failure::of(&err));
+            } else {
+                paint::eprint_lines(&for_terminal(&err.to_string(), Newlines::Keep));
             }
-            paint::eprint_lines(&for_terminal(&err.to_string(), Newlines::Keep));
             err.exit.code()
         }
     }

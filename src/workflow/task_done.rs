@@ -70,7 +70,7 @@ pub(crate) enum DoneError {
         "HEAD is task {unpushed}'s commit, not yet pushed, and nothing is staged for task {asked}"
     )]
     UnpushedOther { unpushed: usize, asked: usize },
-    #[error("all {total} tasks of #{issue} are checked off")]
+    #[error("{} checked off", crate::durable::tasks::all_tasks_are(*.total, Some(*.issue)))]
     AllChecked { issue: u64, total: usize },
     #[error("every unchecked task of #{issue} ({open}) already has a commit on {branch}")]
     AllCommitted {

@@ -109,9 +109,10 @@ pub enum GithubError {
         status: u16,
         message: String,
     },
-    #[error("{what}: no usable answer after {attempts} attempts (last: {last})")]
+    #[error("{what}: no usable answer from {api_url} after {attempts} attempts (last: {last})")]
     Unavailable {
         what: String,
+        api_url: String,
         attempts: u32,
         last: String,
     },
@@ -156,10 +157,14 @@ impl GithubError {
             GithubError::RateLimited { until, .. } => {
                 format!("run the command again after {until}")
             }
-            GithubError::Unavailable { .. } => {
+            GithubError::Unavailable { api_url, .. } if api_url.contains("://api.github.com") => {
                 "GitHub may be down (https://www.githubstatus.com); run the command again later"
                     .to_owned()
             }
+            GithubError::Unavailable { api_url, .. } => format!(
+                "check that {api_url} answers from here (it comes from GITHUB_API_URL, \
+                 maverick.githubApiUrl or the repository's host), or run the command again later"
+            ),
             GithubError::Assignees { .. } => {
                 "only the repository's collaborators can be assigned".to_owned()
             }
