@@ -386,3 +386,47 @@ fn every_command_the_docs_show_parses() {
     assert!(checked > 40, "only {checked} commands found in the docs");
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+/// On a terminal a fetch says what maverick waits for and lets git's own
+/// progress through (as `git fetch` does there); in a pipe, neither.
+#[test]
+fn a_fetch_on_a_terminal_shows_what_it_waits_for_and_gits_progress() {
+    let env = TestEnv::new();
+    let alice = env.clone("alice");
+    let branch = "maverick/5-progress";
+    alice
+        .maverick(&["coord", "claim", "5", "--branch", branch])
+        .expect(0);
+    alice.git(&["switch", "--quiet", "-c", branch]);
+    alice.write_file("a.txt", "a\n");
+    alice.git(&["add", "a.txt"]);
+    alice.git(&["commit", "--quiet", "-m", "feat: a"]);
+    alice.git(&["push", "--quiet", "origin", branch]);
+
+    // The same instance picks the branch up in another clone, on a terminal.
+    let laptop = env.clone("laptop");
+    let mut cmd = Command::new("script");
+    cmd.args(["--quiet", "--return", "--command"])
+        .arg(format!("{} resume {branch}", crate::support::BIN))
+        .arg("/dev/null")
+        .current_dir(&laptop.dir);
+    env.apply_env(&mut cmd);
+    cmd.env("MAVERICK_INSTANCE", "alice")
+        .env("TERM", "xterm-256color");
+    let out = cmd.output().expect("script(1) runs (util-linux)");
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{shown}");
+    assert!(shown.contains("git maverick: "), "{shown}");
+    assert!(shown.contains("objects"), "git's progress: {shown}");
+
+    // In a pipe: the same resume (run again, it does no harm) says neither.
+    let mut piped = laptop.maverick_command(&["resume", branch]);
+    piped.env("MAVERICK_INSTANCE", "alice");
+    let out = piped.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        !stderr.contains("git maverick: ") && !stderr.contains("objects"),
+        "{stderr}"
+    );
+}

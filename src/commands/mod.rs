@@ -48,6 +48,7 @@ pub fn main(args: Vec<OsString>) -> u8 {
     if wants_json {
         paint::never();
     }
+    crate::git::show_progress(!wants_json && std::io::IsTerminal::is_terminal(&std::io::stderr()));
     let parsed = help::command()
         .try_get_matches_from(&args)
         .and_then(|matches| Cli::from_arg_matches(&matches));
