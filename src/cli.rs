@@ -48,6 +48,19 @@ pub(crate) struct GlobalArgs {
     /// More detail on stderr (-v, -vv)
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,
+    /// When to colour: always, never, or auto (a terminal); beats git's
+    /// color.maverick and color.ui
+    #[arg(
+        long,
+        value_name = "WHEN",
+        global = true,
+        hide_short_help = true,
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "always",
+        value_parser = ["always", "never", "auto"]
+    )]
+    pub color: Option<String>,
     #[command(flatten)]
     pub config: ConfigFlags,
 }

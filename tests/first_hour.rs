@@ -430,3 +430,50 @@ fn a_fetch_on_a_terminal_shows_what_it_waits_for_and_gits_progress() {
         "{stderr}"
     );
 }
+
+/// Colour as git decides it: `--color=always|never|auto` beats git's
+/// `color.maverick`, which beats `color.ui`; `always` colours a pipe too.
+#[test]
+fn colour_follows_the_color_flag_then_color_maverick_then_color_ui() {
+    let env = TestEnv::new();
+    let run = |args: &[&str], config: &[(&str, &str)]| {
+        let home_config = env.path().join("colour-gitconfig");
+        let mut text = String::new();
+        for (key, value) in config {
+            let (section, name) = key.split_once('.').unwrap();
+            text.push_str(&format!("[{section}]\n\t{name} = {value}\n"));
+        }
+        std::fs::write(&home_config, text).unwrap();
+        let mut cmd = Command::new(crate::support::BIN);
+        cmd.args(args).current_dir(env.path());
+        env.apply_env(&mut cmd);
+        cmd.env_remove("NO_COLOR")
+            .env("GIT_CONFIG_GLOBAL", &home_config);
+        let stderr = String::from_utf8(cmd.output().unwrap().stderr).unwrap();
+        stderr.contains("\x1b[")
+    };
+    let read = ["coord", "read", "5"];
+    assert!(!run(&read, &[]), "a pipe, auto: plain");
+    assert!(run(&read, &[("color.ui", "always")]));
+    assert!(!run(
+        &read,
+        &[("color.ui", "always"), ("color.maverick", "never")]
+    ));
+    assert!(run(
+        &read,
+        &[("color.ui", "never"), ("color.maverick", "always")]
+    ));
+    assert!(!run(
+        &["--color=never", "coord", "read", "5"],
+        &[("color.ui", "always")]
+    ));
+    assert!(run(&["coord", "read", "5", "--color=always"], &[]));
+    assert!(run(
+        &["--color", "coord", "read", "5"],
+        &[("color.ui", "false")]
+    ));
+    assert!(!run(
+        &["--color=auto", "coord", "read", "5"],
+        &[("color.ui", "always")]
+    ));
+}

@@ -47,6 +47,8 @@ pub fn main(args: Vec<OsString>) -> u8 {
     let wants_json = args.iter().skip(1).any(|a| a == "--json");
     if wants_json {
         paint::never();
+    } else {
+        paint::choose(&args);
     }
     crate::git::show_progress(!wants_json && std::io::IsTerminal::is_terminal(&std::io::stderr()));
     let parsed = help::command()
