@@ -3,22 +3,40 @@
 # network. Two instances, alice and bob, each in its own clone, coordinate
 # through refs/maverick/* on a bare repository.
 #
-#   scripts/demo.sh            build, then run every step and print what happens
-#   MAVERICK_BIN=path scripts/demo.sh   use an already built binary
+#   scripts/demo.sh                      run every step and print what happens
+#   MAVERICK_BIN=path scripts/demo.sh    with that binary
+#
+# The binary: MAVERICK_BIN, else the git-maverick you installed (on PATH),
+# else this clone's release build, else its debug build (under
+# CARGO_TARGET_DIR when set, else target/); only when there is none does the
+# demo build one (`cargo build`). Its first line says which one it runs.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-if [ -z "${MAVERICK_BIN:-}" ]; then
-  # Cargo says where it put the binary (CARGO_TARGET_DIR, build.target-dir
-  # and build.target all move it): the executable of its bin artifact.
+target="${CARGO_TARGET_DIR:-$root/target}"
+case "$target" in /*) ;; *) target="$root/$target" ;; esac
+if [ -n "${MAVERICK_BIN:-}" ]; then
+  why="MAVERICK_BIN"
+elif MAVERICK_BIN=$(command -v git-maverick); then
+  why="the git-maverick on PATH"
+elif [ -x "$target/release/git-maverick" ]; then
+  MAVERICK_BIN="$target/release/git-maverick" why="this clone's release build"
+elif [ -x "$target/debug/git-maverick" ]; then
+  MAVERICK_BIN="$target/debug/git-maverick" why="this clone's debug build"
+else
+  echo "demo: no git-maverick on PATH or under $target; building one (cargo build)"
+  # Cargo says where it put the binary (build.target-dir and build.target
+  # move it too): the executable of its bin artifact.
   MAVERICK_BIN=$(cargo build --quiet --locked --manifest-path "$root/Cargo.toml" \
       --bin git-maverick --message-format=json-render-diagnostics \
     | sed -n 's/^{"reason":"compiler-artifact".*"executable":"\([^"]*\)".*/\1/p' | tail -n 1)
+  why="the binary cargo just built"
   if [ ! -x "$MAVERICK_BIN" ]; then
     printf 'demo: cargo built no git-maverick executable (got "%s")\n' "$MAVERICK_BIN" >&2
     exit 1
   fi
 fi
+printf 'demo: running %s (%s, %s)\n' "$MAVERICK_BIN" "$why" "$("$MAVERICK_BIN" --version)"
 work=$(mktemp -d "${TMPDIR:-/tmp}/maverick-demo.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 mkdir "$work/bin"
@@ -66,7 +84,6 @@ git clone --quiet "$work/origin.git" "$work/seed" 2>/dev/null
 git clone --quiet "$work/origin.git" "$work/alice"
 git clone --quiet "$work/origin.git" "$work/bob"
 echo "origin: $work/origin.git   clones: alice, bob"
-echo "git-maverick: $MAVERICK_BIN"
 
 step "alice claims #142; bob sees it held (exit 4) and cannot claim it"
 expect 0 alice git maverick coord claim 142 --branch maverick/142-parse-markers

@@ -49,6 +49,19 @@ pub(crate) struct GlobalArgs {
     /// More detail on stderr (-v, -vv)
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,
+    /// When to colour: always, never, or auto (a terminal); beats git's
+    /// color.maverick and color.ui
+    #[arg(
+        long,
+        value_name = "WHEN",
+        global = true,
+        hide_short_help = true,
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "always",
+        value_parser = ["always", "never", "auto"]
+    )]
+    pub color: Option<String>,
     #[command(flatten)]
     pub config: ConfigFlags,
 }
@@ -147,7 +160,7 @@ pub(crate) enum Command {
     Resume(ResumeArgs),
     /// Hold a claim for the life of a command: claim, run CMD, heartbeat, release
     Run(RunArgs),
-    /// Start an agent cycle in a free dispatch slot, at most dispatchSlots at once
+    /// Start an agent cycle in a free dispatch slot, at most dispatchSlots (--slots N) at once
     ///
     /// Claims the lowest eligible issue of the frontier (open, labelled with the
     /// frontier label, unassigned, unblocked, not already claimed) with a claim

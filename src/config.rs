@@ -74,6 +74,9 @@ pub struct Settings {
     /// `OWNER/NAME`, from `-R` or the remote URL (GitHub only).
     pub repo: Option<String>,
     pub github_api_url: String,
+    /// The GitHub host the repository is on (github.com, or an Enterprise
+    /// Server's): which of gh's tokens it takes.
+    pub github_host: String,
     pub lease_ttl: Duration,
     pub heartbeat_interval: Duration,
     /// How far a stamp may lead a clock before it is not believed (SPEC 2).
@@ -403,6 +406,7 @@ impl Settings {
             remote_url: place.remote_url,
             repo: place.repo,
             github_api_url: place.github_api_url,
+            github_host: place.github_host,
             lease_ttl: timing.lease_ttl,
             heartbeat_interval: timing.heartbeat_interval,
             max_clock_skew: timing.max_clock_skew,
@@ -428,6 +432,7 @@ struct Place {
     remote_url: Option<String>,
     repo: Option<String>,
     github_api_url: String,
+    github_host: String,
 }
 
 impl Place {
@@ -478,12 +483,14 @@ impl Place {
                 implied.api_url()
             })?,
         );
+        let github_host = implied.host().0.unwrap_or_else(|| "github.com".to_owned());
         Ok(Place {
             surface,
             remote,
             remote_url,
             repo,
             github_api_url,
+            github_host,
         })
     }
 }
@@ -785,14 +792,23 @@ impl Implied<'_> {
     /// The API of the host `-R`, `GH_REPO` or the remote names, else
     /// `GH_HOST`'s, else github.com's ([`api_url_of_names`]).
     fn api_url(&self) -> (String, Origin) {
-        let flag_host = self.flag_repo.as_ref().and_then(|(host, _)| host.clone());
+        match self.host() {
+            (Some(host), origin) => (api_url_of_host(&host), origin),
+            (None, origin) => ("https://api.github.com".to_owned(), origin),
+        }
+    }
+
+    /// The host `-R`, `GH_REPO` or the remote names, else `GH_HOST`
+    /// ([`host_of_names`]); `None` for github.com by default.
+    fn host(&self) -> (Option<String>, Origin) {
+        let flag_host = self
+            .flag_repo
+            .as_ref()
+            .and_then(|(host, _)| host.as_deref());
         let remote = self.github_remote();
-        api_url_of_names(
-            flag_host.as_deref(),
-            self.gh,
-            remote.as_ref().map(|(host, _)| host.as_str()),
-            self.remote,
-        )
+        let remote_host = remote.as_ref().map(|(host, _)| host.as_str());
+        let (host, origin) = host_of_names(flag_host, self.gh, remote_host, self.remote);
+        (host.map(str::to_owned), origin)
     }
 }
 
@@ -821,12 +837,12 @@ impl GhEnv {
 /// then the host the remote is on, and `GH_HOST` only when none names one
 /// (gh's own order: `GH_HOST` never moves a repository whose remote says
 /// where it lives).
-fn api_url_of_names(
-    flag_host: Option<&str>,
-    gh: &GhEnv,
-    remote_host: Option<&str>,
+fn host_of_names<'a>(
+    flag_host: Option<&'a str>,
+    gh: &'a GhEnv,
+    remote_host: Option<&'a str>,
     remote: &str,
-) -> (String, Origin) {
+) -> (Option<&'a str>, Origin) {
     let gh_repo_host = gh.repo.as_ref().and_then(|(host, _)| host.as_deref());
     let (host, origin) = if let Some(host) = flag_host {
         (host, Origin::Flag("--repo"))
@@ -842,9 +858,9 @@ fn api_url_of_names(
     } else if let Some(host) = gh.host.as_deref() {
         (host, Origin::Env("GH_HOST"))
     } else {
-        return ("https://api.github.com".to_owned(), Origin::Default);
+        return (None, Origin::Default);
     };
-    (api_url_of_host(host), origin)
+    (Some(host), origin)
 }
 
 /// `OWNER/NAME` or `HOST/OWNER/NAME`: the host (if any) and `OWNER/NAME`.
@@ -896,6 +912,7 @@ impl Settings {
             remote_url: None,
             repo: None,
             github_api_url: "https://api.github.com".to_owned(),
+            github_host: "github.com".to_owned(),
             lease_ttl: DEFAULT_LEASE_TTL,
             heartbeat_interval: DEFAULT_HEARTBEAT,
             max_clock_skew: DEFAULT_MAX_CLOCK_SKEW,

@@ -346,7 +346,7 @@ impl From<crate::surface::SurfaceError> for CommandError {
 fn github_code(err: &crate::surface::github::GithubError) -> ErrorCode {
     use crate::surface::github::GithubError;
     match err {
-        GithubError::NoToken => ErrorCode::NoToken,
+        GithubError::NoToken | GithubError::NoEnterpriseToken { .. } => ErrorCode::NoToken,
         GithubError::BadToken { .. } | GithubError::Unauthorized { .. } => ErrorCode::BadToken,
         GithubError::NoRepo { .. } | GithubError::NoSuchRepo { .. } => ErrorCode::NoRepository,
         GithubError::BadUrl { .. } => ErrorCode::BadConfig,

@@ -9,7 +9,18 @@ use std::ffi::{OsStr, OsString};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+
+/// Whether a person watches stderr (a terminal, and no `--json`): then
+/// fetches and pushes say what they wait for and let git's own progress
+/// through, as git does on a terminal.
+static SHOW_PROGRESS: AtomicBool = AtomicBool::new(false);
+
+/// Turns on the progress of fetches and pushes for this process.
+pub(crate) fn show_progress(on: bool) {
+    SHOW_PROGRESS.store(on, Ordering::Relaxed);
+}
 
 /// The trailer naming the issue a task commit belongs to (SPEC 6).
 pub(crate) const ISSUE_TRAILER: &str = "Maverick-Issue";
@@ -468,6 +479,23 @@ impl Git {
 
     pub(crate) fn config_set(&self, key: &str, value: &str) -> Result<(), GitError> {
         self.cmd(["config", key, value]).output().map(drop)
+    }
+
+    /// Makes `remote`'s `branch` the upstream of the local branch of that
+    /// name, as `git push -u` does, when it has none: maverick pushes a
+    /// commit, not the branch, so git sets none itself; with it a plain
+    /// `git push` or `git pull` works and `git status` shows the tracking.
+    pub(crate) fn set_upstream_if_unset(&self, remote: &str, branch: &str) -> Result<(), GitError> {
+        let local = format!("refs/heads/{branch}");
+        if self.resolve_commit(&local)?.is_none()
+            || self
+                .config_get(&format!("branch.{branch}.merge"))?
+                .is_some()
+        {
+            return Ok(());
+        }
+        self.config_set(&format!("branch.{branch}.remote"), remote)?;
+        self.config_set(&format!("branch.{branch}.merge"), &local)
     }
 
     // Commits and branches.
@@ -1151,7 +1179,19 @@ impl GitCommand {
     }
 
     /// Runs the command and returns its output whatever the exit status.
-    fn output_unchecked(self) -> Result<GitOutput, GitError> {
+    fn output_unchecked(mut self) -> Result<GitOutput, GitError> {
+        let progress = SHOW_PROGRESS.load(Ordering::Relaxed)
+            && self.network.is_some()
+            && self.stdin.is_none()
+            && matches!(
+                self.args.first().and_then(|a| a.to_str()),
+                Some("fetch" | "push")
+            );
+        if progress {
+            self.args.insert(1, OsString::from("--progress"));
+            let why = self.network.as_deref().unwrap_or_default();
+            let _ = writeln!(std::io::stderr(), "git maverick: {why}…");
+        }
         let command = self.display();
         tracing::debug!(dir = %self.dir.display(), "{command}");
         let mut cmd = Command::new("git");
@@ -1182,6 +1222,33 @@ impl GitCommand {
             });
             let out = child.wait_with_output();
             let _ = writer.join();
+            return finish(command, self.network.as_deref(), out);
+        }
+        if progress {
+            // git's stderr goes to ours as it comes, and is kept too (less
+            // the progress lines, which end in a carriage return) for errors.
+            let mut from_git = child.stderr.take().expect("stderr was piped");
+            let relay = std::thread::spawn(move || {
+                let mut kept = Vec::new();
+                let mut chunk = [0u8; 4096];
+                let mut shown = std::io::stderr();
+                while let Ok(n) = std::io::Read::read(&mut from_git, &mut chunk) {
+                    if n == 0 {
+                        break;
+                    }
+                    let _ = shown.write_all(&chunk[..n]);
+                    kept.extend_from_slice(&chunk[..n]);
+                }
+                kept.split_inclusive(|b| *b == b'\n')
+                    .filter(|line| !line.contains(&b'\r'))
+                    .flatten()
+                    .copied()
+                    .collect::<Vec<u8>>()
+            });
+            let out = child.wait_with_output().map(|mut out| {
+                out.stderr = relay.join().unwrap_or_default();
+                out
+            });
             return finish(command, self.network.as_deref(), out);
         }
         finish(command, self.network.as_deref(), child.wait_with_output())

@@ -1,5 +1,5 @@
 //! The plugin in the real Claude Code client (issue 30, SPEC 11): the pinned
-//! `@anthropic-ai/claude-code` that `.ci/run` installs from npm runs
+//! `@anthropic-ai/claude-code` that `scripts/test.sh` installs from npm runs
 //! `claude -p` in a real clone, with the plugin installed from this checkout
 //! the way the README says, against a scripted model server on 127.0.0.1
 //! (`support::fake_anthropic`) that answers with Bash tool calls. Each hook
@@ -30,17 +30,19 @@ const THEIRS: &str = "maverick/143-lexer";
 /// How long one client process may take on a loaded 2-core machine.
 const CLIENT_BOUND: Duration = Duration::from_secs(300);
 
-/// The Claude Code version `.ci/run` pins.
+/// The Claude Code version `scripts/test.sh` pins.
 fn pinned_version() -> String {
-    let ci = std::fs::read_to_string(Path::new(ROOT).join(".ci/run")).expect(".ci/run");
-    ci.lines()
+    let script =
+        std::fs::read_to_string(Path::new(ROOT).join("scripts/test.sh")).expect("scripts/test.sh");
+    script
+        .lines()
         .find_map(|l| l.strip_prefix("claude_code="))
-        .expect(".ci/run pins claude_code=VERSION")
+        .expect("scripts/test.sh pins claude_code=VERSION")
         .trim()
         .to_owned()
 }
 
-/// The `claude` of the pinned version: on PATH, or where `.ci/run` installs
+/// The `claude` of the pinned version: on PATH, or where `scripts/test.sh` installs
 /// it. A missing client fails the test: it is part of the suite.
 fn claude() -> PathBuf {
     let version = pinned_version();
@@ -77,7 +79,7 @@ fn claude() -> PathBuf {
     }
     panic!(
         "Claude Code {version} (npm @anthropic-ai/claude-code@{version}) is not installed, and \
-         this test drives the real client: run .ci/run, which installs it into \
+         this test drives the real client: run scripts/test.sh, which installs it into \
          ~/.cache/git-maverick-ci/claude-code-{version}/ (or put that version's `claude` on \
          PATH). Found instead: {seen:?}"
     );
@@ -92,7 +94,7 @@ fn strace() -> PathBuf {
     let path = String::from_utf8_lossy(&out.stdout).trim().to_owned();
     assert!(
         !path.is_empty(),
-        "strace is not installed (Debian's `strace`; .ci/run installs it): this test checks \
+        "strace is not installed (Debian's `strace`; scripts/test.sh installs it): this test checks \
          with it that the client connects to nothing but 127.0.0.1"
     );
     PathBuf::from(path)

@@ -259,20 +259,20 @@ fn the_newer_commands_keep_the_json_contract() {
     );
 }
 
-/// The codes the README documents are the codes the schema allows, and
+/// The codes docs/json-and-exit-codes.md documents are the codes the schema allows, and
 /// every schema in schemas/ is a draft 2020-12 schema with schema_version 1.
 #[test]
 fn the_json_contract_is_documented_where_programs_read_it() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
-    let section = readme
-        .split("### JSON output")
+    let page = std::fs::read_to_string(root.join("docs/json-and-exit-codes.md")).unwrap();
+    let section = page
+        .split("## JSON output")
         .nth(1)
-        .expect("README has a JSON output section");
+        .expect("docs/json-and-exit-codes.md has a JSON output section");
     let documented: Vec<&str> = section
         .split("is one of a stable set")
         .nth(1)
-        .expect("the README's table of error codes")
+        .expect("the page's table of error codes")
         .lines()
         .take_while(|l| !l.starts_with("## "))
         .filter_map(|l| l.trim().strip_prefix("| `"))
@@ -325,14 +325,15 @@ fn the_json_contract_is_documented_where_programs_read_it() {
         assert!(
             section.contains(&format!("`schemas/{stem}.schema.json`"))
                 || section.contains(&format!(", `{stem}`")),
-            "README's JSON output section lists {stem}"
+            "docs/json-and-exit-codes.md's JSON output section lists {stem}"
         );
         files += 1;
     }
     assert!(files >= 30, "one schema per command output");
+    let commands = std::fs::read_to_string(root.join("docs/commands.md")).unwrap();
     assert!(
-        readme.contains("CMD's own stdout goes to stderr"),
-        "README says where run --json puts CMD's output"
+        commands.contains("CMD's own stdout goes to stderr"),
+        "docs/commands.md says where run --json puts CMD's output"
     );
 }
 

@@ -332,7 +332,7 @@ fn a_race_hidden_by_list_lag_ends_at_the_early_first_heartbeat() {
 
 /// `git maverick ARGS` as `repo`'s instance with its clock moved by
 /// `offset` (faketime's `-f` syntax: `+365d`, `-1d`), through the real
-/// `faketime` (Debian's package; `.ci/run` installs it).
+/// `faketime` (Debian's package; `scripts/test.sh` installs it).
 fn maverick_at(repo: &Repo<'_>, offset: &str, args: &[&str]) -> Run {
     let cmd = repo.command(args);
     let program = cmd.get_program().to_owned();

@@ -1,6 +1,7 @@
-//! The README's first command must keep working: run the demo script as a
-//! newcomer does, letting it build the binary itself, with cargo's target
-//! directory elsewhere (CARGO_TARGET_DIR, as CI and many users set it).
+//! The README's demo must keep working: run scripts/demo.sh as a newcomer
+//! does after installing, and check that it runs the binary already there
+//! (installed on PATH, else the clone's build under CARGO_TARGET_DIR)
+//! instead of building a second one.
 
 use std::path::{Path, PathBuf};
 
@@ -15,76 +16,99 @@ fn target_dir() -> PathBuf {
         .to_owned()
 }
 
-/// Where cargo and rustup keep their state: the test's HOME is a temp dir,
-/// so name the real ones.
-fn tool_home(var: &str, dir: &str) -> PathBuf {
-    std::env::var_os(var)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").expect("HOME is set")).join(dir))
+/// A PATH without any git-maverick, whose `cargo` only records that it
+/// ran and fails: the demo must not build when a binary is there.
+fn path_with_refusing_cargo(env: &crate::support::TestEnv) -> (std::ffi::OsString, PathBuf) {
+    use std::os::unix::fs::PermissionsExt as _;
+    let bin = env.path().join("bin-refusing-cargo");
+    std::fs::create_dir_all(&bin).unwrap();
+    let ran = env.path().join("cargo-ran");
+    let cargo = bin.join("cargo");
+    std::fs::write(
+        &cargo,
+        format!("#!/bin/sh\necho \"$@\" >> '{}'\nexit 1\n", ran.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&cargo, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut dirs = vec![bin];
+    let path = std::env::var_os("PATH").expect("PATH is set");
+    dirs.extend(std::env::split_paths(&path).filter(|d| !d.join("git-maverick").exists()));
+    (std::env::join_paths(dirs).unwrap(), ran)
 }
 
-/// Whether cargo (or this crate's build script) set `name` for the test
-/// process, as opposed to the user's own environment (CARGO_HOME,
-/// CARGO_TARGET_DIR, CARGO_PROFILE_*, ... stay).
-fn cargo_set_for_tests(name: &str) -> bool {
-    matches!(
-        name,
-        "CARGO"
-            | "CARGO_MANIFEST_DIR"
-            | "CARGO_MANIFEST_PATH"
-            | "CARGO_CRATE_NAME"
-            | "CARGO_BIN_NAME"
-            | "CARGO_PRIMARY_PACKAGE"
-            | "CARGO_TARGET_TMPDIR"
-            | "CARGO_RUSTC_CURRENT_DIR"
-            | "OUT_DIR"
-            | "MAVERICK_BUILD_COMMIT"
-            | "MAVERICK_BUILD_EPOCH"
-    ) || name.starts_with("CARGO_PKG_")
-        || name.starts_with("CARGO_BIN_EXE_")
-}
-
-#[test]
-fn the_readme_demo_builds_and_runs_every_step_as_it_says() {
+/// Runs scripts/demo.sh as a reader does after README's install line, with
+/// `path` and `target` (CARGO_TARGET_DIR); its stdout.
+fn run_demo(env: &crate::support::TestEnv, path: &std::ffi::OsStr, target: &Path) -> String {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/demo.sh");
-    let env = crate::support::TestEnv::new();
     let mut cmd = std::process::Command::new("bash");
     cmd.arg(script).current_dir(env.path());
     env.apply_env(&mut cmd);
-    // No MAVERICK_BIN: the script runs `cargo build` and must find the
-    // binary where cargo put it, not in the clone's target/debug.
-    // A newcomer's shell has none of the variables cargo sets for this test
-    // process (CARGO_MANIFEST_DIR, CARGO_PKG_*, the build script's
-    // MAVERICK_BUILD_*, ...). Build scripts (ring's, maverick's) name some
-    // of them as inputs, so inheriting them made the script's `cargo build`
-    // rebuild ring, rustls and octocrab, a minute of CPU in the test phase.
-    for (var, _) in std::env::vars_os() {
-        let name = var.to_string_lossy();
-        if cargo_set_for_tests(&name) {
-            cmd.env_remove(&var);
-        }
-    }
     cmd.env_remove("MAVERICK_BIN")
-        .env("CARGO_TARGET_DIR", target_dir())
-        .env("CARGO_HOME", tool_home("CARGO_HOME", ".cargo"))
-        .env("RUSTUP_HOME", tool_home("RUSTUP_HOME", ".rustup"))
-        // The build is up to date; no test talks to the internet.
-        .env("CARGO_NET_OFFLINE", "true")
+        .env("PATH", path)
+        .env("CARGO_TARGET_DIR", target)
         .env("TMPDIR", env.path());
     let out = cmd.output().expect("bash runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "demo failed\n{stdout}\n{stderr}");
-    assert!(
-        stdout.contains(&format!("git-maverick: {}\n", crate::support::BIN)),
-        "the demo ran the binary cargo built under CARGO_TARGET_DIR\n{stdout}"
-    );
     assert!(
         stdout.contains("demo finished: every step exited as expected"),
         "{stdout}"
     );
+    // The holder with the machine its claim names.
     assert!(
-        stdout.contains("claim lost: #7 is held by bob (generation 2)"),
+        stdout.contains("claim lost: #7 is held by bob on ") && stdout.contains(" (generation 2)"),
         "{stdout}"
     );
+    stdout
+}
+
+/// README's install line put `git-maverick` on PATH: the demo runs that
+/// one, says so on its first line, and builds nothing.
+#[test]
+fn the_readme_demo_runs_the_installed_binary_and_builds_nothing() {
+    let env = crate::support::TestEnv::new();
+    let (path, cargo_ran) = path_with_refusing_cargo(&env);
+    let installed = env.path().join("installed-bin");
+    std::fs::create_dir_all(&installed).unwrap();
+    std::os::unix::fs::symlink(crate::support::BIN, installed.join("git-maverick")).unwrap();
+    let mut dirs = vec![installed.clone()];
+    dirs.extend(std::env::split_paths(&path));
+    let path = std::env::join_paths(dirs).unwrap();
+    let empty_target = env.path().join("no-target");
+    let stdout = run_demo(&env, &path, &empty_target);
+    let first = stdout.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with(&format!(
+            "demo: running {}/git-maverick (the git-maverick on PATH, git-maverick ",
+            installed.display()
+        )),
+        "{stdout}"
+    );
+    assert!(!cargo_ran.exists(), "the demo ran cargo\n{stdout}");
+}
+
+/// No git-maverick on PATH: the demo takes the clone's build under
+/// CARGO_TARGET_DIR (as cargo put it there), still without building.
+#[test]
+fn the_readme_demo_runs_the_clones_build_when_nothing_is_installed() {
+    let env = crate::support::TestEnv::new();
+    let (path, cargo_ran) = path_with_refusing_cargo(&env);
+    let target = target_dir();
+    let stdout = run_demo(&env, &path, &target);
+    let first = stdout.lines().next().unwrap_or_default();
+    let release = target.join("release/git-maverick");
+    let expected = if release.exists() {
+        format!(
+            "demo: running {} (this clone's release build",
+            release.display()
+        )
+    } else {
+        format!(
+            "demo: running {} (this clone's debug build",
+            crate::support::BIN
+        )
+    };
+    assert!(first.starts_with(&expected), "{stdout}");
+    assert!(!cargo_ran.exists(), "the demo ran cargo\n{stdout}");
 }

@@ -60,6 +60,31 @@ fn the_readme_quick_start_works_as_written(surface: Surface) {
     assert_eq!(files, "fix.txt");
     // `hook status` exits 0 when the guard is on.
     repo.maverick(&["hook", "status"]).expect(0);
+    // The pushed branch tracks origin's, as after `git push -u`: git
+    // status shows it, and a plain `git push` of the next commit works.
+    let status = env.git_in(&repo.dir, &["status", "--short", "--branch"]);
+    assert!(
+        status.starts_with("## maverick/142-fix...origin/maverick/142-fix"),
+        "{status}"
+    );
+    repo.write_file("more.txt", "more\n");
+    env.git_in(&repo.dir, &["add", "more.txt"]);
+    env.git_in(&repo.dir, &["commit", "--quiet", "-m", "fix: more"]);
+    let mut push = Command::new("git");
+    push.args(["push", "--quiet"]).current_dir(&repo.dir);
+    env.apply_env(&mut push);
+    push.env("MAVERICK_INSTANCE", "alice");
+    let out = push.output().expect("git runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let local = env.git_in(&repo.dir, &["rev-parse", "HEAD"]);
+    assert_eq!(
+        env.origin_head("maverick/142-fix").as_deref(),
+        Some(local.trim())
+    );
 }
 
 #[test]
@@ -208,11 +233,12 @@ fn error_and_hint_prefixes_are_coloured_as_clap_colours_them() {
             &["coord", "read", "5"],
             &[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")],
         ),
-        (&["coord", "read", "5", "--json"], &force),
     ] {
         let stderr = run(args, vars);
         assert!(stderr.starts_with(plain), "{args:?} {vars:?}: {stderr:?}");
     }
+    // With --json the object on stdout is the error: no text lines beside it.
+    assert_eq!(run(&["coord", "read", "5", "--json"], &force), "");
     // A terminal, no forcing variable.
     let mut cmd = Command::new("script");
     cmd.args(["--quiet", "--return", "--command"])
@@ -268,4 +294,186 @@ fn verbose_shows_each_request_to_the_surface_and_why(surface: Surface) {
             ),
         ])
     );
+}
+
+/// README.md and every page under docs/ (pages added later included).
+fn documentation() -> Vec<(String, String)> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut pages = vec![("README.md".to_owned(), README.to_owned())];
+    let mut names: Vec<_> = std::fs::read_dir(root.join("docs"))
+        .expect("docs/ exists")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    names.sort();
+    for path in names {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let name = path.strip_prefix(root).unwrap().display().to_string();
+        pages.push((name, text));
+    }
+    pages
+}
+
+/// The `git maverick …` commands a page shows: in ```sh blocks and in
+/// indented code blocks, each command of a line (`a && b`, `x | b`), its
+/// comment and redirections left off.
+fn documented_commands(text: &str) -> Vec<String> {
+    let mut commands = Vec::new();
+    let mut fence: Option<String> = None;
+    for line in text.lines() {
+        let trimmed = line.trim();
+        if let Some(rest) = trimmed.strip_prefix("```") {
+            fence = match fence {
+                Some(_) => None,
+                None => Some(rest.trim().to_owned()),
+            };
+            continue;
+        }
+        let code = match &fence {
+            Some(lang) => matches!(lang.as_str(), "sh" | "bash" | "console" | "shell"),
+            None => line.starts_with("    "),
+        };
+        if !code {
+            continue;
+        }
+        let line = trimmed.split(" # ").next().unwrap_or(trimmed);
+        for part in line.split(['|', ';']).flat_map(|p| p.split("&&")) {
+            let part = part.trim();
+            let part = part.strip_prefix("$ ").unwrap_or(part);
+            let Some(args) = part.strip_prefix("git maverick ") else {
+                continue;
+            };
+            // Redirections are the shell's, not maverick's.
+            let args = args.split([' ']).take_while(|w| !w.starts_with(['>', '<']));
+            let args: Vec<&str> = args.take_while(|w| !w.starts_with("2>")).collect();
+            commands.push(args.join(" "));
+        }
+    }
+    commands
+}
+
+/// Every `git maverick` command the README and docs/ show parses with the
+/// real binary's command line: run with `--help` added (before a `--`,
+/// which hands the rest to another program), clap rejects an unknown
+/// command or flag and a bad value before it prints the help.
+#[test]
+fn every_command_the_docs_show_parses() {
+    let env = TestEnv::new();
+    let mut checked = 0;
+    let mut wrong = Vec::new();
+    for (page, text) in documentation() {
+        for args in documented_commands(&text) {
+            let words: Vec<&str> = args.split_whitespace().collect();
+            let at = words.iter().position(|w| *w == "--").unwrap_or(words.len());
+            let script = format!(
+                "exec git-maverick {} --help {}",
+                words[..at].join(" "),
+                words[at..].join(" ")
+            );
+            let mut cmd = Command::new("sh");
+            cmd.args(["-c", &script]).current_dir(env.path());
+            env.apply_env(&mut cmd);
+            let out = cmd.output().expect("sh runs");
+            checked += 1;
+            if !out.status.success() {
+                wrong.push(format!(
+                    "{page}: git maverick {args}\n{}",
+                    String::from_utf8_lossy(&out.stderr)
+                ));
+            }
+        }
+    }
+    assert!(checked > 40, "only {checked} commands found in the docs");
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// On a terminal a fetch says what maverick waits for and lets git's own
+/// progress through (as `git fetch` does there); in a pipe, neither.
+#[test]
+fn a_fetch_on_a_terminal_shows_what_it_waits_for_and_gits_progress() {
+    let env = TestEnv::new();
+    let alice = env.clone("alice");
+    let branch = "maverick/5-progress";
+    alice
+        .maverick(&["coord", "claim", "5", "--branch", branch])
+        .expect(0);
+    alice.git(&["switch", "--quiet", "-c", branch]);
+    alice.write_file("a.txt", "a\n");
+    alice.git(&["add", "a.txt"]);
+    alice.git(&["commit", "--quiet", "-m", "feat: a"]);
+    alice.git(&["push", "--quiet", "origin", branch]);
+
+    // The same instance picks the branch up in another clone, on a terminal.
+    let laptop = env.clone("laptop");
+    let mut cmd = Command::new("script");
+    cmd.args(["--quiet", "--return", "--command"])
+        .arg(format!("{} resume {branch}", crate::support::BIN))
+        .arg("/dev/null")
+        .current_dir(&laptop.dir);
+    env.apply_env(&mut cmd);
+    cmd.env("MAVERICK_INSTANCE", "alice")
+        .env("TERM", "xterm-256color");
+    let out = cmd.output().expect("script(1) runs (util-linux)");
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{shown}");
+    assert!(shown.contains("git maverick: "), "{shown}");
+    assert!(shown.contains("objects"), "git's progress: {shown}");
+
+    // In a pipe: the same resume (run again, it does no harm) says neither.
+    let mut piped = laptop.maverick_command(&["resume", branch]);
+    piped.env("MAVERICK_INSTANCE", "alice");
+    let out = piped.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        !stderr.contains("git maverick: ") && !stderr.contains("objects"),
+        "{stderr}"
+    );
+}
+
+/// Colour as git decides it: `--color=always|never|auto` beats git's
+/// `color.maverick`, which beats `color.ui`; `always` colours a pipe too.
+#[test]
+fn colour_follows_the_color_flag_then_color_maverick_then_color_ui() {
+    let env = TestEnv::new();
+    let run = |args: &[&str], config: &[(&str, &str)]| {
+        let home_config = env.path().join("colour-gitconfig");
+        let mut text = String::new();
+        for (key, value) in config {
+            let (section, name) = key.split_once('.').unwrap();
+            text.push_str(&format!("[{section}]\n\t{name} = {value}\n"));
+        }
+        std::fs::write(&home_config, text).unwrap();
+        let mut cmd = Command::new(crate::support::BIN);
+        cmd.args(args).current_dir(env.path());
+        env.apply_env(&mut cmd);
+        cmd.env_remove("NO_COLOR")
+            .env("GIT_CONFIG_GLOBAL", &home_config);
+        let stderr = String::from_utf8(cmd.output().unwrap().stderr).unwrap();
+        stderr.contains("\x1b[")
+    };
+    let read = ["coord", "read", "5"];
+    assert!(!run(&read, &[]), "a pipe, auto: plain");
+    assert!(run(&read, &[("color.ui", "always")]));
+    assert!(!run(
+        &read,
+        &[("color.ui", "always"), ("color.maverick", "never")]
+    ));
+    assert!(run(
+        &read,
+        &[("color.ui", "never"), ("color.maverick", "always")]
+    ));
+    assert!(!run(
+        &["--color=never", "coord", "read", "5"],
+        &[("color.ui", "always")]
+    ));
+    assert!(run(&["coord", "read", "5", "--color=always"], &[]));
+    assert!(run(
+        &["--color", "coord", "read", "5"],
+        &[("color.ui", "false")]
+    ));
+    assert!(!run(
+        &["--color=auto", "coord", "read", "5"],
+        &[("color.ui", "always")]
+    ));
 }

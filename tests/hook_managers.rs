@@ -1,5 +1,5 @@
 //! The pre-push guard with real hook managers (issue 11): lefthook, husky
-//! and pre-commit as `.ci/run` installs them, each one's own `install`, and
+//! and pre-commit as `scripts/test.sh` installs them, each one's own `install`, and
 //! real `git push`es to a bare origin. In every setup a force push over a
 //! claimed branch is refused and a plain fast-forward passes; `hook status`
 //! says whether the guard runs, and `install` never claims a guard that will
@@ -13,14 +13,14 @@ use crate::support::{allowed, push, Repo, TestEnv};
 
 const BRANCH: &str = "maverick/21-managed";
 
-/// Fails, naming the `.ci/run` step, when a manager is missing: never a skip.
+/// Fails, naming the `scripts/test.sh` step, when a manager is missing: never a skip.
 #[track_caller]
 fn require(tool: &str, step: &str) {
     let found = std::env::var_os("PATH")
         .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(tool).is_file()));
     assert!(
         found,
-        "{tool} is not on PATH; the tests drive the real {tool}: run `.ci/run` (its step `{step}`) \
+        "{tool} is not on PATH; the tests drive the real {tool}: run `scripts/test.sh` (its step `{step}`) \
          or install it the same way"
     );
 }

@@ -5,7 +5,7 @@
 //! CLI, as its skills call it), which shells out to the real `gh` (Debian's
 //! 2.23), routed to the fake GitHub with `GH_HOST=github.localhost` and the
 //! fake as HTTP(S) proxy (`FakeGithub::gh_env`): nothing leaves the loopback
-//! interface. `.ci/run` installs both; without them these tests fail and
+//! interface. `scripts/test.sh` installs both; without them these tests fail and
 //! say so. Races between the two tools are staged by holding back one
 //! process's answer at the fake (`FakeGithub::hold_answer`) while the other
 //! acts, so every interleaving is the one the test names, with no sleep.
@@ -48,7 +48,7 @@ fn require_tools() {
         let path = path_with_bin();
         let found =
             |program: &str| std::env::split_paths(&path).any(|dir| dir.join(program).is_file());
-        let install = "`.ci/run` installs them: `apt-get install gh`, and `pip install \
+        let install = "`scripts/test.sh` installs them: `apt-get install gh`, and `pip install \
                        maverick-harness==5.1.1` into its tools venv \
                        (~/.cache/git-maverick-ci/venv, whose bin/ must be on PATH)";
         for program in ["gh", "maverick", "faketime"] {

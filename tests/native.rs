@@ -185,17 +185,14 @@ fn git_help_maverick_and_dash_dash_help_open_the_installed_man_pages() {
     let user =
         |program: &str, args: &[&str]| as_prefix_user(&env, &prefix, program, &repo.dir, args);
 
-    // Before: no page, so `--help` prints the help text.
-    let before = user("git", &["maverick", "coord", "--help"]);
-    insta::assert_snapshot!("coord_help_without_man_pages", screen(&env, &before));
-    assert_ne!(user("git", &["help", "maverick"]).code, 0);
-
-    let install = user("git", &["maverick", "install-man-pages"]);
-    insta::assert_snapshot!(
-        "install_man_pages_next_to_the_binary",
-        screen(&env, &install)
-    );
+    // Right after install, before maverick ever ran: git answers `git help
+    // maverick` with man alone, and there is no page yet.
     let man1 = prefix.join("share/man/man1");
+    assert_ne!(user("git", &["help", "maverick"]).code, 0);
+    assert!(!man1.exists());
+    // Its first run, whatever the command (here the quick start's first),
+    // writes the pages next to the binary: no install-man-pages needed.
+    user("git", &["maverick", "hook", "install"]).expect(0);
     for page in [
         "git-maverick.1",
         "git-maverick-coord.1",
@@ -226,6 +223,10 @@ fn git_help_maverick_and_dash_dash_help_open_the_installed_man_pages() {
             "MAVERICK_INSTANCE",
             "CONFIGURATION",
             "maverick.leaseTtl",
+            "--lease-ttl DURATION How long a lease lives without a heartbeat",
+            "-R, --repo OWNER/NAME The GitHub repository",
+            "a trusted open pull request has the issue in progress",
+            "its own lease lapsed",
             "git-maverick-coord(1)",
         ] {
             assert!(
@@ -267,6 +268,13 @@ fn git_help_maverick_and_dash_dash_help_open_the_installed_man_pages() {
     // -h stays the short help text.
     let short = user("git", &["maverick", "coord", "-h"]);
     insta::assert_snapshot!("coord_dash_h_with_man_pages", screen(&env, &short));
+
+    // install-man-pages still writes them (again), and says where.
+    let install = user("git", &["maverick", "install-man-pages"]);
+    insta::assert_snapshot!(
+        "install_man_pages_next_to_the_binary",
+        screen(&env, &install)
+    );
 }
 
 #[test]
@@ -316,7 +324,7 @@ pub(crate) fn git_completion_script() -> PathBuf {
     candidates
         .into_iter()
         .find(|p| p.is_file())
-        .expect("git's bash completion is installed (.ci/run installs it)")
+        .expect("git's bash completion is installed (scripts/test.sh installs it)")
 }
 
 /// What a real bash, with git's completion and maverick's loaded, offers for

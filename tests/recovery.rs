@@ -223,6 +223,80 @@ fn gh_host_does_not_move_a_github_com_remote() {
     assert_eq!(setting(&json, "githubApiUrl")["from"], "flag --repo");
 }
 
+// -- Enterprise tokens, as gh reads them -------------------------------------
+
+/// A repository on a GitHub Enterprise Server host takes gh's Enterprise
+/// tokens: `GH_ENTERPRISE_TOKEN`, else `GITHUB_ENTERPRISE_TOKEN`, else `gh
+/// auth token --hostname HOST`; a github.com token (`GH_TOKEN`) is never
+/// sent there. The host is named by `-R HOST/OWNER/NAME`; the requests go
+/// to the fake through GITHUB_API_URL.
+#[test]
+fn an_enterprise_host_takes_the_enterprise_tokens_and_never_gh_token() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let env = TestEnv::with_surface(Surface::Github);
+    env.github().create_issue(1, "one", &[]);
+    let repo = env.clone("alice");
+    let on_enterprise = format!("ghe.example.com/{}", crate::support::GITHUB_REPO);
+    let token = env.github().token().to_owned();
+    // A `gh` that has a login for ghe.example.com only.
+    let bin = env.path().join("gh-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let gh = bin.join("gh");
+    std::fs::write(
+        &gh,
+        format!(
+            "#!/bin/sh\n[ \"$*\" = \"auth token --hostname ghe.example.com\" ] && echo {token} && exit 0\nexit 1\n"
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&gh, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path_with_gh = {
+        let mut dirs = vec![bin.clone()];
+        dirs.extend(std::env::split_paths(&crate::support::path_with_bin()));
+        std::env::join_paths(dirs).unwrap()
+    };
+    let read = |vars: &[(&str, &std::ffi::OsStr)]| {
+        env.github().reset_count();
+        let args = ["-R", &on_enterprise, "coord", "read", "1"];
+        let mut cmd = repo.maverick_command(&args);
+        cmd.env("MAVERICK_INSTANCE", "alice")
+            .env("PATH", crate::support::path_without_maverick(&env))
+            .env_remove("GH_TOKEN");
+        for (var, value) in vars {
+            cmd.env(var, value);
+        }
+        let run = Run::from_output(&args, cmd.output().unwrap());
+        (run, env.github().requests())
+    };
+    let token_os = std::ffi::OsStr::new(&token);
+
+    // GH_TOKEN alone: not sent, and the error names the way out.
+    let (run, requests) = read(&[("GH_TOKEN", token_os)]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(requests.is_empty(), "{requests:?}");
+    assert!(
+        run.stderr.contains("no GitHub token for ghe.example.com")
+            && run.stderr.contains("GH_ENTERPRISE_TOKEN")
+            && run
+                .stderr
+                .contains("gh auth login --hostname ghe.example.com"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains(&token));
+
+    // Each of gh's Enterprise sources, with a wrong GH_TOKEN beside it.
+    let wrong = std::ffi::OsStr::new("ghp_github_com_token_not_for_ghe");
+    for var in ["GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN"] {
+        let (run, requests) = read(&[(var, token_os), ("GH_TOKEN", wrong)]);
+        assert_eq!(run.code, 0, "{var}: {}", run.stderr);
+        assert!(!requests.is_empty() && requests.iter().all(|r| r.status != 401));
+    }
+    let (run, requests) = read(&[("PATH", &path_with_gh), ("GH_TOKEN", wrong)]);
+    assert_eq!(run.code, 0, "gh auth token --hostname: {}", run.stderr);
+    assert!(requests.iter().all(|r| r.status != 401));
+}
+
 // -- resume --takeover warns that the guard is off ---------------------------
 
 /// A fresh clone has no pre-push hook: the resume that takes a branch over

@@ -25,7 +25,7 @@ fn shell(shell: &str, home: &Path, script: &str) -> String {
         .env("PATH", std::env::join_paths(dirs).unwrap())
         .current_dir(home)
         .output()
-        .unwrap_or_else(|e| panic!("{shell} runs (.ci/run installs it): {e}"));
+        .unwrap_or_else(|e| panic!("{shell} runs (scripts/test.sh installs it): {e}"));
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{shell}: {stdout}\n{stderr}");
@@ -97,4 +97,69 @@ fn zsh_loads_the_script_from_fpath_as_its_completion_for_git_maverick() {
     // zsh parses the whole script (no syntax error hides in a branch that
     // loading does not reach).
     shell("zsh", &home, "zsh -n ~/.zfunc/_git-maverick && print ok");
+}
+
+/// The completion line README documents for `shell` (the one that writes
+/// its script), as a reader copies it.
+fn documented_line(shell: &str) -> String {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("README.md");
+    let wanted = format!("git maverick completions {shell} >");
+    let found: Vec<&str> = readme
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.contains(&wanted))
+        .collect();
+    assert_eq!(
+        found.len(),
+        1,
+        "README shows one line for {shell}: {found:?}"
+    );
+    found[0].to_owned()
+}
+
+/// Each completion line of README, pasted into a fresh HOME (no
+/// `~/.local/share`, no `~/.config`, no `~/.zfunc`) in its own shell, and
+/// the zsh line in bash too (where zsh's `${fpath[1]}` was empty and wrote
+/// `/_git-maverick`): each writes its script under HOME, and the shell
+/// loads it from there.
+#[test]
+fn the_documented_completion_lines_work_in_a_fresh_home() {
+    let env = TestEnv::new();
+    let fresh = |name: &str| {
+        let home = env.path().join(name);
+        std::fs::create_dir(&home).unwrap();
+        home
+    };
+
+    let home = fresh("bash-home");
+    shell("bash", &home, &documented_line("bash"));
+    let loaded = shell(
+        "bash",
+        &home,
+        "source ~/.local/share/bash-completion/completions/git-maverick && declare -F _git_maverick",
+    );
+    assert_eq!(loaded.trim(), "_git_maverick");
+
+    for paste_into in ["zsh", "bash"] {
+        let home = fresh(&format!("zsh-line-in-{paste_into}"));
+        shell(paste_into, &home, &documented_line("zsh"));
+        let entries: Vec<_> = std::fs::read_dir(&home)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(entries, [".zfunc"], "{paste_into} wrote only ~/.zfunc");
+        let bound = shell(
+            "zsh",
+            &home,
+            "fpath=(~/.zfunc $fpath); autoload -Uz compinit; compinit -u -d ~/.zcompdump; \
+             print -r -- $_comps[git-maverick]",
+        );
+        assert_eq!(bound.trim(), "_git-maverick", "pasted into {paste_into}");
+    }
+
+    let home = fresh("fish-home");
+    shell("fish", &home, &documented_line("fish"));
+    let commands = shell("fish", &home, "complete -C 'git-maverick co'");
+    assert_eq!(words(&commands), ["completions", "config", "coord"]);
 }

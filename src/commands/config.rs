@@ -234,7 +234,7 @@ fn token_entry(s: &Settings) -> Entry {
     let (value, origin) = if s.surface != SurfaceKind::Github {
         ("(not used)".to_owned(), Origin::Default)
     } else {
-        match crate::surface::github::resolve_token(&s.github_api_url) {
+        match crate::surface::github::resolve_token(&s.github_host) {
             Ok(token) => (
                 "set (never shown)".to_owned(),
                 Origin::Derived(format!("from {}", token.source())),

@@ -233,7 +233,7 @@ fn decision_exit(decision: Decision) -> Exit {
 pub(crate) fn describe(view: &IssueView) -> String {
     let n = view.issue;
     let holder = view.holder.as_ref();
-    let who = holder.map_or("nobody", |h| h.instance_id.as_str());
+    let who = holder.map_or_else(|| "nobody".to_owned(), |h| h.who());
     let generation = view.generation;
     let expiry = match (view.expires_at, crate::coord::lease::remaining(view)) {
         (Some(at), Some(left)) if !left.is_zero() => {

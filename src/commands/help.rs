@@ -223,12 +223,7 @@ pub(crate) fn install_man_pages(
             .hint("name a directory you can write to: `git maverick install-man-pages DIR`")
     };
     std::fs::create_dir_all(&dir).map_err(|e| io_err(&dir, e))?;
-    let mut written = Vec::new();
-    for (name, text) in &pages {
-        let path = dir.join(name);
-        crate::records::files::write_atomically(&path, text).map_err(|e| io_err(&path, e))?;
-        written.push(path.display().to_string());
-    }
+    let written = write_pages(&dir, &pages, true).map_err(|(path, e)| io_err(&path, e))?;
     let mut outcome = Outcome::new(
         Exit::Ok,
         ManPagesOutput {
@@ -245,6 +240,53 @@ pub(crate) fn install_man_pages(
         outcome = outcome.hint(man_hint(&dir));
     }
     Ok(outcome)
+}
+
+/// Writes `pages` into `dir`, the top page (`git-maverick.1`, the first)
+/// last, so that a write cut short is redone by [`ensure_man_pages`].
+fn write_pages(
+    dir: &Path,
+    pages: &[(String, Vec<u8>)],
+    sync: bool,
+) -> Result<Vec<String>, (PathBuf, std::io::Error)> {
+    let mut written = Vec::new();
+    for (name, text) in pages.iter().skip(1).chain(pages.first()) {
+        let path = dir.join(name);
+        crate::records::files::replace_file(&path, text, sync).map_err(|e| (path.clone(), e))?;
+        written.push(path.display().to_string());
+    }
+    written.rotate_right(1);
+    Ok(written)
+}
+
+/// The man pages next to the binary, written the first time it runs (and
+/// again when the binary is newer than them, after an upgrade): `cargo
+/// install` and an unpacked archive run no install step, and git answers
+/// `git maverick --help` with `man git-maverick` without asking maverick.
+/// So once any command has run (the quick start's `hook install`, or a
+/// mistyped command whose tip says `--help`), `--help` and `git help
+/// maverick` open the pages. Two stats when they are current; a directory
+/// it may not write to (a system prefix) is left alone, silently, and
+/// `install-man-pages DIR` remains the way to put them elsewhere.
+pub(crate) fn ensure_man_pages() {
+    let Ok(exe) = std::env::current_exe() else {
+        return;
+    };
+    let Ok(dir) = default_man_dir() else {
+        return;
+    };
+    let modified = |path: &Path| std::fs::metadata(path).and_then(|m| m.modified());
+    if let (Ok(page), Ok(binary)) = (modified(&dir.join("git-maverick.1")), modified(&exe)) {
+        if page >= binary {
+            return;
+        }
+    }
+    let Ok(pages) = man_pages() else {
+        return;
+    };
+    if std::fs::create_dir_all(&dir).is_ok() {
+        let _ = write_pages(&dir, &pages, false);
+    }
 }
 
 /// How to read pages `man` does not find: it reads section 1 from the
@@ -333,7 +375,7 @@ fn render_pages(
     exit_status_section(&mut roff);
     if top {
         environment_section(&mut roff);
-        configuration_section(&mut roff);
+        configuration_section(&mut roff, cmd);
     }
     see_also_section(&mut roff, cmd, top);
     roff.to_writer(&mut out)?;
@@ -353,14 +395,19 @@ pub(crate) const EXIT_CODES: &[(u8, &str)] = &[
     (3, "blocked: the issue waits on another (blocked-by:#N)"),
     (
         4,
-        "held live: another instance holds the claim and its lease is live",
+        "held live: another instance holds the claim and its lease is live, or a trusted open \
+         pull request has the issue in progress",
     ),
     (
         5,
         "held stale: another instance holds the claim but its lease ran out (take it over)",
     ),
     (6, "lost race: another claim won the settle"),
-    (7, "claim lost: this instance's claim was taken over"),
+    (
+        7,
+        "claim lost: this instance's claim was taken over, released or its label removed, or \
+         its own lease lapsed (heartbeat, task done, a push; run after two failed heartbeats)",
+    ),
     (8, "collision: another writer is on the branch"),
     (9, "no slot: every dispatch slot is busy"),
 ];
@@ -369,6 +416,7 @@ pub(crate) const EXIT_CODES: &[(u8, &str)] = &[
 pub(crate) const ENVIRONMENT: &[(&str, &str)] = &[
     ("GH_TOKEN", "The GitHub token (checked first); never printed."),
     ("GITHUB_TOKEN", "The GitHub token when GH_TOKEN is not set; else `gh auth token` is asked."),
+    ("GH_ENTERPRISE_TOKEN, GITHUB_ENTERPRISE_TOKEN", "The token for a GitHub Enterprise Server host, in this order, then `gh auth token --hostname HOST`; GH_TOKEN and GITHUB_TOKEN are for github.com and never sent to another host."),
     ("GITHUB_API_URL", "The GitHub API's base URL; beats maverick.githubApiUrl."),
     ("GH_REPO", "The GitHub repository as [HOST/]OWNER/NAME, as gh reads it; -R beats it, it beats maverick.repo."),
     ("GH_HOST", "The GitHub host (GitHub Enterprise Server) when nothing else names one: its remotes count as GitHub remotes and its API is https://HOST/api/v3."),
@@ -402,7 +450,7 @@ fn environment_section(roff: &mut Roff) {
     }
 }
 
-fn configuration_section(roff: &mut Roff) {
+fn configuration_section(roff: &mut Roff, cmd: &clap::Command) {
     roff.control("SH", ["CONFIGURATION"]);
     roff.control("PP", []);
     roff.text([roman(
@@ -416,6 +464,29 @@ fn configuration_section(roff: &mut Roff) {
             &format!("maverick.{}", key.name),
             &format!("{} (default: {}).", key.about, key.default),
         );
+    }
+    // The flags every command shares (`-h` leaves them out; `--help` shows
+    // them under this heading): each beats its key for one command.
+    roff.control("PP", []);
+    roff.text([roman(
+        "The flags every command takes, each beating its key for one run:",
+    )]);
+    for arg in cmd
+        .get_arguments()
+        .filter(|a| a.get_help_heading() == Some("Configuration"))
+    {
+        let mut tag = arg
+            .get_short()
+            .map(|c| format!("-{c}, "))
+            .unwrap_or_default();
+        if let Some(long) = arg.get_long() {
+            tag.push_str(&format!("--{long}"));
+        }
+        if let Some(name) = arg.get_value_names().and_then(|v| v.first()) {
+            tag.push_str(&format!(" {name}"));
+        }
+        let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
+        tagged_paragraph(roff, &tag, &help);
     }
 }
 

@@ -44,10 +44,14 @@ pub fn main(args: Vec<OsString>) -> u8 {
     if let Some(parsed) = hook::fast_pre_push(&args) {
         return finish(hook::pre_push(&GlobalArgs::default(), parsed), false);
     }
+    help::ensure_man_pages();
     let wants_json = args.iter().skip(1).any(|a| a == "--json");
     if wants_json {
         paint::never();
+    } else {
+        paint::choose(&args);
     }
+    crate::git::show_progress(!wants_json && std::io::IsTerminal::is_terminal(&std::io::stderr()));
     let parsed = help::command()
         .try_get_matches_from(&args)
         .and_then(|matches| Cli::from_arg_matches(&matches));
@@ -77,6 +81,7 @@ pub fn main(args: Vec<OsString>) -> u8 {
                 let rendered = err.render().to_string();
                 let e = CommandError::usage(rendered.trim_end().trim_start_matches("error: "));
                 print_json(&Failure::of(&e));
+                return Exit::Usage.code();
             }
             let _ = err.print();
             return Exit::Usage.code();
@@ -118,10 +123,13 @@ fn finish<T: Serialize, C: Copy + Into<u8> + Serialize>(
             code
         }
         Err(err) => {
+            // With --json the object is the error (code, message, hints);
+            // the same lines again on stderr were noise to the program.
             if json {
                 print_json(&Failure::of(&err));
+            } else {
+                paint::eprint_lines(&for_terminal(&err.to_string(), Newlines::Keep));
             }
-            paint::eprint_lines(&for_terminal(&err.to_string(), Newlines::Keep));
             err.exit.code()
         }
     }
@@ -307,7 +315,7 @@ impl Context {
             Ok(GithubConfig {
                 api_url: settings.github_api_url.clone(),
                 repo,
-                token: resolve_token(&settings.github_api_url)?,
+                token: resolve_token(&settings.github_host)?,
                 trusted_authors: settings.trusted_authors.clone(),
                 timeout: settings.http_timeout,
                 clock: settings.clock.clone(),

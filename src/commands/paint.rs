@@ -12,6 +12,43 @@ pub(crate) fn never() {
     anstream::ColorChoice::Never.write_global();
 }
 
+/// Colour as git decides it: `--color[=WHEN]`, else git's `color.maverick`,
+/// else `color.ui` (`always`; `never` or `false`; `auto` or `true`, the
+/// default: a terminal, unless `NO_COLOR`), for every stream of the process,
+/// clap's help and errors included.
+pub(crate) fn choose(args: &[std::ffi::OsString]) {
+    let flag = args
+        .iter()
+        .skip(1)
+        .take_while(|a| *a != "--")
+        .filter_map(|a| a.to_str())
+        .filter_map(|a| match a {
+            "--color" => Some("always"),
+            _ => a.strip_prefix("--color="),
+        })
+        .last()
+        .map(str::to_owned);
+    // The hooks git and Claude Code run answer no person: no config read.
+    let hook = args.get(1).is_some_and(|a| a == "hook");
+    let when = flag.or_else(|| {
+        if hook {
+            return None;
+        }
+        let git = crate::git::Git::new(
+            std::env::current_dir().unwrap_or_default(),
+            crate::git::GitEnv::inherit(),
+        );
+        ["color.maverick", "color.ui"]
+            .iter()
+            .find_map(|key| git.config_get(key).ok().flatten())
+    });
+    match when.as_deref().map(str::to_ascii_lowercase).as_deref() {
+        Some("always") => anstream::ColorChoice::Always.write_global(),
+        Some("never" | "false") => never(),
+        _ => {}
+    }
+}
+
 /// Whether stderr gets colour.
 fn stderr_in_colour() -> bool {
     anstream::AutoStream::choice(&std::io::stderr()) != anstream::ColorChoice::Never

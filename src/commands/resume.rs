@@ -179,9 +179,10 @@ fn resume_error(err: ResumeError, remote: &str) -> CommandError {
     match err {
         ResumeError::Fetch { source, .. } => CommandError::from(source)
             .hint(format!("check that `git fetch {remote}` works from here")),
-        ResumeError::NoRemoteBranch { .. } => CommandError::tool(err.to_string()).hint(
-            "check the name (git ls-remote --heads REMOTE), or claim the issue and start the branch",
-        ),
+        ResumeError::NoRemoteBranch { .. } => CommandError::tool(err.to_string()).hint(format!(
+            "check the name (`git ls-remote --heads {remote}`), or claim the issue and start the \
+             branch"
+        )),
         ResumeError::OtherBranch { ref claimed, .. } => {
             let hint = format!("resume {claimed} instead");
             CommandError::usage(err.to_string()).hint(hint)
@@ -324,7 +325,10 @@ fn show_resumed(settings: &Settings, resumed: resume::Resumed) -> Outcome<Resume
                 "next:     task {} of {} — {}",
                 t.number, tasks.total, t.title
             ),
-            None => format!("next:     nothing: all {} tasks are done", tasks.total),
+            None => format!(
+                "next:     nothing: {} done",
+                crate::durable::tasks::all_tasks_are(tasks.total, None)
+            ),
         });
     }
     let aside = applied.moved_aside.clone();

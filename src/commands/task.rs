@@ -525,7 +525,10 @@ fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome<DoneOutput>, CommandErr
     let total = checked.tasks.len();
     let last = match &next {
         Some(t) => format!("next: task {} — {}", t.number, t.title),
-        None => format!("all {total} tasks of #{issue} are done"),
+        None => format!(
+            "{} done",
+            crate::durable::tasks::all_tasks_are(total, Some(issue))
+        ),
     };
     let output = Pushed {
         issue,

@@ -85,6 +85,22 @@ pub struct ClaimView {
     withdrawn: bool,
 }
 
+impl ClaimView {
+    /// The holder as a person reads it: the instance, the machine its claim
+    /// names and, on GitHub, the login that wrote it (`vm-dfa13a7c on
+    /// build-7 as @octocat`), so a person knows whom to ask.
+    pub(crate) fn who(&self) -> String {
+        let mut who = self.instance_id.clone();
+        if let Some(host) = self.host.as_deref().filter(|h| !h.is_empty()) {
+            who.push_str(&format!(" on {host}"));
+        }
+        if !self.author.is_empty() && self.author != self.instance_id {
+            who.push_str(&format!(" as @{}", self.author));
+        }
+        who
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct LeaseView {
     pub instance_id: String,
@@ -1246,7 +1262,9 @@ fn lost_reason(view: &IssueView, me: &str, generation: Option<u64>, label: &str)
         _ if !view.labelled => format!("the {label} label is gone from #{}", view.issue),
         Some(h) if h.instance_id != me => format!(
             "#{} is held by {} (generation {})",
-            view.issue, h.instance_id, h.generation
+            view.issue,
+            h.who(),
+            h.generation
         ),
         Some(h) if generation.is_some_and(|g| g != h.generation) => format!(
             "the generation of #{} changed from {} to {}",

@@ -19,6 +19,15 @@
 
 use std::collections::BTreeMap;
 
+/// "all 3 tasks of #5 are", "the one task of #5 is": for "… done".
+pub(crate) fn all_tasks_are(total: usize, issue: Option<u64>) -> String {
+    let of = issue.map(|n| format!(" of #{n}")).unwrap_or_default();
+    match total {
+        1 => format!("the one task{of} is"),
+        n => format!("all {n} tasks{of} are"),
+    }
+}
+
 use serde::Serialize;
 use serde_json::{Map, Value};
 

@@ -70,7 +70,7 @@ pub(crate) enum DoneError {
         "HEAD is task {unpushed}'s commit, not yet pushed, and nothing is staged for task {asked}"
     )]
     UnpushedOther { unpushed: usize, asked: usize },
-    #[error("all {total} tasks of #{issue} are checked off")]
+    #[error("{} checked off", crate::durable::tasks::all_tasks_are(*.total, Some(*.issue)))]
     AllChecked { issue: u64, total: usize },
     #[error("every unchecked task of #{issue} ({open}) already has a commit on {branch}")]
     AllCommitted {
@@ -242,7 +242,11 @@ pub(crate) fn task_done(
         clock: &settings.clock,
     };
     match push::cas_push(git, &settings.remote, &sha, branch, live.as_deref(), pusher) {
-        Ok(_) => crate::failpoint::hit("task-done-after-push"),
+        Ok(_) => {
+            crate::failpoint::hit("task-done-after-push");
+            // Tracking is a convenience: the push stands without it.
+            let _ = git.set_upstream_if_unset(&settings.remote, branch);
+        }
         Err(err @ PushError::Collision { .. }) => {
             return Ok(DoneOutcome::Collision {
                 number,
@@ -306,7 +310,7 @@ fn fence(
             record.generation, view.generation
         )),
         _ => Some(match &view.holder {
-            Some(h) => format!("#{issue} is held by {}", h.instance_id),
+            Some(h) => format!("#{issue} is held by {}", h.who()),
             None => format!("#{issue} is no longer claimed by {instance}"),
         }),
     });

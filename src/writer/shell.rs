@@ -17,6 +17,16 @@ use std::path::{Path, PathBuf};
 use brush_parser::ast;
 use brush_parser::word::{Parameter, ParameterExpr, WordPiece, WordPieceWithSource};
 
+/// `word` as a shell reads it back: as it is when that is safe, else in
+/// single quotes (`'it'\''s'`), so a printed command line can be pasted.
+pub(crate) fn quote(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_-./:=@%+,".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        return word.to_owned();
+    }
+    format!("'{}'", word.replace('\'', r"'\''"))
+}
+
 /// How deep scripts inside scripts are followed (`sh -c "eval '…'"`).
 const MAX_DEPTH: usize = 8;
 

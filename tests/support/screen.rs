@@ -154,6 +154,7 @@ pub fn normalise(env: &TestEnv, text: &str) -> String {
     let text = numbered(&text, "os error ", "[ERRNO]");
     let text = numbered(&text, "(process ", "[PID]");
     let text = hosts(&text);
+    let text = holder_hosts(&text);
     let text = words(&text);
     spelled_durations(&text)
 }
@@ -232,6 +233,31 @@ fn hosts(text: &str) -> String {
     out
 }
 
+/// The machine's name where a holder is shown (`alice on vm as
+/// @octocat`) to `[HOST]`.
+fn holder_hosts(text: &str) -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let host = host.trim().split('.').next().unwrap_or_default();
+    if host.is_empty() {
+        return text.to_owned();
+    }
+    let key = format!(" on {host}");
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(&key) {
+        let after = &rest[at + key.len()..];
+        out.push_str(&rest[..at]);
+        if after.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '-') {
+            out.push_str(&key);
+        } else {
+            out.push_str(" on [HOST]");
+        }
+        rest = after;
+    }
+    out.push_str(rest);
+    out
+}
+
 /// `127.0.0.1:PORT` and `localhost:PORT` to `[PORT]`.
 fn ports(text: &str) -> String {
     let text = numbered(text, "127.0.0.1:", "[PORT]");
@@ -290,7 +316,7 @@ fn placeholder(word: &str) -> String {
 }
 
 /// A tool's version, `v2.2.2` (a hook manager's banner; the registries'
-/// newest is what `.ci/run` installs).
+/// newest is what `scripts/test.sh` installs).
 fn is_version(word: &str) -> bool {
     word.strip_prefix('v').is_some_and(|v| {
         v.split('.').count() >= 2

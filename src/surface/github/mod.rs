@@ -79,6 +79,8 @@ use transport::Reply;
 pub enum GithubError {
     #[error("no GitHub token: set GH_TOKEN (or GITHUB_TOKEN), or log in with `gh auth login`")]
     NoToken,
+    #[error("no GitHub token for {host}: set GH_ENTERPRISE_TOKEN (or GITHUB_ENTERPRISE_TOKEN), or log in with `gh auth login --hostname {host}` (GH_TOKEN is for github.com and is never sent to another host)")]
+    NoEnterpriseToken { host: String },
     #[error("the GitHub token from {origin} is not usable: it holds spaces or control characters")]
     BadToken { origin: TokenSource },
     #[error("no GitHub repository to coordinate on: the remote {remote:?} is not on github.com")]
@@ -108,9 +110,10 @@ pub enum GithubError {
         status: u16,
         message: String,
     },
-    #[error("{what}: no usable answer after {attempts} attempts (last: {last})")]
+    #[error("{what}: no usable answer from {api_url} after {attempts} attempts (last: {last})")]
     Unavailable {
         what: String,
+        api_url: String,
         attempts: u32,
         last: String,
     },
@@ -134,7 +137,7 @@ impl GithubError {
     /// The command that gets the user out, where there is one.
     pub(crate) fn hint(&self) -> Option<String> {
         Some(match self {
-            GithubError::NoToken => {
+            GithubError::NoToken | GithubError::NoEnterpriseToken { .. } => {
                 "or coordinate through the git remote instead: `git config maverick.surface git`"
                     .to_owned()
             }
@@ -155,10 +158,14 @@ impl GithubError {
             GithubError::RateLimited { until, .. } => {
                 format!("run the command again after {until}")
             }
-            GithubError::Unavailable { .. } => {
+            GithubError::Unavailable { api_url, .. } if api_url.contains("://api.github.com") => {
                 "GitHub may be down (https://www.githubstatus.com); run the command again later"
                     .to_owned()
             }
+            GithubError::Unavailable { api_url, .. } => format!(
+                "check that {api_url} answers from here (it comes from GITHUB_API_URL, \
+                 maverick.githubApiUrl or the repository's host), or run the command again later"
+            ),
             GithubError::Assignees { .. } => {
                 "only the repository's collaborators can be assigned".to_owned()
             }

@@ -1,5 +1,7 @@
 //! The GitHub token: where it comes from (SPEC 1: `GH_TOKEN`, `GITHUB_TOKEN`,
-//! `gh auth token`) and a type whose `Debug` never shows it.
+//! `gh auth token`; for an Enterprise Server host, as gh reads them,
+//! `GH_ENTERPRISE_TOKEN`, `GITHUB_ENTERPRISE_TOKEN` and `gh auth token
+//! --hostname HOST`) and a type whose `Debug` never shows it.
 
 use std::fmt;
 
@@ -10,6 +12,8 @@ use super::GithubError;
 pub enum TokenSource {
     GhToken,
     GithubToken,
+    GhEnterpriseToken,
+    GithubEnterpriseToken,
     GhCli,
     Given,
 }
@@ -19,6 +23,8 @@ impl fmt::Display for TokenSource {
         f.write_str(match self {
             TokenSource::GhToken => "GH_TOKEN",
             TokenSource::GithubToken => "GITHUB_TOKEN",
+            TokenSource::GhEnterpriseToken => "GH_ENTERPRISE_TOKEN",
+            TokenSource::GithubEnterpriseToken => "GITHUB_ENTERPRISE_TOKEN",
             TokenSource::GhCli => "`gh auth token`",
             TokenSource::Given => "the caller",
         })
@@ -59,13 +65,37 @@ impl Token {
     }
 }
 
-/// SPEC 1: `GH_TOKEN`, else `GITHUB_TOKEN`, else `gh auth token` when `gh`
-/// is installed. Never a fallback to another surface.
-pub fn resolve_token(api_url: &str) -> Result<Token, GithubError> {
-    for (var, source) in [
-        ("GH_TOKEN", TokenSource::GhToken),
-        ("GITHUB_TOKEN", TokenSource::GithubToken),
-    ] {
+/// Whether gh counts `host` as GitHub Enterprise Server, whose tokens are
+/// `GH_ENTERPRISE_TOKEN` and `GITHUB_ENTERPRISE_TOKEN`: any host but
+/// github.com, a GHE.com tenant (`*.ghe.com`) and `github.localhost`.
+fn is_enterprise(host: &str) -> bool {
+    let host = host.split(':').next().unwrap_or(host).to_ascii_lowercase();
+    !(host == "github.com" || host == "github.localhost" || host.ends_with(".ghe.com"))
+}
+
+/// SPEC 1, as gh reads tokens for `host` (the GitHub host the repository
+/// is on): for github.com `GH_TOKEN`, else `GITHUB_TOKEN`; for an
+/// Enterprise Server host `GH_ENTERPRISE_TOKEN`, else
+/// `GITHUB_ENTERPRISE_TOKEN` (a github.com token is never sent there);
+/// else `gh auth token --hostname HOST` when `gh` is installed. Never a
+/// fallback to another surface.
+pub fn resolve_token(host: &str) -> Result<Token, GithubError> {
+    let enterprise = is_enterprise(host);
+    let vars = if enterprise {
+        [
+            ("GH_ENTERPRISE_TOKEN", TokenSource::GhEnterpriseToken),
+            (
+                "GITHUB_ENTERPRISE_TOKEN",
+                TokenSource::GithubEnterpriseToken,
+            ),
+        ]
+    } else {
+        [
+            ("GH_TOKEN", TokenSource::GhToken),
+            ("GITHUB_TOKEN", TokenSource::GithubToken),
+        ]
+    };
+    for (var, source) in vars {
         if let Some(value) = std::env::var_os(var) {
             let value = value.to_string_lossy();
             if !value.trim().is_empty() {
@@ -73,16 +103,17 @@ pub fn resolve_token(api_url: &str) -> Result<Token, GithubError> {
             }
         }
     }
-    let Some(gh) = find_on_path("gh") else {
-        return Err(GithubError::NoToken);
+    let missing = || match enterprise {
+        true => GithubError::NoEnterpriseToken {
+            host: host.to_owned(),
+        },
+        false => GithubError::NoToken,
     };
-    let host = match host_of(api_url) {
-        Some(h) if h.eq_ignore_ascii_case("api.github.com") => "github.com".to_owned(),
-        Some(h) => h,
-        None => "github.com".to_owned(),
+    let Some(gh) = find_on_path("gh") else {
+        return Err(missing());
     };
     let out = std::process::Command::new(gh)
-        .args(["auth", "token", "--hostname", &host])
+        .args(["auth", "token", "--hostname", host])
         .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .output();
@@ -91,11 +122,11 @@ pub fn resolve_token(api_url: &str) -> Result<Token, GithubError> {
             let text = String::from_utf8_lossy(&out.stdout);
             Token::new(&text, TokenSource::GhCli).map_err(|e| match e {
                 // `gh` printed nothing: it has no login for this host.
-                GithubError::NoToken => GithubError::NoToken,
+                GithubError::NoToken => missing(),
                 other => other,
             })
         }
-        _ => Err(GithubError::NoToken),
+        _ => Err(missing()),
     }
 }
 
@@ -110,14 +141,24 @@ fn find_on_path(program: &str) -> Option<std::path::PathBuf> {
         })
 }
 
-pub(super) fn host_of(url: &str) -> Option<String> {
-    let uri: http::Uri = url.parse().ok()?;
-    uri.host().map(str::to_owned)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn enterprise_hosts_are_gh_s() {
+        for host in [
+            "github.com",
+            "GitHub.com",
+            "github.localhost",
+            "acme.ghe.com",
+        ] {
+            assert!(!is_enterprise(host), "{host}");
+        }
+        for host in ["ghe.example.com", "ghe.example.com:8443", "127.0.0.1"] {
+            assert!(is_enterprise(host), "{host}");
+        }
+    }
 
     #[test]
     fn tokens_hide_in_debug() {

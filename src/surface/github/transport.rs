@@ -192,6 +192,7 @@ impl GithubSurface {
             if attempt >= MAX_ATTEMPTS {
                 return Err(GithubError::Unavailable {
                     what: what.to_owned(),
+                    api_url: self.api_url.clone(),
                     attempts: attempt,
                     last: failure,
                 });
