@@ -82,6 +82,10 @@ pub struct PullRequest {
     /// Whether its head branch lives in another repository (a fork).
     #[serde(skip)]
     pub from_fork: bool,
+    /// Whether its author is trusted as a marker's author is (SPEC 3):
+    /// only then does it count as work in progress on what it closes.
+    #[serde(skip)]
+    pub trusted: bool,
 }
 
 impl PullRequest {
