@@ -993,6 +993,8 @@ impl<'a> Dispatcher<'a> {
         let mut last_view = None;
         let mut lost = 0;
         for attempt in 0.. {
+            // Waiting for GitHub's request limits is not contention.
+            let deadline = deadline + self.surface.limits_waited();
             if attempt > 0 && self.settings.clock.instant() >= deadline {
                 break;
             }

@@ -50,6 +50,10 @@ const MAX_ATTEMPTS: u32 = 5;
 /// is an error that says when to come back. GitHub asks for a minute when
 /// it names no time, and twice that at the next answer like it.
 const MAX_RATE_LIMIT_WAIT: Duration = Duration::from_secs(150);
+/// The longest wait for a request's turn in its token's pacing: a queue
+/// of this machine's own requests, which moves, so longer than a wait for
+/// a limit GitHub answered; beyond it, an error before anything is sent.
+const MAX_PACE_WAIT: Duration = Duration::from_secs(600);
 /// The most one request waits for rate limits in all: a fleet that starts
 /// together meets a few short ones, not an endless series.
 const MAX_RATE_LIMITED: Duration = Duration::from_secs(300);
@@ -216,6 +220,10 @@ pub struct GithubSurface {
     state: RefCell<State>,
     cache: Option<SharedCache>,
     pacer: Option<pace::Pacer>,
+    /// This process's own waits for GitHub's limits, and the token's
+    /// held time when the surface began (see [`Surface::limits_waited`]).
+    limits_waited: Cell<Duration>,
+    held_at_start: Cell<Option<Duration>>,
 }
 
 #[derive(Default)]
@@ -285,6 +293,7 @@ impl GithubSurface {
                 pace::Budget::default(),
             )
         });
+        let held_at_start = pacer.as_ref().and_then(pace::Pacer::held_total);
         Ok(GithubSurface {
             runtime,
             client,
@@ -305,6 +314,8 @@ impl GithubSurface {
                 .cache_dir
                 .map(|dir| SharedCache::new(dir, cache::Limits::default())),
             pacer,
+            limits_waited: Cell::new(Duration::ZERO),
+            held_at_start: Cell::new(held_at_start),
         })
     }
 

@@ -132,10 +132,22 @@ impl Pacer {
 
     /// Writes down that GitHub asked this token to hold back until
     /// `until_ms`: every process sharing the ledger waits for it.
-    pub(crate) fn hold_until(&self, until_ms: i64) {
-        if let Err(e) = self.locked(|ledger| ledger.hold_until = ledger.hold_until.max(until_ms)) {
+    pub(crate) fn hold_until(&self, now_ms: i64, until_ms: i64) {
+        let held = self.locked(|ledger| {
+            ledger.hold_until = ledger.hold_until.max(until_ms);
+            ledger.held(now_ms, until_ms);
+        });
+        if let Err(e) = held {
             tracing::debug!("pacing ledger {}: {e}", self.path.display());
         }
+    }
+
+    /// How long, in all, the token's limits have held its processes back
+    /// (`None`: the ledger is out of reach). Two readings apart, the time
+    /// between them that went to the limits rather than to the work.
+    pub(crate) fn held_total(&self) -> Option<Duration> {
+        let total = self.locked(|ledger| ledger.held_total).ok()?;
+        Some(Duration::from_millis(u64::try_from(total).unwrap_or(0)))
     }
 
     fn locked<T>(&self, change: impl FnOnce(&mut Ledger) -> T) -> std::io::Result<T> {
@@ -183,6 +195,10 @@ fn flock_exclusive(file: &File) -> std::io::Result<()> {
 #[derive(Debug, Default, PartialEq, Eq)]
 struct Ledger {
     hold_until: i64,
+    /// How long, in all, the token has been held back (slots taken ahead
+    /// of their time, holds), and until when: the union of those spans.
+    held_total: i64,
+    held_through: i64,
     /// (when, points, content-generating), in the order taken.
     slots: Vec<(i64, u32, bool)>,
 }
@@ -195,6 +211,10 @@ impl Ledger {
             let fields: Vec<&str> = line.split_whitespace().collect();
             match fields.as_slice() {
                 ["hold", ms] => ledger.hold_until = ms.parse().unwrap_or(0),
+                ["held", total, through] => {
+                    ledger.held_total = total.parse().unwrap_or(0);
+                    ledger.held_through = through.parse().unwrap_or(0);
+                }
                 [ms, points, content] => {
                     if let (Ok(ms), Ok(points)) = (ms.parse(), points.parse()) {
                         ledger.slots.push((ms, points, *content == "1"));
@@ -207,11 +227,46 @@ impl Ledger {
     }
 
     fn render(&self) -> String {
-        let mut text = format!("hold {}\n", self.hold_until);
+        let mut text = format!(
+            "hold {}\nheld {} {}\n",
+            self.hold_until, self.held_total, self.held_through
+        );
         for (ms, points, content) in &self.slots {
             text.push_str(&format!("{ms} {points} {}\n", u8::from(*content)));
         }
         text
+    }
+
+    /// Whether `points` more at `at` would pass the minute's budget in a
+    /// window that holds `at` (one ending at `at`, or at a slot taken
+    /// ahead within the minute after it: reads go at once while writes
+    /// queue); if so, the oldest slot of the first such window.
+    fn points_breach(&self, at: i64, points: u32, budget: Budget) -> Option<i64> {
+        let mut near: Vec<(i64, u32)> = self
+            .slots
+            .iter()
+            .filter(|(ms, _, _)| *ms > at - MINUTE_MS && *ms < at + MINUTE_MS)
+            .map(|(ms, p, _)| (*ms, *p))
+            .collect();
+        near.sort_unstable();
+        let mut prefix = vec![0u32];
+        for (_, p) in &near {
+            prefix.push(prefix.last().copied().unwrap_or(0) + p);
+        }
+        let ends = std::iter::once(at).chain(near.iter().map(|(ms, _)| *ms).filter(|ms| *ms > at));
+        let (mut lo, mut hi) = (0, 0);
+        for end in ends {
+            while lo < near.len() && near[lo].0 <= end - MINUTE_MS {
+                lo += 1;
+            }
+            while hi < near.len() && near[hi].0 <= end {
+                hi += 1;
+            }
+            if prefix[hi] - prefix[lo] + points > budget.points_per_minute {
+                return near.get(lo).map(|(ms, _)| *ms);
+            }
+        }
+        None
     }
 
     fn take(&mut self, now_ms: i64, cost: Cost, budget: Budget) -> Slot {
@@ -229,23 +284,15 @@ impl Ledger {
             at = at.max(last.unwrap_or(at));
         }
         // Each pass moves `at` past the slot that breaks a window, so this
-        // ends. Points count the minute before and the slots taken ahead
-        // (reads go at once while writes queue): a read never crowds out a
-        // minute whose writes are already queued.
+        // ends.
         loop {
             let content = |span: i64| {
                 self.slots
                     .iter()
                     .filter(move |(ms, _, c)| *c && *ms > at - span && *ms <= at)
             };
-            let points_window = || {
-                self.slots
-                    .iter()
-                    .filter(|(ms, _, _)| *ms > at - MINUTE_MS && *ms < at + MINUTE_MS)
-            };
-            let points: u32 = points_window().map(|(_, p, _)| p).sum();
-            let over = if points + cost.points > budget.points_per_minute {
-                points_window().map(|(ms, _, _)| *ms).min().map(|oldest| (oldest, MINUTE_MS, "the points a minute"))
+            let over = if let Some(oldest) = self.points_breach(at, cost.points, budget) {
+                Some((oldest, MINUTE_MS, "the points a minute"))
             } else if cost.content && content(MINUTE_MS).count() as u32 >= budget.content_per_minute {
                 content(MINUTE_MS).map(|(ms, _, _)| *ms).min().map(|oldest| (oldest, MINUTE_MS, "the content-generating requests a minute"))
             } else if cost.content && content(HOUR_MS).count() as u32 >= budget.content_per_hour {
@@ -261,7 +308,18 @@ impl Ledger {
             held_by = Some(what);
         }
         self.slots.push((at, cost.points, cost.content));
+        self.held(now_ms, at);
         Slot { at_ms: at, held_by }
+    }
+
+    /// Adds the span from `now_ms` to `until` to the time the token has
+    /// been held back.
+    fn held(&mut self, now_ms: i64, until: i64) {
+        let from = now_ms.max(self.held_through);
+        if until > from {
+            self.held_total += until - from;
+            self.held_through = until;
+        }
     }
 }
 
@@ -342,6 +400,8 @@ mod tests {
         assert_eq!(third.held_by, Some("the points a minute"));
         ledger.hold_until = 500_000;
         assert_eq!(ledger.take(0, WRITE, budget).at_ms, 500_000);
+        // Held: from 0 to the third slot, then on to the hold, once each.
+        assert_eq!(ledger.held_total, 500_000);
     }
 
     #[test]

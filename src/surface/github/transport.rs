@@ -177,7 +177,8 @@ impl GithubSurface {
                         // Every process on this token waits it out, not
                         // only this one.
                         if let Some(pacer) = &self.pacer {
-                            pacer.hold_until(self.clock.unix_millis() + millis(wait));
+                            let now_ms = self.clock.unix_millis();
+                            pacer.hold_until(now_ms, now_ms + millis(wait));
                         }
                         tracing::info!(
                             "{what}: GitHub's {} rate limit; waiting {} {}",
@@ -189,6 +190,7 @@ impl GithubSurface {
                                 "(it named no time: backing off)"
                             }
                         );
+                        self.limits_waited.set(self.limits_waited.get() + wait);
                         self.clock.wait_announced(wait, "GitHub's rate limit");
                         // A rate-limited request was not carried out: send it again.
                         attempt -= 1;
@@ -252,8 +254,8 @@ impl GithubSurface {
         if wait.is_zero() {
             return Ok(());
         }
-        let held_by = slot.held_by.unwrap_or("the pacing of this token");
-        if wait > MAX_RATE_LIMIT_WAIT {
+        let held_by = slot.held_by.unwrap_or("the requests queued before it");
+        if wait > MAX_PACE_WAIT {
             return Err(GithubError::RateLimited {
                 what: what.to_owned(),
                 kind: "secondary",
@@ -264,8 +266,9 @@ impl GithubSurface {
             "{what}: waiting {} for {held_by} (GitHub's secondary limits, shared by every process on this token)",
             format_wait(wait)
         );
+        self.limits_waited.set(self.limits_waited.get() + wait);
         self.clock
-            .wait_announced(wait, &format!("this token's share of {held_by}"));
+            .wait_announced(wait, &format!("this token's turn within GitHub's limits ({held_by})"));
         Ok(())
     }
 
