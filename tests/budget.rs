@@ -268,6 +268,9 @@ pub fn agents_per_token(costs: &BTreeMap<&'static str, Cost>) -> u64 {
     RATE_LIMIT / agent_hour(costs).max(1) as u64
 }
 
+/// What one command's cost comes to in one respect.
+type CostOf = dyn Fn(&Cost) -> u64;
+
 /// One agent's hour (as [`agent_hour`]) of `of` each command.
 fn hour_of(costs: &BTreeMap<&'static str, Cost>, of: impl Fn(&Cost) -> u64) -> u64 {
     let of = |name: &str| costs.get(name).map_or(0, &of);
@@ -287,15 +290,24 @@ pub fn agents_under_each_limit(costs: &BTreeMap<&'static str, Cost>) -> Vec<(&'s
         ("primary (5,000 requests an hour)", agents_per_token(costs)),
         (
             "points (900 a minute)",
-            per(u64::from(limits.points_per_minute) * 60, hour_of(costs, |c| u64::from(c.points))),
+            per(
+                u64::from(limits.points_per_minute) * 60,
+                hour_of(costs, |c| u64::from(c.points)),
+            ),
         ),
         (
             "content, strict (500 an hour, comment edits count)",
-            per(u64::from(limits.content_per_hour), hour_of(costs, |c| c.content.0 as u64)),
+            per(
+                u64::from(limits.content_per_hour),
+                hour_of(costs, |c| c.content.0 as u64),
+            ),
         ),
         (
             "content, lenient (500 an hour, comment edits do not)",
-            per(u64::from(limits.content_per_hour), hour_of(costs, |c| c.content.1 as u64)),
+            per(
+                u64::from(limits.content_per_hour),
+                hour_of(costs, |c| c.content.1 as u64),
+            ),
         ),
     ];
     under.sort_by_key(|(_, agents)| *agents);
@@ -331,10 +343,14 @@ pub fn table(sizes: &[(u64, BTreeMap<&'static str, Cost>)]) -> String {
         let _ = write!(out, "{:>18}", agents_per_token(costs));
     }
     out.push('\n');
-    let rows: [(&str, &dyn Fn(&Cost) -> u64); 3] = [
+    let rows: [(&str, &CostOf); 3] = [
         ("one agent's hour: points", &|c| u64::from(c.points)),
-        ("one agent's hour: content (strict)", &|c| c.content.0 as u64),
-        ("one agent's hour: content (lenient)", &|c| c.content.1 as u64),
+        ("one agent's hour: content (strict)", &|c| {
+            c.content.0 as u64
+        }),
+        ("one agent's hour: content (lenient)", &|c| {
+            c.content.1 as u64
+        }),
     ];
     for (name, of) in rows {
         let _ = write!(out, "{name:<40}");
@@ -344,12 +360,18 @@ pub fn table(sizes: &[(u64, BTreeMap<&'static str, Cost>)]) -> String {
         out.push('\n');
     }
     if let Some((_, costs)) = sizes.last() {
-        let _ = writeln!(out, "\nAgents one token carries under each of GitHub's limits, tightest first:");
+        let _ = writeln!(
+            out,
+            "\nAgents one token carries under each of GitHub's limits, tightest first:"
+        );
         for (limit, agents) in agents_under_each_limit(costs) {
             let _ = writeln!(out, "  {agents:>5}  {limit}");
         }
         let (binding, agents) = agents_under_each_limit(costs)[0];
-        let _ = writeln!(out, "The binding limit is {binding}: {agents} agents a token.");
+        let _ = writeln!(
+            out,
+            "The binding limit is {binding}: {agents} agents a token."
+        );
     }
     let _ = writeln!(
         out,
@@ -483,7 +505,11 @@ impl FleetStart {
     pub fn report(&self, edits_are_content: bool) -> String {
         let dispatched = self.issues.iter().flatten().count();
         let lost = self.issues.len() - dispatched - self.no_slot;
-        let reading = if edits_are_content { "strict" } else { "lenient" };
+        let reading = if edits_are_content {
+            "strict"
+        } else {
+            "lenient"
+        };
         format!(
             "fleet start, {} agents, limits on ({reading} reading), 2 s list lag: {dispatched} dispatched, {} no slot, {lost} out of settle budget (exit 6); \
              {:.0} s on the test clock ({:.1} s real); {} requests; peaks: {} points a minute, {} content a minute \
@@ -575,7 +601,10 @@ pub fn fleet_start(agents: usize, edits_are_content: bool) -> FleetStart {
         .collect();
     let mut dispatched: Vec<u64> = issues.iter().flatten().copied().collect();
     dispatched.sort_unstable();
-    assert_eq!(labelled, dispatched, "agent-wip only where an agent was dispatched");
+    assert_eq!(
+        labelled, dispatched,
+        "agent-wip only where an agent was dispatched"
+    );
     let no_slot = runs.iter().filter(|r| r.code == 9).count();
     FleetStart {
         issues,
@@ -612,18 +641,30 @@ fn a_fleet_starting_together_stays_within_githubs_secondary_limits() {
         let count = dispatched.len();
         dispatched.sort_unstable();
         dispatched.dedup();
-        assert_eq!(dispatched.len(), count, "two agents got one issue: {start:?}");
+        assert_eq!(
+            dispatched.len(),
+            count,
+            "two agents got one issue: {start:?}"
+        );
         // Not every agent yet: under the points pacing a 32-agent start
         // outlasts some dispatches' settle budget, and those answer "lost,
         // run dispatch again" (exit 6) having withdrawn what they wrote.
         assert!(count * 2 >= agents, "{start:?}");
         let peaks = start.peaks;
         assert_eq!(peaks.unheeded, 0, "a limit answer went unheeded: {start:?}");
-        assert!(peaks.points_per_minute <= limits.points_per_minute, "{start:?}");
-        assert!(peaks.content_per_minute.0 <= limits.content_per_minute, "{start:?}");
-        assert!(peaks.content_per_hour.0 <= limits.content_per_hour, "{start:?}");
+        assert!(
+            peaks.points_per_minute <= limits.points_per_minute,
+            "{start:?}"
+        );
+        assert!(
+            peaks.content_per_minute.0 <= limits.content_per_minute,
+            "{start:?}"
+        );
+        assert!(
+            peaks.content_per_hour.0 <= limits.content_per_hour,
+            "{start:?}"
+        );
         assert!(peaks.concurrent <= limits.concurrent, "{start:?}");
-
     }
     eprintln!("{report}");
     if let Some(path) = std::env::var_os("MAVERICK_FLEET_REPORT") {
@@ -648,7 +689,15 @@ fn the_binding_limit_of_an_agents_hour_is_named() {
     };
     assert!(of("content, strict") <= of("content, lenient"));
     assert!(of("content, strict") < of("primary"), "{under:?}");
-    assert_eq!(under[0].0, "content, strict (500 an hour, comment edits count)");
+    assert_eq!(
+        under[0].0,
+        "content, strict (500 an hour, comment edits count)"
+    );
     // A heartbeat writes its lease (one comment edit) and nothing else.
-    assert_eq!(costs["coord heartbeat"].content, (1, 0), "{:?}", costs["coord heartbeat"]);
+    assert_eq!(
+        costs["coord heartbeat"].content,
+        (1, 0),
+        "{:?}",
+        costs["coord heartbeat"]
+    );
 }

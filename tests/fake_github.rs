@@ -7,11 +7,9 @@ use std::net::TcpStream;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::support::fake_github::{
-    parse_http_date, parse_rfc3339, FakeGithub, SecondaryLimits,
-};
-use crate::support::mav::clock::Clock;
+use crate::support::fake_github::{parse_http_date, parse_rfc3339, FakeGithub, SecondaryLimits};
 use crate::support::json_schema::{load_github_api_json, Schema};
+use crate::support::mav::clock::Clock;
 use serde_json::{json, Value};
 
 const OWNER: &str = "octo-org";
@@ -1456,7 +1454,11 @@ fn secondary_limits_answer_per_token_on_the_test_clock() {
         )
     };
     assert_eq!(edit("edited").status, 403);
-    assert_eq!(fake.comments(1).len(), 3, "a limited request writes nothing");
+    assert_eq!(
+        fake.comments(1).len(),
+        3,
+        "a limited request writes nothing"
+    );
 
     // A minute later on the test clock (no test sleeps): two more, then the
     // hour's five are spent, answered with the reset to wait for.
@@ -1468,7 +1470,11 @@ fn secondary_limits_answer_per_token_on_the_test_clock() {
     assert_eq!(hourly.header("x-ratelimit-remaining"), Some("0"));
     let reset: i64 = hourly.header("x-ratelimit-reset").unwrap().parse().unwrap();
     let date = parse_http_date(hourly.header("date").unwrap()).unwrap();
-    assert!((3500..=3601).contains(&(reset - date)), "reset in {} s", reset - date);
+    assert!(
+        (3500..=3601).contains(&(reset - date)),
+        "reset in {} s",
+        reset - date
+    );
 
     // The lenient reading lets comment edits through.
     fake.set_secondary_limits(Some(SecondaryLimits {
@@ -1531,8 +1537,15 @@ fn secondary_limits_answer_per_token_on_the_test_clock() {
     let target = repo_path("issues/1/comments");
     let headers = [("Authorization", authorization.as_str())];
     for _ in 0..2 {
-        write_request(&mut stream, &authority, "POST", &target, &headers, Some("{\"body\":\"x\"}"))
-            .unwrap();
+        write_request(
+            &mut stream,
+            &authority,
+            "POST",
+            &target,
+            &headers,
+            Some("{\"body\":\"x\"}"),
+        )
+        .unwrap();
         assert_eq!(read_reply(&mut reader).unwrap().status, 403);
     }
     let peaks = fake.secondary_peaks();

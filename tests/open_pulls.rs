@@ -255,9 +255,7 @@ fn dispatch_skips_an_issue_a_trusted_pull_request_closes() {
         run.stdout
     );
     // The dispatched agent can claim what it was handed.
-    agent
-        .maverick(&["run", "8", "--", "true"])
-        .expect(0);
+    agent.maverick(&["run", "8", "--", "true"]).expect(0);
     // And the next dispatch passes #7 by again.
     let next = env.clone("next").maverick(&["--json", "dispatch"]);
     next.expect(0);

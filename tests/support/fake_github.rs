@@ -296,7 +296,14 @@ impl FakeGithub {
 
     /// An open pull request from a fork (`fork`, `OWNER/REPO`) by
     /// `author`, into the default branch, described by `body`.
-    pub fn open_fork_pull(&self, number: u64, author: &str, fork: &str, head_ref: &str, body: &str) {
+    pub fn open_fork_pull(
+        &self,
+        number: u64,
+        author: &str,
+        fork: &str,
+        head_ref: &str,
+        body: &str,
+    ) {
         let base = self.state().default_branch.clone();
         self.open_pull(number, author, head_ref, &base, body);
         self.state().seed_update(number, |issue| {
@@ -1160,7 +1167,10 @@ impl State {
         let (points, content) = price(request);
         let token = bearer_token(request).unwrap_or_default().to_string();
         let used = self.secondary_use.entry(token).or_default();
-        while used.front().is_some_and(|(at, _, _)| *at <= now_ms - 3_600_000) {
+        while used
+            .front()
+            .is_some_and(|(at, _, _)| *at <= now_ms - 3_600_000)
+        {
             used.pop_front();
         }
         let counts = content.counts(limits.edits_are_content);
@@ -3061,16 +3071,22 @@ fn status_reason(status: u16) -> &'static str {
 /// the strict reading.
 fn price(request: &Request) -> (u32, Content) {
     let method = request.method.as_str();
-    let points = if matches!(method, "GET" | "HEAD" | "OPTIONS") { 1 } else { 5 };
-    let segments: Vec<&str> = request.path().split('/').filter(|s| !s.is_empty()).collect();
+    let points = if matches!(method, "GET" | "HEAD" | "OPTIONS") {
+        1
+    } else {
+        5
+    };
+    let segments: Vec<&str> = request
+        .path()
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .collect();
     let rest: &[&str] = match segments.as_slice() {
         ["repos", _, _, rest @ ..] | ["repositories", _, rest @ ..] => rest,
         _ => &[],
     };
     let content = match (method, rest) {
-        ("POST", ["issues"] | ["labels"] | ["issues", _, "comments" | "labels"]) => {
-            Content::Create
-        }
+        ("POST", ["issues"] | ["labels"] | ["issues", _, "comments" | "labels"]) => Content::Create,
         ("POST", ["issues", "comments", _]) => Content::Edit,
         ("PATCH", ["issues", "comments", _]) => Content::Edit,
         _ => Content::No,

@@ -280,7 +280,12 @@ impl Ledger {
         // Content-generating slots are taken in order, so a window that
         // ends at one holds every content slot before it.
         if cost.content {
-            let last = self.slots.iter().filter(|(_, _, c)| *c).map(|(ms, _, _)| *ms).max();
+            let last = self
+                .slots
+                .iter()
+                .filter(|(_, _, c)| *c)
+                .map(|(ms, _, _)| *ms)
+                .max();
             at = at.max(last.unwrap_or(at));
         }
         // Each pass moves `at` past the slot that breaks a window, so this
@@ -293,10 +298,23 @@ impl Ledger {
             };
             let over = if let Some(oldest) = self.points_breach(at, cost.points, budget) {
                 Some((oldest, MINUTE_MS, "the points a minute"))
-            } else if cost.content && content(MINUTE_MS).count() as u32 >= budget.content_per_minute {
-                content(MINUTE_MS).map(|(ms, _, _)| *ms).min().map(|oldest| (oldest, MINUTE_MS, "the content-generating requests a minute"))
+            } else if cost.content && content(MINUTE_MS).count() as u32 >= budget.content_per_minute
+            {
+                content(MINUTE_MS)
+                    .map(|(ms, _, _)| *ms)
+                    .min()
+                    .map(|oldest| {
+                        (
+                            oldest,
+                            MINUTE_MS,
+                            "the content-generating requests a minute",
+                        )
+                    })
             } else if cost.content && content(HOUR_MS).count() as u32 >= budget.content_per_hour {
-                content(HOUR_MS).map(|(ms, _, _)| *ms).min().map(|oldest| (oldest, HOUR_MS, "the content-generating requests an hour"))
+                content(HOUR_MS)
+                    .map(|(ms, _, _)| *ms)
+                    .min()
+                    .map(|oldest| (oldest, HOUR_MS, "the content-generating requests an hour"))
             } else {
                 None
             };
@@ -353,7 +371,10 @@ mod tests {
             of(Method::DELETE, "/repos/a/b/issues/1/labels/agent-wip"),
             (5, false)
         );
-        assert_eq!(of(Method::POST, "/repos/a/b/issues/1/assignees"), (5, false));
+        assert_eq!(
+            of(Method::POST, "/repos/a/b/issues/1/assignees"),
+            (5, false)
+        );
         assert_eq!(
             of(Method::DELETE, "/repos/a/b/issues/comments/9"),
             (5, false)

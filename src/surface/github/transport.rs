@@ -267,8 +267,10 @@ impl GithubSurface {
             format_wait(wait)
         );
         self.limits_waited.set(self.limits_waited.get() + wait);
-        self.clock
-            .wait_announced(wait, &format!("this token's turn within GitHub's limits ({held_by})"));
+        self.clock.wait_announced(
+            wait,
+            &format!("this token's turn within GitHub's limits ({held_by})"),
+        );
         Ok(())
     }
 
@@ -643,7 +645,10 @@ mod tests {
             ("primary", Duration::from_secs(31))
         );
         let unnamed = rate_limit(&reply(429, &[date], "slow down"), Timestamp(0)).unwrap();
-        assert_eq!((unnamed.wait, unnamed.named), (Duration::from_secs(60), false));
+        assert_eq!(
+            (unnamed.wait, unnamed.named),
+            (Duration::from_secs(60), false)
+        );
         // A plain "forbidden" is not a rate limit: no waiting, an error.
         assert!(rate_limit(
             &reply(
