@@ -665,6 +665,9 @@ fn a_fleet_starting_together_stays_within_githubs_secondary_limits() {
             "{start:?}"
         );
         assert!(peaks.concurrent <= limits.concurrent, "{start:?}");
+        // Paced, not refused: the fleet shares its token's budget instead
+        // of spending it and meeting GitHub's answer.
+        assert_eq!(peaks.limit_answers, 0, "{start:?}");
     }
     eprintln!("{report}");
     if let Some(path) = std::env::var_os("MAVERICK_FLEET_REPORT") {

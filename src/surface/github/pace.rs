@@ -24,9 +24,8 @@
 //! - A ledger that cannot be read or written is no error: the request goes
 //!   out unpaced, as without the ledger (GitHub's answer is still heeded).
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, OpenOptions};
 use std::io::{Read as _, Seek as _, SeekFrom, Write as _};
-use std::os::fd::AsRawFd as _;
 use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -164,7 +163,7 @@ impl Pacer {
             .truncate(false)
             .mode(0o600)
             .open(&self.path)?;
-        flock_exclusive(&file)?;
+        crate::clock::lock(&file, libc::LOCK_EX)?;
         let mut text = String::new();
         // A torn or foreign file reads as an empty ledger.
         let _ = file.read_to_string(&mut text);
@@ -175,19 +174,6 @@ impl Pacer {
         file.write_all(ledger.render().as_bytes())?;
         // Closing the file releases the lock.
         Ok(result)
-    }
-}
-
-fn flock_exclusive(file: &File) -> std::io::Result<()> {
-    loop {
-        // SAFETY: a plain system call on a descriptor this function borrows.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
-            return Ok(());
-        }
-        let err = std::io::Error::last_os_error();
-        if err.kind() != std::io::ErrorKind::Interrupted {
-            return Err(err);
-        }
     }
 }
 
