@@ -1499,8 +1499,18 @@ fn secondary_limits_answer_per_token_on_the_test_clock() {
     assert_eq!(points.status, 429);
     assert!(points.header("retry-after").is_some());
 
-    // Concurrency: a second request while one is still being answered,
-    // past a limit of one, gets a bare 403 that names no time.
+    // c3, c4, the edit, p1 and p2 in one minute; the edit only strictly.
+    assert_eq!(fake.secondary_peaks().content_per_minute, (5, 4));
+}
+
+/// Past the concurrent requests' limit, a bare 403 that names no time; a
+/// client that sends again on the same connection before the time a limit
+/// answer named is counted as not heeding it.
+#[test]
+fn concurrency_past_the_limit_is_refused_and_unheeded_answers_are_counted() {
+    let clock = Clock::manual();
+    let fake = FakeGithub::start_with_clock(OWNER, REPO, clock.clone());
+    fake.create_issue(1, "Story", &[]);
     fake.set_secondary_limits(Some(SecondaryLimits {
         concurrent: 1,
         ..SecondaryLimits::github()
@@ -1518,13 +1528,8 @@ fn secondary_limits_answer_per_token_on_the_test_clock() {
         clock.advance(Duration::from_secs(31)).unwrap();
         assert_eq!(slow.join().unwrap(), 200);
     });
-    let peaks = fake.secondary_peaks();
-    assert_eq!(peaks.concurrent, 2);
-    // c3, c4, the edit, p1 and p2 in one minute; the edit only strictly.
-    assert_eq!(peaks.content_per_minute, (5, 4));
+    assert_eq!(fake.secondary_peaks().concurrent, 2);
 
-    // A client that sends again on the same connection before the time a
-    // limit answer named is counted as not heeding it.
     fake.set_secondary_limits(Some(SecondaryLimits {
         content_per_minute: 0,
         ..SecondaryLimits::github()

@@ -155,43 +155,7 @@ impl GithubSurface {
                         }
                     }
                     if let Some(limit) = rate_limit(&reply, self.clock.now()) {
-                        rate_waits += 1;
-                        // GitHub named no time: a minute, doubled at each
-                        // answer like it, with jitter so that the processes
-                        // that met it together do not come back together.
-                        let wait = if limit.named {
-                            limit.wait
-                        } else {
-                            let doubled = limit.wait * (1 << (rate_waits - 1).min(4));
-                            doubled + Duration::from_millis(crate::unique::jitter(5_000))
-                        };
-                        let until = reply.date().unwrap_or(self.clock.now()).plus(wait);
-                        rate_waited += wait;
-                        if wait > MAX_RATE_LIMIT_WAIT || rate_waited > MAX_RATE_LIMITED {
-                            return Err(GithubError::RateLimited {
-                                what: what.to_owned(),
-                                kind: limit.kind,
-                                until,
-                            });
-                        }
-                        // Every process on this token waits it out, not
-                        // only this one.
-                        if let Some(pacer) = &self.pacer {
-                            let now_ms = self.clock.unix_millis();
-                            pacer.hold_until(now_ms, now_ms + millis(wait));
-                        }
-                        tracing::info!(
-                            "{what}: GitHub's {} rate limit; waiting {} {}",
-                            limit.kind,
-                            format_wait(wait),
-                            if limit.named {
-                                "as it asks"
-                            } else {
-                                "(it named no time: backing off)"
-                            }
-                        );
-                        self.limits_waited.set(self.limits_waited.get() + wait);
-                        self.clock.wait_announced(wait, "GitHub's rate limit");
+                        self.wait_out(limit, &reply, what, &mut rate_waits, &mut rate_waited)?;
                         // A rate-limited request was not carried out: send it again.
                         attempt -= 1;
                         continue;
@@ -237,6 +201,54 @@ impl GithubSurface {
                 }
             }
         }
+    }
+
+    /// Waits out a rate-limit answer, as GitHub asks: the time it names,
+    /// else a minute doubled at each answer like it (`waits` so far in this
+    /// request), with jitter so that the processes that met it together do
+    /// not come back together; every process on the token holds back too.
+    /// An error, before any wait, when that is longer than maverick waits.
+    fn wait_out(
+        &self,
+        limit: RateLimit,
+        reply: &Reply,
+        what: &str,
+        waits: &mut u32,
+        waited: &mut Duration,
+    ) -> Result<(), GithubError> {
+        *waits += 1;
+        let wait = if limit.named {
+            limit.wait
+        } else {
+            let doubled = limit.wait * (1 << (*waits - 1).min(4));
+            doubled + Duration::from_millis(crate::unique::jitter(5_000))
+        };
+        let until = reply.date().unwrap_or(self.clock.now()).plus(wait);
+        *waited += wait;
+        if wait > MAX_RATE_LIMIT_WAIT || *waited > MAX_RATE_LIMITED {
+            return Err(GithubError::RateLimited {
+                what: what.to_owned(),
+                kind: limit.kind,
+                until,
+            });
+        }
+        if let Some(pacer) = &self.pacer {
+            let now_ms = self.clock.unix_millis();
+            pacer.hold_until(now_ms, now_ms + millis(wait));
+        }
+        tracing::info!(
+            "{what}: GitHub's {} rate limit; waiting {} {}",
+            limit.kind,
+            format_wait(wait),
+            if limit.named {
+                "as it asks"
+            } else {
+                "(it named no time: backing off)"
+            }
+        );
+        self.limits_waited.set(self.limits_waited.get() + wait);
+        self.clock.wait_announced(wait, "GitHub's rate limit");
+        Ok(())
     }
 
     /// Waits for this request's slot in the token's shared pacing ledger
