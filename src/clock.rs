@@ -335,7 +335,9 @@ fn read_number(file: &mut File) -> i64 {
     text.trim().parse().unwrap_or(0)
 }
 
-fn lock(file: &File, how: libc::c_int) -> std::io::Result<()> {
+/// `flock(file, how)`, retried when a signal interrupts it: the one lock
+/// on shared files (the clock's offset, GitHub's pacing ledger).
+pub(crate) fn lock(file: &File, how: libc::c_int) -> std::io::Result<()> {
     loop {
         // SAFETY: a plain system call on a descriptor this function borrows.
         if unsafe { libc::flock(file.as_raw_fd(), how) } == 0 {

@@ -7,11 +7,20 @@
 //! N ready issues; the tests below hold the budgets at 10 and 1,000, and
 //! `bench/github-budget.sh` prints the whole table through the same entry
 //! point (`MAVERICK_BUDGET_SIZES`, `MAVERICK_BUDGET_TABLE`).
+//!
+//! GitHub's secondary limits are measured too: [`fleet_start`] starts a
+//! fleet of agents dispatching at once against the fake with the limits on
+//! and list lag, and the table prices one agent's hour against each limit
+//! (points, content-generating requests under both readings of what
+//! generates content) to name the one that binds.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::support::fake_github::RecordedRequest;
+use std::process::{Child, Stdio};
+use std::time::Instant;
+
+use crate::support::fake_github::{RecordedRequest, SecondaryLimits, SecondaryPeaks};
 use crate::support::{Repo, Run, Surface, TestEnv};
 
 /// GitHub's primary limit for a user token, per hour.
@@ -37,6 +46,11 @@ pub struct Cost {
     /// Pages of the list of every open issue (an issue list with no
     /// `labels` filter), counted or not: what grows with the backlog.
     pub everything_pages: usize,
+    /// Secondary-limit points (a read 1, a write 5).
+    pub points: u32,
+    /// Content-generating requests: comment edits counted (strict), not
+    /// counted (lenient).
+    pub content: (usize, usize),
 }
 
 /// Whether `request` is a page of the list of every open issue:
@@ -76,6 +90,11 @@ fn cost(env: &TestEnv, repo: &Repo<'_>, args: &[&str], code: i32) -> (Run, Cost)
         counted: fake.counted_requests(),
         not_modified: fake.not_modified_count(),
         everything_pages: requests.iter().filter(|r| lists_everything(r)).count(),
+        points: requests.iter().map(|r| r.points).sum(),
+        content: (
+            requests.iter().filter(|r| r.content.counts(true)).count(),
+            requests.iter().filter(|r| r.content.counts(false)).count(),
+        ),
     };
     if std::env::var_os("MAVERICK_BUDGET_VERBOSE").is_some() {
         eprintln!("{args:?}:\n{}", listing(&requests));
@@ -249,6 +268,52 @@ pub fn agents_per_token(costs: &BTreeMap<&'static str, Cost>) -> u64 {
     RATE_LIMIT / agent_hour(costs).max(1) as u64
 }
 
+/// What one command's cost comes to in one respect.
+type CostOf = dyn Fn(&Cost) -> u64;
+
+/// One agent's hour (as [`agent_hour`]) of `of` each command.
+fn hour_of(costs: &BTreeMap<&'static str, Cost>, of: impl Fn(&Cost) -> u64) -> u64 {
+    let of = |name: &str| costs.get(name).map_or(0, &of);
+    (3600 / HEARTBEAT_INTERVAL) * of("coord heartbeat")
+        + of("dispatch")
+        + of("coord claim")
+        + of("dispatch release --pr")
+        + of("coord release")
+}
+
+/// The agents one token carries under each of GitHub's limits, tightest
+/// first: (the limit, agents).
+pub fn agents_under_each_limit(costs: &BTreeMap<&'static str, Cost>) -> Vec<(&'static str, u64)> {
+    let limits = SecondaryLimits::github();
+    let per = |budget: u64, used: u64| budget / used.max(1);
+    let mut under = vec![
+        ("primary (5,000 requests an hour)", agents_per_token(costs)),
+        (
+            "points (900 a minute)",
+            per(
+                u64::from(limits.points_per_minute) * 60,
+                hour_of(costs, |c| u64::from(c.points)),
+            ),
+        ),
+        (
+            "content, strict (500 an hour, comment edits count)",
+            per(
+                u64::from(limits.content_per_hour),
+                hour_of(costs, |c| c.content.0 as u64),
+            ),
+        ),
+        (
+            "content, lenient (500 an hour, comment edits do not)",
+            per(
+                u64::from(limits.content_per_hour),
+                hour_of(costs, |c| c.content.1 as u64),
+            ),
+        ),
+    ];
+    under.sort_by_key(|(_, agents)| *agents);
+    under
+}
+
 /// The table `bench/github-budget.sh` prints.
 pub fn table(sizes: &[(u64, BTreeMap<&'static str, Cost>)]) -> String {
     let mut out = String::new();
@@ -278,6 +343,36 @@ pub fn table(sizes: &[(u64, BTreeMap<&'static str, Cost>)]) -> String {
         let _ = write!(out, "{:>18}", agents_per_token(costs));
     }
     out.push('\n');
+    let rows: [(&str, &CostOf); 3] = [
+        ("one agent's hour: points", &|c| u64::from(c.points)),
+        ("one agent's hour: content (strict)", &|c| {
+            c.content.0 as u64
+        }),
+        ("one agent's hour: content (lenient)", &|c| {
+            c.content.1 as u64
+        }),
+    ];
+    for (name, of) in rows {
+        let _ = write!(out, "{name:<40}");
+        for (_, costs) in sizes {
+            let _ = write!(out, "{:>18}", hour_of(costs, of));
+        }
+        out.push('\n');
+    }
+    if let Some((_, costs)) = sizes.last() {
+        let _ = writeln!(
+            out,
+            "\nAgents one token carries under each of GitHub's limits, tightest first:"
+        );
+        for (limit, agents) in agents_under_each_limit(costs) {
+            let _ = writeln!(out, "  {agents:>5}  {limit}");
+        }
+        let (binding, agents) = agents_under_each_limit(costs)[0];
+        let _ = writeln!(
+            out,
+            "The binding limit is {binding}: {agents} agents a token."
+        );
+    }
     let _ = writeln!(
         out,
         "\nOne agent's hour: a heartbeat every {HEARTBEAT_INTERVAL}s (the default heartbeatInterval) and one cycle (dispatch, coord claim, dispatch release --pr, coord release)."
@@ -383,4 +478,229 @@ fn status_past_the_label_lists_still_shows_every_blocked_issue() {
     shown.sort_unstable();
     assert_eq!(shown, blocked);
     assert_eq!(status.everything_pages, 1, "{status:?}");
+}
+
+/// Agents in the fleet that starts together; `MAVERICK_FLEET_AGENTS`
+/// asks for another size.
+const FLEET: usize = 32;
+/// Ready issues when the fleet starts: more than the fleet.
+const FLEET_READY: u64 = 40;
+
+/// What a fleet start came to.
+#[derive(Debug)]
+pub struct FleetStart {
+    /// Each agent's issue, or `None` for a clear "no slot" (exit 9) or
+    /// "lost, run dispatch again" (exit 6).
+    pub issues: Vec<Option<u64>>,
+    pub no_slot: usize,
+    pub peaks: SecondaryPeaks,
+    /// From the first dispatch to the last answer, on the test clock
+    /// (pauses and rate-limit waits included) and in real time.
+    pub test_clock_secs: f64,
+    pub real_secs: f64,
+    pub requests: usize,
+}
+
+impl FleetStart {
+    pub fn report(&self, edits_are_content: bool) -> String {
+        let dispatched = self.issues.iter().flatten().count();
+        let lost = self.issues.len() - dispatched - self.no_slot;
+        let reading = if edits_are_content {
+            "strict"
+        } else {
+            "lenient"
+        };
+        format!(
+            "fleet start, {} agents, limits on ({reading} reading), 2 s list lag: {dispatched} dispatched, {} no slot, {lost} out of settle budget (exit 6); \
+             {:.0} s on the test clock ({:.1} s real); {} requests; peaks: {} points a minute, {} content a minute \
+             (strict; {} lenient), {} concurrent; {} limit answers, {} unheeded\n",
+            self.issues.len(),
+            self.no_slot,
+            self.test_clock_secs,
+            self.real_secs,
+            self.requests,
+            self.peaks.points_per_minute,
+            self.peaks.content_per_minute.0,
+            self.peaks.content_per_minute.1,
+            self.peaks.concurrent,
+            self.peaks.limit_answers,
+            self.peaks.unheeded,
+        )
+    }
+}
+
+/// `agents` clones with `dispatchSlots` as large, each dispatching at the
+/// same moment against GitHub's secondary limits (`edits_are_content`
+/// picks the reading) with `FLEET_READY` ready issues and a 2 s list lag.
+pub fn fleet_start(agents: usize, edits_are_content: bool) -> FleetStart {
+    let env = TestEnv::with_surface(Surface::Github);
+    let fake = env.github();
+    fake.create_issues_on_demand(false);
+    for n in 1..=FLEET_READY {
+        fake.create_issue(n, &format!("Ready issue {n}"), &[FRONTIER]);
+    }
+    let slots = agents.to_string();
+    let fleet: Vec<Repo<'_>> = (0..agents)
+        .map(|n| {
+            let repo = env.clone(&format!("agent-{n:02}"));
+            repo.git(&["config", "maverick.dispatchSlots", &slots]);
+            // The settle delay outlasts the list lag, as the product's
+            // default does GitHub's (the test clones' 200 ms would not).
+            repo.git(&["config", "--unset", "maverick.settleDelay"]);
+            // One agent's pacing pause moves the clock every agent shares
+            // (that is how the test lets time pass): a request another
+            // agent has in flight must not count that as its own timeout.
+            repo.git(&["config", "maverick.httpTimeout", "10m"]);
+            repo
+        })
+        .collect();
+    fake.set_list_lag(std::time::Duration::from_secs(2));
+    fake.set_secondary_limits(Some(SecondaryLimits {
+        edits_are_content,
+        ..SecondaryLimits::github()
+    }));
+    fake.reset_count();
+    let args = ["--json", "dispatch"];
+    let (clock_start, real_start) = (env.clock().unix_millis(), Instant::now());
+    let children: Vec<Child> = fleet
+        .iter()
+        .map(|repo| {
+            repo.command(&args)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("git-maverick starts")
+        })
+        .collect();
+    let runs: Vec<Run> = children
+        .into_iter()
+        .map(|child| Run::from_output(&args, child.wait_with_output().expect("maverick finishes")))
+        .collect();
+    let test_clock_secs = (env.clock().unix_millis() - clock_start) as f64 / 1000.0;
+    let real_secs = real_start.elapsed().as_secs_f64();
+    let issues = runs
+        .iter()
+        .map(|run| match run.code {
+            0 => Some(run.json()["issue"].as_u64().expect("a dispatched issue")),
+            9 => {
+                assert_eq!(run.json()["result"], "no_slot", "{}", run.stdout);
+                None
+            }
+            // Out of its settle budget: it says so, and withdrew its claims.
+            6 => {
+                assert_eq!(run.json()["result"], "lost", "{}", run.stdout);
+                assert!(run.stderr.contains("run dispatch again"), "{}", run.stderr);
+                None
+            }
+            _ => panic!("neither an issue nor a clear answer: {}", run.screen()),
+        })
+        .collect::<Vec<Option<u64>>>();
+    // Nothing half-written: `agent-wip` is on the dispatched issues alone.
+    let labelled: Vec<u64> = (1..=FLEET_READY)
+        .filter(|n| fake.labels(*n).iter().any(|l| l == "agent-wip"))
+        .collect();
+    let mut dispatched: Vec<u64> = issues.iter().flatten().copied().collect();
+    dispatched.sort_unstable();
+    assert_eq!(
+        labelled, dispatched,
+        "agent-wip only where an agent was dispatched"
+    );
+    let no_slot = runs.iter().filter(|r| r.code == 9).count();
+    FleetStart {
+        issues,
+        no_slot,
+        peaks: fake.secondary_peaks(),
+        test_clock_secs,
+        real_secs,
+        requests: fake.request_count(),
+    }
+}
+
+/// A fleet of 32 agents dispatching at once, with GitHub's secondary limits
+/// on and list lag: no two agents get one issue, every agent gets an
+/// issue or a clear answer (no slot; lost, run again, with its claims
+/// withdrawn), no limit answer goes unheeded, no window passes a published
+/// limit, and the time it took is reported.
+/// `MAVERICK_FLEET_REPORT=FILE` writes the report there (the bench).
+#[test]
+fn a_fleet_starting_together_stays_within_githubs_secondary_limits() {
+    let limits = SecondaryLimits::github();
+    let mut report = String::new();
+    let readings: &[bool] = if std::env::var_os("MAVERICK_FLEET_REPORT").is_some() {
+        &[true, false]
+    } else {
+        &[true]
+    };
+    for &edits_are_content in readings {
+        let agents = std::env::var("MAVERICK_FLEET_AGENTS")
+            .map(|n| n.parse().expect("MAVERICK_FLEET_AGENTS: a number"))
+            .unwrap_or(FLEET);
+        let start = fleet_start(agents, edits_are_content);
+        report.push_str(&start.report(edits_are_content));
+        let mut dispatched: Vec<u64> = start.issues.iter().flatten().copied().collect();
+        let count = dispatched.len();
+        dispatched.sort_unstable();
+        dispatched.dedup();
+        assert_eq!(
+            dispatched.len(),
+            count,
+            "two agents got one issue: {start:?}"
+        );
+        // Not every agent yet: under the points pacing a 32-agent start
+        // outlasts some dispatches' settle budget, and those answer "lost,
+        // run dispatch again" (exit 6) having withdrawn what they wrote.
+        assert!(count * 2 >= agents, "{start:?}");
+        let peaks = start.peaks;
+        assert_eq!(peaks.unheeded, 0, "a limit answer went unheeded: {start:?}");
+        assert!(
+            peaks.points_per_minute <= limits.points_per_minute,
+            "{start:?}"
+        );
+        assert!(
+            peaks.content_per_minute.0 <= limits.content_per_minute,
+            "{start:?}"
+        );
+        assert!(
+            peaks.content_per_hour.0 <= limits.content_per_hour,
+            "{start:?}"
+        );
+        assert!(peaks.concurrent <= limits.concurrent, "{start:?}");
+        // Paced, not refused: the fleet shares its token's budget instead
+        // of spending it and meeting GitHub's answer.
+        assert_eq!(peaks.limit_answers, 0, "{start:?}");
+    }
+    eprintln!("{report}");
+    if let Some(path) = std::env::var_os("MAVERICK_FLEET_REPORT") {
+        std::fs::write(path, &report).expect("write the fleet report");
+    }
+}
+
+/// An hour of agents, priced from one agent's measured cycle: under the
+/// strict reading (comment edits generate content) the content limit binds
+/// first, and holds a token to fewer agents than the primary limit does.
+#[test]
+fn the_binding_limit_of_an_agents_hour_is_named() {
+    let costs = measure(10);
+    let under = agents_under_each_limit(&costs);
+    eprintln!("{under:?}");
+    let of = |prefix: &str| {
+        under
+            .iter()
+            .find(|(limit, _)| limit.starts_with(prefix))
+            .map(|(_, agents)| *agents)
+            .expect("every limit priced")
+    };
+    assert!(of("content, strict") <= of("content, lenient"));
+    assert!(of("content, strict") < of("primary"), "{under:?}");
+    assert_eq!(
+        under[0].0,
+        "content, strict (500 an hour, comment edits count)"
+    );
+    // A heartbeat writes its lease (one comment edit) and nothing else.
+    assert_eq!(
+        costs["coord heartbeat"].content,
+        (1, 0),
+        "{:?}",
+        costs["coord heartbeat"]
+    );
 }

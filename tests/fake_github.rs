@@ -7,8 +7,9 @@ use std::net::TcpStream;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::support::fake_github::{parse_http_date, parse_rfc3339, FakeGithub};
+use crate::support::fake_github::{parse_http_date, parse_rfc3339, FakeGithub, SecondaryLimits};
 use crate::support::json_schema::{load_github_api_json, Schema};
+use crate::support::mav::clock::Clock;
 use serde_json::{json, Value};
 
 const OWNER: &str = "octo-org";
@@ -1402,6 +1403,158 @@ fn rate_limits_answer_403_with_the_headers_to_wait_on() {
     let after = get(&fake, "/user");
     assert_eq!(after.status, 200);
     assert_ne!(after.header("x-ratelimit-remaining"), Some("0"));
+}
+
+/// GitHub's secondary limits, per token, on the fake's clock (which a
+/// test moves): content-generating requests a minute and an hour, points a
+/// minute, concurrent requests; each breach answered as GitHub documents.
+#[test]
+fn secondary_limits_answer_per_token_on_the_test_clock() {
+    let clock = Clock::manual();
+    let fake = FakeGithub::start_with_clock(OWNER, REPO, clock.clone());
+    fake.create_issue(1, "Story", &[]);
+    let limits = SecondaryLimits {
+        points_per_minute: 1000,
+        content_per_minute: 3,
+        content_per_hour: 5,
+        concurrent: 100,
+        edits_are_content: true,
+        unnamed: false,
+    };
+    fake.set_secondary_limits(Some(limits));
+    let comment = |text: &str| {
+        api(
+            &fake,
+            "POST",
+            &repo_path("issues/1/comments"),
+            Some(json!({ "body": text })),
+        )
+    };
+    for n in 0..3 {
+        assert_eq!(comment(&format!("c{n}")).status, 201);
+    }
+    // The fourth within the minute: 403, retry-after until the first leaves it.
+    let limited = comment("c3");
+    assert_eq!(limited.status, 403, "{}", limited.body);
+    let retry: u64 = limited.header("retry-after").unwrap().parse().unwrap();
+    assert!((59..=61).contains(&retry), "retry-after {retry}");
+    assert!(limited.json()["message"]
+        .as_str()
+        .unwrap()
+        .contains("secondary rate limit"));
+    // Reads are not content; a comment edit is, under the strict reading.
+    assert_eq!(get(&fake, &repo_path("issues/1")).status, 200);
+    let id = fake.comments(1)[0].id;
+    let edit = |text: &str| {
+        api(
+            &fake,
+            "PATCH",
+            &repo_path(&format!("issues/comments/{id}")),
+            Some(json!({ "body": text })),
+        )
+    };
+    assert_eq!(edit("edited").status, 403);
+    assert_eq!(
+        fake.comments(1).len(),
+        3,
+        "a limited request writes nothing"
+    );
+
+    // A minute later on the test clock (no test sleeps): two more, then the
+    // hour's five are spent, answered with the reset to wait for.
+    clock.advance(Duration::from_secs(retry)).unwrap();
+    assert_eq!(comment("c3").status, 201);
+    assert_eq!(comment("c4").status, 201);
+    let hourly = comment("c5");
+    assert_eq!(hourly.status, 403);
+    assert_eq!(hourly.header("x-ratelimit-remaining"), Some("0"));
+    let reset: i64 = hourly.header("x-ratelimit-reset").unwrap().parse().unwrap();
+    let date = parse_http_date(hourly.header("date").unwrap()).unwrap();
+    assert!(
+        (3500..=3601).contains(&(reset - date)),
+        "reset in {} s",
+        reset - date
+    );
+
+    // The lenient reading lets comment edits through.
+    fake.set_secondary_limits(Some(SecondaryLimits {
+        edits_are_content: false,
+        content_per_hour: 0,
+        ..limits
+    }));
+    assert_eq!(edit("edited").status, 200);
+    assert_eq!(comment("c6").status, 403);
+
+    // Points: 5 a write, 1 a read; past the minute's, a 429 with retry-after.
+    fake.set_secondary_limits(Some(SecondaryLimits {
+        points_per_minute: 11,
+        content_per_minute: 100,
+        content_per_hour: 100,
+        ..limits
+    }));
+    assert_eq!(comment("p1").status, 201);
+    assert_eq!(comment("p2").status, 201);
+    assert_eq!(get(&fake, "/user").status, 200);
+    let points = get(&fake, "/user");
+    assert_eq!(points.status, 429);
+    assert!(points.header("retry-after").is_some());
+
+    // c3, c4, the edit, p1 and p2 in one minute; the edit only strictly.
+    assert_eq!(fake.secondary_peaks().content_per_minute, (5, 4));
+}
+
+/// Past the concurrent requests' limit, a bare 403 that names no time; a
+/// client that sends again on the same connection before the time a limit
+/// answer named is counted as not heeding it.
+#[test]
+fn concurrency_past_the_limit_is_refused_and_unheeded_answers_are_counted() {
+    let clock = Clock::manual();
+    let fake = FakeGithub::start_with_clock(OWNER, REPO, clock.clone());
+    fake.create_issue(1, "Story", &[]);
+    fake.set_secondary_limits(Some(SecondaryLimits {
+        concurrent: 1,
+        ..SecondaryLimits::github()
+    }));
+    fake.slow_next(1, Duration::from_secs(30));
+    thread::scope(|scope| {
+        let slow = scope.spawn(|| get(&fake, "/user").status);
+        while fake.slowed_requests() < 1 {
+            thread::sleep(Duration::from_millis(5));
+        }
+        let crowded = get(&fake, "/user");
+        assert_eq!(crowded.status, 403, "{}", crowded.body);
+        assert_eq!(crowded.header("retry-after"), None);
+        assert_ne!(crowded.header("x-ratelimit-remaining"), Some("0"));
+        clock.advance(Duration::from_secs(31)).unwrap();
+        assert_eq!(slow.join().unwrap(), 200);
+    });
+    assert_eq!(fake.secondary_peaks().concurrent, 2);
+
+    fake.set_secondary_limits(Some(SecondaryLimits {
+        content_per_minute: 0,
+        ..SecondaryLimits::github()
+    }));
+    fake.reset_count();
+    let authority = fake.url().trim_start_matches("http://").to_string();
+    let authorization = format!("Bearer {}", fake.token());
+    let mut stream = TcpStream::connect(&authority).unwrap();
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let target = repo_path("issues/1/comments");
+    let headers = [("Authorization", authorization.as_str())];
+    for _ in 0..2 {
+        write_request(
+            &mut stream,
+            &authority,
+            "POST",
+            &target,
+            &headers,
+            Some("{\"body\":\"x\"}"),
+        )
+        .unwrap();
+        assert_eq!(read_reply(&mut reader).unwrap().status, 403);
+    }
+    let peaks = fake.secondary_peaks();
+    assert_eq!((peaks.limit_answers, peaks.unheeded), (2, 1));
 }
 
 #[test]

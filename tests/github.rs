@@ -866,6 +866,7 @@ fn library_surface_caching_in(
         timeout: Duration::from_secs(5),
         clock: env.clock().clone(),
         cache_dir,
+        pace_dir: None,
     })
     .unwrap()
 }

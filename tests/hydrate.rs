@@ -81,6 +81,7 @@ fn a_50_story_epic_reads_comments_of_the_epic_and_the_stories_in_flight_only() {
             base_repo_url: "https://github.com/acme/widgets".into(),
             default_branch: "main".into(),
             from_fork: false,
+            trusted: true,
         })
         .collect();
     let world = world.shared();

@@ -4,14 +4,22 @@
 //! `status` lists the issue. Only as GitHub links them: a closing keyword
 //! in the description, naming this repository's issue, in a pull request
 //! into the default branch; and never the claimant's own pull request.
+//! Only a pull request whose author is trusted as a marker's author is
+//! (a member, a collaborator, `maverick.trustedAuthors`) holds anything;
+//! `dispatch` hands out no issue such a pull request closes.
 
 use serde_json::{json, Value};
 
 use crate::support::screen::screen;
 use crate::support::{Surface, TestEnv};
 
+/// A GitHub where alice, bob and agent are the repository's collaborators.
 fn github() -> TestEnv {
-    TestEnv::with_surface(Surface::Github)
+    let env = TestEnv::with_surface(Surface::Github);
+    for login in ["alice", "bob", "agent"] {
+        env.github().add_user(login, "COLLABORATOR");
+    }
+    env
 }
 
 /// What `coord read --json` says of `issue`: its decision and the pull
@@ -182,4 +190,74 @@ fn an_epic_story_a_pull_request_closes_is_in_flight() {
     let dot = agent.maverick(&["status", "--epic", "20", "--format", "dot"]);
     dot.expect(0);
     insta::assert_snapshot!("open_pull_epic_dot", dot.stdout);
+}
+
+#[test]
+fn a_strangers_fork_pull_request_holds_nothing_and_a_forks_hint_says_what_works() {
+    let env = github();
+    let fake = env.github();
+    // Anyone may open a pull request on a public repository.
+    fake.open_fork_pull(
+        90,
+        "stranger",
+        "stranger/widgets",
+        "patch-1",
+        "Fixes #7, fixes #8, fixes #9",
+    );
+    let agent = env.clone("agent");
+    for n in [7, 8, 9] {
+        assert_eq!(read(&agent, n), ("free".to_owned(), Value::Null), "#{n}");
+    }
+    agent.maverick(&["coord", "claim", "7"]).expect(0);
+    let status = agent.maverick(&["--json", "status"]).expect(0).json();
+    let rows: Vec<(Value, Value)> = status["issues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["issue"].clone(), r["state"].clone()))
+        .collect();
+    assert!(
+        !rows.iter().any(|(_, state)| state == "pull"),
+        "no issue in progress by the stranger's pull request: {rows:?}"
+    );
+
+    // The same trust as a marker's: named in maverick.trustedAuthors, the
+    // stranger's pull request holds what it closes.
+    agent.git(&["config", "maverick.trustedAuthors", "stranger"]);
+    assert_eq!(read(&agent, 8).0, "held");
+    agent.git(&["config", "--unset", "maverick.trustedAuthors"]);
+
+    // A collaborator's pull request from a fork holds its issue; nobody can
+    // switch to a fork's branch here, and the hint says what works instead.
+    fake.open_fork_pull(91, "bob", "bob/widgets", "fix-10", "Fixes #10");
+    let claim = agent.maverick(&["coord", "claim", "10"]);
+    assert_eq!(claim.code, 4, "{}", claim.stderr);
+    assert!(!claim.stderr.contains("git switch"), "{}", claim.stderr);
+    insta::assert_snapshot!("open_pull_fork_claim_refused", screen(&env, &claim));
+}
+
+#[test]
+fn dispatch_skips_an_issue_a_trusted_pull_request_closes() {
+    let env = github();
+    let fake = env.github();
+    for n in [7, 8, 9] {
+        fake.create_issue(n, &format!("Ready {n}"), &["agent-ready"]);
+    }
+    fake.open_pull(50, "alice", "fix-7", "main", "Fixes #7");
+    fake.open_fork_pull(51, "stranger", "stranger/widgets", "patch-8", "Fixes #8");
+    let agent = env.clone("agent");
+    let run = agent.maverick(&["--json", "dispatch"]);
+    run.expect(0);
+    assert_eq!(
+        run.json()["issue"],
+        8,
+        "#7 is in progress by alice's pull request; the stranger's holds nothing: {}",
+        run.stdout
+    );
+    // The dispatched agent can claim what it was handed.
+    agent.maverick(&["run", "8", "--", "true"]).expect(0);
+    // And the next dispatch passes #7 by again.
+    let next = env.clone("next").maverick(&["--json", "dispatch"]);
+    next.expect(0);
+    assert_eq!(next.json()["issue"], 9, "{}", next.stdout);
 }

@@ -266,6 +266,16 @@ pub(crate) fn describe(view: &IssueView) -> String {
 /// What gets a person past an open pull request that closes `issue`.
 fn pull_hint(view: &IssueView) -> Option<String> {
     let pull = view.pull_request.as_ref()?;
+    if pull.from_fork {
+        // A fork's branch is not this repository's: nobody here can switch
+        // to it and push.
+        return Some(format!(
+            "pull request #{} closes #{} from a fork: review and merge it, or close it to work on #{} \
+             afresh; to build on its work, fetch it (`git fetch origin pull/{}/head:pr-{}`) and open a \
+             pull request of your own that supersedes it",
+            pull.number, view.issue, view.issue, pull.number, pull.number
+        ));
+    }
     Some(format!(
         "pull request #{} closes #{}: review it, or close it to work on #{} afresh; to carry its \
          work on, check out its branch (`git switch {}`) and claim from there",

@@ -324,6 +324,7 @@ impl Context {
                     .common_dir()
                     .ok()
                     .map(|dir| dir.join("maverick").join("github-cache")),
+                pace_dir: user_cache_dir().map(|dir| dir.join("git-maverick").join("github-pace")),
             })
         });
         config
@@ -372,4 +373,16 @@ pub(crate) fn warn_if_guard_off<T, C>(git: &Git, outcome: Outcome<T, C>) -> Outc
                 .fix
                 .unwrap_or_else(|| "git maverick hook install".to_owned())
         ))
+}
+
+/// The user's cache directory (`$XDG_CACHE_HOME`, else `~/.cache`), where
+/// what every clone of the machine shares is kept.
+fn user_cache_dir() -> Option<std::path::PathBuf> {
+    let from = |var: &str| {
+        std::env::var_os(var)
+            .filter(|v| !v.is_empty())
+            .map(std::path::PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    from("XDG_CACHE_HOME").or_else(|| from("HOME").map(|home| home.join(".cache")))
 }

@@ -39,6 +39,7 @@ use std::collections::{BTreeSet, HashSet};
 use std::time::Duration;
 
 use crate::config::Settings;
+use crate::coord::pulls::closed_by_pull;
 use crate::markers::{self, Marker, MarkerKind};
 use crate::surface::{Applied, Comment, Issue, IssueSummary, Op, Surface, SurfaceError, Write};
 use crate::timefmt::{format_duration, Timestamp};
@@ -732,10 +733,14 @@ impl<'a> Dispatcher<'a> {
             .filter(|i| has(&i.labels, &labels.pr))
             .map(|i| i.number)
             .collect();
+        let closing = self.surface.open_pulls()?;
         let listed: Vec<IssueSummary> = open
             .into_iter()
             .filter(|i| !i.is_pull && !pulls.contains(&i.number))
             .filter(|i| has(&i.labels, &labels.wip) || has(&i.labels, &self.frontier_label))
+            // Work a trusted pull request closes is in progress: not the
+            // frontier's (a slot's issue stays in the ledger whatever).
+            .filter(|i| has(&i.labels, &labels.wip) || !closed_by_pull(&closing, i.number))
             .collect();
         let issues: Vec<Issue> = self
             .surface
@@ -823,6 +828,7 @@ impl<'a> Dispatcher<'a> {
         if wanted == 0 {
             return Ok(ledger);
         }
+        let closing = self.surface.open_pulls()?;
         let mut ruled_out: Vec<Issue> = Vec::new();
         let mut found = false;
         let mut failed = None;
@@ -830,7 +836,11 @@ impl<'a> Dispatcher<'a> {
         self.surface.list_lowest_first(&frontier, &mut |page| {
             for summary in page {
                 let known = ledger.issues.iter().any(|i| i.number == summary.number);
-                if known || summary.is_pull || ledger.pulls.contains(&summary.number) {
+                if known
+                    || summary.is_pull
+                    || ledger.pulls.contains(&summary.number)
+                    || closed_by_pull(&closing, summary.number)
+                {
                     continue;
                 }
                 let blocked = summary
@@ -983,6 +993,8 @@ impl<'a> Dispatcher<'a> {
         let mut last_view = None;
         let mut lost = 0;
         for attempt in 0.. {
+            // Waiting for GitHub's request limits is not contention.
+            let deadline = deadline + self.surface.limits_waited();
             if attempt > 0 && self.settings.clock.instant() >= deadline {
                 break;
             }

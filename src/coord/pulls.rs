@@ -1,4 +1,7 @@
-//! An open pull request that closes an issue is work in progress on it.
+//! An open pull request that closes an issue is work in progress on it,
+//! when its author is trusted as a marker's author is (SPEC 3: the
+//! surface judges both by one rule): a stranger's pull request saying
+//! `Fixes #7` holds nothing back.
 //!
 //! GitHub links a pull request to the issues its description closes with a
 //! keyword (`Fixes #142`), when it merges into the default branch
@@ -22,6 +25,9 @@ pub struct ClosingPull {
     /// Who opened it (a GitHub login).
     pub author: String,
     pub draft: bool,
+    /// From a fork: no branch of this repository carries its work on.
+    #[serde(skip)]
+    pub from_fork: bool,
 }
 
 impl ClosingPull {
@@ -35,9 +41,9 @@ impl ClosingPull {
     }
 }
 
-/// The lowest-numbered open pull request that closes `issue` and is not
-/// the reader's own: own pull requests come from this repository (not a
-/// fork) and from one of `own_branches`.
+/// The lowest-numbered open pull request by a trusted author that closes
+/// `issue` and is not the reader's own: own pull requests come from this
+/// repository (not a fork) and from one of `own_branches`.
 pub fn closing_pull(
     pulls: &[PullRequest],
     issue: u64,
@@ -45,7 +51,7 @@ pub fn closing_pull(
 ) -> Option<ClosingPull> {
     pulls
         .iter()
-        .filter(|pr| pr.closes(issue))
+        .filter(|pr| pr.trusted && pr.closes(issue))
         .filter(|pr| pr.from_fork || !own_branches.contains(&pr.head_ref.as_str()))
         .min_by_key(|pr| pr.number)
         .map(|pr| ClosingPull {
@@ -53,7 +59,14 @@ pub fn closing_pull(
             head_ref: pr.head_ref.clone(),
             author: pr.author.clone(),
             draft: pr.draft,
+            from_fork: pr.from_fork,
         })
+}
+
+/// Whether a trusted open pull request closes `issue`, whoever reads:
+/// what `dispatch` hands to no one (its agent's claim would be refused).
+pub fn closed_by_pull(pulls: &[PullRequest], issue: u64) -> bool {
+    closing_pull(pulls, issue, &[]).is_some()
 }
 
 #[cfg(test)]
@@ -75,6 +88,7 @@ mod tests {
             base_repo_url: "https://github.com/acme/widgets".into(),
             default_branch: "main".into(),
             from_fork: false,
+            trusted: true,
         }
     }
 
@@ -90,6 +104,18 @@ mod tests {
             pull(7, "b", "main", "fixes #5"),
         ];
         assert_eq!(closing_pull(&pulls, 5, &[]).map(|p| p.number), Some(7));
+    }
+
+    #[test]
+    fn a_strangers_pull_request_holds_nothing() {
+        let stranger = PullRequest {
+            trusted: false,
+            ..pull(9, "a", "main", "Fixes #5, fixes #6")
+        };
+        assert_eq!(closing_pull(std::slice::from_ref(&stranger), 5, &[]), None);
+        let pulls = [stranger, pull(10, "b", "main", "Fixes #6")];
+        let closed: Vec<u64> = (5..=7).filter(|&n| closed_by_pull(&pulls, n)).collect();
+        assert_eq!(closed, [6]);
     }
 
     #[test]

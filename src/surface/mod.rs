@@ -8,6 +8,8 @@ pub use maverick_core::closing;
 pub(crate) mod git;
 pub mod github;
 
+use std::time::Duration;
+
 use crate::timefmt::Timestamp;
 
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
@@ -82,6 +84,10 @@ pub struct PullRequest {
     /// Whether its head branch lives in another repository (a fork).
     #[serde(skip)]
     pub from_fork: bool,
+    /// Whether its author is trusted as a marker's author is (SPEC 3):
+    /// only then does it count as work in progress on what it closes.
+    #[serde(skip)]
+    pub trusted: bool,
 }
 
 impl PullRequest {
@@ -375,6 +381,13 @@ pub trait Surface {
     fn with_comments(&self, listed: &[IssueSummary]) -> Result<Vec<Issue>, SurfaceError> {
         let numbers: Vec<u64> = listed.iter().map(|s| s.number).collect();
         self.issues(&numbers)
+    }
+
+    /// How long this surface has waited, in all, for the remote's request
+    /// limits (GitHub's rate limits and the pacing that keeps within
+    /// them): time a protocol's budget for contention does not count.
+    fn limits_waited(&self) -> Duration {
+        Duration::ZERO
     }
 
     /// Open pull requests. The git surface has none.

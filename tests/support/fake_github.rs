@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::hash::{Hash, Hasher};
 use std::io::{self, BufRead, BufReader, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
@@ -65,6 +65,80 @@ pub struct RecordedRequest {
     /// What the request sent as `If-None-Match` / `If-Modified-Since`.
     pub if_none_match: Option<String>,
     pub if_modified_since: Option<String>,
+    /// Its price against the secondary limits (GET 1, a write 5), and
+    /// whether it generates content.
+    pub points: u32,
+    pub content: Content,
+    /// Whether it was answered with a secondary limit.
+    pub secondary_limited: bool,
+}
+
+/// Whether a request generates content, in GitHub's sense (its REST
+/// documentation, "About secondary rate limits"): creating issues,
+/// comments and labels certainly; editing a comment only under the strict
+/// reading (GitHub does not say it does not).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Content {
+    No,
+    Edit,
+    Create,
+}
+
+impl Content {
+    /// Whether it counts under the reading `edits_count`.
+    pub fn counts(self, edits_count: bool) -> bool {
+        match self {
+            Content::No => false,
+            Content::Edit => edits_count,
+            Content::Create => true,
+        }
+    }
+}
+
+/// GitHub's secondary limits per token, as its REST documentation
+/// publishes them, and how the fake answers a breach.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SecondaryLimits {
+    pub points_per_minute: u32,
+    pub content_per_minute: u32,
+    pub content_per_hour: u32,
+    pub concurrent: usize,
+    /// The strict reading: a comment edit is content too.
+    pub edits_are_content: bool,
+    /// When set, every breach is a bare 403 that names no time (GitHub
+    /// then asks for a minute's wait and exponential backoff).
+    pub unnamed: bool,
+}
+
+impl SecondaryLimits {
+    /// 900 points a minute, 80 content-generating requests a minute and
+    /// 500 an hour, 100 concurrent requests; comment edits count.
+    pub fn github() -> SecondaryLimits {
+        SecondaryLimits {
+            points_per_minute: 900,
+            content_per_minute: 80,
+            content_per_hour: 500,
+            concurrent: 100,
+            edits_are_content: true,
+            unnamed: false,
+        }
+    }
+}
+
+/// The highest use of each secondary limit seen in any window.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SecondaryPeaks {
+    pub points_per_minute: u32,
+    /// Strict reading (comment edits count), then lenient.
+    pub content_per_minute: (u32, u32),
+    pub content_per_hour: (u32, u32),
+    pub concurrent: usize,
+    /// Secondary-limit answers given.
+    pub limit_answers: usize,
+    /// Requests sent on a connection that had been answered with a
+    /// secondary limit, before the time that answer named (a minute when
+    /// it named none) had passed.
+    pub unheeded: usize,
 }
 
 /// One repository on a fake GitHub; stops serving when dropped.
@@ -78,6 +152,9 @@ struct Shared {
     state: Mutex<State>,
     stopping: Arc<AtomicBool>,
     slowed: AtomicU64,
+    /// Requests read and not yet answered, and the connections served.
+    in_flight: AtomicUsize,
+    connections: AtomicU64,
 }
 
 impl FakeGithub {
@@ -100,6 +177,8 @@ impl FakeGithub {
             state: Mutex::new(state),
             stopping: Arc::clone(&stopping),
             slowed: AtomicU64::new(0),
+            in_flight: AtomicUsize::new(0),
+            connections: AtomicU64::new(0),
         });
         let acceptor = {
             let shared = Arc::clone(&shared);
@@ -172,6 +251,7 @@ impl FakeGithub {
             head_sha: head_sha.to_string(),
             base_ref: None,
             draft: false,
+            fork: None,
         };
         self.state().seed_issue(number, title, labels, Some(pull));
     }
@@ -190,6 +270,7 @@ impl FakeGithub {
             head_sha: head_sha.to_string(),
             base_ref: None,
             draft: false,
+            fork: None,
         };
         self.state().seed_issue(number, title, labels, Some(pull));
     }
@@ -203,12 +284,32 @@ impl FakeGithub {
             head_sha: format!("{number:040x}"),
             base_ref: Some(base_ref.to_string()),
             draft: false,
+            fork: None,
         };
         let mut state = self.state();
         state.seed_issue(number, &format!("Pull request {number}"), &[], Some(pull));
         state.seed_update(number, |issue| {
             issue.author = author.to_string();
             issue.body = Some(body.to_string());
+        });
+    }
+
+    /// An open pull request from a fork (`fork`, `OWNER/REPO`) by
+    /// `author`, into the default branch, described by `body`.
+    pub fn open_fork_pull(
+        &self,
+        number: u64,
+        author: &str,
+        fork: &str,
+        head_ref: &str,
+        body: &str,
+    ) {
+        let base = self.state().default_branch.clone();
+        self.open_pull(number, author, head_ref, &base, body);
+        self.state().seed_update(number, |issue| {
+            if let Some(pull) = &mut issue.pull {
+                pull.fork = Some(fork.to_string());
+            }
         });
     }
 
@@ -468,6 +569,50 @@ impl FakeGithub {
         state.rate_remaining = per_hour;
     }
 
+    /// Turns GitHub's secondary limits on (`Some`) or off, counted per
+    /// token on the fake's clock (the test clock), from now on.
+    pub fn set_secondary_limits(&self, limits: Option<SecondaryLimits>) {
+        let mut state = self.state();
+        state.secondary = limits;
+        state.secondary_use.clear();
+    }
+
+    /// How close the requests since the last `reset_count` came to each
+    /// secondary limit, and whether every limit answer was heeded.
+    pub fn secondary_peaks(&self) -> SecondaryPeaks {
+        let state = self.state();
+        let requests = &state.requests;
+        let peak = |span: i64, counts: &dyn Fn(&RecordedRequest) -> u32| -> u32 {
+            let used: Vec<(i64, u32)> = requests
+                .iter()
+                .filter(|r| !r.secondary_limited)
+                .map(|r| (r.at_ms, counts(r)))
+                .filter(|(_, n)| *n > 0)
+                .collect();
+            used.iter()
+                .map(|(end, _)| {
+                    used.iter()
+                        .filter(|(at, _)| *at > end - span && at <= end)
+                        .map(|(_, n)| n)
+                        .sum::<u32>()
+                })
+                .max()
+                .unwrap_or(0)
+        };
+        let content = |strict: bool| move |r: &RecordedRequest| u32::from(r.content.counts(strict));
+        SecondaryPeaks {
+            points_per_minute: peak(60_000, &|r| r.points),
+            content_per_minute: (peak(60_000, &content(true)), peak(60_000, &content(false))),
+            content_per_hour: (
+                peak(3_600_000, &content(true)),
+                peak(3_600_000, &content(false)),
+            ),
+            concurrent: state.peak_in_flight,
+            limit_answers: requests.iter().filter(|r| r.secondary_limited).count(),
+            unheeded: state.unheeded,
+        }
+    }
+
     pub fn request_count(&self) -> usize {
         self.state().requests.len()
     }
@@ -488,7 +633,10 @@ impl FakeGithub {
     }
 
     pub fn reset_count(&self) {
-        self.state().requests.clear();
+        let mut state = self.state();
+        state.requests.clear();
+        state.unheeded = 0;
+        state.peak_in_flight = 0;
     }
 
     pub fn requests(&self) -> Vec<RecordedRequest> {
@@ -618,6 +766,9 @@ struct Pull {
     /// `None`: the repository's default branch.
     base_ref: Option<String>,
     draft: bool,
+    /// The fork (`OWNER/REPO`) its head branch lives in; `None`: this
+    /// repository.
+    fork: Option<String>,
 }
 
 #[derive(Clone)]
@@ -728,6 +879,16 @@ struct State {
     holds: Vec<ArmedHold>,
     /// Repository rulesets, and where the origin's hook reads them.
     rulesets: Rulesets,
+    /// GitHub's secondary limits, when on.
+    secondary: Option<SecondaryLimits>,
+    /// Per token: (fake-clock ms, points, content) of each request the
+    /// secondary limits let through within the last hour.
+    secondary_use: HashMap<String, VecDeque<(i64, u32, Content)>>,
+    /// Per connection: until when (fake-clock ms) its last limit answer
+    /// asked it to wait.
+    limited_until: HashMap<u64, i64>,
+    unheeded: usize,
+    peak_in_flight: usize,
 }
 
 impl State {
@@ -765,6 +926,11 @@ impl State {
             request_serial: 0,
             holds: Vec::new(),
             rulesets: Rulesets::default(),
+            secondary: None,
+            secondary_use: HashMap::new(),
+            limited_until: HashMap::new(),
+            unheeded: 0,
+            peak_in_flight: 0,
         };
         state.ensure_user(owner, "OWNER");
         state.ensure_user(DEFAULT_USER, "MEMBER");
@@ -907,8 +1073,17 @@ impl State {
 
     // -- request handling ---------------------------------------------------
 
-    fn respond(&mut self, request: &Request) -> Response {
+    fn respond(&mut self, request: &Request, connection: u64, in_flight: usize) -> Response {
         let now = self.now_secs();
+        self.peak_in_flight = self.peak_in_flight.max(in_flight);
+        let now_ms = self.now_ms();
+        if self
+            .limited_until
+            .get(&connection)
+            .is_some_and(|until| now_ms < *until)
+        {
+            self.unheeded += 1;
+        }
         if now >= self.rate_reset {
             self.rate_remaining = self.rate_limit;
             self.rate_reset = now + 3600;
@@ -934,7 +1109,21 @@ impl State {
             .or_else(|| self.faults.pop_front());
         let asked_base = self.asked_base(request);
         let own_base = asked_base.map(|base| std::mem::replace(&mut self.base, base));
-        let mut answer = self.answer(request, fault, now);
+        let (points, content) = price(request);
+        let limited = match fault {
+            None if bearer_token(request) == Some(TOKEN) && self.rate_remaining > 0 => {
+                self.secondary_limit(request, in_flight, now_ms)
+            }
+            _ => None,
+        };
+        let secondary_limited = limited.is_some();
+        let mut answer = match limited {
+            Some((answer, until_ms)) => {
+                self.limited_until.insert(connection, until_ms);
+                answer
+            }
+            None => self.answer(request, fault, now),
+        };
         if let Some(base) = own_base {
             self.base = base;
         }
@@ -957,8 +1146,88 @@ impl State {
             counted,
             if_none_match: request.header("if-none-match").map(str::to_string),
             if_modified_since: request.header("if-modified-since").map(str::to_string),
+            points,
+            content,
+            secondary_limited,
         });
         response
+    }
+
+    /// A secondary-limit answer for `request`, with the fake-clock time it
+    /// asks the client to wait until, when the token's use within the
+    /// window would pass a limit; else the request counts in the windows.
+    /// A breach of the content limits is a 403 with `retry-after`, or past
+    /// the hour's with `x-ratelimit-remaining: 0` and `x-ratelimit-reset`;
+    /// of the points, a 429 with `retry-after`; of the concurrent
+    /// requests, a bare 403 (GitHub documents all of these answers).
+    fn secondary_limit(
+        &mut self,
+        request: &Request,
+        in_flight: usize,
+        now_ms: i64,
+    ) -> Option<(Answer, i64)> {
+        let limits = self.secondary?;
+        let (points, content) = price(request);
+        let token = bearer_token(request).unwrap_or_default().to_string();
+        let used = self.secondary_use.entry(token).or_default();
+        while used
+            .front()
+            .is_some_and(|(at, _, _)| *at <= now_ms - 3_600_000)
+        {
+            used.pop_front();
+        }
+        let counts = content.counts(limits.edits_are_content);
+        let within = |span: i64| used.iter().filter(move |(at, _, _)| *at > now_ms - span);
+        let oldest_content = |span: i64| {
+            within(span)
+                .filter(|(_, _, c)| c.counts(limits.edits_are_content))
+                .map(|(at, _, _)| *at)
+                .min()
+                .unwrap_or(now_ms)
+        };
+        let minute_points: u32 = within(60_000).map(|(_, p, _)| p).sum();
+        let content_in = |span: i64| {
+            within(span)
+                .filter(|(_, _, c)| c.counts(limits.edits_are_content))
+                .count() as u32
+        };
+        // (status, frees at, as a reset rather than a retry-after)
+        let breach = if in_flight > limits.concurrent {
+            Some((403, now_ms + 60_000, None))
+        } else if counts && content_in(3_600_000) >= limits.content_per_hour {
+            Some((403, oldest_content(3_600_000) + 3_600_000, Some(())))
+        } else if counts && content_in(60_000) >= limits.content_per_minute {
+            Some((403, oldest_content(60_000) + 60_000, None))
+        } else if minute_points + points > limits.points_per_minute {
+            let oldest = within(60_000).map(|(at, _, _)| *at).min().unwrap_or(now_ms);
+            Some((429, oldest + 60_000, None))
+        } else {
+            None
+        };
+        let Some((status, frees_ms, as_reset)) = breach else {
+            used.push_back((now_ms, points, content));
+            return None;
+        };
+        let mut answer = Answer::error(
+            status,
+            "You have exceeded a secondary rate limit. Please wait a few minutes before \
+             you try again. If you reach out to GitHub Support for help, please include \
+             the request ID FAKE.",
+            "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits",
+        );
+        let unnamed = limits.unnamed || in_flight > limits.concurrent;
+        let frees_secs = ((frees_ms - now_ms).max(1000) + 999) / 1000;
+        let until_ms = if unnamed {
+            now_ms + 60_000
+        } else if as_reset.is_some() {
+            let reset = (frees_ms + 999).div_euclid(1000);
+            answer.rate_limited_until = Some(reset);
+            reset * 1000
+        } else {
+            answer.header("retry-after", frees_secs.to_string());
+            now_ms + frees_secs * 1000
+        };
+        Some((answer, until_ms))
     }
 
     /// Faults first (a proxy's 502 comes before any credential check), then
@@ -1770,13 +2039,23 @@ impl State {
                 label
             })
             .collect();
-        let branch = |label: String, reference: &str, sha: &str| {
+        let branch = |label: String, reference: &str, sha: &str, fork: Option<&str>| {
+            let mut repo = self.repo_json();
+            let mut owner = self.owner.clone();
+            if let Some(fork) = fork {
+                let (fork_owner, fork_name) = fork.split_once('/').unwrap_or((fork, fork));
+                owner = fork_owner.to_string();
+                repo["full_name"] = json!(fork);
+                repo["name"] = json!(fork_name);
+                repo["html_url"] = json!(format!("https://github.com/{fork}"));
+                repo["fork"] = json!(true);
+            }
             json!({
                 "label": label,
                 "ref": reference,
                 "sha": sha,
-                "user": self.user_json(&self.owner),
-                "repo": self.repo_json()
+                "user": self.user_json(&owner),
+                "repo": repo
             })
         };
         let href = |href: &str| json!({ "href": href });
@@ -1821,8 +2100,13 @@ impl State {
             "assignees": assignees,
             "requested_reviewers": [],
             "requested_teams": [],
-            "head": branch(format!("{}:{}", self.owner, pull.head_ref), &pull.head_ref, &pull.head_sha),
-            "base": branch(format!("{}:{base_ref}", self.owner), base_ref, "0000000000000000000000000000000000000000"),
+            "head": branch(
+                format!("{}:{}", pull.fork.as_deref().and_then(|f| f.split('/').next()).unwrap_or(&self.owner), pull.head_ref),
+                &pull.head_ref,
+                &pull.head_sha,
+                pull.fork.as_deref(),
+            ),
+            "base": branch(format!("{}:{base_ref}", self.owner), base_ref, "0000000000000000000000000000000000000000", None),
             "_links": links,
             "author_association": self.association(&issue.author),
             "auto_merge": null,
@@ -2912,6 +3196,7 @@ pub(super) struct Response {
 }
 
 fn serve_connection(shared: &Shared, stream: TcpStream) -> io::Result<()> {
+    let connection = shared.connections.fetch_add(1, Ordering::SeqCst);
     stream.set_nodelay(true)?;
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut writer = stream;
@@ -2935,33 +3220,44 @@ fn serve_connection(shared: &Shared, stream: TcpStream) -> io::Result<()> {
         if shared.stopping.load(Ordering::SeqCst) {
             return Ok(());
         }
-        let slow = {
-            let mut state = lock(&shared.state);
-            let delay = state.slow.pop_front();
-            delay.map(|delay| (state.clock.clone(), delay))
-        };
-        if let Some((clock, delay)) = slow {
-            let until = clock.instant() + delay;
-            shared.slowed.fetch_add(1, Ordering::SeqCst);
-            clock.wait_until(until);
-        }
-        if lock(&shared.state).held {
-            lock(&shared.state).waiting += 1;
-            while lock(&shared.state).held && !shared.stopping.load(Ordering::SeqCst) {
-                thread::sleep(Duration::from_millis(5));
-            }
-            lock(&shared.state).waiting -= 1;
-        }
-        let response = lock(&shared.state).respond(&request);
-        let hold = lock(&shared.state).take_hold(&request);
-        if let Some(gate) = hold {
-            gate.hold();
-        }
+        shared.in_flight.fetch_add(1, Ordering::SeqCst);
+        let response = serve_request(shared, &request, connection);
+        // Answered: no longer in flight, even before the client reads it.
+        shared.in_flight.fetch_sub(1, Ordering::SeqCst);
         write_response(&mut writer, &response, request.close)?;
         if request.close {
             return Ok(());
         }
     }
+}
+
+/// Answers one request read on `connection`; the requests read and not
+/// yet answered at that moment, this one included, are the concurrent ones.
+fn serve_request(shared: &Shared, request: &Request, connection: u64) -> Response {
+    let slow = {
+        let mut state = lock(&shared.state);
+        let delay = state.slow.pop_front();
+        delay.map(|delay| (state.clock.clone(), delay))
+    };
+    if let Some((clock, delay)) = slow {
+        let until = clock.instant() + delay;
+        shared.slowed.fetch_add(1, Ordering::SeqCst);
+        clock.wait_until(until);
+    }
+    if lock(&shared.state).held {
+        lock(&shared.state).waiting += 1;
+        while lock(&shared.state).held && !shared.stopping.load(Ordering::SeqCst) {
+            thread::sleep(Duration::from_millis(5));
+        }
+        lock(&shared.state).waiting -= 1;
+    }
+    let in_flight = shared.in_flight.load(Ordering::SeqCst);
+    let response = lock(&shared.state).respond(request, connection, in_flight);
+    let hold = lock(&shared.state).take_hold(request);
+    if let Some(gate) = hold {
+        gate.hold();
+    }
+    response
 }
 
 fn invalid(message: &str) -> io::Error {
@@ -3119,6 +3415,36 @@ fn status_reason(status: u16) -> &'static str {
 }
 
 /// `Authorization: Bearer <t>` or `Authorization: token <t>`.
+/// A request's price against the secondary limits, as GitHub's REST
+/// documentation sets it: GET, HEAD and OPTIONS 1 point, POST, PATCH, PUT
+/// and DELETE 5; creating an issue, a comment or a label (adding labels to
+/// an issue may create them) is content, editing a comment is content under
+/// the strict reading.
+fn price(request: &Request) -> (u32, Content) {
+    let method = request.method.as_str();
+    let points = if matches!(method, "GET" | "HEAD" | "OPTIONS") {
+        1
+    } else {
+        5
+    };
+    let segments: Vec<&str> = request
+        .path()
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .collect();
+    let rest: &[&str] = match segments.as_slice() {
+        ["repos", _, _, rest @ ..] | ["repositories", _, rest @ ..] => rest,
+        _ => &[],
+    };
+    let content = match (method, rest) {
+        ("POST", ["issues"] | ["labels"] | ["issues", _, "comments" | "labels"]) => Content::Create,
+        ("POST", ["issues", "comments", _]) => Content::Edit,
+        ("PATCH", ["issues", "comments", _]) => Content::Edit,
+        _ => Content::No,
+    };
+    (points, content)
+}
+
 fn bearer_token(request: &Request) -> Option<&str> {
     let value = request.header("authorization")?;
     let (scheme, token) = value.split_once(' ')?;

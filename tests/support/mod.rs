@@ -221,6 +221,8 @@ fn find_temp_base() -> PathBuf {
 
 /// Variables from the caller's environment that must not reach a test.
 const SCRUBBED: &[&str] = &[
+    // The pacing ledgers live in the user's cache: the fake HOME's.
+    "XDG_CACHE_HOME",
     "MAVERICK_INSTANCE",
     "MAVERICK_INSTANCE_ID",
     "CLAUDE_CODE_SESSION_ID",

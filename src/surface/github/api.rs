@@ -130,9 +130,12 @@ struct ApiPull {
     labels: Vec<ApiLabel>,
     body: Option<String>,
     user: Option<ApiUser>,
+    #[serde(default)]
+    author_association: Option<String>,
 }
 
 impl ApiPull {
+    /// The pull request, its author not yet judged (not trusted).
     fn into_pull(self) -> PullRequest {
         let base_repo = self.base.repo;
         let from_fork = match (&self.head.repo, &base_repo) {
@@ -167,6 +170,7 @@ impl ApiPull {
             base_repo_url,
             default_branch,
             from_fork,
+            trusted: false,
         }
     }
 }
@@ -218,6 +222,32 @@ impl GithubSurface {
         if !login.is_empty() {
             let _ = self.identity.set(login.to_owned());
         }
+    }
+
+    /// SPEC 3's trust, for each `(login, author_association, matters)`:
+    /// by role or by name, else being the token's own login, which GitHub
+    /// is asked for only when an author that `matters` is not trusted
+    /// otherwise. Markers and pull requests are judged by this one rule.
+    pub(super) fn trust_each(
+        &self,
+        authors: &[(&str, Option<&str>, bool)],
+    ) -> Result<Vec<bool>, GithubError> {
+        let mut trusted: Vec<bool> = authors
+            .iter()
+            .map(|(login, association, _)| self.trusted_without_identity(login, *association))
+            .collect();
+        let needs_identity = authors
+            .iter()
+            .zip(&trusted)
+            .any(|((_, _, matters), trusted)| *matters && !trusted);
+        if needs_identity {
+            if let Some(me) = self.identity()? {
+                for ((login, _, _), trusted) in authors.iter().zip(trusted.iter_mut()) {
+                    *trusted = *trusted || login.eq_ignore_ascii_case(me);
+                }
+            }
+        }
+        Ok(trusted)
     }
 
     /// Trusted by role or by name, without asking who we are.
@@ -636,6 +666,20 @@ impl Surface for GithubSurface {
         format!("github surface: {} via {}", self.repo, self.api_url)
     }
 
+    /// The time the token's limits held back any process sharing it
+    /// since this surface began (another process's turn holds this one's
+    /// work back as much as its own), else this process's own waits.
+    fn limits_waited(&self) -> Duration {
+        let own = self.limits_waited.get();
+        let Some(pacer) = &self.pacer else {
+            return own;
+        };
+        match (self.held_at_start.get(), pacer.held_total()) {
+            (Some(start), Some(now)) => now.saturating_sub(start).max(own),
+            _ => own,
+        }
+    }
+
     fn now(&self) -> Result<Timestamp, SurfaceError> {
         if self.state.borrow().clock.is_some() {
             return Ok(self.clock_now());
@@ -788,7 +832,27 @@ impl Surface for GithubSurface {
             format!("{}?state=open&per_page={PER_PAGE}", self.repo_path("pulls")),
             "listing open pull requests",
         )?;
-        Ok(pulls.into_iter().map(ApiPull::into_pull).collect())
+        let associations: Vec<Option<String>> =
+            pulls.iter().map(|p| p.author_association.clone()).collect();
+        let mut pulls: Vec<PullRequest> = pulls.into_iter().map(ApiPull::into_pull).collect();
+        // Only a pull request that closes an issue is worth asking GitHub
+        // who we are for: nothing else is judged by its author.
+        let authors: Vec<(&str, Option<&str>, bool)> = pulls
+            .iter()
+            .zip(&associations)
+            .map(|(p, association)| {
+                (
+                    p.author.as_str(),
+                    association.as_deref(),
+                    !p.closing_references().is_empty(),
+                )
+            })
+            .collect();
+        let trust = self.trust_each(&authors)?;
+        for (pull, trusted) in pulls.iter_mut().zip(trust) {
+            pull.trusted = trusted;
+        }
+        Ok(pulls)
     }
 
     /// The combined commit status and the check runs of each commit: two

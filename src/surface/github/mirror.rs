@@ -105,25 +105,24 @@ impl GithubSurface {
 
     /// Kept comments as the protocols read them, trusted as SPEC 3 says.
     pub(super) fn trusted(&self, kept: &[KeptComment]) -> Result<Vec<Comment>, SurfaceError> {
-        let mut comments: Vec<Comment> = kept
+        // Only a comment that would carry a marker is worth asking GitHub
+        // who we are for.
+        let authors: Vec<(&str, Option<&str>, bool)> = kept
             .iter()
             .map(|k| {
-                k.to_comment(self.trusted_without_identity(&k.author, k.association.as_deref()))
+                (
+                    k.author.as_str(),
+                    k.association.as_deref(),
+                    k.body.contains("maverick-"),
+                )
             })
             .collect();
-        // Only a comment that would carry a marker from an author not trusted
-        // by role is worth asking GitHub who we are.
-        let needs_identity = comments
+        let trust = self.trust_each(&authors)?;
+        Ok(kept
             .iter()
-            .any(|c| !c.trusted && c.body.contains("maverick-"));
-        if needs_identity {
-            if let Some(me) = self.identity()? {
-                for c in comments.iter_mut().filter(|c| !c.trusted) {
-                    c.trusted = c.author.eq_ignore_ascii_case(me);
-                }
-            }
-        }
-        Ok(comments)
+            .zip(trust)
+            .map(|(k, trusted)| k.to_comment(trusted))
+            .collect())
     }
 
     /// Every comment of `number`, every page, as kept.

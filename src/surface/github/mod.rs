@@ -46,11 +46,17 @@ use crate::timefmt::Timestamp;
 const PER_PAGE: u32 = 100;
 /// Attempts of one request that meets 5xx answers, timeouts or broken connections.
 const MAX_ATTEMPTS: u32 = 5;
-/// The longest single wait for a rate limit; a longer one is an error that
-/// says when to come back.
-const MAX_RATE_LIMIT_WAIT: Duration = Duration::from_secs(90);
-/// Rate-limit waits allowed within one request.
-const MAX_RATE_LIMIT_WAITS: u32 = 4;
+/// The longest single wait for a rate limit or a pacing slot; a longer one
+/// is an error that says when to come back. GitHub asks for a minute when
+/// it names no time, and twice that at the next answer like it.
+const MAX_RATE_LIMIT_WAIT: Duration = Duration::from_secs(150);
+/// The longest wait for a request's turn in its token's pacing: a queue
+/// of this machine's own requests, which moves, so longer than a wait for
+/// a limit GitHub answered; beyond it, an error before anything is sent.
+const MAX_PACE_WAIT: Duration = Duration::from_secs(600);
+/// The most one request waits for rate limits in all: a fleet that starts
+/// together meets a few short ones, not an endless series.
+const MAX_RATE_LIMITED: Duration = Duration::from_secs(300);
 /// A guard is judged on this process's read of the issue when it is younger
 /// than this and nothing was written since (see [`GithubSurface::write`]).
 const GUARD_READ_MAX_AGE: Duration = Duration::from_secs(1);
@@ -66,6 +72,7 @@ const TRUSTED_ASSOCIATIONS: [&str; 3] = ["OWNER", "MEMBER", "COLLABORATOR"];
 mod api;
 mod cache;
 mod mirror;
+mod pace;
 mod token;
 mod transport;
 
@@ -201,6 +208,9 @@ pub struct GithubConfig {
     /// Where the conditional-request cache shared by this clone's
     /// processes lives (in the common git dir); `None`: this process only.
     pub cache_dir: Option<std::path::PathBuf>,
+    /// Where the pacing ledgers of this machine's tokens live (the user's
+    /// cache directory, shared by every clone); `None`: unpaced.
+    pub pace_dir: Option<std::path::PathBuf>,
 }
 
 pub struct GithubSurface {
@@ -217,6 +227,11 @@ pub struct GithubSurface {
     identity_asked: Cell<bool>,
     state: RefCell<State>,
     cache: Option<SharedCache>,
+    pacer: Option<pace::Pacer>,
+    /// This process's own waits for GitHub's limits, and the token's
+    /// held time when the surface began (see [`Surface::limits_waited`]).
+    limits_waited: Cell<Duration>,
+    held_at_start: Cell<Option<Duration>>,
 }
 
 #[derive(Default)]
@@ -278,6 +293,15 @@ impl GithubSurface {
                 .build()
                 .map_err(|e| GithubError::Client(e.to_string()))?
         };
+        let pacer = config.pace_dir.as_deref().map(|dir| {
+            pace::Pacer::new(
+                dir,
+                &config.api_url,
+                &config.token.secret,
+                pace::Budget::default(),
+            )
+        });
+        let held_at_start = pacer.as_ref().and_then(pace::Pacer::held_total);
         Ok(GithubSurface {
             runtime,
             client,
@@ -297,6 +321,9 @@ impl GithubSurface {
             cache: config
                 .cache_dir
                 .map(|dir| SharedCache::new(dir, cache::Limits::default())),
+            pacer,
+            limits_waited: Cell::new(Duration::ZERO),
+            held_at_start: Cell::new(held_at_start),
         })
     }
 

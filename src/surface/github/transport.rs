@@ -113,8 +113,11 @@ impl GithubSurface {
         };
         let mut attempt = 0;
         let mut rate_waits = 0;
+        let mut rate_waited = Duration::ZERO;
+        let cost = pace::Cost::of(&method, path_of(uri));
         loop {
             attempt += 1;
+            self.wait_for_slot(cost, what)?;
             let started = Instant::now();
             let sent = self.send_once(&method, uri, body, cached.as_ref());
             let failure = match sent {
@@ -152,21 +155,7 @@ impl GithubSurface {
                         }
                     }
                     if let Some(limit) = rate_limit(&reply, self.clock.now()) {
-                        rate_waits += 1;
-                        let until = reply.date().unwrap_or(self.clock.now()).plus(limit.wait);
-                        if limit.wait > MAX_RATE_LIMIT_WAIT || rate_waits > MAX_RATE_LIMIT_WAITS {
-                            return Err(GithubError::RateLimited {
-                                what: what.to_owned(),
-                                kind: limit.kind,
-                                until,
-                            });
-                        }
-                        tracing::info!(
-                            "{what}: GitHub's {} rate limit; waiting {} as it asks",
-                            limit.kind,
-                            format_wait(limit.wait)
-                        );
-                        self.clock.wait_announced(limit.wait, "GitHub's rate limit");
+                        self.wait_out(limit, &reply, what, &mut rate_waits, &mut rate_waited)?;
                         // A rate-limited request was not carried out: send it again.
                         attempt -= 1;
                         continue;
@@ -213,6 +202,89 @@ impl GithubSurface {
                 }
             }
         }
+    }
+
+    /// Waits out a rate-limit answer, as GitHub asks: the time it names,
+    /// else a minute doubled at each answer like it (`waits` so far in this
+    /// request), with jitter so that the processes that met it together do
+    /// not come back together; every process on the token holds back too.
+    /// An error, before any wait, when that is longer than maverick waits.
+    fn wait_out(
+        &self,
+        limit: RateLimit,
+        reply: &Reply,
+        what: &str,
+        waits: &mut u32,
+        waited: &mut Duration,
+    ) -> Result<(), GithubError> {
+        *waits += 1;
+        let wait = if limit.named {
+            limit.wait
+        } else {
+            let doubled = limit.wait * (1 << (*waits - 1).min(4));
+            doubled + Duration::from_millis(crate::unique::jitter(5_000))
+        };
+        let until = reply.date().unwrap_or(self.clock.now()).plus(wait);
+        *waited += wait;
+        if wait > MAX_RATE_LIMIT_WAIT || *waited > MAX_RATE_LIMITED {
+            return Err(GithubError::RateLimited {
+                what: what.to_owned(),
+                kind: limit.kind,
+                until,
+            });
+        }
+        if let Some(pacer) = &self.pacer {
+            let now_ms = self.clock.unix_millis();
+            pacer.hold_until(now_ms, now_ms + millis(wait));
+        }
+        tracing::info!(
+            "{what}: GitHub's {} rate limit; waiting {} {}",
+            limit.kind,
+            format_wait(wait),
+            if limit.named {
+                "as it asks"
+            } else {
+                "(it named no time: backing off)"
+            }
+        );
+        self.limits_waited.set(self.limits_waited.get() + wait);
+        self.clock.wait_announced(wait, "GitHub's rate limit");
+        Ok(())
+    }
+
+    /// Waits for this request's slot in the token's shared pacing ledger
+    /// (see [`pace`]), saying so; a slot further off than maverick waits
+    /// is an error that says when to come back, before anything is sent.
+    fn wait_for_slot(&self, cost: pace::Cost, what: &str) -> Result<(), GithubError> {
+        let Some(pacer) = &self.pacer else {
+            return Ok(());
+        };
+        let now_ms = self.clock.unix_millis();
+        let Some(slot) = pacer.take(now_ms, cost) else {
+            return Ok(());
+        };
+        let wait = pace::wait_for(slot, now_ms);
+        if wait.is_zero() {
+            return Ok(());
+        }
+        let held_by = slot.held_by.unwrap_or("the requests queued before it");
+        if wait > MAX_PACE_WAIT {
+            return Err(GithubError::RateLimited {
+                what: what.to_owned(),
+                kind: "secondary",
+                until: self.clock.now().plus(wait),
+            });
+        }
+        tracing::info!(
+            "{what}: waiting {} for {held_by} (GitHub's secondary limits, shared by every process on this token)",
+            format_wait(wait)
+        );
+        self.limits_waited.set(self.limits_waited.get() + wait);
+        self.clock.wait_announced(
+            wait,
+            &format!("this token's turn within GitHub's limits ({held_by})"),
+        );
+        Ok(())
     }
 
     /// The URL a request URI names, as the shared cache keys it.
@@ -399,6 +471,12 @@ async fn within<F: std::future::Future>(
 pub(super) struct RateLimit {
     kind: &'static str,
     wait: Duration,
+    /// Whether GitHub said how long (`retry-after`, `x-ratelimit-reset`).
+    named: bool,
+}
+
+fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX / 4)
 }
 
 /// Whether `reply` is a rate-limit answer, and how long GitHub asks to wait:
@@ -425,6 +503,7 @@ pub(super) fn rate_limit(reply: &Reply, local_now: Timestamp) -> Option<RateLimi
         return Some(RateLimit {
             kind,
             wait: Duration::from_secs(secs.max(1)),
+            named: true,
         });
     }
     if exhausted {
@@ -437,12 +516,14 @@ pub(super) fn rate_limit(reply: &Reply, local_now: Timestamp) -> Option<RateLimi
                 kind,
                 // One second more: the reset second itself may still be limited.
                 wait: Timestamp(reset).since(now) + Duration::from_secs(1),
+                named: true,
             });
         }
     }
     Some(RateLimit {
         kind,
         wait: Duration::from_secs(60),
+        named: false,
     })
 }
 
@@ -577,7 +658,10 @@ mod tests {
             ("primary", Duration::from_secs(31))
         );
         let unnamed = rate_limit(&reply(429, &[date], "slow down"), Timestamp(0)).unwrap();
-        assert_eq!(unnamed.wait, Duration::from_secs(60));
+        assert_eq!(
+            (unnamed.wait, unnamed.named),
+            (Duration::from_secs(60), false)
+        );
         // A plain "forbidden" is not a rate limit: no waiting, an error.
         assert!(rate_limit(
             &reply(
