@@ -450,9 +450,9 @@ fn a_heartbeat_after_the_lease_lapsed_exits_7_and_revives_nothing(surface: Surfa
     after.expect(5);
     assert_eq!(after.json()["expires_at"], before.json()["expires_at"]);
 
-    // Its own claim is not "already held" any more: stale, as anyone's.
-    alice.maverick(&["coord", "claim", "142"]).expect(5);
-    let again = alice.maverick(&["coord", "claim", "142", "--takeover", "--json"]);
+    // Its own claim is not "already held" any more: its holder's plain
+    // claim takes it back, as a new claim (nobody else claimed it).
+    let again = alice.maverick(&["coord", "claim", "142", "--json"]);
     again.expect(0);
     assert_eq!(again.json()["generation"], 2, "{}", again.screen());
     assert_eq!(again.json()["already_held"], false);

@@ -408,8 +408,9 @@ fn the_claim_names_the_issue_and_fences_task_done(surface: Surface) {
         screen(s, &run)
     );
 
-    // Another instance takes the stale claim over: alpha's next task is refused.
-    s.advance_clock(61);
+    // Another instance takes the stale claim over: alpha's next task is
+    // refused. (`task done` renewed alpha's lease for its own ttl, 10m.)
+    s.advance_clock(601);
     let b = s.clone("beta");
     b.maverick(&["coord", "claim", "142", "--takeover"])
         .expect(0);

@@ -293,7 +293,7 @@ fn take_claim(
 ) -> Result<Result<ClaimState, ResumeOutcome>, ResumeError> {
     let issue = view.issue;
     match view.decision {
-        Decision::Ours if !lease::lapsed(view) => {
+        Decision::Ours => {
             match claims::heartbeat(coord, store, &[issue], Some(view.generation))? {
                 HeartbeatOutcome::Renewed { views, .. } => {
                     adopt_claim(coord.settings, store, &views[0], branch)?;
@@ -304,7 +304,7 @@ fn take_claim(
                 }
             }
         }
-        Decision::Stale | Decision::Ours => {
+        Decision::Stale | Decision::Lapsed => {
             let request = ScopeClaim {
                 issue,
                 scope: Vec::new(),
@@ -316,7 +316,7 @@ fn take_claim(
                 return Ok(Err(ResumeOutcome::NotTakenOver(report)));
             }
             Ok(Ok(match view.decision {
-                Decision::Ours => ClaimState::Held,
+                Decision::Lapsed => ClaimState::Held,
                 _ => ClaimState::TakenOver,
             }))
         }
