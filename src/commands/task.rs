@@ -540,9 +540,9 @@ fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome<DoneOutput>, CommandErr
             "({short} was committed earlier; this run pushed it)"
         ));
     }
-    if let Some(kept) = &lease {
-        o = o.line(lease_line(issue, kept));
-    }
+    o = lease
+        .iter()
+        .fold(o, |o, kept| o.line(lease_line(issue, kept)));
     Ok(o.line(last))
 }
 

@@ -416,6 +416,10 @@ fn hydrate_story(
         list: found.tasks,
     });
     let pulls = surface.open_pulls()?;
+    // As `coord read` judges it: an open pull request that closes the
+    // story, not from its own branch, holds it when nobody holds it live.
+    let own: Vec<String> = branch.iter().cloned().collect();
+    let view = crate::coord::claims::judged_with_pulls(view, &pulls, &own, &settings.instance);
     let pull = pulls
         .iter()
         .find(|pr| pull_is_for(pr, issue.number, branch.as_deref()));

@@ -293,17 +293,15 @@ fn take_claim(
 ) -> Result<Result<ClaimState, ResumeOutcome>, ResumeError> {
     let issue = view.issue;
     match view.decision {
-        Decision::Ours => {
-            match claims::heartbeat(coord, store, &[issue], Some(view.generation))? {
-                HeartbeatOutcome::Renewed { views, .. } => {
-                    adopt_claim(coord.settings, store, &views[0], branch)?;
-                    Ok(Ok(ClaimState::Held))
-                }
-                HeartbeatOutcome::Lost { reason, views } => {
-                    Ok(Err(ResumeOutcome::ClaimLost { reason, views }))
-                }
+        Decision::Ours => match claims::heartbeat(coord, store, &[issue], Some(view.generation))? {
+            HeartbeatOutcome::Renewed { views, .. } => {
+                adopt_claim(coord.settings, store, &views[0], branch)?;
+                Ok(Ok(ClaimState::Held))
             }
-        }
+            HeartbeatOutcome::Lost { reason, views } => {
+                Ok(Err(ResumeOutcome::ClaimLost { reason, views }))
+            }
+        },
         Decision::Stale | Decision::Lapsed => {
             let request = ScopeClaim {
                 issue,

@@ -8,7 +8,9 @@ use serde_json::{Map, Value};
 
 use crate::config::Settings;
 use crate::coord::claims;
-use crate::coord::lease::{self, ClaimOutcome, ClaimRequest, Coordinator, Decision, HeartbeatOutcome};
+use crate::coord::lease::{
+    self, ClaimOutcome, ClaimRequest, Coordinator, Decision, HeartbeatOutcome,
+};
 use crate::durable::tasks::{self, Checked, TaskError};
 use crate::git::{Git, GitError, Order};
 use crate::records::branch::BranchStore;
@@ -335,9 +337,7 @@ fn fence(
     let fenced = record.as_ref().map(|r| r.generation);
     let lost = |reason: String| Ok(Fence::Refused(DoneOutcome::ClaimLost { reason }));
     match (view.decision, &view.holder) {
-        (Decision::Ours | Decision::Lapsed, _)
-            if fenced.is_some_and(|g| g != view.generation) =>
-        {
+        (Decision::Ours | Decision::Lapsed, _) if fenced.is_some_and(|g| g != view.generation) => {
             lost(format!(
                 "the generation of #{issue} changed from {} to {}",
                 fenced.unwrap_or_default(),
