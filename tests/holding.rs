@@ -5,9 +5,6 @@
 //! surface: a command that judged the holder for itself (and, say, read
 //! alice's own lapsed lease as "ours") shows up as a changed cell.
 
-use std::io::Write as _;
-use std::process::Stdio;
-
 use serde_json::{json, Value};
 
 use crate::support::screen::normalise;
@@ -192,30 +189,17 @@ fn said(env: &TestEnv, line: &str) -> String {
     }
 }
 
-/// The agents' Bash guard on `git push origin BRANCH`: allow, ask or deny.
+/// The agents' Bash guard (the plugin's PreToolUse hook, as Claude Code
+/// runs it) on `git push origin BRANCH`: allow, ask or deny.
 fn guard(env: &TestEnv, alice: &Repo<'_>) -> (i32, String) {
-    let input = json!({
-        "session_id": "table",
-        "cwd": alice.dir.display().to_string(),
-        "hook_event_name": "PreToolUse",
-        "tool_name": "Bash",
-        "tool_input": {"command": format!("git push origin {BRANCH}")},
-    });
-    let mut cmd = alice.command(&["hook", "pre-tool-use"]);
-    cmd.current_dir(&alice.dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("the guard runs");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.to_string().as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let said = match serde_json::from_str::<Value>(stdout.trim()) {
+    let alice_id = std::ffi::OsStr::new("alice");
+    let run = crate::agent_hooks::run_hook(
+        alice,
+        "pre-tool-use-bash",
+        |_| {},
+        &[("MAVERICK_INSTANCE", alice_id)],
+    );
+    let said = match serde_json::from_str::<Value>(run.stdout.trim()) {
         Ok(v) => {
             let o = &v["hookSpecificOutput"];
             let reason = o["permissionDecisionReason"].as_str().unwrap_or("");
@@ -227,7 +211,7 @@ fn guard(env: &TestEnv, alice: &Repo<'_>) -> (i32, String) {
         }
         Err(_) => "allow".to_owned(),
     };
-    (out.status.code().unwrap_or(-1), said)
+    (run.code, said)
 }
 
 fn every_state_times_every_command(surface: Surface) {

@@ -654,14 +654,11 @@ on_both_surfaces!(
     task_done_on_a_lapsed_lease_someone_took_pushes_nothing,
 );
 
-/// SPEC 4: a person's claim never lapses unseen. A person who follows the
-/// quick start (`coord claim`, work, `task done`), no `run`, no agent:
-/// `task done` renews a live lease, and one that lapsed while nobody else
-/// claimed the issue is taken back (a new generation) and the task pushed.
-fn task_done_takes_back_a_lapsed_lease_nobody_took(surface: Surface) {
-    let s = &TestEnv::with_surface(surface);
+/// alpha's claim of #142 on the story's branch, its lease lapsed (nobody
+/// took it yet), and another clone, beta.
+fn lapsed_claim(s: &TestEnv) -> (Repo<'_>, Repo<'_>) {
     let a = s.story_clone("alpha", THREE_TASKS);
-    a.maverick(&[
+    let claim = [
         "coord",
         "claim",
         "142",
@@ -669,10 +666,19 @@ fn task_done_takes_back_a_lapsed_lease_nobody_took(surface: Surface) {
         BRANCH,
         "--lease-ttl",
         "60s",
-    ])
-    .expect(0);
+    ];
+    a.maverick(&claim).expect(0);
     s.advance_clock(61);
-    let b = s.clone("beta");
+    (a, s.clone("beta"))
+}
+
+/// SPEC 4: a person's claim never lapses unseen. A person who follows the
+/// quick start (`coord claim`, work, `task done`), no `run`, no agent:
+/// `task done` renews a live lease, and one that lapsed while nobody else
+/// claimed the issue is taken back (a new generation) and the task pushed.
+fn task_done_takes_back_a_lapsed_lease_nobody_took(surface: Surface) {
+    let s = &TestEnv::with_surface(surface);
+    let (a, b) = lapsed_claim(s);
     b.maverick(&["coord", "read", "142"]).expect(5);
 
     stage(&a, "src/one.rs", "// one\n");
@@ -707,19 +713,7 @@ fn task_done_takes_back_a_lapsed_lease_nobody_took(surface: Surface) {
 /// stays staged in the index.
 fn task_done_on_a_lapsed_lease_someone_took_pushes_nothing(surface: Surface) {
     let s = &TestEnv::with_surface(surface);
-    let a = s.story_clone("alpha", THREE_TASKS);
-    a.maverick(&[
-        "coord",
-        "claim",
-        "142",
-        "--branch",
-        BRANCH,
-        "--lease-ttl",
-        "60s",
-    ])
-    .expect(0);
-    s.advance_clock(61);
-    let b = s.clone("beta");
+    let (a, b) = lapsed_claim(s);
     b.maverick(&["coord", "takeover", "142"]).expect(0);
 
     stage(&a, "src/one.rs", "// one\n");

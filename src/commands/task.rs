@@ -449,20 +449,7 @@ fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome<DoneOutput>, CommandErr
         what,
     )?;
     let report = match outcome {
-        DoneOutcome::ClaimLost { reason } => {
-            let line = format!("claim lost: {reason}; nothing was committed");
-            return Ok(Outcome::new(
-                Exit::ClaimLost,
-                DoneOutput::ClaimLost(ClaimLost {
-                    issue,
-                    committed: false,
-                    pushed: false,
-                    reason,
-                }),
-            )
-            .line(line)
-            .hint("stop working on this issue and report; do not push to its branch"));
-        }
+        DoneOutcome::ClaimLost { reason } => return Ok(claim_lost(issue, reason)),
         DoneOutcome::Held { holder, stale } => {
             let exit = if stale {
                 Exit::HeldStale
@@ -544,6 +531,23 @@ fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome<DoneOutput>, CommandErr
         .iter()
         .fold(o, |o, kept| o.line(lease_line(issue, kept)));
     Ok(o.line(last))
+}
+
+/// The claim is lost: nothing was committed, and the staged work stays.
+fn claim_lost(issue: u64, reason: String) -> Outcome<DoneOutput> {
+    let line = format!("claim lost: {reason}; nothing was committed");
+    Outcome::new(
+        Exit::ClaimLost,
+        DoneOutput::ClaimLost(ClaimLost {
+            issue,
+            committed: false,
+            pushed: false,
+            reason,
+        }),
+    )
+    .line(line)
+    .hint("stop working on this issue and report; do not push to its branch")
+    .hint("the staged changes stay in the index: `git diff --cached` shows them")
 }
 
 /// What a person reads of the lease `task done` kept alive.
