@@ -605,6 +605,7 @@ impl From<crate::workflow::task_done::DoneError> for CommandError {
             DoneError::Git(e) => e.into(),
             DoneError::Surface(e) => e.into(),
             DoneError::Record(e) => e.into(),
+            DoneError::Claims(e) => e.into(),
         }
     }
 }

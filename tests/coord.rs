@@ -450,12 +450,54 @@ fn a_heartbeat_after_the_lease_lapsed_exits_7_and_revives_nothing(surface: Surfa
     after.expect(5);
     assert_eq!(after.json()["expires_at"], before.json()["expires_at"]);
 
-    // Its own claim is not "already held" any more: stale, as anyone's.
-    alice.maverick(&["coord", "claim", "142"]).expect(5);
-    let again = alice.maverick(&["coord", "claim", "142", "--takeover", "--json"]);
+    // Its own claim is not "already held" any more: its holder's plain
+    // claim takes it back, as a new claim (nobody else claimed it).
+    let again = alice.maverick(&["coord", "claim", "142", "--json"]);
     again.expect(0);
     assert_eq!(again.json()["generation"], 2, "{}", again.screen());
     assert_eq!(again.json()["already_held"], false);
     alice.maverick(&["coord", "heartbeat", "142"]).expect(0);
     bob.maverick(&["coord", "read", "142"]).expect(4);
+}
+
+on_both_surfaces!(
+    reading_ones_own_lapsed_lease_says_so_and_exits_5,
+    a_claim_says_how_long_its_lease_lasts_and_what_keeps_it_alive,
+);
+
+/// SPEC 4: `coord read` of this instance's own lapsed lease is no live
+/// hold: decision `lapsed`, exit 5 (anyone may take it over), and the way
+/// back. Its holder's plain claim takes it back while nobody else has.
+fn reading_ones_own_lapsed_lease_says_so_and_exits_5(surface: Surface) {
+    let env = TestEnv::with_surface(surface);
+    let alice = env.clone("alice");
+    alice
+        .maverick(&["coord", "claim", "142", "--lease-ttl", "60s"])
+        .expect(0);
+    alice.maverick(&["coord", "read", "142"]).expect(0);
+    env.advance_clock(61);
+    let json = alice.maverick(&["coord", "read", "142", "--json"]);
+    assert_eq!(json.expect(5).json()["decision"], "lapsed");
+    let text = alice.maverick(&["coord", "read", "142"]);
+    text.expect(5);
+    insta::assert_snapshot!(
+        format!("read_of_ones_own_lapsed_lease_{}", env.name()),
+        screen(&env, &text)
+    );
+    let again = alice.maverick(&["coord", "claim", "142", "--json"]);
+    assert_eq!(again.expect(0).json()["generation"], 2);
+    alice.maverick(&["coord", "read", "142"]).expect(0);
+}
+
+/// A person's claim (no `run`, no agent) says how long its lease lasts and
+/// what keeps it alive, so it never lapses unseen.
+fn a_claim_says_how_long_its_lease_lasts_and_what_keeps_it_alive(surface: Surface) {
+    let env = TestEnv::with_surface(surface);
+    let alice = env.clone("alice");
+    let run = alice.maverick(&["coord", "claim", "142"]);
+    run.expect(0);
+    insta::assert_snapshot!(
+        format!("a_persons_claim_{}", env.name()),
+        screen(&env, &run)
+    );
 }

@@ -615,8 +615,12 @@ fn with_json_the_command_writes_to_stderr_and_stdout_holds_one_object() {
     );
 }
 
+/// SPEC 4: a person's claim never stays lost unseen. `run` on this
+/// instance's own lapsed claim that nobody took takes it back at once, as
+/// a new generation (a lapsed lease is never renewed); one somebody took
+/// over is not run under.
 #[test]
-fn a_claim_whose_lease_lapsed_is_not_run_under_until_it_is_claimed_anew() {
+fn a_claim_whose_lease_lapsed_is_taken_back_by_run_while_nobody_took_it() {
     let env = TestEnv::new();
     let alice = env.clone("alice");
     let bob = env.clone("bob");
@@ -628,19 +632,28 @@ fn a_claim_whose_lease_lapsed_is_not_run_under_until_it_is_claimed_anew() {
     env.advance_clock(61);
     let before = bob.maverick(&["coord", "read", "111", "--json"]);
     before.expect(5);
+    assert_eq!(before.json()["generation"], 1);
 
-    // Its claim is stale, as anyone's: run refuses it as coord claim does.
-    run_to_end(&alice, &["111"], &script).expect(5);
-    assert!(!ran.exists(), "the command never ran");
-    let after = bob.maverick(&["coord", "read", "111", "--json"]);
-    after.expect(5);
-    assert_eq!(after.json()["expires_at"], before.json()["expires_at"]);
-
-    // Taken anew (a new generation), the command runs and the claim is released.
-    let run = run_to_end(&alice, &["111", "--takeover"], &script);
+    // Nobody took it: run takes it back (generation 2), runs, releases.
+    let run = run_to_end(&alice, &["111"], &script);
     run.expect(0);
+    assert!(
+        run.stderr.contains("holding #111 (generation 2)"),
+        "{}",
+        run.stderr
+    );
     assert!(ran.exists(), "the command ran");
     env.assert_released_once(111, "alice", "merged");
+
+    // Taken over by bob after it lapsed again: run refuses, nothing runs.
+    std::fs::remove_file(&ran).unwrap();
+    alice
+        .maverick(&["coord", "claim", "111", "--lease-ttl", "60s"])
+        .expect(0);
+    env.advance_clock(61);
+    bob.maverick(&["coord", "takeover", "111"]).expect(0);
+    run_to_end(&alice, &["111"], &script).expect(4);
+    assert!(!ran.exists(), "the command never ran");
 }
 
 /// A command that leaves a dead child behind, where nobody reaps orphans:

@@ -202,7 +202,7 @@ fn instance(run: &Run, surface: &SimSurface, me: &str, settle_steps: u64, seed: 
                 let takeover = match views[0].decision {
                     Decision::Free => false,
                     Decision::Stale => true,
-                    Decision::Ours => {
+                    Decision::Ours | Decision::Lapsed => {
                         // A claim whose answer was lost landed after all.
                         mine = mine_in(me, &views);
                         settle();

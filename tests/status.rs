@@ -234,7 +234,7 @@ fn json_validates_against_the_schema(surface: Surface) {
     }
     assert_eq!(
         json["totals"],
-        json!({"issues": 4, "ours": 1, "held": 0, "stale": 1, "blocked": 1, "orphan": 0, "pull": 0,
+        json!({"issues": 4, "ours": 1, "held": 0, "stale": 1, "lapsed": 0, "blocked": 1, "orphan": 0, "pull": 0,
                "dispatch": 1, "needs_attention": json["totals"]["needs_attention"]})
     );
 
@@ -251,13 +251,17 @@ fn json_validates_against_the_schema(surface: Surface) {
         .expect(0)
         .json();
     schema.assert_valid(&mine);
-    // bravo's own lease lapsed: lost as anyone's is (its claim exits 5), so
-    // its row is stale and marked, with the command that takes it back.
+    // bravo's own lease lapsed: lost as anyone's is (`coord read` exits 5),
+    // so its row is `lapsed` and marked, with the command that takes it back.
     let own = row(&mine, 142);
-    assert_eq!(own["state"], "stale", "{own:#}");
+    assert_eq!(own["state"], "lapsed", "{own:#}");
     assert_eq!(own["holder"]["ours"], true);
-    assert_eq!(own["lease"]["takeover"], "git maverick coord takeover 142");
-    assert_eq!(own["attention"], json!(["stale lease"]));
+    assert_eq!(own["lease"]["takeover"], "git maverick coord claim 142");
+    assert_eq!(
+        own["attention"],
+        json!(["your lease lapsed: anyone may take it over"])
+    );
+    assert_eq!(mine["totals"]["lapsed"], 1);
     // The schema is no rubber stamp.
     let mut broken = json.clone();
     broken["issues"][0]["state"] = json!("sleeping");

@@ -408,8 +408,9 @@ fn the_claim_names_the_issue_and_fences_task_done(surface: Surface) {
         screen(s, &run)
     );
 
-    // Another instance takes the stale claim over: alpha's next task is refused.
-    s.advance_clock(61);
+    // Another instance takes the stale claim over: alpha's next task is
+    // refused. (`task done` renewed alpha's lease for its own ttl, 10m.)
+    s.advance_clock(601);
     let b = s.clone("beta");
     b.maverick(&["coord", "claim", "142", "--takeover"])
         .expect(0);
@@ -653,4 +654,102 @@ on_both_surfaces!(
     refuses_bad_messages_an_empty_index_and_tasks_out_of_range,
     parses_a_persons_edits_and_loses_no_check_mark,
     two_instances_checking_at_once_both_win,
+    task_done_takes_back_a_lapsed_lease_nobody_took,
+    task_done_on_a_lapsed_lease_someone_took_pushes_nothing,
 );
+
+/// alpha's claim of #142 on the story's branch, its lease lapsed (nobody
+/// took it yet), and another clone, beta.
+fn lapsed_claim(s: &TestEnv) -> (Repo<'_>, Repo<'_>) {
+    let a = s.story_clone("alpha", THREE_TASKS);
+    let claim = [
+        "coord",
+        "claim",
+        "142",
+        "--branch",
+        BRANCH,
+        "--lease-ttl",
+        "60s",
+    ];
+    a.maverick(&claim).expect(0);
+    s.advance_clock(61);
+    (a, s.clone("beta"))
+}
+
+/// SPEC 4: a person's claim never lapses unseen. A person who follows the
+/// quick start (`coord claim`, work, `task done`), no `run`, no agent:
+/// `task done` renews a live lease, and one that lapsed while nobody else
+/// claimed the issue is taken back (a new generation) and the task pushed.
+fn task_done_takes_back_a_lapsed_lease_nobody_took(surface: Surface) {
+    let s = &TestEnv::with_surface(surface);
+    let (a, b) = lapsed_claim(s);
+    b.maverick(&["coord", "read", "142"]).expect(5);
+
+    stage(&a, "src/one.rs", "// one\n");
+    let run = a.maverick(&["--json", "task", "done", "-m", "feat: one"]);
+    let json = run.expect(0).json();
+    assert_eq!(json["pushed"], true, "{json}");
+    assert_eq!(json["lease"]["action"], "retaken", "{json}");
+    assert_eq!(json["lease"]["generation"], 2, "{json}");
+    assert_eq!(
+        s.origin_head(BRANCH),
+        Some(a.git(&["rev-parse", "HEAD"])),
+        "the task was pushed"
+    );
+    // Held live again, by alpha, for everyone.
+    let read = b.maverick(&["--json", "coord", "read", "142"]);
+    assert_eq!(read.expect(4).json()["holder"]["instance_id"], "alpha");
+
+    // The next task renews the live lease, and says so.
+    s.advance_clock(30);
+    stage(&a, "src/two.rs", "// two\n");
+    let text = a.maverick(&["task", "done", "-m", "feat: two"]);
+    text.expect(0);
+    assert!(
+        text.stdout.contains("lease on #142 renewed until "),
+        "{}",
+        text.screen()
+    );
+}
+
+/// The holder's lease lapsed and another instance took the issue over:
+/// `task done` refuses (exit 7), commits and pushes nothing, and the work
+/// stays staged in the index.
+fn task_done_on_a_lapsed_lease_someone_took_pushes_nothing(surface: Surface) {
+    let s = &TestEnv::with_surface(surface);
+    let (a, b) = lapsed_claim(s);
+    b.maverick(&["coord", "takeover", "142"]).expect(0);
+
+    stage(&a, "src/one.rs", "// one\n");
+    let head = a.git(&["rev-parse", "HEAD"]);
+    let run = a.maverick(&["task", "done", "-m", "feat: one"]);
+    run.expect(7);
+    insta::assert_snapshot!(
+        format!("task_done_on_a_lapsed_lease_someone_took_{}", s.name()),
+        screen(s, &run)
+    );
+    assert_eq!(a.git(&["rev-parse", "HEAD"]), head, "nothing was committed");
+    assert_eq!(s.origin_head(BRANCH), None, "nothing was pushed");
+    assert_eq!(a.git(&["diff", "--cached", "--name-only"]), "src/one.rs");
+    // The loss is recorded: the next try is refused without asking again.
+    a.maverick(&["task", "done", "-m", "feat: one"]).expect(7);
+}
+
+/// Item 4 of issue 37: `task check --sha` takes a SHA-256 repository's full
+/// 64-hex commit id, and writes its short form.
+#[test]
+fn task_check_takes_a_sha256_repositorys_full_commit_id() {
+    let s = &TestEnv::with_repo_kind(crate::support::RepoKind::Sha256);
+    let a = s.story_clone("alpha", THREE_TASKS);
+    let full = a.commit_file("src/one.rs", "// one\n", "feat: one");
+    assert_eq!(full.len(), 64, "{full}");
+    a.maverick(&["task", "check", "142", "1", "--sha", &full])
+        .expect(0);
+    let body = tasks_body(s);
+    let line = body
+        .lines()
+        .find(|l| l.contains("Parse marker blocks"))
+        .unwrap();
+    assert!(line.starts_with("- [x] "), "{body}");
+    assert!(line.contains(&full[..7]), "{body}");
+}

@@ -12,7 +12,7 @@ use crate::cli::{issue_number, GlobalArgs};
 use crate::config::SurfaceKind;
 use crate::coord::claims::{self, ClaimReport, ScopeClaim};
 use crate::coord::lease::{
-    lapsed, ClaimOutcome, Coordinator, Decision, HeartbeatOutcome, IssueView, ReleaseOutcome,
+    ClaimOutcome, Coordinator, Decision, HeartbeatOutcome, IssueView, ReleaseOutcome,
 };
 use crate::error::{CommandError, Exit};
 use crate::timefmt::{format_duration, human_duration};
@@ -26,7 +26,7 @@ pub(crate) struct CoordArgs {
 #[derive(Debug, Subcommand)]
 pub(crate) enum CoordCommand {
     /// Show who holds an issue; the exit code is the decision
-    /// (0 free or ours, 3 blocked, 4 held live, 5 held stale)
+    /// (0 free or ours, 3 blocked, 4 held live, 5 held stale or ours lapsed)
     Read(IssueArg),
     /// Claim an issue (and its scope): label, claim, lease, settle
     Claim(ClaimArgs),
@@ -198,12 +198,14 @@ fn coord(ctx: &Context, args: CoordArgs) -> Result<Outcome<CoordOutput>, Command
         CoordCommand::Read(a) => {
             read(ctx, &coord, a.issue)?.map(|r| CoordOutput::Read(Box::new(r)))
         }
-        CoordCommand::Claim(a) => claim(ctx, &coord, a.issue, a.scope, a.branch, a.takeover)?
-            .1
-            .map(CoordOutput::Claim),
-        CoordCommand::Takeover(a) => claim(ctx, &coord, a.issue, a.scope, a.branch, true)?
-            .1
-            .map(CoordOutput::Claim),
+        CoordCommand::Claim(a) => {
+            let (_, shown) = claim(ctx, &coord, a.issue, a.scope, a.branch, a.takeover)?;
+            keep_alive_note(ctx, a.issue, shown).map(CoordOutput::Claim)
+        }
+        CoordCommand::Takeover(a) => {
+            let (_, shown) = claim(ctx, &coord, a.issue, a.scope, a.branch, true)?;
+            keep_alive_note(ctx, a.issue, shown).map(CoordOutput::Claim)
+        }
         CoordCommand::Heartbeat(a) => heartbeat(ctx, &coord, a.issue)?.map(CoordOutput::Heartbeat),
         CoordCommand::Release(a) => {
             release(ctx, &coord, a.issue, a.reason)?.map(CoordOutput::Release)
@@ -220,13 +222,38 @@ fn coord(ctx: &Context, args: CoordArgs) -> Result<Outcome<CoordOutput>, Command
     })
 }
 
+/// `coord read`'s exit code for each verdict (SPEC 10). A lease of ours
+/// that lapsed is not a live hold: it exits as a stale one does, since it
+/// is one (anyone may take it over), though its holder may re-take it.
 fn decision_exit(decision: Decision) -> Exit {
     match decision {
         Decision::Free | Decision::Ours => Exit::Ok,
         Decision::Blocked => Exit::Blocked,
         Decision::Held => Exit::HeldLive,
-        Decision::Stale => Exit::HeldStale,
+        Decision::Stale | Decision::Lapsed => Exit::HeldStale,
     }
+}
+
+/// What a claim a command made (not `run`, which renews it) tells its
+/// holder: how long the lease lasts and what keeps it alive, so that a
+/// person's claim never lapses unseen.
+fn keep_alive_note(
+    ctx: &Context,
+    issue: u64,
+    shown: Outcome<ClaimOutcome>,
+) -> Outcome<ClaimOutcome> {
+    let ClaimOutcome::Claimed { views, .. } = &shown.output else {
+        return shown;
+    };
+    let until = views.first().and_then(|v| v.expires_at);
+    let until = until.map_or_else(String::new, |at| format!(" (until {at})"));
+    shown.note(format!(
+        "note: the lease lasts {}{until}: `git maverick task done` and \
+         `git maverick coord heartbeat {issue}` renew it, and `git maverick run {issue} -- CMD` \
+         keeps it alive while CMD runs; if it lapses, `git maverick coord claim {issue}` takes \
+         it back while nobody else has",
+        format_duration(ctx.settings.lease_ttl)
+    ))
 }
 
 /// One line a person reads about one issue.
@@ -248,6 +275,9 @@ pub(crate) fn describe(view: &IssueView) -> String {
     match view.decision {
         Decision::Free => format!("#{n}: free"),
         Decision::Ours => format!("#{n}: ours (generation {generation}), {expiry}"),
+        Decision::Lapsed => {
+            format!("#{n}: ours (generation {generation}) but lapsed: {expiry}")
+        }
         Decision::Blocked => format!(
             "#{n}: blocked by {}",
             view.blocked_by
@@ -326,6 +356,10 @@ fn read(
         })),
         Decision::Stale => outcome.hint(format!(
             "take it over with `git maverick coord takeover {issue}`"
+        )),
+        Decision::Lapsed => outcome.hint(format!(
+            "this instance's lease lapsed, so anyone may take #{issue} over: stop pushing to it; \
+             `git maverick coord claim {issue}` takes it back while nobody else has"
         )),
         Decision::Blocked => outcome.hint("work on the blocking issues first"),
         _ => outcome,
@@ -451,7 +485,7 @@ fn heartbeat(
             o
         }
         HeartbeatOutcome::Lost { reason, views } => {
-            let lapsed = views.iter().any(lapsed);
+            let lapsed = views.iter().any(|v| v.decision == Decision::Lapsed);
             let mut lines = vec![format!("claim lost: {reason}")];
             lines.extend(views.iter().map(describe));
             let mut o = Outcome::new(Exit::ClaimLost, outcome);
@@ -459,8 +493,8 @@ fn heartbeat(
             o = o.hint("stop working on this issue and report; do not push to its branch");
             if lapsed {
                 o = o.hint(format!(
-                    "to pick the work up again, claim it anew (a new generation): \
-                     `git maverick coord claim {issue} --takeover`"
+                    "to pick the work up again, claim it anew (a new generation) while nobody else \
+                     has: `git maverick coord claim {issue}`"
                 ));
             }
             o

@@ -422,6 +422,7 @@ fn render_row(row: &IssueRow, now: Timestamp) -> String {
     if let Some(l) = &row.lease {
         let d = rough_duration(Duration::from_secs(l.seconds));
         parts.push(match &l.takeover {
+            Some(cmd) if row.state == "lapsed" => format!("lapsed {d} ago (take it back: {cmd})"),
             Some(cmd) => format!("stale for {d} (take over: {cmd})"),
             None if l.live => format!("lease {d} left"),
             None => format!("lease ran out {d} ago"),
@@ -473,6 +474,7 @@ fn render_totals(t: &Totals) -> String {
         (t.ours, "yours"),
         (t.held, "held"),
         (t.stale, "stale"),
+        (t.lapsed, "yours lapsed"),
         (t.blocked, "blocked"),
         (t.orphan, "orphan labels"),
         (t.pull, "in pull requests"),

@@ -14,7 +14,9 @@ use crate::durable::tasks::{
     self, Checked, InitOutcome, IssueSource, Task, TaskError, TaskListView,
 };
 use crate::error::{CommandError, Exit};
-use crate::workflow::task_done::{self, DoneOutcome, DoneReport, DoneRequest};
+use crate::workflow::task_done::{
+    self, DoneOutcome, DoneReport, DoneRequest, LeaseAction, LeaseKept,
+};
 
 #[derive(Debug, Args)]
 pub(crate) struct TaskArgs {
@@ -131,6 +133,10 @@ pub(crate) struct Pushed {
     pub next_task: Option<Task>,
     pub done: usize,
     pub total: usize,
+    /// What the run did to this instance's lease: renewed it, or re-took it
+    /// after it lapsed while nobody else claimed the issue.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lease: Option<LeaseKept>,
 }
 
 /// Committed, not pushed: someone else's push is in the way (exit 8).
@@ -461,20 +467,7 @@ fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome<DoneOutput>, CommandErr
         what,
     )?;
     let report = match outcome {
-        DoneOutcome::ClaimLost { reason } => {
-            let line = format!("claim lost: {reason}; nothing was committed");
-            return Ok(Outcome::new(
-                Exit::ClaimLost,
-                DoneOutput::ClaimLost(ClaimLost {
-                    issue,
-                    committed: false,
-                    pushed: false,
-                    reason,
-                }),
-            )
-            .line(line)
-            .hint("stop working on this issue and report; do not push to its branch"));
-        }
+        DoneOutcome::ClaimLost { reason } => return Ok(claim_lost(issue, reason)),
         DoneOutcome::Held { holder, stale } => {
             let exit = if stale {
                 Exit::HeldStale
@@ -520,6 +513,7 @@ fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome<DoneOutput>, CommandErr
         short,
         committed_now,
         checked,
+        lease,
     } = report;
     let next = tasks::next_task(&checked.tasks).cloned();
     let total = checked.tasks.len();
@@ -544,6 +538,7 @@ fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome<DoneOutput>, CommandErr
         checked: checked.checked,
         next_task: next,
         total,
+        lease: lease.clone(),
     };
     let mut o = Outcome::new(Exit::Ok, DoneOutput::Pushed(output)).line(format!(
         "task {number} of #{issue} done: {short} pushed to {remote}/{branch} and checked off"
@@ -553,7 +548,44 @@ fn done(ctx: &Context, args: DoneArgs) -> Result<Outcome<DoneOutput>, CommandErr
             "({short} was committed earlier; this run pushed it)"
         ));
     }
+    o = lease
+        .iter()
+        .fold(o, |o, kept| o.line(lease_line(issue, kept)));
     Ok(o.line(last))
+}
+
+/// The claim is lost: nothing was committed, and the staged work stays.
+fn claim_lost(issue: u64, reason: String) -> Outcome<DoneOutput> {
+    let line = format!("claim lost: {reason}; nothing was committed");
+    Outcome::new(
+        Exit::ClaimLost,
+        DoneOutput::ClaimLost(ClaimLost {
+            issue,
+            committed: false,
+            pushed: false,
+            reason,
+        }),
+    )
+    .line(line)
+    .hint("stop working on this issue and report; do not push to its branch")
+    .hint("the staged changes stay in the index: `git diff --cached` shows them")
+}
+
+/// What a person reads of the lease `task done` kept alive.
+fn lease_line(issue: u64, kept: &LeaseKept) -> String {
+    let until = kept
+        .expires_at
+        .map_or_else(String::new, |at| format!(" until {at}"));
+    match kept.action {
+        LeaseAction::Renewed => format!("lease on #{issue} renewed{until}"),
+        LeaseAction::Retaken => format!(
+            "the lease on #{issue} had lapsed{}, and nobody had claimed it: taken back as \
+             generation {}{until}",
+            kept.lapsed_at
+                .map_or_else(String::new, |at| format!(" at {at}")),
+            kept.generation
+        ),
+    }
 }
 
 /// A `-m` message is a conventional commit subject, or nothing is committed.

@@ -424,7 +424,7 @@ pub(crate) fn release_all(
     // The sweep ends this instance's work: records of claims it no longer
     // holds (lost to a takeover) have nothing left to guard.
     for view in &outcome.views {
-        if view.decision != Decision::Ours {
+        if !view.holding.claim_is_mine() {
             forget(store, &coord.settings.instance, view.issue)?;
         }
     }

@@ -41,16 +41,9 @@ use crate::coord::pulls::ClosingPull;
 use crate::markers::{self, Marker, MarkerKind};
 use crate::surface::{Applied, Comment, Issue, Op, Surface, SurfaceError, Write};
 use crate::timefmt::{format_duration, parse_duration, Timestamp};
+use maverick_core::holding::HoldingFacts;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Decision {
-    Free,
-    Ours,
-    Blocked,
-    Held,
-    Stale,
-}
+pub use maverick_core::holding::{lease_live, Decision, Holding};
 
 /// Which tool wrote a claim: git maverick stamps every claim with a
 /// generation, Maverick never does.
@@ -123,6 +116,9 @@ pub struct IssueView {
     pub lease: Option<LeaseView>,
     pub expires_at: Option<Timestamp>,
     pub decision: Decision,
+    /// The verdict `decision` names (SPEC 4: every command answers from it).
+    #[serde(skip)]
+    pub holding: Holding,
     pub now: Timestamp,
     /// Writers whose stamps on this issue lead `now` by more than
     /// `maxClockSkew`: their clock or this one is wrong (SPEC 2).
@@ -351,15 +347,16 @@ pub fn analyze(issue: &Issue, settings: &Settings, me: &str, now: Timestamp) -> 
         .iter()
         .filter_map(|l| settings.labels.blocker(l))
         .collect();
-    // Another instance's claim is reported before a block: a block must
-    // never hide who is working on an issue.
-    let decision = match &holder {
-        Some(h) if h.instance_id == me => Decision::Ours,
-        Some(_) if expires_at.is_some_and(|e| now < e) => Decision::Held,
-        Some(_) => Decision::Stale,
-        None if !blocked_by.is_empty() => Decision::Blocked,
-        None => Decision::Free,
-    };
+    let holding = maverick_core::holding::judge(&HoldingFacts {
+        holder: holder
+            .as_ref()
+            .zip(expires_at)
+            .map(|(h, e)| (h.instance_id.as_str(), e)),
+        blocked_by: &blocked_by,
+        pull_request: None,
+        me,
+        now,
+    });
     IssueView {
         issue: issue.number,
         open: issue.open,
@@ -370,7 +367,8 @@ pub fn analyze(issue: &Issue, settings: &Settings, me: &str, now: Timestamp) -> 
         holder,
         lease,
         expires_at,
-        decision,
+        decision: holding.decision(),
+        holding,
         now,
         clock_skew,
         orphan_label,
@@ -816,9 +814,11 @@ impl<'a> Coordinator<'a> {
                 return Err(LeaseError::Closed(closed.issue));
             }
             // A lapsed lease of ours is lost as any stale one is: held
-            // again only by a takeover (a new generation), never renewed.
-            let stale = |v: &IssueView| v.decision == Decision::Stale || lapsed(v);
-            if views.iter().all(|v| v.decision == Decision::Ours) && !views.iter().any(lapsed) {
+            // again only by a new claim (a new generation), never renewed.
+            // Nobody else claimed it, so its holder re-takes it without
+            // `--takeover` (a person's claim must not stay lost unseen).
+            let stale = |v: &IssueView| v.decision == Decision::Stale;
+            if views.iter().all(|v| v.decision == Decision::Ours) {
                 let generation = views[0].generation;
                 return Ok(ClaimOutcome::Claimed {
                     generation,
@@ -1099,9 +1099,7 @@ impl<'a> Coordinator<'a> {
         let lost: Vec<&IssueView> = views
             .iter()
             .filter(|v| {
-                v.decision != Decision::Ours
-                    || generation.is_some_and(|g| g != v.generation)
-                    || lapsed(v)
+                v.decision != Decision::Ours || generation.is_some_and(|g| g != v.generation)
             })
             .collect();
         if !lost.is_empty() {
@@ -1136,7 +1134,7 @@ impl<'a> Coordinator<'a> {
         let mut guard = |current: &[Issue], now: Timestamp| {
             current.iter().all(|issue| {
                 let v = analyze(issue, self.settings, self.me(), now);
-                v.decision == Decision::Ours && v.generation == expected && !lapsed(&v)
+                v.decision == Decision::Ours && v.generation == expected
             })
         };
         crate::failpoint::name_ops(&["heartbeat"]);
@@ -1144,7 +1142,7 @@ impl<'a> Coordinator<'a> {
             let views = self.read(issues)?;
             let reason = views
                 .iter()
-                .find(|v| v.decision != Decision::Ours || v.generation != expected || lapsed(v))
+                .find(|v| v.decision != Decision::Ours || v.generation != expected)
                 .map(|v| {
                     lost_reason(
                         v,
@@ -1236,7 +1234,7 @@ impl IssueView {
     /// Whether an open pull request would hold the issue: nobody, not even
     /// this instance, holds it live, and nothing blocks it.
     pub(crate) fn pull_may_hold(&self) -> bool {
-        matches!(self.decision, Decision::Free | Decision::Stale) || lapsed(self)
+        self.holding.pull_may_hold()
     }
 
     /// Counts `pull` (an open pull request that closes the issue, not the
@@ -1244,17 +1242,14 @@ impl IssueView {
     /// [`pull_may_hold`](IssueView::pull_may_hold).
     pub(crate) fn with_pull(mut self, pull: Option<ClosingPull>) -> IssueView {
         if let Some(pull) = pull.filter(|_| self.pull_may_hold()) {
-            self.decision = Decision::Held;
+            self.holding = Holding::PullRequest {
+                number: pull.number,
+            };
+            self.decision = self.holding.decision();
             self.pull_request = Some(pull);
         }
         self
     }
-}
-
-/// Whether `view` shows a claim of ours whose lease has run out: lost, as
-/// any stale lease is, though no one else may have taken it yet.
-pub(crate) fn lapsed(view: &IssueView) -> bool {
-    view.decision == Decision::Ours && view.expires_at.is_some_and(|e| e <= view.now)
 }
 
 fn lost_reason(view: &IssueView, me: &str, generation: Option<u64>, label: &str) -> String {
@@ -1272,7 +1267,7 @@ fn lost_reason(view: &IssueView, me: &str, generation: Option<u64>, label: &str)
             generation.unwrap_or_default(),
             h.generation
         ),
-        Some(_) if lapsed(view) => format!(
+        Some(_) if view.decision == Decision::Lapsed => format!(
             "the lease of {me} on #{} lapsed at {} ({} ago); a lapsed lease is lost, and another \
              instance may take the issue over",
             view.issue,

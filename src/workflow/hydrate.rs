@@ -23,7 +23,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::config::{Settings, SurfaceKind};
-use crate::coord::lease::{self, Decision, IssueView};
+use crate::coord::lease::{self, Decision, Holding, IssueView};
 use crate::durable::state::{self, StoryState};
 use crate::durable::tasks::{self, Task};
 use crate::git::{Git, GitError};
@@ -346,8 +346,7 @@ impl Epic<'_> {
             let view = self.views.get(&story);
             let decision = match view {
                 Some(v) => v.decision,
-                None if !blocked_by.is_empty() => Decision::Blocked,
-                None => Decision::Free,
+                None => Holding::unclaimed(&blocked_by).decision(),
             };
             let detail = StoryDetail {
                 state: state_value,
@@ -417,6 +416,10 @@ fn hydrate_story(
         list: found.tasks,
     });
     let pulls = surface.open_pulls()?;
+    // As `coord read` judges it: an open pull request that closes the
+    // story, not from its own branch, holds it when nobody holds it live.
+    let own: Vec<String> = branch.iter().cloned().collect();
+    let view = crate::coord::claims::judged_with_pulls(view, &pulls, &own, &settings.instance);
     let pull = pulls
         .iter()
         .find(|pr| pull_is_for(pr, issue.number, branch.as_deref()));
@@ -615,8 +618,10 @@ fn claim_detail(view: &IssueView) -> Option<ClaimDetail> {
         generation: h.generation,
         claimed_at: h.claimed_at,
         expires_at: view.expires_at,
-        live: view.expires_at.is_some_and(|e| view.now < e),
-        ours: view.decision == Decision::Ours,
+        live: view
+            .expires_at
+            .is_some_and(|e| lease::lease_live(e, view.now)),
+        ours: view.holding.claim_is_mine(),
     })
 }
 

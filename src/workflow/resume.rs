@@ -296,18 +296,16 @@ fn take_claim(
 ) -> Result<Result<ClaimState, ResumeOutcome>, ResumeError> {
     let issue = view.issue;
     match view.decision {
-        Decision::Ours if !lease::lapsed(view) => {
-            match claims::heartbeat(coord, store, &[issue], Some(view.generation))? {
-                HeartbeatOutcome::Renewed { views, .. } => {
-                    adopt_claim(coord.settings, store, &views[0], branch)?;
-                    Ok(Ok(ClaimState::Held))
-                }
-                HeartbeatOutcome::Lost { reason, views } => {
-                    Ok(Err(ResumeOutcome::ClaimLost { reason, views }))
-                }
+        Decision::Ours => match claims::heartbeat(coord, store, &[issue], Some(view.generation))? {
+            HeartbeatOutcome::Renewed { views, .. } => {
+                adopt_claim(coord.settings, store, &views[0], branch)?;
+                Ok(Ok(ClaimState::Held))
             }
-        }
-        Decision::Stale | Decision::Ours => {
+            HeartbeatOutcome::Lost { reason, views } => {
+                Ok(Err(ResumeOutcome::ClaimLost { reason, views }))
+            }
+        },
+        Decision::Stale | Decision::Lapsed => {
             let request = ScopeClaim {
                 issue,
                 scope: Vec::new(),
@@ -319,7 +317,7 @@ fn take_claim(
                 return Ok(Err(ResumeOutcome::NotTakenOver(report)));
             }
             Ok(Ok(match view.decision {
-                Decision::Ours => ClaimState::Held,
+                Decision::Lapsed => ClaimState::Held,
                 _ => ClaimState::TakenOver,
             }))
         }

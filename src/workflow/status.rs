@@ -207,6 +207,8 @@ pub(crate) struct Totals {
     pub ours: usize,
     pub held: usize,
     pub stale: usize,
+    /// This instance's own claims whose lease lapsed (state `lapsed`).
+    pub lapsed: usize,
     pub blocked: usize,
     pub orphan: usize,
     /// In progress by an open pull request only (state `pull`).
@@ -253,7 +255,7 @@ pub(crate) struct Story {
 fn row_states(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({
         "type": "string",
-        "enum": ["ours", "held", "stale", "blocked", "pull", "orphan", "dispatch"],
+        "enum": ["ours", "lapsed", "held", "stale", "blocked", "pull", "orphan", "dispatch"],
     })
 }
 
@@ -487,10 +489,8 @@ impl Seen<'_> {
         .and_then(|n| self.pulls.iter().find(|pr| pr.number == n));
         let state = match view.map(|v| v.decision) {
             _ if closing.is_some() => "pull",
-            // A lapsed lease of ours is lost as anyone's is: stale, to be
-            // taken over (`coord claim` exits 5 on it too).
-            Some(Decision::Ours) if view.is_some_and(lease::lapsed) => "stale",
             Some(Decision::Ours) => "ours",
+            Some(Decision::Lapsed) => "lapsed",
             Some(Decision::Held) => "held",
             Some(Decision::Stale) => "stale",
             _ if !blocked_by.is_empty() => "blocked",
@@ -582,6 +582,9 @@ impl Seen<'_> {
         let mut attention = Vec::new();
         if state == "stale" {
             attention.push("stale lease".to_owned());
+        }
+        if state == "lapsed" {
+            attention.push("your lease lapsed: anyone may take it over".to_owned());
         }
         if view.is_some_and(|v| v.my_losing_claim.is_some()) {
             attention.push("collision: two live claims of one generation".to_owned());
@@ -679,6 +682,7 @@ impl Totals {
                 "ours" => totals.ours += 1,
                 "held" => totals.held += 1,
                 "stale" => totals.stale += 1,
+                "lapsed" => totals.lapsed += 1,
                 "blocked" => totals.blocked += 1,
                 "orphan" => totals.orphan += 1,
                 "pull" => totals.pull += 1,
@@ -698,7 +702,7 @@ impl Totals {
 /// The order of rows that need no person: live work first, then what waits.
 fn rank(state: &str) -> u8 {
     match state {
-        "stale" => 0,
+        "stale" | "lapsed" => 0,
         "ours" => 1,
         "held" | "pull" => 2,
         "dispatch" => 3,
@@ -728,7 +732,7 @@ fn ci_verdict(ci: &BTreeMap<String, CiStatus>, pr: &PullRequest, settings: &Sett
 fn lease_state(view: &IssueView, issue: u64) -> Option<LeaseState> {
     view.holder.as_ref()?;
     let expires_at = view.expires_at?;
-    let live = view.now < expires_at;
+    let live = lease::lease_live(expires_at, view.now);
     Some(LeaseState {
         expires_at,
         live,
@@ -737,8 +741,12 @@ fn lease_state(view: &IssueView, issue: u64) -> Option<LeaseState> {
         } else {
             view.now.since(expires_at).as_secs()
         },
-        takeover: (view.decision == Decision::Stale || lease::lapsed(view))
-            .then(|| format!("git maverick coord takeover {issue}")),
+        takeover: match view.decision {
+            Decision::Stale => Some(format!("git maverick coord takeover {issue}")),
+            // Its holder takes it back with a plain claim (a new generation).
+            Decision::Lapsed => Some(format!("git maverick coord claim {issue}")),
+            _ => None,
+        },
     })
 }
 

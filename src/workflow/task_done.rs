@@ -7,7 +7,10 @@
 use serde_json::{Map, Value};
 
 use crate::config::Settings;
-use crate::coord::lease::{self, Decision};
+use crate::coord::claims;
+use crate::coord::lease::{
+    self, ClaimOutcome, ClaimRequest, Coordinator, Decision, HeartbeatOutcome,
+};
 use crate::durable::tasks::{self, Checked, TaskError};
 use crate::git::{Git, GitError, Order};
 use crate::records::branch::BranchStore;
@@ -60,6 +63,30 @@ pub(crate) struct DoneReport {
     /// False when the commit was made by an earlier run that could not push it.
     pub committed_now: bool,
     pub checked: Checked,
+    /// What the run did to this instance's lease before committing.
+    pub lease: Option<LeaseKept>,
+}
+
+/// How `task done` kept this instance's claim alive (SPEC 4: a person's
+/// claim never lapses unseen): it renews a live lease, and re-takes one
+/// that lapsed while nobody else claimed the issue.
+#[derive(Clone, Debug, serde::Serialize, schemars::JsonSchema)]
+pub(crate) struct LeaseKept {
+    /// `renewed` (the lease was live) or `retaken` (it had lapsed: a new
+    /// claim, a new generation).
+    pub action: LeaseAction,
+    pub generation: u64,
+    pub expires_at: Option<crate::timefmt::Timestamp>,
+    /// When the lease had lapsed, for a re-take.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lapsed_at: Option<crate::timefmt::Timestamp>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum LeaseAction {
+    Renewed,
+    Retaken,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -120,6 +147,9 @@ pub(crate) enum DoneError {
     Surface(#[from] SurfaceError),
     #[error(transparent)]
     Record(#[from] RecordError),
+    /// Renewing or re-taking the claim before committing.
+    #[error(transparent)]
+    Claims(#[from] claims::ClaimsError),
 }
 
 /// What `task done` commits: the index, or a task commit an earlier run
@@ -207,9 +237,10 @@ pub(crate) fn task_done(
     what: ToCommit,
 ) -> Result<DoneOutcome, DoneError> {
     let (issue, branch) = (req.issue, req.branch);
-    if let Some(refused) = fence(surface, settings, claims, issue)? {
-        return Ok(refused);
-    }
+    let lease = match fence(surface, settings, claims, issue)? {
+        Fence::Refused(refused) => return Ok(refused),
+        Fence::Pass(lease) => lease,
+    };
 
     // Heal first (SPEC 6): a crash between an earlier push and its check
     // mark leaves that task unchecked; picking it again would label the new
@@ -279,42 +310,128 @@ pub(crate) fn task_done(
         short: pushed.short,
         committed_now: what.unpushed_task.is_none(),
         checked,
+        lease,
     }))
 }
 
-/// The fence (SPEC 4): never write for a claim that is no longer ours. The
-/// outcome to return instead, when the claim this clone recorded is lost
-/// or another instance holds the issue.
+/// The fence's answer: go on (with what it did to our lease), or stop.
+enum Fence {
+    Pass(Option<LeaseKept>),
+    Refused(DoneOutcome),
+}
+
+/// The fence (SPEC 4): never write for a claim that is no longer ours, and
+/// keep a claim that is ours alive. From the issue's holding verdict: a
+/// live lease of ours is renewed; one that lapsed is re-taken (a new claim,
+/// a new generation) while nobody else has claimed the issue, and refused
+/// when someone has; another instance's claim refuses.
 fn fence(
     surface: &dyn Surface,
     settings: &Settings,
     claims: &ClaimStore,
     issue: u64,
-) -> Result<Option<DoneOutcome>, DoneError> {
+) -> Result<Fence, DoneError> {
     let instance = settings.instance.as_str();
     let current = surface.issue(issue)?;
     let view = lease::analyze(&current, settings, instance, surface.now()?);
-    let Some(record) = claims.load(instance, issue)? else {
-        return Ok(match (&view.holder, view.decision) {
-            (Some(h), Decision::Held | Decision::Stale) => Some(DoneOutcome::Held {
+    let record = claims.load(instance, issue)?;
+    if let Some(reason) = record.as_ref().and_then(|r| r.lost.clone()) {
+        return Ok(Fence::Refused(DoneOutcome::ClaimLost { reason }));
+    }
+    let fenced = record.as_ref().map(|r| r.generation);
+    let lost = |reason: String| Ok(Fence::Refused(DoneOutcome::ClaimLost { reason }));
+    match (view.decision, &view.holder) {
+        (Decision::Ours | Decision::Lapsed, _) if fenced.is_some_and(|g| g != view.generation) => {
+            lost(format!(
+                "the generation of #{issue} changed from {} to {}",
+                fenced.unwrap_or_default(),
+                view.generation
+            ))
+        }
+        (Decision::Ours | Decision::Lapsed, _) => keep_alive(surface, settings, claims, &view),
+        (Decision::Held | Decision::Stale, Some(h)) if record.is_none() => {
+            Ok(Fence::Refused(DoneOutcome::Held {
                 holder: h.clone(),
                 stale: view.decision == Decision::Stale,
-            }),
-            _ => None,
-        });
+            }))
+        }
+        (_, Some(h)) => lost(format!("#{issue} is held by {}", h.instance_id)),
+        (_, None) if record.is_some() => {
+            lost(format!("#{issue} is no longer claimed by {instance}"))
+        }
+        // Never claimed here, and nobody holds it: work without a claim.
+        (_, None) => Ok(Fence::Pass(None)),
+    }
+}
+
+/// Renews our live lease on the claim's scope, or re-takes our lapsed one;
+/// a loss (someone claimed it meanwhile) refuses.
+fn keep_alive(
+    surface: &dyn Surface,
+    settings: &Settings,
+    store: &ClaimStore,
+    view: &lease::IssueView,
+) -> Result<Fence, DoneError> {
+    let coord = Coordinator::new(surface, settings);
+    let (issues, record) = claims::scope_of(store, &settings.instance, view.issue)?;
+    if view.decision == Decision::Ours {
+        return Ok(
+            match claims::heartbeat(&coord, store, &issues, Some(view.generation))? {
+                HeartbeatOutcome::Renewed { generation, views } => Fence::Pass(Some(LeaseKept {
+                    action: LeaseAction::Renewed,
+                    generation,
+                    expires_at: views.first().and_then(|v| v.expires_at),
+                    lapsed_at: None,
+                })),
+                HeartbeatOutcome::Lost { reason, .. } => {
+                    Fence::Refused(DoneOutcome::ClaimLost { reason })
+                }
+            },
+        );
+    }
+    let branch = record
+        .and_then(|r| r.branch)
+        .or_else(|| view.holder.as_ref().and_then(|h| h.branch.clone()));
+    let request = ClaimRequest {
+        issues,
+        branch: branch.as_deref(),
+        takeover: false,
     };
-    let lost = record.lost.clone().or_else(|| match view.decision {
-        Decision::Ours if view.generation == record.generation => None,
-        Decision::Ours => Some(format!(
-            "the generation of #{issue} changed from {} to {}",
-            record.generation, view.generation
-        )),
-        _ => Some(match &view.holder {
-            Some(h) => format!("#{issue} is held by {}", h.who()),
-            None => format!("#{issue} is no longer claimed by {instance}"),
-        }),
-    });
-    Ok(lost.map(|reason| DoneOutcome::ClaimLost { reason }))
+    Ok(match claims::claim(&coord, store, &request)? {
+        ClaimOutcome::Claimed {
+            generation, views, ..
+        } => Fence::Pass(Some(LeaseKept {
+            action: LeaseAction::Retaken,
+            generation,
+            expires_at: views.first().and_then(|v| v.expires_at),
+            lapsed_at: view.expires_at,
+        })),
+        other => {
+            let reason = match views_of(&other).iter().find_map(|v| v.holder.as_ref()) {
+                Some(h) if h.instance_id != settings.instance => format!(
+                    "the lease of {} on #{} lapsed and {} claimed it (generation {})",
+                    settings.instance, view.issue, h.who(), h.generation
+                ),
+                _ => format!(
+                    "the lease of {} on #{} lapsed and could not be taken back",
+                    settings.instance, view.issue
+                ),
+            };
+            claims::mark_lost(store, &settings.instance, &request.issues, &reason)?;
+            Fence::Refused(DoneOutcome::ClaimLost { reason })
+        }
+    })
+}
+
+/// The issues a claim attempt read.
+fn views_of(outcome: &ClaimOutcome) -> &[lease::IssueView] {
+    match outcome {
+        ClaimOutcome::Claimed { views, .. }
+        | ClaimOutcome::Blocked { views }
+        | ClaimOutcome::Held { views }
+        | ClaimOutcome::Stale { views }
+        | ClaimOutcome::Lost { views, .. } => views,
+    }
 }
 
 /// The task this run commits: `--task N`, else the task of an unpushed

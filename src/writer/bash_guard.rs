@@ -839,7 +839,7 @@ pub(crate) fn managed_branches(common_dir: &Path) -> Result<Vec<String>, RecordE
 
 /// A claim record that still counts: not lost, lease not run out.
 fn live(record: &ClaimRecord, now: Timestamp) -> bool {
-    record.lost.is_none() && record.expires_at > now
+    record.lost.is_none() && maverick_core::holding::lease_live(record.expires_at, now)
 }
 
 /// `*` in a refspec pattern matches any run of characters.

@@ -493,7 +493,7 @@ pub(crate) fn lease_warnings(claims: &[ClaimRecord], me: &str, now: Timestamp) -
         .iter()
         .filter(|c| c.instance_id == me)
         .filter_map(|c| {
-            let expired = Some(c.expires_at).filter(|e| *e <= now)?;
+            let expired = Some(c.expires_at).filter(|e| !maverick_core::holding::lease_live(*e, now))?;
             Some(format!(
                 "maverick: warning: the lease of {me} on #{} expired at {expired}; if another instance \
                  took it over, this push is a collision it will see. Renew it: git maverick coord heartbeat {}",

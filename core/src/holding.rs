@@ -1,0 +1,217 @@
+//! Who holds an issue (SPEC 4): one verdict, computed once.
+//!
+//! Every command that asks "may I work on this issue?" (`coord`, `run`,
+//! `task done`, `resume`, `status`, `dispatch`, `hydrate`, the pre-push
+//! hook, the agents' Bash guard) answers from [`Holding`], never from its
+//! own reading of a lease. [`lease_live`] is the one rule for whether a
+//! lease still runs; [`judge`] the one rule that turns an issue's facts into
+//! a verdict, including the state no caller may forget: a claim of this
+//! instance whose lease ran out ([`Holding::OursLapsed`]).
+
+use serde::Serialize;
+
+use crate::timefmt::Timestamp;
+
+/// Whether a lease that runs until `expires_at` is still live at `now`: a
+/// lease is live strictly before its expiry, and lapsed from that instant.
+pub fn lease_live(expires_at: Timestamp, now: Timestamp) -> bool {
+    now < expires_at
+}
+
+/// An issue's holding verdict as one instance sees it at one time.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum Holding {
+    /// Nobody holds it (an orphan label included) and nothing blocks it.
+    Free,
+    /// This instance holds it with a live lease.
+    Ours { until: Timestamp },
+    /// This instance's claim holds it, but its lease ran out: lost as any
+    /// stale lease is, though nobody may have taken it over yet.
+    OursLapsed { since: Timestamp },
+    /// Another instance holds it with a live lease.
+    Held { by: String, until: Timestamp },
+    /// Another instance's claim holds it, its lease ran out.
+    Stale { by: String, since: Timestamp },
+    /// Nobody holds it, and `blocked-by:#N` labels block it.
+    Blocked { by: Vec<u64> },
+    /// Nobody holds it live, and an open pull request (not the reader's own)
+    /// that closes it is the work in progress.
+    PullRequest { number: u64 },
+}
+
+/// What [`judge`] is handed: the facts the claim protocol derives from an
+/// issue's labels and markers.
+#[derive(Clone, Copy, Debug)]
+pub struct HoldingFacts<'a> {
+    /// The claim whose turn it is (present only while the in-progress label
+    /// is on the issue), by instance, and when its lease runs out.
+    pub holder: Option<(&'a str, Timestamp)>,
+    /// The issues the `blocked-by:#N` labels name.
+    pub blocked_by: &'a [u64],
+    /// An open pull request that closes the issue and is not the reader's.
+    pub pull_request: Option<u64>,
+    /// The reader.
+    pub me: &'a str,
+    /// The surface's time of the read.
+    pub now: Timestamp,
+}
+
+/// The verdict. Another instance's claim is reported before a block (a
+/// block must never hide who works on an issue); a pull request holds only
+/// an issue nobody holds live, this instance included.
+pub fn judge(facts: &HoldingFacts<'_>) -> Holding {
+    let by_claim = match facts.holder {
+        Some((who, until)) if who == facts.me && lease_live(until, facts.now) => {
+            Holding::Ours { until }
+        }
+        Some((who, since)) if who == facts.me => Holding::OursLapsed { since },
+        Some((who, until)) if lease_live(until, facts.now) => Holding::Held {
+            by: who.to_owned(),
+            until,
+        },
+        Some((who, since)) => Holding::Stale {
+            by: who.to_owned(),
+            since,
+        },
+        None => Holding::unclaimed(facts.blocked_by),
+    };
+    match facts.pull_request {
+        Some(number) if by_claim.pull_may_hold() => Holding::PullRequest { number },
+        _ => by_claim,
+    }
+}
+
+impl Holding {
+    /// The verdict on an issue no claim holds: blocked by the issues its
+    /// `blocked-by:#N` labels name, else free.
+    pub fn unclaimed(blocked_by: &[u64]) -> Holding {
+        match blocked_by {
+            [] => Holding::Free,
+            by => Holding::Blocked { by: by.to_vec() },
+        }
+    }
+
+    /// Whether an open pull request would hold the issue over this verdict:
+    /// nobody holds it live and nothing blocks it.
+    pub fn pull_may_hold(&self) -> bool {
+        matches!(
+            self,
+            Holding::Free | Holding::Stale { .. } | Holding::OursLapsed { .. }
+        )
+    }
+
+    /// Whether this instance's claim holds the issue, live or lapsed.
+    pub fn claim_is_mine(&self) -> bool {
+        matches!(self, Holding::Ours { .. } | Holding::OursLapsed { .. })
+    }
+
+    /// Whether a lease has run out (ours or another's): a takeover's case.
+    pub fn lapsed(&self) -> bool {
+        matches!(self, Holding::OursLapsed { .. } | Holding::Stale { .. })
+    }
+
+    /// The name a command prints and its JSON's `decision` carries.
+    pub fn decision(&self) -> Decision {
+        match self {
+            Holding::Free => Decision::Free,
+            Holding::Ours { .. } => Decision::Ours,
+            Holding::OursLapsed { .. } => Decision::Lapsed,
+            Holding::Held { .. } | Holding::PullRequest { .. } => Decision::Held,
+            Holding::Stale { .. } => Decision::Stale,
+            Holding::Blocked { .. } => Decision::Blocked,
+        }
+    }
+}
+
+/// The verdict's one-word name: `decision` in every command's JSON.
+/// `lapsed` is this instance's own claim whose lease ran out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Decision {
+    Free,
+    Ours,
+    Lapsed,
+    Blocked,
+    Held,
+    Stale,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T: Timestamp = Timestamp(1_000);
+
+    fn facts<'a>(holder: Option<(&'a str, i64)>, blocked: &'a [u64]) -> HoldingFacts<'a> {
+        HoldingFacts {
+            holder: holder.map(|(who, at)| (who, Timestamp(at))),
+            blocked_by: blocked,
+            pull_request: None,
+            me: "me",
+            now: T,
+        }
+    }
+
+    #[test]
+    fn a_lease_is_live_strictly_before_its_expiry() {
+        assert!(lease_live(Timestamp(1_001), T));
+        assert!(!lease_live(T, T));
+        assert!(!lease_live(Timestamp(999), T));
+    }
+
+    #[test]
+    fn every_state_from_its_facts() {
+        let cases: Vec<(HoldingFacts<'_>, Holding)> = vec![
+            (facts(None, &[]), Holding::Free),
+            (
+                facts(Some(("me", 1_600)), &[]),
+                Holding::Ours {
+                    until: Timestamp(1_600),
+                },
+            ),
+            (
+                facts(Some(("me", 1_000)), &[]),
+                Holding::OursLapsed { since: T },
+            ),
+            (
+                facts(Some(("other", 1_600)), &[7]),
+                Holding::Held {
+                    by: "other".into(),
+                    until: Timestamp(1_600),
+                },
+            ),
+            (
+                facts(Some(("other", 900)), &[]),
+                Holding::Stale {
+                    by: "other".into(),
+                    since: Timestamp(900),
+                },
+            ),
+            (facts(None, &[7, 9]), Holding::Blocked { by: vec![7, 9] }),
+        ];
+        for (f, want) in cases {
+            assert_eq!(judge(&f), want, "{f:?}");
+        }
+    }
+
+    #[test]
+    fn a_pull_request_holds_only_what_nobody_holds_live() {
+        let with_pull = |f: HoldingFacts<'static>| HoldingFacts {
+            pull_request: Some(12),
+            ..f
+        };
+        let pull = Holding::PullRequest { number: 12 };
+        assert_eq!(judge(&with_pull(facts(None, &[]))), pull);
+        assert_eq!(judge(&with_pull(facts(Some(("me", 900)), &[]))), pull);
+        assert_eq!(judge(&with_pull(facts(Some(("other", 900)), &[]))), pull);
+        assert_eq!(
+            judge(&with_pull(facts(Some(("me", 1_600)), &[]))).decision(),
+            Decision::Ours
+        );
+        assert_eq!(
+            judge(&with_pull(facts(None, &[3]))).decision(),
+            Decision::Blocked
+        );
+    }
+}
