@@ -600,3 +600,34 @@ fn a_damaged_old_ref_is_a_clear_error_and_nothing_is_written() {
     assert!(run.stderr.contains("meta.json"), "{}", run.stderr);
     assert_eq!(origin_ref(&env, "refs/maverick/issue/3"), None);
 }
+
+// --- a branch two claims share (issue 37) ----------------------------------
+
+/// Two claims of one clone on one branch (a story and its follow-up):
+/// releasing one keeps the branch's last-seen record for the other, whose
+/// plain fast-forward push then goes through; releasing the last one
+/// leaves the branch unguarded.
+#[test]
+fn releasing_one_of_two_claims_on_a_branch_keeps_the_others_record() {
+    use crate::support::{allowed, push, STORY_BRANCH};
+    let env = TestEnv::new();
+    let a = env.claimed_clone("a");
+    a.maverick(&["coord", "claim", "143", "--branch", STORY_BRANCH])
+        .expect(0);
+    a.commit_file("parser.rs", "fn parse() {}\n", "feat: parser");
+    allowed(&push(&a, &["--quiet", "-u", "origin", STORY_BRANCH]));
+
+    a.maverick(&["coord", "release", "142", "--reason", "merged"])
+        .expect(0);
+    let head = a.commit_file("lexer.rs", "fn lex() {}\n", "feat: lexer");
+    allowed(&push(&a, &["--quiet", "origin", STORY_BRANCH]));
+    assert_eq!(env.origin_head(STORY_BRANCH), Some(head));
+    // The hook still guards the branch for #143: a force push is refused.
+    a.git(&["reset", "--quiet", "--hard", "HEAD~1"]);
+    let forced = push(&a, &["--force", "origin", STORY_BRANCH]);
+    assert!(!forced.status.success(), "a force push went through");
+
+    a.maverick(&["coord", "release", "143", "--reason", "merged"])
+        .expect(0);
+    allowed(&push(&a, &["--quiet", "--force", "origin", STORY_BRANCH]));
+}
