@@ -1042,9 +1042,11 @@ pub(crate) fn agent_session_instance(
         .or_else(instance_from_session))
 }
 
-/// SPEC 2: env, then config, then the agent session, then Maverick's
-/// per-user instance when it has one, then one generated id kept in this
-/// worktree's git dir.
+/// SPEC 2: env, then config, then the agent session, then one generated id
+/// kept in this worktree's git dir. Maverick's `~/.maverick/instance_id` is
+/// not read: Maverick rewrites it for each of its sessions, so reading it
+/// would move a clone's id under its live claims (the session variable
+/// already derives the same id inside a Maverick session).
 fn resolve_instance(git: &Git, keys: &ConfigKeys) -> Result<(String, Origin), ConfigError> {
     resolve_instance_in(keys, || git.git_dir())
 }
@@ -1076,10 +1078,6 @@ fn resolve_instance_in(
             .unwrap_or("CLAUDE_CODE_SESSION_ID");
         return Ok((id, Origin::Env(var)));
     }
-    if let Some((id, path)) = maverick_instance_file() {
-        let kept = format!("Maverick's instance, kept in {}", path.display());
-        return Ok((id, Origin::Derived(kept)));
-    }
     let path = git_dir()?.join("maverick").join("instance");
     let kept = Origin::Derived(format!("generated once, kept in {}", path.display()));
     if let Ok(text) = std::fs::read_to_string(&path) {
@@ -1096,19 +1094,6 @@ fn resolve_instance_in(
     std::fs::create_dir_all(path.parent().expect("has a parent")).map_err(io_err)?;
     crate::records::files::write_atomically(&path, format!("{id}\n").as_bytes()).map_err(io_err)?;
     Ok((id, kept))
-}
-
-/// Maverick's own instance outside an agent session: `~/.maverick/instance_id`
-/// (per user, not per clone; Maverick also writes each session's id there).
-/// Read after the session and before a generated id, so that a person who
-/// runs both tools is one instance wherever Maverick would be one. Never
-/// written: the file is Maverick's.
-fn maverick_instance_file() -> Option<(String, PathBuf)> {
-    let home = std::env::var_os("HOME").filter(|h| !h.is_empty())?;
-    let path = PathBuf::from(home).join(".maverick").join("instance_id");
-    let text = std::fs::read_to_string(&path).ok()?;
-    let id = text.trim();
-    valid_instance_id(id).then(|| (id.to_owned(), path))
 }
 
 pub(crate) fn short_hostname() -> String {
