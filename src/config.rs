@@ -440,8 +440,11 @@ impl Place {
                 default("origin".to_owned()),
             )?,
         );
-        let remote_url = git.config_get(&format!("remote.{remote}.url"))?;
-        origins.set("remoteUrl", Origin::Derived(format!("remote.{remote}.url")));
+        let remote_url = push_url(git, &remote)?;
+        origins.set(
+            "remoteUrl",
+            Origin::Derived(format!("git remote get-url --push {remote}")),
+        );
         let flag_repo = match &overrides.repo {
             Some(r) => Some(parse_repo(r).ok_or_else(|| ConfigError::BadRepo(r.clone()))?),
             None => None,
@@ -712,6 +715,18 @@ fn repo_key(key: &'static str, text: &str) -> Result<Option<String>, ConfigError
     }
 }
 
+/// The URL a push to `remote` goes to, as git resolves it (`pushurl`,
+/// `insteadOf` and `pushInsteadOf` applied): the surface and the repository
+/// are chosen from the URL every push uses (SPEC 2), never from the raw
+/// `remote.<name>.url`. `None` when the remote is not configured.
+fn push_url(git: &Git, remote: &str) -> Result<Option<String>, ConfigError> {
+    match git.push_url(remote) {
+        Ok(url) => Ok(Some(url)),
+        Err(_) if git.config_get(&format!("remote.{remote}.url"))?.is_none() => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// What the settings that have no value of their own are worked out from.
 struct Implied<'a> {
     /// `-R/--repo`, parsed: its host (if it names one) and `OWNER/NAME`.
@@ -733,7 +748,7 @@ impl Implied<'_> {
     /// repository there: the host is where its API, and so its token, goes.
     fn github_remote(&self) -> Option<(String, String)> {
         self.remote_url
-            .and_then(|url| github_remote_on(url, self.gh.host.as_deref()))
+            .and_then(|url| github_repo(url, self.gh.host.as_deref()))
     }
 
     /// The surface when nothing names one: GitHub when something names a
@@ -914,54 +929,7 @@ pub(crate) fn split_list(text: &str) -> Vec<String> {
         .collect()
 }
 
-fn valid_repo(repo: &str) -> bool {
-    let ok = |s: &str| {
-        !s.is_empty()
-            && s != "."
-            && s != ".."
-            && s.chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-    };
-    matches!(repo.split_once('/'), Some((owner, name)) if ok(owner) && ok(name))
-}
-
-/// The GitHub host a remote URL is on (github.com, or `gh_host`) and its
-/// `OWNER/NAME`: the host is where the repository's API, and so its token,
-/// goes.
-fn github_remote_on(url: &str, gh_host: Option<&str>) -> Option<(String, String)> {
-    let rest = url
-        .strip_prefix("https://")
-        .or_else(|| url.strip_prefix("http://"))
-        .or_else(|| url.strip_prefix("ssh://"))
-        .or_else(|| url.strip_prefix("git://"))
-        .map(|r| {
-            // Drop userinfo.
-            r.split_once('@')
-                .filter(|(user, _)| !user.contains('/'))
-                .map_or(r, |(_, host)| host)
-                .to_owned()
-        })
-        .or_else(|| {
-            // scp-like: git@github.com:owner/name.git
-            let (userhost, path) = url.split_once(':')?;
-            let host = userhost.rsplit('@').next()?;
-            Some(format!("{host}/{path}"))
-        })?;
-    let (host, path) = rest.split_once('/')?;
-    let host = host.split(':').next()?.to_ascii_lowercase();
-    let named = gh_host.is_some_and(|h| h.split(':').next() == Some(host.as_str()));
-    if host != "github.com" && host != "www.github.com" && !named {
-        return None;
-    }
-    let path = path.trim_end_matches('/');
-    let path = path.strip_suffix(".git").unwrap_or(path);
-    let repo = path.to_owned();
-    let host = match host.as_str() {
-        "www.github.com" => "github.com".to_owned(),
-        _ => host,
-    };
-    valid_repo(&repo).then_some((host, repo))
-}
+use maverick_core::remote::{github_repo, valid_repo};
 
 pub(crate) use maverick_core::ids::valid_instance_id;
 
@@ -1121,33 +1089,6 @@ pub(crate) fn short_hostname() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn github_urls() {
-        for url in [
-            "https://github.com/acme/widgets.git",
-            "https://github.com/acme/widgets",
-            "https://x-access-token:abc@github.com/acme/widgets.git",
-            "git@github.com:acme/widgets.git",
-            "ssh://git@github.com/acme/widgets.git",
-            "ssh://git@github.com:22/acme/widgets",
-        ] {
-            assert_eq!(
-                github_remote_on(url, None),
-                Some(("github.com".to_owned(), "acme/widgets".to_owned())),
-                "{url}"
-            );
-        }
-        for url in [
-            "/tmp/origin.git",
-            "file:///tmp/origin.git",
-            "git@gitlab.com:acme/widgets.git",
-            "https://github.example.com/acme/widgets.git",
-            "https://github.com/acme",
-        ] {
-            assert_eq!(github_remote_on(url, None), None, "{url}");
-        }
-    }
 
     #[test]
     fn session_ids_hash_as_maverick_does() {

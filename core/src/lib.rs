@@ -10,11 +10,13 @@
 //! - [`ids`]: typed ids (object ids that know SHA-1 from SHA-256, instance ids);
 //! - [`timefmt`]: timestamps and the spec's duration grammar;
 //! - [`markers`]: the marker format, parsed totally;
-//! - [`closing`]: GitHub's closing keywords in a pull request's description.
+//! - [`closing`]: GitHub's closing keywords in a pull request's description;
+//! - [`remote`]: what a remote URL (as git resolves it for a push) names.
 
 #![forbid(unsafe_code)]
 
 pub mod closing;
 pub mod ids;
 pub mod markers;
+pub mod remote;
 pub mod timefmt;
