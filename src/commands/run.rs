@@ -156,6 +156,7 @@ fn hold_for(
             git: ctx.git.clone(),
             settings: settings.clone(),
             warnings: Vec::new(),
+            damage: ctx.damage.clone(),
         };
         Box::new(move || ctx.surface().ok())
     };

@@ -143,6 +143,11 @@ pub(crate) fn all() -> Vec<SchemaFile> {
             "coord label",
             "`coord block|unblock|label add|remove`: the issue's labels afterwards.",
         ),
+        answer::<crate::surface::IssueReset>(
+            "coord-reset",
+            "coord reset",
+            "`coord reset`: the issue's ref now holds an empty record; what it held is kept at `backup`.",
+        ),
         answer::<Box<DispatchReport>>(
             "dispatch",
             "dispatch",

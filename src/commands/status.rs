@@ -76,13 +76,7 @@ impl Source {
     fn open(ctx: &Context) -> Result<Source, CommandError> {
         let settings = &ctx.settings;
         Ok(match settings.surface {
-            SurfaceKind::Git => Source::Git(Box::new(GitSurface::new(
-                ctx.git.clone(),
-                &settings.remote,
-                settings.remote_url.as_deref().unwrap_or_default(),
-                &settings.instance,
-                settings.clock.clone(),
-            ))),
+            SurfaceKind::Git => Source::Git(Box::new(ctx.git_surface())),
             SurfaceKind::Github => Source::Github(Box::new(ctx.github_surface()?)),
         })
     }
