@@ -9,12 +9,12 @@ use serde::Serialize;
 
 use super::{Context, Outcome, Warning};
 use crate::cli::{issue_number, GlobalArgs};
+use crate::commands::error::{CommandError, Exit};
 use crate::config::SurfaceKind;
 use crate::coord::claims::{self, ClaimReport, ScopeClaim};
 use crate::coord::lease::{
     lapsed, ClaimOutcome, Coordinator, Decision, HeartbeatOutcome, IssueView, ReleaseOutcome,
 };
-use crate::error::{CommandError, Exit};
 use crate::timefmt::{format_duration, human_duration};
 
 #[derive(Debug, Args)]

@@ -5,6 +5,7 @@ pub(crate) mod config;
 pub(crate) mod contract;
 pub(crate) mod coord;
 pub(crate) mod dispatch;
+pub(crate) mod error;
 pub(crate) mod escape;
 pub(crate) mod help;
 pub(crate) mod hook;
@@ -25,8 +26,8 @@ use clap::FromArgMatches as _;
 use serde::Serialize;
 
 use crate::cli::{Cli, Command, GlobalArgs};
+use crate::commands::error::{CommandError, Exit};
 use crate::config::{Settings, SurfaceKind, UnknownKey};
-use crate::error::{CommandError, Exit};
 use crate::git::{Git, GitEnv};
 use crate::records::claim::ClaimStore;
 use crate::surface::git::GitSurface;
@@ -230,7 +231,7 @@ pub(crate) fn repository() -> Result<Git, CommandError> {
     let git = Git::new(cwd, GitEnv::inherit());
     if !git.is_repository()? {
         return Err(CommandError::tool("not inside a git repository")
-            .code(crate::error::ErrorCode::NotARepository)
+            .code(crate::commands::error::ErrorCode::NotARepository)
             .hint(
                 "run git maverick from a clone of the project (cd into it, or `git clone URL`)",
             ));

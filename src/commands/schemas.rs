@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde_json::Value;
 
 use super::contract::{Answer, Envelope, Failure};
-use crate::error::Exit;
+use crate::commands::error::Exit;
 
 /// One schema file: `schemas/NAME.schema.json`.
 pub(crate) struct SchemaFile {
