@@ -12,7 +12,6 @@ pub mod commands;
 pub mod config;
 pub mod coord;
 pub mod durable;
-pub mod error;
 pub mod failpoint;
 pub mod git;
 pub mod markers;

@@ -600,3 +600,117 @@ fn a_damaged_old_ref_is_a_clear_error_and_nothing_is_written() {
     assert!(run.stderr.contains("meta.json"), "{}", run.stderr);
     assert_eq!(origin_ref(&env, "refs/maverick/issue/3"), None);
 }
+
+// --- a branch two claims share (issue 37) ----------------------------------
+
+/// Two claims of one clone on one branch (a story and its follow-up):
+/// releasing one keeps the branch's last-seen record for the other, whose
+/// plain fast-forward push then goes through; releasing the last one
+/// leaves the branch unguarded.
+#[test]
+fn releasing_one_of_two_claims_on_a_branch_keeps_the_others_record() {
+    use crate::support::{allowed, push, STORY_BRANCH};
+    let env = TestEnv::new();
+    let a = env.claimed_clone("a");
+    a.maverick(&["coord", "claim", "143", "--branch", STORY_BRANCH])
+        .expect(0);
+    a.commit_file("parser.rs", "fn parse() {}\n", "feat: parser");
+    allowed(&push(&a, &["--quiet", "-u", "origin", STORY_BRANCH]));
+
+    a.maverick(&["coord", "release", "142", "--reason", "merged"])
+        .expect(0);
+    let head = a.commit_file("lexer.rs", "fn lex() {}\n", "feat: lexer");
+    allowed(&push(&a, &["--quiet", "origin", STORY_BRANCH]));
+    assert_eq!(env.origin_head(STORY_BRANCH), Some(head));
+    // The hook still guards the branch for #143: a force push is refused.
+    a.git(&["reset", "--quiet", "--hard", "HEAD~1"]);
+    let forced = push(&a, &["--force", "origin", STORY_BRANCH]);
+    assert!(!forced.status.success(), "a force push went through");
+
+    a.maverick(&["coord", "release", "143", "--reason", "merged"])
+        .expect(0);
+    allowed(&push(&a, &["--quiet", "--force", "origin", STORY_BRANCH]));
+}
+
+// --- a damaged issue ref (issue 37) ----------------------------------------
+
+/// Pushes a commit whose issue.json does not parse to `refs/maverick/issue/N`
+/// on the origin; returns the commit.
+fn damage_issue_ref(env: &TestEnv, issue: u64) -> String {
+    let dir = env.path().join(format!("damage-{issue}"));
+    env.git_in(env.path(), &["init", "--quiet", dir.to_str().unwrap()]);
+    std::fs::write(dir.join("issue.json"), "{\"format\": 2, \"comments\": [tru").unwrap();
+    env.git_in(&dir, &["add", "-A"]);
+    env.git_in(&dir, &["commit", "--quiet", "-m", "damaged"]);
+    let origin = env.origin.to_str().unwrap();
+    let refspec = format!("+HEAD:refs/maverick/issue/{issue}");
+    env.git_in(&dir, &["push", "--quiet", origin, &refspec]);
+    env.git_in(&dir, &["rev-parse", "HEAD"])
+}
+
+/// One damaged issue ref stops only that issue: `status`, `dispatch` and
+/// `coord` go on with every other issue and name the damaged ref with the
+/// way out, and `coord reset N` (a compare-and-swap, refused for a healthy
+/// issue unless forced) frees it and keeps the damaged commit reachable.
+#[test]
+fn a_damaged_issue_ref_stops_only_its_issue_and_coord_reset_frees_it() {
+    let env = TestEnv::new();
+    let alice = env.clone("alice");
+    let bob = env.clone("bob");
+    alice.maverick(&["coord", "claim", "6"]).expect(0);
+    let damaged = damage_issue_ref(&env, 5);
+    let names = |text: &str| env.normalise(text).replace(&damaged, "[damaged]");
+
+    let status = bob.maverick(&["status"]);
+    status.expect(0);
+    assert!(
+        status.stderr.contains("refs/maverick/issue/5")
+            && status.stderr.contains("git maverick coord reset 5"),
+        "{}",
+        status.screen()
+    );
+    assert!(status.stdout.contains("#6"), "{}", status.screen());
+    let dispatch = bob.maverick(&["dispatch", "--json"]);
+    assert_ne!(dispatch.code, 1, "{}", dispatch.screen());
+    assert!(
+        dispatch.json()["warnings"]
+            .to_string()
+            .contains("coord reset 5"),
+        "{}",
+        dispatch.screen()
+    );
+
+    let read = bob.maverick(&["coord", "read", "5"]);
+    insta::assert_snapshot!("damaged_issue_read", names(&read.screen()));
+    read.expect(1);
+    bob.maverick(&["coord", "read", "6"]).expect(4);
+    bob.maverick(&["coord", "claim", "7"]).expect(0);
+    bob.maverick(&["coord", "claim", "5"]).expect(1);
+
+    // A healthy issue is not reset unless forced.
+    let healthy = bob.maverick(&["coord", "reset", "6"]);
+    healthy.expect(1);
+    assert!(healthy.stderr.contains("--force"), "{}", healthy.screen());
+    assert_eq!(holder(&bob, 6).as_deref(), Some("alice"));
+
+    let reset = bob.maverick(&["coord", "reset", "5"]);
+    insta::assert_snapshot!("damaged_issue_reset", names(&reset.screen()));
+    reset.expect(0);
+    let backup = format!("refs/maverick/backup/issue-5-{damaged}");
+    assert_eq!(origin_ref(&env, &backup), Some(damaged.clone()));
+    assert_ne!(
+        origin_ref(&env, "refs/maverick/issue/5"),
+        Some(damaged.clone())
+    );
+    assert_eq!(holder(&bob, 5), None);
+    let status = alice.maverick(&["status"]);
+    status.expect(0);
+    assert!(!status.stderr.contains("issue/5"), "{}", status.screen());
+    alice.maverick(&["coord", "claim", "5"]).expect(0);
+    // Reset twice: the ref is healthy now, so the second is refused.
+    bob.maverick(&["coord", "reset", "5"]).expect(1);
+    let forced = bob.maverick(&["coord", "reset", "5", "--force", "--json"]);
+    forced.expect(0);
+    assert_eq!(forced.json()["was_damaged"], false);
+    assert_eq!(holder(&bob, 5), None);
+}

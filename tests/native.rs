@@ -627,3 +627,70 @@ fn gh_host_makes_an_enterprise_remote_a_github_one() {
         "http://127.0.0.1:9/"
     );
 }
+
+/// Two clones of one GitHub repository, one whose origin is spelled
+/// through an `insteadOf` alias (`gh:acme/widgets`), one with the plain
+/// URL: both are on the github surface, on the same repository, because
+/// the surface comes from the URL git resolves for a push (SPEC 2), so
+/// each sees the other's claims.
+#[test]
+fn an_insteadof_alias_and_the_plain_url_are_one_github_repository() {
+    let env = TestEnv::with_surface(Surface::Github);
+    let plain = env.clone("plain");
+    let aliased = env.clone("aliased");
+    for repo in [&plain, &aliased] {
+        repo.git(&["config", "--unset", "maverick.repo"]);
+    }
+    plain.with_remote_at("https://github.com/acme/widgets.git");
+    aliased.with_remote_at("gh:acme/widgets");
+    aliased.git(&["config", "url.git@github.com:.insteadOf", "gh:"]);
+    let config = |repo: &crate::support::Repo<'_>| {
+        let run = repo.maverick(&["config", "--json"]);
+        run.expect(0);
+        run.json()
+    };
+    for repo in [&plain, &aliased] {
+        let json = config(repo);
+        assert_eq!(setting(&json, "surface")["value"], "github", "{json}");
+        assert_eq!(setting(&json, "repo")["value"], GITHUB_REPO, "{json}");
+    }
+    let json = config(&aliased);
+    assert_eq!(
+        setting(&json, "remoteUrl")["value"],
+        "git@github.com:acme/widgets"
+    );
+    assert_eq!(
+        setting(&json, "remoteUrl")["from"],
+        "git remote get-url --push origin"
+    );
+
+    aliased.maverick(&["coord", "claim", "7"]).expect(0);
+    let read = plain.maverick(&["coord", "read", "7", "--json"]);
+    read.expect(4);
+    assert_eq!(read.json()["holder"]["instance_id"], "aliased");
+    plain.maverick(&["coord", "claim", "8"]).expect(0);
+    let read = aliased.maverick(&["coord", "read", "8", "--json"]);
+    read.expect(4);
+    assert_eq!(read.json()["holder"]["instance_id"], "plain");
+}
+
+/// A `pushInsteadOf` sends pushes elsewhere than fetches: the surface is
+/// chosen from where the pushes go.
+#[test]
+fn the_surface_follows_the_push_url() {
+    let env = TestEnv::new();
+    let repo = env.clone("alice");
+    repo.with_remote_at("https://github.com/acme/widgets.git");
+    repo.git(&[
+        "config",
+        "url.git@gitlab.example.com:mirror/.pushInsteadOf",
+        "https://github.com/acme/",
+    ]);
+    let run = repo.maverick(&["config", "--json"]);
+    let json = run.expect(0).json();
+    assert_eq!(setting(&json, "surface")["value"], "git", "{json}");
+    assert_eq!(
+        setting(&json, "remoteUrl")["value"],
+        "git@gitlab.example.com:mirror/widgets.git"
+    );
+}

@@ -12,6 +12,7 @@
 //! - [`markers`]: the marker format, parsed totally;
 //! - [`closing`]: GitHub's closing keywords in a pull request's description;
 //! - [`holding`]: who holds an issue, the one verdict every command answers from.
+//! - [`remote`]: what a remote URL (as git resolves it for a push) names.
 
 #![forbid(unsafe_code)]
 
@@ -19,4 +20,5 @@ pub mod closing;
 pub mod holding;
 pub mod ids;
 pub mod markers;
+pub mod remote;
 pub mod timefmt;

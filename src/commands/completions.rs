@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::Outcome;
-use crate::error::{CommandError, Exit};
+use crate::commands::error::{CommandError, Exit};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]

@@ -9,8 +9,8 @@ use serde::Serialize;
 
 use super::{Outcome, Warning};
 use crate::cli::GlobalArgs;
+use crate::commands::error::{CommandError, Exit};
 use crate::config::{Origin, Origins, Settings, SurfaceKind};
-use crate::error::{CommandError, Exit};
 use crate::git::Git;
 
 #[derive(Debug, Args)]
@@ -85,7 +85,7 @@ pub(crate) fn run(
                 if names.len() == 1 { "" } else { "s" },
                 names.join(", ")
             ))
-            .code(crate::error::ErrorCode::BadConfig);
+            .code(crate::commands::error::ErrorCode::BadConfig);
             for unknown in &origins.unknown_keys {
                 let scope = match unknown.origin.scope.as_str() {
                     "local" | "global" | "system" | "worktree" => {

@@ -11,8 +11,8 @@ use std::fmt;
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::{Serialize, Serializer};
 
-pub(crate) use crate::error::Warning;
-use crate::error::{CommandError, ErrorCode, Exit};
+pub(crate) use crate::commands::error::Warning;
+use crate::commands::error::{CommandError, ErrorCode, Exit};
 
 /// The version of the JSON contract (`schemas/`, README "JSON output"):
 /// additive fields keep it; a rename or a removal bumps it.

@@ -9,12 +9,12 @@ use serde::Serialize;
 
 use super::{Context, Outcome, Warning};
 use crate::cli::{issue_number, GlobalArgs};
+use crate::commands::error::{CommandError, Exit};
 use crate::config::SurfaceKind;
 use crate::coord::claims::{self, ClaimReport, ScopeClaim};
 use crate::coord::lease::{
     ClaimOutcome, Coordinator, Decision, HeartbeatOutcome, IssueView, ReleaseOutcome,
 };
-use crate::error::{CommandError, Exit};
 use crate::timefmt::{format_duration, human_duration};
 
 #[derive(Debug, Args)]
@@ -46,6 +46,20 @@ pub(crate) enum CoordCommand {
     /// Add or remove any labels
     #[command(subcommand)]
     Label(LabelCommand),
+    /// Reset one issue whose record on the git surface is damaged, so it
+    /// is free again (the old record is kept under a backup ref)
+    Reset(ResetArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ResetArgs {
+    /// The issue number (142 or #142)
+    #[arg(value_parser = issue_number)]
+    pub issue: u64,
+    /// Reset a record that is readable too, dropping its claims, labels
+    /// and comments (kept under the backup ref all the same)
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]
@@ -180,6 +194,7 @@ pub(crate) enum CoordOutput {
     Release(ReleaseOutcome),
     ReleaseAll(ReleaseAllOutput),
     Label(LabelOutput),
+    Reset(crate::surface::IssueReset),
 }
 
 pub(crate) fn run(
@@ -219,7 +234,31 @@ fn coord(ctx: &Context, args: CoordArgs) -> Result<Outcome<CoordOutput>, Command
         }
         CoordCommand::Label(LabelCommand::Add(a)) => relabel(&coord, a.issue, a.labels, vec![])?,
         CoordCommand::Label(LabelCommand::Remove(a)) => relabel(&coord, a.issue, vec![], a.labels)?,
+        CoordCommand::Reset(a) => reset(surface.as_ref(), a.issue, a.force)?,
     })
+}
+
+/// `coord reset`: the way out of one damaged issue record.
+fn reset(
+    surface: &dyn crate::surface::Surface,
+    issue: u64,
+    force: bool,
+) -> Result<Outcome<CoordOutput>, CommandError> {
+    let reset = surface.reset_issue(issue, force)?;
+    let why = if reset.was_damaged {
+        "it was damaged"
+    } else {
+        "forced"
+    };
+    let lines = [
+        format!("#{issue}: reset {} ({why}); it is free", reset.refname),
+        format!("the old record is kept at {}", reset.backup),
+    ];
+    let mut outcome = Outcome::new(Exit::Ok, CoordOutput::Reset(reset));
+    for line in lines {
+        outcome = outcome.line(line);
+    }
+    Ok(outcome)
 }
 
 /// `coord read`'s exit code for each verdict (SPEC 10). A lease of ours

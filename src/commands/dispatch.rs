@@ -6,11 +6,11 @@ use super::{Context, Outcome};
 use crate::cli::{issue_number, GlobalArgs};
 use serde::Serialize;
 
+use crate::commands::error::{CommandError, Exit};
 use crate::coord::dispatch::{
     DispatchReport, DispatchResult, Dispatcher, HolderKind, ReleaseHow, ReleaseReport, SlotClaim,
     SlotView, Verdict,
 };
-use crate::error::{CommandError, Exit};
 use crate::timefmt::format_duration;
 
 #[derive(Debug, Args)]

@@ -11,8 +11,8 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::Outcome;
+use crate::commands::error::{CommandError, Exit};
 use crate::config::{closest_name, KNOWN_KEYS};
-use crate::error::{CommandError, Exit};
 
 /// The commit the binary was built from (7 hex digits), when known.
 pub(crate) fn build_commit() -> Option<&'static str> {

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::{Context, Outcome};
 use crate::cli::{issue_number, GlobalArgs};
-use crate::error::{CommandError, Exit};
+use crate::commands::error::{CommandError, Exit};
 use crate::workflow::hydrate::{self, Hydrated};
 
 #[derive(Debug, Args)]

@@ -5,6 +5,7 @@ pub(crate) mod config;
 pub(crate) mod contract;
 pub(crate) mod coord;
 pub(crate) mod dispatch;
+pub(crate) mod error;
 pub(crate) mod escape;
 pub(crate) mod help;
 pub(crate) mod hook;
@@ -26,8 +27,8 @@ use clap::FromArgMatches as _;
 use serde::Serialize;
 
 use crate::cli::{Cli, Command, GlobalArgs};
+use crate::commands::error::{CommandError, Exit};
 use crate::config::{Settings, SurfaceKind, UnknownKey};
-use crate::error::{CommandError, Exit};
 use crate::git::{Git, GitEnv};
 use crate::records::claim::ClaimStore;
 use crate::surface::git::GitSurface;
@@ -240,7 +241,7 @@ pub(crate) fn repository() -> Result<Git, CommandError> {
     let git = Git::new(cwd, GitEnv::inherit());
     if !git.is_repository()? {
         return Err(CommandError::tool("not inside a git repository")
-            .code(crate::error::ErrorCode::NotARepository)
+            .code(crate::commands::error::ErrorCode::NotARepository)
             .hint(
                 "run git maverick from a clone of the project (cd into it, or `git clone URL`)",
             ));
@@ -264,6 +265,9 @@ pub(crate) struct Context {
     pub settings: Settings,
     /// What loading the settings warned about, on stderr already.
     pub warnings: Vec<Warning>,
+    /// The damaged issues the surfaces this context opened met: warnings
+    /// of the command, which went on with every other issue.
+    pub damage: crate::surface::DamageLog,
 }
 
 impl Context {
@@ -274,6 +278,7 @@ impl Context {
             git,
             settings,
             warnings,
+            damage: Default::default(),
         })
     }
 
@@ -283,23 +288,55 @@ impl Context {
         &self,
         result: Result<Outcome<T, C>, CommandError>,
     ) -> Result<Outcome<T, C>, CommandError> {
+        let mut warnings = self.warnings.clone();
+        warnings.extend(self.warn_damage(&result));
         result
-            .map(|o| o.shown(&self.warnings))
-            .map_err(|e| e.shown(&self.warnings))
+            .map(|o| o.shown(&warnings))
+            .map_err(|e| e.shown(&warnings))
+    }
+
+    /// One warning (shown now) for each damaged issue the command went on
+    /// without; none for the issue its error is about already.
+    fn warn_damage<T>(&self, result: &Result<T, CommandError>) -> Vec<Warning> {
+        let damage = self.damage.lock().unwrap_or_else(|e| e.into_inner());
+        let reported = |issue: u64| {
+            result.as_ref().err().is_some_and(|e| {
+                e.hints
+                    .iter()
+                    .any(|h| h.contains(&format!("coord reset {issue}`")))
+            })
+        };
+        damage
+            .iter()
+            .filter(|d| !reported(d.issue))
+            .map(|d| {
+                let warning = Warning::new(format!("{}; {}", d.describe(), d.way_out()));
+                paint::eprint_lines(&for_terminal(
+                    &format!("warning: {warning}"),
+                    Newlines::Escape,
+                ));
+                warning
+            })
+            .collect()
+    }
+
+    /// The git surface of this clone's remote, reporting the damaged
+    /// issues it meets to this context.
+    pub(crate) fn git_surface(&self) -> GitSurface {
+        GitSurface::new(
+            self.git.clone(),
+            &self.settings.remote,
+            self.settings.remote_url.as_deref().unwrap_or_default(),
+            &self.settings.instance,
+            self.settings.clock.clone(),
+        )
+        .with_max_clock_skew(self.settings.max_clock_skew)
+        .with_damage_log(self.damage.clone())
     }
 
     pub(crate) fn surface(&self) -> Result<Box<dyn Surface>, CommandError> {
         match self.settings.surface {
-            SurfaceKind::Git => Ok(Box::new(
-                GitSurface::new(
-                    self.git.clone(),
-                    &self.settings.remote,
-                    self.settings.remote_url.as_deref().unwrap_or_default(),
-                    &self.settings.instance,
-                    self.settings.clock.clone(),
-                )
-                .with_max_clock_skew(self.settings.max_clock_skew),
-            )),
+            SurfaceKind::Git => Ok(Box::new(self.git_surface())),
             SurfaceKind::Github => Ok(Box::new(self.github_surface()?)),
         }
     }

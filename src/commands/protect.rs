@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::{Context, Outcome, Warning};
 use crate::cli::GlobalArgs;
-use crate::error::{CommandError, ErrorCode, Exit};
+use crate::commands::error::{CommandError, ErrorCode, Exit};
 use crate::surface::github::{ApiRuleset, GithubError};
 use crate::surface::SurfaceError;
 use crate::writer::hookfile::Change;

@@ -9,10 +9,10 @@ use serde::Serialize;
 
 use super::{Context, Outcome};
 use crate::cli::{issue_number, GlobalArgs};
+use crate::commands::error::{CommandError, Exit};
 use crate::config::Settings;
 use crate::coord::lease::{ClaimOutcome, Decision, IssueView};
 use crate::durable::tasks::{self, IssueSource, Task, TaskListView};
-use crate::error::{CommandError, Exit};
 use crate::workflow::resume::{
     self, ClaimState, Refusal, ResumeError, ResumeOutcome, ResumeRequest, WorktreeState,
 };

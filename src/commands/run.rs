@@ -22,10 +22,10 @@ use super::coord::{self, ClaimArgs, ReleaseReason};
 use super::escape::{for_terminal, Newlines};
 use super::{Context, Outcome, Warning};
 use crate::cli::{lease_duration, GlobalArgs};
+use crate::commands::error::{CommandError, ErrorCode, Exit};
 use crate::coord::hold::{self, command_line, Ending, HoldReport, HoldRequest, Inbox, Released};
 use crate::coord::lease::{ClaimOutcome, Coordinator};
 use crate::coord::supervise::{signal_name, ChildStatus};
-use crate::error::{CommandError, ErrorCode, Exit};
 
 #[derive(Debug, Args)]
 #[command(after_help = "\
@@ -156,6 +156,7 @@ fn hold_for(
             git: ctx.git.clone(),
             settings: settings.clone(),
             warnings: Vec::new(),
+            damage: ctx.damage.clone(),
         };
         Box::new(move || ctx.surface().ok())
     };

@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde_json::Value;
 
 use super::contract::{Answer, Envelope, Failure};
-use crate::error::Exit;
+use crate::commands::error::Exit;
 
 /// One schema file: `schemas/NAME.schema.json`.
 pub(crate) struct SchemaFile {
@@ -142,6 +142,11 @@ pub(crate) fn all() -> Vec<SchemaFile> {
             "coord-label",
             "coord label",
             "`coord block|unblock|label add|remove`: the issue's labels afterwards.",
+        ),
+        answer::<crate::surface::IssueReset>(
+            "coord-reset",
+            "coord reset",
+            "`coord reset`: the issue's ref now holds an empty record; what it held is kept at `backup`.",
         ),
         answer::<Box<DispatchReport>>(
             "dispatch",

@@ -7,8 +7,8 @@ use serde_json::{Map, Value};
 
 use super::{Context, Outcome};
 use crate::cli::{issue_number, GlobalArgs};
+use crate::commands::error::{CommandError, Exit};
 use crate::durable::state::{self, StateError, StoryState};
-use crate::error::{CommandError, Exit};
 use crate::markers::MarkerKind;
 
 #[derive(Debug, Args)]

@@ -9,9 +9,9 @@ use clap::{Args, ValueEnum};
 use super::escape::{for_terminal, Newlines};
 use super::{Context, Envelope, Failure, Outcome, Warning};
 use crate::cli::{duration, issue_number, GlobalArgs};
+use crate::commands::error::{CommandError, Exit};
 use crate::config::SurfaceKind;
 use crate::coord::dispatch::HolderKind;
-use crate::error::{CommandError, Exit};
 use crate::surface::git::GitSurface;
 use crate::surface::github::GithubSurface;
 use crate::surface::Surface;
@@ -76,13 +76,7 @@ impl Source {
     fn open(ctx: &Context) -> Result<Source, CommandError> {
         let settings = &ctx.settings;
         Ok(match settings.surface {
-            SurfaceKind::Git => Source::Git(Box::new(GitSurface::new(
-                ctx.git.clone(),
-                &settings.remote,
-                settings.remote_url.as_deref().unwrap_or_default(),
-                &settings.instance,
-                settings.clock.clone(),
-            ))),
+            SurfaceKind::Git => Source::Git(Box::new(ctx.git_surface())),
             SurfaceKind::Github => Source::Github(Box::new(ctx.github_surface()?)),
         })
     }

@@ -9,11 +9,11 @@ use serde::Serialize;
 
 use super::{Context, Outcome, Warning};
 use crate::cli::{issue_number, GlobalArgs};
+use crate::commands::error::{CommandError, Exit};
 use crate::coord::lease::ClaimView;
 use crate::durable::tasks::{
     self, Checked, InitOutcome, IssueSource, Task, TaskError, TaskListView,
 };
-use crate::error::{CommandError, Exit};
 use crate::workflow::task_done::{
     self, DoneOutcome, DoneReport, DoneRequest, LeaseAction, LeaseKept,
 };

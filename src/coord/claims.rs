@@ -388,13 +388,31 @@ pub(crate) fn release(
     Ok(outcome)
 }
 
-/// Forgets a released claim's record and its branch's last-seen record: a
-/// released branch is no longer guarded by the pre-push hook.
+/// Forgets a released claim's record, and its branch's last-seen record
+/// once no claim of this clone holds that branch any more: a released
+/// branch is no longer guarded by the pre-push hook, but a branch two
+/// claims share stays guarded, and its head stays known, for the other.
+/// The claim records are the one list of a branch's holders.
 fn forget(store: &ClaimStore, instance: &str, issue: u64) -> Result<(), RecordError> {
-    if let Some(branch) = store.load(instance, issue)?.and_then(|r| r.branch) {
-        store.branch_store().remove(&branch)?;
+    let branch = store.load(instance, issue)?.and_then(|r| r.branch);
+    store.remove(instance, issue)?;
+    if let Some(branch) = branch {
+        let holders = store.for_branch(&branch)?;
+        let branches = store.branch_store();
+        match holders.first() {
+            None => branches.remove(&branch)?,
+            Some(holder) => {
+                if let Some(mut record) = branches.get(&branch)? {
+                    if record.issue == Some(issue) {
+                        record.issue = Some(holder.issue);
+                        record.instance_id = Some(holder.instance_id.clone());
+                        branches.set(&record)?;
+                    }
+                }
+            }
+        }
     }
-    store.remove(instance, issue)
+    Ok(())
 }
 
 /// Releases every claim this instance holds by its local records (a

@@ -42,7 +42,10 @@ use std::time::Duration;
 
 use self::legacy::{Legacy, OldLayout, LEGACY_REF};
 use self::stored::{corrupt, to_json, StoredIssue, FORMAT};
-use super::{Applied, Guard, Issue, IssueSummary, Surface, SurfaceError, Write};
+use super::{
+    Applied, DamageLog, DamagedIssue, Guard, Issue, IssueReset, IssueSummary, Surface,
+    SurfaceError, Write,
+};
 use crate::clock::Clock;
 use crate::git::{Git, Hooks, PushOutcome};
 use crate::timefmt::Timestamp;
@@ -52,6 +55,8 @@ pub(crate) const ISSUE_REFS: &str = "refs/maverick/issue/";
 /// The old layout's ref, and the subject of the tombstone that replaces it
 /// (the one write of the git surface that is not a fast-forward).
 pub(crate) use self::legacy::{LEGACY_REF as OLD_LAYOUT_REF, TOMBSTONE_MESSAGE};
+/// Where `coord reset` keeps what an issue's ref held: `issue-N-<object>`.
+const BACKUP_REFS: &str = "refs/maverick/backup/";
 /// Why a compare-and-swap push talks to the remote, for `-v`.
 const SWAP_WHY: &str = "write the git surface: compare-and-swap on the issues' refs";
 const ISSUE_FILE: &str = "issue.json";
@@ -84,6 +89,8 @@ pub(crate) struct GitSurface {
     memory: Mutex<Memory>,
     /// This writer's clock (the stamps) and every wait (backoff).
     clock: Clock,
+    /// Where the damaged issues this process met are reported.
+    damage: DamageLog,
 }
 
 /// What this process has learned of the remote.
@@ -119,6 +126,9 @@ struct Refs {
 struct Snapshot {
     issues: BTreeMap<u64, Entry>,
     legacy: Legacy,
+    /// Issues whose ref holds something that does not parse: left out of
+    /// `issues`, so that one damaged issue stops only what is about it.
+    damaged: BTreeMap<u64, DamagedIssue>,
 }
 
 /// One ref a push moves, from `expected` (`None`: it must not exist).
@@ -223,7 +233,14 @@ impl GitSurface {
             max_clock_skew: crate::config::DEFAULT_MAX_CLOCK_SKEW,
             memory: Mutex::new(Memory::default()),
             clock,
+            damage: DamageLog::default(),
         }
+    }
+
+    /// Reports the damaged issues this surface meets to `damage`.
+    pub(crate) fn with_damage_log(mut self, damage: DamageLog) -> GitSurface {
+        self.damage = damage;
+        self
     }
 
     /// Sets `maverick.maxClockSkew` (default: the documented one).
@@ -470,10 +487,31 @@ impl GitSurface {
         let legacy = self.read_legacy(refs.legacy.as_deref(), &files[..legacy_wanted])?;
         files.drain(..legacy_wanted);
         let mut read = HashMap::new();
+        let mut damaged = BTreeMap::new();
         for ((number, commit), file) in unread.into_iter().zip(files) {
             let what = issue_ref(number);
-            let (_, bytes) = file.ok_or_else(|| corrupt(&what, "its commit has no issue.json"))?;
-            read.insert(commit, StoredIssue::parse(&bytes, &what)?);
+            let parsed = file
+                .ok_or_else(|| corrupt(&what, "it is not a commit holding issue.json"))
+                .and_then(|(_, bytes)| StoredIssue::parse(&bytes, &what));
+            match parsed {
+                Ok(stored) => {
+                    read.insert(commit, stored);
+                }
+                Err(SurfaceError::Corrupt { detail, .. }) => {
+                    let damage = DamagedIssue {
+                        issue: number,
+                        refname: what,
+                        object: commit,
+                        detail,
+                    };
+                    let mut log = self.damage.lock().unwrap_or_else(|e| e.into_inner());
+                    if !log.contains(&damage) {
+                        log.push(damage.clone());
+                    }
+                    damaged.insert(number, damage);
+                }
+                Err(other) => return Err(other),
+            }
         }
         let without_ref: Vec<u64> = numbers
             .iter()
@@ -500,7 +538,9 @@ impl GitSurface {
             })
             .collect();
         for (n, commit) in refs.issues.iter().filter(|(n, _)| numbers.contains(n)) {
-            let stored = memory.parsed[commit].clone();
+            let Some(stored) = memory.parsed.get(commit).cloned() else {
+                continue; // damaged
+            };
             issues.insert(
                 *n,
                 Entry {
@@ -512,7 +552,24 @@ impl GitSurface {
         memory
             .issues
             .extend(issues.iter().map(|(n, e)| (*n, e.clone())));
-        Ok(Snapshot { issues, legacy })
+        for n in damaged.keys() {
+            memory.issues.remove(n);
+        }
+        Ok(Snapshot {
+            issues,
+            legacy,
+            damaged,
+        })
+    }
+
+    /// `snapshot`, refused when one of `numbers` is damaged: a read or a
+    /// write of that issue names it and the way out.
+    fn whole_snapshot(&self, refs: &Refs, numbers: &[u64]) -> Result<Snapshot, SurfaceError> {
+        let snapshot = self.snapshot(refs, numbers)?;
+        match snapshot.damaged.values().next() {
+            Some(damage) => Err(SurfaceError::Damaged(damage.clone())),
+            None => Ok(snapshot),
+        }
     }
 
     /// The issues a write starts from: what this process last read or
@@ -526,11 +583,15 @@ impl GitSurface {
                 .map(|n| Some((*n, memory.issues.get(n)?.clone())))
                 .collect();
             if let (Some(issues), Some(legacy)) = (known, memory.legacy.clone()) {
-                return Ok(Snapshot { issues, legacy });
+                return Ok(Snapshot {
+                    issues,
+                    legacy,
+                    damaged: BTreeMap::new(),
+                });
             }
         }
         let refs = self.look(Some(numbers))?;
-        self.snapshot(&refs, numbers)
+        self.whole_snapshot(&refs, numbers)
     }
 
     /// Writes issue `stored` as a child commit of `parent`.
@@ -781,7 +842,7 @@ impl Surface for GitSurface {
         if numbers.is_empty() {
             return Ok(Vec::new());
         }
-        let snapshot = self.snapshot(&self.refs(Some(numbers))?, numbers)?;
+        let snapshot = self.whole_snapshot(&self.refs(Some(numbers))?, numbers)?;
         Ok(numbers
             .iter()
             .map(|n| snapshot.issues[n].stored.to_issue())
@@ -809,6 +870,73 @@ impl Surface for GitSurface {
             .filter(|i| labels.iter().all(|l| i.has_label(l)))
             .map(IssueSummary::from)
             .collect())
+    }
+
+    fn reset_issue(&self, issue: u64, force: bool) -> Result<IssueReset, SurfaceError> {
+        let refname = issue_ref(issue);
+        let refs = self.look(Some(&[issue]))?;
+        let Some(previous) = refs.issues.get(&issue).cloned() else {
+            return Err(SurfaceError::NotDamaged { issue, refname });
+        };
+        let snapshot = self.snapshot(&refs, &[issue])?;
+        let was_damaged = snapshot.damaged.contains_key(&issue);
+        if !was_damaged && !force {
+            return Err(SurfaceError::NotDamaged { issue, refname });
+        }
+        let mut fresh = StoredIssue::empty(issue);
+        // Comment ids stay unique within the issue when they can be known.
+        if let Some(entry) = snapshot.issues.get(&issue) {
+            fresh.next_comment_id = entry.stored.next_id();
+        }
+        let backup = format!("{BACKUP_REFS}issue-{issue}-{previous}");
+        let why = if was_damaged { "damaged" } else { "forced" };
+        let commit = self.commit_issue(
+            &fresh,
+            None,
+            &format!("reset #{issue} ({why}); it held {previous}, kept at {backup}"),
+        )?;
+        let updates = [
+            RefUpdate {
+                refname: refname.clone(),
+                commit: commit.clone(),
+                expected: Some(previous.clone()),
+            },
+            RefUpdate {
+                refname: backup.clone(),
+                commit: previous.clone(),
+                expected: None,
+            },
+        ];
+        match self.swap(&updates)? {
+            Swap::Done => {}
+            Swap::Lost(last) => {
+                return Err(SurfaceError::Contended {
+                    refname,
+                    attempts: 1,
+                    last,
+                })
+            }
+        }
+        let mut memory = self.memory();
+        memory.parsed.insert(commit.clone(), fresh.clone());
+        memory.issues.insert(
+            issue,
+            Entry {
+                commit: Some(commit),
+                stored: fresh,
+            },
+        );
+        self.damage
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|d| d.issue != issue);
+        Ok(IssueReset {
+            issue,
+            refname,
+            was_damaged,
+            backup,
+            previous,
+        })
     }
 
     fn write(

@@ -268,10 +268,62 @@ pub enum SurfaceError {
     PushRejected { refname: String, reason: String },
     #[error("maverick's state on the remote is damaged ({what}): {detail}")]
     Corrupt { what: String, detail: String },
+    #[error("{}", .0.describe())]
+    Damaged(DamagedIssue),
+    #[error("{refname} is readable: there is nothing to reset")]
+    NotDamaged { issue: u64, refname: String },
     #[error(transparent)]
     Github(Box<github::GithubError>),
     #[error("{0}")]
     Other(String),
+}
+
+/// One issue whose record on the surface does not parse (the git
+/// surface's `refs/maverick/issue/N`): it stops only what is about that
+/// issue, and `git maverick coord reset N` is the way out.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DamagedIssue {
+    pub issue: u64,
+    pub refname: String,
+    /// The object the ref points at, kept reachable by the reset.
+    pub object: String,
+    pub detail: String,
+}
+
+impl DamagedIssue {
+    pub fn describe(&self) -> String {
+        format!(
+            "{} (issue #{}) is damaged: {}",
+            self.refname, self.issue, self.detail
+        )
+    }
+
+    /// The command that gets the fleet past this issue.
+    pub fn way_out(&self) -> String {
+        format!(
+            "`git maverick coord reset {}` resets this one issue to free (the damaged commit stays reachable under a backup ref); every other issue works meanwhile",
+            self.issue
+        )
+    }
+}
+
+/// What the damaged issues a command met are reported through: the
+/// command layer shares it with the surface it opens and turns it into
+/// warnings.
+pub type DamageLog = std::sync::Arc<std::sync::Mutex<Vec<DamagedIssue>>>;
+
+/// What `coord reset` did: the issue's ref now holds an empty record, and
+/// what it held before is kept at `backup`.
+#[derive(Clone, Debug, serde::Serialize, schemars::JsonSchema)]
+pub struct IssueReset {
+    pub issue: u64,
+    pub refname: String,
+    /// Whether the record was damaged (else the reset was forced).
+    pub was_damaged: bool,
+    /// The ref that keeps the record as it was, on the remote.
+    pub backup: String,
+    /// The object the issue's ref pointed at before.
+    pub previous: String,
 }
 
 pub trait Surface {
@@ -294,6 +346,17 @@ pub trait Surface {
         labels: &[&str],
         include_closed: bool,
     ) -> Result<Vec<IssueSummary>, SurfaceError>;
+
+    /// Resets one issue's record to empty with a compare-and-swap, keeping
+    /// what it held under a backup ref: the way out of a damaged record.
+    /// Refused for a readable record unless `force`. Only the git surface
+    /// keeps records it can reset.
+    fn reset_issue(&self, issue: u64, force: bool) -> Result<IssueReset, SurfaceError> {
+        let _ = (issue, force);
+        Err(SurfaceError::Other(
+            "`coord reset` resets the git surface's refs/maverick/issue/N; on GitHub an issue's markers are its comments, which GitHub keeps readable".to_owned(),
+        ))
+    }
 
     /// Applies the writes if `guard` (when given) allows; `Ok(None)` when it did not.
     fn write(

@@ -9,42 +9,17 @@
 
 use std::path::{Component, Path, PathBuf};
 
+use maverick_core::remote::{self, strip_git, Location};
+
 /// The normalised location of `url`; a relative local path is taken relative
 /// to `base` (the directory git resolves it from: the worktree's top level).
+/// What the URL names is the core's one rule ([`remote::locate`]); only
+/// resolving a local path, which reads the disk, is done here.
 pub(crate) fn normalise(url: &str, base: &Path) -> String {
-    let url = url.trim();
-    if let Some((scheme, rest)) = url.split_once("://") {
-        let scheme = scheme.to_ascii_lowercase();
-        if scheme == "file" {
-            // file:///path and file://localhost/path
-            let path = rest.strip_prefix("localhost").unwrap_or(rest);
-            return local(Path::new(path), base);
-        }
-        let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
-        return network(authority, path);
+    match remote::locate(url) {
+        Location::Network { host, path } => format!("{host}/{path}"),
+        Location::Local { path } => local(Path::new(&path), base),
     }
-    // scp-like `[user@]host:path`: a colon before any slash, and not a
-    // Windows drive letter (git's own rule in `url_is_local_not_ssh`).
-    if let Some((host, path)) = url.split_once(':') {
-        let drive = host.len() == 1 && host.chars().all(|c| c.is_ascii_alphabetic());
-        if !host.contains('/') && !host.is_empty() && !drive {
-            return network(host, path);
-        }
-    }
-    local(Path::new(url), base)
-}
-
-/// `host/path`, lowercase host, without user, port, `~`, `.git` or slashes.
-fn network(authority: &str, path: &str) -> String {
-    let host = authority.rsplit('@').next().unwrap_or(authority);
-    let host = match host.strip_prefix('[') {
-        // [::1]:22
-        Some(v6) => v6.split(']').next().unwrap_or(v6),
-        None => host.split(':').next().unwrap_or(host),
-    };
-    let path = path.trim_matches('/');
-    let path = path.strip_prefix("~/").unwrap_or(path);
-    format!("{}/{}", host.to_ascii_lowercase(), strip_git(path))
 }
 
 /// The resolved path: symlinks followed where the path exists (git tries
@@ -82,41 +57,9 @@ fn lexical(path: &Path) -> PathBuf {
     out
 }
 
-fn strip_git(path: &str) -> &str {
-    let path = path.trim_end_matches('/');
-    path.strip_suffix(".git").unwrap_or(path)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn network_spellings_of_one_repository() {
-        let base = Path::new("/nowhere");
-        let want = "github.com/acme/widgets";
-        for url in [
-            "https://github.com/acme/widgets",
-            "https://github.com/acme/widgets.git",
-            "https://github.com/acme/widgets/",
-            "https://user:token@GitHub.com/acme/widgets.git/",
-            "ssh://git@github.com/acme/widgets.git",
-            "ssh://git@github.com:22/acme/widgets",
-            "git@github.com:acme/widgets.git",
-            "github.com:acme/widgets",
-            "git://github.com/acme/widgets",
-        ] {
-            assert_eq!(normalise(url, base), want, "{url}");
-        }
-        assert_ne!(
-            normalise("git@github.com:acme/other.git", base),
-            want.to_owned()
-        );
-        assert_ne!(
-            normalise("git@gitlab.com:acme/widgets.git", base),
-            want.to_owned()
-        );
-    }
 
     #[test]
     fn local_spellings_of_one_repository() {

@@ -317,6 +317,9 @@ impl From<crate::surface::SurfaceError> for CommandError {
                 "the remote must accept pushes to refs/maverick/*; allow them, or use `git config maverick.surface github`",
             ),
             SurfaceError::Contended { .. } => Some("another writer kept winning; run the command again"),
+            SurfaceError::NotDamaged { .. } => Some(
+                "`git maverick coord reset ISSUE --force` resets it anyway, dropping its claims, labels and comments (they stay reachable under the backup ref it names)",
+            ),
             SurfaceError::NoSuchIssue(_) => Some(
                 "on GitHub an issue must exist before it is claimed: check the number and the repository (-R OWNER/NAME)",
             ),
@@ -328,7 +331,8 @@ impl From<crate::surface::SurfaceError> for CommandError {
                 ErrorCode::NoSuchIssue
             }
             SurfaceError::Contended { .. } => ErrorCode::Contended,
-            SurfaceError::Corrupt { .. } => ErrorCode::Corrupt,
+            SurfaceError::Corrupt { .. } | SurfaceError::Damaged(_) => ErrorCode::Corrupt,
+            SurfaceError::NotDamaged { .. } => ErrorCode::Failed,
             SurfaceError::Github(github) => github_code(github),
             SurfaceError::Other(_) => ErrorCode::Failed,
         };
@@ -336,9 +340,14 @@ impl From<crate::surface::SurfaceError> for CommandError {
             SurfaceError::Github(github) => github.hint(),
             _ => None,
         };
+        let damage_hint = match &err {
+            SurfaceError::Damaged(damage) => Some(damage.way_out()),
+            _ => None,
+        };
         let mut e = CommandError::from_error(Exit::Error, err).code(code);
         e.hints.extend(hint.map(str::to_owned));
         e.hints.extend(github_hint);
+        e.hints.extend(damage_hint);
         e
     }
 }

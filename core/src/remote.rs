@@ -1,0 +1,194 @@
+//! What a remote URL names, judged once (SPEC 1, 2 and 8): whether it is a
+//! network repository (its host and path) or a local one (its path), and
+//! whether it is a GitHub repository (its host and `OWNER/NAME`).
+//!
+//! The URL given is the one git resolves for a push (`git remote get-url
+//! --push`, with `insteadOf` and `pushInsteadOf` applied), so the surface a
+//! clone coordinates on and the repository the pre-push hook guards are the
+//! ones its pushes reach, however the remote is spelled. Resolving a local
+//! path (symlinks, the current directory) is I/O and stays with the caller.
+
+/// Where a remote URL points.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Location {
+    /// A network repository: the lowercase host (no user, no port) and the
+    /// path without slashes at either end, a leading `~/` or a `.git`.
+    Network { host: String, path: String },
+    /// A local repository: the path as written (`file://` taken off).
+    Local { path: String },
+}
+
+impl Location {
+    /// `host/path` for a network repository, `None` for a local one.
+    pub fn network_name(&self) -> Option<String> {
+        match self {
+            Location::Network { host, path } => Some(format!("{host}/{path}")),
+            Location::Local { .. } => None,
+        }
+    }
+}
+
+/// Where `url` points: `scheme://[user@]host[:port]/path`, git's scp-like
+/// `[user@]host:path`, `file://PATH`, or a plain path.
+pub fn locate(url: &str) -> Location {
+    let url = url.trim();
+    if let Some((scheme, rest)) = url.split_once("://") {
+        if scheme.eq_ignore_ascii_case("file") {
+            // file:///path and file://localhost/path
+            let path = rest.strip_prefix("localhost").unwrap_or(rest);
+            return Location::Local {
+                path: path.to_owned(),
+            };
+        }
+        let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+        return network(authority, path);
+    }
+    // scp-like `[user@]host:path`: a colon before any slash, and not a
+    // Windows drive letter (git's own rule in `url_is_local_not_ssh`).
+    if let Some((host, path)) = url.split_once(':') {
+        let drive = host.len() == 1 && host.chars().all(|c| c.is_ascii_alphabetic());
+        if !host.contains('/') && !host.is_empty() && !drive {
+            return network(host, path);
+        }
+    }
+    Location::Local {
+        path: url.to_owned(),
+    }
+}
+
+fn network(authority: &str, path: &str) -> Location {
+    let host = authority.rsplit('@').next().unwrap_or(authority);
+    let host = match host.strip_prefix('[') {
+        // [::1]:22
+        Some(v6) => v6.split(']').next().unwrap_or(v6),
+        None => host.split(':').next().unwrap_or(host),
+    };
+    let host = host.to_ascii_lowercase();
+    // GitHub serves its repositories under www. too: one host.
+    let host = match host.as_str() {
+        "www.github.com" => "github.com".to_owned(),
+        _ => host,
+    };
+    let path = path.trim_matches('/');
+    let path = path.strip_prefix("~/").unwrap_or(path);
+    Location::Network {
+        host,
+        path: strip_git(path).to_owned(),
+    }
+}
+
+/// A path without trailing slashes and a `.git` suffix.
+pub fn strip_git(path: &str) -> &str {
+    let path = path.trim_end_matches('/');
+    path.strip_suffix(".git").unwrap_or(path)
+}
+
+/// The GitHub repository `url` names: its host (github.com, or `gh_host`,
+/// gh's `GH_HOST` for GitHub Enterprise, whose port is ignored) and its
+/// `OWNER/NAME`. `None` for any other host, a local path, or a path that is
+/// not `OWNER/NAME`. The host is where the repository's API, and so its
+/// token, goes.
+pub fn github_repo(url: &str, gh_host: Option<&str>) -> Option<(String, String)> {
+    let Location::Network { host, path } = locate(url) else {
+        return None;
+    };
+    let named = gh_host.is_some_and(|h| {
+        h.split(':')
+            .next()
+            .is_some_and(|h| h.eq_ignore_ascii_case(&host))
+    });
+    (host == "github.com" || named)
+        .then_some(())
+        .filter(|()| valid_repo(&path))
+        .map(|()| (host, path))
+}
+
+/// `OWNER/NAME` as GitHub allows it: two parts of letters, digits, `-`,
+/// `_` and `.`, neither `.` nor `..`.
+pub fn valid_repo(repo: &str) -> bool {
+    let ok = |s: &str| {
+        !s.is_empty()
+            && s != "."
+            && s != ".."
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    };
+    matches!(repo.split_once('/'), Some((owner, name)) if ok(owner) && ok(name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn network_spellings_of_one_repository() {
+        let want = "github.com/acme/widgets";
+        for url in [
+            "https://github.com/acme/widgets",
+            "https://github.com/acme/widgets.git",
+            "https://github.com/acme/widgets/",
+            "https://user:token@GitHub.com/acme/widgets.git/",
+            "https://www.github.com/acme/widgets",
+            "ssh://git@github.com/acme/widgets.git",
+            "ssh://git@github.com:22/acme/widgets",
+            "git@github.com:acme/widgets.git",
+            "github.com:acme/widgets",
+            "git://github.com/acme/widgets",
+        ] {
+            assert_eq!(locate(url).network_name().as_deref(), Some(want), "{url}");
+            assert_eq!(
+                github_repo(url, None),
+                Some(("github.com".to_owned(), "acme/widgets".to_owned())),
+                "{url}"
+            );
+        }
+        assert_eq!(
+            locate("ssh://git@[::1]:22/~/srv/widgets.git").network_name(),
+            Some("::1/srv/widgets".to_owned())
+        );
+    }
+
+    #[test]
+    fn local_paths_and_other_hosts_are_not_github() {
+        for (url, path) in [
+            ("/srv/widgets.git", "/srv/widgets.git"),
+            ("../origin.git", "../origin.git"),
+            ("file:///srv/widgets.git", "/srv/widgets.git"),
+            ("file://localhost/srv/w", "/srv/w"),
+            ("C:/repos/widgets", "C:/repos/widgets"),
+        ] {
+            assert_eq!(
+                locate(url),
+                Location::Local {
+                    path: path.to_owned()
+                },
+                "{url}"
+            );
+            assert_eq!(github_repo(url, None), None, "{url}");
+        }
+        assert_eq!(github_repo("git@gitlab.com:acme/widgets.git", None), None);
+        // An alias git never expanded names no host git maverick knows.
+        assert_eq!(github_repo("gh:acme/widgets", None), None);
+        assert_eq!(github_repo("https://github.com/acme", None), None);
+        assert_eq!(github_repo("https://github.com/acme/w/x", None), None);
+        assert_eq!(github_repo("https://github.com/../w", None), None);
+    }
+
+    #[test]
+    fn a_gh_host_is_github_too() {
+        let url = "https://ghe.example.com/acme/widgets.git";
+        assert_eq!(github_repo(url, None), None);
+        let want = Some(("ghe.example.com".to_owned(), "acme/widgets".to_owned()));
+        assert_eq!(github_repo(url, Some("ghe.example.com")), want);
+        assert_eq!(github_repo(url, Some("GHE.example.com:8443")), want);
+    }
+
+    #[test]
+    fn repository_names() {
+        assert!(valid_repo("acme/widgets"));
+        assert!(valid_repo("a-b/c_d.e"));
+        for bad in ["acme", "acme/", "/w", "acme/w/x", "./w", "acme/..", "a b/c"] {
+            assert!(!valid_repo(bad), "{bad}");
+        }
+    }
+}
