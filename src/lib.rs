@@ -4,6 +4,7 @@
 //! The binary (`src/main.rs`) is thin; everything lives here so that the
 //! protocols can be tested without a terminal.
 
+pub mod agents;
 pub mod cli;
 pub mod clock;
 pub mod commands;

@@ -16,6 +16,7 @@ mod demo;
 mod dispatch;
 mod dispatch_schedule;
 mod fake_github;
+mod guard;
 mod first_hour;
 mod git_surface;
 mod github;

@@ -1,6 +1,6 @@
 //! The agent's tool-use guard (SPEC 11): which command lines an agent's
 //! shell must not run, judged from the command as the shell will run it
-//! (`writer::shell`), git's own option rules, and this clone's local records
+//! (`agents::shell`), git's own option rules, and this clone's local records
 //! (no network; a few `git config` reads at most).
 //!
 //! A push to a branch git maverick manages, on the repository it manages it
@@ -20,7 +20,7 @@ use crate::records::claim::{ClaimRecord, ClaimStore};
 use crate::records::files::RecordError;
 use crate::timefmt::Timestamp;
 use crate::writer::prepush::{self, BranchState};
-use crate::writer::shell::{self, Arg, Invocation, Piece};
+use crate::agents::shell::{self, Arg, Invocation, Piece};
 
 /// How deep git aliases are followed (`git p` → `!git push …`).
 const MAX_ALIAS_DEPTH: usize = 4;
