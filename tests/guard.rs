@@ -98,18 +98,32 @@ fn prepare<'a>(env: &'a TestEnv, hook_log: &Path) -> Repo<'a> {
     .expect(0);
     repo.git(&["switch", "--quiet", "-c", OURS]);
     repo.commit_file("base.txt", "base\n", "feat: base");
-    for (instance, spec) in [(INSTANCE, OURS.to_owned()), ("laptop-0a1b2c3d", format!("{OURS}:{THEIRS}"))] {
+    for (instance, spec) in [
+        (INSTANCE, OURS.to_owned()),
+        ("laptop-0a1b2c3d", format!("{OURS}:{THEIRS}")),
+    ] {
         let pushed = repo.git_as_instance(
             &["push", "--quiet", "origin", &spec],
             &[("MAVERICK_INSTANCE", instance.as_ref())],
         );
         assert!(pushed.status.success(), "{pushed:?}");
     }
-    repo.git(&["branch", "--quiet", "--set-upstream-to", &format!("origin/{OURS}")]);
+    repo.git(&[
+        "branch",
+        "--quiet",
+        "--set-upstream-to",
+        &format!("origin/{OURS}"),
+    ]);
     repo.commit_file("ahead.txt", "ahead\n", "feat: ahead");
     repo.git(&["branch", "--quiet", "-f", THEIRS, "HEAD"]);
     repo.git(&["branch", "--quiet", "work", "HEAD"]);
-    repo.git(&["branch", "--quiet", "--set-upstream-to", &format!("origin/{OURS}"), "work"]);
+    repo.git(&[
+        "branch",
+        "--quiet",
+        "--set-upstream-to",
+        &format!("origin/{OURS}"),
+        "work",
+    ]);
     repo.git(&["tag", "v1"]);
     env.git_in(env.path(), &["init", "--quiet", "--bare", "other.git"]);
     repo.write_file("push.sh", &format!("git push --no-verify origin {OURS}\n"));
@@ -172,8 +186,14 @@ fn judge(env: &TestEnv, dir: &Path, line: &str) -> (String, String) {
     let answer: Value = serde_json::from_str(stdout.trim()).unwrap();
     let out = &answer["hookSpecificOutput"];
     (
-        out["permissionDecision"].as_str().unwrap_or("allow").to_owned(),
-        out["permissionDecisionReason"].as_str().unwrap_or("").to_owned(),
+        out["permissionDecision"]
+            .as_str()
+            .unwrap_or("allow")
+            .to_owned(),
+        out["permissionDecisionReason"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned(),
     )
 }
 
@@ -227,8 +247,9 @@ fn the_guard_lets_no_corpus_line_move_a_managed_branch_past_the_hook() {
         .zip(&outcomes)
         .filter(|(_, o)| o.moved && !o.hook_ran)
         .collect();
-    let allowed_bypass: Vec<&(&Entry, &Outcome)> =
-        bypassed.iter().filter(|(_, o)| matches!(o.verdict.as_str(), "allow" | "crashed"))
+    let allowed_bypass: Vec<&(&Entry, &Outcome)> = bypassed
+        .iter()
+        .filter(|(_, o)| matches!(o.verdict.as_str(), "allow" | "crashed"))
         .collect();
     eprintln!(
         "guard corpus: {} lines; deny {}, ask {}, allow {}, crashed {}; {} moved a managed branch \
@@ -263,6 +284,10 @@ fn the_guard_lets_no_corpus_line_move_a_managed_branch_past_the_hook() {
     }
     // The corpus exercises what it claims: the bypasses it denies or asks
     // about do bypass the hook when run.
-    assert!(bypassed.len() >= 40, "only {} lines bypassed the hook", bypassed.len());
+    assert!(
+        bypassed.len() >= 40,
+        "only {} lines bypassed the hook",
+        bypassed.len()
+    );
     assert!(wrong.is_empty(), "{wrong}");
 }

@@ -10,9 +10,9 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::Outcome;
+use crate::agents::bash_guard;
 use crate::cli::GlobalArgs;
 use crate::clock::Clock;
-use crate::agents::bash_guard;
 use crate::coord::claims;
 use crate::coord::lease::Coordinator;
 use crate::coord::session_end;
