@@ -52,8 +52,9 @@ impl Verdict {
 pub struct Session<'a> {
     /// The session's working directory (the hook input's `cwd`).
     pub cwd: &'a Path,
-    /// The instance the session acts as.
-    pub me: &'a str,
+    /// The instance the session acts as, resolved only when a push's
+    /// verdict depends on it (resolving it reads git's config).
+    pub me: &'a (dyn Fn() -> String + Sync),
     pub now: Timestamp,
     pub env: &'a GitEnv,
 }
@@ -906,7 +907,12 @@ struct World<'a> {
 }
 
 /// The denial for one way the push may go; `None` allows it.
-fn deny(world: &World<'_>, how: Option<Skip>, me: &str, now: Timestamp) -> Option<String> {
+fn deny(
+    world: &World<'_>,
+    how: Option<Skip>,
+    me: &dyn Fn() -> String,
+    now: Timestamp,
+) -> Option<String> {
     let branch = world.branch;
     if world.skip {
         return Some(match how {
@@ -945,6 +951,10 @@ fn deny(world: &World<'_>, how: Option<Skip>, me: &str, now: Timestamp) -> Optio
         ));
     }
     let claims = &world.state.claims;
+    if !claims.iter().any(|c| live(c, now)) {
+        return None;
+    }
+    let me = me();
     let mine = claims.iter().any(|c| c.instance_id == me && live(c, now));
     let other = claims
         .iter()
@@ -991,6 +1001,7 @@ fn judge_here(line: &str, session: &Session<'_>) -> Result<Verdict, RecordError>
         session,
         depth: 0,
         aliases: BTreeMap::new(),
+        me: std::cell::OnceCell::new(),
     };
     match shell::invocations(line) {
         Ok(invocations) => judge.all(&invocations),
@@ -1003,6 +1014,8 @@ struct Judge<'s, 'a> {
     depth: usize,
     /// Aliases the line itself sets (`git config alias.p push && git p`).
     aliases: BTreeMap<String, String>,
+    /// The session's instance, once a verdict needed it.
+    me: std::cell::OnceCell<String>,
 }
 
 /// The words that make a program's arguments a possible push: the guard
@@ -1821,9 +1834,10 @@ impl Judge<'_, '_> {
                                 delete,
                                 skip_spelled: push.skip_spelled.as_deref(),
                             };
-                            let me = self.session.me;
+                            let (session, cache) = (self.session, &self.me);
+                            let me = || cache.get_or_init(|| (session.me)()).clone();
                             match reaches
-                                .then(|| deny(&world, push.skip_how, me, self.session.now))
+                                .then(|| deny(&world, push.skip_how, &me, self.session.now))
                                 .flatten()
                             {
                                 Some(reason) => denied.push(reason),

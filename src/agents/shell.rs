@@ -864,25 +864,12 @@ impl Reader {
                     return;
                 }
                 "flock" | "su" | "runuser" | "script" => {
-                    if let Some(script) = command_option(&name, rest) {
-                        let mut child = State {
-                            dir: dir.clone(),
-                            vars: env.clone(),
-                            exported: env.clone(),
-                        };
-                        let mut placeholders = Vec::new();
-                        let text = script.as_script(&mut placeholders);
-                        self.script(&text, &placeholders, &mut child);
-                        return;
-                    }
-                    if matches!(name.as_str(), "su" | "script") {
-                        // Without -c they start a shell that reads stdin.
-                        let spelled = args.iter().map(|a| a.spelled.as_str()).collect::<Vec<_>>();
-                        let why = format!(
-                            "`{}` starts a shell that reads its commands from standard input",
-                            spelled.join(" ")
-                        );
-                        self.opaque(&spelled.join(" "), why, state);
+                    let child = State {
+                        dir: dir.clone(),
+                        vars: env.clone(),
+                        exported: env.clone(),
+                    };
+                    if self.command_runner(&name, &args, child) {
                         return;
                     }
                 }
@@ -922,6 +909,30 @@ impl Reader {
             env,
             opaque: None,
         });
+    }
+
+    /// `flock … -c CMD`, `su -c CMD`, `runuser -c CMD`, `script -qc CMD`:
+    /// CMD read as a shell's script; `su` and `script` without one start a
+    /// shell on standard input. False when `args` run a command as
+    /// wrappers do (`flock FILE CMD…`, `runuser -u USER -- CMD…`).
+    fn command_runner(&mut self, name: &str, args: &[Arg], mut child: State) -> bool {
+        if let Some(script) = command_option(name, &args[1..]) {
+            let mut placeholders = Vec::new();
+            let text = script.as_script(&mut placeholders);
+            self.script(&text, &placeholders, &mut child);
+            return true;
+        }
+        if !matches!(name, "su" | "script") {
+            return false;
+        }
+        let spelled = args
+            .iter()
+            .map(|a| a.spelled.as_str())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let why = format!("`{spelled}` starts a shell that reads its commands from standard input");
+        self.opaque(&spelled, why, &child);
+        true
     }
 
     /// `eval ARGS`: the words joined, read again in this very shell.

@@ -567,7 +567,7 @@ fn pre_tool_use() -> Result<Outcome<HookOutput>, CommandError> {
     let Some(command) = input.tool_input.get("command").and_then(|c| c.as_str()) else {
         return allow();
     };
-    let me = session_instance(&input).unwrap_or_default();
+    let me = || session_instance(&input).unwrap_or_default();
     let cwd = std::env::current_dir()
         .map_err(|e| CommandError::tool(format!("cannot read the current directory: {e}")))?;
     let env = GitEnv::inherit();
