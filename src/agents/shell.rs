@@ -843,11 +843,7 @@ impl Reader {
                     return;
                 }
                 "trap" => {
-                    // `trap 'CMD' EXIT`: CMD runs in this shell, later.
-                    let mut operands = rest.iter().filter(|a| a.literal().as_deref() != Some("--"));
-                    if let (Some(action), Some(_)) = (operands.next(), operands.next()) {
-                        self.eval(std::slice::from_ref(action), state);
-                    }
+                    self.trap(rest, state);
                     return;
                 }
                 "eval" => {
@@ -933,6 +929,14 @@ impl Reader {
         let why = format!("`{spelled}` starts a shell that reads its commands from standard input");
         self.opaque(&spelled, why, &child);
         true
+    }
+
+    /// `trap 'CMD' EXIT`: CMD runs in this shell, later.
+    fn trap(&mut self, args: &[Arg], state: &mut State) {
+        let mut operands = args.iter().filter(|a| a.literal().as_deref() != Some("--"));
+        if let (Some(action), Some(_)) = (operands.next(), operands.next()) {
+            self.eval(std::slice::from_ref(action), state);
+        }
     }
 
     /// `eval ARGS`: the words joined, read again in this very shell.
