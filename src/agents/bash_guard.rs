@@ -1158,8 +1158,8 @@ fn near_push(name: &str) -> bool {
     for (i, row) in d.iter_mut().enumerate() {
         row[0] = i;
     }
-    for j in 0..=b.len() {
-        d[0][j] = j;
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
     }
     for i in 1..=a.len() {
         for j in 1..=b.len() {
@@ -1696,12 +1696,12 @@ impl Judge<'_, '_> {
         let from_line = call
             .settings
             .iter()
+            .rev()
             .filter_map(Arg::literal)
-            .filter_map(|s| {
+            .find_map(|s| {
                 let (k, v) = s.split_once('=')?;
                 k.eq_ignore_ascii_case(&key).then(|| v.to_owned())
             })
-            .last()
             .or_else(|| self.aliases.get(&name.to_ascii_lowercase()).cloned());
         let value = match from_line {
             Some(value) => value,
