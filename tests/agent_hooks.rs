@@ -54,7 +54,7 @@ fn hook_command(event: &str) -> String {
 
 /// Runs the plugin's hook for `fixture`'s event in `dir`, as Claude Code
 /// does, after `patch` has adjusted the input.
-fn run_hook(
+pub(crate) fn run_hook(
     repo: &Repo,
     fixture: &str,
     patch: impl FnOnce(&mut Value),

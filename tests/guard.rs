@@ -6,17 +6,16 @@
 //! guard allows may move a managed branch without the hook, and every line
 //! gets the verdict the corpus expects.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use crate::support::{copy_tree, Repo, TestEnv, BIN};
+use crate::agent_hooks::run_hook;
+use crate::support::{copy_tree, Repo, TestEnv};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-/// The session of the hook fixtures and its instance.
-const SESSION: &str = "5f0c2a9e-81d4-4b7e-9a61-0c3d2b1e7f44";
+/// The instance of the hook fixtures' session.
 const INSTANCE: &str = "1d77aaf625";
 const OURS: &str = "maverick/7-x";
 const THEIRS: &str = "maverick/8-y";
@@ -149,41 +148,23 @@ struct Outcome {
     hook_ran: bool,
 }
 
-/// The guard's verdict on `line`, run in `dir` as Claude Code runs the hook.
-fn judge(env: &TestEnv, dir: &Path, line: &str) -> (String, String) {
-    let input = json!({
-        "session_id": SESSION,
-        "cwd": dir,
-        "hook_event_name": "PreToolUse",
-        "tool_name": "Bash",
-        "tool_input": {"command": line},
-    });
-    let mut cmd = Command::new(BIN);
-    cmd.args(["hook", "pre-tool-use"]).current_dir(env.path());
-    env.apply_env(&mut cmd);
-    cmd.stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.to_string().as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    if !out.status.success() {
+/// The guard's verdict on `line` in `repo`, the hook run as Claude Code
+/// runs it (the plugin's hooks.json command, the event's JSON on stdin).
+fn judge(repo: &Repo, line: &str) -> (String, String) {
+    let run = run_hook(
+        repo,
+        "pre-tool-use-bash",
+        |input| input["tool_input"]["command"] = Value::String(line.to_owned()),
+        &[],
+    );
+    if run.code != 0 {
         // Claude Code runs the command when its hook fails.
-        return (
-            "crashed".to_owned(),
-            String::from_utf8_lossy(&out.stderr).trim().to_owned(),
-        );
+        return ("crashed".to_owned(), run.stderr.trim().to_owned());
     }
-    if stdout.trim().is_empty() {
+    if run.stdout.trim().is_empty() {
         return ("allow".to_owned(), String::new());
     }
-    let answer: Value = serde_json::from_str(stdout.trim()).unwrap();
+    let answer: Value = serde_json::from_str(run.stdout.trim()).unwrap();
     let out = &answer["hookSpecificOutput"];
     (
         out["permissionDecision"]
@@ -232,7 +213,7 @@ fn the_guard_lets_no_corpus_line_move_a_managed_branch_past_the_hook() {
     for entry in &entries {
         restore(&snapshot, env.path());
         let _ = std::fs::remove_file(&hook_log);
-        let (verdict, reason) = judge(&env, &repo.dir, &entry.line);
+        let (verdict, reason) = judge(&repo, &entry.line);
         run_for_real(&env, &repo.dir, &entry.line);
         outcomes.push(Outcome {
             verdict,

@@ -898,6 +898,17 @@ impl Reader {
                 None => break,
             }
         }
+        self.program_runs(args, more_args, dir, env);
+    }
+
+    /// A program the line names runs with `args`.
+    fn program_runs(
+        &mut self,
+        args: Vec<Arg>,
+        more_args: Option<String>,
+        dir: Option<PathBuf>,
+        env: BTreeMap<String, Arg>,
+    ) {
         self.found.push(Invocation {
             args,
             more_args,
@@ -989,14 +1000,7 @@ impl Reader {
                 return;
             }
             (ShellRuns::File, _) => {
-                let dir = child.dir.clone();
-                self.found.push(Invocation {
-                    args,
-                    more_args,
-                    dir,
-                    env,
-                    opaque: None,
-                });
+                self.program_runs(args, more_args, child.dir, env);
                 return;
             }
         };
