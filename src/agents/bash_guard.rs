@@ -1315,8 +1315,15 @@ impl Judge<'_, '_> {
         };
         let known_place = dir.is_some() && git_dir.is_some();
         let mut place = place;
-        // `$(git branch --show-current)` is the branch checked out there.
-        let current = place.as_mut().and_then(Place::current_branch);
+        // `$(git branch --show-current)` is the branch checked out there
+        // (asked of git only when a word needs it).
+        let asks_current = call.words[1..]
+            .iter()
+            .any(|a| a.pieces.contains(&Piece::CurrentBranch));
+        let current = place
+            .as_mut()
+            .filter(|_| asks_current)
+            .and_then(Place::current_branch);
         let words: Vec<Arg> = call.words[1..]
             .iter()
             .map(|arg| resolve_current(arg, current.as_deref()))
