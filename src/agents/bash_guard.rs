@@ -774,10 +774,18 @@ impl Place {
             return known.clone();
         }
         let location = match self.git.push_url(remote) {
-            Ok(url) => Some(crate::writer::location::normalise(
-                &url,
-                &prepush::toplevel(&self.git),
-            )),
+            Ok(url) => {
+                // Only a relative path needs the worktree's top level (a
+                // git process): a URL or an absolute path reads the same
+                // from any directory.
+                let normalise = crate::writer::location::normalise;
+                let anywhere = normalise(&url, Path::new("/"));
+                Some(if normalise(&url, Path::new("/a")) == anywhere {
+                    anywhere
+                } else {
+                    normalise(&url, &prepush::toplevel(&self.git))
+                })
+            }
             // Not a remote's name: a URL or a path, as git takes it.
             Err(_) => Some(crate::writer::location::normalise(remote, &self.dir)),
         };
