@@ -6,6 +6,7 @@
 //! asks (ids, markers, verdicts) live in the pure core crate, `maverick_core`
 //! (core/), re-exported here under the paths the layers use.
 
+pub mod agents;
 pub mod cli;
 pub mod clock;
 pub mod commands;

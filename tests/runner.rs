@@ -19,6 +19,7 @@ mod fake_github;
 mod first_hour;
 mod git_surface;
 mod github;
+mod guard;
 mod holding;
 mod hook;
 mod hook_managers;

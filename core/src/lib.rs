@@ -11,7 +11,8 @@
 //! - [`timefmt`]: timestamps and the spec's duration grammar;
 //! - [`markers`]: the marker format, parsed totally;
 //! - [`closing`]: GitHub's closing keywords in a pull request's description;
-//! - [`holding`]: who holds an issue, the one verdict every command answers from.
+//! - [`holding`]: who holds an issue, the one verdict every command answers from;
+//! - [`shell`]: how a printed command line quotes its words;
 //! - [`remote`]: what a remote URL (as git resolves it for a push) names.
 
 #![forbid(unsafe_code)]
@@ -21,4 +22,5 @@ pub mod holding;
 pub mod ids;
 pub mod markers;
 pub mod remote;
+pub mod shell;
 pub mod timefmt;

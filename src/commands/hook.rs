@@ -10,6 +10,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::Outcome;
+use crate::agents::bash_guard;
 use crate::cli::GlobalArgs;
 use crate::clock::Clock;
 use crate::commands::error::{CommandError, Exit};
@@ -18,7 +19,6 @@ use crate::coord::lease::Coordinator;
 use crate::coord::session_end;
 use crate::git::{Git, GitEnv};
 use crate::records::claim::ClaimStore;
-use crate::writer::bash_guard;
 use crate::writer::guard::{self, PushInput, Verdict};
 use crate::writer::hookfile::Change;
 use crate::writer::hookmanager::Manager;
@@ -591,7 +591,7 @@ fn pre_tool_use() -> Result<Outcome<HookOutput>, CommandError> {
     let Some(command) = input.tool_input.get("command").and_then(|c| c.as_str()) else {
         return allow();
     };
-    let me = session_instance(&input).unwrap_or_default();
+    let me = || session_instance(&input).unwrap_or_default();
     let cwd = std::env::current_dir()
         .map_err(|e| CommandError::tool(format!("cannot read the current directory: {e}")))?;
     let env = GitEnv::inherit();

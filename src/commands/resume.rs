@@ -213,12 +213,12 @@ fn worktree_error(err: WorktreeError) -> CommandError {
         WorktreeError::NotOurs { path } | WorktreeError::Unfinished { path } => Some(format!(
             "if it is gone for good (or nothing runs there), remove it yourself: \
              git worktree remove --force --force {}; then resume again",
-            crate::writer::bash_guard::shell_quote(&path.to_string_lossy())
+            maverick_core::shell::quote(&path.to_string_lossy())
         )),
         WorktreeError::BranchInMissing { path, .. } => Some(format!(
             "bring that folder back (mount its disk, or move it back), or if it is gone for \
              good: git worktree remove --force --force {}; then resume again",
-            crate::writer::bash_guard::shell_quote(&path.to_string_lossy())
+            maverick_core::shell::quote(&path.to_string_lossy())
         )),
         _ => None,
     };

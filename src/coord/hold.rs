@@ -253,7 +253,7 @@ pub enum HoldError {
 pub(crate) fn command_line(command: &[OsString]) -> String {
     command
         .iter()
-        .map(|a| crate::writer::shell::quote(&a.to_string_lossy()))
+        .map(|a| maverick_core::shell::quote(&a.to_string_lossy()))
         .collect::<Vec<_>>()
         .join(" ")
 }

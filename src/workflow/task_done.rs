@@ -410,7 +410,10 @@ fn keep_alive(
             let reason = match views_of(&other).iter().find_map(|v| v.holder.as_ref()) {
                 Some(h) if h.instance_id != settings.instance => format!(
                     "the lease of {} on #{} lapsed and {} claimed it (generation {})",
-                    settings.instance, view.issue, h.who(), h.generation
+                    settings.instance,
+                    view.issue,
+                    h.who(),
+                    h.generation
                 ),
                 _ => format!(
                     "the lease of {} on #{} lapsed and could not be taken back",

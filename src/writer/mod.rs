@@ -1,8 +1,6 @@
 //! Promise 3: one writer per branch (SPEC 7, 8). The pre-push checks,
-//! maverick's own compare-and-swap pushes, hook files, worktrees and the
-//! agents' Bash guard.
+//! maverick's own compare-and-swap pushes, hook files and worktrees.
 
-pub mod bash_guard;
 pub(crate) mod guard;
 pub(crate) mod hookfile;
 pub(crate) mod hookmanager;
@@ -10,6 +8,5 @@ pub(crate) mod location;
 pub mod prepush;
 pub(crate) mod protect;
 pub mod push;
-pub(crate) mod shell;
 pub(crate) mod stamp;
 pub(crate) mod worktree;

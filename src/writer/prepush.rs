@@ -108,7 +108,11 @@ pub(crate) fn parse_updates(input: &[u8]) -> Result<Vec<RefUpdate>, PrePushError
         let [local_ref, local_sha, remote_ref, remote_sha] = fields[..] else {
             return Err(bad());
         };
-        let id = |s: &[u8]| std::str::from_utf8(s).ok().and_then(|s| ObjectId::parse(s).ok());
+        let id = |s: &[u8]| {
+            std::str::from_utf8(s)
+                .ok()
+                .and_then(|s| ObjectId::parse(s).ok())
+        };
         let (Some(local_id), Some(remote_id)) = (id(local_sha), id(remote_sha)) else {
             return Err(bad());
         };

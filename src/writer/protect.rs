@@ -131,7 +131,7 @@ pub(crate) fn uncovered(git: &Git, patterns: &[String]) -> Vec<String> {
     let Ok(common_dir) = git.common_dir() else {
         return Vec::new();
     };
-    crate::writer::bash_guard::managed_branches(&common_dir)
+    crate::records::claim::managed_branches(&common_dir)
         .unwrap_or_default()
         .into_iter()
         .filter(|b| !patterns.iter().any(|p| covers(p, b)))

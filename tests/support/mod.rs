@@ -189,7 +189,7 @@ fn origin_template(env: &TestEnv) -> PathBuf {
 
 /// Copies the directory tree at `from` to `to` (files, with their
 /// permissions, and directories, empty ones too), in this process.
-fn copy_tree(from: &Path, to: &Path) {
+pub fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();

@@ -17,18 +17,16 @@ use std::path::{Path, PathBuf};
 use brush_parser::ast;
 use brush_parser::word::{Parameter, ParameterExpr, WordPiece, WordPieceWithSource};
 
-/// `word` as a shell reads it back: as it is when that is safe, else in
-/// single quotes (`'it'\''s'`), so a printed command line can be pasted.
-pub(crate) fn quote(word: &str) -> String {
-    let plain = |c: char| c.is_ascii_alphanumeric() || "_-./:=@%+,".contains(c);
-    if !word.is_empty() && word.chars().all(plain) {
-        return word.to_owned();
-    }
-    format!("'{}'", word.replace('\'', r"'\''"))
-}
-
-/// How deep scripts inside scripts are followed (`sh -c "eval '…'"`).
+/// How deep scripts inside scripts are followed (`sh -c "eval '…'"`),
+/// functions calling functions included.
 const MAX_DEPTH: usize = 8;
+/// How deeply one script's groups, subshells and compound commands may
+/// nest: the grammar and the reading recurse once a level, so the guard
+/// bounds it before either sees the script (no honest command line comes
+/// near it; ~1,800 levels overflowed the stack).
+const MAX_NESTING: usize = 100;
+/// The longest script the guard reads.
+const MAX_SCRIPT_LEN: usize = 256 * 1024;
 
 /// One piece of an argument as the shell will expand it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -130,6 +128,10 @@ pub(crate) struct Invocation {
     /// Variables set for it on the line (`VAR=x cmd`, `export VAR=x`,
     /// `env VAR=x`), by name.
     pub env: BTreeMap<String, Arg>,
+    /// Why what runs here cannot be read from the line at all (a shell fed
+    /// from a pipe or a file, a script known only when it runs, scripts
+    /// nested too deep); `None` for a program the line names.
+    pub opaque: Option<String>,
 }
 
 impl Invocation {
@@ -142,11 +144,17 @@ impl Invocation {
     }
 }
 
-/// A command line the grammar does not accept (the shell would refuse it
-/// too, or the grammar lacks a corner of bash).
+/// A command line the guard does not read.
 #[derive(Debug, thiserror::Error)]
-#[error("the shell grammar cannot read it: {0}")]
-pub(crate) struct Unreadable(String);
+pub(crate) enum Unreadable {
+    /// The grammar does not accept it (the shell would refuse it too, or
+    /// the grammar lacks a corner of bash).
+    #[error("the shell grammar cannot read it: {0}")]
+    Grammar(String),
+    /// Nested deeper than the guard reads, or too long.
+    #[error("{0}")]
+    TooBig(String),
+}
 
 /// Every program `line` runs, in order, wrappers taken off.
 pub(crate) fn invocations(line: &str) -> Result<Vec<Invocation>, Unreadable> {
@@ -169,13 +177,140 @@ fn options() -> brush_parser::ParserOptions {
 }
 
 fn parse(script: &str) -> Result<ast::Program, Unreadable> {
+    if script.len() > MAX_SCRIPT_LEN {
+        return Err(Unreadable::TooBig(format!(
+            "it is longer than the {} KiB the guard reads",
+            MAX_SCRIPT_LEN / 1024
+        )));
+    }
+    if nesting(script) > MAX_NESTING {
+        return Err(Unreadable::TooBig(format!(
+            "its commands nest more than {MAX_NESTING} levels deep"
+        )));
+    }
+    match parse_as_is(script) {
+        Err(unreadable) => match without_heredoc_substitutions(script) {
+            Some(rewritten) => parse_as_is(&rewritten),
+            None => Err(unreadable),
+        },
+        program => program,
+    }
+}
+
+/// The variable that stands for a here-document's text the guard left out.
+const HEREDOC_TEXT: &str = "${__maverick_heredoc}";
+
+/// `script` with each `$(cat <<'EOF' … EOF\n)` (Claude Code's commit
+/// message style) replaced by a variable: the grammar cannot read a
+/// here-document in a command substitution inside double quotes, and the
+/// document is only `cat`'s data. A document whose delimiter is unquoted
+/// and that holds a substitution (which would run) is left alone; `None`
+/// when nothing was replaced.
+fn without_heredoc_substitutions(script: &str) -> Option<String> {
+    const OPEN: &str = "$(cat <<";
+    let mut out = String::new();
+    let mut rest = script;
+    let mut changed = false;
+    while let Some(at) = rest.find(OPEN) {
+        let (before, from) = rest.split_at(at);
+        out.push_str(before);
+        match heredoc_substitution(&from[OPEN.len()..]) {
+            Some(len) => {
+                out.push_str(HEREDOC_TEXT);
+                rest = &from[OPEN.len() + len..];
+                changed = true;
+            }
+            None => {
+                out.push_str(OPEN);
+                rest = &from[OPEN.len()..];
+            }
+        }
+    }
+    out.push_str(rest);
+    changed.then_some(out)
+}
+
+/// The length of `-'EOF'\n…\nEOF\n)` at the start of `text` (what follows
+/// `$(cat <<`), when it is one here-document and the substitution's end.
+fn heredoc_substitution(text: &str) -> Option<usize> {
+    let body = text.strip_prefix('-').unwrap_or(text);
+    let trimmed = body.trim_start_matches(' ');
+    let (delimiter, quoted, after) = match trimmed.chars().next()? {
+        q @ ('\'' | '"') => {
+            let end = trimmed[1..].find(q)? + 1;
+            (
+                &trimmed[1..end],
+                Some(&trimmed[..=end]),
+                &trimmed[end + 1..],
+            )
+        }
+        _ => {
+            let end = trimmed
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(trimmed.len());
+            (&trimmed[..end], None, &trimmed[end..])
+        }
+    };
+    let newline = after.find('\n')?;
+    if delimiter.is_empty() || !after[..newline].trim().is_empty() {
+        return None;
+    }
+    let document = &after[newline + 1..];
+    let mut offset = 0;
+    for line in document.split_inclusive('\n') {
+        let line_text = line.trim_end_matches('\n').trim_start_matches('\t');
+        // The grammar hands a substitution's text back with the delimiter
+        // quoted at its end as at its start.
+        if line_text == delimiter || Some(line_text) == quoted {
+            let inside = &document[..offset];
+            if quoted.is_none() && (inside.contains("$(") || inside.contains('`')) {
+                return None;
+            }
+            let closing = &document[offset + line.len()..];
+            let blank = closing.len() - closing.trim_start().len();
+            closing[blank..].starts_with(')').then_some(())?;
+            let end = text.len() - closing.len() + blank + 1;
+            return Some(end);
+        }
+        offset += line.len();
+    }
+    None
+}
+
+/// An upper bound of how deeply `script`'s constructs nest: brackets and
+/// braces of any kind, and the compound commands' keywords, quoted or not.
+fn nesting(script: &str) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    let mut word = String::new();
+    for c in script.chars().chain([' ']) {
+        if c.is_ascii_alphanumeric() || c == '_' {
+            word.push(c);
+            continue;
+        }
+        match word.as_str() {
+            "if" | "case" | "for" | "while" | "until" | "select" => depth += 1,
+            "fi" | "esac" | "done" => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        word.clear();
+        match c {
+            '(' | '{' | '[' => depth += 1,
+            ')' | '}' | ']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        deepest = deepest.max(depth);
+    }
+    deepest
+}
+
+fn parse_as_is(script: &str) -> Result<ast::Program, Unreadable> {
     brush_parser::Parser::new(
         std::io::BufReader::new(script.as_bytes()),
         &options(),
         &brush_parser::SourceInfo::default(),
     )
     .parse_program()
-    .map_err(|e| Unreadable(e.to_string()))
+    .map_err(|e| Unreadable::Grammar(e.to_string()))
 }
 
 /// What the shell knows at one point of the line.
@@ -232,6 +367,19 @@ impl State {
 struct Reader {
     found: Vec<Invocation>,
     depth: usize,
+    /// The functions the line defines, by name: their bodies run where
+    /// they are called, and only there.
+    functions: BTreeMap<String, ast::FunctionBody>,
+    /// True while reading a command that reads a pipe.
+    piped: bool,
+}
+
+/// What a command reads on its standard input.
+enum Stdin {
+    /// A here-document or here-string: the line tells.
+    Line(Arg),
+    /// A file or a pipe.
+    Elsewhere,
 }
 
 impl Reader {
@@ -245,28 +393,42 @@ impl Reader {
     /// substitution), read in `state`; what the outer line did not know
     /// stays unknown, spelled as the outer line spelled it.
     fn script(&mut self, text: &str, placeholders: &[String], state: &mut State) {
+        let before = self.found.len();
         if self.depth >= MAX_DEPTH {
+            self.opaque(
+                text,
+                format!("it runs scripts inside scripts more than {MAX_DEPTH} deep"),
+                state,
+            );
             return;
         }
-        let before = self.found.len();
         match parse(text) {
             Ok(program) => {
                 self.depth += 1;
                 self.program(&program, state);
                 self.depth -= 1;
             }
+            Err(Unreadable::TooBig(why)) => self.opaque(text, why, state),
             // The guard sees it as a program it cannot read.
-            Err(_) => self.found.push(Invocation {
+            Err(Unreadable::Grammar(_)) => self.found.push(Invocation {
                 args: vec![Arg::unknown(text)],
                 more_args: None,
                 dir: state.dir.clone(),
                 env: state.exported.clone(),
+                opaque: None,
             }),
         }
         if placeholders.is_empty() {
             return;
         }
         for invocation in &mut self.found[before..] {
+            let program = invocation.args.first().map(|a| a.spelled.clone());
+            if program.is_some_and(|p| p.contains(&format!("${{{PLACEHOLDER}"))) {
+                // `sh -c "$(cat f)"`, `eval "$CMD"`: what runs is known only
+                // when the shell runs it.
+                invocation.opaque =
+                    Some("the script it runs is known only when the shell runs it".to_owned());
+            }
             for arg in invocation
                 .args
                 .iter_mut()
@@ -278,6 +440,33 @@ impl Reader {
                 }
             }
         }
+    }
+
+    /// What runs at this point cannot be read from the line, for `why`.
+    fn opaque(&mut self, spelled: &str, why: String, state: &State) {
+        self.found.push(Invocation {
+            args: vec![Arg::unknown(spelled)],
+            more_args: None,
+            dir: state.dir.clone(),
+            env: state.exported.clone(),
+            opaque: Some(why),
+        });
+    }
+
+    /// A call of a function the line defined: its body runs here.
+    fn call(&mut self, body: &ast::FunctionBody, spelled: &str, state: &mut State) {
+        if self.depth >= MAX_DEPTH {
+            let why = format!("its functions call functions more than {MAX_DEPTH} deep");
+            self.opaque(spelled, why, state);
+            return;
+        }
+        let ast::FunctionBody(body, redirects) = body;
+        for redirect in redirects.iter().flat_map(|r| &r.0) {
+            self.redirect(redirect, state);
+        }
+        self.depth += 1;
+        self.compound(body, state);
+        self.depth -= 1;
     }
 
     fn list(&mut self, list: &ast::CompoundList, state: &mut State) {
@@ -311,10 +500,14 @@ impl Reader {
             self.command(command, state);
             return;
         }
-        // Every part of a pipeline runs in a subshell of its own.
-        for command in &pipeline.seq {
+        // Every part of a pipeline runs in a subshell of its own, reading
+        // what the part before it writes.
+        let piped = self.piped;
+        for (i, command) in pipeline.seq.iter().enumerate() {
+            self.piped = piped || i > 0;
             self.command(command, &mut state.clone());
         }
+        self.piped = piped;
     }
 
     fn command(&mut self, command: &ast::Command, state: &mut State) {
@@ -328,16 +521,10 @@ impl Reader {
                 }
                 self.compound(compound, state);
             }
-            // The body runs where the function is called: read it as run.
+            // The body runs where the function is called, if it is.
             ast::Command::Function(function) => {
-                let ast::FunctionBody(body, redirects) = &function.body;
-                let mut inside = state.clone();
-                if let Some(redirects) = redirects {
-                    for redirect in &redirects.0 {
-                        self.redirect(redirect, &inside);
-                    }
-                }
-                self.compound(body, &mut inside);
+                self.functions
+                    .insert(function.fname.value.clone(), function.body.clone());
             }
             ast::Command::ExtendedTest(test) => self.test_expr(&test.expr, state),
         }
@@ -416,7 +603,12 @@ impl Reader {
                 self.list(&body.list, &mut inside);
                 state.merge(&inside);
             }
-            C::Arithmetic(arithmetic) => self.arithmetic(&arithmetic.expr, state),
+            C::Arithmetic(arithmetic) => {
+                self.arithmetic(&arithmetic.expr, state);
+                // bash runs `( ( cmd ) )` as two subshells when it is no
+                // arithmetic; the grammar reads it as `(( … ))`.
+                self.subshells(&arithmetic.expr.value, state);
+            }
             C::ArithmeticForClause(clause) => {
                 for expr in [&clause.initializer, &clause.condition, &clause.updater]
                     .into_iter()
@@ -429,6 +621,19 @@ impl Reader {
                 state.merge(&body);
             }
         }
+    }
+
+    /// The text of an arithmetic command or expansion, read as the
+    /// subshells bash runs when it is no arithmetic: as it is, or with the
+    /// parenthesis the grammar took for the arithmetic's.
+    fn subshells(&mut self, text: &str, state: &State) {
+        for script in [text.to_owned(), format!("({text}"), format!("{text})")] {
+            if parse_as_is(&script).is_ok() {
+                self.script(&script, &[], &mut state.clone());
+                return;
+            }
+        }
+        self.script(text, &[], &mut state.clone());
     }
 
     /// An arithmetic expression runs the command substitutions in it.
@@ -462,10 +667,13 @@ impl Reader {
     }
 
     /// A redirection's words are expanded (command substitutions run);
-    /// returns what it feeds the command on stdin, when the line tells.
-    fn redirect(&mut self, redirect: &ast::IoRedirect, state: &State) -> Option<Arg> {
+    /// returns what it feeds the command on stdin, if anything.
+    fn redirect(&mut self, redirect: &ast::IoRedirect, state: &State) -> Option<Stdin> {
         match redirect {
-            ast::IoRedirect::File(_, _, target) => {
+            ast::IoRedirect::File(fd, kind, target) => {
+                use ast::IoFileRedirectKind as K;
+                let reads = matches!(fd, None | Some(0))
+                    && matches!(kind, K::Read | K::ReadAndWrite | K::DuplicateInput);
                 match target {
                     ast::IoFileRedirectTarget::Filename(word)
                     | ast::IoFileRedirectTarget::Duplicate(word) => {
@@ -476,7 +684,7 @@ impl Reader {
                     }
                     ast::IoFileRedirectTarget::Fd(_) => {}
                 }
-                None
+                reads.then_some(Stdin::Elsewhere)
             }
             ast::IoRedirect::HereDocument(fd, doc) => {
                 let text = if doc.requires_expansion {
@@ -484,11 +692,11 @@ impl Reader {
                 } else {
                     Arg::text(&doc.doc.value)
                 };
-                matches!(fd, None | Some(0)).then_some(text)
+                matches!(fd, None | Some(0)).then_some(Stdin::Line(text))
             }
             ast::IoRedirect::HereString(fd, word) => {
                 let text = self.word(word, state);
-                matches!(fd, None | Some(0)).then_some(text)
+                matches!(fd, None | Some(0)).then_some(Stdin::Line(text))
             }
             ast::IoRedirect::OutputAndError(word, _) => {
                 self.word(word, state);
@@ -501,7 +709,7 @@ impl Reader {
         let mut env = state.exported.clone();
         let mut assignments = Vec::new();
         let mut args = Vec::new();
-        let mut stdin = None;
+        let mut stdin = self.piped.then_some(Stdin::Elsewhere);
         for item in command.prefix.iter().flat_map(|p| &p.0) {
             match item {
                 ast::CommandPrefixOrSuffixItem::AssignmentWord(assignment, _) => {
@@ -583,11 +791,15 @@ impl Reader {
         mut args: Vec<Arg>,
         mut env: BTreeMap<String, Arg>,
         mut more_args: Option<String>,
-        stdin: Option<&Arg>,
+        stdin: Option<&Stdin>,
         state: &mut State,
     ) {
         let mut dir = state.dir.clone();
         while let Some(program) = args.first().and_then(Arg::literal) {
+            if let Some(body) = self.functions.get(&program).cloned() {
+                self.call(&body, &program, state);
+                return;
+            }
             let name = Path::new(&program)
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
@@ -630,37 +842,32 @@ impl Reader {
                     }
                     return;
                 }
+                "trap" => {
+                    self.trap(rest, state);
+                    return;
+                }
                 "eval" => {
-                    let mut placeholders = Vec::new();
-                    let text = rest
-                        .iter()
-                        .map(|a| a.as_script(&mut placeholders))
-                        .collect::<Vec<_>>()
-                        .join(" ");
-                    // eval runs in this very shell.
-                    self.script(&text, &placeholders, state);
+                    self.eval(rest, state);
                     return;
                 }
                 "sh" | "bash" | "dash" | "zsh" | "ksh" | "mksh" | "ash" => {
-                    match shell_script(rest, stdin) {
-                        Some(script) => {
-                            let mut placeholders = Vec::new();
-                            let text = script.as_script(&mut placeholders);
-                            let mut child = State {
-                                dir: dir.clone(),
-                                vars: env.clone(),
-                                exported: env.clone(),
-                            };
-                            self.script(&text, &placeholders, &mut child);
-                        }
-                        None => self.found.push(Invocation {
-                            args,
-                            more_args,
-                            dir,
-                            env,
-                        }),
-                    }
+                    let child = State {
+                        dir: dir.clone(),
+                        vars: env.clone(),
+                        exported: env.clone(),
+                    };
+                    self.shell(args, env, more_args, stdin, child);
                     return;
+                }
+                "flock" | "su" | "runuser" | "script" => {
+                    let child = State {
+                        dir: dir.clone(),
+                        vars: env.clone(),
+                        exported: env.clone(),
+                    };
+                    if self.command_runner(&name, &args, child) {
+                        return;
+                    }
                 }
                 _ => {}
             }
@@ -691,12 +898,115 @@ impl Reader {
                 None => break,
             }
         }
+        self.program_runs(args, more_args, dir, env);
+    }
+
+    /// A program the line names runs with `args`.
+    fn program_runs(
+        &mut self,
+        args: Vec<Arg>,
+        more_args: Option<String>,
+        dir: Option<PathBuf>,
+        env: BTreeMap<String, Arg>,
+    ) {
         self.found.push(Invocation {
             args,
             more_args,
             dir,
             env,
+            opaque: None,
         });
+    }
+
+    /// `flock … -c CMD`, `su -c CMD`, `runuser -c CMD`, `script -qc CMD`:
+    /// CMD read as a shell's script; `su` and `script` without one start a
+    /// shell on standard input. False when `args` run a command as
+    /// wrappers do (`flock FILE CMD…`, `runuser -u USER -- CMD…`).
+    fn command_runner(&mut self, name: &str, args: &[Arg], mut child: State) -> bool {
+        if let Some(script) = command_option(name, &args[1..]) {
+            let mut placeholders = Vec::new();
+            let text = script.as_script(&mut placeholders);
+            self.script(&text, &placeholders, &mut child);
+            return true;
+        }
+        if !matches!(name, "su" | "script") {
+            return false;
+        }
+        let spelled = args
+            .iter()
+            .map(|a| a.spelled.as_str())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let why = format!("`{spelled}` starts a shell that reads its commands from standard input");
+        self.opaque(&spelled, why, &child);
+        true
+    }
+
+    /// `trap 'CMD' EXIT`: CMD runs in this shell, later.
+    fn trap(&mut self, args: &[Arg], state: &mut State) {
+        let mut operands = args.iter().filter(|a| a.literal().as_deref() != Some("--"));
+        if let (Some(action), Some(_)) = (operands.next(), operands.next()) {
+            self.eval(std::slice::from_ref(action), state);
+        }
+    }
+
+    /// `eval ARGS`: the words joined, read again in this very shell.
+    fn eval(&mut self, words: &[Arg], state: &mut State) {
+        let mut placeholders = Vec::new();
+        let text = words
+            .iter()
+            .map(|a| a.as_script(&mut placeholders))
+            .collect::<Vec<_>>()
+            .join(" ");
+        self.script(&text, &placeholders, state);
+    }
+
+    /// A shell (`sh`, `bash`, …) run with `args`: the script it reads, as
+    /// far as the line shows it.
+    fn shell(
+        &mut self,
+        args: Vec<Arg>,
+        env: BTreeMap<String, Arg>,
+        more_args: Option<String>,
+        stdin: Option<&Stdin>,
+        mut child: State,
+    ) {
+        let spelled = args
+            .iter()
+            .map(|a| a.spelled.as_str())
+            .collect::<Vec<_>>()
+            .join(" ");
+        // A non-interactive shell first sources the file BASH_ENV (or ENV) names.
+        for startup in ["BASH_ENV", "ENV"] {
+            if let Some(file) = env.get(startup) {
+                self.found.push(Invocation {
+                    args: vec![Arg::text("."), file.clone()],
+                    more_args: None,
+                    dir: child.dir.clone(),
+                    env: env.clone(),
+                    opaque: None,
+                });
+            }
+        }
+        let script = match (shell_script(&args[1..]), stdin) {
+            (ShellRuns::Script(script), _) => script,
+            (ShellRuns::Stdin, Some(Stdin::Line(script))) => script.clone(),
+            (ShellRuns::Stdin, _) => {
+                let why = format!(
+                    "`{spelled}` reads its commands from standard input (a pipe, a file or the \
+                     terminal), which the guard cannot see"
+                );
+                self.opaque(&spelled, why, &child);
+                return;
+            }
+            (ShellRuns::File, _) => {
+                self.program_runs(args, more_args, child.dir, env);
+                return;
+            }
+        };
+        let mut placeholders = Vec::new();
+        let text = script.as_script(&mut placeholders);
+        self.script(&text, &placeholders, &mut child);
     }
 
     /// A word as the shell expands it; command substitutions in it are read
@@ -753,7 +1063,10 @@ impl Reader {
                         (false, c) => c.to_owned(),
                     }));
                 }
-                WordPiece::TildePrefix(_) | WordPiece::ArithmeticExpression(_) => {
+                WordPiece::TildePrefix(_) => out.push(Piece::Unknown),
+                WordPiece::ArithmeticExpression(expr) => {
+                    // `$( (cmd) )` may be read as `$(( … ))`.
+                    self.subshells(&expr.value, state);
                     out.push(Piece::Unknown);
                 }
                 WordPiece::ParameterExpansion(expr) => {
@@ -800,6 +1113,14 @@ impl Reader {
     /// `$(…)`: its commands run (in a subshell); its value is known for the
     /// ways of asking for the current branch.
     fn substitution(&mut self, text: &str, state: &State) -> Piece {
+        // `$(cat <<'EOF' … EOF)`: a here-document's text, nothing runs.
+        if let Some(document) = text.trim_start().strip_prefix("cat <<") {
+            for closed in [format!("{document})"), format!("{document}\n)")] {
+                if heredoc_substitution(&closed) == Some(closed.len()) {
+                    return Piece::Unknown;
+                }
+            }
+        }
         let before = self.found.len();
         self.script(text, &[], &mut state.clone());
         let asks_branch = match &self.found[before..] {
@@ -864,19 +1185,29 @@ fn split_assignment(arg: &Arg) -> Option<(String, Arg)> {
     ))
 }
 
-/// The script a shell runs: `sh -c SCRIPT`, or its stdin (a heredoc or a
-/// here-string) when it names no script file. `None`: a script file, or
-/// nothing the line shows.
-fn shell_script(args: &[Arg], stdin: Option<&Arg>) -> Option<Arg> {
+/// Where a shell's script comes from.
+enum ShellRuns {
+    /// `sh -c SCRIPT`.
+    Script(Arg),
+    /// A script file, the first operand.
+    File,
+    /// Standard input: `-s`, or no operand at all.
+    Stdin,
+}
+
+/// Where the shell run with `args` reads its script.
+fn shell_script(args: &[Arg]) -> ShellRuns {
     let mut rest = args.iter();
     while let Some(arg) = rest.next() {
-        let word = arg.literal()?;
+        let Some(word) = arg.literal() else {
+            return ShellRuns::File;
+        };
         if word == "--" || word == "-" {
             break;
         }
         let Some(flags) = word.strip_prefix('-').or_else(|| word.strip_prefix('+')) else {
             // The first operand is a script file.
-            return None;
+            return ShellRuns::File;
         };
         if flags.starts_with('-') {
             // --login, --norc, --rcfile FILE…
@@ -886,20 +1217,50 @@ fn shell_script(args: &[Arg], stdin: Option<&Arg>) -> Option<Arg> {
             continue;
         }
         if word.starts_with('-') && flags.contains('c') {
-            return rest.next().cloned();
+            return ShellRuns::Script(rest.next().cloned().unwrap_or_else(|| Arg::text("")));
         }
         if word.starts_with('-') && flags.contains('s') {
             // The script is stdin; the operands are its arguments.
-            return stdin.cloned();
+            return ShellRuns::Stdin;
         }
         if flags.contains(['o', 'O']) {
             rest.next();
         }
     }
     match rest.next() {
-        Some(_) => None,
-        None => stdin.cloned(),
+        Some(_) => ShellRuns::File,
+        None => ShellRuns::Stdin,
     }
+}
+
+/// `flock … -c CMD`, `su -c CMD`, `runuser -c CMD`, `script -qc CMD`: the
+/// command they hand a shell.
+fn command_option(program: &str, args: &[Arg]) -> Option<Arg> {
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        let word = arg.literal()?;
+        if word == "--" {
+            return None;
+        }
+        if let Some(value) = word.strip_prefix("--command=") {
+            return Some(Arg::text(value));
+        }
+        if word == "--command" {
+            return rest.next().cloned();
+        }
+        let Some(flags) = word.strip_prefix('-').filter(|f| !f.starts_with('-')) else {
+            continue;
+        };
+        if let Some(at) = flags.find('c') {
+            // `script -qc CMD`; flock's `-c` takes no attached value either.
+            let attached = &flags[at + 1..];
+            if program != "flock" && !attached.is_empty() {
+                return Some(Arg::text(attached));
+            }
+            return rest.next().cloned();
+        }
+    }
+    None
 }
 
 /// What a wrapper runs.
@@ -991,11 +1352,41 @@ fn wrapper_options(program: &str) -> Option<WrapperOptions> {
             long_values: &[],
             operands: 0,
         },
-        "command" | "builtin" | "nohup" | "setsid" | "chronic" | "unbuffer" => WrapperOptions {
+        // `flock [-w SECONDS] FILE CMD…` (`-c CMD` is read as a shell's).
+        "flock" => WrapperOptions {
+            short_values: "wE",
+            long_values: &["--timeout", "--conflict-exit-code"],
+            operands: 1,
+        },
+        // `taskset [-c] MASK CMD…`, `chrt [-o|-f|-r…] PRIORITY CMD…`.
+        "taskset" => WrapperOptions {
             short_values: "",
             long_values: &[],
+            operands: 1,
+        },
+        "chrt" => WrapperOptions {
+            short_values: "TPD",
+            long_values: &["--sched-runtime", "--sched-period", "--sched-deadline"],
+            operands: 1,
+        },
+        "runuser" => WrapperOptions {
+            short_values: "ugGsw",
+            long_values: &[
+                "--user",
+                "--group",
+                "--supp-group",
+                "--shell",
+                "--whitelist-environment",
+            ],
             operands: 0,
         },
+        "command" | "builtin" | "nohup" | "setsid" | "chronic" | "unbuffer" | "coproc" => {
+            WrapperOptions {
+                short_values: "",
+                long_values: &[],
+                operands: 0,
+            }
+        }
         _ => return None,
     };
     Some(options)
@@ -1016,6 +1407,12 @@ fn unwrap(program: &str, args: &[Arg]) -> Option<Unwrapped> {
     let mut rest = args.iter();
     let mut operands = options.operands;
     while let Some(arg) = rest.next() {
+        if matches!(program, "env" | "sudo") {
+            if let Some((name, value)) = split_assignment(arg) {
+                unwrapped.env.push((name, value));
+                continue;
+            }
+        }
         let Some(word) = arg.literal() else {
             // An option or the command, known only when it runs.
             unwrapped.command.push(arg.clone());
@@ -1023,12 +1420,6 @@ fn unwrap(program: &str, args: &[Arg]) -> Option<Unwrapped> {
         };
         if word == "--" {
             continue;
-        }
-        if matches!(program, "env" | "sudo") {
-            if let Some((name, value)) = split_assignment(arg) {
-                unwrapped.env.push((name, value));
-                continue;
-            }
         }
         if let Some(long) = word.strip_prefix("--") {
             let (name, attached, value) = long_option(long, options.long_values, &mut rest);
@@ -1198,5 +1589,85 @@ fn split_words(string: &Arg) -> Vec<Arg> {
             words
         }
         Err(_) => vec![Arg::unknown(&string.spelled)],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn programs(line: &str) -> Vec<String> {
+        invocations(line)
+            .unwrap()
+            .iter()
+            .map(|i| {
+                let words: Vec<&str> = i.args.iter().map(|a| a.spelled.as_str()).collect();
+                match &i.opaque {
+                    Some(_) => format!("opaque {}", words.join(" ")),
+                    None => words.join(" "),
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_heredoc_commit_message_is_data() {
+        for line in [
+            "git commit -m \"$(cat <<'EOF'\nfix: push it\n\nnever git push -f.\nEOF\n)\"",
+            "echo n >> a && git commit -q -m \"$(cat <<'EOF'\ndocs: how to push\n\nRun git push origin b, never git push -f.\nEOF\n)\"",
+            "git commit -m \"$(cat <<EOF\nchore: push-per-task\nEOF\n)\"",
+        ] {
+            let found = programs(line);
+            assert!(found.iter().all(|p| !p.starts_with("cat")), "{line}: {found:?}");
+            assert!(found.iter().any(|p| p.starts_with("git commit")), "{line}: {found:?}");
+        }
+    }
+
+    #[test]
+    fn nested_subshells_are_no_arithmetic() {
+        for line in [
+            "( ( git push x ) )",
+            "((git push x) )",
+            "( ( ( git push x ) ) )",
+            "echo $( (git push x) )",
+        ] {
+            let found = programs(line);
+            assert!(found.iter().any(|p| p == "git push x"), "{line}: {found:?}");
+        }
+    }
+
+    #[test]
+    fn what_cannot_be_read_is_opaque_and_nothing_overflows() {
+        for line in [
+            "bash -s < f",
+            "cat f | bash",
+            "sh -c \"$(cat f)\"",
+            "eval \"$CMD\"",
+            &format!("{}git push{}", "eval ".repeat(12), ""),
+        ] {
+            let found = programs(line);
+            assert!(
+                found.iter().any(|p| p.starts_with("opaque")),
+                "{line}: {found:?}"
+            );
+        }
+        for line in [
+            format!("{}git push; {}", "{ ".repeat(5000), "}; ".repeat(5000)),
+            format!(
+                "{}git push{}",
+                "if true; then ".repeat(3000),
+                "; fi".repeat(3000)
+            ),
+            format!("{}git push{}", "$(".repeat(3000), ")".repeat(3000)),
+        ] {
+            assert!(
+                matches!(invocations(&line), Err(Unreadable::TooBig(_))),
+                "{}",
+                &line[..40]
+            );
+        }
+        // A function runs where it is called, and only there.
+        assert_eq!(programs("f() { git push; }"), Vec::<String>::new());
+        assert_eq!(programs("f() { git push; }; f"), ["git push"]);
     }
 }

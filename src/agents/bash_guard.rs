@@ -1,6 +1,6 @@
 //! The agent's tool-use guard (SPEC 11): which command lines an agent's
 //! shell must not run, judged from the command as the shell will run it
-//! (`writer::shell`), git's own option rules, and this clone's local records
+//! (`agents::shell`), git's own option rules, and this clone's local records
 //! (no network; a few `git config` reads at most).
 //!
 //! A push to a branch git maverick manages, on the repository it manages it
@@ -15,12 +15,12 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::agents::shell::{self, Arg, Invocation, Piece};
 use crate::git::{Git, GitEnv};
-use crate::records::claim::{ClaimRecord, ClaimStore};
+use crate::records::claim::ClaimRecord;
 use crate::records::files::RecordError;
 use crate::timefmt::Timestamp;
 use crate::writer::prepush::{self, BranchState};
-use crate::writer::shell::{self, Arg, Invocation, Piece};
 
 /// How deep git aliases are followed (`git p` → `!git push …`).
 const MAX_ALIAS_DEPTH: usize = 4;
@@ -52,8 +52,9 @@ impl Verdict {
 pub struct Session<'a> {
     /// The session's working directory (the hook input's `cwd`).
     pub cwd: &'a Path,
-    /// The instance the session acts as.
-    pub me: &'a str,
+    /// The instance the session acts as, resolved only when a push's
+    /// verdict depends on it (resolving it reads git's config).
+    pub me: &'a (dyn Fn() -> String + Sync),
     pub now: Timestamp,
     pub env: &'a GitEnv,
 }
@@ -143,6 +144,8 @@ struct Target {
 struct Push {
     skip: Tri,
     skip_how: Option<Skip>,
+    /// How the line spells a setting that turns the hook off, for the reason.
+    skip_spelled: Option<String>,
     force: Tri,
     delete: Tri,
     dry_run: bool,
@@ -154,6 +157,9 @@ struct Push {
     prune: Tri,
     remote: Option<Remote>,
     targets: Vec<Target>,
+    /// The line names what to push (refspecs, `tag NAME`, `--tags`), so
+    /// git's default (the current branch) does not apply.
+    refspecs_given: bool,
     /// Some branch the line does not name may be pushed.
     unknown_target: bool,
     /// How the line spells what leaves the push open, for the reason.
@@ -345,6 +351,7 @@ fn apply(push: &mut Push, long: &str, negated: bool, value: Option<&str>) {
             push.delete = set;
         }
         "prune" => push.prune = set,
+        "tags" => push.refspecs_given |= !negated,
         "repo" if push.remote.is_none() => {
             push.remote = value.map(|v| Remote::Named(v.to_owned()));
         }
@@ -411,6 +418,23 @@ fn git_call(args: &[Arg], env: &BTreeMap<String, Arg>) -> Option<GitCall> {
         settings: Vec::new(),
         words: Vec::new(),
     };
+    // Hook managers' off switches, and config files the guard does not read.
+    for (name, value) in env {
+        let literal = value.literal();
+        let off = match name.as_str() {
+            "HUSKY" | "LEFTHOOK" => match literal.as_deref() {
+                Some("0" | "false") => Some(Tri::Yes),
+                Some(_) => None,
+                None => Some(Tri::Maybe),
+            },
+            "GIT_CONFIG_GLOBAL" | "GIT_CONFIG_SYSTEM" | "GIT_CONFIG" | "XDG_CONFIG_HOME"
+            | "HOME" => Some(Tri::Maybe),
+            _ => None,
+        };
+        if let Some(tri) = off {
+            call.hooks_override = Some((tri, format!("{name}={}", value.spelled)));
+        }
+    }
     // The environment's settings: GIT_CONFIG_PARAMETERS, GIT_CONFIG_KEY_<n>.
     for (name, value) in env {
         let names_hooks = match value.literal() {
@@ -469,6 +493,13 @@ fn git_call(args: &[Arg], env: &BTreeMap<String, Arg>) -> Option<GitCall> {
                         Some(setting) if sets_hooks_path(&setting) => {
                             call.hooks_override = Some((Tri::Yes, format!("{word} {setting}")));
                         }
+                        // An included file may set core.hooksPath.
+                        Some(setting)
+                            if setting.to_ascii_lowercase().starts_with("include")
+                                && call.hooks_override.is_none() =>
+                        {
+                            call.hooks_override = Some((Tri::Maybe, format!("{word} {setting}")));
+                        }
                         Some(_) => {}
                         None => {
                             if call.hooks_override.is_none() {
@@ -504,7 +535,11 @@ fn refspec(text: &str, delete_all: bool) -> Option<Target> {
     let dest = if matches!(dst, "HEAD" | "@") {
         Dest::Current
     } else {
-        let name = dst.strip_prefix("refs/heads/").unwrap_or(dst);
+        // git completes `heads/X` to refs/heads/X as it does `X`.
+        let name = dst
+            .strip_prefix("refs/heads/")
+            .or_else(|| dst.strip_prefix("heads/"))
+            .unwrap_or(dst);
         if name.starts_with("refs/") || name.is_empty() {
             return None;
         }
@@ -657,12 +692,20 @@ fn push_remote(push: &mut Push, first: Option<Arg>) -> Remote {
 fn read_refspecs(push: &mut Push, specs: impl Iterator<Item = Arg>, send_pack: bool) {
     let mut tag_next = false;
     for spec in specs {
+        push.refspecs_given = true;
         if tag_next {
             tag_next = false;
             continue;
         }
         match spec.literal() {
             Some(text) if text == "tag" && !send_pack => tag_next = true,
+            // `:` pushes every branch both sides have ("matching").
+            Some(text) if text.trim_start_matches('+') == ":" => {
+                push.every_branch = true;
+                if text.starts_with('+') {
+                    push.force = Tri::Yes;
+                }
+            }
             Some(text) => push.targets.extend(refspec(&text, push.delete == Tri::Yes)),
             None => {
                 // `+HEAD:$B` still forces, `:$B` still deletes.
@@ -731,10 +774,18 @@ impl Place {
             return known.clone();
         }
         let location = match self.git.push_url(remote) {
-            Ok(url) => Some(crate::writer::location::normalise(
-                &url,
-                &prepush::toplevel(&self.git),
-            )),
+            Ok(url) => {
+                // Only a relative path needs the worktree's top level (a
+                // git process): a URL or an absolute path reads the same
+                // from any directory.
+                let normalise = crate::writer::location::normalise;
+                let anywhere = normalise(&url, Path::new("/"));
+                Some(if normalise(&url, Path::new("/a")) == anywhere {
+                    anywhere
+                } else {
+                    normalise(&url, &prepush::toplevel(&self.git))
+                })
+            }
             // Not a remote's name: a URL or a path, as git takes it.
             Err(_) => Some(crate::writer::location::normalise(remote, &self.dir)),
         };
@@ -769,7 +820,7 @@ impl Place {
 
     fn managed_branches(&mut self) -> Result<Vec<String>, RecordError> {
         if self.managed.is_none() {
-            self.managed = Some(managed_branches(&self.common_dir)?);
+            self.managed = Some(crate::records::claim::managed_branches(&self.common_dir)?);
         }
         Ok(self.managed.clone().unwrap_or_default())
     }
@@ -801,42 +852,6 @@ impl Place {
     }
 }
 
-/// Every branch this clone manages (a claim record or a last-seen record).
-pub(crate) fn managed_branches(common_dir: &Path) -> Result<Vec<String>, RecordError> {
-    let mut branches: Vec<String> = ClaimStore::new(common_dir)
-        .all()?
-        .into_iter()
-        .filter_map(|r| r.branch)
-        .collect();
-    let dir = common_dir.join("maverick").join("branches");
-    if let Ok(entries) = std::fs::read_dir(&dir) {
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let Some(hex) = name.to_str().and_then(|n| {
-                n.strip_suffix(".json").or_else(|| {
-                    n.strip_suffix(crate::records::branch::LOG_EXTENSION)
-                        .and_then(|n| n.strip_suffix('.'))
-                })
-            }) else {
-                continue;
-            };
-            let bytes: Option<Vec<u8>> = (0..hex.len())
-                .step_by(2)
-                .map(|i| {
-                    hex.get(i..i + 2)
-                        .and_then(|h| u8::from_str_radix(h, 16).ok())
-                })
-                .collect();
-            if let Some(branch) = bytes.and_then(|b| String::from_utf8(b).ok()) {
-                branches.push(branch);
-            }
-        }
-    }
-    branches.sort();
-    branches.dedup();
-    Ok(branches)
-}
-
 /// A claim record that still counts: not lost, lease not run out.
 fn live(record: &ClaimRecord, now: Timestamp) -> bool {
     record.lost.is_none() && maverick_core::holding::lease_live(record.expires_at, now)
@@ -859,10 +874,17 @@ struct World<'a> {
     skip: bool,
     force: bool,
     delete: bool,
+    /// How the line turns the hook off, when it does so by a setting.
+    skip_spelled: Option<&'a str>,
 }
 
 /// The denial for one way the push may go; `None` allows it.
-fn deny(world: &World<'_>, how: Option<Skip>, me: &str, now: Timestamp) -> Option<String> {
+fn deny(
+    world: &World<'_>,
+    how: Option<Skip>,
+    me: &dyn Fn() -> String,
+    now: Timestamp,
+) -> Option<String> {
     let branch = world.branch;
     if world.skip {
         return Some(match how {
@@ -872,10 +894,11 @@ fn deny(world: &World<'_>, how: Option<Skip>, me: &str, now: Timestamp) -> Optio
                  Use `git push`; if the guard refuses, stop and report what it printed."
             ),
             Some(Skip::HooksPath) => format!(
-                "overriding core.hooksPath for this push points git at other hooks, so git \
+                "`{}` on this push points git at other hooks or turns them off, so git \
                  maverick's pre-push guard (one writer per branch) would not run for {branch}, a \
-                 branch it manages. Push without the override; if the guard refuses, stop and \
-                 report what it printed."
+                 branch it manages. Push without it; if the guard refuses, stop and report what \
+                 it printed.",
+                world.skip_spelled.unwrap_or("-c core.hooksPath=…")
             ),
             _ => format!(
                 "`git push --no-verify` skips git maverick's pre-push guard (one writer per \
@@ -900,6 +923,10 @@ fn deny(world: &World<'_>, how: Option<Skip>, me: &str, now: Timestamp) -> Optio
         ));
     }
     let claims = &world.state.claims;
+    if !claims.iter().any(|c| live(c, now)) {
+        return None;
+    }
+    let me = me();
     let mine = claims.iter().any(|c| c.instance_id == me && live(c, now));
     let other = claims
         .iter()
@@ -914,18 +941,210 @@ fn deny(world: &World<'_>, how: Option<Skip>, me: &str, now: Timestamp) -> Optio
     })
 }
 
-/// Judges one command line the agent's shell is about to run.
+/// The stack the judgement runs on: the grammar and the reading recurse
+/// once a nesting level, and `shell` bounds the levels well inside this.
+const JUDGE_STACK: usize = 64 * 1024 * 1024;
+
+/// Judges one command line the agent's shell is about to run. Nothing in
+/// the line can crash it: its nesting is bounded before it is parsed, it
+/// runs on a stack of its own, and a panic is an `ask`, never an allow.
 pub fn judge(line: &str, session: &Session<'_>) -> Result<Verdict, RecordError> {
-    let mut judge = Judge { session, depth: 0 };
+    std::thread::scope(|scope| {
+        let worker = std::thread::Builder::new()
+            .name("bash-guard".to_owned())
+            .stack_size(JUDGE_STACK)
+            .spawn_scoped(scope, || judge_here(line, session));
+        match worker {
+            Ok(worker) => worker.join().unwrap_or_else(|_| {
+                Ok(Verdict::Ask(
+                    "git maverick's guard failed on this command line, so it cannot tell \
+                     whether it pushes past the pre-push guard. Run the push as a plain \
+                     command of its own."
+                        .to_owned(),
+                ))
+            }),
+            Err(_) => judge_here(line, session),
+        }
+    })
+}
+
+fn judge_here(line: &str, session: &Session<'_>) -> Result<Verdict, RecordError> {
+    let mut judge = Judge {
+        session,
+        depth: 0,
+        aliases: BTreeMap::new(),
+        me: std::cell::OnceCell::new(),
+    };
     match shell::invocations(line) {
         Ok(invocations) => judge.all(&invocations),
-        Err(unreadable) => judge.unreadable(line, &unreadable.to_string()),
+        Err(unreadable) => judge.unreadable(line, &unreadable),
     }
 }
 
 struct Judge<'s, 'a> {
     session: &'s Session<'a>,
     depth: usize,
+    /// Aliases the line itself sets (`git config alias.p push && git p`).
+    aliases: BTreeMap<String, String>,
+    /// The session's instance, once a verdict needed it.
+    me: std::cell::OnceCell<String>,
+}
+
+/// The words that make a program's arguments a possible push: the guard
+/// asks about a program it does not know when its words name one.
+fn mentions_push(text: &str) -> bool {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))
+        .any(|w| {
+            matches!(
+                w,
+                "push" | "send-pack" | "git-push" | "git-send-pack" | "pre-push" | "receive-pack"
+            ) || w.eq_ignore_ascii_case("hookspath")
+        })
+}
+
+/// Programs that run no other program and change no hook: their arguments
+/// may say "push" freely (`grep -rn push`, `gh pr create --body "…push…"`,
+/// whose own `git push` runs the hook; `cargo test push`).
+fn runs_nothing(program: &str) -> bool {
+    matches!(
+        program,
+        "echo"
+            | "printf"
+            | "cat"
+            | "grep"
+            | "egrep"
+            | "fgrep"
+            | "rg"
+            | "ag"
+            | "ls"
+            | "head"
+            | "tail"
+            | "wc"
+            | "sort"
+            | "uniq"
+            | "cut"
+            | "tr"
+            | "diff"
+            | "cmp"
+            | "comm"
+            | "stat"
+            | "file"
+            | "test"
+            | "["
+            | "true"
+            | "false"
+            | "pwd"
+            | "date"
+            | "basename"
+            | "dirname"
+            | "realpath"
+            | "readlink"
+            | "which"
+            | "type"
+            | "jq"
+            | "less"
+            | "more"
+            | "sleep"
+            | "mkdir"
+            | "touch"
+            | "wait"
+            | "read"
+            | "exit"
+            | "return"
+            | "set"
+            | "shift"
+            | "gh"
+            | "cargo"
+            | "rustc"
+            | "rustfmt"
+            | "clippy-driver"
+    )
+}
+
+/// The shells whose script file the guard reads.
+fn is_shell(program: &str) -> bool {
+    matches!(
+        program,
+        "." | "source" | "sh" | "bash" | "dash" | "zsh" | "ksh" | "mksh" | "ash"
+    )
+}
+
+/// The program's name without its directory, also when the directory is
+/// known only when it runs (`"$(git --exec-path)/git-push"`).
+fn program_name(invocation: &Invocation) -> Option<String> {
+    if let Some(name) = invocation.program() {
+        return Some(name);
+    }
+    match invocation.args.first()?.pieces.last()? {
+        Piece::Text(tail) => tail
+            .rsplit_once('/')
+            .map(|(_, name)| name.to_owned())
+            .filter(|n| !n.is_empty()),
+        _ => None,
+    }
+}
+
+/// Variables and settings whose value git runs as a command.
+const GIT_RUNS_ENV: &[&str] = &[
+    "GIT_EDITOR",
+    "GIT_SEQUENCE_EDITOR",
+    "EDITOR",
+    "VISUAL",
+    "GIT_SSH_COMMAND",
+    "GIT_SSH",
+    "GIT_PAGER",
+    "PAGER",
+    "GIT_ASKPASS",
+    "SSH_ASKPASS",
+    "GIT_EXTERNAL_DIFF",
+];
+const GIT_RUNS_SETTINGS: &[&str] = &[
+    "core.editor",
+    "sequence.editor",
+    "core.pager",
+    "core.sshcommand",
+    "core.askpass",
+    "diff.external",
+];
+
+/// Settings that, written to this clone's config, change whether or how the
+/// next push runs the pre-push hook or where it goes.
+fn risky_setting(key: &str, value: Option<&str>) -> bool {
+    let key = key.to_ascii_lowercase();
+    key == "core.hookspath"
+        || key.starts_with("include.")
+        || key.starts_with("includeif.")
+        || (key.starts_with("remote.") && (key.ends_with(".push") || key.ends_with(".mirror")))
+        || (key == "push.default" && value.is_none_or(|v| matches!(v, "upstream" | "tracking")))
+        || (key.starts_with("alias.") && value.is_none_or(mentions_push))
+}
+
+/// Damerau–Levenshtein distance within 2 of `push`: what git's
+/// help.autocorrect may run as `git push`.
+fn near_push(name: &str) -> bool {
+    let (a, b): (Vec<char>, Vec<char>) = (name.chars().collect(), "push".chars().collect());
+    if a.len().abs_diff(b.len()) > 2 {
+        return false;
+    }
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            d[i][j] = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                d[i][j] = d[i][j].min(d[i - 2][j - 2] + 1);
+            }
+        }
+    }
+    d[a.len()][b.len()] <= 2
 }
 
 impl Judge<'_, '_> {
@@ -943,18 +1162,21 @@ impl Judge<'_, '_> {
         Ok(verdict)
     }
 
-    /// A line the grammar cannot read: asked about when it mentions a push
-    /// in a clone maverick manages, else left to the shell (which refuses
-    /// what it cannot parse either) and the pre-push hook.
-    fn unreadable(&self, line: &str, why: &str) -> Result<Verdict, RecordError> {
-        let mentions_push = line
-            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
-            .any(|w| matches!(w, "push" | "send-pack"));
-        let managed = Place::find(self.session.cwd, None, self.session.env).is_some();
-        Ok(if mentions_push && managed {
+    /// True when the session runs in a clone maverick manages branches in.
+    fn managed_here(&self) -> bool {
+        Place::find(self.session.cwd, None, self.session.env).is_some()
+    }
+
+    /// A line the guard does not read: one too deep or too long is asked
+    /// about in a clone maverick manages; one the grammar cannot read, when
+    /// it mentions a push (else it is left to the shell, which refuses what
+    /// it cannot parse either, and the pre-push hook).
+    fn unreadable(&self, line: &str, why: &shell::Unreadable) -> Result<Verdict, RecordError> {
+        let fails_closed = matches!(why, shell::Unreadable::TooBig(_)) || mentions_push(line);
+        Ok(if fails_closed && self.managed_here() {
             Verdict::Ask(format!(
                 "git maverick cannot read this command line as a shell would ({why}), so it \
-                 cannot tell whether the push in it skips the pre-push guard, forces or deletes \
+                 cannot tell whether a push in it skips the pre-push guard, forces or deletes \
                  a branch it manages. Write the push as a plain command of its own."
             ))
         } else {
@@ -962,15 +1184,48 @@ impl Judge<'_, '_> {
         })
     }
 
+    /// What runs at this point is not on the line (`why`): asked about in a
+    /// clone maverick manages.
+    fn opaque(&self, why: &str) -> Result<Verdict, RecordError> {
+        if !self.managed_here() {
+            return Ok(Verdict::Allow);
+        }
+        Ok(Verdict::Ask(format!(
+            "git maverick cannot see what this command line runs: {why}. If it pushes past the \
+             pre-push guard, forces or deletes a branch git maverick manages, it must not run. \
+             Run the commands themselves, the push as a plain command of its own."
+        )))
+    }
+
     fn invocation(&mut self, invocation: &Invocation) -> Result<Verdict, RecordError> {
+        if let Some(why) = &invocation.opaque {
+            return self.opaque(why);
+        }
         if invocation.args.first().and_then(Arg::literal).as_deref() == Some(".") {
             return self.script_file(".", invocation);
         }
-        let Some(program) = invocation.program() else {
+        let Some(program) = program_name(invocation) else {
             return self.unknown_program(invocation);
         };
+        if let Some(sub) = program.strip_prefix("git-") {
+            // git's own commands by their own names: `git-push`,
+            // `$(git --exec-path)/git-push`, `git-maverick run`.
+            let mut args = vec![Arg::text("git"), Arg::text(sub)];
+            args.extend(invocation.args[1..].iter().cloned());
+            let as_git = Invocation {
+                args,
+                ..invocation.clone()
+            };
+            return self.invocation(&as_git);
+        }
         if program != "git" {
-            return self.script_file(&program, invocation);
+            if is_shell(&program) {
+                return self.script_file(&program, invocation);
+            }
+            if runs_nothing(&program) {
+                return Ok(Verdict::Allow);
+            }
+            return self.unknown_program(invocation);
         }
         let Some(call) = git_call(&invocation.args, &invocation.env) else {
             return Ok(Verdict::Allow);
@@ -998,20 +1253,49 @@ impl Judge<'_, '_> {
             // `git $CMD …`: a push only if the words say so.
             return self.unknown_program(invocation);
         };
-        let send_pack = match sub.as_str() {
+        // The commands git itself runs for this one (an editor, a pager).
+        let runs = self.git_runs(&call, invocation, dir.as_deref())?;
+        if matches!(runs, Verdict::Deny(_)) {
+            return Ok(runs);
+        }
+        let own = self.git_command(&sub, &call, invocation, dir.as_deref(), place, &git_dir)?;
+        Ok(if runs.rank() > own.rank() { runs } else { own })
+    }
+
+    /// `git SUB …`, judged by what SUB is.
+    fn git_command(
+        &mut self,
+        sub: &str,
+        call: &GitCall,
+        invocation: &Invocation,
+        dir: Option<&Path>,
+        place: Option<Place>,
+        git_dir: &Option<Option<PathBuf>>,
+    ) -> Result<Verdict, RecordError> {
+        let send_pack = match sub {
             "push" => false,
             "send-pack" => true,
+            "maverick" => return self.maverick(call, invocation),
+            "config" => return self.config(call),
+            "rebase" | "bisect" | "submodule" => return self.git_exec(sub, call, invocation, dir),
             _ => {
                 let Some(mut place) = place else {
                     return Ok(Verdict::Allow);
                 };
-                return self.alias(&mut place, &sub, &call, invocation);
+                return self.alias(&mut place, sub, call, invocation);
             }
         };
         let known_place = dir.is_some() && git_dir.is_some();
         let mut place = place;
-        // `$(git branch --show-current)` is the branch checked out there.
-        let current = place.as_mut().and_then(Place::current_branch);
+        // `$(git branch --show-current)` is the branch checked out there
+        // (asked of git only when a word needs it).
+        let asks_current = call.words[1..]
+            .iter()
+            .any(|a| a.pieces.contains(&Piece::CurrentBranch));
+        let current = place
+            .as_mut()
+            .filter(|_| asks_current)
+            .and_then(Place::current_branch);
         let words: Vec<Arg> = call.words[1..]
             .iter()
             .map(|arg| resolve_current(arg, current.as_deref()))
@@ -1021,9 +1305,20 @@ impl Judge<'_, '_> {
             push.skip = push.skip.or(*tri);
             if push.skip_how.is_none() || *tri == Tri::Yes {
                 push.skip_how = Some(Skip::HooksPath);
+                push.skip_spelled = Some(spelled.clone());
             }
             if *tri == Tri::Maybe {
                 push.unknowns.push(spelled.clone());
+            }
+        }
+        // Settings that choose where a refspec without `:DST` (or none at
+        // all) writes: remote.NAME.push maps it, push.default=upstream sends
+        // it to the branch's upstream.
+        for setting in call.settings.iter().filter_map(Arg::literal) {
+            let key = setting.split_once('=').map_or(setting.as_str(), |(k, _)| k);
+            let key = key.to_ascii_lowercase();
+            if key == "push.default" || (key.starts_with("remote.") && key.ends_with(".push")) {
+                push.unknown(&format!("-c {setting}"));
             }
         }
         match place {
@@ -1033,10 +1328,208 @@ impl Judge<'_, '_> {
         }
     }
 
+    /// `git maverick run … -- CMD` runs CMD: judged as CMD. `git maverick
+    /// hook uninstall` takes the pre-push guard away.
+    fn maverick(
+        &mut self,
+        call: &GitCall,
+        invocation: &Invocation,
+    ) -> Result<Verdict, RecordError> {
+        let words: Vec<Option<String>> = call.words[1..].iter().map(Arg::literal).collect();
+        match words.first().cloned().flatten().as_deref() {
+            Some("run") => {
+                let Some(at) = words.iter().position(|w| w.as_deref() == Some("--")) else {
+                    return Ok(Verdict::Allow);
+                };
+                // The command is read again as a shell would run it.
+                let words: Vec<String> = call.words[at + 2..]
+                    .iter()
+                    .map(|a| match a.literal() {
+                        Some(l) => maverick_core::shell::quote(&l),
+                        None => a.spelled.clone(),
+                    })
+                    .collect();
+                let dir = invocation.dir.as_ref().map(|d| self.session.cwd.join(d));
+                self.script_text(&words.join(" "), invocation, dir.as_deref())
+            }
+            Some("hook") if words.get(1).cloned().flatten().as_deref() == Some("uninstall") => {
+                self.opaque("`git maverick hook uninstall` takes the pre-push guard out, so the pushes after it are not checked")
+            }
+            _ => Ok(Verdict::Allow),
+        }
+    }
+
+    /// `git config KEY VALUE` (and `set`, `--add`, `--unset`…) on a setting
+    /// that decides whether the pre-push hook runs or what a push writes:
+    /// asked about. An alias it sets is remembered for the rest of the line.
+    fn config(&mut self, call: &GitCall) -> Result<Verdict, RecordError> {
+        let mut writes = false;
+        let mut operands = Vec::new();
+        for word in &call.words[1..] {
+            match word.literal() {
+                Some(w) if w.starts_with('-') => {
+                    writes |= matches!(
+                        w.as_str(),
+                        "--add"
+                            | "--replace-all"
+                            | "--unset"
+                            | "--unset-all"
+                            | "--rename-section"
+                            | "--remove-section"
+                            | "--edit"
+                            | "-e"
+                    );
+                }
+                other => operands.push(other),
+            }
+        }
+        let mut operands = operands.into_iter();
+        let mut key = operands.next().flatten();
+        if matches!(
+            key.as_deref(),
+            Some("set" | "unset" | "edit" | "rename-section" | "remove-section")
+        ) {
+            writes = true;
+            key = operands.next().flatten();
+        }
+        let value = operands.next();
+        writes |= value.is_some();
+        let Some(key) = key.filter(|_| writes) else {
+            return Ok(Verdict::Allow);
+        };
+        let value = value.flatten();
+        if let (Some(name), Some(v)) = (key.to_ascii_lowercase().strip_prefix("alias."), &value) {
+            self.aliases.insert(name.to_owned(), v.clone());
+            return Ok(Verdict::Allow);
+        }
+        if !risky_setting(&key, value.as_deref()) {
+            return Ok(Verdict::Allow);
+        }
+        self.opaque(&format!(
+            "`git config {key}` changes whether git runs the pre-push hook, or what a push \
+             writes, for every push after it"
+        ))
+    }
+
+    /// `git rebase -x CMD`, `git bisect run CMD…`, `git submodule foreach
+    /// CMD`: the commands git runs, judged as scripts.
+    fn git_exec(
+        &mut self,
+        sub: &str,
+        call: &GitCall,
+        invocation: &Invocation,
+        dir: Option<&Path>,
+    ) -> Result<Verdict, RecordError> {
+        let words: Vec<&Arg> = call.words[1..].iter().collect();
+        let mut scripts: Vec<&Arg> = Vec::new();
+        let literal = |a: &Arg| a.literal().unwrap_or_default();
+        match sub {
+            "rebase" => {
+                let mut rest = words.iter();
+                while let Some(word) = rest.next() {
+                    let w = literal(word);
+                    if w == "-x" || w == "--exec" {
+                        scripts.extend(rest.next().copied());
+                    } else if w.starts_with("--exec=") || (w.starts_with("-x") && w.len() > 2) {
+                        // Spelled `--exec=CMD` or `-xCMD`: judged as written.
+                        return self.script_text(
+                            &w[w.find(['=', 'x']).unwrap_or(0) + 1..],
+                            invocation,
+                            dir,
+                        );
+                    }
+                }
+            }
+            "bisect" if words.first().map(|w| literal(w)).as_deref() == Some("run") => {
+                let text: Vec<String> = words[1..].iter().map(|a| a.spelled.clone()).collect();
+                return self.script_text(&text.join(" "), invocation, dir);
+            }
+            "submodule" => {
+                if let Some(at) = words.iter().position(|w| literal(w) == "foreach") {
+                    let rest: Vec<&&Arg> = words[at + 1..]
+                        .iter()
+                        .skip_while(|w| literal(w).starts_with('-'))
+                        .collect();
+                    let text: Vec<String> = rest.iter().map(|a| a.spelled.clone()).collect();
+                    return self.script_text(&text.join(" "), invocation, dir);
+                }
+            }
+            _ => {}
+        }
+        let mut verdict = Verdict::Allow;
+        for script in scripts {
+            let next = match script.literal() {
+                Some(text) => self.script_text(&text, invocation, dir)?,
+                None => self.opaque(&format!(
+                    "git runs `{}`, known only when it runs",
+                    script.spelled
+                ))?,
+            };
+            if next.rank() > verdict.rank() {
+                verdict = next;
+            }
+        }
+        Ok(verdict)
+    }
+
+    /// A command git runs through a shell, where `invocation` runs.
+    fn script_text(
+        &mut self,
+        text: &str,
+        invocation: &Invocation,
+        dir: Option<&Path>,
+    ) -> Result<Verdict, RecordError> {
+        let Some(dir) = dir.map(Path::to_owned) else {
+            return if mentions_push(text) {
+                self.opaque(&format!(
+                    "git runs `{text}` in a directory known only when it runs"
+                ))
+            } else {
+                Ok(Verdict::Allow)
+            };
+        };
+        if self.depth >= MAX_ALIAS_DEPTH {
+            return self.opaque("git commands run git commands more than four deep");
+        }
+        self.nested(text, &dir, invocation, |_| {})
+    }
+
+    /// What git runs for this command besides itself: an editor, a pager,
+    /// an ssh command, named by the environment or `-c`.
+    fn git_runs(
+        &mut self,
+        call: &GitCall,
+        invocation: &Invocation,
+        dir: Option<&Path>,
+    ) -> Result<Verdict, RecordError> {
+        let mut commands: Vec<String> = GIT_RUNS_ENV
+            .iter()
+            .filter_map(|name| invocation.env.get(*name))
+            .map(|value| value.literal().unwrap_or_else(|| value.spelled.clone()))
+            .collect();
+        for setting in call.settings.iter().filter_map(Arg::literal) {
+            if let Some((key, value)) = setting.split_once('=') {
+                let key = key.to_ascii_lowercase();
+                if GIT_RUNS_SETTINGS.contains(&key.as_str()) || key.starts_with("pager.") {
+                    commands.push(value.to_owned());
+                }
+            }
+        }
+        let mut verdict = Verdict::Allow;
+        for command in commands {
+            let next = self.script_text(&command, invocation, dir)?;
+            if next.rank() > verdict.rank() {
+                verdict = next;
+            }
+        }
+        Ok(verdict)
+    }
+
     /// A script file a shell runs (`sh push.sh`, `bash -e ./ci.sh`,
     /// `. ./env.sh`, `source env.sh`): what it runs, read from the file as it
     /// is now. A file that is not there (yet) or not readable is left to the
-    /// pre-push hook, as any program the guard cannot see into.
+    /// pre-push hook, as any program the guard cannot see into; one named by
+    /// what only the running shell knows (`<(…)`, `"$F"`) is asked about.
     fn script_file(
         &mut self,
         program: &str,
@@ -1045,7 +1538,7 @@ impl Judge<'_, '_> {
         let operands = &invocation.args[1..];
         let file = match program {
             "." | "source" => operands.first(),
-            "sh" | "bash" | "dash" | "zsh" | "ksh" | "mksh" | "ash" => {
+            _ => {
                 // The first operand after the options (`-o NAME` and
                 // `--rcfile FILE` take the next word).
                 let mut words = operands.iter();
@@ -1065,13 +1558,18 @@ impl Judge<'_, '_> {
                     }
                 }
             }
-            _ => None,
         };
-        let (Some(file), Some(dir)) = (file.and_then(Arg::literal), &invocation.dir) else {
+        let Some(file) = file else {
             return Ok(Verdict::Allow);
+        };
+        let (Some(file), Some(dir)) = (file.literal(), &invocation.dir) else {
+            return self.opaque(&format!(
+                "`{program} {}` runs a script the shell names only when it runs it",
+                file.spelled
+            ));
         };
         if self.depth >= MAX_ALIAS_DEPTH {
-            return Ok(Verdict::Allow);
+            return self.opaque("its scripts run scripts more than four deep");
         }
         let dir = self.session.cwd.join(dir);
         let path = dir.join(&file);
@@ -1094,7 +1592,7 @@ impl Judge<'_, '_> {
     ) -> Result<Verdict, RecordError> {
         let mut invocations = match shell::invocations(script) {
             Ok(invocations) => invocations,
-            Err(unreadable) => return self.unreadable(script, &unreadable.to_string()),
+            Err(unreadable) => return self.unreadable(script, &unreadable),
         };
         for inner in &mut invocations {
             inner.dir = inner.dir.as_ref().map(|d| dir.join(d));
@@ -1109,20 +1607,15 @@ impl Judge<'_, '_> {
         verdict
     }
 
-    /// A program only the running shell knows (`$GIT push`, a script the
-    /// grammar could not read): asked about when its words name a push in
-    /// a clone maverick manages.
+    /// A program the guard does not know, or one only the running shell
+    /// knows (`$GIT push`, `./g push`, `python3 -c …`): asked about when its
+    /// words name a push in a clone maverick manages.
     fn unknown_program(&self, invocation: &Invocation) -> Result<Verdict, RecordError> {
-        let names_push = invocation.args.iter().any(|a| {
-            a.literal()
-                .map(|l| matches!(l.as_str(), "push" | "send-pack"))
-                .unwrap_or_else(|| {
-                    a.spelled
-                        .split(|c: char| c.is_whitespace() || c == ';' || c == '&' || c == '|')
-                        .any(|w| matches!(w, "push" | "send-pack"))
-                })
-        });
-        if !names_push || Place::find(self.session.cwd, None, self.session.env).is_none() {
+        let names_push = invocation
+            .args
+            .iter()
+            .any(|a| mentions_push(&a.spelled) || a.literal().is_some_and(|l| mentions_push(&l)));
+        if !names_push || !self.managed_here() {
             return Ok(Verdict::Allow);
         }
         let spelled = invocation
@@ -1131,10 +1624,11 @@ impl Judge<'_, '_> {
             .map(|a| a.spelled.as_str())
             .collect::<Vec<_>>()
             .join(" ");
+        let spelled: String = spelled.chars().take(200).collect();
         Ok(Verdict::Ask(format!(
-            "git maverick cannot tell what `{spelled}` runs until the shell runs it: if it is a \
-             `git push` that forces, deletes or skips the pre-push guard on a branch git \
-             maverick manages, it must not run. Spell the git command out."
+            "git maverick cannot tell what `{spelled}` runs: if it is a `git push` that \
+             forces, deletes or skips the pre-push guard on a branch git maverick manages, it \
+             must not run. Spell the git command out."
         )))
     }
 
@@ -1169,16 +1663,37 @@ impl Judge<'_, '_> {
         call: &GitCall,
         invocation: &Invocation,
     ) -> Result<Verdict, RecordError> {
-        if self.depth >= MAX_ALIAS_DEPTH || is_builtin(name) {
+        if is_builtin(name) {
             return Ok(Verdict::Allow);
         }
-        let Ok(Some(value)) = place.git.config_get(&format!("alias.{name}")) else {
-            return Ok(Verdict::Allow);
+        if self.depth >= MAX_ALIAS_DEPTH {
+            return self.opaque("its git aliases run aliases more than four deep");
+        }
+        // `-c alias.NAME=…` on this very command, then what the line set,
+        // then the clone's config.
+        let key = format!("alias.{}", name.to_ascii_lowercase());
+        let from_line = call
+            .settings
+            .iter()
+            .rev()
+            .filter_map(Arg::literal)
+            .find_map(|s| {
+                let (k, v) = s.split_once('=')?;
+                k.eq_ignore_ascii_case(&key).then(|| v.to_owned())
+            })
+            .or_else(|| self.aliases.get(&name.to_ascii_lowercase()).cloned());
+        let value = match from_line {
+            Some(value) => value,
+            None => match place.git.config_get(&format!("alias.{name}")) {
+                Ok(Some(value)) => value,
+                _ if near_push(name) => return self.autocorrected(place, name, call, invocation),
+                _ => return Ok(Verdict::Allow),
+            },
         };
         let args: Vec<String> = call.words[1..]
             .iter()
             .map(|a| match a.literal() {
-                Some(l) => shell_quote(&l),
+                Some(l) => maverick_core::shell::quote(&l),
                 None => a.spelled.clone(),
             })
             .collect();
@@ -1202,6 +1717,28 @@ impl Judge<'_, '_> {
             args.extend(call.settings.iter().cloned());
             args.extend(inner.args.drain(1..));
             inner.args = args;
+        })
+    }
+
+    /// `git psuh …`, which git runs as `git push …` when help.autocorrect
+    /// is on: judged as that push, and asked about rather than denied.
+    fn autocorrected(
+        &mut self,
+        place: &mut Place,
+        name: &str,
+        call: &GitCall,
+        invocation: &Invocation,
+    ) -> Result<Verdict, RecordError> {
+        self.aliases
+            .insert(name.to_ascii_lowercase(), "push".to_owned());
+        let verdict = self.alias(place, name, call, invocation)?;
+        self.aliases.remove(&name.to_ascii_lowercase());
+        Ok(match verdict {
+            Verdict::Allow => Verdict::Allow,
+            Verdict::Ask(reason) | Verdict::Deny(reason) => Verdict::Ask(format!(
+                "git runs `git {name}` as `git push` when help.autocorrect is on, and then: \
+                 {reason}"
+            )),
         })
     }
 
@@ -1236,7 +1773,7 @@ impl Judge<'_, '_> {
                 }
             }
         }
-        if push.targets.is_empty() && !push.every_branch {
+        if push.targets.is_empty() && !push.every_branch && !push.refspecs_given {
             // git's default: the current branch.
             if let Some(b) = place.current_branch() {
                 candidates.push((b, Tri::No, Tri::No, true));
@@ -1274,10 +1811,12 @@ impl Judge<'_, '_> {
                                 skip,
                                 force,
                                 delete,
+                                skip_spelled: push.skip_spelled.as_deref(),
                             };
-                            let me = self.session.me;
+                            let (session, cache) = (self.session, &self.me);
+                            let me = || cache.get_or_init(|| (session.me)()).clone();
                             match reaches
-                                .then(|| deny(&world, push.skip_how, me, self.session.now))
+                                .then(|| deny(&world, push.skip_how, &me, self.session.now))
                                 .flatten()
                             {
                                 Some(reason) => denied.push(reason),
@@ -1371,10 +1910,6 @@ fn with_positionals(script: &str, args: &[String]) -> String {
         }
     }
     text
-}
-
-pub(crate) fn shell_quote(text: &str) -> String {
-    format!("'{}'", text.replace('\'', r"'\''"))
 }
 
 /// git's own commands, which no alias can shadow (and the common ones:
