@@ -98,6 +98,9 @@ fn make(env: &TestEnv, alice: &Repo<'_>, state: &str) -> bool {
             if env.surface() != Surface::Github {
                 return false;
             }
+            // A collaborator's pull request: only a trusted author's holds
+            // the issues it closes (a stranger's holds nothing).
+            env.github().add_user("bob", "COLLABORATOR");
             env.github()
                 .open_pull(900, "bob", "bob-parser", "main", "Parses it.\n\nFixes #142");
         }

@@ -191,8 +191,9 @@ pub(crate) fn resume(
     let coord = Coordinator::new(surface, settings);
     let (branch, issue) = (req.branch, req.issue);
 
-    // 1. Entry check: who holds the issue.
-    let view = coord.read(&[issue])?.remove(0);
+    // 1. Entry check: who holds the issue, an open pull request included
+    // (as `coord read` judges it; the branch resumed is this writer's own).
+    let view = claims::read_with_pulls(&coord, &[issue], &[branch.to_owned()])?.remove(0);
     if let Some(refusal) = entry_refusal(view.decision, req.takeover) {
         return Ok(ResumeOutcome::Refused(refusal, Box::new(view)));
     }

@@ -355,7 +355,7 @@ fn fence(
                 stale: view.decision == Decision::Stale,
             }))
         }
-        (_, Some(h)) => lost(format!("#{issue} is held by {}", h.instance_id)),
+        (_, Some(h)) => lost(format!("#{issue} is held by {}", h.who())),
         (_, None) if record.is_some() => {
             lost(format!("#{issue} is no longer claimed by {instance}"))
         }
