@@ -730,6 +730,81 @@ fn one_git_fetch_per_view(surface: Surface) {
     );
 }
 
+/// `--color=always` colours what needs a person (the stale row's mark,
+/// its takeover hint and its note) and leaves a live row plain; `--json`
+/// and `--color=never` have no colour; the columns line up.
+#[test]
+fn colour_marks_the_rows_that_need_a_person_and_columns_line_up() {
+    let s = &TestEnv::with_surface(Surface::Git);
+    let alpha = s.clone("alpha");
+    let bravo = s.clone("bravo");
+    bravo
+        .maverick(&["coord", "claim", "142", "--branch", "maverick/142-lexer"])
+        .expect(0);
+    s.advance_clock(600 + 14 * 60 + 5);
+    alpha
+        .maverick(&["coord", "claim", "141", "--branch", BRANCH])
+        .expect(0);
+
+    let coloured = alpha.maverick(&["status", "--color=always"]);
+    coloured.expect(0);
+    let line = |text: &str, issue: &str| -> String {
+        text.lines()
+            .find(|l| l.contains(issue))
+            .unwrap_or_else(|| panic!("no row for {issue} in {text}"))
+            .to_owned()
+    };
+    let stale = line(&coloured.stdout, "#142");
+    let live = line(&coloured.stdout, "#141");
+    assert!(
+        stale.starts_with("\x1b[1m\x1b[33m! #142\x1b[0m"),
+        "{stale:?}"
+    );
+    assert!(
+        stale.contains(
+            "\x1b[1m\x1b[33mstale for 14m (take over: git maverick coord takeover 142)\x1b[0m"
+        ),
+        "{stale:?}"
+    );
+    assert!(
+        stale.ends_with("\x1b[1m\x1b[33m<- stale lease\x1b[0m"),
+        "{stale:?}"
+    );
+    assert!(!live.contains('\x1b'), "{live:?}");
+    for plain in [
+        alpha.maverick(&["status", "--color=never"]),
+        alpha.maverick(&["--json", "status", "--color=always"]),
+    ] {
+        assert!(!plain.expect(0).stdout.contains('\x1b'), "{}", plain.stdout);
+    }
+
+    // The two rows, as a person sees them: each column starts where the
+    // one above it starts.
+    let screen = alpha.maverick(&["status"]);
+    let stale = line(&screen.expect(0).stdout, "#142");
+    let live = line(&screen.stdout, "#141");
+    assert_eq!(
+        [&stale[..28], &live[..28]],
+        [
+            "! #142  stale  bravo        ",
+            "  #141  ours   alpha (you)  "
+        ],
+        "{}",
+        screen.stdout
+    );
+    let at = |row: &str, what: &str| row.find(what).unwrap_or_else(|| panic!("{what} in {row}"));
+    assert_eq!(at(&stale, "gen 1"), at(&live, "gen 1"));
+    assert_eq!(at(&stale, "stale for"), at(&live, "lease "));
+    assert_eq!(
+        at(&stale, "maverick/142-lexer"),
+        at(&live, "maverick/141-parser")
+    );
+    assert!(
+        !live.ends_with(' '),
+        "the last cell is not padded: {live:?}"
+    );
+}
+
 on_both_surfaces!(
     the_screen_puts_what_needs_a_person_first,
     json_validates_against_the_schema,
