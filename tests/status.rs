@@ -88,15 +88,7 @@ fn team(s: &TestEnv) -> Team<'_> {
     alpha.maverick(&["coord", "read", "140"]);
     s.close(&alpha, 140);
 
-    // bravo's lease runs out: the surface's clock moves 14 minutes past its ttl.
-    bravo
-        .maverick(&["coord", "claim", "142", "--branch", "maverick/142-lexer"])
-        .expect(0);
-    s.advance_clock(600 + 14 * 60 + 5);
-
-    alpha
-        .maverick(&["coord", "claim", "141", "--branch", BRANCH])
-        .expect(0);
+    stale_then_live(s, &alpha, &bravo);
     alpha.git(&["switch", "--quiet", "-c", BRANCH]);
     let head = alpha.commit_file("src/parser.rs", "// parser\n", "feat(parser): start");
     alpha.git(&["push", "--quiet", "origin", BRANCH]);
@@ -130,6 +122,18 @@ fn team(s: &TestEnv) -> Team<'_> {
         bravo,
         charlie,
     }
+}
+
+/// bravo claims #142 and its lease runs out (the surface's clock moves 14
+/// minutes past its ttl); then alpha claims #141, live.
+fn stale_then_live(s: &TestEnv, alpha: &Repo<'_>, bravo: &Repo<'_>) {
+    bravo
+        .maverick(&["coord", "claim", "142", "--branch", "maverick/142-lexer"])
+        .expect(0);
+    s.advance_clock(600 + 14 * 60 + 5);
+    alpha
+        .maverick(&["coord", "claim", "141", "--branch", BRANCH])
+        .expect(0);
 }
 
 /// The word after the first `before` in `text`: a duration the screen's
@@ -463,6 +467,21 @@ fn graphviz_installed() -> bool {
 }
 
 /// Spawns `status ARGS` with piped stdout; lines arrive on the receiver.
+/// A watch's screen with each column gap cut to two spaces: its durations
+/// depend on how long a round took, and a column is as wide as its widest
+/// duration. (How columns line up is
+/// `colour_marks_the_rows_that_need_a_person_and_columns_line_up`'s.)
+fn unpadded(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for piece in text.split("   ") {
+        if !out.is_empty() && !out.ends_with("  ") {
+            out.push_str("  ");
+        }
+        out.push_str(piece.trim_start_matches(' '));
+    }
+    out
+}
+
 fn spawn_watch(repo: &Repo<'_>, args: &[&str]) -> (Watcher, mpsc::Receiver<String>) {
     let mut child = repo
         .command(args)
@@ -554,7 +573,7 @@ fn watch_redraws_until_ctrl_c(surface: Surface) {
     }
     insta::assert_snapshot!(
         format!("status_watch_{}", s.name()),
-        normalise(s, &(lines.join("\n") + "\n"))
+        unpadded(&normalise(s, &(lines.join("\n") + "\n")))
     );
     // A change shows in the next block.
     t.alpha
@@ -644,7 +663,10 @@ fn watch_redraws_in_place_on_a_terminal(surface: Surface) {
     }
     insta::assert_snapshot!(
         format!("status_watch_on_a_terminal_{}", s.name()),
-        normalise(s, &rounds.join("[cursor home, screen cleared]\n"))
+        unpadded(&normalise(
+            s,
+            &rounds.join("[cursor home, screen cleared]\n")
+        ))
     );
     assert_eq!(interrupt(&mut child), 130);
 }
@@ -727,6 +749,75 @@ fn one_git_fetch_per_view(surface: Surface) {
     assert!(
         commands.iter().all(|c| !c.starts_with("git ls-remote")),
         "no other network call: {commands:#?}"
+    );
+}
+
+/// `--color=always` colours what needs a person (the stale row's mark,
+/// its takeover hint and its note) and leaves a live row plain; `--json`
+/// and `--color=never` have no colour; the columns line up.
+#[test]
+fn colour_marks_the_rows_that_need_a_person_and_columns_line_up() {
+    let s = &TestEnv::with_surface(Surface::Git);
+    let alpha = s.clone("alpha");
+    let bravo = s.clone("bravo");
+    stale_then_live(s, &alpha, &bravo);
+
+    let coloured = alpha.maverick(&["status", "--color=always"]);
+    coloured.expect(0);
+    let line = |text: &str, issue: &str| -> String {
+        text.lines()
+            .find(|l| l.contains(issue))
+            .unwrap_or_else(|| panic!("no row for {issue} in {text}"))
+            .to_owned()
+    };
+    let stale = line(&coloured.stdout, "#142");
+    let live = line(&coloured.stdout, "#141");
+    assert!(
+        stale.starts_with("\x1b[1m\x1b[33m! #142\x1b[0m"),
+        "{stale:?}"
+    );
+    assert!(
+        stale.contains(
+            "\x1b[1m\x1b[33mstale for 14m (take over: git maverick coord takeover 142)\x1b[0m"
+        ),
+        "{stale:?}"
+    );
+    assert!(
+        stale.ends_with("\x1b[1m\x1b[33m<- stale lease\x1b[0m"),
+        "{stale:?}"
+    );
+    assert!(!live.contains('\x1b'), "{live:?}");
+    for plain in [
+        alpha.maverick(&["status", "--color=never"]),
+        alpha.maverick(&["--json", "status", "--color=always"]),
+    ] {
+        assert!(!plain.expect(0).stdout.contains('\x1b'), "{}", plain.stdout);
+    }
+
+    // The two rows, as a person sees them: each column starts where the
+    // one above it starts.
+    let screen = alpha.maverick(&["status"]);
+    let stale = line(&screen.expect(0).stdout, "#142");
+    let live = line(&screen.stdout, "#141");
+    assert_eq!(
+        [&stale[..28], &live[..28]],
+        [
+            "! #142  stale  bravo        ",
+            "  #141  ours   alpha (you)  "
+        ],
+        "{}",
+        screen.stdout
+    );
+    let at = |row: &str, what: &str| row.find(what).unwrap_or_else(|| panic!("{what} in {row}"));
+    assert_eq!(at(&stale, "gen 1"), at(&live, "gen 1"));
+    assert_eq!(at(&stale, "stale for"), at(&live, "lease "));
+    assert_eq!(
+        at(&stale, "maverick/142-lexer"),
+        at(&live, "maverick/141-parser")
+    );
+    assert!(
+        !live.ends_with(' '),
+        "the last cell is not padded: {live:?}"
     );
 }
 

@@ -54,6 +54,20 @@ fn stderr_in_colour() -> bool {
     anstream::AutoStream::choice(&std::io::stderr()) != anstream::ColorChoice::Never
 }
 
+/// Whether stdout gets colour (never with `--json`: [`never`] was chosen).
+pub(crate) fn stdout_in_colour() -> bool {
+    anstream::AutoStream::choice(&std::io::stdout()) != anstream::ColorChoice::Never
+}
+
+/// `text` (already made safe for a terminal) in the style of what needs a
+/// person, `warning:`'s, when `colour`.
+pub(crate) fn needs_a_person(text: &str, colour: bool) -> String {
+    match style_of("warning:").filter(|_| colour) {
+        Some(style) => format!("{style}{text}{style:#}"),
+        None => text.to_owned(),
+    }
+}
+
 /// `text` (already made safe for a terminal) on stderr, its prefixes
 /// coloured when stderr takes colour.
 pub(crate) fn eprint_lines(text: &str) {

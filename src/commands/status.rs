@@ -187,9 +187,11 @@ fn show(
     let warnings: Vec<Warning> = view.warnings.iter().map(Warning::new).collect();
     match format {
         Format::Text => {
-            let lines = render_text(&view);
+            let lines = render_text(&view, super::paint::stdout_in_colour());
             let mut outcome = Outcome::new(Exit::Ok, view).own_warnings(warnings);
             outcome.lines = lines;
+            // Escaped by render_text, cell by cell, before its colours.
+            outcome.exact = true;
             Ok(outcome)
         }
         Format::Dot | Format::Svg => {
@@ -286,12 +288,16 @@ fn watch(
                     .collect();
                 vec![super::json_line(&Envelope::new(Exit::Ok, warnings, &view))]
             }
-            Ok(view) => render_text(&view),
+            Ok(view) => render_text(&view, super::paint::stdout_in_colour()),
             // A first read that fails is an error; a later one a line
             // on the screen, and the next round tries again.
             Err(err) if first => return Err(err),
             Err(err) if json => vec![super::json_line(&Failure::of(&err.shown(&ctx.warnings)))],
-            Err(err) => err.to_string().lines().map(str::to_owned).collect(),
+            Err(err) => err
+                .to_string()
+                .lines()
+                .map(|line| for_terminal(line, Newlines::Escape).into_owned())
+                .collect(),
         };
         first = false;
         let mut stdout = std::io::stdout().lock();
@@ -300,11 +306,9 @@ fn watch(
             // Home and clear: a redraw in place.
             text.push_str("\x1b[H\x1b[2J");
         }
+        // JSON as it is; the text already made safe for a terminal.
         for line in &lines {
-            match json {
-                true => text.push_str(line),
-                false => text.push_str(&for_terminal(line, Newlines::Escape)),
-            }
+            text.push_str(line);
             text.push('\n');
         }
         if terminal {
@@ -341,8 +345,9 @@ fn rough_duration(d: Duration) -> String {
     }
 }
 
-/// The view as lines a person reads.
-fn render_text(view: &StatusView) -> Vec<String> {
+/// The view as lines a person reads, made safe for a terminal, the rows
+/// that need a person coloured when `colour`.
+fn render_text(view: &StatusView, colour: bool) -> Vec<String> {
     let mut lines = Vec::new();
     lines.push(format!(
         "{} surface, {}, you are {}",
@@ -355,9 +360,8 @@ fn render_text(view: &StatusView) -> Vec<String> {
             "nothing is claimed, leased, blocked or dispatched".to_owned()
         });
     }
-    for row in &view.issues {
-        lines.push(render_row(row, view.now));
-    }
+    let rows: Vec<Vec<Cell>> = view.issues.iter().map(|r| row_cells(r, view.now)).collect();
+    let table = table(&rows, colour);
     let d = &view.dispatch;
     let mut slots = format!("dispatch slots: {}/{} used", d.used, d.slots);
     if !d.holders.is_empty() {
@@ -389,7 +393,77 @@ fn render_text(view: &StatusView) -> Vec<String> {
     for warning in &view.warnings {
         lines.push(format!("warning: {warning}"));
     }
-    lines
+    let mut lines = lines
+        .into_iter()
+        .map(|line| for_terminal(&line, Newlines::Escape).into_owned());
+    // The rows after the header line.
+    let mut out: Vec<String> = lines.by_ref().take(1).collect();
+    out.extend(table);
+    out.extend(lines);
+    out
+}
+
+/// One cell of a row: its text, made safe for a terminal, and whether it
+/// is what needs a person (coloured).
+#[derive(Default)]
+struct Cell {
+    text: String,
+    hot: bool,
+}
+
+impl Cell {
+    fn plain(text: impl AsRef<str>) -> Cell {
+        Cell {
+            text: for_terminal(text.as_ref(), Newlines::Escape).into_owned(),
+            hot: false,
+        }
+    }
+
+    fn hot(text: impl AsRef<str>, hot: bool) -> Cell {
+        Cell {
+            hot,
+            ..Cell::plain(text)
+        }
+    }
+}
+
+/// The rows as aligned lines: a column is as wide as its widest cell (in
+/// characters), a column no row fills takes no room, and a row's last cell
+/// is not padded; the cells that need a person coloured when `colour`.
+fn table(rows: &[Vec<Cell>], colour: bool) -> Vec<String> {
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let width = |c: &Cell| c.text.chars().count();
+    let widths: Vec<usize> = (0..columns)
+        .map(|i| {
+            rows.iter()
+                .filter_map(|r| r.get(i))
+                .map(width)
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    rows.iter()
+        .map(|row| {
+            let last = row.iter().rposition(|c| !c.text.is_empty()).unwrap_or(0);
+            let mut line = String::new();
+            for (i, cell) in row.iter().enumerate().take(last + 1) {
+                if widths[i] == 0 {
+                    continue;
+                }
+                if !line.is_empty() {
+                    line.push_str("  ");
+                }
+                line.push_str(&super::paint::needs_a_person(
+                    &cell.text,
+                    cell.hot && colour,
+                ));
+                if i < last {
+                    line.push_str(&" ".repeat(widths[i] - width(cell)));
+                }
+            }
+            line
+        })
+        .collect()
 }
 
 fn who(instance: &str, ours: bool) -> String {
@@ -400,66 +474,90 @@ fn who(instance: &str, ours: bool) -> String {
     }
 }
 
-fn render_row(row: &IssueRow, now: Timestamp) -> String {
-    let mut parts = vec![format!(
-        "{} #{}",
-        if row.needs_attention() { "!" } else { " " },
-        row.issue
-    )];
-    parts.push(row.state.to_owned());
-    if let Some(h) = &row.holder {
-        parts.push(who(&h.instance_id, h.ours));
-    }
-    if let Some(g) = row.generation.filter(|_| row.holder.is_some()) {
-        parts.push(format!("gen {g}"));
-    }
-    if let Some(l) = &row.lease {
-        let d = rough_duration(Duration::from_secs(l.seconds));
-        parts.push(match &l.takeover {
-            Some(cmd) if row.state == "lapsed" => format!("lapsed {d} ago (take it back: {cmd})"),
-            Some(cmd) => format!("stale for {d} (take over: {cmd})"),
-            None if l.live => format!("lease {d} left"),
-            None => format!("lease ran out {d} ago"),
-        });
-    }
-    if let Some(b) = &row.branch {
-        parts.push(match b.head_moved_at {
+/// A row's cells, one per column, empty where the row has nothing to say:
+/// the issue (`!` when it needs a person), its state, holder, generation,
+/// lease, branch, tasks, pull request, blockers, dispatch claim, and what
+/// needs a person.
+fn row_cells(row: &IssueRow, now: Timestamp) -> Vec<Cell> {
+    let attention = row.needs_attention();
+    let mark = if attention { "!" } else { " " };
+    let mut cells = vec![
+        Cell::hot(format!("{mark} #{}", row.issue), attention),
+        Cell::plain(row.state),
+    ];
+    cells.push(match &row.holder {
+        Some(h) => Cell::plain(who(&h.instance_id, h.ours)),
+        None => Cell::default(),
+    });
+    cells.push(match row.generation.filter(|_| row.holder.is_some()) {
+        Some(g) => Cell::plain(format!("gen {g}")),
+        None => Cell::default(),
+    });
+    cells.push(match &row.lease {
+        Some(l) => {
+            let d = rough_duration(Duration::from_secs(l.seconds));
+            match &l.takeover {
+                Some(cmd) if row.state == "lapsed" => {
+                    Cell::hot(format!("lapsed {d} ago (take it back: {cmd})"), true)
+                }
+                Some(cmd) => Cell::hot(format!("stale for {d} (take over: {cmd})"), true),
+                None if l.live => Cell::plain(format!("lease {d} left")),
+                None => Cell::plain(format!("lease ran out {d} ago")),
+            }
+        }
+        None => Cell::default(),
+    });
+    cells.push(match &row.branch {
+        Some(b) => Cell::plain(match b.head_moved_at {
             Some(at) => format!("{} moved {} ago", b.name, rough_duration(now.since(at))),
             None => format!("{} (not on the remote)", b.name),
-        });
-    }
-    if let Some(t) = &row.tasks {
-        let mut text = format!("tasks {}/{}", t.done, t.total);
-        if let Some(next) = &t.next_task {
-            text.push_str(&format!(", next {}: {}", next.number, next.title));
+        }),
+        None => Cell::default(),
+    });
+    cells.push(match &row.tasks {
+        Some(t) => {
+            let mut text = format!("tasks {}/{}", t.done, t.total);
+            if let Some(next) = &t.next_task {
+                text.push_str(&format!(", next {}: {}", next.number, next.title));
+            }
+            Cell::plain(text)
         }
-        parts.push(text);
-    }
-    if let Some(p) = &row.pull {
-        let draft = if p.draft { " (draft)" } else { "" };
-        // What makes a `pull` row: whose pull request, from which branch.
-        let from = match row.state {
-            "pull" => format!(" from {} by {}", p.head_ref, p.author),
-            _ => String::new(),
-        };
-        parts.push(format!("PR #{}{draft}{from} CI {}", p.number, p.ci));
-    }
-    if !row.blocked_by.is_empty() {
+        None => Cell::default(),
+    });
+    cells.push(match &row.pull {
+        Some(p) => {
+            let draft = if p.draft { " (draft)" } else { "" };
+            // What makes a `pull` row: whose pull request, from which branch.
+            let from = match row.state {
+                "pull" => format!(" from {} by {}", p.head_ref, p.author),
+                _ => String::new(),
+            };
+            Cell::plain(format!("PR #{}{draft}{from} CI {}", p.number, p.ci))
+        }
+        None => Cell::default(),
+    });
+    cells.push(if row.blocked_by.is_empty() {
+        Cell::default()
+    } else {
         let by: Vec<String> = row.blocked_by.iter().map(|n| format!("#{n}")).collect();
-        parts.push(format!("blocked by {}", by.join(", ")));
-    }
-    if let Some(d) = &row.dispatch {
-        let slot = d.slot.map(|s| format!(", slot {s}")).unwrap_or_default();
-        parts.push(format!(
-            "dispatch claim by {} ({}{slot})",
-            who(&d.instance_id, d.ours),
-            d.verdict.replace('_', " ")
-        ));
-    }
-    if row.needs_attention() {
-        parts.push(format!("<- {}", row.attention.join("; ")));
-    }
-    parts.join("  ")
+        Cell::plain(format!("blocked by {}", by.join(", ")))
+    });
+    cells.push(match &row.dispatch {
+        Some(d) => {
+            let slot = d.slot.map(|s| format!(", slot {s}")).unwrap_or_default();
+            Cell::plain(format!(
+                "dispatch claim by {} ({}{slot})",
+                who(&d.instance_id, d.ours),
+                d.verdict.replace('_', " ")
+            ))
+        }
+        None => Cell::default(),
+    });
+    cells.push(match attention {
+        true => Cell::hot(format!("<- {}", row.attention.join("; ")), true),
+        false => Cell::default(),
+    });
+    cells
 }
 
 fn render_totals(t: &Totals) -> String {
