@@ -22,6 +22,14 @@ pub(crate) fn show_progress(on: bool) {
     SHOW_PROGRESS.store(on, Ordering::Relaxed);
 }
 
+/// Says what maverick waits for, when a person watches (as fetches and
+/// pushes do): a checkout of a large tree takes seconds, silently.
+fn announce(what: &str) {
+    if SHOW_PROGRESS.load(Ordering::Relaxed) {
+        let _ = writeln!(std::io::stderr(), "git maverick: {what}…");
+    }
+}
+
 /// The trailer naming the issue a task commit belongs to (SPEC 6).
 pub(crate) const ISSUE_TRAILER: &str = "Maverick-Issue";
 /// The trailer naming the task number(s) a commit completes.
@@ -1006,6 +1014,7 @@ impl Git {
         branch: &str,
         start: &str,
     ) -> Result<(), GitError> {
+        announce(&format!("checking out {branch} into {}", path.display()));
         self.cmd(["worktree", "add", "--quiet", "--no-track", "-b", branch])
             .args([path.as_os_str(), OsStr::new(start)])
             .output()
@@ -1014,6 +1023,7 @@ impl Git {
 
     /// Adds a worktree at `path` with the existing `branch` checked out.
     pub(crate) fn worktree_add(&self, path: &Path, branch: &str) -> Result<(), GitError> {
+        announce(&format!("checking out {branch} into {}", path.display()));
         self.cmd(["worktree", "add", "--quiet"])
             .args([path.as_os_str(), OsStr::new(branch)])
             .output()

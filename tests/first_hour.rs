@@ -418,6 +418,11 @@ fn a_fetch_on_a_terminal_shows_what_it_waits_for_and_gits_progress() {
     assert!(out.status.success(), "{shown}");
     assert!(shown.contains("git maverick: "), "{shown}");
     assert!(shown.contains("objects"), "git's progress: {shown}");
+    // The checkout of the worktree, which takes seconds on a large tree.
+    assert!(
+        shown.contains(&format!("git maverick: checking out {branch} into ")),
+        "{shown}"
+    );
 
     // In a pipe: the same resume (run again, it does no harm) says neither.
     let mut piped = laptop.maverick_command(&["resume", branch]);
