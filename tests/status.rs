@@ -8,7 +8,20 @@ use std::process::{Child, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use crate::support::screen::{normalise, screen, screen_naming, screens};
+use crate::support::screen::{normalise, screens};
+
+/// What a person sees, with the table's column gaps cut to two spaces: the
+/// padding follows the widest cell, and a duration's width ("9s", "10s")
+/// changes with how long a test took, which the snapshot shows as [DUR].
+/// Alignment itself is asserted on the raw output
+/// (`colour_marks_the_rows_that_need_a_person_and_columns_line_up`).
+fn screen(env: &TestEnv, run: &Run) -> String {
+    unpadded(&crate::support::screen::screen(env, run))
+}
+
+fn screen_naming(env: &TestEnv, run: &Run, names: &[(&str, &str)]) -> String {
+    unpadded(&crate::support::screen::screen_naming(env, run, names))
+}
 use crate::support::{Repo, Run, Surface, TestEnv};
 use serde_json::{json, Value};
 
