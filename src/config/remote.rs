@@ -187,12 +187,31 @@ pub(super) fn valid_host(host: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | ':'))
 }
 
-/// gh's rule: github.com's API is api.github.com; GitHub Enterprise Server's
+/// gh's rule: github.com's API is api.github.com, a GHE.com tenant's
+/// (`*.ghe.com`) `https://api.TENANT.ghe.com`; GitHub Enterprise Server's
 /// is `https://HOST/api/v3`.
 pub(crate) fn api_url_of_host(host: &str) -> String {
-    if host.eq_ignore_ascii_case("github.com") {
+    let lower = host.to_ascii_lowercase();
+    if lower == "github.com" {
         "https://api.github.com".to_owned()
+    } else if lower.ends_with(".ghe.com") {
+        format!("https://api.{lower}")
     } else {
         format!("https://{host}/api/v3")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::api_url_of_host;
+
+    #[test]
+    fn api_urls_follow_gh() {
+        assert_eq!(api_url_of_host("GitHub.com"), "https://api.github.com");
+        assert_eq!(api_url_of_host("acme.ghe.com"), "https://api.acme.ghe.com");
+        assert_eq!(
+            api_url_of_host("ghe.example.com"),
+            "https://ghe.example.com/api/v3"
+        );
     }
 }
