@@ -45,7 +45,18 @@ pub fn main(args: Vec<OsString>) -> u8 {
     if let Some(parsed) = hook::fast_pre_push(&args) {
         return finish(hook::pre_push(&GlobalArgs::default(), parsed), false);
     }
-    help::ensure_man_pages();
+    // The hooks Claude Code runs before every tool call and at a session's
+    // ends answer no person: they neither stat nor write man pages.
+    let agent_hook = args.get(1).is_some_and(|a| a == "hook")
+        && args.get(2).is_some_and(|a| {
+            matches!(
+                a.to_str(),
+                Some("pre-tool-use" | "session-start" | "session-end")
+            )
+        });
+    if !agent_hook {
+        help::ensure_man_pages();
+    }
     let wants_json = args.iter().skip(1).any(|a| a == "--json");
     if wants_json {
         paint::never();
