@@ -75,6 +75,46 @@ impl BranchStore {
         path.join(format!("{rest}.json"))
     }
 
+    /// Every branch with a record or a log here: the names [`Self::path`]
+    /// wrote, read back (a long name's directories included).
+    pub(crate) fn branches(&self) -> Vec<String> {
+        fn walk(dir: &Path, prefix: &str, out: &mut Vec<String>) {
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                return;
+            };
+            for entry in entries.flatten() {
+                let name = entry.file_name();
+                let Some(name) = name.to_str() else {
+                    continue;
+                };
+                if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    walk(&entry.path(), &format!("{prefix}{name}"), out);
+                    continue;
+                }
+                let Some(hex) = name.strip_suffix(".json").or_else(|| {
+                    name.strip_suffix(LOG_EXTENSION)
+                        .and_then(|n| n.strip_suffix('.'))
+                }) else {
+                    continue;
+                };
+                let hex = format!("{prefix}{hex}");
+                let bytes: Option<Vec<u8>> = (0..hex.len())
+                    .step_by(2)
+                    .map(|i| {
+                        hex.get(i..i + 2)
+                            .and_then(|h| u8::from_str_radix(h, 16).ok())
+                    })
+                    .collect();
+                if let Some(branch) = bytes.and_then(|b| String::from_utf8(b).ok()) {
+                    out.push(branch);
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(&self.root, "", &mut out);
+        out
+    }
+
     /// The hook's log of `branch`'s records, newest last.
     fn log_path(&self, branch: &str) -> PathBuf {
         self.path(branch).with_extension(LOG_EXTENSION)
@@ -262,6 +302,11 @@ mod tests {
             let record = store.get(branch).unwrap().unwrap();
             assert_eq!(record.last_seen, Some(branch.len().to_string()));
         }
+        let mut listed = store.branches();
+        listed.sort();
+        let mut want = vec![long.to_owned(), long[..95].to_owned(), "a".to_owned()];
+        want.sort();
+        assert_eq!(listed, want);
         store.remove(long).unwrap();
         assert_eq!(store.get(long).unwrap(), None);
     }

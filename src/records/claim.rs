@@ -257,30 +257,7 @@ pub(crate) fn managed_branches(common_dir: &Path) -> Result<Vec<String>, RecordE
         .into_iter()
         .filter_map(|r| r.branch)
         .collect();
-    let dir = common_dir.join("maverick").join("branches");
-    if let Ok(entries) = std::fs::read_dir(&dir) {
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let Some(hex) = name.to_str().and_then(|n| {
-                n.strip_suffix(".json").or_else(|| {
-                    n.strip_suffix(crate::records::branch::LOG_EXTENSION)
-                        .and_then(|n| n.strip_suffix('.'))
-                })
-            }) else {
-                continue;
-            };
-            let bytes: Option<Vec<u8>> = (0..hex.len())
-                .step_by(2)
-                .map(|i| {
-                    hex.get(i..i + 2)
-                        .and_then(|h| u8::from_str_radix(h, 16).ok())
-                })
-                .collect();
-            if let Some(branch) = bytes.and_then(|b| String::from_utf8(b).ok()) {
-                branches.push(branch);
-            }
-        }
-    }
+    branches.extend(crate::records::branch::BranchStore::new(common_dir).branches());
     branches.sort();
     branches.dedup();
     Ok(branches)

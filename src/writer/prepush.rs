@@ -763,9 +763,13 @@ pub fn record_seen(
     })?;
     // A person's clone (no instance in the environment): the hook's next
     // push finds the instance stamped here instead of asking `git config`.
+    // A stamp that still holds is left as it is (no second resolution).
     if crate::config::instance_from_env().is_none() {
-        if let Err(e) = stamp::resolve_and_stamp(&on.git, None, common_dir) {
-            tracing::debug!("no stamp of the instance: {e}");
+        let git_dir = on.git.git_dir().ok();
+        if git_dir.as_deref().and_then(stamp::stamped).is_none() {
+            if let Err(e) = stamp::resolve_and_stamp(&on.git, git_dir.as_deref(), common_dir) {
+                tracing::debug!("no stamp of the instance: {e}");
+            }
         }
     }
     Ok(())
