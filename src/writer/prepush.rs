@@ -500,7 +500,7 @@ pub(crate) fn lease_warnings(claims: &[ClaimRecord], me: &str, now: Timestamp) -
             let expired = Some(c.expires_at).filter(|e| !maverick_core::holding::lease_live(*e, now))?;
             Some(format!(
                 "maverick: warning: the lease of {me} on #{} expired at {expired}; if another instance \
-                 took it over, this push is a collision it will see. Renew it: git maverick coord heartbeat {}",
+                 took it over, this push is a collision it will see. Take it back while nobody else has: git maverick coord claim {}",
                 c.issue, c.issue
             ))
         })
