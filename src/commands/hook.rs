@@ -601,7 +601,16 @@ fn pre_tool_use() -> Result<Outcome<HookOutput>, CommandError> {
         now: Clock::from_env().now(),
         env: &env,
     };
-    let (decision, reason) = match bash_guard::judge(command, &session)? {
+    // Fails closed (SPEC 8): a guard that cannot read its records asks;
+    // `never_fails` would otherwise turn the error into no objection.
+    let verdict = bash_guard::judge(command, &session).unwrap_or_else(|e| {
+        bash_guard::Verdict::Ask(format!(
+            "git maverick's guard cannot read its records ({e}), so it cannot tell \
+             whether this command pushes past the pre-push guard. Run the push as a \
+             plain command of its own."
+        ))
+    });
+    let (decision, reason) = match verdict {
         bash_guard::Verdict::Allow => return allow(),
         bash_guard::Verdict::Ask(reason) => ("ask", reason),
         bash_guard::Verdict::Deny(reason) => ("deny", reason),
