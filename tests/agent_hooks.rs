@@ -984,6 +984,29 @@ fn pre_tool_use_reads_option_spellings_as_the_real_git_does() {
     }
 }
 
+/// A record the guard cannot read is no verdict: a push it would have
+/// judged from that record is asked about, never let through (SPEC 8: the
+/// guard fails closed on what it cannot judge).
+#[test]
+fn pre_tool_use_asks_when_a_record_it_needs_is_damaged() {
+    let env = TestEnv::new();
+    let repo = env.clone("agent");
+    repo.maverick_as(INSTANCE, &["coord", "claim", "142", "--branch", BRANCH])
+        .expect(0);
+    repo.git(&["switch", "--quiet", "-c", BRANCH]);
+    let line = "git push --force origin maverick/142-parser";
+    assert!(matches!(guard(&repo, line), Answer::Deny(_)), "{line}");
+    let record = repo
+        .dir
+        .join(format!(".git/maverick/claims/{INSTANCE}/142.json"));
+    assert!(record.is_file(), "{}", record.display());
+    std::fs::write(&record, "{ not json").unwrap();
+    match guard(&repo, line) {
+        Answer::Ask(reason) => assert!(!reason.is_empty()),
+        other => panic!("a damaged record must be asked about: {other:?}"),
+    }
+}
+
 #[test]
 fn pre_tool_use_denies_a_push_to_a_branch_another_instance_holds() {
     let env = TestEnv::new();
