@@ -226,18 +226,16 @@ impl GithubSurface {
         };
         let until = reply.date().unwrap_or(self.clock.now()).plus(wait);
         *waited += wait;
-        // GitHub's ask holds the token whether or not this process waits
-        // it out: the others on the token hold back (or stop) too.
-        if let Some(pacer) = &self.pacer {
-            let now_ms = self.clock.unix_millis();
-            pacer.hold_until(now_ms, now_ms + millis(wait));
-        }
         if wait > MAX_RATE_LIMIT_WAIT || *waited > MAX_RATE_LIMITED {
             return Err(GithubError::RateLimited {
                 what: what.to_owned(),
                 kind: limit.kind,
                 until,
             });
+        }
+        if let Some(pacer) = &self.pacer {
+            let now_ms = self.clock.unix_millis();
+            pacer.hold_until(now_ms, now_ms + millis(wait));
         }
         tracing::info!(
             "{what}: GitHub's {} rate limit; waiting {} {}",
