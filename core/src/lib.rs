@@ -12,6 +12,7 @@
 //! - [`markers`]: the marker format, parsed totally;
 //! - [`closing`]: GitHub's closing keywords in a pull request's description;
 //! - [`holding`]: who holds an issue, the one verdict every command answers from;
+//! - [`settle`]: who wins a race of claims (an issue's, the dispatch slot's);
 //! - [`shell`]: how a printed command line quotes its words;
 //! - [`remote`]: what a remote URL (as git resolves it for a push) names.
 
@@ -22,5 +23,6 @@ pub mod holding;
 pub mod ids;
 pub mod markers;
 pub mod remote;
+pub mod settle;
 pub mod shell;
 pub mod timefmt;

@@ -43,6 +43,7 @@ use crate::coord::pulls::closed_by_pull;
 use crate::markers::{self, Marker, MarkerKind};
 use crate::surface::{Applied, Comment, Issue, IssueSummary, Op, Surface, SurfaceError, Write};
 use crate::timefmt::{format_duration, Timestamp};
+use maverick_core::settle::{earliest_first, landed_before, Landed};
 
 /// How long a dispatch keeps trying while a slot and an eligible issue are
 /// free (the settle budget), beyond the settle delay of each attempt. An
@@ -157,6 +158,11 @@ impl SlotClaim {
     pub fn holds(&self) -> bool {
         matches!(self.verdict, Verdict::Holds { .. })
     }
+
+    /// Where the surface placed it among the claims on every issue.
+    fn landed(&self) -> Landed<'_> {
+        Landed::across_records(self.claimed_at, self.comment_id, &self.instance_id)
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -257,11 +263,11 @@ impl SlotView {
     /// and no earlier live claim sits there (then it is that claim's to take
     /// off or keep, so that two losers never disagree about it).
     fn label_is_left_to(&self, claim: &SlotClaim) -> bool {
-        let order = |c: &SlotClaim| (c.claimed_at, c.comment_id);
         !self.claims.iter().any(|c| {
             c.issue == claim.issue
                 && c.marker_id != claim.marker_id
-                && (c.holds() || (c.verdict != Verdict::Stale && order(c) < order(claim)))
+                && (c.holds()
+                    || (c.verdict != Verdict::Stale && landed_before(c.landed(), claim.landed())))
         })
     }
 }
@@ -456,8 +462,8 @@ impl Settle<'_> {
         for (index, holder) in holders.iter_mut().enumerate() {
             holder.slot = index as u32 + 1;
         }
-        claims.sort_by_key(|c| (c.claimed_at, c.comment_id));
-        stale.sort_by_key(|c| (c.claimed_at, c.comment_id));
+        earliest_first(&mut claims, SlotClaim::landed);
+        earliest_first(&mut stale, SlotClaim::landed);
         claims.extend(stale);
         claims
     }
@@ -469,7 +475,9 @@ impl Settle<'_> {
         mut candidates: Vec<(&ParsedClaim, u64, bool)>,
         holders: &mut Vec<Holder>,
     ) -> Vec<SlotClaim> {
-        candidates.sort_by_key(|(c, _, _)| (c.claimed_at, c.comment_id));
+        earliest_first(&mut candidates, |(c, _, _)| {
+            Landed::across_records(c.claimed_at, c.comment_id, &c.instance_id)
+        });
         let mut holding: Vec<(u64, u64)> = Vec::new();
         let mut claims = Vec::new();
         for (c, issue, labelled) in candidates {

@@ -42,6 +42,7 @@ use crate::markers::{self, Marker, MarkerKind};
 use crate::surface::{Applied, Comment, Issue, Op, Surface, SurfaceError, Write};
 use crate::timefmt::{format_duration, parse_duration, Timestamp};
 use maverick_core::holding::HoldingFacts;
+use maverick_core::settle::{earliest_first, Landed};
 
 pub use maverick_core::holding::{lease_live, Decision, Holding};
 
@@ -456,7 +457,9 @@ fn unreleased<'c>(
         .iter()
         .filter(|c| c.generation == generation && !c.withdrawn && !released(c) && !superseded(c))
         .collect();
-    live.sort_by(|a, b| (a.comment_id, &a.instance_id).cmp(&(b.comment_id, &b.instance_id)));
+    earliest_first(&mut live, |c| {
+        Landed::on_record(c.comment_id, &c.instance_id)
+    });
     live
 }
 
