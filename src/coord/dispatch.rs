@@ -36,24 +36,14 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::{BTreeSet, HashSet};
-use std::time::Duration;
 
 use crate::config::Settings;
 use crate::coord::pulls::closed_by_pull;
+use crate::coord::settle::{Begin, Driver, Race, Verdict as Settled};
 use crate::markers::{self, Marker, MarkerKind};
 use crate::surface::{Applied, Comment, Issue, IssueSummary, Op, Surface, SurfaceError, Write};
 use crate::timefmt::{format_duration, Timestamp};
 use maverick_core::settle::{earliest_first, landed_before, Landed};
-
-/// How long a dispatch keeps trying while a slot and an eligible issue are
-/// free (the settle budget), beyond the settle delay of each attempt. An
-/// attempt is lost only to another dispatcher's claim that landed (its
-/// guard saw the ledger move, or an earlier claim won the settle), so under
-/// contention the pool fills or the frontier empties well within it; a try
-/// count would instead run out with many dispatchers and slots still free.
-const SETTLE_BUDGET: Duration = Duration::from_secs(60);
-/// Settle delays allowed per dispatch on top of [`SETTLE_BUDGET`].
-const SETTLES_PER_BUDGET: u32 = 10;
 
 /// How far a dispatch's read walks the frontier.
 #[derive(Clone, Copy)]
@@ -573,8 +563,8 @@ pub enum DispatchResult {
     NoSlot,
     /// A slot is free but nothing on the frontier is eligible.
     Idle,
-    /// Other dispatchers' claims kept landing first for the whole settle
-    /// budget, with a slot and an eligible issue still free (exit 6).
+    /// Other dispatchers' claims kept landing first in every round of the
+    /// settle budget, with a slot and an eligible issue still free (exit 6).
     Lost,
 }
 
@@ -633,6 +623,140 @@ pub struct ReleaseReport {
     pub labels: Vec<String>,
     /// Whether anything was written.
     pub changed: bool,
+}
+
+/// How many rounds a dispatch may run before it answers "lost" (exit 6).
+/// A round is lost only to other claims: another dispatcher's that landed
+/// first (its guard saw the issue or the last free slot taken, or an earlier
+/// claim won the settle), or stale ones it cleared. Each slot is won once,
+/// so a dispatch that keeps losing with a slot still free met other losers
+/// (claims not yet withdrawn), which the margin covers. Time does not count:
+/// a round that waits in the token's queue for GitHub's limits lost nothing
+/// (a time budget used to run out there, with slots and issues still free).
+fn settle_rounds(slots: u32) -> u32 {
+    slots.saturating_add(LOST_ROUNDS_MARGIN)
+}
+
+/// Rounds a dispatch may lose beyond one for each slot.
+const LOST_ROUNDS_MARGIN: u32 = 8;
+
+/// One dispatch as the settle drives it.
+struct SlotClaimRace<'d, 'a> {
+    dispatcher: &'d Dispatcher<'a>,
+    dry_run: bool,
+    cleared: Vec<SlotClaim>,
+    withdrawn: Vec<SlotClaim>,
+    last_view: Option<SlotView>,
+}
+
+impl Race for SlotClaimRace<'_, '_> {
+    /// The ledger as read, and the issue to claim.
+    type Pick = (Ledger, u64);
+    /// The claim's marker id and comment.
+    type Wrote = (String, Comment);
+    type Lost = (SlotView, SlotClaim);
+    type Answer = DispatchReport;
+    type Error = DispatchError;
+
+    fn begin(&mut self, lost: u32) -> Result<Begin<DispatchReport, Self::Pick>, DispatchError> {
+        let d = self.dispatcher;
+        let walk = if lost == 0 {
+            Walk::Lowest
+        } else {
+            Walk::Spread
+        };
+        let ledger = d.read_to_dispatch(walk)?;
+        let view = analyze(&ledger, d.settings, &d.frontier_label);
+        let stale: Vec<SlotClaim> = view.stale().cloned().collect();
+        if !stale.is_empty() {
+            if self.dry_run {
+                self.cleared.extend(stale);
+            } else {
+                let cleared = d.clear(&ledger, &view)?;
+                self.cleared.extend(cleared);
+                return Ok(Begin::Again);
+            }
+        }
+        if view.free == 0 {
+            return Ok(Begin::Answer(d.report(DispatchResult::NoSlot, view, self)));
+        }
+        let Some(issue) = view.pick(d.me(), lost) else {
+            return Ok(Begin::Answer(d.report(DispatchResult::Idle, view, self)));
+        };
+        if self.dry_run {
+            let mut r = d.report(DispatchResult::WouldDispatch, view, self);
+            r.issue = Some(issue);
+            r.slot = Some(r.view.busy + 1);
+            return Ok(Begin::Answer(r));
+        }
+        Ok(Begin::Claim((ledger, issue)))
+    }
+
+    fn write(
+        &mut self,
+        (ledger, issue): &Self::Pick,
+    ) -> Result<Option<Self::Wrote>, DispatchError> {
+        self.dispatcher.claim(ledger, *issue)
+    }
+
+    fn reread(
+        &mut self,
+        (_, issue): Self::Pick,
+        (marker_id, comment): Self::Wrote,
+    ) -> Result<Settled<DispatchReport, Self::Lost>, DispatchError> {
+        let d = self.dispatcher;
+        let ledger = d.with_own_claim(d.read_to_dispatch(Walk::No)?, issue, &comment)?;
+        let view = analyze(&ledger, d.settings, &d.frontier_label);
+        let claim = match view.claim(&marker_id).cloned() {
+            Some(claim) => claim,
+            None => SlotClaim {
+                issue,
+                comment_id: comment.id,
+                marker_id: marker_id.clone(),
+                instance_id: d.me().to_owned(),
+                host: Some(d.host.clone()),
+                claimed_at: comment.created_at,
+                labelled: true,
+                verdict: Verdict::NoSlot,
+            },
+        };
+        let Verdict::Holds { slot } = claim.verdict else {
+            return Ok(Settled::Lost((view, claim)));
+        };
+        // A loser that read before us may have taken the label off; the
+        // holder puts it back.
+        if !claim.labelled {
+            d.surface
+                .write_unguarded(issue, vec![Op::AddLabels(vec![d.wip().to_owned()])])?;
+        }
+        let mut r = d.report(DispatchResult::Dispatched, view, self);
+        r.issue = Some(issue);
+        r.comment_id = Some(comment.id);
+        r.slot = Some(slot);
+        r.marker_id = Some(marker_id);
+        Ok(Settled::Won(r))
+    }
+
+    /// Withdraws the losing claim; another round may find a free slot.
+    fn withdraw(
+        &mut self,
+        (view, claim): Self::Lost,
+    ) -> Result<Option<DispatchReport>, DispatchError> {
+        self.dispatcher.withdraw(&view, &claim)?;
+        self.withdrawn.push(claim);
+        self.last_view = Some(view);
+        Ok(None)
+    }
+
+    /// Other dispatchers' claims landed first in every round: "lost", with
+    /// every claim of ours withdrawn.
+    fn out_of_budget(&mut self) -> Result<DispatchReport, DispatchError> {
+        let view = match self.last_view.take() {
+            Some(view) => view,
+            None => self.dispatcher.status()?,
+        };
+        Ok(self.dispatcher.report(DispatchResult::Lost, view, self))
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -977,119 +1101,43 @@ impl<'a> Dispatcher<'a> {
     }
 
     /// Dispatches one agent cycle: clear what is stale, pick the lowest
-    /// eligible issue, claim it (comment, then label), and settle.
+    /// eligible issue, claim it (comment, then label), and settle (the one
+    /// settle of [`crate::coord::settle`]); a lost round tries again, within
+    /// the budget of [`settle_rounds`].
     pub fn dispatch(&self, dry_run: bool) -> Result<DispatchReport, DispatchError> {
-        let mut cleared: Vec<SlotClaim> = Vec::new();
-        let mut withdrawn: Vec<SlotClaim> = Vec::new();
-        let report = |result,
-                      view: SlotView,
-                      cleared: Vec<SlotClaim>,
-                      withdrawn: Vec<SlotClaim>| DispatchReport {
+        let settle = Driver {
+            clock: &self.settings.clock,
+            delay: self.settings.settle_delay,
+            rounds: settle_rounds(self.settings.dispatch_slots),
+        };
+        settle.run(&mut SlotClaimRace {
+            dispatcher: self,
+            dry_run,
+            cleared: Vec::new(),
+            withdrawn: Vec::new(),
+            last_view: None,
+        })
+    }
+
+    /// A report of this dispatch.
+    fn report(
+        &self,
+        result: DispatchResult,
+        view: SlotView,
+        race: &mut SlotClaimRace<'_, '_>,
+    ) -> DispatchReport {
+        DispatchReport {
             result,
             issue: None,
             comment_id: None,
             slot: None,
             marker_id: None,
             instance_id: self.me().to_owned(),
-            dry_run,
-            cleared,
-            withdrawn,
+            dry_run: race.dry_run,
+            cleared: std::mem::take(&mut race.cleared),
+            withdrawn: std::mem::take(&mut race.withdrawn),
             view,
-        };
-        let budget = SETTLE_BUDGET + self.settings.settle_delay * SETTLES_PER_BUDGET;
-        let deadline = self.settings.clock.instant() + budget;
-        let mut last_view = None;
-        let mut lost = 0;
-        for attempt in 0.. {
-            // Waiting for GitHub's request limits is not contention.
-            let deadline = deadline + self.surface.limits_waited();
-            if attempt > 0 && self.settings.clock.instant() >= deadline {
-                break;
-            }
-            let walk = if lost == 0 {
-                Walk::Lowest
-            } else {
-                Walk::Spread
-            };
-            let ledger = self.read_to_dispatch(walk)?;
-            let mut view = analyze(&ledger, self.settings, &self.frontier_label);
-            let stale: Vec<SlotClaim> = view.stale().cloned().collect();
-            if !stale.is_empty() {
-                if dry_run {
-                    cleared.extend(stale);
-                } else {
-                    cleared.extend(self.clear(&ledger, &view)?);
-                    continue;
-                }
-            }
-            if view.free == 0 {
-                return Ok(report(DispatchResult::NoSlot, view, cleared, withdrawn));
-            }
-            let Some(issue) = view.pick(self.me(), lost) else {
-                return Ok(report(DispatchResult::Idle, view, cleared, withdrawn));
-            };
-            if dry_run {
-                let mut r = report(DispatchResult::WouldDispatch, view, cleared, withdrawn);
-                r.issue = Some(issue);
-                r.slot = Some(r.view.busy + 1);
-                return Ok(r);
-            }
-            let Some((marker_id, comment)) = self.claim(&ledger, issue)? else {
-                // The guard saw the ledger move: read it again.
-                lost += 1;
-                continue;
-            };
-            if !self.settings.settle_delay.is_zero() {
-                self.settings
-                    .clock
-                    .wait_announced(self.settings.settle_delay, "the settle delay");
-            }
-            let ledger = self.with_own_claim(self.read_to_dispatch(Walk::No)?, issue, &comment)?;
-            view = analyze(&ledger, self.settings, &self.frontier_label);
-            match view.claim(&marker_id).cloned() {
-                Some(claim) if claim.holds() => {
-                    // A loser that read before us may have taken the label
-                    // off; the holder puts it back.
-                    if !claim.labelled {
-                        self.surface.write_unguarded(
-                            issue,
-                            vec![Op::AddLabels(vec![self.wip().to_owned()])],
-                        )?;
-                    }
-                    let slot = match claim.verdict {
-                        Verdict::Holds { slot } => slot,
-                        _ => unreachable!("holds"),
-                    };
-                    let mut r = report(DispatchResult::Dispatched, view, cleared, withdrawn);
-                    r.issue = Some(issue);
-                    r.comment_id = Some(comment.id);
-                    r.slot = Some(slot);
-                    r.marker_id = Some(marker_id);
-                    return Ok(r);
-                }
-                found => {
-                    let claim = found.unwrap_or_else(|| SlotClaim {
-                        issue,
-                        comment_id: comment.id,
-                        marker_id: marker_id.clone(),
-                        instance_id: self.me().to_owned(),
-                        host: Some(self.host.clone()),
-                        claimed_at: comment.created_at,
-                        labelled: true,
-                        verdict: Verdict::NoSlot,
-                    });
-                    self.withdraw(&view, &claim)?;
-                    withdrawn.push(claim);
-                    lost += 1;
-                }
-            }
-            last_view = Some(view);
         }
-        let view = match last_view {
-            Some(view) => view,
-            None => self.status()?,
-        };
-        Ok(report(DispatchResult::Lost, view, cleared, withdrawn))
     }
 
     /// The ledger with our own claim comment in it, even where a lagging

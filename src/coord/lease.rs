@@ -38,6 +38,7 @@ use serde_json::{Map, Value};
 
 use crate::config::{Settings, DEFAULT_LEASE_TTL};
 use crate::coord::pulls::ClosingPull;
+use crate::coord::settle::{Begin, Driver, Race, Verdict};
 use crate::markers::{self, Marker, MarkerKind};
 use crate::surface::{Applied, Comment, Issue, Op, Surface, SurfaceError, Write};
 use crate::timefmt::{format_duration, parse_duration, Timestamp};
@@ -808,108 +809,17 @@ impl<'a> Coordinator<'a> {
         )
     }
 
-    /// Claims every issue in `req` (SPEC 4): label, claim, lease, settle.
+    /// Claims every issue in `req` (SPEC 4): label, claim, lease, settle
+    /// (the one settle of [`crate::coord::settle`]). A guard that refuses
+    /// because the claims moved under us starts a new round; a lost settle
+    /// ends the claim (another instance holds the issue).
     pub fn claim(&self, req: &ClaimRequest<'_>) -> Result<ClaimOutcome, LeaseError> {
-        // A guard that fails because the generation moved under us starts over.
-        for _ in 0..8 {
-            let views = self.read(&req.issues)?;
-            if let Some(closed) = views.iter().find(|v| !v.open) {
-                return Err(LeaseError::Closed(closed.issue));
-            }
-            // A lapsed lease of ours is lost as any stale one is: held
-            // again only by a new claim (a new generation), never renewed.
-            // Nobody else claimed it, so its holder re-takes it without
-            // `--takeover` (a person's claim must not stay lost unseen).
-            let stale = |v: &IssueView| v.decision == Decision::Stale;
-            if views.iter().all(|v| v.decision == Decision::Ours) {
-                let generation = views[0].generation;
-                return Ok(ClaimOutcome::Claimed {
-                    generation,
-                    views,
-                    already_held: true,
-                });
-            }
-            if views.iter().any(|v| v.decision == Decision::Blocked) {
-                return Ok(ClaimOutcome::Blocked { views });
-            }
-            if views.iter().any(|v| v.decision == Decision::Held) {
-                return Ok(ClaimOutcome::Held { views });
-            }
-            if !req.takeover && views.iter().any(stale) {
-                return Ok(ClaimOutcome::Stale { views });
-            }
-            let Some(generation) = views
-                .iter()
-                .map(|v| v.generation)
-                .max()
-                .unwrap_or(0)
-                .checked_add(1)
-            else {
-                return Err(LeaseError::GenerationExhausted(views[0].issue));
-            };
-            let now = views[0].now;
-            let writes: Vec<Write> = views
-                .iter()
-                .map(|v| {
-                    let prior = stale(v).then_some(v);
-                    let lease = self.lease_body(self.lease_payload(generation, now, None, None));
-                    Write {
-                        issue: v.issue,
-                        ops: vec![
-                            Op::AddLabels(vec![self.settings.labels.in_progress.clone()]),
-                            Op::CreateComment(self.claim_body(req, generation, now, prior)),
-                            Op::CreateComment(lease),
-                        ],
-                    }
-                })
-                .collect();
-            let expected: Vec<(u64, u64, Decision)> = views
-                .iter()
-                .map(|v| (v.issue, v.generation, v.decision))
-                .collect();
-            let mut guard = |current: &[Issue], now: Timestamp| {
-                current.iter().all(|issue| {
-                    let v = analyze(issue, self.settings, self.me(), now);
-                    expected.iter().any(|(n, g, d)| {
-                        *n == v.issue
-                            && *g == v.generation
-                            && (*d == v.decision
-                                || matches!(v.decision, Decision::Free | Decision::Ours))
-                    })
-                })
-            };
-            let steps = if views.iter().any(|v| v.decision == Decision::Stale) {
-                ["", "takeover", ""]
-            } else {
-                [
-                    "claim-after-label",
-                    "claim-after-claim-comment",
-                    "claim-after-lease",
-                ]
-            };
-            crate::failpoint::name_ops(&steps);
-            let applied = match self.surface.write(&writes, Some(&mut guard)) {
-                Ok(Some(applied)) => applied,
-                Ok(None) => continue,
-                Err(err) => {
-                    self.abandon(&req.issues, generation);
-                    return Err(err.into());
-                }
-            };
-            let written: Vec<(u64, Comment)> = writes
-                .iter()
-                .zip(applied)
-                .flat_map(|(w, results)| {
-                    results.into_iter().filter_map(move |a| match a {
-                        Applied::Comment(c) => Some((w.issue, c)),
-                        _ => None,
-                    })
-                })
-                .collect();
-            return self.settle(req, generation, &written);
-        }
-        let views = self.read(&req.issues)?;
-        Ok(ClaimOutcome::Held { views })
+        let settle = Driver {
+            clock: &self.settings.clock,
+            delay: self.settings.settle_delay,
+            rounds: CLAIM_ROUNDS,
+        };
+        settle.run(&mut IssueClaim { coord: self, req })
     }
 
     /// After a claim's writes failed part way: a surface without
@@ -929,42 +839,6 @@ impl<'a> Coordinator<'a> {
             })
             .collect();
         let _ = self.withdraw(&touched, ReleaseReason::Abort, Some(generation));
-    }
-
-    /// Re-reads after a claim and settles: every reader reaches the same
-    /// verdict (see [`analyze`]); a loser withdraws what it wrote.
-    fn settle(
-        &self,
-        req: &ClaimRequest<'_>,
-        generation: u64,
-        written: &[(u64, Comment)],
-    ) -> Result<ClaimOutcome, LeaseError> {
-        if !self.settings.settle_delay.is_zero() {
-            self.settings
-                .clock
-                .wait_announced(self.settings.settle_delay, "the settle delay");
-        }
-        let views = self.read_with(&req.issues, written)?;
-        if views
-            .iter()
-            .all(|v| v.decision == Decision::Ours && v.generation == generation)
-        {
-            return Ok(ClaimOutcome::Claimed {
-                generation,
-                views,
-                already_held: false,
-            });
-        }
-        let winner = views
-            .iter()
-            .filter_map(|v| v.holder.as_ref())
-            .find(|h| h.instance_id != self.me())
-            .map(|h| h.instance_id.clone());
-        // Withdraw every claim comment of the generation we wrote (the
-        // re-read counts ours even where a lagging list misses them).
-        self.withdraw(&views, ReleaseReason::LostRace, Some(generation))?;
-        let views = self.read(&req.issues)?;
-        Ok(ClaimOutcome::Lost { winner, views })
     }
 
     /// Releases the issues among `views` this instance holds, and withdraws
@@ -1230,6 +1104,186 @@ impl<'a> Coordinator<'a> {
         ops.extend(remove.iter().cloned().map(Op::RemoveLabel));
         self.surface.write_unguarded(issue, ops)?;
         Ok(self.surface.issue(issue)?.labels)
+    }
+}
+
+/// How many rounds a claim may lose to a guard that refused (the claims
+/// moved under us between the read and the write) before it answers with
+/// what it reads.
+const CLAIM_ROUNDS: u32 = 8;
+
+/// An issue's claim (every issue of its scope) as the settle drives it.
+struct IssueClaim<'c, 'a> {
+    coord: &'c Coordinator<'a>,
+    req: &'c ClaimRequest<'c>,
+}
+
+/// What a claim round writes, as its read decided.
+struct ClaimPick {
+    generation: u64,
+    writes: Vec<Write>,
+    /// Each issue's generation and decision as read: the guard's facts.
+    expected: Vec<(u64, u64, Decision)>,
+    takeover: bool,
+}
+
+impl Race for IssueClaim<'_, '_> {
+    type Pick = ClaimPick;
+    type Wrote = (u64, Vec<(u64, Comment)>);
+    type Lost = (u64, Vec<IssueView>);
+    type Answer = ClaimOutcome;
+    type Error = LeaseError;
+
+    fn begin(&mut self, _lost: u32) -> Result<Begin<ClaimOutcome, ClaimPick>, LeaseError> {
+        let (coord, req) = (self.coord, self.req);
+        let views = coord.read(&req.issues)?;
+        if let Some(closed) = views.iter().find(|v| !v.open) {
+            return Err(LeaseError::Closed(closed.issue));
+        }
+        // A lapsed lease of ours is lost as any stale one is: held
+        // again only by a new claim (a new generation), never renewed.
+        // Nobody else claimed it, so its holder re-takes it without
+        // `--takeover` (a person's claim must not stay lost unseen).
+        let stale = |v: &IssueView| v.decision == Decision::Stale;
+        if views.iter().all(|v| v.decision == Decision::Ours) {
+            let generation = views[0].generation;
+            return Ok(Begin::Answer(ClaimOutcome::Claimed {
+                generation,
+                views,
+                already_held: true,
+            }));
+        }
+        if views.iter().any(|v| v.decision == Decision::Blocked) {
+            return Ok(Begin::Answer(ClaimOutcome::Blocked { views }));
+        }
+        if views.iter().any(|v| v.decision == Decision::Held) {
+            return Ok(Begin::Answer(ClaimOutcome::Held { views }));
+        }
+        if !req.takeover && views.iter().any(stale) {
+            return Ok(Begin::Answer(ClaimOutcome::Stale { views }));
+        }
+        let Some(generation) = views
+            .iter()
+            .map(|v| v.generation)
+            .max()
+            .unwrap_or(0)
+            .checked_add(1)
+        else {
+            return Err(LeaseError::GenerationExhausted(views[0].issue));
+        };
+        let now = views[0].now;
+        let writes: Vec<Write> = views
+            .iter()
+            .map(|v| {
+                let prior = stale(v).then_some(v);
+                let lease = coord.lease_body(coord.lease_payload(generation, now, None, None));
+                Write {
+                    issue: v.issue,
+                    ops: vec![
+                        Op::AddLabels(vec![coord.settings.labels.in_progress.clone()]),
+                        Op::CreateComment(coord.claim_body(req, generation, now, prior)),
+                        Op::CreateComment(lease),
+                    ],
+                }
+            })
+            .collect();
+        Ok(Begin::Claim(ClaimPick {
+            generation,
+            writes,
+            expected: views
+                .iter()
+                .map(|v| (v.issue, v.generation, v.decision))
+                .collect(),
+            takeover: views.iter().any(stale),
+        }))
+    }
+
+    fn write(&mut self, pick: &ClaimPick) -> Result<Option<Self::Wrote>, LeaseError> {
+        let coord = self.coord;
+        let mut guard = |current: &[Issue], now: Timestamp| {
+            current.iter().all(|issue| {
+                let v = analyze(issue, coord.settings, coord.me(), now);
+                pick.expected.iter().any(|(n, g, d)| {
+                    *n == v.issue
+                        && *g == v.generation
+                        && (*d == v.decision
+                            || matches!(v.decision, Decision::Free | Decision::Ours))
+                })
+            })
+        };
+        let steps = if pick.takeover {
+            ["", "takeover", ""]
+        } else {
+            [
+                "claim-after-label",
+                "claim-after-claim-comment",
+                "claim-after-lease",
+            ]
+        };
+        crate::failpoint::name_ops(&steps);
+        let applied = match coord.surface.write(&pick.writes, Some(&mut guard)) {
+            Ok(Some(applied)) => applied,
+            Ok(None) => return Ok(None),
+            Err(err) => {
+                coord.abandon(&self.req.issues, pick.generation);
+                return Err(err.into());
+            }
+        };
+        let written: Vec<(u64, Comment)> = pick
+            .writes
+            .iter()
+            .zip(applied)
+            .flat_map(|(w, results)| {
+                results.into_iter().filter_map(move |a| match a {
+                    Applied::Comment(c) => Some((w.issue, c)),
+                    _ => None,
+                })
+            })
+            .collect();
+        Ok(Some((pick.generation, written)))
+    }
+
+    /// Every reader reaches the same verdict (see [`analyze`]).
+    fn reread(
+        &mut self,
+        _pick: ClaimPick,
+        (generation, written): Self::Wrote,
+    ) -> Result<Verdict<ClaimOutcome, Self::Lost>, LeaseError> {
+        let views = self.coord.read_with(&self.req.issues, &written)?;
+        if views
+            .iter()
+            .all(|v| v.decision == Decision::Ours && v.generation == generation)
+        {
+            return Ok(Verdict::Won(ClaimOutcome::Claimed {
+                generation,
+                views,
+                already_held: false,
+            }));
+        }
+        Ok(Verdict::Lost((generation, views)))
+    }
+
+    /// Withdraws every claim comment of the generation we wrote (the
+    /// re-read counts ours even where a lagging list misses them): the
+    /// issue is another instance's, and the claim ends.
+    fn withdraw(
+        &mut self,
+        (generation, views): Self::Lost,
+    ) -> Result<Option<ClaimOutcome>, LeaseError> {
+        let coord = self.coord;
+        let winner = views
+            .iter()
+            .filter_map(|v| v.holder.as_ref())
+            .find(|h| h.instance_id != coord.me())
+            .map(|h| h.instance_id.clone());
+        coord.withdraw(&views, ReleaseReason::LostRace, Some(generation))?;
+        let views = coord.read(&self.req.issues)?;
+        Ok(Some(ClaimOutcome::Lost { winner, views }))
+    }
+
+    fn out_of_budget(&mut self) -> Result<ClaimOutcome, LeaseError> {
+        let views = self.coord.read(&self.req.issues)?;
+        Ok(ClaimOutcome::Held { views })
     }
 }
 

@@ -8,4 +8,5 @@ pub mod hold;
 pub mod lease;
 pub mod pulls;
 pub(crate) mod session_end;
+pub(crate) mod settle;
 pub mod supervise;
