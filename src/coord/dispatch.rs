@@ -150,7 +150,7 @@ impl SlotClaim {
     }
 
     /// Where the surface placed it among the claims on every issue.
-    fn landed(&self) -> Landed<'_> {
+    pub(crate) fn landed(&self) -> Landed<'_> {
         Landed::across_records(self.claimed_at, self.comment_id, &self.instance_id)
     }
 }

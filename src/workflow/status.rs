@@ -555,7 +555,7 @@ impl Seen<'_> {
         claims
             .iter()
             .filter(|c| c.issue == number && c.verdict != Verdict::Stale)
-            .min_by_key(|c| (!c.holds(), c.claimed_at, c.comment_id))
+            .min_by_key(|c| (!c.holds(), c.landed()))
             .or_else(|| claims.iter().find(|c| c.issue == number))
             .map(|c| DispatchClaim {
                 instance_id: c.instance_id.clone(),
