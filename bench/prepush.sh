@@ -143,6 +143,10 @@ done
 
 echo "median time of one \`git push\` to a local bare origin (bash's clock, $RUNS runs a case, taking turns)"
 echo "load average (1, 5, 15 min) before: $load_before; after: $(load); $(nproc 2>/dev/null || echo '?') cores"
+# The managed check reads the branch's and its remote-tracking ref's reflogs
+# (one git process), which grow by an entry a push: say how long they ended.
+reflog_len() { git -C "$work/managed" log -g --format=%gd "$1" -- | wc -l; }
+echo "managed: the reflogs the check reads ended with $(reflog_len maverick/1-bench) (the branch) and $(reflog_len origin/maverick/1-bench) (its remote-tracking ref) entries"
 printf '%-12s %10s %10s %10s\n' case "median ms" "added ms" "min ms"
 base=${median_ms[none]}
 for case in "${cases[@]}"; do

@@ -1204,7 +1204,7 @@ impl GitCommand {
         }
         let command = self.display();
         tracing::debug!(dir = %self.dir.display(), "{command}");
-        let mut cmd = Command::new("git");
+        let mut cmd = Command::new(git_program(self.env.get("PATH")));
         // fsmonitor daemons must not be spawned by a tool that runs in hooks.
         cmd.arg("-c")
             .arg("core.fsmonitor=false")
@@ -1302,6 +1302,30 @@ impl GitCommand {
         let out = self.output()?;
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
+}
+
+/// The `git` that `path` (the PATH git is given) finds first, as `execvp`
+/// would find it. Named by its path, the child is started by
+/// `posix_spawn` (a vfork) instead of a fork of this whole process: the
+/// standard library forks whenever the child's PATH is set by hand, as
+/// here, to look a bare name up itself. `"git"` when the lookup finds
+/// nothing, so the error is the spawn's own.
+fn git_program(path: Option<&OsStr>) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt as _;
+    for dir in path.into_iter().flat_map(std::env::split_paths) {
+        // An empty or relative entry is looked up from the child's working
+        // directory, not this one's: the spawn's own lookup decides.
+        if !dir.is_absolute() {
+            break;
+        }
+        let candidate = dir.join("git");
+        if let Ok(meta) = std::fs::metadata(&candidate) {
+            if meta.is_file() && meta.permissions().mode() & 0o111 != 0 {
+                return candidate;
+            }
+        }
+    }
+    PathBuf::from("git")
 }
 
 fn finish(
@@ -1421,6 +1445,45 @@ mod tests {
             .filter_map(|l| l.split_once('='))
             .map(|(k, v)| (k.to_owned(), v.to_owned()))
             .collect()
+    }
+
+    /// The git spawned is the one the PATH given to git finds first, as
+    /// `execvp` finds it: a file that is not executable, or a directory,
+    /// is passed over; a relative entry leaves the lookup to the spawn.
+    #[test]
+    fn git_is_the_first_executable_on_the_path_git_is_given() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let root = tempfile::tempdir().unwrap();
+        let dir = |name: &str| {
+            let d = root.path().join(name);
+            std::fs::create_dir(&d).unwrap();
+            d
+        };
+        let script = |d: &Path, mode: u32, says: &str| {
+            let file = d.join("git");
+            std::fs::write(&file, format!("#!/bin/sh\necho {says}\n")).unwrap();
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode)).unwrap();
+            file
+        };
+        let not_executable = dir("a");
+        script(&not_executable, 0o644, "a");
+        let directory = dir("b");
+        std::fs::create_dir(directory.join("git")).unwrap();
+        let first = dir("c");
+        let expected = script(&first, 0o755, "c");
+        let second = dir("d");
+        script(&second, 0o755, "d");
+        let path = std::env::join_paths([&not_executable, &directory, &first, &second]).unwrap();
+        assert_eq!(git_program(Some(&path)), expected);
+        // The git process is that one, not the one this process's PATH finds.
+        let env = GitEnv::empty().set("PATH", path.clone());
+        assert_eq!(Git::new(root.path(), env).read(["--version"]).unwrap(), "c");
+
+        let relative_first = std::env::join_paths([Path::new("bin"), &first]).unwrap();
+        assert_eq!(git_program(Some(&relative_first)), PathBuf::from("git"));
+        assert_eq!(git_program(None), PathBuf::from("git"));
+        let nowhere = std::env::join_paths([&not_executable]).unwrap();
+        assert_eq!(git_program(Some(&nowhere)), PathBuf::from("git"));
     }
 
     #[test]
