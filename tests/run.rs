@@ -462,7 +462,10 @@ fn a_command_printing_megabytes_does_not_delay_the_heartbeats() {
         "touch {d}/started; while [ ! -e {d}/stop ]; do head -c 2000000 /dev/zero; sleep 0.01; done",
         d = dir.display()
     );
-    let mut child = spawn(run_command(&alice, &["90"], &script));
+    // The tightest ttl (2 × 1m + 10s + 1s): every heartbeat is due, so
+    // every one writes the lease, where the test can see it.
+    let timing = run_flags::timing("131s", "1m", "10s");
+    let mut child = spawn(run_command_timed(&alice, &timing, &["90"], &script));
     let mut stdout = child.stdout.take().unwrap();
     let read = Arc::new(AtomicU64::new(0));
     let reader = {
