@@ -260,7 +260,7 @@ impl GithubSurface {
             return Ok(());
         };
         let now_ms = self.clock.unix_millis();
-        let Some(slot) = pacer.take(now_ms, cost) else {
+        let Some(slot) = pacer.take(now_ms, cost, MAX_PACE_WAIT) else {
             return Ok(());
         };
         let wait = pace::wait_for(slot, now_ms);
