@@ -748,3 +748,34 @@ fn the_binding_limit_of_an_agents_hour_is_named() {
     );
     assert_eq!(heartbeats_an_hour(), (30, 10));
 }
+
+/// A rate limit GitHub named and that is longer than maverick waits stops
+/// the process that met it with a clear error, and is written to the
+/// token's pacing ledger all the same: another process on the token stops
+/// before it sends anything, instead of asking and meeting the limit too.
+#[test]
+fn a_limit_longer_than_maverick_waits_stops_every_process_on_the_token_before_it_sends() {
+    let env = TestEnv::with_surface(Surface::Github);
+    let fake = env.github();
+    let alice = env.clone("alice");
+    let bob = env.clone("bob");
+    alice.maverick(&["coord", "read", "1"]).expect(0);
+    // The token is spent for an hour.
+    fake.primary_rate_limit_next(1, 3600);
+    let met = alice.maverick(&["coord", "read", "1"]);
+    met.expect(1);
+    assert!(
+        met.stderr.contains("rate limit holds until"),
+        "{}",
+        met.stderr
+    );
+    fake.reset_count();
+    let held = bob.maverick(&["coord", "read", "1"]);
+    held.expect(1);
+    assert!(
+        held.stderr.contains("rate limit holds until"),
+        "{}",
+        held.stderr
+    );
+    assert_eq!(fake.request_count(), 0, "bob sent: {:?}", fake.requests());
+}
