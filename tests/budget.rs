@@ -762,20 +762,17 @@ fn a_limit_longer_than_maverick_waits_stops_every_process_on_the_token_before_it
     alice.maverick(&["coord", "read", "1"]).expect(0);
     // The token is spent for an hour.
     fake.primary_rate_limit_next(1, 3600);
-    let met = alice.maverick(&["coord", "read", "1"]);
-    met.expect(1);
-    assert!(
-        met.stderr.contains("rate limit holds until"),
-        "{}",
-        met.stderr
-    );
+    let refused = |repo: &Repo<'_>| {
+        let run = repo.maverick(&["coord", "read", "1"]);
+        run.expect(1);
+        assert!(
+            run.stderr.contains("rate limit holds until"),
+            "{}",
+            run.stderr
+        );
+    };
+    refused(&alice);
     fake.reset_count();
-    let held = bob.maverick(&["coord", "read", "1"]);
-    held.expect(1);
-    assert!(
-        held.stderr.contains("rate limit holds until"),
-        "{}",
-        held.stderr
-    );
+    refused(&bob);
     assert_eq!(fake.request_count(), 0, "bob sent: {:?}", fake.requests());
 }
