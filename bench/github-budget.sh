@@ -2,7 +2,8 @@
 # Benchmark: GitHub requests per command, counted as GitHub counts them (a
 # 304 answer to a conditional request is free), against the test suite's
 # fake GitHub with 10, 100 and 1,000 ready issues; and how many agents one
-# token carries at 5,000 requests an hour with the default heartbeatInterval;
+# token carries at 5,000 requests an hour with the default heartbeatInterval
+# (a heartbeat writes the lease only when it is due: 10 of an hour's 30);
 # then how many it carries under each of GitHub's secondary limits (points,
 # content-generating requests under both readings) and which one binds;
 # then a fleet of 32 agents dispatching at once with the secondary limits on

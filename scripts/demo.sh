@@ -172,7 +172,7 @@ echo 'pub fn upsert() {}' > "$work/alice/upsert.rs"
 expect 0 alice git add upsert.rs
 expect 0 alice git commit --quiet -m "feat(markers): upsert in place" --trailer "Maverick-Issue: 143" --trailer "Maverick-Task: 2"
 expect 0 alice git push --quiet origin maverick/143-parser
-expect 0 alice git maverick coord heartbeat 143 --lease-ttl 1s
+expect 0 alice git maverick coord heartbeat 143 --lease-ttl 1s --renew
 rm -rf "$work/alice"
 
 step "carol, on a fresh clone, resumes the branch from origin: task 2 is checked off, task 3 is next"

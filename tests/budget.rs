@@ -27,6 +27,8 @@ use crate::support::{Repo, Run, Surface, TestEnv};
 const RATE_LIMIT: u64 = 5000;
 /// The default `heartbeatInterval`, in seconds.
 const HEARTBEAT_INTERVAL: u64 = 120;
+/// The default `leaseTtl`, in seconds.
+const LEASE_TTL: u64 = 600;
 /// Issues claimed at once when `status` is measured.
 const CLAIMED: u64 = 41;
 /// Where the claimed issues start: above any backlog measured.
@@ -63,13 +65,14 @@ fn lists_everything(request: &RecordedRequest) -> bool {
 }
 
 /// The commands of the table, in its order.
-pub const COMMANDS: [&str; 13] = [
+pub const COMMANDS: [&str; 14] = [
     "coord read (first)",
     "coord read (again, new process)",
     "dispatch",
     "dispatch status",
     "coord claim",
     "coord heartbeat",
+    "coord heartbeat (lease due)",
     "dispatch release --pr",
     "coord release",
     "status (41 claimed, first)",
@@ -154,12 +157,22 @@ pub fn measure(ready: u64) -> BTreeMap<&'static str, Cost> {
         "coord claim",
         cost(&env, &agent, &["coord", "claim", &issue_arg], 0).1,
     );
-    // The steady state: the beat after a beat.
+    // The steady state: the beat after a beat, the lease fresh enough to
+    // be left as it is; then the beat that finds it due and writes it.
     for _ in 0..2 {
         env.advance_clock(HEARTBEAT_INTERVAL);
         let beat = cost(&env, &agent, &["coord", "heartbeat", &issue_arg], 0).1;
         record("coord heartbeat", beat);
     }
+    env.advance_clock(HEARTBEAT_INTERVAL);
+    let (run, due) = cost(
+        &env,
+        &agent,
+        &["--json", "coord", "heartbeat", &issue_arg],
+        0,
+    );
+    assert_eq!(run.json()["written"], serde_json::json!([issue]), "due");
+    record("coord heartbeat (lease due)", due);
     let pr = CLAIMED_FROM + CLAIMED + 100;
     fake.create_pull(pr, "Draft", &[], &format!("{pr:040x}"));
     let pr_arg = pr.to_string();
@@ -200,7 +213,7 @@ pub fn measure(ready: u64) -> BTreeMap<&'static str, Cost> {
     record("status (41 claimed, first)", first);
     env.advance_clock(HEARTBEAT_INTERVAL);
     fleet
-        .maverick(&["coord", "heartbeat", &CLAIMED_FROM.to_string()])
+        .maverick(&["coord", "heartbeat", &CLAIMED_FROM.to_string(), "--renew"])
         .expect(0);
     record(
         "status (41 claimed, every lease moved)",
@@ -250,17 +263,32 @@ pub fn measure(ready: u64) -> BTreeMap<&'static str, Cost> {
     costs
 }
 
+/// The heartbeats of an hour, one every `heartbeatInterval`, and how
+/// many of them write the lease: those the core's rule finds due, the
+/// lease written a whole ttl ahead each time (and by the claim first).
+pub fn heartbeats_an_hour() -> (u64, u64) {
+    use maverick_core::holding::renewal_due;
+    use maverick_core::timefmt::Timestamp;
+    let interval = std::time::Duration::from_secs(HEARTBEAT_INTERVAL);
+    let beats = 3600 / HEARTBEAT_INTERVAL;
+    let mut expires = LEASE_TTL;
+    let mut writes = 0;
+    for beat in 1..=beats {
+        let now = beat * HEARTBEAT_INTERVAL;
+        let (now_at, expires_at) = (Timestamp(now as i64), Timestamp(expires as i64));
+        if renewal_due(now_at, expires_at, interval, std::time::Duration::ZERO) {
+            writes += 1;
+            expires = now + LEASE_TTL;
+        }
+    }
+    (beats, writes)
+}
+
 /// The requests one agent makes in an hour: a heartbeat every
-/// `heartbeatInterval`, and one cycle (dispatch, claim, dispatch release,
-/// release).
+/// `heartbeatInterval` (those that find the lease due write it), and one
+/// cycle (dispatch, claim, dispatch release, release).
 pub fn agent_hour(costs: &BTreeMap<&'static str, Cost>) -> usize {
-    let of = |name: &str| costs.get(name).map_or(0, |c| c.counted);
-    let beats = (3600 / HEARTBEAT_INTERVAL) as usize;
-    beats * of("coord heartbeat")
-        + of("dispatch")
-        + of("coord claim")
-        + of("dispatch release --pr")
-        + of("coord release")
+    hour_of(costs, |c| c.counted as u64) as usize
 }
 
 /// The agents one token carries at `costs`.
@@ -274,7 +302,9 @@ type CostOf = dyn Fn(&Cost) -> u64;
 /// One agent's hour (as [`agent_hour`]) of `of` each command.
 fn hour_of(costs: &BTreeMap<&'static str, Cost>, of: impl Fn(&Cost) -> u64) -> u64 {
     let of = |name: &str| costs.get(name).map_or(0, &of);
-    (3600 / HEARTBEAT_INTERVAL) * of("coord heartbeat")
+    let (beats, writes) = heartbeats_an_hour();
+    (beats - writes) * of("coord heartbeat")
+        + writes * of("coord heartbeat (lease due)")
         + of("dispatch")
         + of("coord claim")
         + of("dispatch release --pr")
@@ -373,9 +403,10 @@ pub fn table(sizes: &[(u64, BTreeMap<&'static str, Cost>)]) -> String {
             "The binding limit is {binding}: {agents} agents a token."
         );
     }
+    let (beats, writes) = heartbeats_an_hour();
     let _ = writeln!(
         out,
-        "\nOne agent's hour: a heartbeat every {HEARTBEAT_INTERVAL}s (the default heartbeatInterval) and one cycle (dispatch, coord claim, dispatch release --pr, coord release)."
+        "\nOne agent's hour: a heartbeat every {HEARTBEAT_INTERVAL}s (the default heartbeatInterval; {beats} an hour, of which the {writes} that find the lease due write it, leaseTtl {LEASE_TTL}s) and one cycle (dispatch, coord claim, dispatch release --pr, coord release)."
     );
     out
 }
@@ -391,6 +422,10 @@ fn assert_budgets(size: u64, costs: &BTreeMap<&'static str, Cost>) {
     assert!(
         of("coord heartbeat") <= 2,
         "heartbeat over budget at {context}"
+    );
+    assert!(
+        of("coord heartbeat (lease due)") <= 2,
+        "a heartbeat that writes over budget at {context}"
     );
     assert!(
         of("status (41 claimed, every lease moved)") <= 6,
@@ -688,11 +723,48 @@ fn the_binding_limit_of_an_agents_hour_is_named() {
         under[0].0,
         "content, strict (500 an hour, comment edits count)"
     );
-    // A heartbeat writes its lease (one comment edit) and nothing else.
+    // A heartbeat writes nothing while the lease has time enough left, and
+    // its lease (one comment edit) when it is due: a third of them with
+    // the defaults.
     assert_eq!(
         costs["coord heartbeat"].content,
-        (1, 0),
+        (0, 0),
         "{:?}",
         costs["coord heartbeat"]
     );
+    assert_eq!(
+        costs["coord heartbeat (lease due)"].content,
+        (1, 0),
+        "{:?}",
+        costs["coord heartbeat (lease due)"]
+    );
+    assert_eq!(heartbeats_an_hour(), (30, 10));
+}
+
+/// A rate limit GitHub named and that is longer than maverick waits stops
+/// the process that met it with a clear error, and is written to the
+/// token's pacing ledger all the same: another process on the token stops
+/// before it sends anything, instead of asking and meeting the limit too.
+#[test]
+fn a_limit_longer_than_maverick_waits_stops_every_process_on_the_token_before_it_sends() {
+    let env = TestEnv::with_surface(Surface::Github);
+    let fake = env.github();
+    let alice = env.clone("alice");
+    let bob = env.clone("bob");
+    alice.maverick(&["coord", "read", "1"]).expect(0);
+    // The token is spent for an hour.
+    fake.primary_rate_limit_next(1, 3600);
+    let refused = |repo: &Repo<'_>| {
+        let run = repo.maverick(&["coord", "read", "1"]);
+        run.expect(1);
+        assert!(
+            run.stderr.contains("rate limit holds until"),
+            "{}",
+            run.stderr
+        );
+    };
+    refused(&alice);
+    fake.reset_count();
+    refused(&bob);
+    assert_eq!(fake.request_count(), 0, "bob sent: {:?}", fake.requests());
 }

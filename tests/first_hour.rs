@@ -403,8 +403,14 @@ fn a_fetch_on_a_terminal_shows_what_it_waits_for_and_gits_progress() {
     alice.git(&["commit", "--quiet", "-m", "feat: a"]);
     alice.git(&["push", "--quiet", "origin", branch]);
 
-    // The same instance picks the branch up in another clone, on a terminal.
+    // The same instance picks the branch up in another clone, on a terminal,
+    // after one more push: the fetch has objects to bring (a heartbeat no
+    // longer writes, and so pushes, a lease that has time enough left).
     let laptop = env.clone("laptop");
+    alice.write_file("b.txt", "b\n");
+    alice.git(&["add", "b.txt"]);
+    alice.git(&["commit", "--quiet", "-m", "feat: b"]);
+    alice.git(&["push", "--quiet", "origin", branch]);
     let mut cmd = Command::new("script");
     cmd.args(["--quiet", "--return", "--command"])
         .arg(format!("{} resume {branch}", crate::support::BIN))

@@ -37,7 +37,7 @@ fn a_deleted_clone_s_branch_is_resumed_elsewhere_with_every_pushed_commit() {
     }
     assert_eq!(env.origin_head(BRANCH).as_ref(), pushed.last());
     // The laptop dies: its lease runs out and its clone is gone.
-    a.maverick(&["--lease-ttl", "60s", "coord", "heartbeat", "142"])
+    a.maverick(&["--lease-ttl", "60s", "coord", "heartbeat", "142", "--renew"])
         .expect(0);
     std::fs::remove_dir_all(&a.dir).unwrap();
     env.advance_clock(61);
@@ -145,7 +145,7 @@ fn the_holder_resumes_its_own_branch_on_another_clone() {
         .expect(0);
     let head = push_unclaimed(&env.clone("c"), BRANCH, "one.rs");
     // Its lease runs out while no machine works on it.
-    a.maverick(&["--lease-ttl", "60s", "coord", "heartbeat", "142"])
+    a.maverick(&["--lease-ttl", "60s", "coord", "heartbeat", "142", "--renew"])
         .expect(0);
     env.advance_clock(61);
     env.clone("watcher")

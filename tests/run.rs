@@ -462,7 +462,10 @@ fn a_command_printing_megabytes_does_not_delay_the_heartbeats() {
         "touch {d}/started; while [ ! -e {d}/stop ]; do head -c 2000000 /dev/zero; sleep 0.01; done",
         d = dir.display()
     );
-    let mut child = spawn(run_command(&alice, &["90"], &script));
+    // The tightest ttl (2 × 1m + 10s + 1s): every heartbeat is due, so
+    // every one writes the lease, where the test can see it.
+    let timing = run_flags::timing("131s", "1m", "10s");
+    let mut child = spawn(run_command_timed(&alice, &timing, &["90"], &script));
     let mut stdout = child.stdout.take().unwrap();
     let read = Arc::new(AtomicU64::new(0));
     let reader = {
@@ -963,4 +966,71 @@ mod hold_in_memory {
         assert!(matches!(released, Released::Done(_, ReleaseReason::Abort)));
         assert_eq!(held.decision(), Decision::Free);
     }
+}
+
+/// The surface time of the last heartbeat `repo`'s instance recorded for
+/// `issue`, once it is `at` or later.
+#[track_caller]
+fn wait_for_beat_at(repo: &Repo<'_>, issue: u64, at: i64, within: Duration) -> i64 {
+    use crate::support::mav::timefmt::Timestamp;
+    let end = Instant::now() + within;
+    while Instant::now() < end {
+        let confirmed = record(repo, &repo.instance, issue)
+            .and_then(|r| r["last_confirmed"].as_str().and_then(Timestamp::parse));
+        if let Some(Timestamp(t)) = confirmed.filter(|t| t.0 >= at) {
+            return t;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("no heartbeat of #{issue} at {at} or later within {within:?}");
+}
+
+#[test]
+fn a_run_of_thirty_minutes_writes_its_lease_only_when_due_and_never_looks_stale() {
+    use crate::support::mav::timefmt::Timestamp;
+    let env = TestEnv::new();
+    let alice = env.clone("alice");
+    let bob = env.clone("bob");
+    let dir = marker_dir(&env, "long");
+    let mut child = spawn(run_command(&alice, &["120"], &stoppable(&dir)));
+    wait_for_file(&dir.join("started"), Duration::from_secs(10));
+    let lease_ref = env.origin.join("refs/maverick/issue/120");
+    let claimed = record(&alice, "alice", 120).expect("the claim is recorded");
+    let claimed_at = Timestamp::parse(claimed["last_confirmed"].as_str().unwrap())
+        .unwrap()
+        .0;
+    let mut head = std::fs::read(&lease_ref).ok();
+    let mut written = Vec::new();
+    // Thirty minutes: a heartbeat a minute, each waited for.
+    for beat in 1..=30u64 {
+        env.advance_clock(HEARTBEAT_SECS);
+        let at = claimed_at + (beat * HEARTBEAT_SECS) as i64 - 1;
+        wait_for_beat_at(&alice, 120, at, Duration::from_secs(20));
+        let now = std::fs::read(&lease_ref).ok();
+        if now != head {
+            written.push(beat);
+            head = now;
+        }
+        // Another instance sees it held live at every moment between.
+        let (code, view) = read_json(&bob, "bob", 120);
+        assert_eq!(code, 4, "after beat {beat}, bob sees: {view}");
+        let left = Timestamp::parse(view["expires_at"].as_str().unwrap())
+            .unwrap()
+            .0
+            - Timestamp::parse(view["now"].as_str().unwrap()).unwrap().0;
+        assert!(
+            left > HEARTBEAT_SECS as i64 + GRACE_SECS as i64,
+            "after beat {beat} the lease has {left}s left"
+        );
+    }
+    // ttl 5m, heartbeat 1m, grace 10s: a lease is written when at most
+    // 2 × 1m + 30s are left, so every third beat (ttl − 2m of a lease's
+    // 5m go by between writes), not every one.
+    let every_third: Vec<u64> = (1..=10).map(|n| n * 3).collect();
+    assert_eq!(written, every_third, "the beats that wrote the lease");
+    // SAFETY: kill(2) on the child we spawned.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    wait_for_exit(&mut child, Duration::from_secs(10));
+    finish(child).expect(128 + libc::SIGTERM);
+    env.assert_released_once(120, "alice", "abort");
 }

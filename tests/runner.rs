@@ -20,6 +20,7 @@ mod first_hour;
 mod git_surface;
 mod github;
 mod guard;
+mod heartbeat;
 mod holding;
 mod hook;
 mod hook_managers;

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use crate::support::mav::config::{Settings, SurfaceKind};
 use crate::support::mav::lease::{
-    analyze, ClaimOutcome, ClaimRequest, Coordinator, Decision, HeartbeatOutcome,
+    analyze, ClaimOutcome, ClaimRequest, Coordinator, Decision, HeartbeatOutcome, Renewal,
 };
 use crate::support::mav::surface::Comment;
 use crate::support::mav::timefmt::Timestamp;
@@ -111,7 +111,7 @@ fn replay(seed: u64, claimants: usize, max_lag: u64) {
         .map(|(n, _)| n.clone())
         .collect();
     let beats = run_phase(&world, &claimed, seed ^ 0xABCD, |coord| {
-        match coord.heartbeat(&[ISSUE], None).unwrap() {
+        match coord.heartbeat(&[ISSUE], None, Renewal::WHEN_DUE).unwrap() {
             HeartbeatOutcome::Renewed { .. } => true,
             HeartbeatOutcome::Lost { .. } => false,
         }
@@ -210,7 +210,7 @@ fn sixteen_racing_claims_with_compare_and_swap_one_claims_the_rest_see_it_held()
         let winner = winners[0].clone();
         let beats = run_phase(&world, std::slice::from_ref(&winner), seed, |coord| {
             matches!(
-                coord.heartbeat(&[ISSUE], None).unwrap(),
+                coord.heartbeat(&[ISSUE], None, Renewal::WHEN_DUE).unwrap(),
                 HeartbeatOutcome::Renewed { .. }
             )
         });

@@ -24,6 +24,7 @@ use std::time::Duration;
 use crate::support::mav::config::{Settings, SurfaceKind};
 use crate::support::mav::lease::{
     analyze, ClaimOutcome, ClaimRequest, Coordinator, Decision, HeartbeatOutcome, IssueView,
+    Renewal,
 };
 use crate::support::mav::surface::Surface;
 use crate::support::mav::timefmt::Timestamp;
@@ -254,7 +255,7 @@ fn instance(run: &Run, surface: &SimSurface, me: &str, settle_steps: u64, seed: 
             }
             Some(held) if !last && rng.below(3) > 0 => {
                 run.note(format!("{me}: begin heartbeat"));
-                let outcome = coord.heartbeat(&[ISSUE], Some(held.generation));
+                let outcome = coord.heartbeat(&[ISSUE], Some(held.generation), Renewal::WHEN_DUE);
                 run.note(format!(
                     "{me}: heartbeat g{} -> {}",
                     held.generation,
@@ -277,7 +278,9 @@ fn instance(run: &Run, surface: &SimSurface, me: &str, settle_steps: u64, seed: 
                         ));
                         mine = None;
                     }
-                    Ok(HeartbeatOutcome::Renewed { views, generation }) => {
+                    Ok(HeartbeatOutcome::Renewed {
+                        views, generation, ..
+                    }) => {
                         run.check_views(me, &views, start);
                         let expires = views[0].expires_at.expect("a renewed lease has an end");
                         mine = Some(Mine {
@@ -417,7 +420,7 @@ fn replay(seed: u64) -> Vec<String> {
         ));
     }
     world.lock().unwrap().advance(lag + 1);
-    match coord.heartbeat(&[ISSUE], None).unwrap() {
+    match coord.heartbeat(&[ISSUE], None, Renewal::WHEN_DUE).unwrap() {
         HeartbeatOutcome::Renewed { .. } => {}
         HeartbeatOutcome::Lost { reason, .. } => {
             run.fail(format!("the fresh instance lost #{ISSUE}: {reason}"))

@@ -6,7 +6,10 @@
 //! own reading of a lease. [`lease_live`] is the one rule for whether a
 //! lease still runs; [`judge`] the one rule that turns an issue's facts into
 //! a verdict, including the state no caller may forget: a claim of this
-//! instance whose lease ran out ([`Holding::OursLapsed`]).
+//! instance whose lease ran out ([`Holding::OursLapsed`]). [`renewal_due`]
+//! is the one rule for whether a heartbeat writes the lease or leaves it.
+
+use std::time::Duration;
 
 use serde::Serialize;
 
@@ -16,6 +19,32 @@ use crate::timefmt::Timestamp;
 /// lease is live strictly before its expiry, and lapsed from that instant.
 pub fn lease_live(expires_at: Timestamp, now: Timestamp) -> bool {
     now < expires_at
+}
+
+/// Whether a heartbeat at `now` must write (renew) a lease of its own that
+/// runs until `expires_at`, or may leave it as it is. Every heartbeat reads
+/// and settles (SPEC 4); a write is a comment edit that GitHub counts as
+/// content, so it is made only when the lease needs it.
+///
+/// A heartbeat that leaves the lease trusts the later ones to renew it: the
+/// lease must outlive the next heartbeat, `interval` away, and the one
+/// after it, because the next may fail (two failures in a row end `run`),
+/// and then a margin: the holder's `grace` to stop its work once it knows
+/// its claim is lost, and one second more because the surface keeps whole
+/// seconds; at least half an interval, for the heartbeats' own lateness (a
+/// slow read, a settle delay).
+///
+/// With the defaults (ttl 600 s, interval 120 s) a lease is written when at
+/// most 300 s are left: every third heartbeat, so a lease that is never
+/// less than 180 s from its expiry when all goes well.
+pub fn renewal_due(
+    now: Timestamp,
+    expires_at: Timestamp,
+    interval: Duration,
+    grace: Duration,
+) -> bool {
+    let margin = (grace + Duration::from_secs(1)).max(interval / 2);
+    expires_at.since(now) <= interval * 2 + margin
 }
 
 /// An issue's holding verdict as one instance sees it at one time.
@@ -158,6 +187,30 @@ mod tests {
         assert!(lease_live(Timestamp(1_001), T));
         assert!(!lease_live(T, T));
         assert!(!lease_live(Timestamp(999), T));
+    }
+
+    #[test]
+    fn a_lease_is_renewed_once_two_more_heartbeats_and_a_margin_would_not_fit() {
+        let s = Duration::from_secs;
+        let due = |left: i64, interval: u64, grace: u64| {
+            renewal_due(T, Timestamp(1_000 + left), s(interval), s(grace))
+        };
+        // The defaults: two intervals of 120 s and half an interval.
+        assert!(due(300, 120, 10));
+        assert!(!due(301, 120, 10));
+        // Right after a claim or a renewal, the lease is a whole ttl.
+        assert!(!due(600, 120, 10));
+        // A grace longer than half an interval is the margin.
+        assert!(due(301, 120, 60));
+        assert!(!due(301, 120, 59));
+        assert!(!due(302, 120, 60));
+        // A lapsed lease, or one at its last second, is due (its holder
+        // learns it is lost from the verdict before it writes anything).
+        assert!(due(0, 120, 10));
+        assert!(due(-5, 120, 10));
+        // Intervals shorter than a second (tests) still leave a margin.
+        assert!(due(1, 0, 0));
+        assert!(!due(2, 0, 0));
     }
 
     #[test]

@@ -13,7 +13,7 @@ use crate::commands::error::{CommandError, Exit};
 use crate::config::SurfaceKind;
 use crate::coord::claims::{self, ClaimReport, ScopeClaim};
 use crate::coord::lease::{
-    ClaimOutcome, Coordinator, Decision, HeartbeatOutcome, IssueView, ReleaseOutcome,
+    ClaimOutcome, Coordinator, Decision, HeartbeatOutcome, IssueView, ReleaseOutcome, Renewal,
 };
 use crate::timefmt::{format_duration, human_duration};
 
@@ -30,8 +30,9 @@ pub(crate) enum CoordCommand {
     Read(IssueArg),
     /// Claim an issue (and its scope): label, claim, lease, settle
     Claim(ClaimArgs),
-    /// Push this instance's lease forward (exit 7 when the claim is lost)
-    Heartbeat(IssueArg),
+    /// Settle this instance's claim again and keep its lease (exit 7 when
+    /// the claim is lost); the lease is written only when it needs it
+    Heartbeat(HeartbeatArgs),
     /// Release this instance's claim; never another instance's
     Release(ReleaseArgs),
     /// Release every claim this instance holds by its local records
@@ -60,6 +61,23 @@ pub(crate) struct ResetArgs {
     /// and comments (kept under the backup ref all the same)
     #[arg(long)]
     pub force: bool,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Every heartbeat reads the issue and settles the claim again. It writes the \
+lease (a comment edit on GitHub, which GitHub's content limit may count) \
+only when too little of it is left for two more heartbeats and a margin: \
+at most 2 × heartbeatInterval plus half an interval (300 s with the \
+defaults). `written` in the JSON lists the issues it wrote.")]
+pub(crate) struct HeartbeatArgs {
+    /// The issue number (142 or #142)
+    #[arg(value_parser = issue_number)]
+    pub issue: u64,
+    /// Write the lease now, a whole leaseTtl from now, even when it has time
+    /// enough left
+    #[arg(long)]
+    pub renew: bool,
 }
 
 #[derive(Debug, Args)]
@@ -221,7 +239,14 @@ fn coord(ctx: &Context, args: CoordArgs) -> Result<Outcome<CoordOutput>, Command
             let (_, shown) = claim(ctx, &coord, a.issue, a.scope, a.branch, true)?;
             keep_alive_note(ctx, a.issue, shown).map(CoordOutput::Claim)
         }
-        CoordCommand::Heartbeat(a) => heartbeat(ctx, &coord, a.issue)?.map(CoordOutput::Heartbeat),
+        CoordCommand::Heartbeat(a) => {
+            let renewal = if a.renew {
+                Renewal::Now
+            } else {
+                Renewal::WHEN_DUE
+            };
+            heartbeat(ctx, &coord, a.issue, renewal)?.map(CoordOutput::Heartbeat)
+        }
         CoordCommand::Release(a) => {
             release(ctx, &coord, a.issue, a.reason)?.map(CoordOutput::Release)
         }
@@ -512,13 +537,30 @@ fn heartbeat(
     ctx: &Context,
     coord: &Coordinator<'_>,
     issue: u64,
+    renewal: Renewal,
 ) -> Result<Outcome<HeartbeatOutcome>, CommandError> {
     let store = ctx.claims()?;
     let (issues, record) = claims::scope_of(&store, &ctx.settings.instance, issue)?;
-    let outcome = claims::heartbeat(coord, &store, &issues, record.map(|r| r.generation))?;
+    let outcome = claims::heartbeat(
+        coord,
+        &store,
+        &issues,
+        record.map(|r| r.generation),
+        renewal,
+    )?;
     Ok(match &outcome {
-        HeartbeatOutcome::Renewed { views, .. } => {
-            let lines: Vec<String> = views.iter().map(describe).collect();
+        HeartbeatOutcome::Renewed { views, written, .. } => {
+            let lines: Vec<String> = views
+                .iter()
+                .map(|view| {
+                    let kept = if written.contains(&view.issue) {
+                        "lease renewed"
+                    } else {
+                        "lease left as it is (time enough left; --renew writes it now)"
+                    };
+                    format!("{}; {kept}", describe(view))
+                })
+                .collect();
             let mut o = Outcome::new(Exit::Ok, outcome);
             o.lines = lines;
             o

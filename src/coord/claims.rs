@@ -9,7 +9,7 @@ use crate::config::Settings;
 pub use crate::coord::lease::ReleaseReason;
 use crate::coord::lease::{
     ClaimOutcome, ClaimRequest, Coordinator, Decision, HeartbeatOutcome, IssueView, LeaseError,
-    ReleaseOutcome,
+    ReleaseOutcome, Renewal,
 };
 use crate::coord::pulls::closing_pull;
 use crate::git::{Git, GitError};
@@ -301,15 +301,16 @@ pub(crate) fn scope_of(
     Ok((issues, record))
 }
 
-/// Renews the lease on `issues` (at `generation`, when given) and records
-/// what the surface said.
+/// Settles the claim on `issues` (at `generation`, when given), renews
+/// their leases as `renewal` says, and records what the surface said.
 pub(crate) fn heartbeat(
     coord: &Coordinator<'_>,
     store: &ClaimStore,
     issues: &[u64],
     generation: Option<u64>,
+    renewal: Renewal,
 ) -> Result<HeartbeatOutcome, ClaimsError> {
-    let outcome = coord.heartbeat(issues, generation)?;
+    let outcome = coord.heartbeat(issues, generation, renewal)?;
     record_heartbeat(store, &coord.settings.instance, issues, &outcome)?;
     Ok(outcome)
 }

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use crate::clock::Clock;
 use crate::config::Settings;
 use crate::coord::claims::{self, ClaimsError, ReleaseReason};
-use crate::coord::lease::{Coordinator, HeartbeatOutcome, LeaseError};
+use crate::coord::lease::{self, Coordinator, HeartbeatOutcome, IssueView, LeaseError, Renewal};
 use crate::coord::supervise::{self, ChildStatus, Group};
 use crate::records::claim::ClaimStore;
 use crate::records::files::RecordError;
@@ -76,14 +76,17 @@ pub(crate) fn check_timing(
     Ok(())
 }
 
-/// Renews the lease every `heartbeatInterval` from `renewed_at` on a fixed
-/// schedule until told to stop or the claim is lost. Only reports: the
-/// control loop keeps the records, so nothing is written after it decided.
+/// Settles the claim every `heartbeatInterval` from `renewed_at` on a
+/// fixed schedule, renewing the lease when `renewal` says it is due, until
+/// told to stop or the claim is lost. Only reports: the control loop keeps
+/// the records, so nothing is written after it decided.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn heartbeat_loop(
     surface: &dyn Surface,
     settings: &Settings,
     issues: &[u64],
     generation: u64,
+    renewal: Renewal,
     renewed_at: Instant,
     stop: Receiver<Instant>,
     events: Sender<HoldEvent>,
@@ -107,7 +110,7 @@ pub(crate) fn heartbeat_loop(
             return false;
         }
         let started = clock.instant();
-        let result = coord.heartbeat(issues, Some(generation));
+        let result = coord.heartbeat(issues, Some(generation), renewal);
         let lost = matches!(result, Ok(HeartbeatOutcome::Lost { .. }));
         events.send(HoldEvent::Beat { started, result }).is_ok() && !lost
     };
@@ -126,6 +129,32 @@ pub(crate) fn heartbeat_loop(
 
 /// How many settle delays after the claim the first heartbeat comes.
 const FIRST_BEAT_SETTLES: u32 = 3;
+
+/// What the last heartbeat that kept the claim told, on this process's
+/// clock: when it started, and when the lease it saw (written or left as it
+/// was) runs out at the earliest.
+#[derive(Clone, Copy)]
+struct Kept {
+    heard: Instant,
+    expires: Instant,
+}
+
+impl Kept {
+    /// A heartbeat that started at `started` found the claim ours, with
+    /// the leases of `views`: the surface's time of its read came after
+    /// `started`, so each lease runs at least its time left from then.
+    fn from_beat(started: Instant, views: &[IssueView]) -> Kept {
+        let left = views
+            .iter()
+            .filter_map(lease::remaining)
+            .min()
+            .unwrap_or_default();
+        Kept {
+            heard: started,
+            expires: started + left,
+        }
+    }
+}
 
 /// The events of one held command, watched from before any other thread
 /// exists: every thread then has the forwarded signals blocked, and one
@@ -282,15 +311,19 @@ pub fn hold(
         generation: req.generation,
         owns_claim: !req.already_held,
         command: req.command,
+        grace: req.grace,
         warnings: Vec::new(),
     };
-    let renewed_at = if req.already_held {
+    let kept = if req.already_held {
         match run.renew()? {
-            Ok(at) => at,
+            Ok(kept) => kept,
             Err(reason) => return Ok(run.finish(Ending::LostBeforeStart(reason))),
         }
     } else {
-        req.claimed_at
+        Kept {
+            heard: req.claimed_at,
+            expires: req.claimed_at + coord.settings.lease_ttl,
+        }
     };
     if let Ok(HoldEvent::Signal(signal)) = inbox.try_recv() {
         let released = run.release(ReleaseReason::Abort);
@@ -317,8 +350,8 @@ pub fn hold(
             })
             .map_err(HoldError::WatchCommand)?;
     }
-    let heartbeats = run.start_heartbeats(renewed_at, new_surface, events)?;
-    match run.watch(&mut group, &inbox, renewed_at, req.grace)? {
+    let heartbeats = run.start_heartbeats(kept.heard, new_surface, events)?;
+    match run.watch(&mut group, &inbox, kept)? {
         Watched::Exited { status, received } => {
             let clock = &coord.settings.clock;
             group.stop_stragglers(clock, true, clock.instant() + req.grace);
@@ -527,19 +560,32 @@ struct Supervision<'a> {
     generation: u64,
     owns_claim: bool,
     command: Vec<OsString>,
+    /// Between SIGTERM and SIGKILL once the claim is lost.
+    grace: Duration,
     warnings: Vec<RecordError>,
 }
 
 impl Supervision<'_> {
-    /// A claim held from before may have been renewed long ago: renews it
-    /// now, so that the lease the command starts with is a whole ttl.
-    /// Returns when the renewal started, or why the claim is lost.
-    fn renew(&self) -> Result<Result<Instant, String>, HoldError> {
+    /// When the holder's heartbeats write the lease: when it is due, with
+    /// the time the command needs to stop as the margin.
+    fn renewal(&self) -> Renewal {
+        Renewal::WhenDue { grace: self.grace }
+    }
+
+    /// A claim held from before may have been renewed long ago: settles it
+    /// now, and renews its lease if it is due, as every heartbeat does.
+    /// Returns what the heartbeat kept, or why the claim is lost.
+    fn renew(&self) -> Result<Result<Kept, String>, HoldError> {
         let started = self.coord.settings.clock.instant();
-        let outcome =
-            claims::heartbeat(self.coord, &self.store, &self.issues, Some(self.generation))?;
+        let outcome = claims::heartbeat(
+            self.coord,
+            &self.store,
+            &self.issues,
+            Some(self.generation),
+            self.renewal(),
+        )?;
         Ok(match outcome {
-            HeartbeatOutcome::Renewed { .. } => Ok(started),
+            HeartbeatOutcome::Renewed { views, .. } => Ok(Kept::from_beat(started, &views)),
             HeartbeatOutcome::Lost { reason, .. } => Err(reason),
         })
     }
@@ -575,6 +621,7 @@ impl Supervision<'_> {
         let settings = self.coord.settings.clone();
         let issues = self.issues.clone();
         let generation = self.generation;
+        let renewal = self.renewal();
         let thread = std::thread::Builder::new()
             .name("heartbeat".to_owned())
             .spawn(move || {
@@ -586,6 +633,7 @@ impl Supervision<'_> {
                         &settings,
                         &issues,
                         generation,
+                        renewal,
                         renewed_at,
                         stopped,
                         events,
@@ -604,32 +652,40 @@ impl Supervision<'_> {
     /// signals, keeps the records of each heartbeat, and returns when the
     /// command exits or the claim is lost. A heartbeat that hangs counts as
     /// failed once two intervals (and part of the ttl's spare time) pass
-    /// without a renewal.
+    /// without one that kept the claim, or once the lease it last saw is
+    /// too close to running out for the command to be stopped in time (the
+    /// heartbeats write the lease only when it is due).
     fn watch(
         &mut self,
         group: &mut Group,
         inbox: &Receiver<HoldEvent>,
-        renewed_at: Instant,
-        grace: Duration,
+        kept: Kept,
     ) -> Result<Watched, HoldError> {
         let settings = self.coord.settings;
         let clock = &settings.clock;
+        let grace = self.grace;
         let (ttl, interval) = (settings.lease_ttl, settings.heartbeat_interval);
         // The surface keeps whole seconds, so a lease may be judged to start
         // up to 1s before the write that renewed it: that second is not spare.
-        let spare = (ttl - interval * 2 - grace).saturating_sub(Duration::from_secs(1)) / 2;
+        let second = Duration::from_secs(1);
+        let spare = (ttl - interval * 2 - grace).saturating_sub(second) / 2;
         let silence = interval * 2 + spare.min(interval / 2);
-        let mut last_renewed = renewed_at;
+        let mut kept = kept;
         let mut failures = 0u32;
         let mut last_error: Option<String> = None;
         let mut received: Option<libc::c_int> = None;
         loop {
             // At the deadline, what already arrived (a renewal that landed
-            // just in time) still counts.
-            let deadline = last_renewed + silence;
+            // just in time) still counts. The command is gone a grace
+            // period after it, before the lease runs out.
+            let deadline = (kept.heard + silence).min(
+                kept.expires
+                    .checked_sub(grace + second)
+                    .unwrap_or(kept.heard),
+            );
             let silent = |last_error: Option<String>| {
                 Watched::Lost(Loss::new(
-                    LossKind::Silence(clock.since(last_renewed)),
+                    LossKind::Silence(clock.since(kept.heard)),
                     last_error,
                 ))
             };
@@ -662,8 +718,8 @@ impl Supervision<'_> {
                         self.warnings.push(e);
                     }
                     match outcome {
-                        HeartbeatOutcome::Renewed { .. } => {
-                            last_renewed = started;
+                        HeartbeatOutcome::Renewed { views, .. } => {
+                            kept = Kept::from_beat(started, &views);
                             failures = 0;
                             last_error = None;
                         }

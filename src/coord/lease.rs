@@ -959,10 +959,14 @@ impl<'a> Coordinator<'a> {
         }
     }
 
+    /// Re-reads and settles the claim on every issue (SPEC 4: a race the
+    /// claim's re-read missed ends here, exit 7), and writes the leases that
+    /// `renewal` says are due; a lease with time enough left is left as it is.
     pub fn heartbeat(
         &self,
         issues: &[u64],
         generation: Option<u64>,
+        renewal: Renewal,
     ) -> Result<HeartbeatOutcome, LeaseError> {
         let mut raw = self.surface.claim_records(issues)?;
         let now = self.surface.now()?;
@@ -1002,11 +1006,20 @@ impl<'a> Coordinator<'a> {
         let generation = views[0].generation;
         let writes: Vec<Write> = views
             .iter()
+            .filter(|v| renewal.due(v, self.settings.heartbeat_interval))
             .map(|v| Write {
                 issue: v.issue,
                 ops: vec![self.renewal(v, generation, now)],
             })
             .collect();
+        let written: Vec<u64> = writes.iter().map(|w| w.issue).collect();
+        if writes.is_empty() {
+            return Ok(HeartbeatOutcome::Renewed {
+                generation,
+                written,
+                views,
+            });
+        }
         let expected = generation;
         let mut guard = |current: &[Issue], now: Timestamp| {
             current.iter().all(|issue| {
@@ -1051,7 +1064,11 @@ impl<'a> Coordinator<'a> {
             .iter()
             .map(|i| analyze(i, self.settings, self.me(), now))
             .collect();
-        Ok(HeartbeatOutcome::Renewed { generation, views })
+        Ok(HeartbeatOutcome::Renewed {
+            generation,
+            written,
+            views,
+        })
     }
 
     /// Whether the lease comment `id` may be updated in place: it is the
@@ -1338,11 +1355,46 @@ fn lost_reason(view: &IssueView, me: &str, generation: Option<u64>, label: &str)
     }
 }
 
+/// When a heartbeat writes the lease.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Renewal {
+    /// When [`maverick_core::holding::renewal_due`] says so; `grace` is how long the
+    /// holder needs to stop its work once it knows its claim is lost (`run`'s
+    /// `--grace`; zero for a command that holds no work).
+    WhenDue { grace: Duration },
+    /// Whatever time the lease has left (`coord heartbeat --renew`).
+    Now,
+}
+
+impl Renewal {
+    /// When due, for a holder with no work of its own to stop.
+    pub const WHEN_DUE: Renewal = Renewal::WhenDue {
+        grace: Duration::ZERO,
+    };
+
+    /// Whether a heartbeat renews the lease of `view`, one of ours.
+    fn due(self, view: &IssueView, interval: Duration) -> bool {
+        match (self, view.expires_at) {
+            (Renewal::WhenDue { grace }, Some(expires_at)) => {
+                maverick_core::holding::renewal_due(view.now, expires_at, interval, grace)
+            }
+            _ => true,
+        }
+    }
+}
+
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 #[serde(tag = "result", rename_all = "snake_case")]
 pub enum HeartbeatOutcome {
+    /// The claim holds; `issues` carry each lease's expiry, as written now
+    /// or as it stood.
     Renewed {
         generation: u64,
+        /// The issues whose lease this heartbeat wrote. A lease with time
+        /// enough left for two more heartbeats and a margin is left as it
+        /// is (a comment edit is a request GitHub limits), so this is
+        /// empty for most heartbeats; `--renew` writes every one.
+        written: Vec<u64>,
         #[serde(rename = "issues")]
         views: Vec<IssueView>,
     },

@@ -9,7 +9,9 @@ use std::path::PathBuf;
 
 use crate::config::Settings;
 use crate::coord::claims::{self, ClaimReport, ClaimsError, ScopeClaim};
-use crate::coord::lease::{self, ClaimOutcome, Coordinator, Decision, HeartbeatOutcome, IssueView};
+use crate::coord::lease::{
+    self, ClaimOutcome, Coordinator, Decision, HeartbeatOutcome, IssueView, Renewal,
+};
 use crate::durable::tasks::{self, TaskError, TaskListView};
 use crate::git::{Git, GitError};
 use crate::records::claim::{ClaimRecord, ClaimStore};
@@ -297,7 +299,13 @@ fn take_claim(
 ) -> Result<Result<ClaimState, ResumeOutcome>, ResumeError> {
     let issue = view.issue;
     match view.decision {
-        Decision::Ours => match claims::heartbeat(coord, store, &[issue], Some(view.generation))? {
+        Decision::Ours => match claims::heartbeat(
+            coord,
+            store,
+            &[issue],
+            Some(view.generation),
+            Renewal::WHEN_DUE,
+        )? {
             HeartbeatOutcome::Renewed { views, .. } => {
                 adopt_claim(coord.settings, store, &views[0], branch)?;
                 Ok(Ok(ClaimState::Held))

@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use crate::config::Settings;
 use crate::coord::claims;
 use crate::coord::lease::{
-    self, ClaimOutcome, ClaimRequest, Coordinator, Decision, HeartbeatOutcome,
+    self, ClaimOutcome, ClaimRequest, Coordinator, Decision, HeartbeatOutcome, Renewal,
 };
 use crate::durable::tasks::{self, Checked, TaskError};
 use crate::git::{Git, GitError, Order};
@@ -376,8 +376,16 @@ fn keep_alive(
     let (issues, record) = claims::scope_of(store, &settings.instance, view.issue)?;
     if view.decision == Decision::Ours {
         return Ok(
-            match claims::heartbeat(&coord, store, &issues, Some(view.generation))? {
-                HeartbeatOutcome::Renewed { generation, views } => Fence::Pass(Some(LeaseKept {
+            match claims::heartbeat(
+                &coord,
+                store,
+                &issues,
+                Some(view.generation),
+                Renewal::WHEN_DUE,
+            )? {
+                HeartbeatOutcome::Renewed {
+                    generation, views, ..
+                } => Fence::Pass(Some(LeaseKept {
                     action: LeaseAction::Renewed,
                     generation,
                     expires_at: views.first().and_then(|v| v.expires_at),

@@ -119,8 +119,11 @@ impl Pacer {
 
     /// Takes the earliest slot at or after `now_ms` for a request costing
     /// `cost`. `None`: the ledger is out of reach, so the request goes now.
-    pub(crate) fn take(&self, now_ms: i64, cost: Cost) -> Option<Slot> {
-        match self.locked(|ledger| ledger.take(now_ms, cost, self.budget)) {
+    /// A slot more than `max_wait` off is returned but not written down:
+    /// the caller will not send it, so it holds no other process back.
+    pub(crate) fn take(&self, now_ms: i64, cost: Cost, max_wait: Duration) -> Option<Slot> {
+        let latest = now_ms.saturating_add(i64::try_from(max_wait.as_millis()).unwrap_or(i64::MAX));
+        match self.locked(|ledger| ledger.take_by(now_ms, cost, self.budget, latest)) {
             Ok(slot) => Some(slot),
             Err(e) => {
                 tracing::debug!("pacing ledger {}: {e}", self.path.display());
@@ -255,7 +258,14 @@ impl Ledger {
         None
     }
 
+    #[cfg(test)]
     fn take(&mut self, now_ms: i64, cost: Cost, budget: Budget) -> Slot {
+        self.take_by(now_ms, cost, budget, i64::MAX)
+    }
+
+    /// The earliest slot for `cost`, written down only when it is no later
+    /// than `latest` (a later one is refused by the caller, never sent).
+    fn take_by(&mut self, now_ms: i64, cost: Cost, budget: Budget, latest: i64) -> Slot {
         self.slots.retain(|(ms, _, _)| *ms > now_ms - HOUR_MS);
         let mut at = now_ms;
         let mut held_by = None;
@@ -311,8 +321,10 @@ impl Ledger {
             at = at.max(oldest + span + 1);
             held_by = Some(what);
         }
-        self.slots.push((at, cost.points, cost.content));
-        self.held(now_ms, at);
+        if at <= latest {
+            self.slots.push((at, cost.points, cost.content));
+            self.held(now_ms, at);
+        }
         Slot { at_ms: at, held_by }
     }
 
@@ -422,9 +434,16 @@ mod tests {
         let one = Pacer::new(dir.path(), "https://api.github.com", "ghp_SECRET", budget);
         let two = Pacer::new(dir.path(), "https://api.github.com/", "ghp_SECRET", budget);
         let other = Pacer::new(dir.path(), "https://api.github.com", "ghp_OTHER", budget);
-        assert_eq!(one.take(0, WRITE).unwrap().at_ms, 0);
-        assert_eq!(two.take(0, WRITE).unwrap().at_ms, MINUTE_MS + 1);
-        assert_eq!(other.take(0, WRITE).unwrap().at_ms, 0);
+        assert_eq!(one.take(0, WRITE, Duration::MAX).unwrap().at_ms, 0);
+        // A slot further off than the caller waits is not written down:
+        // it is never sent, so it holds no one back.
+        let refused = two.take(0, WRITE, Duration::from_secs(1)).unwrap();
+        assert_eq!(refused.at_ms, MINUTE_MS + 1);
+        assert_eq!(
+            two.take(0, WRITE, Duration::MAX).unwrap().at_ms,
+            MINUTE_MS + 1
+        );
+        assert_eq!(other.take(0, WRITE, Duration::MAX).unwrap().at_ms, 0);
         for entry in fs::read_dir(dir.path()).unwrap() {
             let entry = entry.unwrap();
             assert!(!entry.file_name().to_string_lossy().contains("SECRET"));
@@ -433,6 +452,9 @@ mod tests {
         // Out of reach: the request goes unpaced.
         let blocked = dir.path().join("a-file");
         fs::write(&blocked, "").unwrap();
-        assert_eq!(Pacer::new(&blocked, "u", "t", budget).take(0, WRITE), None);
+        assert_eq!(
+            Pacer::new(&blocked, "u", "t", budget).take(0, WRITE, Duration::MAX),
+            None
+        );
     }
 }

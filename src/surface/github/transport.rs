@@ -226,16 +226,28 @@ impl GithubSurface {
         };
         let until = reply.date().unwrap_or(self.clock.now()).plus(wait);
         *waited += wait;
-        if wait > MAX_RATE_LIMIT_WAIT || *waited > MAX_RATE_LIMITED {
+        let waits_it_out = wait <= MAX_RATE_LIMIT_WAIT && *waited <= MAX_RATE_LIMITED;
+        // The time GitHub named holds the token whether or not this process
+        // waits it out: the others on the token hold back too, or stop
+        // before they send when it is longer than they wait. A wait GitHub
+        // did not name is this process's own backoff (doubled at each
+        // answer of this request, with jitter): it holds the others only
+        // while this process waits it out, else GitHub's minute does.
+        if let Some(pacer) = &self.pacer {
+            let now_ms = self.clock.unix_millis();
+            let hold = if limit.named || waits_it_out {
+                wait
+            } else {
+                limit.wait
+            };
+            pacer.hold_until(now_ms, now_ms + millis(hold));
+        }
+        if !waits_it_out {
             return Err(GithubError::RateLimited {
                 what: what.to_owned(),
                 kind: limit.kind,
                 until,
             });
-        }
-        if let Some(pacer) = &self.pacer {
-            let now_ms = self.clock.unix_millis();
-            pacer.hold_until(now_ms, now_ms + millis(wait));
         }
         tracing::info!(
             "{what}: GitHub's {} rate limit; waiting {} {}",
@@ -260,7 +272,7 @@ impl GithubSurface {
             return Ok(());
         };
         let now_ms = self.clock.unix_millis();
-        let Some(slot) = pacer.take(now_ms, cost) else {
+        let Some(slot) = pacer.take(now_ms, cost, MAX_PACE_WAIT) else {
             return Ok(());
         };
         let wait = pace::wait_for(slot, now_ms);
