@@ -8,7 +8,6 @@ pub use maverick_core::closing;
 pub(crate) mod git;
 pub mod github;
 
-use std::time::Duration;
 
 use crate::timefmt::Timestamp;
 
@@ -444,13 +443,6 @@ pub trait Surface {
     fn with_comments(&self, listed: &[IssueSummary]) -> Result<Vec<Issue>, SurfaceError> {
         let numbers: Vec<u64> = listed.iter().map(|s| s.number).collect();
         self.issues(&numbers)
-    }
-
-    /// How long this surface has waited, in all, for the remote's request
-    /// limits (GitHub's rate limits and the pacing that keeps within
-    /// them): time a protocol's budget for contention does not count.
-    fn limits_waited(&self) -> Duration {
-        Duration::ZERO
     }
 
     /// Open pull requests. The git surface has none.

@@ -666,20 +666,6 @@ impl Surface for GithubSurface {
         format!("github surface: {} via {}", self.repo, self.api_url)
     }
 
-    /// The time the token's limits held back any process sharing it
-    /// since this surface began (another process's turn holds this one's
-    /// work back as much as its own), else this process's own waits.
-    fn limits_waited(&self) -> Duration {
-        let own = self.limits_waited.get();
-        let Some(pacer) = &self.pacer else {
-            return own;
-        };
-        match (self.held_at_start.get(), pacer.held_total()) {
-            (Some(start), Some(now)) => now.saturating_sub(start).max(own),
-            _ => own,
-        }
-    }
-
     fn now(&self) -> Result<Timestamp, SurfaceError> {
         if self.state.borrow().clock.is_some() {
             return Ok(self.clock_now());

@@ -228,10 +228,6 @@ pub struct GithubSurface {
     state: RefCell<State>,
     cache: Option<SharedCache>,
     pacer: Option<pace::Pacer>,
-    /// This process's own waits for GitHub's limits, and the token's
-    /// held time when the surface began (see [`Surface::limits_waited`]).
-    limits_waited: Cell<Duration>,
-    held_at_start: Cell<Option<Duration>>,
 }
 
 #[derive(Default)]
@@ -301,7 +297,6 @@ impl GithubSurface {
                 pace::Budget::default(),
             )
         });
-        let held_at_start = pacer.as_ref().and_then(pace::Pacer::held_total);
         Ok(GithubSurface {
             runtime,
             client,
@@ -322,8 +317,6 @@ impl GithubSurface {
                 .cache_dir
                 .map(|dir| SharedCache::new(dir, cache::Limits::default())),
             pacer,
-            limits_waited: Cell::new(Duration::ZERO),
-            held_at_start: Cell::new(held_at_start),
         })
     }
 

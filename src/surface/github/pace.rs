@@ -134,22 +134,13 @@ impl Pacer {
 
     /// Writes down that GitHub asked this token to hold back until
     /// `until_ms`: every process sharing the ledger waits for it.
-    pub(crate) fn hold_until(&self, now_ms: i64, until_ms: i64) {
+    pub(crate) fn hold_until(&self, until_ms: i64) {
         let held = self.locked(|ledger| {
             ledger.hold_until = ledger.hold_until.max(until_ms);
-            ledger.held(now_ms, until_ms);
         });
         if let Err(e) = held {
             tracing::debug!("pacing ledger {}: {e}", self.path.display());
         }
-    }
-
-    /// How long, in all, the token's limits have held its processes back
-    /// (`None`: the ledger is out of reach). Two readings apart, the time
-    /// between them that went to the limits rather than to the work.
-    pub(crate) fn held_total(&self) -> Option<Duration> {
-        let total = self.locked(|ledger| ledger.held_total).ok()?;
-        Some(Duration::from_millis(u64::try_from(total).unwrap_or(0)))
     }
 
     fn locked<T>(&self, change: impl FnOnce(&mut Ledger) -> T) -> std::io::Result<T> {
@@ -184,10 +175,6 @@ impl Pacer {
 #[derive(Debug, Default, PartialEq, Eq)]
 struct Ledger {
     hold_until: i64,
-    /// How long, in all, the token has been held back (slots taken ahead
-    /// of their time, holds), and until when: the union of those spans.
-    held_total: i64,
-    held_through: i64,
     /// (when, points, content-generating), in the order taken.
     slots: Vec<(i64, u32, bool)>,
 }
@@ -200,10 +187,6 @@ impl Ledger {
             let fields: Vec<&str> = line.split_whitespace().collect();
             match fields.as_slice() {
                 ["hold", ms] => ledger.hold_until = ms.parse().unwrap_or(0),
-                ["held", total, through] => {
-                    ledger.held_total = total.parse().unwrap_or(0);
-                    ledger.held_through = through.parse().unwrap_or(0);
-                }
                 [ms, points, content] => {
                     if let (Ok(ms), Ok(points)) = (ms.parse(), points.parse()) {
                         ledger.slots.push((ms, points, *content == "1"));
@@ -216,10 +199,7 @@ impl Ledger {
     }
 
     fn render(&self) -> String {
-        let mut text = format!(
-            "hold {}\nheld {} {}\n",
-            self.hold_until, self.held_total, self.held_through
-        );
+        let mut text = format!("hold {}\n", self.hold_until);
         for (ms, points, content) in &self.slots {
             text.push_str(&format!("{ms} {points} {}\n", u8::from(*content)));
         }
@@ -323,20 +303,10 @@ impl Ledger {
         }
         if at <= latest {
             self.slots.push((at, cost.points, cost.content));
-            self.held(now_ms, at);
         }
         Slot { at_ms: at, held_by }
     }
 
-    /// Adds the span from `now_ms` to `until` to the time the token has
-    /// been held back.
-    fn held(&mut self, now_ms: i64, until: i64) {
-        let from = now_ms.max(self.held_through);
-        if until > from {
-            self.held_total += until - from;
-            self.held_through = until;
-        }
-    }
 }
 
 /// How long from `now_ms` until `slot`.
@@ -419,8 +389,6 @@ mod tests {
         assert_eq!(third.held_by, Some("the points a minute"));
         ledger.hold_until = 500_000;
         assert_eq!(ledger.take(0, WRITE, budget).at_ms, 500_000);
-        // Held: from 0 to the third slot, then on to the hold, once each.
-        assert_eq!(ledger.held_total, 500_000);
     }
 
     #[test]

@@ -240,7 +240,7 @@ impl GithubSurface {
             } else {
                 limit.wait
             };
-            pacer.hold_until(now_ms, now_ms + millis(hold));
+            pacer.hold_until(now_ms + millis(hold));
         }
         if !waits_it_out {
             return Err(GithubError::RateLimited {
@@ -259,7 +259,6 @@ impl GithubSurface {
                 "(it named no time: backing off)"
             }
         );
-        self.limits_waited.set(self.limits_waited.get() + wait);
         self.clock.wait_announced(wait, "GitHub's rate limit");
         Ok(())
     }
@@ -291,7 +290,6 @@ impl GithubSurface {
             "{what}: waiting {} for {held_by} (GitHub's secondary limits, shared by every process on this token)",
             format_wait(wait)
         );
-        self.limits_waited.set(self.limits_waited.get() + wait);
         self.clock.wait_announced(
             wait,
             &format!("this token's turn within GitHub's limits ({held_by})"),
