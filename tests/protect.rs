@@ -557,7 +557,10 @@ fn the_bare_origin_is_found_however_the_remote_spells_it() {
     let origin = std::fs::canonicalize(&env.origin).unwrap();
     let text = origin.to_str().unwrap();
     let relative = format!("../{}", origin.file_name().unwrap().to_str().unwrap());
-    assert!(repo.dir.join(&relative).exists(), "the clone sits by origin");
+    assert!(
+        repo.dir.join(&relative).exists(),
+        "the clone sits by origin"
+    );
     for url in [
         format!("file://{text}"),
         format!("file://localhost{text}"),
