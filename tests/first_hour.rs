@@ -463,7 +463,11 @@ fn colour_and_settings_come_from_one_git_config_process() {
         .filter(|l| l.contains("maverick") || l.contains("color"))
         .filter(|l| !l.contains("protectBranches"))
         .collect();
-    assert_eq!(config.len(), 1, "one git config for colour and settings: {config:#?}");
+    assert_eq!(
+        config.len(),
+        1,
+        "one git config for colour and settings: {config:#?}"
+    );
 }
 
 /// Colour as git decides it: `--color=always|never|auto` beats git's
