@@ -579,3 +579,28 @@ fn the_bare_origin_is_found_however_the_remote_spells_it() {
         assert!(!origin.join("hooks/update").exists(), "{url}");
     }
 }
+
+/// `status` says where the server holds the rule from the remote URL the
+/// settings resolved: one `git remote get-url`, not one more for protect.
+#[test]
+fn status_asks_git_for_the_remote_url_once() {
+    let env = TestEnv::new();
+    let repo = env.clone("alpha");
+    let trace = env.path().join("git-trace");
+    let out = repo
+        .maverick_command(&["status"])
+        .env("GIT_TRACE", &trace)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let trace = std::fs::read_to_string(&trace).unwrap();
+    let asked = trace
+        .lines()
+        .filter(|l| l.contains("built-in: git remote get-url"))
+        .count();
+    assert_eq!(asked, 1, "{trace}");
+}

@@ -176,7 +176,11 @@ pub(crate) fn host(git: &Git, settings: &Settings) -> Result<Host, ProtectError>
     if let Some(repo) = &settings.repo {
         return Ok(Host::Github { repo: repo.clone() });
     }
-    let url = git.push_url(&settings.remote)?;
+    // The URL the settings resolved (`git remote get-url --push`) already.
+    let url = match &settings.remote_url {
+        Some(url) => url.clone(),
+        None => git.push_url(&settings.remote)?,
+    };
     // What the URL names is the core's one rule; only finding a local
     // repository on disk (relative to the top level, PATH or PATH.git) is
     // done here.
