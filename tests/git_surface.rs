@@ -756,7 +756,7 @@ fn comment_ids_go_on_past_a_reset() {
     let alice = env.clone("alice");
     let bob = env.clone("bob");
     let mut highest = 0;
-    let mut claim_and_release = |issue: u64| {
+    let claim_and_release = |issue: u64| {
         alice
             .maverick(&["coord", "claim", &issue.to_string()])
             .expect(0);
