@@ -220,7 +220,21 @@ pub(crate) fn issue_number(text: &str) -> Result<u64, String> {
 }
 
 pub fn command() -> clap::Command {
-    <Cli as clap::CommandFactory>::command()
+    let cmd = <Cli as clap::CommandFactory>::command();
+    // `--dispatch-slots` is one flag, defined once (`ConfigArgs`): global,
+    // and hidden from every short help but dispatch's, whose own tunable it
+    // is. Dispatch gets the same argument (same id, so clap propagates no
+    // second one there), shown in its `-h` with its own options.
+    let slots = cmd
+        .get_arguments()
+        .find(|arg| arg.get_id() == "dispatch_slots")
+        .cloned()
+        .expect("the global --dispatch-slots flag");
+    // In place: `mut_subcommand` would move dispatch to the end of the help.
+    cmd.mut_subcommands(|sub| match sub.get_name() {
+        "dispatch" => sub.arg(slots.clone().hide_short_help(false).help_heading(None)),
+        _ => sub,
+    })
 }
 
 #[cfg(test)]

@@ -65,7 +65,18 @@ pub(crate) fn run_hook(
     input["cwd"] = Value::String(repo.dir.display().to_string());
     let event = input["hook_event_name"].as_str().unwrap().to_owned();
     patch(&mut input);
-    let command = hook_command(&event);
+    run_hook_input(repo, &event, input.to_string().as_bytes(), envs)
+}
+
+/// Runs the plugin's hook for `event` with `stdin` as its input, whatever
+/// it is, as Claude Code runs it.
+fn run_hook_input(
+    repo: &Repo,
+    event: &str,
+    stdin: &[u8],
+    envs: &[(&str, &std::ffi::OsStr)],
+) -> Run {
+    let command = hook_command(event);
     let mut cmd = Command::new("sh");
     cmd.arg("-c").arg(&command);
     // Claude Code starts hooks in the project; the input's cwd says where.
@@ -78,12 +89,7 @@ pub(crate) fn run_hook(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let mut child = cmd.spawn().expect("sh runs");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.to_string().as_bytes())
-        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
     Run::from_output(&[&command], child.wait_with_output().unwrap())
 }
 
@@ -129,6 +135,12 @@ fn guard(repo: &Repo, line: &str) -> Answer {
         |input| input["tool_input"]["command"] = Value::String(line.to_owned()),
         &[],
     );
+    answer_of(&run, line)
+}
+
+/// The PreToolUse answer `run` gave (about `line`).
+#[track_caller]
+fn answer_of(run: &Run, line: &str) -> Answer {
     run.expect(0);
     assert!(run.stderr.is_empty(), "{line}: {}", run.stderr);
     if run.stdout.trim().is_empty() {
@@ -1044,4 +1056,68 @@ fn pre_tool_use_in_a_repository_without_maverick_allows_everything_at_once() {
         assert_eq!(guard(&repo, line), Answer::Allow, "{line}");
     }
     eprintln!("five guard runs (sh + git-maverick): {:?}", start.elapsed());
+}
+
+/// The guard fails closed on a tool call it cannot read (SPEC 8): input
+/// that is not JSON, cut short, empty or not an object, and a Bash call in
+/// a cwd it cannot enter, are asked about with a reason the person reads,
+/// never allowed. A well-formed call of a tool it does not guard stays
+/// allowed, whatever its cwd.
+#[test]
+fn pre_tool_use_asks_when_it_cannot_read_the_tool_call() {
+    let env = TestEnv::new();
+    let repo = env.clone("agent");
+    repo.maverick_as(INSTANCE, &["coord", "claim", "142", "--branch", BRANCH])
+        .expect(0);
+    let line = "git push --force origin maverick/142-parser";
+    let mut call = read_json("fixtures/claude-hooks/pre-tool-use-bash.json");
+    call["cwd"] = Value::String(repo.dir.display().to_string());
+    call["tool_input"]["command"] = Value::String(line.to_owned());
+    let whole = call.to_string();
+    let asked = |what: &str, run: &Run| match answer_of(run, what) {
+        Answer::Ask(reason) => assert!(
+            reason.contains("cannot read this tool call") && reason.contains("Check the command"),
+            "{what}: {reason}"
+        ),
+        other => panic!("{what}: asked expected, got {other:?}"),
+    };
+    for (what, stdin) in [
+        ("cut short", &whole[..whole.len() / 2]),
+        ("a shell line", line),
+        ("empty", ""),
+        ("an array", "[]"),
+    ] {
+        asked(
+            what,
+            &run_hook_input(&repo, "PreToolUse", stdin.as_bytes(), &[]),
+        );
+    }
+    let not_utf8 = [&whole.as_bytes()[..20], &[0xff, 0xfe][..]].concat();
+    asked(
+        "not UTF-8",
+        &run_hook_input(&repo, "PreToolUse", &not_utf8, &[]),
+    );
+    let gone = env.path().join("gone");
+    let run = run_hook(
+        &repo,
+        "pre-tool-use-bash",
+        |input| {
+            input["cwd"] = Value::String(gone.display().to_string());
+            input["tool_input"]["command"] = Value::String(line.to_owned());
+        },
+        &[],
+    );
+    asked("a cwd that is gone", &run);
+    // The same call, well-formed, is the guard's to judge: denied.
+    let run = run_hook_input(&repo, "PreToolUse", whole.as_bytes(), &[]);
+    assert!(matches!(answer_of(&run, line), Answer::Deny(_)));
+    let run = run_hook(
+        &repo,
+        "pre-tool-use-edit",
+        |input| {
+            input["cwd"] = Value::String(gone.display().to_string());
+        },
+        &[],
+    );
+    assert_eq!(answer_of(&run, "Edit"), Answer::Allow);
 }

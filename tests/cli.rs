@@ -464,3 +464,44 @@ fn the_surface_follows_config_and_never_falls_back() {
     let bad = repo.maverick(&["coord", "read", "5"]);
     insta::assert_snapshot!("an_unknown_surface", screen(&env, &bad));
 }
+
+/// `--dispatch-slots` (alias `--slots`) is one global flag: dispatch's `-h`
+/// shows it once among dispatch's own options, other commands' `-h` leave it
+/// to `--help`'s configuration, and every command reads the same value.
+#[test]
+fn dispatch_slots_is_one_flag_shown_once_where_it_is_dispatchs_own() {
+    let env = TestEnv::new();
+    let repo = env.clone("alpha");
+    let flag = "--dispatch-slots <N>";
+    let short = repo.maverick(&["dispatch", "-h"]).expect(0).stdout.clone();
+    assert_eq!(short.matches(flag).count(), 1, "{short}");
+    assert!(!short.contains("Configuration:"), "{short}");
+    let status = repo
+        .maverick(&["dispatch", "status", "-h"])
+        .expect(0)
+        .stdout
+        .clone();
+    assert_eq!(status.matches(flag).count(), 1, "{status}");
+    let other = repo.maverick(&["status", "-h"]).expect(0).stdout.clone();
+    assert!(!other.contains(flag), "{other}");
+    let long = repo
+        .maverick(&["status", "--help"])
+        .expect(0)
+        .stdout
+        .clone();
+    assert_eq!(long.matches(flag).count(), 1, "{long}");
+
+    let slots = |args: &[&str]| repo.maverick(args).expect(0).json();
+    assert_eq!(
+        slots(&["--json", "dispatch", "status", "--slots", "2"])["slots"],
+        2
+    );
+    assert_eq!(
+        slots(&["--json", "--dispatch-slots", "4", "dispatch", "status"])["slots"],
+        4
+    );
+    assert_eq!(
+        slots(&["--json", "status", "--slots", "5"])["dispatch"]["slots"],
+        5
+    );
+}

@@ -442,6 +442,40 @@ fn a_fetch_on_a_terminal_shows_what_it_waits_for_and_gits_progress() {
     );
 }
 
+/// The colour settings are read by the `git config` process that lists the
+/// `maverick.*` keys for the settings: a command pays one, not three (one
+/// per colour key besides). Counted from git's own trace.
+#[test]
+fn colour_and_settings_come_from_one_git_config_process() {
+    let env = TestEnv::new();
+    let repo = env.clone("alpha");
+    repo.git(&["config", "color.maverick", "always"]);
+    // A key nobody reads: a `warning:` on stderr, in colour.
+    repo.git(&["config", "maverick.leaseTll", "5m"]);
+    let trace = env.path().join("git-trace");
+    let mut cmd = repo.maverick_command(&["status"]);
+    cmd.env_remove("NO_COLOR").env("GIT_TRACE", &trace);
+    let out = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("\x1b[1m\x1b[33mwarning:\x1b[0m unknown config key"),
+        "color.maverick = always colours the warning: {stderr:?}"
+    );
+    let trace = std::fs::read_to_string(&trace).unwrap();
+    let config: Vec<&str> = trace
+        .lines()
+        .filter(|l| l.contains("built-in: git config"))
+        .filter(|l| l.contains("maverick") || l.contains("color"))
+        .filter(|l| !l.contains("protectBranches"))
+        .collect();
+    assert_eq!(
+        config.len(),
+        1,
+        "one git config for colour and settings: {config:#?}"
+    );
+}
+
 /// Colour as git decides it: `--color=always|never|auto` beats git's
 /// `color.maverick`, which beats `color.ui`; `always` colours a pipe too.
 #[test]

@@ -714,3 +714,93 @@ fn a_damaged_issue_ref_stops_only_its_issue_and_coord_reset_frees_it() {
     assert_eq!(forced.json()["was_damaged"], false);
     assert_eq!(holder(&bob, 5), None);
 }
+
+/// The comment ids `issue`'s record on origin holds now.
+fn comment_ids(env: &TestEnv, issue: u64) -> Vec<u64> {
+    let stored = env.stored_issue(issue).expect("a healthy record");
+    stored["comments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_u64().unwrap())
+        .collect()
+}
+
+/// Pushes, on top of `refs/maverick/issue/N`, a commit whose issue.json is
+/// `text` (a write cut short, a hand edit): damage with a history behind it.
+fn damage_on_top(env: &TestEnv, issue: u64, text: &str) {
+    let dir = env.path().join(format!("damage-on-top-{issue}"));
+    let origin = env.origin.to_str().unwrap();
+    let refname = format!("refs/maverick/issue/{issue}");
+    let _ = std::fs::remove_dir_all(&dir);
+    env.git_in(env.path(), &["init", "--quiet", dir.to_str().unwrap()]);
+    env.git_in(&dir, &["fetch", "--quiet", origin, &refname]);
+    env.git_in(&dir, &["checkout", "--quiet", "FETCH_HEAD"]);
+    std::fs::write(dir.join("issue.json"), text).unwrap();
+    env.git_in(&dir, &["commit", "--quiet", "-am", "damaged"]);
+    env.git_in(
+        &dir,
+        &["push", "--quiet", origin, &format!("HEAD:{refname}")],
+    );
+}
+
+/// After `coord reset`, an issue's comment ids go on past every id it gave
+/// before (issue: they restarted at 1, so a marker written after a reset
+/// could carry the id of one before it, which readers keying by comment id
+/// confuse): forced on a healthy record, on a damaged one whose history is
+/// readable, and on one whose damaged file still names its ids. The claim
+/// after each reset is the one `coord read` and `status` answer with.
+#[test]
+fn comment_ids_go_on_past_a_reset() {
+    let env = TestEnv::new();
+    let alice = env.clone("alice");
+    let bob = env.clone("bob");
+    let mut highest = 0;
+    let claim_and_release = |issue: u64| {
+        alice
+            .maverick(&["coord", "claim", &issue.to_string()])
+            .expect(0);
+        alice
+            .maverick(&["coord", "release", &issue.to_string(), "--reason", "abort"])
+            .expect(0);
+    };
+    claim_and_release(5);
+    claim_and_release(5);
+    let before = comment_ids(&env, 5);
+    assert!(before.len() >= 4, "{before:?}");
+    for (how, damage) in [
+        ("forced", None),
+        (
+            "damaged, history readable",
+            Some("{\"format\": 2, \"comments\": [tru"),
+        ),
+        (
+            "damaged, ids still named",
+            Some("{\"format\": 2, \"next_comment_id\": 90, \"labels\": 7}"),
+        ),
+    ] {
+        highest = highest.max(*comment_ids(&env, 5).iter().max().unwrap());
+        let mut reset = vec!["coord", "reset", "5"];
+        match damage {
+            Some(text) => damage_on_top(&env, 5, text),
+            None => reset.push("--force"),
+        }
+        if damage.is_some_and(|t| t.contains("90")) {
+            highest = highest.max(89);
+        }
+        bob.maverick(&reset).expect(0);
+        bob.maverick(&["coord", "claim", "5"]).expect(0);
+        let after = comment_ids(&env, 5);
+        assert!(
+            after.iter().all(|id| *id > highest),
+            "{how}: ids after the reset {after:?} must be past {highest}"
+        );
+        assert_eq!(holder(&alice, 5).as_deref(), Some("bob"), "{how}");
+        let status = alice.maverick(&["status", "--json"]).expect(0).json();
+        assert_eq!(status["issues"][0]["issue"], 5, "{how}: {status}");
+        assert_eq!(status["issues"][0]["holder"]["instance_id"], "bob", "{how}");
+        bob.maverick(&["coord", "release", "5", "--reason", "abort"])
+            .expect(0);
+        highest = *comment_ids(&env, 5).iter().max().unwrap();
+    }
+}

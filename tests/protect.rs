@@ -546,3 +546,61 @@ fn the_git_surface_on_github_is_told_its_refs_stay_unprotected() {
         "{warnings}"
     );
 }
+
+/// The bare origin is the one repository whatever spelling of it the
+/// remote's URL uses (`file://`, `file://localhost`, a path relative to the
+/// clone, no `.git`, a trailing slash): `protect` writes its hook there.
+#[test]
+fn the_bare_origin_is_found_however_the_remote_spells_it() {
+    let env = TestEnv::new();
+    let repo = env.clone("alpha");
+    let origin = std::fs::canonicalize(&env.origin).unwrap();
+    let text = origin.to_str().unwrap();
+    let relative = format!("../{}", origin.file_name().unwrap().to_str().unwrap());
+    assert!(
+        repo.dir.join(&relative).exists(),
+        "the clone sits by origin"
+    );
+    for url in [
+        format!("file://{text}"),
+        format!("file://localhost{text}"),
+        format!("{text}/"),
+        text.strip_suffix(".git").unwrap().to_owned(),
+        relative.clone(),
+    ] {
+        repo.git(&["remote", "set-url", "origin", &url]);
+        let json = repo
+            .maverick(&["--json", "protect", "install"])
+            .expect(0)
+            .json();
+        assert_eq!(json["location"], text, "{url}");
+        assert!(origin.join("hooks/update").exists(), "{url}");
+        repo.maverick(&["protect", "remove"]).expect(0);
+        assert!(!origin.join("hooks/update").exists(), "{url}");
+    }
+}
+
+/// `status` says where the server holds the rule from the remote URL the
+/// settings resolved: one `git remote get-url`, not one more for protect.
+#[test]
+fn status_asks_git_for_the_remote_url_once() {
+    let env = TestEnv::new();
+    let repo = env.clone("alpha");
+    let trace = env.path().join("git-trace");
+    let out = repo
+        .maverick_command(&["status"])
+        .env("GIT_TRACE", &trace)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let trace = std::fs::read_to_string(&trace).unwrap();
+    let asked = trace
+        .lines()
+        .filter(|l| l.contains("built-in: git remote get-url"))
+        .count();
+    assert_eq!(asked, 1, "{trace}");
+}

@@ -116,6 +116,59 @@ pub fn valid_repo(repo: &str) -> bool {
     matches!(repo.split_once('/'), Some((owner, name)) if ok(owner) && ok(name))
 }
 
+/// Which GitHub a host is, gh's rule: it decides where the host's API is
+/// and which environment variables hold its token.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GithubHost {
+    /// github.com.
+    Dotcom,
+    /// A GHE.com data-residency tenant, `TENANT.ghe.com`.
+    Tenancy,
+    /// `github.localhost`, GitHub's own development host.
+    Localhost,
+    /// GitHub Enterprise Server: any other host.
+    EnterpriseServer,
+}
+
+impl GithubHost {
+    /// The kind of `host` (any case; a port is ignored).
+    pub fn of(host: &str) -> GithubHost {
+        let name = host.split(':').next().unwrap_or(host).to_ascii_lowercase();
+        match name.as_str() {
+            "github.com" => GithubHost::Dotcom,
+            "github.localhost" => GithubHost::Localhost,
+            _ if name.ends_with(".ghe.com") => GithubHost::Tenancy,
+            _ => GithubHost::EnterpriseServer,
+        }
+    }
+
+    /// The REST API base URL of `host` when nothing sets one:
+    /// `https://api.github.com`, `https://api.TENANT.ghe.com`, else
+    /// `https://HOST/api/v3` (Enterprise Server, port kept).
+    pub fn api_url(host: &str) -> String {
+        match GithubHost::of(host) {
+            GithubHost::Dotcom => "https://api.github.com".to_owned(),
+            GithubHost::Tenancy => format!("https://api.{}", host.to_ascii_lowercase()),
+            GithubHost::Localhost | GithubHost::EnterpriseServer => {
+                format!("https://{host}/api/v3")
+            }
+        }
+    }
+
+    /// The variables that hold a token for this host, in gh's order: an
+    /// Enterprise Server host reads `GH_ENTERPRISE_TOKEN` and
+    /// `GITHUB_ENTERPRISE_TOKEN` (a github.com token is never sent there),
+    /// every other host `GH_TOKEN` and `GITHUB_TOKEN`.
+    pub fn token_vars(self) -> [&'static str; 2] {
+        match self {
+            GithubHost::EnterpriseServer => ["GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN"],
+            GithubHost::Dotcom | GithubHost::Tenancy | GithubHost::Localhost => {
+                ["GH_TOKEN", "GITHUB_TOKEN"]
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -189,6 +242,58 @@ mod tests {
         assert!(valid_repo("a-b/c_d.e"));
         for bad in ["acme", "acme/", "/w", "acme/w/x", "./w", "acme/..", "a b/c"] {
             assert!(!valid_repo(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn github_hosts_follow_gh() {
+        for (host, kind, api) in [
+            ("github.com", GithubHost::Dotcom, "https://api.github.com"),
+            ("GitHub.com", GithubHost::Dotcom, "https://api.github.com"),
+            (
+                "acme.ghe.com",
+                GithubHost::Tenancy,
+                "https://api.acme.ghe.com",
+            ),
+            (
+                "Acme.GHE.com",
+                GithubHost::Tenancy,
+                "https://api.acme.ghe.com",
+            ),
+            (
+                "github.localhost",
+                GithubHost::Localhost,
+                "https://github.localhost/api/v3",
+            ),
+            (
+                "ghe.example.com",
+                GithubHost::EnterpriseServer,
+                "https://ghe.example.com/api/v3",
+            ),
+            (
+                "ghe.example.com:8443",
+                GithubHost::EnterpriseServer,
+                "https://ghe.example.com:8443/api/v3",
+            ),
+            (
+                "127.0.0.1",
+                GithubHost::EnterpriseServer,
+                "https://127.0.0.1/api/v3",
+            ),
+        ] {
+            assert_eq!(GithubHost::of(host), kind, "{host}");
+            assert_eq!(GithubHost::api_url(host), api, "{host}");
+        }
+        assert_eq!(
+            GithubHost::EnterpriseServer.token_vars(),
+            ["GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN"]
+        );
+        for kind in [
+            GithubHost::Dotcom,
+            GithubHost::Tenancy,
+            GithubHost::Localhost,
+        ] {
+            assert_eq!(kind.token_vars(), ["GH_TOKEN", "GITHUB_TOKEN"], "{kind:?}");
         }
     }
 }

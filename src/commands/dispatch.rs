@@ -24,18 +24,6 @@ pub(crate) struct DispatchArgs {
     /// Show what a dispatch would clear and claim, and write nothing
     #[arg(long)]
     pub dry_run: bool,
-    /// Agent cycles in flight at once (maverick.dispatchSlots, default 3)
-    //
-    // The global flag's own id: clap then hands dispatch this one, which
-    // `-h` shows, in place of the global one it hides from short help.
-    #[arg(
-        id = "dispatch_slots",
-        long = "dispatch-slots",
-        alias = "slots",
-        value_name = "N",
-        global = true
-    )]
-    pub dispatch_slots: Option<u32>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -272,25 +272,35 @@ fn never_fails(
 
 /// Reads the hook's JSON and moves to the session's directory.
 fn agent_hook_input() -> Result<AgentHookInput, CommandError> {
+    let input = read_agent_hook_input()
+        .map_err(CommandError::tool)?
+        .unwrap_or_default();
+    enter_session_cwd(&input).map_err(CommandError::tool)?;
+    Ok(input)
+}
+
+/// The hook's JSON on stdin; `None` when stdin is empty. The error says
+/// what was wrong with it.
+fn read_agent_hook_input() -> Result<Option<AgentHookInput>, String> {
     let mut text = String::new();
     std::io::stdin()
         .read_to_string(&mut text)
-        .map_err(|e| CommandError::tool(format!("cannot read the hook input on stdin: {e}")))?;
-    let input: AgentHookInput = if text.trim().is_empty() {
-        AgentHookInput::default()
-    } else {
-        serde_json::from_str(&text)
-            .map_err(|e| CommandError::tool(format!("the hook input is not JSON: {e}")))?
-    };
-    if let Some(cwd) = &input.cwd {
-        std::env::set_current_dir(cwd).map_err(|e| {
-            CommandError::tool(format!(
-                "cannot enter the session's cwd {}: {e}",
-                cwd.display()
-            ))
-        })?;
+        .map_err(|e| format!("cannot read the hook input on stdin: {e}"))?;
+    if text.trim().is_empty() {
+        return Ok(None);
     }
-    Ok(input)
+    serde_json::from_str(&text)
+        .map(Some)
+        .map_err(|e| format!("the hook input is not JSON: {e}"))
+}
+
+/// Moves to the directory the session works in, the input's `cwd`.
+fn enter_session_cwd(input: &AgentHookInput) -> Result<(), String> {
+    match &input.cwd {
+        Some(cwd) => std::env::set_current_dir(cwd)
+            .map_err(|e| format!("cannot enter the session's cwd {}: {e}", cwd.display())),
+        None => Ok(()),
+    }
 }
 
 /// The instance the session acts as, resolved as every command resolves it
@@ -578,7 +588,24 @@ fn session_release(
 }
 
 fn pre_tool_use() -> Result<Outcome<HookOutput>, CommandError> {
-    let input = agent_hook_input()?;
+    // Fails closed (SPEC 8): what the guard cannot read could be any tool
+    // call, a push past the pre-push guard included, so it asks; an error
+    // must not reach `never_fails`, which would answer no objection.
+    let cannot_read = |what: String| {
+        Ok(guard_answer(
+            "ask",
+            format!(
+                "git maverick's guard cannot read this tool call ({what}), so it cannot \
+                 tell whether it pushes past the pre-push guard. Check the command \
+                 before you allow it."
+            ),
+        ))
+    };
+    let input = match read_agent_hook_input() {
+        Ok(Some(input)) => input,
+        Ok(None) => return cannot_read("the hook input on stdin is empty".to_owned()),
+        Err(what) => return cannot_read(what),
+    };
     let allow = || {
         Ok(Outcome::new(
             Exit::Ok,
@@ -591,9 +618,14 @@ fn pre_tool_use() -> Result<Outcome<HookOutput>, CommandError> {
     let Some(command) = input.tool_input.get("command").and_then(|c| c.as_str()) else {
         return allow();
     };
+    if let Err(what) = enter_session_cwd(&input) {
+        return cannot_read(what);
+    }
+    let cwd = match std::env::current_dir() {
+        Ok(cwd) => cwd,
+        Err(e) => return cannot_read(format!("cannot read the current directory: {e}")),
+    };
     let me = || session_instance(&input).unwrap_or_default();
-    let cwd = std::env::current_dir()
-        .map_err(|e| CommandError::tool(format!("cannot read the current directory: {e}")))?;
     let env = GitEnv::inherit();
     let session = bash_guard::Session {
         cwd: &cwd,
@@ -610,17 +642,21 @@ fn pre_tool_use() -> Result<Outcome<HookOutput>, CommandError> {
              plain command of its own."
         ))
     });
-    let (decision, reason) = match verdict {
-        bash_guard::Verdict::Allow => return allow(),
-        bash_guard::Verdict::Ask(reason) => ("ask", reason),
-        bash_guard::Verdict::Deny(reason) => ("deny", reason),
-    };
-    Ok(agent_answer(HookSpecificOutput {
+    match verdict {
+        bash_guard::Verdict::Allow => allow(),
+        bash_guard::Verdict::Ask(reason) => Ok(guard_answer("ask", reason)),
+        bash_guard::Verdict::Deny(reason) => Ok(guard_answer("deny", reason)),
+    }
+}
+
+/// The guard's `ask` or `deny`, with the reason the person reads.
+fn guard_answer(decision: &'static str, reason: String) -> Outcome<HookOutput> {
+    agent_answer(HookSpecificOutput {
         hook_event_name: "PreToolUse",
         additional_context: None,
         permission_decision: Some(decision),
         permission_decision_reason: Some(reason),
-    }))
+    })
 }
 
 fn change_line(path: &std::path::Path, change: Change) -> String {

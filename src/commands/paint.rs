@@ -38,9 +38,18 @@ pub(crate) fn choose(args: &[std::ffi::OsString]) {
             std::env::current_dir().unwrap_or_default(),
             crate::git::GitEnv::inherit(),
         );
-        ["color.maverick", "color.ui"]
-            .iter()
-            .find_map(|key| git.config_get(key).ok().flatten())
+        // One `git config` process: the settings the command loads next
+        // take their `maverick.*` keys from it too.
+        let entries =
+            crate::config::ConfigKeys::read_along(&git, r"^color\.(maverick|ui)$").ok()?;
+        // The last value of a key wins, as in git; color.maverick over color.ui.
+        ["color.maverick", "color.ui"].iter().find_map(|key| {
+            entries
+                .iter()
+                .rev()
+                .find(|e| e.key.eq_ignore_ascii_case(key))
+                .map(|e| e.value.clone())
+        })
     });
     match when.as_deref().map(str::to_ascii_lowercase).as_deref() {
         Some("always") => anstream::ColorChoice::Always.write_global(),

@@ -71,9 +71,39 @@ impl std::fmt::Display for UnknownKey {
 #[derive(Debug, Default)]
 pub(crate) struct ConfigKeys(pub(super) HashMap<String, ConfigEntry>);
 
+/// The `maverick.*` entries a [`ConfigKeys::read_along`] listed, and the
+/// directory it listed them in, until the settings' first read there takes
+/// them: one `git config` process for the colour and the settings.
+static READ_ALONG: std::sync::Mutex<Option<(PathBuf, Vec<crate::git::ConfigEntry>)>> =
+    std::sync::Mutex::new(None);
+
 impl ConfigKeys {
     pub(crate) fn read(git: &Git) -> Result<ConfigKeys, GitError> {
+        let mut kept = READ_ALONG.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((dir, entries)) = kept.take() {
+            if dir == git.dir() {
+                return Ok(ConfigKeys::of_entries(entries));
+            }
+        }
+        drop(kept);
         Ok(ConfigKeys::of_entries(git.config_entries(r"^maverick\.")?))
+    }
+
+    /// The entries whose keys `other` (a regular expression, anchored)
+    /// matches, listed by the same `git config` process as the `maverick.*`
+    /// keys, which the first [`ConfigKeys::read`] in `git`'s directory then
+    /// takes instead of asking git again. maverick writes no `maverick.*`
+    /// key itself, so nothing it does in between changes them.
+    pub(crate) fn read_along(
+        git: &Git,
+        other: &str,
+    ) -> Result<Vec<crate::git::ConfigEntry>, GitError> {
+        let (own, other): (Vec<_>, Vec<_>) = git
+            .config_entries(&format!(r"^maverick\.|{other}"))?
+            .into_iter()
+            .partition(|e| e.key.to_ascii_lowercase().starts_with("maverick."));
+        *READ_ALONG.lock().unwrap_or_else(|e| e.into_inner()) = Some((git.dir().to_owned(), own));
+        Ok(other)
     }
 
     /// The keys of `entries`, which `git config --get-regexp` listed.

@@ -23,5 +23,5 @@ pub use settings::{Labels, Settings, SurfaceKind};
 pub(crate) use instance::*;
 pub(crate) use keys::*;
 pub(crate) use provenance::*;
-pub(crate) use remote::*;
+use remote::*;
 pub(crate) use settings::*;

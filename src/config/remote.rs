@@ -5,7 +5,7 @@
 use super::*;
 use crate::git::Git;
 
-use maverick_core::remote::{github_repo, valid_repo};
+use maverick_core::remote::{github_repo, valid_repo, GithubHost};
 
 /// `maverick.repo`: `OWNER/NAME`.
 pub(super) fn repo_key(key: &'static str, text: &str) -> Result<Option<String>, ConfigError> {
@@ -100,7 +100,7 @@ impl Implied<'_> {
     /// `GH_HOST`'s, else github.com's ([`host_of_names`]).
     pub(super) fn api_url(&self) -> (String, Origin) {
         match self.host() {
-            (Some(host), origin) => (api_url_of_host(&host), origin),
+            (Some(host), origin) => (GithubHost::api_url(&host), origin),
             (None, origin) => ("https://api.github.com".to_owned(), origin),
         }
     }
@@ -185,33 +185,4 @@ pub(super) fn valid_host(host: &str) -> bool {
         && host
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | ':'))
-}
-
-/// gh's rule: github.com's API is api.github.com, a GHE.com tenant's
-/// (`*.ghe.com`) `https://api.TENANT.ghe.com`; GitHub Enterprise Server's
-/// is `https://HOST/api/v3`.
-pub(crate) fn api_url_of_host(host: &str) -> String {
-    let lower = host.to_ascii_lowercase();
-    if lower == "github.com" {
-        "https://api.github.com".to_owned()
-    } else if lower.ends_with(".ghe.com") {
-        format!("https://api.{lower}")
-    } else {
-        format!("https://{host}/api/v3")
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::api_url_of_host;
-
-    #[test]
-    fn api_urls_follow_gh() {
-        assert_eq!(api_url_of_host("GitHub.com"), "https://api.github.com");
-        assert_eq!(api_url_of_host("acme.ghe.com"), "https://api.acme.ghe.com");
-        assert_eq!(
-            api_url_of_host("ghe.example.com"),
-            "https://ghe.example.com/api/v3"
-        );
-    }
 }

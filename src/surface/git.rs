@@ -783,6 +783,26 @@ impl GitSurface {
         }
     }
 
+    /// The lowest comment id past every one that the damaged record at
+    /// `commit` and the records before it name: the file itself, read
+    /// loosely, and its nearest ancestors, of which the newest readable one
+    /// holds the counter (a reset's fresh record, the root of a history,
+    /// carries it on). The fetch that found the damage brought them.
+    fn next_id_of_history(&self, commit: &str) -> Result<u64, SurfaceError> {
+        const ANCESTORS_READ: usize = 32;
+        let names: Vec<String> = (0..ANCESTORS_READ)
+            .map(|n| format!("{commit}~{n}:{ISSUE_FILE}"))
+            .collect();
+        Ok(self
+            .cat_files(&names)?
+            .into_iter()
+            .flatten()
+            .map(|(_, bytes)| StoredIssue::next_id_in(&bytes))
+            .chain([1])
+            .max()
+            .unwrap_or(1))
+    }
+
     /// Keeps what a landed push put on the remote.
     fn remember(&self, plan: Plan) {
         let mut memory = self.memory();
@@ -884,10 +904,14 @@ impl Surface for GitSurface {
             return Err(SurfaceError::NotDamaged { issue, refname });
         }
         let mut fresh = StoredIssue::empty(issue);
-        // Comment ids stay unique within the issue when they can be known.
-        if let Some(entry) = snapshot.issues.get(&issue) {
-            fresh.next_comment_id = entry.stored.next_id();
-        }
+        // Comment ids go on past every id the issue gave (readers key by
+        // them: the tasks comment, the settle's earliest claim): the
+        // record's own counter, else what the damaged record and its
+        // history still say.
+        fresh.next_comment_id = match snapshot.issues.get(&issue) {
+            Some(entry) => entry.stored.next_id(),
+            None => self.next_id_of_history(&previous)?,
+        };
         let backup = format!("{BACKUP_REFS}issue-{issue}-{previous}");
         let why = if was_damaged { "damaged" } else { "forced" };
         let commit = self.commit_issue(

@@ -25,22 +25,26 @@ pub(crate) fn normalise(url: &str, base: &Path) -> String {
 /// The resolved path: symlinks followed where the path exists (git tries
 /// `PATH` and then `PATH.git`), `.` and `..` resolved where it does not.
 fn local(path: &Path, base: &Path) -> String {
-    let joined = if path.is_absolute() {
-        path.to_owned()
-    } else {
-        base.join(path)
-    };
-    let mut with_git = joined.clone().into_os_string();
-    with_git.push(".git");
-    let resolved = std::fs::canonicalize(&joined)
-        .or_else(|_| std::fs::canonicalize(PathBuf::from(with_git)))
-        .unwrap_or_else(|_| lexical(&joined));
+    let resolved = resolve_local(path, base);
     let text = resolved.to_string_lossy();
     let text = text.trim_end_matches('/');
     // A non-bare repository is the same one whether named by its top
     // level or by its `.git` directory.
     let text = text.strip_suffix("/.git").unwrap_or(text);
     format!("file:{}", strip_git(text))
+}
+
+/// The repository a local path names, as git finds it: relative to `base`,
+/// `PATH` and then `PATH.git`, symlinks followed where it exists, `.` and
+/// `..` resolved lexically where it does not.
+pub(crate) fn resolve_local(path: &Path, base: &Path) -> PathBuf {
+    // An absolute path replaces `base`.
+    let joined = base.join(path);
+    let mut with_git = joined.clone().into_os_string();
+    with_git.push(".git");
+    std::fs::canonicalize(&joined)
+        .or_else(|_| std::fs::canonicalize(PathBuf::from(with_git)))
+        .unwrap_or_else(|_| lexical(&joined))
 }
 
 fn lexical(path: &Path) -> PathBuf {

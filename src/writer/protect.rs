@@ -35,6 +35,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
+use maverick_core::remote::{self, Location};
+
 use crate::config::Settings;
 use crate::git::{Git, GitError};
 use crate::surface::git::{OLD_LAYOUT_REF, TOMBSTONE_MESSAGE};
@@ -174,29 +176,25 @@ pub(crate) fn host(git: &Git, settings: &Settings) -> Result<Host, ProtectError>
     if let Some(repo) = &settings.repo {
         return Ok(Host::Github { repo: repo.clone() });
     }
-    let url = git.push_url(&settings.remote)?;
-    let base = git.toplevel().unwrap_or_else(|_| git.dir().to_owned());
-    let location = location::normalise(&url, &base);
-    if !location.starts_with("file:") {
-        return Ok(Host::Elsewhere { location });
+    // The URL the settings resolved (`git remote get-url --push`) already.
+    let url = match &settings.remote_url {
+        Some(url) => url.clone(),
+        None => git.push_url(&settings.remote)?,
+    };
+    // What the URL names is the core's one rule; only finding a local
+    // repository on disk (relative to the top level, PATH or PATH.git) is
+    // done here.
+    match remote::locate(&url) {
+        location @ Location::Network { .. } => Ok(Host::Elsewhere {
+            location: location.network_name().unwrap_or_default(),
+        }),
+        Location::Local { path } => {
+            let base = git.toplevel().unwrap_or_else(|_| git.dir().to_owned());
+            Ok(Host::Path {
+                path: location::resolve_local(Path::new(&path), &base),
+            })
+        }
     }
-    // The path as git finds it: `file://` taken off, relative to the top
-    // level, then PATH or PATH.git (the normalised location drops `.git`).
-    let url = url.trim();
-    let path = match url.strip_prefix("file://") {
-        Some(rest) => rest.strip_prefix("localhost").unwrap_or(rest),
-        None => url,
-    };
-    let path = base.join(path);
-    let mut with_git = path.clone().into_os_string();
-    with_git.push(".git");
-    let path = match path.exists() {
-        true => path,
-        false => PathBuf::from(with_git),
-    };
-    Ok(Host::Path {
-        path: std::fs::canonicalize(&path).unwrap_or(path),
-    })
 }
 
 // ---------------------------------------------------------------------------

@@ -75,6 +75,26 @@ impl StoredIssue {
         self.next_comment_id.max(above_comments)
     }
 
+    /// [`StoredIssue::next_id`] of a file too damaged to parse, read as
+    /// loosely as JSON allows (`next_comment_id`, each comment's `id`): the
+    /// ids it still names must not be given again. 0 when it is not JSON.
+    pub fn next_id_in(bytes: &[u8]) -> u64 {
+        use serde_json::Value;
+        let Ok(file) = serde_json::from_slice::<Value>(bytes) else {
+            return 0;
+        };
+        let counter = file.get("next_comment_id").and_then(Value::as_u64);
+        let comments = file.get("comments").and_then(Value::as_array);
+        comments
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c.get("id")?.as_u64())
+            .map(|id| id.saturating_add(1))
+            .chain(counter)
+            .max()
+            .unwrap_or(0)
+    }
+
     pub fn stamp(&self) -> Option<Timestamp> {
         self.clock.as_deref().and_then(Timestamp::parse)
     }
@@ -170,4 +190,22 @@ pub(super) fn to_json<T: Serialize>(value: &T) -> Vec<u8> {
     let mut bytes = serde_json::to_vec_pretty(value).expect("plain data serializes");
     bytes.push(b'\n');
     bytes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_damaged_file_still_names_the_ids_it_gave() {
+        let ids = |text: &str| StoredIssue::next_id_in(text.as_bytes());
+        assert_eq!(ids(r#"{"next_comment_id": 7, "labels": 3}"#), 7);
+        assert_eq!(ids(r#"{"comments": [{"id": 4}, {"id": "x"}, 9]}"#), 5);
+        assert_eq!(
+            ids(r#"{"next_comment_id": 3, "comments": [{"id": 12}]}"#),
+            13
+        );
+        assert_eq!(ids(r#"{"format": 2, "comments": [tru"#), 0);
+        assert_eq!(ids("\u{0}\u{1}"), 0);
+    }
 }

@@ -1068,17 +1068,8 @@ impl GithubSurface {
     /// listed, so it means the token may not delete it.
     pub(crate) fn delete_ruleset(&self, id: u64) -> Result<(), GithubError> {
         let what = format!("deleting ruleset {id}");
-        let reply = self.call(
-            Method::DELETE,
-            &self.repo_path(&format!("rulesets/{id}")),
-            None,
-            &what,
-            None,
-        )?;
-        if reply.success() {
-            return Ok(());
-        }
-        Err(self.unexpected(&what, &reply))
+        self.ruleset_request(Method::DELETE, &format!("rulesets/{id}"), None, &what)
+            .map(drop)
     }
 
     /// One request on the rulesets (`rest` under the repository) whose
@@ -1090,11 +1081,24 @@ impl GithubSurface {
         body: Option<&Value>,
         what: &str,
     ) -> Result<ApiRuleset, GithubError> {
+        let reply = self.ruleset_request(method, rest, body, what)?;
+        self.parse(what, &reply)
+    }
+
+    /// One request on the rulesets (`rest` under the repository); any
+    /// answer but a success is an error.
+    fn ruleset_request(
+        &self,
+        method: Method,
+        rest: &str,
+        body: Option<&Value>,
+        what: &str,
+    ) -> Result<Reply, GithubError> {
         let reply = self.call(method, &self.repo_path(rest), body, what, None)?;
         if !reply.success() {
             return Err(self.unexpected(what, &reply));
         }
-        self.parse(what, &reply)
+        Ok(reply)
     }
 }
 

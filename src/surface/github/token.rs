@@ -5,6 +5,8 @@
 
 use std::fmt;
 
+use maverick_core::remote::GithubHost;
+
 use super::GithubError;
 
 /// Where the token came from, for messages (never the token itself).
@@ -65,14 +67,6 @@ impl Token {
     }
 }
 
-/// Whether gh counts `host` as GitHub Enterprise Server, whose tokens are
-/// `GH_ENTERPRISE_TOKEN` and `GITHUB_ENTERPRISE_TOKEN`: any host but
-/// github.com, a GHE.com tenant (`*.ghe.com`) and `github.localhost`.
-fn is_enterprise(host: &str) -> bool {
-    let host = host.split(':').next().unwrap_or(host).to_ascii_lowercase();
-    !(host == "github.com" || host == "github.localhost" || host.ends_with(".ghe.com"))
-}
-
 /// SPEC 1, as gh reads tokens for `host` (the GitHub host the repository
 /// is on): for github.com `GH_TOKEN`, else `GITHUB_TOKEN`; for an
 /// Enterprise Server host `GH_ENTERPRISE_TOKEN`, else
@@ -80,21 +74,10 @@ fn is_enterprise(host: &str) -> bool {
 /// else `gh auth token --hostname HOST` when `gh` is installed. Never a
 /// fallback to another surface.
 pub fn resolve_token(host: &str) -> Result<Token, GithubError> {
-    let enterprise = is_enterprise(host);
-    let vars = if enterprise {
-        [
-            ("GH_ENTERPRISE_TOKEN", TokenSource::GhEnterpriseToken),
-            (
-                "GITHUB_ENTERPRISE_TOKEN",
-                TokenSource::GithubEnterpriseToken,
-            ),
-        ]
-    } else {
-        [
-            ("GH_TOKEN", TokenSource::GhToken),
-            ("GITHUB_TOKEN", TokenSource::GithubToken),
-        ]
-    };
+    let enterprise = GithubHost::of(host) == GithubHost::EnterpriseServer;
+    let vars = GithubHost::of(host)
+        .token_vars()
+        .map(|var| (var, source_of(var)));
     for (var, source) in vars {
         if let Some(value) = std::env::var_os(var) {
             let value = value.to_string_lossy();
@@ -130,6 +113,17 @@ pub fn resolve_token(host: &str) -> Result<Token, GithubError> {
     }
 }
 
+/// The source a token read from `var` is reported as.
+fn source_of(var: &str) -> TokenSource {
+    match var {
+        "GH_TOKEN" => TokenSource::GhToken,
+        "GITHUB_TOKEN" => TokenSource::GithubToken,
+        "GH_ENTERPRISE_TOKEN" => TokenSource::GhEnterpriseToken,
+        "GITHUB_ENTERPRISE_TOKEN" => TokenSource::GithubEnterpriseToken,
+        _ => TokenSource::Given,
+    }
+}
+
 fn find_on_path(program: &str) -> Option<std::path::PathBuf> {
     use std::os::unix::fs::PermissionsExt as _;
     let path = std::env::var_os("PATH")?;
@@ -144,21 +138,6 @@ fn find_on_path(program: &str) -> Option<std::path::PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn enterprise_hosts_are_gh_s() {
-        for host in [
-            "github.com",
-            "GitHub.com",
-            "github.localhost",
-            "acme.ghe.com",
-        ] {
-            assert!(!is_enterprise(host), "{host}");
-        }
-        for host in ["ghe.example.com", "ghe.example.com:8443", "127.0.0.1"] {
-            assert!(is_enterprise(host), "{host}");
-        }
-    }
 
     #[test]
     fn tokens_hide_in_debug() {
