@@ -187,7 +187,7 @@ fn refused_for_pulls(
         return Ok(None);
     }
     let views = with_pulls(coord, coord.read(issues)?, &pulls, own_branches);
-    let any = |d: Decision| views.iter().any(|v| v.decision == d);
+    let any = |d: Decision| views.iter().any(|v| v.decision() == d);
     // A closed issue is the claim protocol's error to report.
     Ok(if views.iter().any(|v| !v.open) {
         None

@@ -345,7 +345,7 @@ impl Epic<'_> {
             effective.insert(story, state_value.clone());
             let view = self.views.get(&story);
             let decision = match view {
-                Some(v) => v.decision,
+                Some(v) => v.decision(),
                 None => Holding::unclaimed(&blocked_by).decision(),
             };
             let detail = StoryDetail {
@@ -428,8 +428,8 @@ fn hydrate_story(
         issue: issue.number,
         open: issue.open,
         claim: claim_detail(&view),
+        decision: view.decision(),
         blocked_by: view.blocked_by,
-        decision: view.decision,
         labels: issue.labels,
         branch,
         task_progress: progress.map(|p| p.marker.payload),

@@ -194,7 +194,7 @@ pub(crate) fn resume(
     // 1. Entry check: who holds the issue, an open pull request included
     // (as `coord read` judges it; the branch resumed is this writer's own).
     let view = claims::read_with_pulls(&coord, &[issue], &[branch.to_owned()])?.remove(0);
-    if let Some(refusal) = entry_refusal(view.decision, req.takeover) {
+    if let Some(refusal) = entry_refusal(view.decision(), req.takeover) {
         return Ok(ResumeOutcome::Refused(refusal, Box::new(view)));
     }
 
@@ -296,7 +296,7 @@ fn take_claim(
     branch: &str,
 ) -> Result<Result<ClaimState, ResumeOutcome>, ResumeError> {
     let issue = view.issue;
-    match view.decision {
+    match view.decision() {
         Decision::Ours => match claims::heartbeat(coord, store, &[issue], Some(view.generation))? {
             HeartbeatOutcome::Renewed { views, .. } => {
                 adopt_claim(coord.settings, store, &views[0], branch)?;
@@ -317,7 +317,7 @@ fn take_claim(
             if !matches!(report.outcome, ClaimOutcome::Claimed { .. }) {
                 return Ok(Err(ResumeOutcome::NotTakenOver(report)));
             }
-            Ok(Ok(match view.decision {
+            Ok(Ok(match view.decision() {
                 Decision::Lapsed => ClaimState::Held,
                 _ => ClaimState::TakenOver,
             }))

@@ -487,7 +487,7 @@ impl Seen<'_> {
             .map(|c| c.number),
         }
         .and_then(|n| self.pulls.iter().find(|pr| pr.number == n));
-        let state = match view.map(|v| v.decision) {
+        let state = match view.map(|v| v.decision()) {
             _ if closing.is_some() => "pull",
             Some(Decision::Ours) => "ours",
             Some(Decision::Lapsed) => "lapsed",
@@ -741,7 +741,7 @@ fn lease_state(view: &IssueView, issue: u64) -> Option<LeaseState> {
         } else {
             view.now.since(expires_at).as_secs()
         },
-        takeover: match view.decision {
+        takeover: match view.decision() {
             Decision::Stale => Some(format!("git maverick coord takeover {issue}")),
             // Its holder takes it back with a plain claim (a new generation).
             Decision::Lapsed => Some(format!("git maverick coord claim {issue}")),
@@ -887,7 +887,7 @@ fn epic_view(
             deps: deps.get(&story).cloned().unwrap_or_default(),
             open: summary.map(|s| s.open),
             holder,
-            stale: view.is_some_and(|v| v.decision == Decision::Stale),
+            stale: view.is_some_and(|v| v.decision() == Decision::Stale),
             blocked_by: status.blocked_by,
             pull: pull.map(|pr| pr.number),
         });

@@ -340,7 +340,7 @@ fn fence(
     }
     let fenced = record.as_ref().map(|r| r.generation);
     let lost = |reason: String| Ok(Fence::Refused(DoneOutcome::ClaimLost { reason }));
-    match (view.decision, &view.holder) {
+    match (view.decision(), &view.holder) {
         (Decision::Ours | Decision::Lapsed, _) if fenced.is_some_and(|g| g != view.generation) => {
             lost(format!(
                 "the generation of #{issue} changed from {} to {}",
@@ -352,7 +352,7 @@ fn fence(
         (Decision::Held | Decision::Stale, Some(h)) if record.is_none() => {
             Ok(Fence::Refused(DoneOutcome::Held {
                 holder: h.clone(),
-                stale: view.decision == Decision::Stale,
+                stale: view.decision() == Decision::Stale,
             }))
         }
         (_, Some(h)) => lost(format!("#{issue} is held by {}", h.who())),
@@ -374,7 +374,7 @@ fn keep_alive(
 ) -> Result<Fence, DoneError> {
     let coord = Coordinator::new(surface, settings);
     let (issues, record) = claims::scope_of(store, &settings.instance, view.issue)?;
-    if view.decision == Decision::Ours {
+    if view.decision() == Decision::Ours {
         return Ok(
             match claims::heartbeat(&coord, store, &issues, Some(view.generation))? {
                 HeartbeatOutcome::Renewed { generation, views } => Fence::Pass(Some(LeaseKept {
