@@ -40,6 +40,16 @@ pub enum PayloadError {
     },
 }
 
+impl PayloadError {
+    /// The kind of the payload that did not read.
+    pub fn kind(&self) -> MarkerKind {
+        match self {
+            PayloadError::Missing { kind, .. } | PayloadError::WrongType { kind, .. } => *kind,
+            PayloadError::WrongKind { found, .. } => *found,
+        }
+    }
+}
+
 /// The fields of an object not yet read: each `take` removes the field it
 /// reads, and what is left is the payload's `extra`.
 struct Fields {
@@ -474,8 +484,9 @@ impl DispatchPayload {
     }
 }
 
-/// A story's state in the epic's `maverick-state` (SPEC 3): Maverick's
-/// closed set.
+// Maverick's closed set (SPEC 3). (The doc comment below is the schema's
+// description of every output that carries a story state.)
+/// A story's state in the epic's `maverick-state`.
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, schemars::JsonSchema,
 )]
@@ -700,8 +711,9 @@ impl BpropPayload {
 }
 
 /// A `maverick-task-progress` payload: where a story's work stands, and
-/// the comments it points at (`comments.tasks`: the tasks comment's id).
-/// Every field is optional.
+/// the comments it points at (`comments.tasks`: the tasks comment's id);
+/// git maverick adds the last task pushed (`task`) and its commit
+/// (`head`). Every field is optional.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct TaskProgressPayload {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -710,6 +722,10 @@ pub struct TaskProgressPayload {
     pub instance_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub branch: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub head: Option<String>,
     /// Comment ids by what they hold (`tasks`, `plan`, …), as written.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub comments: Option<Map<String, Value>>,
@@ -728,6 +744,8 @@ impl TaskProgressPayload {
             phase: f.string("phase")?,
             instance_id: f.string("instance_id")?,
             branch: f.string("branch")?,
+            task: f.number("task")?,
+            head: f.string("head")?,
             comments: f.object("comments")?,
             updated_at: f.time("updated_at")?,
             marker_id: f.string("marker_id")?,
@@ -748,6 +766,84 @@ impl TaskProgressPayload {
     pub fn tasks_comment(&self) -> Option<u64> {
         number_of(self.comments.as_ref()?.get("tasks")?)
     }
+
+    /// Points `comments.tasks` at `id`, keeping the other comments.
+    pub fn point_tasks_at(&mut self, id: u64) {
+        self.comments
+            .get_or_insert_with(Map::new)
+            .insert("tasks".into(), Value::from(id));
+    }
+}
+
+/// The fields of `payload` that a payload of `kind` does not name: what a
+/// rewrite of a payload that does not read keeps, so that writing a fresh
+/// one over it loses none of another tool's fields.
+pub fn unknown_fields(kind: MarkerKind, payload: &Map<String, Value>) -> Map<String, Value> {
+    let known: &[&str] = match kind {
+        MarkerKind::Dag => &["epic", "stories", "updated_at", "marker_id"],
+        MarkerKind::State => &["epic", "stories", "updated_at", "marker_id"],
+        MarkerKind::Claim | MarkerKind::Withdrawn => &[
+            "instance_id",
+            "host",
+            "scope",
+            "claimed_at",
+            "generation",
+            "lease_ttl",
+            "marker_id",
+            "branch",
+            "takeover_of",
+            "reason",
+            "withdrawn_at",
+        ],
+        MarkerKind::Lease => &[
+            "instance_id",
+            "heartbeat_at",
+            "expires_at",
+            "released_at",
+            "reason",
+            "generation",
+            "marker_id",
+        ],
+        MarkerKind::Bprop => &[
+            "ejected",
+            "descendants",
+            "labelled",
+            "started_at",
+            "updated_at",
+            "marker_id",
+        ],
+        MarkerKind::TaskProgress => &[
+            "phase",
+            "instance_id",
+            "branch",
+            "task",
+            "head",
+            "comments",
+            "updated_at",
+            "marker_id",
+        ],
+        MarkerKind::Dispatch => &[
+            "action",
+            "instance_id",
+            "host",
+            "issue",
+            "claimed_at",
+            "slots",
+            "claims",
+            "withdrawn_at",
+            "cleared_at",
+            "released_at",
+            "pr",
+            "reason",
+            "give_up",
+            "marker_id",
+        ],
+    };
+    payload
+        .iter()
+        .filter(|(key, _)| !known.contains(&key.as_str()))
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .collect()
 }
 
 /// A typed payload of every kind, for a check that a payload reads.
@@ -900,6 +996,7 @@ mod tests {
             marker(
                 MarkerKind::TaskProgress,
                 json!({"phase": "tasks", "instance_id": "vm-1", "branch": "maverick/140-x",
+                       "task": 2, "head": "3f2c1aa",
                        "comments": {"tasks": 125, "plan": "126"},
                        "updated_at": "2026-04-23T10:15:00Z", "python_only": "kept"}),
             ),
@@ -929,6 +1026,25 @@ mod tests {
             assert!(back.payload.contains_key("python_only"));
         }
         assert_eq!(kinds.len(), MarkerKind::ALL.len(), "a sample of every kind");
+    }
+
+    /// `unknown_fields` names every field the kind's struct reads, so a
+    /// payload rebuilt over one that does not read keeps exactly the rest.
+    #[test]
+    fn unknown_fields_are_what_the_structs_leave_in_extra() {
+        for sample in samples() {
+            let typed = sample.typed().unwrap();
+            let extra = match &typed {
+                Payload::Dag(p) => &p.extra,
+                Payload::State(p) => &p.extra,
+                Payload::Claim(p) | Payload::Withdrawn(p) => &p.extra,
+                Payload::Lease(p) => &p.extra,
+                Payload::Bprop(p) => &p.extra,
+                Payload::TaskProgress(p) => &p.extra,
+                Payload::Dispatch(p) => &p.extra,
+            };
+            assert_eq!(&unknown_fields(sample.kind, &sample.payload), extra);
+        }
     }
 
     #[test]

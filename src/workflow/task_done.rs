@@ -4,8 +4,6 @@
 //! git layer and returns what happened; `commands/task.rs` prints it and
 //! maps it to an exit code.
 
-use serde_json::{Map, Value};
-
 use crate::config::Settings;
 use crate::coord::claims;
 use crate::coord::lease::{
@@ -613,9 +611,6 @@ fn check_off(
     };
     let checked = tasks::check_tasks(surface, settings, issue, &checks).map_err(after_push)?;
     crate::failpoint::hit("task-done-after-check-off");
-    let mut extra = Map::new();
-    extra.insert("task".into(), Value::from(*number));
-    extra.insert("head".into(), Value::from(sha.as_str()));
     crate::failpoint::hit("task-done-before-progress");
     tasks::update_progress(
         surface,
@@ -624,7 +619,10 @@ fn check_off(
         checked.comment_id,
         "implement",
         Some(branch),
-        Some(extra),
+        tasks::Pushed {
+            task: Some(*number),
+            head: Some(sha.as_str()),
+        },
     )
     .map_err(after_push)?;
     Ok(checked)
