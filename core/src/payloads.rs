@@ -88,11 +88,24 @@ impl Fields {
 
     /// A number, or a string of digits (Maverick's `"140"`).
     fn number(&mut self, field: &str) -> Result<Option<u64>, PayloadError> {
+        self.number_as(field, "a non-negative integer")
+    }
+
+    /// An issue (or pull request) number, as [`Fields::number`] reads it.
+    fn issue(&mut self, field: &str) -> Result<Option<u64>, PayloadError> {
+        self.number_as(field, "an issue number")
+    }
+
+    fn number_as(
+        &mut self,
+        field: &str,
+        expected: &'static str,
+    ) -> Result<Option<u64>, PayloadError> {
         match self.take(field) {
             None => Ok(None),
             Some(value) => number_of(&value)
                 .map(Some)
-                .ok_or_else(|| self.wrong(field, "a non-negative integer")),
+                .ok_or_else(|| self.wrong(field, expected)),
         }
     }
 
@@ -468,14 +481,14 @@ impl DispatchPayload {
             action,
             instance_id,
             host: f.string("host")?,
-            issue: f.number("issue")?,
+            issue: f.issue("issue")?,
             claimed_at: f.time("claimed_at")?,
             slots: f.number("slots")?,
             claims: f.strings("claims")?,
             withdrawn_at: f.time("withdrawn_at")?,
             cleared_at: f.time("cleared_at")?,
             released_at: f.time("released_at")?,
-            pr: f.number("pr")?,
+            pr: f.issue("pr")?,
             reason: f.string("reason")?,
             give_up: f.string("give_up")?,
             marker_id: f.string("marker_id")?,
@@ -547,7 +560,7 @@ pub struct StatePayload {
 impl StatePayload {
     fn read(map: &Map<String, Value>) -> Result<StatePayload, PayloadError> {
         let mut f = Fields::new(MarkerKind::State, map);
-        let epic = f.number("epic")?;
+        let epic = f.issue("epic")?;
         let stories = f.object("stories")?;
         let updated_at = f.time("updated_at")?;
         Ok(StatePayload {
@@ -614,7 +627,7 @@ pub struct DagPayload {
 impl DagPayload {
     fn read(map: &Map<String, Value>) -> Result<DagPayload, PayloadError> {
         let mut f = Fields::new(MarkerKind::Dag, map);
-        let epic = f.number("epic")?;
+        let epic = f.issue("epic")?;
         let epic = f.required("epic", epic)?;
         let stories = f.object("stories")?;
         let stories = f

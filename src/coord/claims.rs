@@ -16,7 +16,8 @@ use crate::git::{Git, GitError};
 use crate::records::branch::BranchStore;
 use crate::records::claim::{ClaimRecord, ClaimStore};
 use crate::records::files::RecordError;
-use crate::surface::PullRequest;
+use crate::surface::{Issue, PullRequest};
+use crate::timefmt::Timestamp;
 use crate::writer::prepush;
 
 #[derive(Debug, thiserror::Error)]
@@ -310,6 +311,20 @@ pub(crate) fn heartbeat(
     generation: Option<u64>,
 ) -> Result<HeartbeatOutcome, ClaimsError> {
     let outcome = coord.heartbeat(issues, generation)?;
+    record_heartbeat(store, &coord.settings.instance, issues, &outcome)?;
+    Ok(outcome)
+}
+
+/// [`heartbeat`] on the claim records of `issues` the caller has just read
+/// (`raw`, at surface time `now`): no second read.
+pub(crate) fn heartbeat_read(
+    coord: &Coordinator<'_>,
+    store: &ClaimStore,
+    issues: &[u64],
+    (raw, now): (Vec<Issue>, Timestamp),
+    generation: Option<u64>,
+) -> Result<HeartbeatOutcome, ClaimsError> {
+    let outcome = coord.heartbeat_read(issues, raw, now, generation)?;
     record_heartbeat(store, &coord.settings.instance, issues, &outcome)?;
     Ok(outcome)
 }

@@ -1075,8 +1075,20 @@ impl<'a> Coordinator<'a> {
         issues: &[u64],
         generation: Option<u64>,
     ) -> Result<HeartbeatOutcome, LeaseError> {
-        let mut raw = self.surface.claim_records(issues)?;
+        let raw = self.surface.claim_records(issues)?;
         let now = self.surface.now()?;
+        self.heartbeat_read(issues, raw, now, generation)
+    }
+
+    /// [`heartbeat`](Coordinator::heartbeat) on `raw`, the claim records of
+    /// `issues` a caller has just read at surface time `now`: no read of its own.
+    pub fn heartbeat_read(
+        &self,
+        issues: &[u64],
+        mut raw: Vec<Issue>,
+        now: Timestamp,
+        generation: Option<u64>,
+    ) -> Result<HeartbeatOutcome, LeaseError> {
         let views: Vec<IssueView> = raw
             .iter()
             .map(|i| analyze(i, self.settings, self.me(), now))

@@ -12,9 +12,10 @@ use crate::coord::lease::{
 use crate::durable::tasks::{self, Checked, TaskError};
 use crate::git::{Git, GitError, Order};
 use crate::records::branch::BranchStore;
-use crate::records::claim::ClaimStore;
+use crate::records::claim::{ClaimRecord, ClaimStore};
 use crate::records::files::RecordError;
-use crate::surface::{Surface, SurfaceError};
+use crate::surface::{Issue, Surface, SurfaceError};
+use crate::timefmt::Timestamp;
 use crate::writer::push::{self, PushError};
 
 /// What `task done` is asked to do.
@@ -330,9 +331,15 @@ fn fence(
     issue: u64,
 ) -> Result<Fence, DoneError> {
     let instance = settings.instance.as_str();
-    let current = surface.issue(issue)?;
-    let view = lease::analyze(&current, settings, instance, surface.now()?);
-    let record = claims.load(instance, issue)?;
+    // One read of the claim's scope answers both the check and the
+    // renewal (the heartbeat is handed it, and reads nothing again).
+    let (scope, record) = claims::scope_of(claims, instance, issue)?;
+    let read = surface.claim_records(&scope)?;
+    let now = surface.now()?;
+    let Some(current) = read.iter().find(|i| i.number == issue) else {
+        return Err(SurfaceError::NoSuchIssue(issue).into());
+    };
+    let view = lease::analyze(current, settings, instance, now);
     if let Some(reason) = record.as_ref().and_then(|r| r.lost.clone()) {
         return Ok(Fence::Refused(DoneOutcome::ClaimLost { reason }));
     }
@@ -346,7 +353,14 @@ fn fence(
                 view.generation
             ))
         }
-        (Decision::Ours | Decision::Lapsed, _) => keep_alive(surface, settings, claims, &view),
+        (Decision::Ours | Decision::Lapsed, _) => keep_alive(
+            surface,
+            settings,
+            claims,
+            &view,
+            (scope, record),
+            (read, now),
+        ),
         (Decision::Held | Decision::Stale, Some(h)) if record.is_none() => {
             Ok(Fence::Refused(DoneOutcome::Held {
                 holder: h.clone(),
@@ -369,12 +383,13 @@ fn keep_alive(
     settings: &Settings,
     store: &ClaimStore,
     view: &lease::IssueView,
+    (issues, record): (Vec<u64>, Option<ClaimRecord>),
+    read: (Vec<Issue>, Timestamp),
 ) -> Result<Fence, DoneError> {
     let coord = Coordinator::new(surface, settings);
-    let (issues, record) = claims::scope_of(store, &settings.instance, view.issue)?;
     if view.decision() == Decision::Ours {
         return Ok(
-            match claims::heartbeat(&coord, store, &issues, Some(view.generation))? {
+            match claims::heartbeat_read(&coord, store, &issues, read, Some(view.generation))? {
                 HeartbeatOutcome::Renewed { generation, views } => Fence::Pass(Some(LeaseKept {
                     action: LeaseAction::Renewed,
                     generation,
