@@ -473,6 +473,9 @@ fn exclude(git: &Git, root: &Path, relative: &str) -> Result<(), HydrateError> {
         .map_err(|source| HydrateError::Write { path, source })
 }
 
+/// Each story's dependencies, by story.
+pub(crate) type Deps = BTreeMap<u64, Vec<u64>>;
+
 /// Each story's dependencies (from the epic's `maverick-dag`) and each
 /// story's recorded state (from its `maverick-state`). A marker of either
 /// kind that does not read is an error that names it: read as empty, it
@@ -481,7 +484,7 @@ pub(crate) fn epic_plan(
     epic: u64,
     dag: Option<&FoundMarker>,
     recorded: Option<&FoundMarker>,
-) -> Result<(BTreeMap<u64, Vec<u64>>, BTreeMap<u64, StoryState>), HydrateError> {
+) -> Result<(Deps, BTreeMap<u64, StoryState>), HydrateError> {
     let unreadable = |source| HydrateError::Unreadable {
         issue: epic,
         source,
