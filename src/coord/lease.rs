@@ -1042,14 +1042,11 @@ impl<'a> Coordinator<'a> {
     /// The write that renews `view`'s lease: in place only where Maverick
     /// reads the lease too (the newest comment with a lease block, whoever
     /// wrote it), else a new lease comment.
-    /// The lease runs the ttl its claim declared, not this reader's
-    /// setting: a claim made for 20 minutes stays a 20-minute claim
-    /// whoever of its instance renews it.
+    /// The lease runs this coordinator's `lease_ttl` (a heartbeat's
+    /// `--lease-ttl` sets it; `task done` renews for the ttl the claim
+    /// declared).
     fn renewal(&self, view: &IssueView, generation: u64, now: Timestamp) -> Op {
-        let ttl = view
-            .holder
-            .as_ref()
-            .map_or(self.settings.lease_ttl, |h| h.ttl);
+        let ttl = self.settings.lease_ttl;
         match &view.my_lease_comment {
             Some((id, payload))
                 if self.own_comment(view, *id) && view.newest_lease_comment == Some(*id) =>

@@ -386,8 +386,14 @@ fn keep_alive(
     (issues, record): (Vec<u64>, Option<ClaimRecord>),
     read: (Vec<Issue>, Timestamp),
 ) -> Result<Fence, DoneError> {
-    let coord = Coordinator::new(surface, settings);
     if view.decision() == Decision::Ours {
+        // Renewed for the ttl the claim declared, not this clone's
+        // `maverick.leaseTtl` of the moment: a 20-minute claim stays one.
+        let declared = Settings {
+            lease_ttl: view.holder.as_ref().map_or(settings.lease_ttl, |h| h.ttl),
+            ..settings.clone()
+        };
+        let coord = Coordinator::new(surface, &declared);
         return Ok(
             match claims::heartbeat_read(&coord, store, &issues, read, Some(view.generation))? {
                 HeartbeatOutcome::Renewed { generation, views } => Fence::Pass(Some(LeaseKept {
@@ -402,6 +408,7 @@ fn keep_alive(
             },
         );
     }
+    let coord = Coordinator::new(surface, settings);
     let branch = record
         .and_then(|r| r.branch)
         .or_else(|| view.holder.as_ref().and_then(|h| h.branch.clone()));
