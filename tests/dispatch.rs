@@ -38,7 +38,7 @@ impl Stored {
         let markers = self.dispatch_markers();
         let closed: BTreeSet<String> = markers
             .iter()
-            .filter(|m| m.str_field("action") != Some("claim"))
+            .filter(|m| m.payload.get("action").and_then(|v| v.as_str()) != Some("claim"))
             .flat_map(|m| {
                 m.payload["claims"]
                     .as_array()
@@ -49,7 +49,7 @@ impl Stored {
             .collect();
         markers
             .iter()
-            .filter(|m| m.str_field("action") == Some("claim"))
+            .filter(|m| m.payload.get("action").and_then(|v| v.as_str()) == Some("claim"))
             .map(|m| m.marker_id().unwrap().to_owned())
             .filter(|id| !closed.contains(id))
             .collect()
@@ -58,7 +58,13 @@ impl Stored {
     fn actions(&self) -> Vec<String> {
         self.dispatch_markers()
             .iter()
-            .map(|m| m.str_field("action").unwrap().to_owned())
+            .map(|m| {
+                m.payload
+                    .get("action")
+                    .and_then(|v| v.as_str())
+                    .unwrap()
+                    .to_owned()
+            })
             .collect()
     }
 }
@@ -182,9 +188,16 @@ fn dispatch_claims_the_lowest_eligible_issue(surface: Surface) {
     assert!(stored.has_label("agent-wip"));
     assert_eq!(stored.actions(), ["claim"]);
     let claim = &stored.dispatch_markers()[0];
-    assert_eq!(claim.str_field("instance_id"), Some("alice"));
-    assert_eq!(claim.u64_field("issue"), Some(3));
-    assert!(claim.str_field("claimed_at").is_some());
+    assert_eq!(
+        claim.payload.get("instance_id").and_then(|v| v.as_str()),
+        Some("alice")
+    );
+    assert_eq!(claim.payload.get("issue").and_then(|v| v.as_u64()), Some(3));
+    assert!(claim
+        .payload
+        .get("claimed_at")
+        .and_then(|v| v.as_str())
+        .is_some());
     assert_eq!(claim.marker_id(), json["marker_id"].as_str());
 
     // GitHub's dispatch lists only the frontier issues it read (issue 28:
@@ -512,8 +525,14 @@ fn a_stale_claim_is_cleared_with_a_comment(surface: Surface) {
     assert_eq!(stored.actions(), ["claim", "clear", "claim"]);
     assert!(stored.has_label("agent-wip"));
     let clear = &stored.dispatch_markers()[1];
-    assert_eq!(clear.str_field("reason"), Some("stale"));
-    assert_eq!(clear.str_field("instance_id"), Some("bob"));
+    assert_eq!(
+        clear.payload.get("reason").and_then(|v| v.as_str()),
+        Some("stale")
+    );
+    assert_eq!(
+        clear.payload.get("instance_id").and_then(|v| v.as_str()),
+        Some("bob")
+    );
     assert_eq!(
         clear.payload["claims"],
         serde_json::json!([first["marker_id"]])
@@ -537,8 +556,11 @@ fn release_on_pr_open_passes_the_slot_to_the_pr(surface: Surface) {
     assert!(!stored.has_label("agent-wip"));
     assert!(stored.live_claims().is_empty());
     let release = stored.dispatch_markers().pop().unwrap();
-    assert_eq!(release.str_field("action"), Some("release"));
-    assert_eq!(release.u64_field("pr"), Some(30));
+    assert_eq!(
+        release.payload.get("action").and_then(|v| v.as_str()),
+        Some("release")
+    );
+    assert_eq!(release.payload.get("pr").and_then(|v| v.as_u64()), Some(30));
     assert!(read_issue(s, &alice, 30).has_label("agent-pr"));
     // The PR holds the slot now, and its issue is not dispatched again.
     let full = alice.maverick(&["dispatch", "--slots", "1", "--json"]);
@@ -586,7 +608,9 @@ fn release_on_give_up_relabels_the_issue(surface: Surface) {
             .dispatch_markers()
             .pop()
             .unwrap()
-            .str_field("give_up"),
+            .payload
+            .get("give_up")
+            .and_then(|v| v.as_str()),
         Some("needs-human")
     );
     alice.maverick(&["dispatch"]).expect(3);

@@ -161,7 +161,10 @@ fn eight_instances_racing_with_list_lag_leave_at_most_one_holder() {
         })
         .unwrap();
     assert_eq!(
-        first_claim.str_field("instance_id"),
+        first_claim
+            .payload
+            .get("instance_id")
+            .and_then(|v| v.as_str()),
         Some(holders[0].as_str())
     );
 }

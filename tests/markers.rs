@@ -173,7 +173,10 @@ fn unknown_fields_survive_a_rewrite() {
         json!({"nested": [1, 2, 3]})
     );
     assert_eq!(reparsed.payload["x-plugin-note"], json!("kept on rewrite"));
-    assert_eq!(reparsed.u64_field("schema"), Some(2));
+    assert_eq!(
+        reparsed.payload.get("schema").and_then(|v| v.as_u64()),
+        Some(2)
+    );
 }
 
 fn only_marker_of(body: &str) -> Marker {
@@ -346,14 +349,29 @@ fn fixture_claim_and_lease() {
         panic!("{parsed:?}");
     };
     assert_eq!(claim.kind, MarkerKind::Claim);
-    assert_eq!(claim.str_field("instance_id"), Some("alice-mbp-3f9a12c0"));
-    assert_eq!(claim.str_field("host"), Some("alice-mbp"));
-    assert_eq!(claim.u64_field("generation"), Some(1));
+    assert_eq!(
+        claim.payload.get("instance_id").and_then(|v| v.as_str()),
+        Some("alice-mbp-3f9a12c0")
+    );
+    assert_eq!(
+        claim.payload.get("host").and_then(|v| v.as_str()),
+        Some("alice-mbp")
+    );
+    assert_eq!(
+        claim.payload.get("generation").and_then(|v| v.as_u64()),
+        Some(1)
+    );
     assert_eq!(claim.payload["scope"], json!(["140", "142"]));
     assert_eq!(claim.marker_id(), Some("0b6f3c9e1d2a4f5b8c7d6e5f4a3b2c1d"));
     assert_eq!(lease.kind, MarkerKind::Lease);
-    assert_eq!(lease.str_field("instance_id"), Some("alice-mbp-3f9a12c0"));
-    assert_eq!(lease.str_field("expires_at"), Some("2026-04-23T10:08:12Z"));
+    assert_eq!(
+        lease.payload.get("instance_id").and_then(|v| v.as_str()),
+        Some("alice-mbp-3f9a12c0")
+    );
+    assert_eq!(
+        lease.payload.get("expires_at").and_then(|v| v.as_str()),
+        Some("2026-04-23T10:08:12Z")
+    );
     assert_eq!(lease.marker_id(), Some("9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b"));
 }
 
@@ -362,8 +380,14 @@ fn fixture_epic_state_maverick_renders_back_byte_for_byte() {
     let body = fixture("epic-state-maverick.md");
     let state = only_marker("epic-state-maverick.md");
     assert_eq!(state.kind, MarkerKind::State);
-    assert_eq!(state.u64_field("epic"), Some(123));
-    assert_eq!(state.str_field("updated_at"), Some("2026-04-23T10:15:00Z"));
+    assert_eq!(
+        state.payload.get("epic").and_then(|v| v.as_u64()),
+        Some(123)
+    );
+    assert_eq!(
+        state.payload.get("updated_at").and_then(|v| v.as_str()),
+        Some("2026-04-23T10:15:00Z")
+    );
     assert_eq!(
         state.payload["stories"],
         json!({"140": "merged", "142": "in_flight", "145": "pending", "150": "blocked", "151": "ejected"})
@@ -376,7 +400,7 @@ fn fixture_epic_state_maverick_renders_back_byte_for_byte() {
 fn fixture_dag() {
     let dag = only_marker("dag.md");
     assert_eq!(dag.kind, MarkerKind::Dag);
-    assert_eq!(dag.u64_field("epic"), Some(123));
+    assert_eq!(dag.payload.get("epic").and_then(|v| v.as_u64()), Some(123));
     assert_eq!(dag.payload["stories"]["150"]["deps"], json!(["140", "142"]));
     assert_eq!(dag.payload["stories"]["140"]["files"], json!(["src/a.rs"]));
     // Written back with the preamble Maverick's `gh-state write` gives it.
@@ -442,7 +466,10 @@ fn fixture_crlf() {
     );
     let lease = only_marker("crlf.md");
     assert_eq!(lease.kind, MarkerKind::Lease);
-    assert_eq!(lease.str_field("instance_id"), Some("win-runner-5c5c5c5c"));
+    assert_eq!(
+        lease.payload.get("instance_id").and_then(|v| v.as_str()),
+        Some("win-runner-5c5c5c5c")
+    );
     assert_eq!(lease.marker_id(), Some("c0ffee00c0ffee00c0ffee00c0ffee00"));
     assert_eq!(
         parse_markers(&body),
@@ -491,20 +518,29 @@ fn fixture_tilde_fence() {
     };
     assert_eq!(claim.kind, MarkerKind::Claim);
     assert_eq!(
-        claim.str_field("instance_id"),
+        claim.payload.get("instance_id").and_then(|v| v.as_str()),
         Some("carol-laptop-0a0b0c0d")
     );
     assert_eq!(claim.payload["scope"], json!(["145"]));
     assert_eq!(dispatch.kind, MarkerKind::Dispatch);
-    assert_eq!(dispatch.u64_field("issue"), Some(145));
+    assert_eq!(
+        dispatch.payload.get("issue").and_then(|v| v.as_u64()),
+        Some(145)
+    );
 }
 
 #[test]
 fn fixture_task_progress() {
     let progress = only_marker("task-progress.md");
     assert_eq!(progress.kind, MarkerKind::TaskProgress);
-    assert_eq!(progress.str_field("phase"), Some("implement"));
-    assert_eq!(progress.str_field("branch"), Some("story/140-parser"));
+    assert_eq!(
+        progress.payload.get("phase").and_then(|v| v.as_str()),
+        Some("implement")
+    );
+    assert_eq!(
+        progress.payload.get("branch").and_then(|v| v.as_str()),
+        Some("story/140-parser")
+    );
     assert_eq!(progress.payload["comments"]["tasks"], json!(125));
     assert_eq!(
         progress.marker_id(),
@@ -516,8 +552,11 @@ fn fixture_task_progress() {
 fn fixture_bprop() {
     let bprop = only_marker("bprop.md");
     assert_eq!(bprop.kind, MarkerKind::Bprop);
-    assert_eq!(bprop.str_field("ejected"), Some("142"));
-    assert_eq!(bprop.u64_field("ejected"), Some(142));
+    assert_eq!(
+        bprop.payload.get("ejected").and_then(|v| v.as_str()),
+        Some("142")
+    );
+    assert_eq!(bprop.bprop().unwrap().ejected.number(), Some(142));
     assert_eq!(bprop.payload["descendants"], json!(["150", "151"]));
     assert_eq!(render_marker(&bprop), fixture("bprop.md"));
 }

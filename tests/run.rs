@@ -795,7 +795,7 @@ mod hold_in_memory {
         fn decision(&self) -> Decision {
             let surface = self.surface();
             let coord = Coordinator::new(&surface, &self.settings);
-            coord.read(&[ISSUE]).unwrap().remove(0).decision
+            coord.read(&[ISSUE]).unwrap().remove(0).decision()
         }
 
         /// Holds the claim while `sh -c script` runs; `on_start` runs once

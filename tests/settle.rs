@@ -148,7 +148,7 @@ fn every_reader_computes(world: &Mutex<World>, instances: &[String], holder: &st
         } else {
             Decision::Held
         };
-        assert_eq!(v.decision, expected, "{context}");
+        assert_eq!(v.decision(), expected, "{context}");
         assert!(
             v.my_losing_claim.is_none(),
             "{reader}'s losing claim was never withdrawn; {context}"

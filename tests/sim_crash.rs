@@ -147,7 +147,7 @@ impl Run {
 fn summary(v: &IssueView) -> String {
     format!(
         "{:?}, labelled {}, generation {}, holder {:?}, until {:?}",
-        v.decision,
+        v.decision(),
         v.labelled,
         v.generation,
         v.holder.as_ref().map(|h| (&h.instance_id, h.comment_id)),
@@ -200,7 +200,7 @@ fn instance(run: &Run, surface: &SimSurface, me: &str, settle_steps: u64, seed: 
                 };
                 run.note(format!("{me}: read -> {}", summary(&views[0])));
                 run.check_views(me, &views, start);
-                let takeover = match views[0].decision {
+                let takeover = match views[0].decision() {
                     Decision::Free => false,
                     Decision::Stale => true,
                     Decision::Ours | Decision::Lapsed => {

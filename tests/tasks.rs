@@ -656,6 +656,7 @@ on_both_surfaces!(
     two_instances_checking_at_once_both_win,
     task_done_takes_back_a_lapsed_lease_nobody_took,
     task_done_on_a_lapsed_lease_someone_took_pushes_nothing,
+    task_done_renews_for_the_ttl_the_claim_declared,
 );
 
 /// alpha's claim of #142 on the story's branch, its lease lapsed (nobody
@@ -699,6 +700,17 @@ fn task_done_takes_back_a_lapsed_lease_nobody_took(surface: Surface) {
     // Held live again, by alpha, for everyone.
     let read = b.maverick(&["--json", "coord", "read", "142"]);
     assert_eq!(read.expect(4).json()["holder"]["instance_id"], "alpha");
+    // The new claim says it takes over alpha's own lapsed lease, as a
+    // takeover of another's writes it: no reader takes it for a fresh claim.
+    let claim = b.maverick(&["--json", "state", "get", "claim", "142"]);
+    let claim = &claim.expect(0).json()["marker"];
+    assert_eq!(claim["generation"], 2, "{claim}");
+    assert_eq!(claim["takeover_of"], "alpha", "{claim}");
+    let reason = claim["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.starts_with("own lapsed lease: expired at "),
+        "{claim}"
+    );
 
     // The next task renews the live lease, and says so.
     s.advance_clock(30);
@@ -709,6 +721,36 @@ fn task_done_takes_back_a_lapsed_lease_nobody_took(surface: Surface) {
         text.stdout.contains("lease on #142 renewed until "),
         "{}",
         text.screen()
+    );
+}
+
+/// `task done` renews a live lease for the ttl the claim declared (here
+/// 20 minutes), not for the renewer's `maverick.leaseTtl` of the moment.
+fn task_done_renews_for_the_ttl_the_claim_declared(surface: Surface) {
+    let s = &TestEnv::with_surface(surface);
+    let a = s.story_clone("alpha", THREE_TASKS);
+    a.git(&["config", "maverick.leaseTtl", "20m"]);
+    a.maverick(&["coord", "claim", "142", "--branch", BRANCH])
+        .expect(0);
+    a.git(&["config", "maverick.leaseTtl", "5m"]);
+    s.advance_clock(60);
+
+    stage(&a, "src/one.rs", "// one\n");
+    let run = a.maverick(&["--json", "task", "done", "-m", "feat: one"]);
+    let json = run.expect(0).json();
+    assert_eq!(json["lease"]["action"], "renewed", "{json}");
+    // The lease marker written: 20 minutes from its heartbeat.
+    let lease = a.maverick(&["--json", "state", "get", "lease", "142"]);
+    let lease = &lease.expect(0).json()["marker"];
+    let at = |field: &str| {
+        let text = lease[field].as_str().unwrap_or_default();
+        crate::support::mav::timefmt::Timestamp::parse(text)
+            .unwrap_or_else(|| panic!("{field} in {lease}"))
+    };
+    assert_eq!(
+        at("expires_at").since(at("heartbeat_at")),
+        std::time::Duration::from_secs(20 * 60),
+        "{lease}"
     );
 }
 
@@ -752,4 +794,36 @@ fn task_check_takes_a_sha256_repositorys_full_commit_id() {
         .unwrap();
     assert!(line.starts_with("- [x] "), "{body}");
     assert!(line.contains(&full[..7]), "{body}");
+}
+
+/// `task done` on a live claim reads the issue once: the read that checks
+/// the claim is the one the renewal works from (it used to read the issue
+/// again before renewing). What follows the push (the check-off and the
+/// progress marker, each read and written back) is counted apart.
+#[test]
+fn task_done_reads_the_claim_once_before_the_push() {
+    let s = &TestEnv::with_surface(Surface::Github);
+    let a = s.story_clone("alpha", THREE_TASKS);
+    a.maverick(&["coord", "claim", "142", "--branch", BRANCH])
+        .expect(0);
+    s.advance_clock(60);
+    stage(&a, "src/one.rs", "// one\n");
+    let fake = s.github();
+    fake.reset_count();
+    a.maverick(&["--json", "task", "done", "-m", "feat: one"])
+        .expect(0);
+    let requests = fake.requests();
+    // The renewal is the first write; every read of the issue's comments
+    // before it is a read of the claim.
+    let renewal = requests
+        .iter()
+        .position(|r| r.method != "GET" && r.path.contains("/issues/"))
+        .expect("task done renews the lease");
+    let reads: Vec<&str> = requests[..renewal]
+        .iter()
+        .filter(|r| r.method == "GET")
+        .map(|r| r.path.split('?').next().unwrap_or_default())
+        .filter(|path| path.ends_with(&format!("/issues/{STORY}/comments")))
+        .collect();
+    assert_eq!(reads.len(), 1, "{reads:?}");
 }

@@ -10,6 +10,7 @@
 //! - [`ids`]: typed ids (object ids that know SHA-1 from SHA-256, instance ids);
 //! - [`timefmt`]: timestamps and the spec's duration grammar;
 //! - [`markers`]: the marker format, parsed totally;
+//! - [`payloads`]: each marker kind's payload, typed, unknown fields kept;
 //! - [`closing`]: GitHub's closing keywords in a pull request's description;
 //! - [`holding`]: who holds an issue, the one verdict every command answers from;
 //! - [`settle`]: who wins a race of claims (an issue's, the dispatch slot's);
@@ -22,6 +23,7 @@ pub mod closing;
 pub mod holding;
 pub mod ids;
 pub mod markers;
+pub mod payloads;
 pub mod remote;
 pub mod settle;
 pub mod shell;

@@ -156,24 +156,11 @@ impl Marker {
         Marker { kind, payload }
     }
 
-    pub fn str_field(&self, key: &str) -> Option<&str> {
-        self.payload.get(key)?.as_str()
-    }
-
-    /// Also accepts a string of digits: the Python plugin keys stories and
-    /// issues by strings (`"140"`) as often as by numbers.
-    pub fn u64_field(&self, key: &str) -> Option<u64> {
-        match self.payload.get(key)? {
-            Value::Number(number) => number.as_u64(),
-            Value::String(text) if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) => {
-                text.parse().ok()
-            }
-            _ => None,
-        }
-    }
-
+    /// The payload's `marker_id`, whatever its kind (every kind carries
+    /// one when git maverick wrote it): what tells a comment a retried POST
+    /// created twice. The kind's own fields: [`crate::payloads`].
     pub fn marker_id(&self) -> Option<&str> {
-        self.str_field("marker_id")
+        self.payload.get("marker_id")?.as_str()
     }
 }
 
@@ -731,21 +718,6 @@ mod tests {
             collected,
             [("a", true, true), ("b", false, true), ("c\r", false, false)]
         );
-    }
-
-    #[test]
-    fn u64_field_accepts_digit_strings_only() {
-        let payload = serde_json::json!({"n": 7, "s": "140", "neg": "-1", "e": "", "f": 1.5});
-        let Value::Object(payload) = payload else {
-            unreachable!()
-        };
-        let marker = Marker::new(MarkerKind::State, payload);
-        assert_eq!(marker.u64_field("n"), Some(7));
-        assert_eq!(marker.u64_field("s"), Some(140));
-        assert_eq!(marker.u64_field("neg"), None);
-        assert_eq!(marker.u64_field("e"), None);
-        assert_eq!(marker.u64_field("f"), None);
-        assert_eq!(marker.u64_field("missing"), None);
     }
 
     /// Each body against Maverick 5.1.1's own pattern, as Python's `re`

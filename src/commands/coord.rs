@@ -336,7 +336,7 @@ pub(crate) fn describe(view: &IssueView) -> String {
     if let Some(pull) = &view.pull_request {
         return format!("#{n}: in progress by {}", pull.describe());
     }
-    match view.decision {
+    match view.decision() {
         Decision::Free => format!("#{n}: free"),
         Decision::Ours => format!("#{n}: ours (generation {generation}), {expiry}"),
         Decision::Lapsed => {
@@ -384,7 +384,7 @@ fn read(
 ) -> Result<Outcome<ReadOutput>, CommandError> {
     let own = claims::own_branches(&ctx.git, None)?;
     let view = claims::read_with_pulls(coord, &[issue], &own)?.remove(0);
-    let exit = decision_exit(view.decision);
+    let exit = decision_exit(view.decision());
     let warnings: Vec<Warning> = view
         .clock_skew
         .iter()
@@ -400,7 +400,7 @@ fn read(
         })
         .collect();
     let line = describe(&view);
-    let decision = view.decision;
+    let decision = view.decision();
     let pull_hint = pull_hint(&view);
     let orphan_label = view.orphan_label;
     let output = ReadOutput {
@@ -566,7 +566,7 @@ fn heartbeat(
             o
         }
         HeartbeatOutcome::Lost { reason, views } => {
-            let lapsed = views.iter().any(|v| v.decision == Decision::Lapsed);
+            let lapsed = views.iter().any(|v| v.decision() == Decision::Lapsed);
             let mut lines = vec![format!("claim lost: {reason}")];
             lines.extend(views.iter().map(describe));
             let mut o = Outcome::new(Exit::ClaimLost, outcome);

@@ -430,14 +430,19 @@ impl From<crate::writer::push::PushError> for CommandError {
 impl From<crate::durable::state::StateError> for CommandError {
     fn from(err: crate::durable::state::StateError) -> Self {
         use crate::durable::state::StateError;
+        use crate::markers::MarkerKind;
         match err {
             StateError::Surface(e) => e.into(),
             StateError::NotState(_) | StateError::TooLarge { .. } => {
                 CommandError::from_error(Exit::Usage, err)
             }
-            StateError::Unreadable { .. } => CommandError::from_error(Exit::Usage, err).hint(
-                "give `epic` (the epic's issue number) and `stories` (a JSON object); `updated_at` is stamped for you",
-            ),
+            StateError::Unreadable(ref why) => {
+                let hint = match why.kind() {
+                    MarkerKind::State | MarkerKind::Dag => "give `epic` (the epic's issue number) and `stories` (a JSON object); `updated_at` is stamped for you",
+                    _ => "give the field the error names as docs/storage.md describes it, or leave it out",
+                };
+                CommandError::from_error(Exit::Usage, err).hint(hint)
+            }
             StateError::Contended { .. } | StateError::ReadBack { .. } => {
                 CommandError::from_error(Exit::Error, err).hint("run the command again")
             }
@@ -545,6 +550,10 @@ impl From<crate::workflow::hydrate::HydrateError> for CommandError {
         match err {
             HydrateError::Surface(e) => e.into(),
             HydrateError::Git(e) => e.into(),
+            HydrateError::Unreadable { issue, .. } => CommandError::from_error(Exit::Error, err)
+                .hint(format!(
+                    "show it with `git maverick state get KIND {issue}` and rewrite it with `git maverick state put KIND {issue} FILE`"
+                )),
             other => CommandError::from_error(Exit::Error, other),
         }
     }

@@ -112,7 +112,7 @@ fn issue_of(ctx: &Context, branch: &str, flag: Option<u64>) -> Result<u64, Comma
 fn refused(exit: Exit, view: &IssueView, what: String, hint: String) -> Outcome<ResumeOutput> {
     let output = Refused {
         issue: view.issue,
-        decision: view.decision,
+        decision: view.decision(),
         view: view.clone(),
     };
     Outcome::new(exit, ResumeOutput::Refused(Box::new(output)))

@@ -63,8 +63,16 @@ pub(crate) struct StoryArgs {
     #[arg(value_parser = issue_number)]
     pub story: u64,
     /// Its new state
-    #[arg(value_enum)]
+    #[arg(value_parser = story_state())]
     pub state: StoryState,
+}
+
+/// Maverick's five story states, as their possible values.
+fn story_state() -> impl clap::builder::TypedValueParser<Value = StoryState> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(StoryState::ALL.map(StoryState::as_str)).map(
+        |name: String| StoryState::from_name(&name).expect("a possible value names a story state"),
+    )
 }
 
 fn marker_kind(text: &str) -> Result<MarkerKind, String> {

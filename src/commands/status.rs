@@ -17,7 +17,7 @@ use crate::surface::github::GithubSurface;
 use crate::surface::Surface;
 use crate::timefmt::Timestamp;
 use crate::workflow::status::{
-    self, EpicView, Heads, IssueRow, StatusError, StatusRequest, StatusView, Totals,
+    self, EpicView, Heads, IssueRow, RowState, StatusError, StatusRequest, StatusView, Totals,
 };
 
 #[derive(Debug, Args)]
@@ -483,7 +483,7 @@ fn row_cells(row: &IssueRow, now: Timestamp) -> Vec<Cell> {
     let mark = if attention { "!" } else { " " };
     let mut cells = vec![
         Cell::hot(format!("{mark} #{}", row.issue), attention),
-        Cell::plain(row.state),
+        Cell::plain(row.state.as_str()),
     ];
     cells.push(match &row.holder {
         Some(h) => Cell::plain(who(&h.instance_id, h.ours)),
@@ -497,7 +497,7 @@ fn row_cells(row: &IssueRow, now: Timestamp) -> Vec<Cell> {
         Some(l) => {
             let d = rough_duration(Duration::from_secs(l.seconds));
             match &l.takeover {
-                Some(cmd) if row.state == "lapsed" => {
+                Some(cmd) if row.state == RowState::Lapsed => {
                     Cell::hot(format!("lapsed {d} ago (take it back: {cmd})"), true)
                 }
                 Some(cmd) => Cell::hot(format!("stale for {d} (take over: {cmd})"), true),
@@ -529,7 +529,7 @@ fn row_cells(row: &IssueRow, now: Timestamp) -> Vec<Cell> {
             let draft = if p.draft { " (draft)" } else { "" };
             // What makes a `pull` row: whose pull request, from which branch.
             let from = match row.state {
-                "pull" => format!(" from {} by {}", p.head_ref, p.author),
+                RowState::Pull => format!(" from {} by {}", p.head_ref, p.author),
                 _ => String::new(),
             };
             Cell::plain(format!("PR #{}{draft}{from} CI {}", p.number, p.ci))
@@ -600,7 +600,11 @@ fn render_epic(epic: &EpicView, view: &StatusView) -> Vec<String> {
     for wave in &epic.waves {
         lines.push(format!("wave {}", wave.wave));
         for story in &wave.stories {
-            let mut line = format!("  #{} {}", story.issue, story.state.replace('_', " "));
+            let mut line = format!(
+                "  #{} {}",
+                story.issue,
+                story.state.as_str().replace('_', " ")
+            );
             if let Some(h) = &story.holder {
                 line.push_str(&format!(" by {}", who(&h.instance_id, h.ours)));
                 if story.stale {
@@ -659,7 +663,11 @@ fn render_dot(epic: &EpicView) -> String {
                 "ejected" => ("#e0e0e0", "#616161"),
                 _ => ("#ffffff", "#424242"),
             };
-            let mut label = format!("#{}\\n{}", story.issue, story.state.replace('_', " "));
+            let mut label = format!(
+                "#{}\\n{}",
+                story.issue,
+                story.state.as_str().replace('_', " ")
+            );
             if let Some(h) = &story.holder {
                 label.push_str(&format!("\\n{}", dot_escape(&who(&h.instance_id, h.ours))));
                 if story.stale {

@@ -16,7 +16,8 @@ use crate::git::{Git, GitError};
 use crate::records::branch::BranchStore;
 use crate::records::claim::{ClaimRecord, ClaimStore};
 use crate::records::files::RecordError;
-use crate::surface::PullRequest;
+use crate::surface::{Issue, PullRequest};
+use crate::timefmt::Timestamp;
 use crate::writer::prepush;
 
 #[derive(Debug, thiserror::Error)]
@@ -187,7 +188,7 @@ fn refused_for_pulls(
         return Ok(None);
     }
     let views = with_pulls(coord, coord.read(issues)?, &pulls, own_branches);
-    let any = |d: Decision| views.iter().any(|v| v.decision == d);
+    let any = |d: Decision| views.iter().any(|v| v.decision() == d);
     // A closed issue is the claim protocol's error to report.
     Ok(if views.iter().any(|v| !v.open) {
         None
@@ -311,6 +312,21 @@ pub(crate) fn heartbeat(
     renewal: Renewal,
 ) -> Result<HeartbeatOutcome, ClaimsError> {
     let outcome = coord.heartbeat(issues, generation, renewal)?;
+    record_heartbeat(store, &coord.settings.instance, issues, &outcome)?;
+    Ok(outcome)
+}
+
+/// [`heartbeat`] on the claim records of `issues` the caller has just read
+/// (`raw`, at surface time `now`): no second read.
+pub(crate) fn heartbeat_read(
+    coord: &Coordinator<'_>,
+    store: &ClaimStore,
+    issues: &[u64],
+    (raw, now): (Vec<Issue>, Timestamp),
+    generation: Option<u64>,
+    renewal: Renewal,
+) -> Result<HeartbeatOutcome, ClaimsError> {
+    let outcome = coord.heartbeat_read(issues, raw, now, generation, renewal)?;
     record_heartbeat(store, &coord.settings.instance, issues, &outcome)?;
     Ok(outcome)
 }

@@ -34,7 +34,6 @@
 //! met on the lowest issue would otherwise meet again on each next one.
 
 use serde::Serialize;
-use serde_json::{Map, Value};
 use std::collections::{BTreeSet, HashSet};
 
 use crate::config::Settings;
@@ -43,6 +42,7 @@ use crate::coord::settle::{Begin, Driver, Race, Verdict as Settled};
 use crate::markers::{self, Marker, MarkerKind};
 use crate::surface::{Applied, Comment, Issue, IssueSummary, Op, Surface, SurfaceError, Write};
 use crate::timefmt::{format_duration, Timestamp};
+use maverick_core::payloads::{DispatchAction, DispatchPayload};
 use maverick_core::settle::{earliest_first, landed_before, Landed};
 
 /// How far a dispatch's read walks the frontier.
@@ -57,10 +57,10 @@ enum Walk {
     Spread,
 }
 
-const ACTION_CLAIM: &str = "claim";
-const ACTION_WITHDRAW: &str = "withdraw";
-const ACTION_CLEAR: &str = "clear";
-const ACTION_RELEASE: &str = "release";
+const ACTION_CLAIM: DispatchAction = DispatchAction::Claim;
+const ACTION_WITHDRAW: DispatchAction = DispatchAction::Withdraw;
+const ACTION_CLEAR: DispatchAction = DispatchAction::Clear;
+const ACTION_RELEASE: DispatchAction = DispatchAction::Release;
 
 /// What the dispatcher reads from the surface.
 #[derive(Clone, Debug)]
@@ -280,10 +280,11 @@ struct IssueMarks {
     linked_prs: Vec<u64>,
 }
 
-fn claim_key(marker: &Marker, comment: &Comment) -> String {
-    marker
-        .marker_id()
-        .map_or_else(|| format!("comment-{}", comment.id), str::to_owned)
+fn claim_key(payload: &DispatchPayload, comment: &Comment) -> String {
+    payload
+        .marker_id
+        .clone()
+        .unwrap_or_else(|| format!("comment-{}", comment.id))
 }
 
 fn issue_marks(issue: &Issue) -> IssueMarks {
@@ -296,34 +297,37 @@ fn issue_marks(issue: &Issue) -> IssueMarks {
             if marker.kind != MarkerKind::Dispatch {
                 continue;
             }
+            // A payload that does not read (a claim without its instance,
+            // a field of the wrong type) counts for nothing.
+            let Ok(payload) = marker.dispatch() else {
+                continue;
+            };
             // A POST retried after the surface had committed it shows up
             // twice; the first copy is the one that counts.
-            if let Some(id) = marker.marker_id() {
-                if !seen.insert(id.to_owned()) {
+            if let Some(id) = &payload.marker_id {
+                if !seen.insert(id.clone()) {
                     continue;
                 }
             }
-            match marker.str_field("action") {
-                Some(ACTION_CLAIM) => {
-                    let Some(instance_id) = marker.str_field("instance_id") else {
+            match &payload.action {
+                DispatchAction::Claim => {
+                    let Some(instance_id) = payload.instance_id.clone() else {
                         continue;
                     };
                     claims.push(ParsedClaim {
                         comment_id: comment.id,
-                        key: claim_key(&marker, comment),
-                        instance_id: instance_id.to_owned(),
-                        host: marker.str_field("host").map(str::to_owned),
+                        key: claim_key(&payload, comment),
+                        instance_id,
+                        host: payload.host.clone(),
                         claimed_at: comment.created_at,
                     });
                 }
-                Some(ACTION_WITHDRAW | ACTION_CLEAR | ACTION_RELEASE) => {
-                    if let Some(pr) = marker.u64_field("pr") {
+                action if action.closes() => {
+                    if let Some(pr) = payload.pr {
                         linked_prs.push(pr);
                     }
-                    match marker.payload.get("claims") {
-                        Some(Value::Array(keys)) => {
-                            closed.extend(keys.iter().filter_map(Value::as_str).map(str::to_owned));
-                        }
+                    match payload.claims {
+                        Some(keys) => closed.extend(keys),
                         // Another tool's closing that names no claim closes
                         // every claim before it.
                         _ => closed.extend(
@@ -602,6 +606,19 @@ enum DispatchEnd {
     Done,
 }
 
+impl DispatchEnd {
+    /// The name its closing marker's `reason` carries.
+    fn as_str(self) -> &'static str {
+        match self {
+            DispatchEnd::LostSettle => "lost-settle",
+            DispatchEnd::Stale => "stale",
+            DispatchEnd::PrOpened => "pr-opened",
+            DispatchEnd::GiveUp => "give-up",
+            DispatchEnd::Done => "done",
+        }
+    }
+}
+
 /// How a cycle ends for `dispatch release`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ReleaseHow {
@@ -769,43 +786,10 @@ pub enum DispatchError {
     NoClaimComment(u64),
 }
 
-/// A dispatch claim's `maverick-dispatch` payload.
-#[derive(Serialize)]
-struct ClaimPayload<'a> {
-    action: &'a str,
-    instance_id: &'a str,
-    host: &'a str,
-    issue: u64,
-    claimed_at: Timestamp,
-    slots: u32,
-    marker_id: &'a str,
-}
-
-/// A withdrawal, clearing or release: the claims it closes, and when.
-#[derive(Serialize)]
-struct ClosingPayload<'a> {
-    action: &'a str,
-    instance_id: &'a str,
-    issue: u64,
-    claims: Vec<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    withdrawn_at: Option<Timestamp>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    cleared_at: Option<Timestamp>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    released_at: Option<Timestamp>,
-    marker_id: String,
-    #[serde(flatten)]
-    why: Closing,
-}
-
 /// Why claims close, in the closing payload.
-#[derive(Serialize)]
 struct Closing {
     reason: DispatchEnd,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pr: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     give_up: Option<String>,
 }
 
@@ -942,7 +926,8 @@ impl<'a> Dispatcher<'a> {
             .filter(|(n, c)| c.trusted && !ledger.issues.iter().any(|i| i.number == *n))
             .filter(|(_, c)| {
                 markers::first_of_each_kind(&c.body).iter().any(|m| {
-                    m.kind == MarkerKind::Dispatch && m.str_field("action") == Some(ACTION_CLAIM)
+                    m.kind == MarkerKind::Dispatch
+                        && m.dispatch().is_ok_and(|d| d.action == ACTION_CLAIM)
                 })
             })
             .map(|(n, _)| *n)
@@ -1052,52 +1037,54 @@ impl<'a> Dispatcher<'a> {
         Ok(analyze(&ledger, self.settings, &self.frontier_label))
     }
 
-    fn marker_body(&self, text: String, payload: Map<String, Value>) -> String {
+    fn marker_body(&self, text: String, payload: &DispatchPayload) -> String {
         format!(
             "{text}\n\n{}",
-            markers::render_marker(&Marker::new(MarkerKind::Dispatch, payload))
+            markers::render_marker(&Marker::of(MarkerKind::Dispatch, payload))
         )
     }
 
     fn claim_body(&self, issue: u64, marker_id: &str, now: Timestamp) -> String {
-        let payload = markers::payload_of(&ClaimPayload {
-            action: ACTION_CLAIM,
-            instance_id: self.me(),
-            host: &self.host,
-            issue,
-            claimed_at: now,
-            slots: self.settings.dispatch_slots,
-            marker_id,
-        });
+        let payload = DispatchPayload {
+            instance_id: Some(self.me().to_owned()),
+            host: Some(self.host.clone()),
+            issue: Some(issue),
+            claimed_at: Some(now),
+            slots: Some(u64::from(self.settings.dispatch_slots)),
+            marker_id: Some(marker_id.to_owned()),
+            ..DispatchPayload::new(ACTION_CLAIM)
+        };
         self.marker_body(
             format!("Dispatch slot claimed by `{}` for #{issue}.", self.me()),
-            payload,
+            &payload,
         )
     }
 
     /// A withdrawal, clearing or release closing `claims` on `issue`.
     fn closing_body(
         &self,
-        action: &str,
+        action: DispatchAction,
         issue: u64,
         claims: &[&SlotClaim],
         now: Timestamp,
         text: String,
         why: Closing,
     ) -> String {
-        let at = |this: &str| (action == this).then_some(now);
-        let payload = markers::payload_of(&ClosingPayload {
-            action,
-            instance_id: self.me(),
-            issue,
-            claims: claims.iter().map(|c| c.marker_id.as_str()).collect(),
+        let at = |this: DispatchAction| (action == this).then_some(now);
+        let payload = DispatchPayload {
+            instance_id: Some(self.me().to_owned()),
+            issue: Some(issue),
+            claims: Some(claims.iter().map(|c| c.marker_id.clone()).collect()),
             withdrawn_at: at(ACTION_WITHDRAW),
             cleared_at: at(ACTION_CLEAR),
-            released_at: (action != ACTION_WITHDRAW && action != ACTION_CLEAR).then_some(now),
-            marker_id: markers::new_marker_id(),
-            why,
-        });
-        self.marker_body(text, payload)
+            released_at: at(ACTION_RELEASE),
+            marker_id: Some(markers::new_marker_id()),
+            reason: Some(why.reason.as_str().to_owned()),
+            pr: why.pr,
+            give_up: why.give_up,
+            ..DispatchPayload::new(action)
+        };
+        self.marker_body(text, &payload)
     }
 
     /// Dispatches one agent cycle: clear what is stale, pick the lowest
@@ -1408,7 +1395,7 @@ impl<'a> Dispatcher<'a> {
 mod tests {
     use super::*;
     use crate::config::SurfaceKind;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     fn settings(slots: u32) -> Settings {
         Settings {
@@ -1497,7 +1484,7 @@ mod tests {
             DispatchEnd::Done,
         ]
         .iter()
-        .map(|end| json!(end))
+        .map(|end| json!(end.as_str()))
         .collect();
         assert_eq!(
             written,

@@ -34,15 +34,15 @@
 use std::time::Duration;
 
 use serde::Serialize;
-use serde_json::{Map, Value};
 
 use crate::config::{Settings, DEFAULT_LEASE_TTL};
 use crate::coord::pulls::ClosingPull;
 use crate::coord::settle::{Begin, Driver, Race, Verdict};
 use crate::markers::{self, Marker, MarkerKind};
 use crate::surface::{Applied, Comment, Issue, Op, Surface, SurfaceError, Write};
-use crate::timefmt::{format_duration, parse_duration, Timestamp};
+use crate::timefmt::{format_duration, Timestamp};
 use maverick_core::holding::HoldingFacts;
+use maverick_core::payloads::{ClaimPayload, DeclaredTtl, IssueRef, LeasePayload};
 use maverick_core::settle::{earliest_first, Landed};
 
 pub use maverick_core::holding::{lease_live, Decision, Holding};
@@ -117,9 +117,11 @@ pub struct IssueView {
     pub holder: Option<ClaimView>,
     pub lease: Option<LeaseView>,
     pub expires_at: Option<Timestamp>,
-    pub decision: Decision,
-    /// The verdict `decision` names (SPEC 4: every command answers from it).
-    #[serde(skip)]
+    // The verdict (SPEC 4: every command answers from it), in the JSON as
+    // the `decision` it names (`IssueView::decision`), so the two can never
+    // disagree. (A doc comment would become the schema's description.)
+    #[serde(rename = "decision", serialize_with = "decision_of")]
+    #[schemars(with = "Decision")]
     pub holding: Holding,
     pub now: Timestamp,
     /// Writers whose stamps on this issue lead `now` by more than
@@ -152,7 +154,7 @@ pub struct IssueView {
     /// git maverick wrote (a copy a retried POST left included), with the
     /// claim: what a withdrawal edits.
     #[serde(skip)]
-    my_claim_comments: Vec<(u64, Marker)>,
+    my_claim_comments: Vec<(u64, ClaimPayload)>,
     /// The newest comment with a `maverick-lease` block, whoever wrote it:
     /// the lease Maverick reads and upserts.
     #[serde(skip)]
@@ -174,12 +176,13 @@ fn clocks_ahead(markers: &[MarkerAt<'_>], now: Timestamp, max_skew: Duration) ->
     let limit = now.plus(max_skew);
     let mut found: Vec<ClockSkew> = Vec::new();
     for at in markers {
-        let Some(instance) = at.marker.str_field("instance_id") else {
-            continue;
+        let (instance, own_stamps) = match &at.mark {
+            Mark::Claim(c) => (c.instance_id.as_str(), [c.claimed_at, None]),
+            Mark::Lease(l) => (l.instance_id.as_str(), [l.heartbeat_at, l.released_at]),
         };
-        let stamps = ["claimed_at", "heartbeat_at", "released_at"]
-            .iter()
-            .filter_map(|k| at.marker.str_field(k).and_then(Timestamp::parse))
+        let stamps = own_stamps
+            .into_iter()
+            .flatten()
             .chain([at.comment.created_at, at.comment.updated_at]);
         for stamp in stamps.filter(|s| *s > limit) {
             match found.iter_mut().find(|f| f.instance_id == instance) {
@@ -199,61 +202,74 @@ fn clocks_ahead(markers: &[MarkerAt<'_>], now: Timestamp, max_skew: Duration) ->
     found
 }
 
-struct MarkerAt<'a> {
-    comment: &'a Comment,
-    marker: Marker,
+/// A claim-protocol marker, its payload typed: a claim (or a withdrawn
+/// one), or a lease (or a release).
+enum Mark {
+    Claim(ClaimPayload),
+    Lease(LeasePayload),
 }
 
+struct MarkerAt<'a> {
+    comment: &'a Comment,
+    kind: MarkerKind,
+    mark: Mark,
+}
+
+impl MarkerAt<'_> {
+    fn lease(&self) -> Option<&LeasePayload> {
+        match &self.mark {
+            Mark::Lease(l) => Some(l),
+            Mark::Claim(_) => None,
+        }
+    }
+}
+
+/// The trusted claim, withdrawn and lease markers of `issue`, in comment
+/// order. A payload that does not read as its kind (no `instance_id`, a
+/// field of the wrong type) names nobody and counts for nothing.
 fn trusted_markers(issue: &Issue) -> Vec<MarkerAt<'_>> {
     let mut seen_ids = std::collections::HashSet::new();
     let mut found = Vec::new();
     for comment in issue.comments.iter().filter(|c| c.trusted) {
         for marker in markers::first_of_each_kind(&comment.body) {
-            if !matches!(
-                marker.kind,
-                MarkerKind::Claim | MarkerKind::Lease | MarkerKind::Withdrawn
-            ) {
-                continue;
-            }
+            let (mark, marker_id) = match marker.kind {
+                MarkerKind::Claim | MarkerKind::Withdrawn => match marker.claim() {
+                    Ok(c) => {
+                        let id = c.marker_id.clone();
+                        (Mark::Claim(c), id)
+                    }
+                    Err(_) => continue,
+                },
+                MarkerKind::Lease => match marker.lease() {
+                    Ok(l) => {
+                        let id = l.marker_id.clone();
+                        (Mark::Lease(l), id)
+                    }
+                    Err(_) => continue,
+                },
+                _ => continue,
+            };
             // A POST retried after GitHub had committed it shows up twice;
             // the first copy is the one that counts.
-            if let Some(id) = marker.marker_id() {
-                if !seen_ids.insert((marker.kind, id.to_owned())) {
+            if let Some(id) = marker_id {
+                if !seen_ids.insert((marker.kind, id)) {
                     continue;
                 }
             }
-            found.push(MarkerAt { comment, marker });
+            found.push(MarkerAt {
+                comment,
+                kind: marker.kind,
+                mark,
+            });
         }
     }
     found
 }
 
-/// The issues a claim names. Maverick keeps its `--scope` list as typed,
-/// split at commas: `"140, 142"` gives `" 142"`.
-fn scope_of(marker: &Marker) -> Vec<u64> {
-    match marker.payload.get("scope") {
-        Some(Value::Array(items)) => items
-            .iter()
-            .filter_map(|v| match v {
-                Value::Number(n) => n.as_u64(),
-                Value::String(s) => s.trim().trim_start_matches('#').parse().ok(),
-                _ => None,
-            })
-            .collect(),
-        _ => Vec::new(),
-    }
-}
-
 /// The ttl a claim declares (`lease_ttl`: seconds, or a duration such as
 /// `10m`); Maverick's claims declare none and live its default ten minutes.
-fn declared_ttl(marker: &Marker) -> Duration {
-    match marker.payload.get("lease_ttl") {
-        Some(Value::Number(n)) => n.as_u64().map(Duration::from_secs),
-        Some(Value::String(text)) => parse_duration(text).ok(),
-        _ => None,
-    }
-    .filter(|ttl| !ttl.is_zero())
-    .unwrap_or(DEFAULT_LEASE_TTL)
+fn declared_ttl(claim: &ClaimPayload) -> Duration {
+    claim.declared_ttl().unwrap_or(DEFAULT_LEASE_TTL)
 }
 
 /// The claim at `at` (or the withdrawn one), given the highest generation
@@ -266,21 +282,25 @@ fn claim_view(
     generation_before: u64,
     previous: Option<&ClaimView>,
 ) -> Option<ClaimView> {
-    let m = &at.marker;
-    let instance_id = m.str_field("instance_id")?.to_owned();
-    let declared = m.u64_field("generation");
+    let Mark::Claim(m) = &at.mark else {
+        return None;
+    };
+    let instance_id = m.instance_id.clone();
+    let declared = m.generation;
     let generation = declared.unwrap_or_else(|| match previous {
         Some(p) if p.writer == Writer::Maverick && p.instance_id == instance_id => p.generation,
         _ => generation_before.saturating_add(1),
     });
     Some(ClaimView {
         instance_id,
-        host: m.str_field("host").map(str::to_owned),
-        branch: m.str_field("branch").map(str::to_owned),
+        host: m.host.clone(),
+        branch: m.branch.clone(),
         generation,
-        scope: scope_of(m),
+        // Maverick keeps its `--scope` list as typed, split at commas:
+        // `"140, 142"` gives `" 142"`, which names 142.
+        scope: m.scope_issues(),
         claimed_at: at.comment.created_at,
-        takeover_of: m.str_field("takeover_of").map(str::to_owned),
+        takeover_of: m.takeover_of.clone(),
         comment_id: at.comment.id,
         author: at.comment.author.clone(),
         writer: match declared {
@@ -288,12 +308,8 @@ fn claim_view(
             None => Writer::Maverick,
         },
         ttl: declared_ttl(m),
-        withdrawn: m.kind == MarkerKind::Withdrawn,
+        withdrawn: at.kind == MarkerKind::Withdrawn,
     })
-}
-
-fn is_release(m: &Marker) -> bool {
-    m.payload.contains_key("released_at")
 }
 
 /// Derives the claim state of `issue` as `me` sees it at surface time `now`.
@@ -302,11 +318,9 @@ pub fn analyze(issue: &Issue, settings: &Settings, me: &str, now: Timestamp) -> 
     let (claims, generation) = claims_of(&markers);
     let leases: Vec<&MarkerAt<'_>> = markers
         .iter()
-        .filter(|m| m.marker.kind == MarkerKind::Lease)
         .filter(|m| {
-            m.marker
-                .u64_field("generation")
-                .is_none_or(|g| g == generation)
+            m.lease()
+                .is_some_and(|l| l.generation.is_none_or(|g| g == generation))
         })
         .collect();
     let live_claims = unreleased(&claims, generation, &leases);
@@ -369,7 +383,6 @@ pub fn analyze(issue: &Issue, settings: &Settings, me: &str, now: Timestamp) -> 
         holder,
         lease,
         expires_at,
-        decision: holding.decision(),
         holding,
         now,
         clock_skew,
@@ -385,15 +398,16 @@ pub fn analyze(issue: &Issue, settings: &Settings, me: &str, now: Timestamp) -> 
 
 /// The comments that carry an unwithdrawn claim of `me` that git maverick
 /// wrote, with the claim: what a withdrawal edits.
-fn my_claim_comments(issue: &Issue, me: &str) -> Vec<(u64, Marker)> {
+fn my_claim_comments(issue: &Issue, me: &str) -> Vec<(u64, ClaimPayload)> {
     issue
         .comments
         .iter()
         .filter(|c| c.trusted && c.body.contains(me))
         .filter_map(|c| {
-            let claim = markers::find_marker(&c.body, MarkerKind::Claim)?;
-            let mine = claim.str_field("instance_id") == Some(me)
-                && claim.u64_field("generation").is_some();
+            let claim = markers::find_marker(&c.body, MarkerKind::Claim)?
+                .claim()
+                .ok()?;
+            let mine = claim.instance_id == me && claim.generation.is_some();
             mine.then_some((c.id, claim))
         })
         .collect()
@@ -415,10 +429,7 @@ fn newest_lease_comment(issue: &Issue) -> Option<u64> {
 fn claims_of(markers: &[MarkerAt<'_>]) -> (Vec<ClaimView>, u64) {
     let mut claims: Vec<ClaimView> = Vec::new();
     let mut generation = 0;
-    for at in markers
-        .iter()
-        .filter(|m| matches!(m.marker.kind, MarkerKind::Claim | MarkerKind::Withdrawn))
-    {
+    for at in markers.iter().filter(|m| matches!(m.mark, Mark::Claim(_))) {
         if let Some(claim) = claim_view(at, generation, claims.last()) {
             generation = generation.max(claim.generation);
             claims.push(claim);
@@ -437,9 +448,11 @@ fn unreleased<'c>(
 ) -> Vec<&'c ClaimView> {
     let released = |claim: &ClaimView| {
         leases.iter().any(|l| {
-            is_release(&l.marker)
-                && l.comment.id > claim.comment_id
-                && l.marker.str_field("instance_id") == Some(claim.instance_id.as_str())
+            l.lease().is_some_and(|lease| {
+                lease.is_release()
+                    && l.comment.id > claim.comment_id
+                    && lease.instance_id == claim.instance_id
+            })
         })
     };
     // Maverick's rule is "the newest claim holds", so a Maverick claim holds
@@ -465,7 +478,7 @@ fn unreleased<'c>(
 }
 
 /// The comment a lease was written in, and its payload.
-type LeaseComment = (u64, Map<String, Value>);
+type LeaseComment = (u64, LeasePayload);
 
 /// The lease of `holder`'s claim, and the comment that wrote it (when one
 /// did).
@@ -474,13 +487,14 @@ fn lease_of(holder: &ClaimView, leases: &[&MarkerAt<'_>]) -> (LeaseView, Option<
     // (Maverick's upsert) counts from when it was written.
     let newest = leases
         .iter()
-        .filter(|l| {
-            !is_release(&l.marker)
-                && l.marker.str_field("instance_id") == Some(holder.instance_id.as_str())
+        .filter_map(|l| Some((l, l.lease()?)))
+        .filter(|(l, lease)| {
+            !lease.is_release()
+                && lease.instance_id == holder.instance_id
                 && (l.comment.id > holder.comment_id || l.comment.updated_at >= holder.claimed_at)
         })
-        .max_by_key(|l| (l.comment.updated_at, l.comment.id));
-    let Some(l) = newest else {
+        .max_by_key(|(l, _)| (l.comment.updated_at, l.comment.id));
+    let Some((l, payload)) = newest else {
         // A claim whose lease was never written (a crash between the two)
         // or was overwritten lives the ttl it declared from the claim: the
         // reader's own setting says nothing about it.
@@ -493,11 +507,8 @@ fn lease_of(holder: &ClaimView, leases: &[&MarkerAt<'_>]) -> (LeaseView, Option<
         };
         return (lease, None);
     };
-    let heartbeat_at = l
-        .marker
-        .str_field("heartbeat_at")
-        .and_then(Timestamp::parse);
-    let declared_expiry = l.marker.str_field("expires_at").and_then(Timestamp::parse);
+    let heartbeat_at = payload.heartbeat_at;
+    let declared_expiry = payload.expires_at;
     // Judge by the surface's own time of the lease comment.
     let expires_at = match (heartbeat_at, declared_expiry) {
         (Some(hb), Some(exp)) => l.comment.updated_at.plus(exp.since(hb)),
@@ -511,7 +522,7 @@ fn lease_of(holder: &ClaimView, leases: &[&MarkerAt<'_>]) -> (LeaseView, Option<
         comment_id: Some(l.comment.id),
         author: Some(l.comment.author.clone()),
     };
-    (lease, Some((l.comment.id, l.marker.payload.clone())))
+    (lease, Some((l.comment.id, payload.clone())))
 }
 
 /// Why the work on a claim ends, as its release marker says.
@@ -545,52 +556,6 @@ impl ReleaseReason {
             ReleaseReason::LostRace => "lost-race",
         }
     }
-}
-
-/// A `maverick-claim` payload as git maverick writes it: Maverick's
-/// fields, and ours (`generation`, `lease_ttl`, `marker_id`, `branch`).
-#[derive(Serialize)]
-struct ClaimPayload<'a> {
-    instance_id: &'a str,
-    host: &'a str,
-    scope: Vec<String>,
-    claimed_at: Timestamp,
-    generation: u64,
-    lease_ttl: u64,
-    marker_id: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    branch: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    takeover_of: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    reason: Option<String>,
-}
-
-/// The fields a `maverick-lease` write sets.
-#[derive(Serialize)]
-struct LeasePayload<'a> {
-    instance_id: &'a str,
-    heartbeat_at: Timestamp,
-    expires_at: Timestamp,
-    generation: u64,
-    marker_id: String,
-}
-
-/// A release: a `maverick-lease` payload without a lease.
-#[derive(Serialize)]
-struct ReleasePayload<'a> {
-    instance_id: &'a str,
-    released_at: Timestamp,
-    reason: &'a str,
-    generation: u64,
-    marker_id: String,
-}
-
-/// What a withdrawal adds to the claim it turns into `maverick-withdrawn`.
-#[derive(Serialize)]
-struct WithdrawalFields<'a> {
-    withdrawn_at: Timestamp,
-    reason: &'a str,
 }
 
 /// What a claim attempt came to.
@@ -698,83 +663,96 @@ impl<'a> Coordinator<'a> {
         prior: Option<&IssueView>,
     ) -> String {
         let mut payload = ClaimPayload {
-            instance_id: self.me(),
-            host: &self.host,
-            scope: req.issues.iter().map(u64::to_string).collect(),
-            claimed_at: now,
-            generation,
-            lease_ttl: self.settings.lease_ttl.as_secs(),
-            marker_id: markers::new_marker_id(),
-            branch: req.branch,
-            takeover_of: None,
-            reason: None,
+            instance_id: self.me().to_owned(),
+            host: Some(self.host.clone()),
+            scope: Some(
+                req.issues
+                    .iter()
+                    .map(|n| IssueRef::Text(n.to_string()))
+                    .collect(),
+            ),
+            claimed_at: Some(now),
+            generation: Some(generation),
+            lease_ttl: Some(DeclaredTtl::Seconds(self.settings.lease_ttl.as_secs())),
+            marker_id: Some(markers::new_marker_id()),
+            branch: req.branch.map(str::to_owned),
+            ..ClaimPayload::default()
         };
         let mut text = format!("Claimed by `{}` (generation {generation})", self.me());
         if let Some(prior) = prior.and_then(|v| v.holder.as_ref().map(|h| (h, v.expires_at))) {
             let (holder, expired) = prior;
-            let reason = match expired {
-                Some(e) => format!("stale lease: expired at {e}"),
-                None => "stale lease".to_owned(),
+            // A re-take of our own lapsed claim is a takeover of it, and
+            // says so: a reader tells it from a fresh claim by the same
+            // fields a takeover of another instance's lease writes.
+            let (lease, verb) = if holder.instance_id == self.me() {
+                ("own lapsed lease", "Re-taking the lapsed claim of")
+            } else {
+                ("stale lease", "Taking over from")
             };
-            text = format!(
-                "Taking over from `{}` ({reason}). {text}",
-                holder.instance_id
-            );
-            payload.takeover_of = Some(&holder.instance_id);
+            let reason = match expired {
+                Some(e) => format!("{lease}: expired at {e}"),
+                None => lease.to_owned(),
+            };
+            text = format!("{verb} `{}` ({reason}). {text}", holder.instance_id);
+            payload.takeover_of = Some(holder.instance_id.clone());
             payload.reason = Some(reason);
         }
         format!(
             "{text}.\n\n{}",
-            markers::render_marker(&Marker::new(
-                MarkerKind::Claim,
-                markers::payload_of(&payload)
-            ))
+            markers::render_marker(&Marker::of(MarkerKind::Claim, &payload))
         )
     }
 
+    /// A lease of `generation` that runs `ttl` from `now`, over `keep` (the
+    /// lease comment's payload it renews in place, whose other fields stay).
     fn lease_payload(
         &self,
         generation: u64,
         now: Timestamp,
-        marker_id: Option<String>,
-        keep: Option<Map<String, Value>>,
-    ) -> Map<String, Value> {
-        let mut payload = keep.unwrap_or_default();
-        payload.extend(markers::payload_of(&LeasePayload {
-            instance_id: self.me(),
-            heartbeat_at: now,
-            expires_at: now.plus(self.settings.lease_ttl),
-            generation,
-            marker_id: marker_id.unwrap_or_else(markers::new_marker_id),
-        }));
-        payload
+        ttl: Duration,
+        keep: Option<LeasePayload>,
+    ) -> LeasePayload {
+        let keep = keep.unwrap_or_default();
+        LeasePayload {
+            instance_id: self.me().to_owned(),
+            heartbeat_at: Some(now),
+            expires_at: Some(now.plus(ttl)),
+            generation: Some(generation),
+            marker_id: keep.marker_id.or_else(|| Some(markers::new_marker_id())),
+            ..keep
+        }
     }
 
-    fn lease_body(&self, payload: Map<String, Value>) -> String {
+    fn lease_body(&self, payload: &LeasePayload) -> String {
+        let ttl = payload
+            .heartbeat_at
+            .zip(payload.expires_at)
+            .map_or(self.settings.lease_ttl, |(hb, exp)| exp.since(hb));
         format!(
             "Lease held by `{}` (ttl {}).\n\n{}",
             self.me(),
-            format_duration(self.settings.lease_ttl),
-            markers::render_marker(&Marker::new(MarkerKind::Lease, payload))
+            format_duration(ttl),
+            markers::render_marker(&Marker::of(MarkerKind::Lease, payload))
         )
     }
 
     fn release_body(&self, generation: u64, now: Timestamp, reason: ReleaseReason) -> String {
         let reason = reason.as_str();
-        let payload = markers::payload_of(&ReleasePayload {
-            instance_id: self.me(),
-            released_at: now,
-            reason,
-            generation,
-            marker_id: markers::new_marker_id(),
-        });
+        let payload = LeasePayload {
+            instance_id: self.me().to_owned(),
+            released_at: Some(now),
+            reason: Some(reason.to_owned()),
+            generation: Some(generation),
+            marker_id: Some(markers::new_marker_id()),
+            ..LeasePayload::default()
+        };
         // Maverick's own preamble for a release, so either tool's reader
         // of the comment sees the same thing.
         let preamble = format!("maverick lease released: {reason}");
         format!(
             "Released by `{}` ({reason}).\n\n{}",
             self.me(),
-            markers::render_with_preamble(&Marker::new(MarkerKind::Lease, payload), &preamble)
+            markers::render_with_preamble(&Marker::of(MarkerKind::Lease, &payload), &preamble)
         )
     }
 
@@ -782,17 +760,17 @@ impl<'a> Coordinator<'a> {
     /// a kind no reader takes for a claim.
     fn withdrawn_body(
         &self,
-        claim: &Marker,
+        claim: &ClaimPayload,
         now: Timestamp,
         reason: &str,
         holder: Option<&str>,
     ) -> String {
-        let mut payload = claim.payload.clone();
-        payload.extend(markers::payload_of(&WithdrawalFields {
-            withdrawn_at: now,
-            reason,
-        }));
-        let generation = claim.u64_field("generation").unwrap_or_default();
+        let payload = ClaimPayload {
+            withdrawn_at: Some(now),
+            reason: Some(reason.to_owned()),
+            ..claim.clone()
+        };
+        let generation = claim.generation.unwrap_or_default();
         let mut text = format!(
             "Claim by `{}` (generation {generation}) withdrawn ({reason})",
             self.me()
@@ -803,7 +781,7 @@ impl<'a> Coordinator<'a> {
         format!(
             "{text}.\n\n{}",
             markers::render_with_preamble(
-                &Marker::new(MarkerKind::Withdrawn, payload),
+                &Marker::of(MarkerKind::Withdrawn, &payload),
                 &format!("maverick claim withdrawn: {reason}"),
             )
         )
@@ -884,7 +862,7 @@ impl<'a> Coordinator<'a> {
                             v.my_claim_comments
                                 .iter()
                                 .filter(|(_, claim)| {
-                                    let generation = claim.u64_field("generation");
+                                    let generation = claim.generation;
                                     generation.is_some()
                                         && (generation == losing || generation == wrote)
                                 })
@@ -934,27 +912,27 @@ impl<'a> Coordinator<'a> {
     /// The write that renews `view`'s lease: in place only where Maverick
     /// reads the lease too (the newest comment with a lease block, whoever
     /// wrote it), else a new lease comment.
+    /// The lease runs this coordinator's `lease_ttl` (a heartbeat's
+    /// `--lease-ttl` sets it; `task done` renews for the ttl the claim
+    /// declared).
     fn renewal(&self, view: &IssueView, generation: u64, now: Timestamp) -> Op {
+        let ttl = self.settings.lease_ttl;
         match &view.my_lease_comment {
             Some((id, payload))
                 if self.own_comment(view, *id) && view.newest_lease_comment == Some(*id) =>
             {
-                let marker_id = payload
-                    .get("marker_id")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned);
                 Op::UpdateComment {
                     id: *id,
-                    body: self.lease_body(self.lease_payload(
+                    body: self.lease_body(&self.lease_payload(
                         generation,
                         now,
-                        marker_id,
+                        ttl,
                         Some(payload.clone()),
                     )),
                 }
             }
             _ => {
-                Op::CreateComment(self.lease_body(self.lease_payload(generation, now, None, None)))
+                Op::CreateComment(self.lease_body(&self.lease_payload(generation, now, ttl, None)))
             }
         }
     }
@@ -968,8 +946,21 @@ impl<'a> Coordinator<'a> {
         generation: Option<u64>,
         renewal: Renewal,
     ) -> Result<HeartbeatOutcome, LeaseError> {
-        let mut raw = self.surface.claim_records(issues)?;
+        let raw = self.surface.claim_records(issues)?;
         let now = self.surface.now()?;
+        self.heartbeat_read(issues, raw, now, generation, renewal)
+    }
+
+    /// [`heartbeat`](Coordinator::heartbeat) on `raw`, the claim records of
+    /// `issues` a caller has just read at surface time `now`: no read of its own.
+    pub fn heartbeat_read(
+        &self,
+        issues: &[u64],
+        mut raw: Vec<Issue>,
+        now: Timestamp,
+        generation: Option<u64>,
+        renewal: Renewal,
+    ) -> Result<HeartbeatOutcome, LeaseError> {
         let views: Vec<IssueView> = raw
             .iter()
             .map(|i| analyze(i, self.settings, self.me(), now))
@@ -980,7 +971,7 @@ impl<'a> Coordinator<'a> {
         let lost: Vec<&IssueView> = views
             .iter()
             .filter(|v| {
-                v.decision != Decision::Ours || generation.is_some_and(|g| g != v.generation)
+                v.decision() != Decision::Ours || generation.is_some_and(|g| g != v.generation)
             })
             .collect();
         if !lost.is_empty() {
@@ -1024,7 +1015,7 @@ impl<'a> Coordinator<'a> {
         let mut guard = |current: &[Issue], now: Timestamp| {
             current.iter().all(|issue| {
                 let v = analyze(issue, self.settings, self.me(), now);
-                v.decision == Decision::Ours && v.generation == expected
+                v.decision() == Decision::Ours && v.generation == expected
             })
         };
         crate::failpoint::name_ops(&["heartbeat"]);
@@ -1032,7 +1023,7 @@ impl<'a> Coordinator<'a> {
             let views = self.read(issues)?;
             let reason = views
                 .iter()
-                .find(|v| v.decision != Decision::Ours || v.generation != expected)
+                .find(|v| v.decision() != Decision::Ours || v.generation != expected)
                 .map(|v| {
                     lost_reason(
                         v,
@@ -1161,8 +1152,8 @@ impl Race for IssueClaim<'_, '_> {
         // again only by a new claim (a new generation), never renewed.
         // Nobody else claimed it, so its holder re-takes it without
         // `--takeover` (a person's claim must not stay lost unseen).
-        let stale = |v: &IssueView| v.decision == Decision::Stale;
-        if views.iter().all(|v| v.decision == Decision::Ours) {
+        let stale = |v: &IssueView| v.decision() == Decision::Stale;
+        if views.iter().all(|v| v.decision() == Decision::Ours) {
             let generation = views[0].generation;
             return Ok(Begin::Answer(ClaimOutcome::Claimed {
                 generation,
@@ -1170,10 +1161,10 @@ impl Race for IssueClaim<'_, '_> {
                 already_held: true,
             }));
         }
-        if views.iter().any(|v| v.decision == Decision::Blocked) {
+        if views.iter().any(|v| v.decision() == Decision::Blocked) {
             return Ok(Begin::Answer(ClaimOutcome::Blocked { views }));
         }
-        if views.iter().any(|v| v.decision == Decision::Held) {
+        if views.iter().any(|v| v.decision() == Decision::Held) {
             return Ok(Begin::Answer(ClaimOutcome::Held { views }));
         }
         if !req.takeover && views.iter().any(stale) {
@@ -1192,8 +1183,15 @@ impl Race for IssueClaim<'_, '_> {
         let writes: Vec<Write> = views
             .iter()
             .map(|v| {
-                let prior = stale(v).then_some(v);
-                let lease = coord.lease_body(coord.lease_payload(generation, now, None, None));
+                // A takeover: of another's stale lease, or of our own
+                // lapsed one (written as such, SPEC 4).
+                let prior = v.holding.lapsed().then_some(v);
+                let lease = coord.lease_body(&coord.lease_payload(
+                    generation,
+                    now,
+                    coord.settings.lease_ttl,
+                    None,
+                ));
                 Write {
                     issue: v.issue,
                     ops: vec![
@@ -1209,7 +1207,7 @@ impl Race for IssueClaim<'_, '_> {
             writes,
             expected: views
                 .iter()
-                .map(|v| (v.issue, v.generation, v.decision))
+                .map(|v| (v.issue, v.generation, v.decision()))
                 .collect(),
             takeover: views.iter().any(stale),
         }))
@@ -1223,8 +1221,8 @@ impl Race for IssueClaim<'_, '_> {
                 pick.expected.iter().any(|(n, g, d)| {
                     *n == v.issue
                         && *g == v.generation
-                        && (*d == v.decision
-                            || matches!(v.decision, Decision::Free | Decision::Ours))
+                        && (*d == v.decision()
+                            || matches!(v.decision(), Decision::Free | Decision::Ours))
                 })
             })
         };
@@ -1269,7 +1267,7 @@ impl Race for IssueClaim<'_, '_> {
         let views = self.coord.read_with(&self.req.issues, &written)?;
         if views
             .iter()
-            .all(|v| v.decision == Decision::Ours && v.generation == generation)
+            .all(|v| v.decision() == Decision::Ours && v.generation == generation)
         {
             return Ok(Verdict::Won(ClaimOutcome::Claimed {
                 generation,
@@ -1319,11 +1317,19 @@ impl IssueView {
             self.holding = Holding::PullRequest {
                 number: pull.number,
             };
-            self.decision = self.holding.decision();
             self.pull_request = Some(pull);
         }
         self
     }
+
+    /// The verdict's one-word name, derived from the holding.
+    pub fn decision(&self) -> Decision {
+        self.holding.decision()
+    }
+}
+
+fn decision_of<S: serde::Serializer>(holding: &Holding, s: S) -> Result<S::Ok, S::Error> {
+    holding.decision().serialize(s)
 }
 
 fn lost_reason(view: &IssueView, me: &str, generation: Option<u64>, label: &str) -> String {
@@ -1341,7 +1347,7 @@ fn lost_reason(view: &IssueView, me: &str, generation: Option<u64>, label: &str)
             generation.unwrap_or_default(),
             h.generation
         ),
-        Some(_) if view.decision == Decision::Lapsed => format!(
+        Some(_) if view.decision() == Decision::Lapsed => format!(
             "the lease of {me} on #{} lapsed at {} ({} ago); a lapsed lease is lost, and another \
              instance may take the issue over",
             view.issue,

@@ -15,6 +15,8 @@ use crate::config::Settings;
 use crate::markers::{self, Marker, MarkerKind};
 use crate::surface::{write_if_unchanged, Conditional, Issue, Op, Surface, SurfaceError};
 use crate::timefmt::Timestamp;
+pub(crate) use maverick_core::payloads::StoryState;
+use maverick_core::payloads::{unknown_fields, Payload, PayloadError, StatePayload};
 
 /// The kinds `state put` upserts. Claims, leases and dispatch claims are
 /// events whose order is the protocol: they are never rewritten here.
@@ -47,48 +49,23 @@ pub(crate) enum StateError {
     },
     #[error("the `{}` marker on #{issue} does not read back as written", .kind.fence_tag())]
     ReadBack { kind: MarkerKind, issue: u64 },
-    #[error("the `{}` payload {problem}: Maverick cannot read it, so it is not written", .kind.fence_tag())]
-    Unreadable { kind: MarkerKind, problem: String },
+    #[error("{0}: Maverick cannot read it, so it is not written")]
+    Unreadable(PayloadError),
 }
 
-/// The fields Maverick needs in a marker of `kind` (SPEC 3): it fails on a
-/// `maverick-state` without `epic`, and iterates `stories`. `updated_at` is
-/// stamped on every write, so it is never missing from what is written.
-pub(crate) fn required_fields(kind: MarkerKind) -> &'static [&'static str] {
-    match kind {
-        MarkerKind::State => &["epic", "stories", "updated_at"],
-        MarkerKind::Dag => &["epic", "stories"],
-        _ => &[],
-    }
-}
-
-/// Refuses a payload Maverick could not read: a required field missing, an
-/// `epic` that is no issue number, `stories` that is no object.
+/// Refuses a payload that does not read as its kind (SPEC 3), which
+/// Maverick could not read either: a required field missing (it fails on
+/// a `maverick-state` without `epic`, and iterates `stories`), a field of
+/// the wrong type. `updated_at` is stamped on every write, so it is never
+/// missing from what is written.
 pub(crate) fn check_readable(
     kind: MarkerKind,
     payload: &Map<String, Value>,
 ) -> Result<(), StateError> {
-    let problem = |problem: &str| {
-        Err(StateError::Unreadable {
-            kind,
-            problem: problem.to_owned(),
-        })
-    };
-    let required = required_fields(kind);
-    if required.is_empty() {
-        return Ok(());
-    }
-    if let Some(field) = required.iter().find(|f| !payload.contains_key(**f)) {
-        return problem(&format!("has no `{field}`"));
-    }
-    let marker = Marker::new(kind, payload.clone());
-    if payload.contains_key("epic") && marker.u64_field("epic").is_none() {
-        return problem("has an `epic` that is not an issue number");
-    }
-    if payload.get("stories").is_some_and(|s| !s.is_object()) {
-        return problem("has `stories` that is not a JSON object");
-    }
-    Ok(())
+    Marker::new(kind, payload.clone())
+        .typed()
+        .map(drop)
+        .map_err(StateError::Unreadable)
 }
 
 /// A marker and the comment it was read from.
@@ -198,11 +175,7 @@ pub(crate) fn upsert(
         // ordered after us and stands; an earlier-stamped one overwrote us
         // without having seen our write (no compare-and-swap on that
         // surface), so the update is applied again on top of it.
-        let later = back
-            .marker
-            .str_field("updated_at")
-            .and_then(Timestamp::parse)
-            .is_some_and(|t| t > now);
+        let later = stamped_at(&back.marker).is_some_and(|t| t > now);
         if reflects(update, &back.marker.payload) || later {
             return Ok(Upserted {
                 issue,
@@ -217,6 +190,20 @@ pub(crate) fn upsert(
         issue,
         attempts: MAX_UPSERT_ATTEMPTS,
     })
+}
+
+/// When a state marker was written, as its `updated_at` says (every kind
+/// that is upserted carries one).
+fn stamped_at(marker: &Marker) -> Option<Timestamp> {
+    match marker.typed().ok()? {
+        Payload::Dag(p) => p.updated_at,
+        Payload::State(p) => Some(p.updated_at),
+        Payload::Bprop(p) => p.updated_at,
+        Payload::TaskProgress(p) => p.updated_at,
+        Payload::Claim(_) | Payload::Withdrawn(_) | Payload::Lease(_) | Payload::Dispatch(_) => {
+            None
+        }
+    }
 }
 
 fn without_stamps(payload: &Map<String, Value>) -> Map<String, Value> {
@@ -273,30 +260,6 @@ pub(crate) fn story_states(generator: &mut schemars::SchemaGenerator) -> schemar
     <StoryState as schemars::JsonSchema>::json_schema(generator)
 }
 
-/// A story's state in the epic's `maverick-state`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-#[value(rename_all = "snake_case")]
-pub(crate) enum StoryState {
-    Pending,
-    InFlight,
-    Merged,
-    Blocked,
-    Ejected,
-}
-
-impl StoryState {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            StoryState::Pending => "pending",
-            StoryState::InFlight => "in_flight",
-            StoryState::Merged => "merged",
-            StoryState::Blocked => "blocked",
-            StoryState::Ejected => "ejected",
-        }
-    }
-}
-
 /// A story state transition (SPEC 5): updates the epic's `maverick-state`
 /// at once, one story, keeping every other story and field.
 pub(crate) fn set_story_state(
@@ -307,15 +270,24 @@ pub(crate) fn set_story_state(
     to: StoryState,
 ) -> Result<Upserted, StateError> {
     let mut update = |old: Option<&Map<String, Value>>| {
-        let mut payload = old.cloned().unwrap_or_default();
-        payload.entry("epic").or_insert_with(|| Value::from(epic));
-        let mut stories = match payload.remove("stories") {
-            Some(Value::Object(map)) => map,
-            _ => Map::new(),
+        let old = old.map(|p| Marker::new(MarkerKind::State, p.clone()));
+        let mut payload = match old.as_ref().map(Marker::state) {
+            Some(Ok(state)) => state,
+            // None yet, or one that does not read: a fresh one, which keeps
+            // the old one's other fields (`updated_at` and `marker_id` are
+            // stamped on the write).
+            _ => StatePayload {
+                epic,
+                stories: Map::new(),
+                updated_at: Timestamp(0),
+                marker_id: None,
+                extra: old
+                    .map(|m| unknown_fields(MarkerKind::State, &m.payload))
+                    .unwrap_or_default(),
+            },
         };
-        stories.insert(story.to_string(), Value::from(to.as_str()));
-        payload.insert("stories".into(), Value::Object(stories));
-        payload
+        payload.set_story(story, to);
+        markers::payload_of(&payload)
     };
     upsert(surface, settings, epic, MarkerKind::State, &mut update)
 }

@@ -34,9 +34,10 @@ use serde_json::{Map, Value};
 use crate::config::Settings;
 use crate::durable::state::{self, StateError};
 use crate::git::{Git, GitError, Order};
-use crate::markers::{Marker, MarkerKind};
+use crate::markers::{self, Marker, MarkerKind};
 use crate::records::claim::{self, ClaimStore};
 use crate::surface::{write_if_unchanged, Comment, Conditional, Issue, Op, Surface, SurfaceError};
+use maverick_core::payloads::{unknown_fields, TaskProgressPayload};
 
 /// How many times a check-off is re-applied on a newer body before giving up.
 const MAX_CHECK_ATTEMPTS: u32 = 20;
@@ -425,8 +426,8 @@ pub(crate) struct TasksComment {
 /// marker points at (`comments.tasks`), else the newest trusted comment that
 /// starts with `## Tasks`.
 pub(crate) fn locate(issue: &Issue) -> Option<TasksComment> {
-    let pointed = state::newest_marker(issue, MarkerKind::TaskProgress)
-        .and_then(|p| tasks_comment_id(&p.marker))
+    let pointed = progress(issue)
+        .and_then(|p| p.tasks_comment())
         .and_then(|id| issue.comments.iter().find(|c| c.id == id && c.trusted));
     let comment = pointed.or_else(|| {
         issue
@@ -441,12 +442,12 @@ pub(crate) fn locate(issue: &Issue) -> Option<TasksComment> {
     })
 }
 
-fn tasks_comment_id(marker: &Marker) -> Option<u64> {
-    match marker.payload.get("comments")?.get("tasks")? {
-        Value::Number(n) => n.as_u64(),
-        Value::String(s) => s.parse().ok(),
-        _ => None,
-    }
+/// The newest trusted `maverick-task-progress` of `issue`, when it reads.
+pub(crate) fn progress(issue: &Issue) -> Option<TaskProgressPayload> {
+    state::newest_marker(issue, MarkerKind::TaskProgress)?
+        .marker
+        .task_progress()
+        .ok()
 }
 
 /// Task numbers as people read them: `1, 3, 4`.
@@ -600,12 +601,23 @@ pub(crate) fn init_tasks(
     };
     // An init that changed nothing leaves the progress marker alone (its
     // phase may be well past "tasks"), unless it does not point here.
-    let pointed = state::newest_marker(&current, MarkerKind::TaskProgress)
-        .filter(|p| tasks_comment_id(&p.marker) == Some(comment.id));
+    let pointed = state::newest_marker(&current, MarkerKind::TaskProgress).filter(|p| {
+        p.marker
+            .task_progress()
+            .is_ok_and(|t| t.tasks_comment() == Some(comment.id))
+    });
     let unchanged = !created && comment.body == existing_body;
     let progress = match pointed {
         Some(p) if unchanged => p.marker,
-        _ => update_progress(surface, settings, issue, comment.id, "tasks", branch, None)?,
+        _ => update_progress(
+            surface,
+            settings,
+            issue,
+            comment.id,
+            "tasks",
+            branch,
+            Pushed::default(),
+        )?,
     };
     let tasks = parse_tasks(&comment.body);
     Ok(InitOutcome {
@@ -627,6 +639,13 @@ pub(crate) struct InitOutcome {
 /// Upserts the story's `maverick-task-progress` marker, merging into what is
 /// there (Maverick's `task-progress set` semantics): `phase`, `instance_id`,
 /// `comments.tasks`, and `branch` when known.
+/// The last task a push brought to the remote, for the progress marker.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Pushed<'a> {
+    pub task: Option<usize>,
+    pub head: Option<&'a str>,
+}
+
 pub(crate) fn update_progress(
     surface: &dyn Surface,
     settings: &Settings,
@@ -634,28 +653,35 @@ pub(crate) fn update_progress(
     tasks_comment: u64,
     phase: &str,
     branch: Option<&str>,
-    extra: Option<Map<String, Value>>,
+    pushed: Pushed<'_>,
 ) -> Result<Marker, TaskError> {
     let instance = settings.instance.clone();
     let mut update = |old: Option<&Map<String, Value>>| {
-        let mut payload = old.cloned().unwrap_or_default();
-        payload.insert("phase".into(), Value::from(phase));
-        payload.insert("instance_id".into(), Value::from(instance.as_str()));
-        if let Some(b) = branch {
-            payload.insert("branch".into(), Value::from(b));
-        }
-        let mut comments = match payload.remove("comments") {
-            Some(Value::Object(map)) => map,
-            _ => Map::new(),
+        let old = old.map(|p| Marker::new(MarkerKind::TaskProgress, p.clone()));
+        let mut payload = match old.as_ref().map(Marker::task_progress) {
+            Some(Ok(progress)) => progress,
+            // None yet, or one that does not read: a fresh one that keeps
+            // the other tool's fields.
+            _ => TaskProgressPayload {
+                extra: old
+                    .map(|m| unknown_fields(MarkerKind::TaskProgress, &m.payload))
+                    .unwrap_or_default(),
+                ..TaskProgressPayload::default()
+            },
         };
-        comments.insert("tasks".into(), Value::from(tasks_comment));
-        payload.insert("comments".into(), Value::Object(comments));
-        if let Some(extra) = &extra {
-            for (k, v) in extra {
-                payload.insert(k.clone(), v.clone());
-            }
+        payload.phase = Some(phase.to_owned());
+        payload.instance_id = Some(instance.clone());
+        if let Some(b) = branch {
+            payload.branch = Some(b.to_owned());
         }
-        payload
+        payload.point_tasks_at(tasks_comment);
+        if let Some(task) = pushed.task {
+            payload.task = Some(task as u64);
+        }
+        if let Some(head) = pushed.head {
+            payload.head = Some(head.to_owned());
+        }
+        markers::payload_of(&payload)
     };
     Ok(state::upsert(
         surface,
@@ -828,8 +854,6 @@ pub(crate) fn reconcile(
             comment_id = checked.comment_id;
             if !reconciled.is_empty() {
                 if let Some(last) = reconciled.iter().map(|c| c.task).max() {
-                    let mut extra = Map::new();
-                    extra.insert("task".into(), Value::from(last));
                     update_progress(
                         surface,
                         settings,
@@ -837,7 +861,10 @@ pub(crate) fn reconcile(
                         comment_id,
                         "implement",
                         Some(&b.name),
-                        Some(extra),
+                        Pushed {
+                            task: Some(last),
+                            head: None,
+                        },
                     )?;
                 }
             }
@@ -899,8 +926,8 @@ pub(crate) fn branch_of_issue(
     if let Some(b) = claims.load(instance, issue.number)?.and_then(|r| r.branch) {
         return Ok(Some(b));
     }
-    Ok(state::newest_marker(issue, MarkerKind::TaskProgress)
-        .and_then(|p| p.marker.str_field("branch").map(str::to_owned))
+    Ok(progress(issue)
+        .and_then(|p| p.branch)
         .filter(|b| crate::git::is_valid_branch_name(b)))
 }
 

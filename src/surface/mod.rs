@@ -8,7 +8,6 @@ pub use maverick_core::closing;
 pub(crate) mod git;
 pub mod github;
 
-
 use crate::timefmt::Timestamp;
 
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]

@@ -24,13 +24,14 @@ use serde_json::{Map, Value};
 
 use crate::config::{Settings, SurfaceKind};
 use crate::coord::lease::{self, Decision, Holding, IssueView};
-use crate::durable::state::{self, StoryState};
+use crate::durable::state::{self, FoundMarker, StoryState};
 use crate::durable::tasks::{self, Task};
 use crate::git::{Git, GitError};
 use crate::markers::MarkerKind;
 use crate::records::claim;
 use crate::surface::{CiStatus, Issue, IssueSummary, PullRequest, Surface, SurfaceError};
 use crate::timefmt::Timestamp;
+use maverick_core::payloads::PayloadError;
 
 pub(crate) const EPIC_STATE_FILE: &str = ".claude/epic-state.json";
 pub(crate) const ISSUE_STATE_FILE: &str = ".claude/issue-state.json";
@@ -49,6 +50,12 @@ pub enum HydrateError {
     },
     #[error(transparent)]
     Confine(#[from] crate::records::files::ConfineError),
+    #[error("#{issue}: {source}")]
+    Unreadable {
+        issue: u64,
+        #[source]
+        source: PayloadError,
+    },
 }
 
 /// What `hydrate` found: an epic (it has a DAG or an epic state) or a story.
@@ -70,7 +77,8 @@ pub struct EpicState {
     pub epic: u64,
     /// Each story's effective state (`pending`, `in_flight`, `merged`,
     /// `blocked`, `ejected`), by issue number.
-    pub stories: BTreeMap<String, String>,
+    #[schemars(with = "BTreeMap<String, String>")]
+    pub stories: BTreeMap<String, StoryState>,
     /// The `maverick-dag` payload.
     pub dag: Option<Map<String, Value>>,
     /// A `maverick-bprop` walk in flight.
@@ -87,9 +95,10 @@ pub struct EpicState {
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct StoryDetail {
     /// As the epic's state marker records it (`pending`, `in_flight`,
-    /// `merged`, `blocked`, `ejected`, or what another tool wrote), else
-    /// derived from labels.
-    pub state: String,
+    /// `merged`, `blocked`, `ejected`; a state outside these records
+    /// nothing), else derived from labels.
+    #[schemars(with = "String")]
+    pub state: StoryState,
     /// `marker` (the epic's maverick-state) or `derived` (from labels).
     #[schemars(schema_with = "state_sources")]
     pub state_source: &'static str,
@@ -205,12 +214,10 @@ pub fn hydrate(
         )?)));
     }
     let now = surface.now()?;
+    let (deps, recorded) = epic_plan(number, dag.as_ref(), epic_state.as_ref())?;
     let dag_payload = dag.map(|d| d.marker.payload);
     let state_payload = epic_state.map(|s| s.marker.payload);
     let bprop = state::newest_marker(&issue, MarkerKind::Bprop).map(|b| b.marker.payload);
-
-    let deps = dag_payload.as_ref().map(dag_deps).unwrap_or_default();
-    let recorded = recorded_states(state_payload.as_ref());
     let stories: Vec<u64> = deps
         .keys()
         .chain(recorded.keys())
@@ -319,7 +326,7 @@ fn pulls_of_stories<'a>(
 /// What an epic's stories are, as read.
 struct Epic<'a> {
     deps: &'a BTreeMap<u64, Vec<u64>>,
-    recorded: &'a BTreeMap<u64, String>,
+    recorded: &'a BTreeMap<u64, StoryState>,
     summaries: &'a BTreeMap<u64, IssueSummary>,
     views: &'a BTreeMap<u64, IssueView>,
 }
@@ -332,20 +339,20 @@ impl Epic<'_> {
         stories: &[u64],
         story_pulls: &BTreeMap<u64, &PullRequest>,
         ci: &BTreeMap<String, CiStatus>,
-    ) -> (BTreeMap<u64, StoryDetail>, BTreeMap<u64, String>) {
+    ) -> (BTreeMap<u64, StoryDetail>, BTreeMap<u64, StoryState>) {
         let mut details = BTreeMap::new();
-        let mut effective: BTreeMap<u64, String> = BTreeMap::new();
+        let mut effective: BTreeMap<u64, StoryState> = BTreeMap::new();
         for &story in stories {
             let summary = self.summaries.get(&story);
             let StoryStatus {
                 blocked_by,
                 state: state_value,
                 source,
-            } = story_status(settings, summary, self.recorded.get(&story));
-            effective.insert(story, state_value.clone());
+            } = story_status(settings, summary, self.recorded.get(&story).copied());
+            effective.insert(story, state_value);
             let view = self.views.get(&story);
             let decision = match view {
-                Some(v) => v.decision,
+                Some(v) => v.decision(),
                 None => Holding::unclaimed(&blocked_by).decision(),
             };
             let detail = StoryDetail {
@@ -370,11 +377,9 @@ impl Epic<'_> {
         &self,
         stories: &[u64],
         details: &BTreeMap<u64, StoryDetail>,
-        effective: &BTreeMap<u64, String>,
+        effective: &BTreeMap<u64, StoryState>,
     ) -> Vec<u64> {
-        let is = |n: &u64, state: StoryState| {
-            effective.get(n).map(String::as_str) == Some(state.as_str())
-        };
+        let is = |n: &u64, state: StoryState| effective.get(n) == Some(&state);
         stories
             .iter()
             .copied()
@@ -403,11 +408,7 @@ fn hydrate_story(
         .holder
         .as_ref()
         .and_then(|h| h.branch.clone())
-        .or_else(|| {
-            progress
-                .as_ref()
-                .and_then(|p| p.marker.str_field("branch").map(str::to_owned))
-        });
+        .or_else(|| tasks::progress(&issue).and_then(|p| p.branch));
     let tasks = tasks::locate(&issue).map(|found| TasksDetail {
         comment_id: found.comment.id,
         done: found.tasks.iter().filter(|t| t.done).count(),
@@ -428,8 +429,8 @@ fn hydrate_story(
         issue: issue.number,
         open: issue.open,
         claim: claim_detail(&view),
+        decision: view.decision(),
         blocked_by: view.blocked_by,
-        decision: view.decision,
         labels: issue.labels,
         branch,
         task_progress: progress.map(|p| p.marker.payload),
@@ -472,56 +473,37 @@ fn exclude(git: &Git, root: &Path, relative: &str) -> Result<(), HydrateError> {
         .map_err(|source| HydrateError::Write { path, source })
 }
 
-fn story_number(key: &str) -> Option<u64> {
-    let digits = key.trim().trim_start_matches('#');
-    (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
-        .then(|| digits.parse().ok())
-        .flatten()
-}
+/// Each story's dependencies, by story.
+pub(crate) type Deps = BTreeMap<u64, Vec<u64>>;
 
-/// Each story's dependencies, from a `maverick-dag` payload.
-pub(crate) fn dag_deps(payload: &Map<String, Value>) -> BTreeMap<u64, Vec<u64>> {
-    let Some(stories) = payload.get("stories").and_then(Value::as_object) else {
-        return BTreeMap::new();
+/// Each story's dependencies (from the epic's `maverick-dag`) and each
+/// story's recorded state (from its `maverick-state`). A marker of either
+/// kind that does not read is an error that names it: read as empty, it
+/// would show every story free to start.
+pub(crate) fn epic_plan(
+    epic: u64,
+    dag: Option<&FoundMarker>,
+    recorded: Option<&FoundMarker>,
+) -> Result<(Deps, BTreeMap<u64, StoryState>), HydrateError> {
+    let unreadable = |source| HydrateError::Unreadable {
+        issue: epic,
+        source,
     };
-    stories
-        .iter()
-        .filter_map(|(key, node)| {
-            let deps = node
-                .get("deps")
-                .and_then(Value::as_array)
-                .map(|ds| {
-                    ds.iter()
-                        .filter_map(|d| match d {
-                            Value::Number(n) => n.as_u64(),
-                            Value::String(s) => story_number(s),
-                            _ => None,
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            Some((story_number(key)?, deps))
-        })
-        .collect()
-}
-
-/// Each story's state as the epic's `maverick-state` payload records it.
-pub(crate) fn recorded_states(payload: Option<&Map<String, Value>>) -> BTreeMap<u64, String> {
-    payload
-        .and_then(|p| p.get("stories"))
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .filter_map(|(k, v)| Some((story_number(k)?, v.as_str()?.to_owned())))
-                .collect()
-        })
-        .unwrap_or_default()
+    let deps = match dag {
+        Some(d) => d.marker.dag().map_err(unreadable)?.deps(),
+        None => BTreeMap::new(),
+    };
+    let states = match recorded {
+        Some(s) => s.marker.state().map_err(unreadable)?.story_states(),
+        None => BTreeMap::new(),
+    };
+    Ok((deps, states))
 }
 
 /// A story of an epic: what blocks it, and its state with where it came from.
 pub(crate) struct StoryStatus {
     pub blocked_by: Vec<u64>,
-    pub state: String,
+    pub state: StoryState,
     /// `marker` (recorded in the epic state) or `derived` (from labels).
     pub source: &'static str,
 }
@@ -531,7 +513,7 @@ pub(crate) struct StoryStatus {
 pub(crate) fn story_status(
     settings: &Settings,
     summary: Option<&IssueSummary>,
-    recorded: Option<&String>,
+    recorded: Option<StoryState>,
 ) -> StoryStatus {
     let blocked_by: Vec<u64> = summary
         .map(|s| {
@@ -542,9 +524,9 @@ pub(crate) fn story_status(
         })
         .unwrap_or_default();
     let (state, source) = match recorded {
-        Some(s) => (s.clone(), "marker"),
+        Some(s) => (s, "marker"),
         None => (
-            derive_state(summary, &blocked_by, &settings.labels.in_progress).to_owned(),
+            derive_state(summary, &blocked_by, &settings.labels.in_progress),
             "derived",
         ),
     };
@@ -560,12 +542,12 @@ fn derive_state(
     summary: Option<&IssueSummary>,
     blocked_by: &[u64],
     in_progress: &str,
-) -> &'static str {
+) -> StoryState {
     match summary {
-        _ if !blocked_by.is_empty() => StoryState::Blocked.as_str(),
-        Some(s) if !s.open => StoryState::Merged.as_str(),
-        Some(s) if s.labels.iter().any(|l| l == in_progress) => StoryState::InFlight.as_str(),
-        _ => StoryState::Pending.as_str(),
+        _ if !blocked_by.is_empty() => StoryState::Blocked,
+        Some(s) if !s.open => StoryState::Merged,
+        Some(s) if s.labels.iter().any(|l| l == in_progress) => StoryState::InFlight,
+        _ => StoryState::Pending,
     }
 }
 

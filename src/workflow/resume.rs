@@ -196,7 +196,7 @@ pub(crate) fn resume(
     // 1. Entry check: who holds the issue, an open pull request included
     // (as `coord read` judges it; the branch resumed is this writer's own).
     let view = claims::read_with_pulls(&coord, &[issue], &[branch.to_owned()])?.remove(0);
-    if let Some(refusal) = entry_refusal(view.decision, req.takeover) {
+    if let Some(refusal) = entry_refusal(view.decision(), req.takeover) {
         return Ok(ResumeOutcome::Refused(refusal, Box::new(view)));
     }
 
@@ -298,7 +298,7 @@ fn take_claim(
     branch: &str,
 ) -> Result<Result<ClaimState, ResumeOutcome>, ResumeError> {
     let issue = view.issue;
-    match view.decision {
+    match view.decision() {
         Decision::Ours => match claims::heartbeat(
             coord,
             store,
@@ -325,7 +325,7 @@ fn take_claim(
             if !matches!(report.outcome, ClaimOutcome::Claimed { .. }) {
                 return Ok(Err(ResumeOutcome::NotTakenOver(report)));
             }
-            Ok(Ok(match view.decision {
+            Ok(Ok(match view.decision() {
                 Decision::Lapsed => ClaimState::Held,
                 _ => ClaimState::TakenOver,
             }))

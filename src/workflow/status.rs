@@ -30,7 +30,8 @@ use crate::coord::claims;
 use crate::coord::dispatch::{self, HolderKind, Ledger, Verdict};
 use crate::coord::lease::{self, Decision, IssueView};
 use crate::coord::pulls::closing_pull;
-use crate::durable::{state, tasks};
+use crate::durable::state::{self, StoryState};
+use crate::durable::tasks;
 use crate::git::{Git, GitError};
 use crate::markers::MarkerKind;
 use crate::records::branch::BranchStore;
@@ -97,7 +98,7 @@ pub(crate) struct IssueRow {
     /// pull request that closes it, with no live claim), `orphan`
     /// (labelled, no claim behind it) or `dispatch` (only a dispatch claim).
     #[schemars(schema_with = "row_states")]
-    pub state: &'static str,
+    pub state: RowState,
     pub holder: Option<Holder>,
     pub generation: Option<u64>,
     pub lease: Option<LeaseState>,
@@ -113,6 +114,59 @@ pub(crate) struct IssueRow {
 impl IssueRow {
     pub(crate) fn needs_attention(&self) -> bool {
         !self.attention.is_empty()
+    }
+}
+
+/// What a row's issue is to the team (its `state`): the holding verdict,
+/// and what makes a row of an issue no claim holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum RowState {
+    Ours,
+    Lapsed,
+    Held,
+    Stale,
+    Blocked,
+    /// In progress by an open pull request that closes it, no live claim.
+    Pull,
+    /// Labelled, no claim behind it.
+    Orphan,
+    /// Only a dispatch claim.
+    Dispatch,
+}
+
+impl RowState {
+    /// The word `status` prints and its JSON carries.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            RowState::Ours => "ours",
+            RowState::Lapsed => "lapsed",
+            RowState::Held => "held",
+            RowState::Stale => "stale",
+            RowState::Blocked => "blocked",
+            RowState::Pull => "pull",
+            RowState::Orphan => "orphan",
+            RowState::Dispatch => "dispatch",
+        }
+    }
+
+    /// The order of rows that need no person: live work first, then what
+    /// waits (rows of one rank by issue number).
+    fn rank(self) -> u8 {
+        match self {
+            RowState::Stale | RowState::Lapsed => 0,
+            RowState::Ours => 1,
+            RowState::Held | RowState::Pull => 2,
+            RowState::Dispatch => 3,
+            RowState::Blocked => 4,
+            RowState::Orphan => 5,
+        }
+    }
+}
+
+impl std::fmt::Display for RowState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -235,7 +289,7 @@ pub(crate) struct Story {
     pub issue: u64,
     /// `pending`, `in_flight`, `merged`, `blocked` or `ejected`.
     #[schemars(schema_with = "crate::durable::state::story_states")]
-    pub state: String,
+    pub state: StoryState,
     /// `marker` (the epic's maverick-state) or `derived` (from labels).
     #[schemars(schema_with = "crate::workflow::hydrate::state_sources")]
     pub state_source: &'static str,
@@ -487,21 +541,19 @@ impl Seen<'_> {
             .map(|c| c.number),
         }
         .and_then(|n| self.pulls.iter().find(|pr| pr.number == n));
-        let state = match view.map(|v| v.decision) {
-            _ if closing.is_some() => "pull",
-            Some(Decision::Ours) => "ours",
-            Some(Decision::Lapsed) => "lapsed",
-            Some(Decision::Held) => "held",
-            Some(Decision::Stale) => "stale",
-            _ if !blocked_by.is_empty() => "blocked",
-            _ if claimed => "orphan",
-            _ => "dispatch",
+        let state = match view.map(|v| v.decision()) {
+            _ if closing.is_some() => RowState::Pull,
+            Some(Decision::Ours) => RowState::Ours,
+            Some(Decision::Lapsed) => RowState::Lapsed,
+            Some(Decision::Held) => RowState::Held,
+            Some(Decision::Stale) => RowState::Stale,
+            _ if !blocked_by.is_empty() => RowState::Blocked,
+            _ if claimed => RowState::Orphan,
+            _ => RowState::Dispatch,
         };
-        let branch_name = holder.and_then(|h| h.branch.clone()).or_else(|| {
-            issue
-                .and_then(|i| state::newest_marker(i, MarkerKind::TaskProgress))
-                .and_then(|p| p.marker.str_field("branch").map(str::to_owned))
-        });
+        let branch_name = holder
+            .and_then(|h| h.branch.clone())
+            .or_else(|| issue.and_then(tasks::progress).and_then(|p| p.branch));
         let branch = branch_name.map(|name| {
             let remote = self.heads.by_branch.get(&name);
             BranchState {
@@ -573,17 +625,17 @@ impl Seen<'_> {
     /// moved behind this writer's back, a stale dispatch claim.
     fn attention(
         &self,
-        state: &str,
+        state: RowState,
         view: Option<&IssueView>,
         ours: bool,
         branch: Option<&BranchState>,
         dispatch_claim: Option<&DispatchClaim>,
     ) -> Result<Vec<String>, StatusError> {
         let mut attention = Vec::new();
-        if state == "stale" {
+        if state == RowState::Stale {
             attention.push("stale lease".to_owned());
         }
-        if state == "lapsed" {
+        if state == RowState::Lapsed {
             attention.push("your lease lapsed: anyone may take it over".to_owned());
         }
         if view.is_some_and(|v| v.my_losing_claim.is_some()) {
@@ -667,7 +719,7 @@ fn with_ci(
             row
         })
         .collect();
-    issues.sort_by_key(|r| (!r.needs_attention(), rank(r.state), r.issue));
+    issues.sort_by_key(|r| (!r.needs_attention(), r.state.rank(), r.issue));
     Ok(issues)
 }
 
@@ -679,14 +731,14 @@ impl Totals {
         };
         for row in issues {
             match row.state {
-                "ours" => totals.ours += 1,
-                "held" => totals.held += 1,
-                "stale" => totals.stale += 1,
-                "lapsed" => totals.lapsed += 1,
-                "blocked" => totals.blocked += 1,
-                "orphan" => totals.orphan += 1,
-                "pull" => totals.pull += 1,
-                _ => {}
+                RowState::Ours => totals.ours += 1,
+                RowState::Held => totals.held += 1,
+                RowState::Stale => totals.stale += 1,
+                RowState::Lapsed => totals.lapsed += 1,
+                RowState::Blocked => totals.blocked += 1,
+                RowState::Orphan => totals.orphan += 1,
+                RowState::Pull => totals.pull += 1,
+                RowState::Dispatch => {}
             }
             if row.dispatch.is_some() {
                 totals.dispatch += 1;
@@ -696,18 +748,6 @@ impl Totals {
             }
         }
         totals
-    }
-}
-
-/// The order of rows that need no person: live work first, then what waits.
-fn rank(state: &str) -> u8 {
-    match state {
-        "stale" | "lapsed" => 0,
-        "ours" => 1,
-        "held" | "pull" => 2,
-        "dispatch" => 3,
-        "blocked" => 4,
-        _ => 5,
     }
 }
 
@@ -741,7 +781,7 @@ fn lease_state(view: &IssueView, issue: u64) -> Option<LeaseState> {
         } else {
             view.now.since(expires_at).as_secs()
         },
-        takeover: match view.decision {
+        takeover: match view.decision() {
             Decision::Stale => Some(format!("git maverick coord takeover {issue}")),
             // Its holder takes it back with a plain claim (a new generation).
             Decision::Lapsed => Some(format!("git maverick coord claim {issue}")),
@@ -807,8 +847,8 @@ fn epic_view(
         Some(_) => read[&number].clone(),
         None => surface.issue(number)?,
     };
-    let dag = state::newest_marker(&epic, MarkerKind::Dag).map(|d| d.marker.payload);
-    let epic_state = state::newest_marker(&epic, MarkerKind::State).map(|s| s.marker.payload);
+    let dag = state::newest_marker(&epic, MarkerKind::Dag);
+    let epic_state = state::newest_marker(&epic, MarkerKind::State);
     if dag.is_none() && epic_state.is_none() {
         return Err(StatusError::NotAnEpic(number));
     }
@@ -817,8 +857,7 @@ fn epic_view(
             "#{number} has no maverick-dag marker: every story is drawn in wave 1"
         ));
     }
-    let deps = dag.as_ref().map(hydrate::dag_deps).unwrap_or_default();
-    let recorded = hydrate::recorded_states(epic_state.as_ref());
+    let (deps, recorded) = hydrate::epic_plan(number, dag.as_ref(), epic_state.as_ref())?;
     let stories: BTreeSet<u64> = deps
         .keys()
         .chain(recorded.keys())
@@ -867,12 +906,12 @@ fn epic_view(
     let mut by_wave: BTreeMap<u32, Vec<Story>> = BTreeMap::new();
     for &story in &stories {
         let summary = summaries.get(&story);
-        let mut status = hydrate::story_status(settings, summary, recorded.get(&story));
+        let mut status = hydrate::story_status(settings, summary, recorded.get(&story).copied());
         let pull = pulls
             .iter()
             .find(|pr| pr.closes(story) && summary.is_none_or(|s| s.open));
-        if pull.is_some() && status.source == "derived" && status.state == "pending" {
-            status.state = "in_flight".to_owned();
+        if pull.is_some() && status.source == "derived" && status.state == StoryState::Pending {
+            status.state = StoryState::InFlight;
         }
         let view = views.get(&story).or_else(|| extra_views.get(&story));
         let holder = view.and_then(|v| v.holder.as_ref()).map(|h| Holder {
@@ -887,7 +926,7 @@ fn epic_view(
             deps: deps.get(&story).cloned().unwrap_or_default(),
             open: summary.map(|s| s.open),
             holder,
-            stale: view.is_some_and(|v| v.decision == Decision::Stale),
+            stale: view.is_some_and(|v| v.decision() == Decision::Stale),
             blocked_by: status.blocked_by,
             pull: pull.map(|pr| pr.number),
         });

@@ -4,8 +4,6 @@
 //! git layer and returns what happened; `commands/task.rs` prints it and
 //! maps it to an exit code.
 
-use serde_json::{Map, Value};
-
 use crate::config::Settings;
 use crate::coord::claims;
 use crate::coord::lease::{
@@ -14,9 +12,10 @@ use crate::coord::lease::{
 use crate::durable::tasks::{self, Checked, TaskError};
 use crate::git::{Git, GitError, Order};
 use crate::records::branch::BranchStore;
-use crate::records::claim::ClaimStore;
+use crate::records::claim::{ClaimRecord, ClaimStore};
 use crate::records::files::RecordError;
-use crate::surface::{Surface, SurfaceError};
+use crate::surface::{Issue, Surface, SurfaceError};
+use crate::timefmt::Timestamp;
 use crate::writer::push::{self, PushError};
 
 /// What `task done` is asked to do.
@@ -332,15 +331,21 @@ fn fence(
     issue: u64,
 ) -> Result<Fence, DoneError> {
     let instance = settings.instance.as_str();
-    let current = surface.issue(issue)?;
-    let view = lease::analyze(&current, settings, instance, surface.now()?);
-    let record = claims.load(instance, issue)?;
+    // One read of the claim's scope answers both the check and the
+    // renewal (the heartbeat is handed it, and reads nothing again).
+    let (scope, record) = claims::scope_of(claims, instance, issue)?;
+    let read = surface.claim_records(&scope)?;
+    let now = surface.now()?;
+    let Some(current) = read.iter().find(|i| i.number == issue) else {
+        return Err(SurfaceError::NoSuchIssue(issue).into());
+    };
+    let view = lease::analyze(current, settings, instance, now);
     if let Some(reason) = record.as_ref().and_then(|r| r.lost.clone()) {
         return Ok(Fence::Refused(DoneOutcome::ClaimLost { reason }));
     }
     let fenced = record.as_ref().map(|r| r.generation);
     let lost = |reason: String| Ok(Fence::Refused(DoneOutcome::ClaimLost { reason }));
-    match (view.decision, &view.holder) {
+    match (view.decision(), &view.holder) {
         (Decision::Ours | Decision::Lapsed, _) if fenced.is_some_and(|g| g != view.generation) => {
             lost(format!(
                 "the generation of #{issue} changed from {} to {}",
@@ -348,11 +353,18 @@ fn fence(
                 view.generation
             ))
         }
-        (Decision::Ours | Decision::Lapsed, _) => keep_alive(surface, settings, claims, &view),
+        (Decision::Ours | Decision::Lapsed, _) => keep_alive(
+            surface,
+            settings,
+            claims,
+            &view,
+            (scope, record),
+            (read, now),
+        ),
         (Decision::Held | Decision::Stale, Some(h)) if record.is_none() => {
             Ok(Fence::Refused(DoneOutcome::Held {
                 holder: h.clone(),
-                stale: view.decision == Decision::Stale,
+                stale: view.decision() == Decision::Stale,
             }))
         }
         (_, Some(h)) => lost(format!("#{issue} is held by {}", h.who())),
@@ -371,15 +383,23 @@ fn keep_alive(
     settings: &Settings,
     store: &ClaimStore,
     view: &lease::IssueView,
+    (issues, record): (Vec<u64>, Option<ClaimRecord>),
+    read: (Vec<Issue>, Timestamp),
 ) -> Result<Fence, DoneError> {
-    let coord = Coordinator::new(surface, settings);
-    let (issues, record) = claims::scope_of(store, &settings.instance, view.issue)?;
-    if view.decision == Decision::Ours {
+    if view.decision() == Decision::Ours {
+        // Renewed for the ttl the claim declared, not this clone's
+        // `maverick.leaseTtl` of the moment: a 20-minute claim stays one.
+        let declared = Settings {
+            lease_ttl: view.holder.as_ref().map_or(settings.lease_ttl, |h| h.ttl),
+            ..settings.clone()
+        };
+        let coord = Coordinator::new(surface, &declared);
         return Ok(
-            match claims::heartbeat(
+            match claims::heartbeat_read(
                 &coord,
                 store,
                 &issues,
+                read,
                 Some(view.generation),
                 Renewal::WHEN_DUE,
             )? {
@@ -397,6 +417,7 @@ fn keep_alive(
             },
         );
     }
+    let coord = Coordinator::new(surface, settings);
     let branch = record
         .and_then(|r| r.branch)
         .or_else(|| view.holder.as_ref().and_then(|h| h.branch.clone()));
@@ -621,9 +642,6 @@ fn check_off(
     };
     let checked = tasks::check_tasks(surface, settings, issue, &checks).map_err(after_push)?;
     crate::failpoint::hit("task-done-after-check-off");
-    let mut extra = Map::new();
-    extra.insert("task".into(), Value::from(*number));
-    extra.insert("head".into(), Value::from(sha.as_str()));
     crate::failpoint::hit("task-done-before-progress");
     tasks::update_progress(
         surface,
@@ -632,7 +650,10 @@ fn check_off(
         checked.comment_id,
         "implement",
         Some(branch),
-        Some(extra),
+        tasks::Pushed {
+            task: Some(*number),
+            head: Some(sha.as_str()),
+        },
     )
     .map_err(after_push)?;
     Ok(checked)

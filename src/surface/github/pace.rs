@@ -306,7 +306,6 @@ impl Ledger {
         }
         Slot { at_ms: at, held_by }
     }
-
 }
 
 /// How long from `now_ms` until `slot`.
