@@ -806,7 +806,9 @@ fn task_done_reads_the_claim_once_before_the_push() {
     let a = s.story_clone("alpha", THREE_TASKS);
     a.maverick(&["coord", "claim", "142", "--branch", BRANCH])
         .expect(0);
-    s.advance_clock(60);
+    // Far enough into the lease that the renewal is due (a heartbeat writes
+    // only then): 4 of its 10 minutes left.
+    s.advance_clock(360);
     stage(&a, "src/one.rs", "// one\n");
     let fake = s.github();
     fake.reset_count();

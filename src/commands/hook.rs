@@ -576,12 +576,18 @@ fn session_release(
             }
         }
     }
-    let outcome = released?;
+    // A failed release is in the log already, written before the lock
+    // went: printed again now (stderr is the log) it would land after the
+    // lock, where whoever waited for the lock may not find it yet.
+    let (exit, released) = match released {
+        Ok(outcome) => (Exit::Ok, outcome.released),
+        Err(_) => (Exit::Error, Vec::new()),
+    };
     Ok(Outcome::new(
-        Exit::Ok,
+        exit,
         SessionReleaseOutput {
             instance_id: me,
-            released: outcome.released,
+            released,
         },
     )
     .shown(&ctx.warnings))
