@@ -1048,9 +1048,8 @@ mod tests {
     fn a_landed_push_in_the_reflog_is_the_expected_head() {
         let (l0, p1) = ("a".repeat(40), "b".repeat(40));
         let entry = reflog_entry;
-        let tracking = |record: &BranchRecord, entries| {
-            origin_tracking(Some(record), entries, true).unwrap()
-        };
+        let tracking =
+            |record: &BranchRecord, entries| origin_tracking(Some(record), entries, true).unwrap();
         let fetched = vec![entry(&l0, "fetch: storing head")];
         let record = marked(
             BranchRecord {
@@ -1136,19 +1135,31 @@ mod tests {
         let mut whole = now[..2].to_vec();
         whole.extend(old.iter().cloned());
         let all = origin_tracking(Some(&counted), whole.clone(), true).unwrap();
-        assert_eq!(expected_from(&counted, &all).current.as_deref(), Some(p2.as_str()));
+        assert_eq!(
+            expected_from(&counted, &all).current.as_deref(),
+            Some(p2.as_str())
+        );
         // Read whole, the entry is where the count puts it.
         let all = origin_tracking(Some(&record), whole, true).unwrap();
-        assert_eq!(expected_from(&record, &all).current.as_deref(), Some(p2.as_str()));
+        assert_eq!(
+            expected_from(&record, &all).current.as_deref(),
+            Some(p2.as_str())
+        );
         // The remembered entry expired with the 90 oldest: by the count, the
         // 12 left are fewer than the 100 counted, a reflog started over:
         // all new, the newest push counts (as before the marks had entries).
         let expired = now[..2].iter().chain(&old[..10]).cloned().collect();
         let all = origin_tracking(Some(&record), expired, true).unwrap();
-        assert_eq!(expected_from(&record, &all).current.as_deref(), Some(p2.as_str()));
+        assert_eq!(
+            expected_from(&record, &all).current.as_deref(),
+            Some(p2.as_str())
+        );
         // Nothing since the mark: the record's head.
         let all = origin_tracking(Some(&record), old, true).unwrap();
-        assert_eq!(expected_from(&record, &all).current.as_deref(), Some(l0.as_str()));
+        assert_eq!(
+            expected_from(&record, &all).current.as_deref(),
+            Some(l0.as_str())
+        );
     }
 
     #[test]
