@@ -1061,17 +1061,24 @@ fn push_counting_reflog_reads(repo: &Repo, args: &[&str], tag: &str) -> (Output,
     (out, reads)
 }
 
+/// A claimed clone that pushed `one.rs` (creating the branch, its commit
+/// returned) and then `two.rs`, with the hook.
+fn pushed_twice(env: &TestEnv) -> (Repo<'_>, String) {
+    let a = env.claimed_clone("a");
+    let one = a.commit_file("one.rs", "1\n", "feat: one");
+    allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
+    a.commit_file("two.rs", "2\n", "feat: two");
+    allowed(&push(&a, &["--quiet", "origin", BRANCH]));
+    (a, one)
+}
+
 /// Issue 42: hundreds of reflog entries since the record (a fallback to
 /// the whole reflogs), then a landed push seen among the newest entries
 /// only (one read), then a fetch that moved the remote-tracking ref over
 /// someone else's push: the verdicts of short reflogs.
 fn long_reflogs_give_the_same_verdicts(kind: RepoKind) {
     let env = TestEnv::with_repo_kind(kind);
-    let a = env.claimed_clone("a");
-    a.commit_file("one.rs", "1\n", "feat: one");
-    allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
-    a.commit_file("two.rs", "2\n", "feat: two");
-    allowed(&push(&a, &["--quiet", "origin", BRANCH]));
+    let (a, _) = pushed_twice(&env);
     let tracking = format!("refs/remotes/origin/{BRANCH}");
     lengthen_reflog(&a, &tracking, 200, "fetch: fast-forward");
     lengthen_reflog(&a, &format!("refs/heads/{BRANCH}"), 200, "commit: filler");
@@ -1113,25 +1120,16 @@ fn long_reflogs_give_the_same_verdicts(kind: RepoKind) {
 /// deleted), a push that lands where the record expects is allowed.
 fn a_rewind_behind_long_reflogs_is_a_moved_head(kind: RepoKind) {
     let env = TestEnv::with_repo_kind(kind);
-    let a = env.claimed_clone("a");
-    let l0 = a.commit_file("one.rs", "1\n", "feat: one");
-    allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
+    let (a, l0) = pushed_twice(&env);
     lengthen_reflog(&a, &format!("refs/heads/{BRANCH}"), 200, "commit: filler");
-    a.commit_file("two.rs", "2\n", "feat: two");
-    allowed(&push(&a, &["--quiet", "origin", BRANCH]));
     // No reflog of origin's ref: nothing landed that the record misses.
     a.git(&["update-ref", "-d", &format!("refs/remotes/origin/{BRANCH}")]);
     let three = a.commit_file("three.rs", "3\n", "feat: three");
     allowed(&push(&a, &["--quiet", "origin", BRANCH]));
     assert_eq!(env.origin_head(BRANCH), Some(three));
-    let b = env.clone("b");
-    b.git(&[
-        "push",
-        "--quiet",
-        "--force",
-        "origin",
-        &format!("{l0}:refs/heads/{BRANCH}"),
-    ]);
+    // Someone else puts the branch back where it was.
+    let rewind = format!("{l0}:refs/heads/{BRANCH}");
+    env.clone("b").git(&["push", "-q", "-f", "origin", &rewind]);
     a.commit_file("four.rs", "4\n", "feat: four");
     refused_as_collision(&push(&a, &["--quiet", "origin", BRANCH]));
     assert_eq!(env.origin_head(BRANCH), Some(l0));
@@ -1143,12 +1141,8 @@ fn a_rewind_behind_long_reflogs_is_a_moved_head(kind: RepoKind) {
 /// writer's made without the hook is still its own.
 fn a_remembered_entry_dropped_from_the_reflog_reads_it_whole(kind: RepoKind) {
     let env = TestEnv::with_repo_kind(kind);
-    let a = env.claimed_clone("a");
-    a.commit_file("one.rs", "1\n", "feat: one");
-    allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
-    // The hook of this push remembers origin's newest entry: the push of one.
-    a.commit_file("two.rs", "2\n", "feat: two");
-    allowed(&push(&a, &["--quiet", "origin", BRANCH]));
+    // The hook of the push of two remembers origin's newest entry: the push of one.
+    let (a, _) = pushed_twice(&env);
     a.commit_file("three.rs", "3\n", "feat: three");
     allowed(&push(&a, &["--quiet", "--no-verify", "origin", BRANCH]));
     let tracking = format!("refs/remotes/origin/{BRANCH}");

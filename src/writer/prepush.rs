@@ -1132,34 +1132,23 @@ mod tests {
             ..record.clone()
         };
         assert!(origin_tracking(Some(&counted), now.clone(), false).is_none());
+        // The head expected from the whole reflog `entries`.
+        let whole_head = |record: &BranchRecord, entries| {
+            let all = origin_tracking(Some(record), entries, true).unwrap();
+            expected_from(record, &all).current
+        };
         let mut whole = now[..2].to_vec();
         whole.extend(old.iter().cloned());
-        let all = origin_tracking(Some(&counted), whole.clone(), true).unwrap();
-        assert_eq!(
-            expected_from(&counted, &all).current.as_deref(),
-            Some(p2.as_str())
-        );
+        assert_eq!(whole_head(&counted, whole.clone()), Some(p2.clone()));
         // Read whole, the entry is where the count puts it.
-        let all = origin_tracking(Some(&record), whole, true).unwrap();
-        assert_eq!(
-            expected_from(&record, &all).current.as_deref(),
-            Some(p2.as_str())
-        );
+        assert_eq!(whole_head(&record, whole), Some(p2.clone()));
         // The remembered entry expired with the 90 oldest: by the count, the
         // 12 left are fewer than the 100 counted, a reflog started over:
         // all new, the newest push counts (as before the marks had entries).
         let expired = now[..2].iter().chain(&old[..10]).cloned().collect();
-        let all = origin_tracking(Some(&record), expired, true).unwrap();
-        assert_eq!(
-            expected_from(&record, &all).current.as_deref(),
-            Some(p2.as_str())
-        );
+        assert_eq!(whole_head(&record, expired), Some(p2));
         // Nothing since the mark: the record's head.
-        let all = origin_tracking(Some(&record), old, true).unwrap();
-        assert_eq!(
-            expected_from(&record, &all).current.as_deref(),
-            Some(l0.as_str())
-        );
+        assert_eq!(whole_head(&record, old), Some(l0));
     }
 
     #[test]
