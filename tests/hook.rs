@@ -27,6 +27,7 @@ on_every_repo_kind!(
     long_reflogs_give_the_same_verdicts,
     a_rewind_behind_long_reflogs_is_a_moved_head,
     a_remembered_entry_dropped_from_the_reflog_reads_it_whole,
+    a_record_of_an_earlier_version_is_read_by_count_and_upgraded,
 );
 
 fn first_push_of_a_new_claimed_branch(kind: RepoKind) {
@@ -1156,4 +1157,51 @@ fn a_remembered_entry_dropped_from_the_reflog_reads_it_whole(kind: RepoKind) {
     allowed(&out);
     assert_eq!(reads, 2, "the mark is not among the newest entries");
     assert_eq!(env.origin_head(BRANCH), Some(four));
+}
+
+/// Issue 42: a branch record of an earlier version marks the reflogs by
+/// their counts only. The next push reads them whole and judges by the
+/// count (a push made without the hook is still this writer's own); its
+/// record then remembers the newest entries, and the push after reads only
+/// those.
+fn a_record_of_an_earlier_version_is_read_by_count_and_upgraded(kind: RepoKind) {
+    let env = TestEnv::with_repo_kind(kind);
+    let (a, _) = pushed_twice(&env);
+    a.commit_file("three.rs", "3\n", "feat: three");
+    allowed(&push(&a, &["--quiet", "--no-verify", "origin", BRANCH]));
+    let records = a.dir.join(".git/maverick/branches");
+    let mut downgraded = 0;
+    for file in std::fs::read_dir(&records).unwrap() {
+        let path = file.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut lines = Vec::new();
+        // The record file is one JSON document; the hook's log one a line.
+        let documents: Vec<&str> = if path.extension() == Some(OsStr::new("json")) {
+            vec![text.as_str()]
+        } else {
+            text.lines().collect()
+        };
+        for document in documents {
+            let mut record: serde_json::Value = serde_json::from_str(document).unwrap();
+            let fields = record.as_object_mut().unwrap();
+            assert!(fields.contains_key("reflog_entries"), "{document}");
+            downgraded += usize::from(fields.remove("reflog_newest").is_some());
+            lines.push(serde_json::to_string(&record).unwrap());
+        }
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    }
+    assert!(downgraded > 0, "no record remembered an entry");
+    lengthen_reflog(&a, &format!("refs/heads/{BRANCH}"), 40, "commit: filler");
+    a.commit_file("four.rs", "4\n", "feat: four");
+    let (out, reads) = push_counting_reflog_reads(&a, &["--quiet", "origin", BRANCH], "four");
+    allowed(&out);
+    assert_eq!(reads, 2, "counts only: the reflogs read whole");
+    let five = a.commit_file("five.rs", "5\n", "feat: five");
+    let (out, reads) = push_counting_reflog_reads(&a, &["--quiet", "origin", BRANCH], "five");
+    allowed(&out);
+    assert_eq!(
+        reads, 1,
+        "the upgraded record's entries are among the newest"
+    );
+    assert_eq!(env.origin_head(BRANCH), Some(five));
 }
