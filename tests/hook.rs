@@ -1136,6 +1136,26 @@ fn a_rewind_behind_long_reflogs_is_a_moved_head(kind: RepoKind) {
     assert_eq!(env.origin_head(BRANCH), Some(l0));
 }
 
+/// [`pushed_twice`], then `three.rs` pushed without the hook: a landed
+/// push only the remote-tracking reflog tells.
+fn pushed_thrice_the_last_without_the_hook(env: &TestEnv) -> Repo<'_> {
+    let (a, _) = pushed_twice(env);
+    a.commit_file("three.rs", "3\n", "feat: three");
+    allowed(&push(&a, &["--quiet", "--no-verify", "origin", BRANCH]));
+    a
+}
+
+/// The branch's own reflog lengthened past the newest entries read first,
+/// then a push of `four.rs` that reads the reflogs whole (two reads), allowed.
+fn a_push_reading_the_reflogs_whole(a: &Repo) {
+    lengthen_reflog(a, &format!("refs/heads/{BRANCH}"), 40, "commit: filler");
+    let four = a.commit_file("four.rs", "4\n", "feat: four");
+    let (out, reads) = push_counting_reflog_reads(a, &["--quiet", "origin", BRANCH], "four");
+    allowed(&out);
+    assert_eq!(reads, 2, "the mark is not among the newest entries");
+    assert_eq!(a.env.origin_head(BRANCH), Some(four));
+}
+
 /// Issue 42: the entry the record remembers was dropped from the reflog
 /// (`git reflog delete`, as `git reflog expire` drops entries): the hook
 /// reads the reflogs whole and counts, as before, so a push of this
@@ -1143,20 +1163,13 @@ fn a_rewind_behind_long_reflogs_is_a_moved_head(kind: RepoKind) {
 fn a_remembered_entry_dropped_from_the_reflog_reads_it_whole(kind: RepoKind) {
     let env = TestEnv::with_repo_kind(kind);
     // The hook of the push of two remembers origin's newest entry: the push of one.
-    let (a, _) = pushed_twice(&env);
-    a.commit_file("three.rs", "3\n", "feat: three");
-    allowed(&push(&a, &["--quiet", "--no-verify", "origin", BRANCH]));
+    let a = pushed_thrice_the_last_without_the_hook(&env);
     let tracking = format!("refs/remotes/origin/{BRANCH}");
     // Newest first: three, two, one. One goes.
     a.git(&["reflog", "delete", &format!("{tracking}@{{2}}")]);
     let log = a.git(&["reflog", "show", "--format=%gs", &tracking]);
     assert_eq!(log.lines().count(), 2, "{log}");
-    lengthen_reflog(&a, &format!("refs/heads/{BRANCH}"), 40, "commit: filler");
-    let four = a.commit_file("four.rs", "4\n", "feat: four");
-    let (out, reads) = push_counting_reflog_reads(&a, &["--quiet", "origin", BRANCH], "four");
-    allowed(&out);
-    assert_eq!(reads, 2, "the mark is not among the newest entries");
-    assert_eq!(env.origin_head(BRANCH), Some(four));
+    a_push_reading_the_reflogs_whole(&a);
 }
 
 /// Issue 42: a branch record of an earlier version marks the reflogs by
@@ -1166,9 +1179,7 @@ fn a_remembered_entry_dropped_from_the_reflog_reads_it_whole(kind: RepoKind) {
 /// those.
 fn a_record_of_an_earlier_version_is_read_by_count_and_upgraded(kind: RepoKind) {
     let env = TestEnv::with_repo_kind(kind);
-    let (a, _) = pushed_twice(&env);
-    a.commit_file("three.rs", "3\n", "feat: three");
-    allowed(&push(&a, &["--quiet", "--no-verify", "origin", BRANCH]));
+    let a = pushed_thrice_the_last_without_the_hook(&env);
     let records = a.dir.join(".git/maverick/branches");
     let mut downgraded = 0;
     for file in std::fs::read_dir(&records).unwrap() {
@@ -1191,11 +1202,8 @@ fn a_record_of_an_earlier_version_is_read_by_count_and_upgraded(kind: RepoKind) 
         std::fs::write(&path, lines.join("\n") + "\n").unwrap();
     }
     assert!(downgraded > 0, "no record remembered an entry");
-    lengthen_reflog(&a, &format!("refs/heads/{BRANCH}"), 40, "commit: filler");
-    a.commit_file("four.rs", "4\n", "feat: four");
-    let (out, reads) = push_counting_reflog_reads(&a, &["--quiet", "origin", BRANCH], "four");
-    allowed(&out);
-    assert_eq!(reads, 2, "counts only: the reflogs read whole");
+    // Counts only: the reflogs read whole.
+    a_push_reading_the_reflogs_whole(&a);
     let five = a.commit_file("five.rs", "5\n", "feat: five");
     let (out, reads) = push_counting_reflog_reads(&a, &["--quiet", "origin", BRANCH], "five");
     allowed(&out);
