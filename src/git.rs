@@ -570,23 +570,34 @@ impl Git {
 
     /// The reflogs of `refnames`, each newest first, as git keeps them
     /// (files or reftable alike), in one process; a ref without one (or
-    /// missing) has none.
+    /// missing) has none. With `newest`, only that many entries in all:
+    /// git walks the reflogs together, newest entry first (by the entry's
+    /// time; a tie goes to the ref named first), so each ref gets a prefix
+    /// of its reflog, and git loads no commit beyond them (the cost of a
+    /// reflog read is its entries' commits). Fewer than `newest` entries
+    /// means every reflog was read whole.
     pub(crate) fn reflogs(
         &self,
         refnames: &[String],
+        newest: Option<usize>,
     ) -> Result<BTreeMap<String, Vec<ReflogEntry>>, GitError> {
         let mut out: BTreeMap<String, Vec<ReflogEntry>> = BTreeMap::new();
         if refnames.is_empty() {
             return Ok(out);
         }
-        let text = self
-            .cmd([
-                "log",
-                "--walk-reflogs",
-                "--ignore-missing",
-                "--format=%gD%x09%H%x09%P%x09%gs",
-                "--end-of-options",
-            ])
+        let mut cmd = self.cmd([
+            "log",
+            "--walk-reflogs",
+            "--ignore-missing",
+            // The selector `%gD` then names the entry's time: `ref@{1733390000}`.
+            "--date=unix",
+            "--format=%gD%x09%H%x09%P%x09%gs",
+        ]);
+        if let Some(n) = newest {
+            cmd = cmd.arg(format!("--max-count={n}"));
+        }
+        let text = cmd
+            .arg("--end-of-options")
             .args(refnames)
             .arg("--")
             .read_lossy()?;
@@ -597,8 +608,8 @@ impl Git {
             else {
                 continue;
             };
-            // `refs/remotes/origin/x@{3}`: `@{` is in no ref name.
-            let Some((refname, _)) = selector.rsplit_once("@{") else {
+            // `refs/remotes/origin/x@{1733390000}`: `@{` is in no ref name.
+            let Some((refname, at)) = selector.rsplit_once("@{") else {
                 continue;
             };
             out.entry(refname.to_owned())
@@ -607,6 +618,7 @@ impl Git {
                     commit: commit.to_owned(),
                     parents: parents.split_whitespace().map(str::to_owned).collect(),
                     message: message.to_owned(),
+                    at: at.trim_end_matches('}').to_owned(),
                 });
         }
         Ok(out)
@@ -1414,6 +1426,9 @@ pub(crate) struct ReflogEntry {
     /// The commit's parents.
     pub parents: Vec<String>,
     pub message: String,
+    /// When the entry was written, in seconds since the epoch, as git
+    /// prints it.
+    pub at: String,
 }
 
 /// One config setting and where it came from: its scope (`local`, `global`,

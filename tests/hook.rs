@@ -24,6 +24,10 @@ on_every_repo_kind!(
     force_pushes_are_refused,
     deleting_the_branch_is_refused,
     a_push_from_a_linked_worktree_is_checked,
+    long_reflogs_give_the_same_verdicts,
+    a_rewind_behind_long_reflogs_is_a_moved_head,
+    a_remembered_entry_dropped_from_the_reflog_reads_it_whole,
+    a_record_of_an_earlier_version_is_read_by_count_and_upgraded,
 );
 
 fn first_push_of_a_new_claimed_branch(kind: RepoKind) {
@@ -1015,4 +1019,197 @@ fn a_branch_name_that_is_not_utf8_fails_no_push() {
     let out = git_bytes(&a, &[b"push", b"origin", deletion.as_bytes(), &both]);
     refused_as_collision(&out);
     assert!(env.origin_head(BRANCH).is_some());
+}
+
+/// Adds `n` entries to `refname`'s reflog, as a long life of fetches (or
+/// commits) leaves it: the ref goes back and forth between the commit
+/// before its head and its head, and ends where it was. Each entry a
+/// second apart, the day before the test's clock (entries alike in commit,
+/// time and message cannot be told apart: the hook reads those whole).
+fn lengthen_reflog(repo: &Repo, refname: &str, n: usize, message: &str) {
+    let head = repo.git(&["rev-parse", refname]);
+    let before = repo.git(&["rev-parse", &format!("{refname}~1")]);
+    for i in 0..n {
+        let to = if i % 2 == n % 2 { &before } else { &head };
+        let at = format!(
+            "2026-11-29T{:02}:{:02}:{:02}Z",
+            i / 3600,
+            (i / 60) % 60,
+            i % 60
+        );
+        let out = repo.git_as_instance(
+            &["update-ref", "--create-reflog", "-m", message, refname, to],
+            &[("GIT_COMMITTER_DATE", std::ffi::OsStr::new(&at))],
+        );
+        assert!(out.status.success(), "{out:?}");
+    }
+    assert_eq!(repo.git(&["rev-parse", refname]), head);
+}
+
+/// A push, and how many times its hook read reflogs (`git log
+/// --walk-reflogs`): once when the newest entries held what the record
+/// remembers, twice when it read them whole after.
+fn push_counting_reflog_reads(repo: &Repo, args: &[&str], tag: &str) -> (Output, usize) {
+    let log = repo.env.path().join(format!("trace-{tag}.log"));
+    let mut full = vec!["push"];
+    full.extend_from_slice(args);
+    let out = repo.git_as_instance(&full, &[("GIT_TRACE", log.as_os_str())]);
+    let trace = std::fs::read_to_string(&log).unwrap_or_default();
+    let reads = hook_commands(&trace)
+        .iter()
+        .filter(|c| c.starts_with("log --walk-reflogs"))
+        .count();
+    (out, reads)
+}
+
+/// A claimed clone that pushed `one.rs` (creating the branch, its commit
+/// returned) and then `two.rs`, with the hook.
+fn pushed_twice(env: &TestEnv) -> (Repo<'_>, String) {
+    let a = env.claimed_clone("a");
+    let one = a.commit_file("one.rs", "1\n", "feat: one");
+    allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
+    a.commit_file("two.rs", "2\n", "feat: two");
+    allowed(&push(&a, &["--quiet", "origin", BRANCH]));
+    (a, one)
+}
+
+/// Issue 42: hundreds of reflog entries since the record (a fallback to
+/// the whole reflogs), then a landed push seen among the newest entries
+/// only (one read), then a fetch that moved the remote-tracking ref over
+/// someone else's push: the verdicts of short reflogs.
+fn long_reflogs_give_the_same_verdicts(kind: RepoKind) {
+    let env = TestEnv::with_repo_kind(kind);
+    let (a, _) = pushed_twice(&env);
+    let tracking = format!("refs/remotes/origin/{BRANCH}");
+    lengthen_reflog(&a, &tracking, 200, "fetch: fast-forward");
+    lengthen_reflog(&a, &format!("refs/heads/{BRANCH}"), 200, "commit: filler");
+    // What the record remembers is 200 entries down: read whole.
+    a.commit_file("three.rs", "3\n", "feat: three");
+    let (out, reads) = push_counting_reflog_reads(&a, &["--quiet", "origin", BRANCH], "three");
+    allowed(&out);
+    assert_eq!(reads, 2, "a window, then the whole reflogs");
+    // The push of three landed: found among the newest entries.
+    let four = a.commit_file("four.rs", "4\n", "feat: four");
+    let (out, reads) = push_counting_reflog_reads(&a, &["--quiet", "origin", BRANCH], "four");
+    allowed(&out);
+    assert_eq!(reads, 1, "the newest entries hold the record's mark");
+    // A push without the hook landed too: still this writer's own.
+    let five = a.commit_file("five.rs", "5\n", "feat: five");
+    allowed(&push(&a, &["--quiet", "--no-verify", "origin", BRANCH]));
+    let six = a.commit_file("six.rs", "6\n", "feat: six");
+    let (out, reads) = push_counting_reflog_reads(&a, &["--quiet", "origin", BRANCH], "six");
+    allowed(&out);
+    assert_eq!(reads, 1);
+    assert_eq!(env.origin_head(BRANCH), Some(six.clone()));
+    assert_ne!(four, five);
+
+    // Someone else pushes; the holder fetches it (the remote-tracking ref
+    // moves), rebases and pushes: a moved head, as with short reflogs.
+    let b = env.clone("b");
+    b.git(&["switch", "--quiet", BRANCH]);
+    let intruder = b.commit_file("other.rs", "x\n", "feat: someone else");
+    b.git(&["push", "--quiet", "--no-verify", "origin", BRANCH]);
+    a.commit_file("seven.rs", "7\n", "feat: seven");
+    a.git(&["fetch", "--quiet", "origin"]);
+    a.git(&["rebase", "--quiet", &format!("origin/{BRANCH}")]);
+    refused_as_collision(&push(&a, &["--quiet", "origin", BRANCH]));
+    assert_eq!(env.origin_head(BRANCH), Some(intruder));
+}
+
+/// Issue 42: a rewind behind the holder's back, its reflogs long, is a
+/// moved head; and with the remote-tracking ref's reflog gone (the ref
+/// deleted), a push that lands where the record expects is allowed.
+fn a_rewind_behind_long_reflogs_is_a_moved_head(kind: RepoKind) {
+    let env = TestEnv::with_repo_kind(kind);
+    let (a, l0) = pushed_twice(&env);
+    lengthen_reflog(&a, &format!("refs/heads/{BRANCH}"), 200, "commit: filler");
+    // No reflog of origin's ref: nothing landed that the record misses.
+    a.git(&["update-ref", "-d", &format!("refs/remotes/origin/{BRANCH}")]);
+    let three = a.commit_file("three.rs", "3\n", "feat: three");
+    allowed(&push(&a, &["--quiet", "origin", BRANCH]));
+    assert_eq!(env.origin_head(BRANCH), Some(three));
+    // Someone else puts the branch back where it was.
+    let rewind = format!("{l0}:refs/heads/{BRANCH}");
+    env.clone("b").git(&["push", "-q", "-f", "origin", &rewind]);
+    a.commit_file("four.rs", "4\n", "feat: four");
+    refused_as_collision(&push(&a, &["--quiet", "origin", BRANCH]));
+    assert_eq!(env.origin_head(BRANCH), Some(l0));
+}
+
+/// [`pushed_twice`], then `three.rs` pushed without the hook: a landed
+/// push only the remote-tracking reflog tells.
+fn pushed_thrice_the_last_without_the_hook(env: &TestEnv) -> Repo<'_> {
+    let (a, _) = pushed_twice(env);
+    a.commit_file("three.rs", "3\n", "feat: three");
+    allowed(&push(&a, &["--quiet", "--no-verify", "origin", BRANCH]));
+    a
+}
+
+/// The branch's own reflog lengthened past the newest entries read first,
+/// then a push of `four.rs` that reads the reflogs whole (two reads), allowed.
+fn a_push_reading_the_reflogs_whole(a: &Repo) {
+    lengthen_reflog(a, &format!("refs/heads/{BRANCH}"), 40, "commit: filler");
+    let four = a.commit_file("four.rs", "4\n", "feat: four");
+    let (out, reads) = push_counting_reflog_reads(a, &["--quiet", "origin", BRANCH], "four");
+    allowed(&out);
+    assert_eq!(reads, 2, "the mark is not among the newest entries");
+    assert_eq!(a.env.origin_head(BRANCH), Some(four));
+}
+
+/// Issue 42: the entry the record remembers was dropped from the reflog
+/// (`git reflog delete`, as `git reflog expire` drops entries): the hook
+/// reads the reflogs whole and counts, as before, so a push of this
+/// writer's made without the hook is still its own.
+fn a_remembered_entry_dropped_from_the_reflog_reads_it_whole(kind: RepoKind) {
+    let env = TestEnv::with_repo_kind(kind);
+    // The hook of the push of two remembers origin's newest entry: the push of one.
+    let a = pushed_thrice_the_last_without_the_hook(&env);
+    let tracking = format!("refs/remotes/origin/{BRANCH}");
+    // Newest first: three, two, one. One goes.
+    a.git(&["reflog", "delete", &format!("{tracking}@{{2}}")]);
+    let log = a.git(&["reflog", "show", "--format=%gs", &tracking]);
+    assert_eq!(log.lines().count(), 2, "{log}");
+    a_push_reading_the_reflogs_whole(&a);
+}
+
+/// Issue 42: a branch record of an earlier version marks the reflogs by
+/// their counts only. The next push reads them whole and judges by the
+/// count (a push made without the hook is still this writer's own); its
+/// record then remembers the newest entries, and the push after reads only
+/// those.
+fn a_record_of_an_earlier_version_is_read_by_count_and_upgraded(kind: RepoKind) {
+    let env = TestEnv::with_repo_kind(kind);
+    let a = pushed_thrice_the_last_without_the_hook(&env);
+    let records = a.dir.join(".git/maverick/branches");
+    let mut downgraded = 0;
+    for file in std::fs::read_dir(&records).unwrap() {
+        let path = file.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut lines = Vec::new();
+        // The record file is one JSON document; the hook's log one a line.
+        let documents: Vec<&str> = if path.extension() == Some(OsStr::new("json")) {
+            vec![text.as_str()]
+        } else {
+            text.lines().collect()
+        };
+        for document in documents {
+            let mut record: serde_json::Value = serde_json::from_str(document).unwrap();
+            let fields = record.as_object_mut().unwrap();
+            assert!(fields.contains_key("reflog_entries"), "{document}");
+            downgraded += usize::from(fields.remove("reflog_newest").is_some());
+            lines.push(serde_json::to_string(&record).unwrap());
+        }
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    }
+    assert!(downgraded > 0, "no record remembered an entry");
+    // Counts only: the reflogs read whole.
+    a_push_reading_the_reflogs_whole(&a);
+    let five = a.commit_file("five.rs", "5\n", "feat: five");
+    let (out, reads) = push_counting_reflog_reads(&a, &["--quiet", "origin", BRANCH], "five");
+    allowed(&out);
+    assert_eq!(
+        reads, 1,
+        "the upgraded record's entries are among the newest"
+    );
+    assert_eq!(env.origin_head(BRANCH), Some(five));
 }

@@ -40,6 +40,24 @@ pub struct BranchRecord {
     /// kept byte lengths under `push_log`, which is no longer read.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub reflog_entries: std::collections::BTreeMap<String, u64>,
+    /// Per remote name, the newest entry of that reflog when this record
+    /// was written (none when it was empty): found again among the newest
+    /// few entries, it marks what came since without reading the whole
+    /// reflog. Records of earlier versions have only the counts; they are
+    /// read by count and get these at their next write.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub reflog_newest: std::collections::BTreeMap<String, ReflogMark>,
+}
+
+/// One reflog entry as git prints it: the commit it set the ref to, when,
+/// and its message. Two entries alike in all three are one as far as the
+/// records can tell.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReflogMark {
+    pub commit: String,
+    /// Seconds since the epoch, as git prints them (`--date=unix`).
+    pub at: String,
+    pub message: String,
 }
 
 /// The last-seen records of one clone, one file per branch, and beside it

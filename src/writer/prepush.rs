@@ -244,22 +244,90 @@ fn tracking_ref(name: &str, branch: &str) -> Option<String> {
     plain.then(|| format!("refs/remotes/{name}/{branch}"))
 }
 
+/// How many entries, all reflogs together, the hook reads first: the
+/// newest ones, where the entries a record remembers are found unless much
+/// happened since (then the reflogs are read whole). git loads the commit
+/// of every entry it shows, so a whole read costs in proportion to the
+/// reflogs' length, which grows with every push and commit.
+const REFLOG_WINDOW: usize = 32;
+
 /// The reflogs of a branch's remote-tracking refs, by remote name, newest
 /// entry first, as `git reflog` shows them: what tells this clone's own
 /// pushes, made with or without the hook, from what a fetch saw. Read in
 /// one git process, with the reflog of the ref a push sends (its commits
 /// made here link the pushed commit to the remote head: a fast-forward
-/// proven without a history walk).
+/// proven without a history walk). Only the newest entries are read when
+/// they hold every entry the record remembers (see [`REFLOG_WINDOW`]).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Tracking {
-    reflogs: std::collections::BTreeMap<String, Vec<crate::git::ReflogEntry>>,
+    reflogs: std::collections::BTreeMap<String, Since>,
     local: Vec<crate::git::ReflogEntry>,
+}
+
+/// One remote-tracking reflog: its newest entries (all of it, or a prefix),
+/// how many of those came after the record's mark, and how many entries
+/// the whole reflog has.
+#[derive(Clone, Debug, Default)]
+struct Since {
+    entries: Vec<crate::git::ReflogEntry>,
+    new: usize,
+    total: u64,
+}
+
+impl Since {
+    /// Places `record`'s mark of one reflog among `entries`, its newest
+    /// entries (`whole`: all of them). The mark is the entry the record
+    /// remembers and how many entries there were then. In a whole reflog
+    /// the entry is looked for where the count puts it, then anywhere
+    /// (once); without it (expired, rewritten, a record of an earlier
+    /// version), the count decides as it always did: a reflog shorter than
+    /// the count was deleted with its ref and started over, all of it new.
+    /// Among the newest entries only, the remembered entry must be there,
+    /// once, and the count known; else `None` (read the reflog whole).
+    fn place(
+        entries: Vec<crate::git::ReflogEntry>,
+        count: Option<u64>,
+        newest: Option<&crate::records::branch::ReflogMark>,
+        whole: bool,
+    ) -> Option<Since> {
+        let is_mark = |e: &crate::git::ReflogEntry| {
+            newest.is_some_and(|m| m.commit == e.commit && m.at == e.at && m.message == e.message)
+        };
+        let mut found = entries.iter().enumerate().filter(|(_, e)| is_mark(e));
+        let once = match (found.next(), found.next()) {
+            (Some((at, _)), None) => Some(at),
+            _ => None,
+        };
+        if !whole {
+            let (at, count) = (once?, count?);
+            return Some(Since {
+                entries,
+                new: at,
+                total: count + at as u64,
+            });
+        }
+        let total = entries.len() as u64;
+        let by_count = count
+            .and_then(|c| total.checked_sub(c))
+            .and_then(|at| usize::try_from(at).ok())
+            .filter(|at| entries.get(*at).is_some_and(is_mark));
+        let new = by_count.or(once).unwrap_or_else(|| {
+            let c = count.unwrap_or(0);
+            usize::try_from(if total < c { total } else { total - c }).unwrap_or(usize::MAX)
+        });
+        Some(Since {
+            entries,
+            new,
+            total,
+        })
+    }
 }
 
 impl Tracking {
     /// The reflogs of the remotes `record` watches and of `also` (the
     /// remote a push or a look goes to), and of `local_ref` (the ref a push
-    /// sends, when it is one).
+    /// sends, when it is one): the newest entries first, and all of them
+    /// when the record's marks are not among those.
     pub(crate) fn read(
         git: &Git,
         record: Option<&BranchRecord>,
@@ -280,17 +348,43 @@ impl Tracking {
             }
         }
         let local_ref = local_ref.filter(|r| r.starts_with("refs/") || *r == "HEAD");
+        // The remote-tracking refs first: on a tie of times (entries written
+        // in the same second) git shows the ref named first.
         let mut refnames: Vec<String> = by_ref.iter().map(|(_, r)| r.clone()).collect();
         refnames.extend(local_ref.map(str::to_owned));
-        let mut reflogs = git.reflogs(&refnames)?;
+        let newest = git.reflogs(&refnames, Some(REFLOG_WINDOW))?;
+        let whole = newest.values().map(Vec::len).sum::<usize>() < REFLOG_WINDOW;
+        if let Some(tracking) = Tracking::place(record, &by_ref, local_ref, newest, whole) {
+            return Ok(tracking);
+        }
+        let all = git.reflogs(&refnames, None)?;
+        Ok(Tracking::place(record, &by_ref, local_ref, all, true).unwrap_or_default())
+    }
+
+    /// Places the record's marks in the reflogs read (`reflogs`, by ref
+    /// name; `whole`: read to their ends); `None` when a mark is not among
+    /// the newest entries read.
+    fn place(
+        record: Option<&BranchRecord>,
+        by_ref: &[(String, String)],
+        local_ref: Option<&str>,
+        mut reflogs: std::collections::BTreeMap<String, Vec<crate::git::ReflogEntry>>,
+        whole: bool,
+    ) -> Option<Tracking> {
         let local = local_ref
             .and_then(|r| reflogs.remove(r))
             .unwrap_or_default();
-        let reflogs = by_ref
-            .into_iter()
-            .map(|(name, refname)| (name, reflogs.remove(&refname).unwrap_or_default()))
-            .collect();
-        Ok(Tracking { reflogs, local })
+        let mut placed = std::collections::BTreeMap::new();
+        for (name, refname) in by_ref {
+            let entries = reflogs.remove(refname).unwrap_or_default();
+            let count = record.and_then(|r| r.reflog_entries.get(name).copied());
+            let newest = record.and_then(|r| r.reflog_newest.get(name));
+            placed.insert(name.clone(), Since::place(entries, count, newest, whole)?);
+        }
+        Some(Tracking {
+            reflogs: placed,
+            local,
+        })
     }
 
     /// Whether the local reflog links `descendant` to `ancestor` through
@@ -317,26 +411,40 @@ impl Tracking {
         false
     }
 
-    /// How many entries each reflog has now: the marks a record keeps, so
-    /// that only pushes made after it count.
-    pub(crate) fn marks(&self) -> std::collections::BTreeMap<String, u64> {
-        self.reflogs
+    /// Marks `record` with the reflogs as they are now (how many entries
+    /// each has, and its newest), so that only pushes made after it count.
+    pub(crate) fn mark(&self, record: &mut BranchRecord) {
+        record.reflog_entries = self
+            .reflogs
             .iter()
-            .map(|(name, entries)| (name.clone(), entries.len() as u64))
-            .collect()
+            .map(|(name, since)| (name.clone(), since.total))
+            .collect();
+        record.reflog_newest = self
+            .reflogs
+            .iter()
+            .filter_map(|(name, since)| {
+                let newest = since.entries.first()?;
+                Some((
+                    name.clone(),
+                    crate::records::branch::ReflogMark {
+                        commit: newest.commit.clone(),
+                        at: newest.at.clone(),
+                        message: newest.message.clone(),
+                    },
+                ))
+            })
+            .collect();
     }
 
-    /// The newest head this clone pushed through remote `name` after its
-    /// reflog had `mark` entries (`update by push`: the remote accepted the
-    /// push). A fetch never counts. A reflog shorter than the mark was
-    /// deleted with its ref and started over: all of it is new.
-    fn newest_push_since(&self, name: &str, mark: u64) -> Option<&str> {
-        let entries = self.reflogs.get(name)?;
-        let total = entries.len() as u64;
-        let new = if total < mark { total } else { total - mark };
-        entries
+    /// The newest head this clone pushed through remote `name` after the
+    /// record's mark (`update by push`: the remote accepted the push). A
+    /// fetch never counts.
+    fn newest_push_since(&self, name: &str) -> Option<&str> {
+        let since = self.reflogs.get(name)?;
+        since
+            .entries
             .iter()
-            .take(usize::try_from(new).unwrap_or(usize::MAX))
+            .take(since.new)
             .find(|e| e.message == "update by push" && !null_sha(&e.commit))
             .map(|e| e.commit.as_str())
     }
@@ -350,8 +458,8 @@ pub(crate) fn expected_from(record: &BranchRecord, tracking: &Tracking) -> Expec
         current: record.last_seen.clone(),
         pending: record.pending.clone(),
     };
-    for (name, mark) in &record.reflog_entries {
-        if let Some(last) = tracking.newest_push_since(name, *mark) {
+    for name in record.reflog_entries.keys() {
+        if let Some(last) = tracking.newest_push_since(name) {
             // Pending pushes made before this one are history now.
             if let Some(at) = out.pending.iter().position(|p| p == last) {
                 out.pending.drain(..=at);
@@ -636,7 +744,7 @@ pub(crate) fn record_allowed(
         let excess = record.pending.len().saturating_sub(MAX_PENDING);
         record.pending.drain(..excess);
     }
-    record.reflog_entries = checked.tracking.marks();
+    checked.tracking.mark(&mut record);
     record.instance_id = Some(me.to_owned());
     record.updated_at = now;
     BranchStore::new(common_dir).set_unsynced(&record)
@@ -748,7 +856,7 @@ pub fn record_seen(
     // Unreadable or absent, the old record only lends its watched remotes.
     let old = store.get(branch).ok().flatten();
     let tracking = Tracking::read(&on.git, old.as_ref(), on.name, branch, None)?;
-    store.set(&BranchRecord {
+    let mut record = BranchRecord {
         branch: branch.to_owned(),
         last_seen: head.map(str::to_owned),
         issue,
@@ -759,8 +867,10 @@ pub fn record_seen(
             .location
             .clone()
             .or_else(|| old.as_ref().and_then(|o| o.location.clone())),
-        reflog_entries: tracking.marks(),
-    })?;
+        ..BranchRecord::default()
+    };
+    tracking.mark(&mut record);
+    store.set(&record)?;
     // A person's clone (no instance in the environment): the hook's next
     // push finds the instance stamped here instead of asking `git config`.
     // A stamp that still holds is left as it is (no second resolution).
@@ -899,28 +1009,59 @@ mod tests {
         assert_eq!((seen.last_seen, seen.pending), (Some(a), vec![b, c]));
     }
 
-    #[test]
-    fn a_landed_push_in_the_reflog_is_the_expected_head() {
-        let (l0, p1) = ("a".repeat(40), "b".repeat(40));
-        let entry = |commit: &str, message: &str| crate::git::ReflogEntry {
+    fn reflog_entry(commit: &str, message: &str) -> crate::git::ReflogEntry {
+        crate::git::ReflogEntry {
             commit: commit.to_owned(),
             parents: Vec::new(),
             message: message.to_owned(),
-        };
-        let tracking = |entries: Vec<crate::git::ReflogEntry>| Tracking {
-            reflogs: [("origin".to_owned(), entries)].into(),
-            local: Vec::new(),
-        };
+            at: "1796440000".to_owned(),
+        }
+    }
+
+    /// `origin`'s reflog of branch `x` as the hook reads it, with `record`'s
+    /// marks placed in it (`whole`: the reflog read to its end).
+    fn origin_tracking(
+        record: Option<&BranchRecord>,
+        entries: Vec<crate::git::ReflogEntry>,
+        whole: bool,
+    ) -> Option<Tracking> {
+        let refname = "refs/remotes/origin/x".to_owned();
+        Tracking::place(
+            record,
+            &[("origin".to_owned(), refname.clone())],
+            None,
+            [(refname, entries)].into(),
+            whole,
+        )
+    }
+
+    /// A record of branch `x` marked with `entries` as origin's reflog.
+    fn marked(record: BranchRecord, entries: Vec<crate::git::ReflogEntry>) -> BranchRecord {
+        let mut record = record;
+        origin_tracking(None, entries, true)
+            .unwrap()
+            .mark(&mut record);
+        record
+    }
+
+    #[test]
+    fn a_landed_push_in_the_reflog_is_the_expected_head() {
+        let (l0, p1) = ("a".repeat(40), "b".repeat(40));
+        let entry = reflog_entry;
+        let tracking =
+            |record: &BranchRecord, entries| origin_tracking(Some(record), entries, true).unwrap();
         let fetched = vec![entry(&l0, "fetch: storing head")];
-        let record = BranchRecord {
-            branch: "x".into(),
-            last_seen: Some(l0.clone()),
-            pending: vec![p1.clone()],
-            reflog_entries: tracking(fetched.clone()).marks(),
-            ..BranchRecord::default()
-        };
+        let record = marked(
+            BranchRecord {
+                branch: "x".into(),
+                last_seen: Some(l0.clone()),
+                pending: vec![p1.clone()],
+                ..BranchRecord::default()
+            },
+            fetched.clone(),
+        );
         // Nothing after the mark: the last-seen head, or the pending push.
-        let before = expected_from(&record, &tracking(fetched.clone()));
+        let before = expected_from(&record, &tracking(&record, fetched.clone()));
         assert!(before.accepts(Some(&l0)) && before.accepts(Some(&p1)));
         // The push of p1 landed: l0 is history now (a rewind to it moved the head).
         let mut later = vec![
@@ -928,27 +1069,93 @@ mod tests {
             entry(&p1, "update by push"),
         ];
         later.extend(fetched);
-        let after = expected_from(&record, &tracking(later));
+        let after = expected_from(&record, &tracking(&record, later));
         assert_eq!(after.current.as_deref(), Some(p1.as_str()));
         assert!(after.pending.is_empty());
         assert!(!after.accepts(Some(&l0)) && after.accepts(Some(&p1)));
         // A push before the record's mark is history: the record knows better.
         let old_push = vec![entry(&p1, "update by push")];
-        let record = BranchRecord {
-            reflog_entries: tracking(old_push.clone()).marks(),
-            pending: Vec::new(),
-            ..record
-        };
-        let expected = expected_from(&record, &tracking(old_push));
+        let record = marked(
+            BranchRecord {
+                pending: Vec::new(),
+                ..record
+            },
+            old_push.clone(),
+        );
+        let expected = expected_from(&record, &tracking(&record, old_push));
         assert_eq!(expected.current.as_deref(), Some(l0.as_str()));
+    }
+
+    /// The newest entries of a reflog place the record's mark when they
+    /// hold the entry it remembers, once; else the whole reflog is read,
+    /// where the count puts the entry or, failing that, the count alone
+    /// decides (a record of an earlier version, an entry expired).
+    #[test]
+    fn the_newest_entries_place_a_mark_only_when_they_hold_it() {
+        let (l0, p1, p2) = ("a".repeat(40), "b".repeat(40), "c".repeat(40));
+        let old: Vec<_> = (0..100)
+            .map(|n| reflog_entry(&format!("{n:040}"), "update by push"))
+            .collect();
+        let record = marked(
+            BranchRecord {
+                branch: "x".into(),
+                last_seen: Some(l0.clone()),
+                ..BranchRecord::default()
+            },
+            old.clone(),
+        );
+        assert_eq!(record.reflog_entries["origin"], 100);
+        let mut now = vec![
+            reflog_entry(&p2, "update by push"),
+            reflog_entry(&p1, "fetch: fast-forward"),
+        ];
+        now.extend(old.iter().take(3).cloned());
+        // The three newest old entries with the two new ones: placed.
+        let newest = origin_tracking(Some(&record), now.clone(), false).unwrap();
+        assert_eq!(
+            expected_from(&record, &newest).current.as_deref(),
+            Some(p2.as_str())
+        );
+        let mut remarked = record.clone();
+        newest.mark(&mut remarked);
+        assert_eq!(remarked.reflog_entries["origin"], 102);
+        assert_eq!(remarked.reflog_newest["origin"].commit, p2);
+        // Only new entries: the mark is further down, read it all.
+        assert!(origin_tracking(Some(&record), now[..2].to_vec(), false).is_none());
+        // The remembered entry twice among the newest: which is it? Read it all.
+        let mut twice = now.clone();
+        twice.insert(0, old[0].clone());
+        assert!(origin_tracking(Some(&record), twice, false).is_none());
+        // A record of an earlier version: counts only, read it all.
+        let counted = BranchRecord {
+            reflog_newest: Default::default(),
+            ..record.clone()
+        };
+        assert!(origin_tracking(Some(&counted), now.clone(), false).is_none());
+        // The head expected from the whole reflog `entries`.
+        let whole_head = |record: &BranchRecord, entries| {
+            let all = origin_tracking(Some(record), entries, true).unwrap();
+            expected_from(record, &all).current
+        };
+        let mut whole = now[..2].to_vec();
+        whole.extend(old.iter().cloned());
+        assert_eq!(whole_head(&counted, whole.clone()), Some(p2.clone()));
+        // Read whole, the entry is where the count puts it.
+        assert_eq!(whole_head(&record, whole), Some(p2.clone()));
+        // The remembered entry expired with the 90 oldest: by the count, the
+        // 12 left are fewer than the 100 counted, a reflog started over:
+        // all new, the newest push counts (as before the marks had entries).
+        let expired = now[..2].iter().chain(&old[..10]).cloned().collect();
+        assert_eq!(whole_head(&record, expired), Some(p2));
+        // Nothing since the mark: the record's head.
+        assert_eq!(whole_head(&record, old), Some(l0));
     }
 
     #[test]
     fn commits_made_here_link_a_push_to_the_remote_head() {
         let entry = |commit: &str, parents: &[&str]| crate::git::ReflogEntry {
-            commit: commit.to_owned(),
             parents: parents.iter().map(|p| (*p).to_owned()).collect(),
-            message: "commit: x".to_owned(),
+            ..reflog_entry(commit, "commit: x")
         };
         let tracking = Tracking {
             reflogs: Default::default(),
