@@ -154,11 +154,25 @@ impl fmt::Display for ObjectPrefix {
     Hash,
     serde::Serialize,
     serde::Deserialize,
-    schemars::JsonSchema,
 )]
 #[serde(transparent)]
-#[schemars(transparent)]
 pub struct InstanceId(String);
+
+/// A string's schema, inlined: the schemas of the JSON output name no type
+/// of their own for an id.
+impl schemars::JsonSchema for InstanceId {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        String::schema_name()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        String::json_schema(generator)
+    }
+}
 
 impl InstanceId {
     /// An id this instance acts as or keeps a record under (configuration,

@@ -927,10 +927,10 @@ fn deny(
         return None;
     }
     let me = me();
-    let mine = claims.iter().any(|c| c.instance_id == me && live(c, now));
+    let mine = claims.iter().any(|c| c.instance_id == *me && live(c, now));
     let other = claims
         .iter()
-        .find(|c| c.instance_id != me && live(c, now))?;
+        .find(|c| c.instance_id != *me && live(c, now))?;
     (!mine).then(|| {
         format!(
             "{branch} is held by instance {} (issue #{}, lease until {}); this session is \

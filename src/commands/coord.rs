@@ -405,7 +405,7 @@ fn read(
     let orphan_label = view.orphan_label;
     let output = ReadOutput {
         view,
-        instance_id: ctx.settings.instance.clone(),
+        instance_id: ctx.settings.instance.to_string(),
         surface: ctx.settings.surface,
     };
     let mut outcome = Outcome::new(exit, output)
@@ -514,7 +514,9 @@ pub(crate) fn show_claim(ctx: &Context, issue: u64, report: &ClaimReport) -> Out
             views,
             &format!(
                 "{} won the claim; this instance's claim was withdrawn. Pick another issue",
-                winner.as_deref().unwrap_or("another instance")
+                winner
+                    .as_ref()
+                    .map_or("another instance", |w| w.as_str())
             ),
         ),
     }
@@ -641,7 +643,7 @@ fn release_all(
         Exit::Ok,
         ReleaseAllOutput {
             outcome,
-            instance_id: ctx.settings.instance.clone(),
+            instance_id: ctx.settings.instance.to_string(),
         },
     );
     o.lines = lines;

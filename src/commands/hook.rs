@@ -24,6 +24,7 @@ use crate::writer::hookfile::Change;
 use crate::writer::hookmanager::Manager;
 use crate::writer::hookmanager::{self, Setup, Status};
 use crate::writer::prepush::{self, Refusal, RefusalKind};
+use maverick_core::ids::InstanceId;
 
 #[derive(Debug, Args)]
 pub(crate) struct HookArgs {
@@ -306,7 +307,7 @@ fn enter_session_cwd(input: &AgentHookInput) -> Result<(), String> {
 /// The instance the session acts as, resolved as every command resolves it
 /// (SPEC 2: env, then `maverick.instance`, then the session, here the
 /// `session_id` of the hook's input).
-fn session_instance(input: &AgentHookInput) -> Result<String, CommandError> {
+fn session_instance(input: &AgentHookInput) -> Result<InstanceId, CommandError> {
     let cwd = std::env::current_dir()
         .map_err(|e| CommandError::tool(format!("cannot read the current directory: {e}")))?;
     let git = Git::new(cwd, GitEnv::inherit());
@@ -343,7 +344,7 @@ fn session_start() -> Result<Outcome<HookOutput>, CommandError> {
         Ok(dir) if !prepush::maverick_absent(&dir) => ClaimStore::new(&dir).of_instance(&me)?,
         _ => Vec::new(),
     };
-    let mut context = instance_context(&git, &me, exported);
+    let mut context = instance_context(&git, me.as_str(), exported);
     if !held.is_empty() {
         context.push_str(" It still holds these claims from before:");
         for c in &held {
@@ -404,7 +405,7 @@ fn instance_context(git: &Git, me: &str, exported: bool) -> String {
         .iter()
         .find(|var| std::env::var_os(var).is_some_and(|v| !v.is_empty()));
     if let Some(var) = session_var {
-        if crate::config::instance_from_session().as_deref() == Some(me) {
+        if crate::config::instance_from_session().is_some_and(|id| id == me) {
             return format!(
                 "git maverick: this session acts as instance {me}, which git maverick derives \
                  from {var}: Claude Code gives it to every command of the session."
@@ -439,7 +440,7 @@ fn session_end() -> Result<Outcome<HookOutput>, CommandError> {
         .map_err(|e| CommandError::tool(format!("cannot read the current directory: {e}")))?;
     let output = |releasing: Vec<u64>, pid: Option<u32>, log: Option<PathBuf>| {
         HookOutput::SessionEnd(SessionEndOutput {
-            instance_id: me.clone(),
+            instance_id: me.to_string(),
             released: Vec::new(),
             releasing,
             pid,
@@ -463,12 +464,12 @@ fn session_end() -> Result<Outcome<HookOutput>, CommandError> {
     }
     let program = std::env::current_exe()
         .map_err(|e| CommandError::tool(format!("cannot find the git-maverick binary: {e}")))?;
-    let started = session_end::start(&common_dir, &me, |fd| {
+    let started = session_end::start(&common_dir, me.as_str(), |fd| {
         let mut release = std::process::Command::new(&program);
         release
             .args(["hook", "session-release", "--lock-fd", &fd.to_string()])
             .current_dir(&cwd)
-            .env("MAVERICK_INSTANCE", &me);
+            .env("MAVERICK_INSTANCE", me.as_str());
         release
     })
     .map_err(|e| {
@@ -580,7 +581,7 @@ fn session_release(
     Ok(Outcome::new(
         Exit::Ok,
         SessionReleaseOutput {
-            instance_id: me,
+            instance_id: me.into_string(),
             released: outcome.released,
         },
     )
@@ -625,7 +626,11 @@ fn pre_tool_use() -> Result<Outcome<HookOutput>, CommandError> {
         Ok(cwd) => cwd,
         Err(e) => return cannot_read(format!("cannot read the current directory: {e}")),
     };
-    let me = || session_instance(&input).unwrap_or_default();
+    let me = || {
+        session_instance(&input)
+            .map(InstanceId::into_string)
+            .unwrap_or_default()
+    };
     let env = GitEnv::inherit();
     let session = bash_guard::Session {
         cwd: &cwd,

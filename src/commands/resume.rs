@@ -232,7 +232,7 @@ fn show_refusal(refusal: Refusal, view: &IssueView, branch: &str) -> Outcome<Res
     let holder = view
         .holder
         .as_ref()
-        .map_or("nobody".to_owned(), |h| h.instance_id.clone());
+        .map_or("nobody".to_owned(), |h| h.instance_id.to_string());
     match refusal {
         Refusal::Blocked => refused(
             Exit::Blocked,
@@ -340,7 +340,7 @@ fn show_resumed(settings: &Settings, resumed: resume::Resumed) -> Outcome<Resume
         remote: settings.remote.clone(),
         claim,
         generation,
-        instance_id: settings.instance.clone(),
+        instance_id: settings.instance.to_string(),
         worktree_state: state,
         fast_forwarded: applied.fast_forwarded,
         moved_aside: applied.moved_aside,

@@ -170,7 +170,7 @@ fn hold_for(
         );
         eprintln!("{}", for_terminal(&line, Newlines::Escape));
     })?;
-    Ok(show(&settings.instance, report))
+    Ok(show(settings.instance.as_str(), report))
 }
 
 /// What a person (and `--json`) sees of a held command, and the exit code:

@@ -42,6 +42,7 @@ use crate::coord::settle::{Begin, Driver, Race, Verdict as Settled};
 use crate::markers::{self, Marker, MarkerKind};
 use crate::surface::{Applied, Comment, Issue, IssueSummary, Op, Surface, SurfaceError, Write};
 use crate::timefmt::{format_duration, Timestamp};
+use maverick_core::ids::InstanceId;
 use maverick_core::payloads::{DispatchAction, DispatchPayload};
 use maverick_core::settle::{earliest_first, landed_before, Landed};
 
@@ -524,7 +525,13 @@ impl Settle<'_> {
         } else if wip || m.live.iter().any(|c| self.fresh(c)) {
             Some(Skip::Claimed)
         } else if issue.has_label(&labels.in_progress)
-            && !crate::coord::lease::analyze(issue, self.settings, "", self.ledger.now).orphan_label
+            && !crate::coord::lease::analyze(
+                issue,
+                self.settings,
+                &InstanceId::default(),
+                self.ledger.now,
+            )
+            .orphan_label
         {
             // A claim label with no unreleased claim behind it is an
             // orphan (a release that failed part way): the issue is free.
@@ -828,7 +835,7 @@ impl<'a> Dispatcher<'a> {
     }
 
     fn me(&self) -> &str {
-        &self.settings.instance
+        self.settings.instance.as_str()
     }
 
     fn wip(&self) -> &str {

@@ -72,15 +72,19 @@ fn clear_again(common_dir: &Path, instance: &str) -> std::io::Result<()> {
 /// back when a SessionEnd asked for another round meanwhile (true: read
 /// the claims again and release them). False when nobody asked, or another
 /// release took the lock (and runs the round itself).
-pub(crate) fn another_round(common_dir: &Path, instance: &str, fd: i32) -> std::io::Result<bool> {
+pub(crate) fn another_round(
+    common_dir: &Path,
+    instance: &maverick_core::ids::InstanceId,
+    fd: i32,
+) -> std::io::Result<bool> {
     // SAFETY: flock on the descriptor this release inherited.
     if unsafe { libc::flock(fd, libc::LOCK_UN) } != 0 {
         return Err(std::io::Error::last_os_error());
     }
-    if !again_path(common_dir, instance).exists() || !try_lock(fd)? {
+    if !again_path(common_dir, instance.as_str()).exists() || !try_lock(fd)? {
         return Ok(false);
     }
-    clear_again(common_dir, instance)?;
+    clear_again(common_dir, instance.as_str())?;
     Ok(true)
 }
 

@@ -178,7 +178,7 @@ impl HydratedAt {
         HydratedAt {
             at: now,
             surface: settings.surface,
-            instance_id: settings.instance.clone(),
+            instance_id: settings.instance.to_string(),
         }
     }
 }
@@ -594,7 +594,7 @@ fn pull_detail(pr: &PullRequest, ci: &BTreeMap<String, CiStatus>) -> PullDetail 
 fn claim_detail(view: &IssueView) -> Option<ClaimDetail> {
     let h = view.holder.as_ref()?;
     Some(ClaimDetail {
-        instance_id: h.instance_id.clone(),
+        instance_id: h.instance_id.to_string(),
         host: h.host.clone(),
         branch: h.branch.clone(),
         generation: h.generation,

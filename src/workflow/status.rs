@@ -384,7 +384,7 @@ pub(crate) fn gather(
     request: &StatusRequest,
 ) -> Result<StatusView, StatusError> {
     let labels = &settings.labels;
-    let me = settings.instance.as_str();
+    let me = &settings.instance;
     // Every row carries one of these labels (and the agent PRs, which
     // fill dispatch slots); `--epic` shows every open story of the epic,
     // so it lists everything open.
@@ -485,7 +485,7 @@ pub(crate) fn gather(
     };
     Ok(StatusView {
         surface: settings.surface,
-        instance_id: me.to_owned(),
+        instance_id: me.to_string(),
         now,
         mine: request.mine,
         totals: Totals::of(&issues),
@@ -584,7 +584,7 @@ impl Seen<'_> {
             issue: number,
             state,
             holder: holder.map(|h| Holder {
-                instance_id: h.instance_id.clone(),
+                instance_id: h.instance_id.to_string(),
                 host: h.host.clone(),
                 ours: h.instance_id == me,
             }),
@@ -611,7 +611,7 @@ impl Seen<'_> {
             .or_else(|| claims.iter().find(|c| c.issue == number))
             .map(|c| DispatchClaim {
                 instance_id: c.instance_id.clone(),
-                ours: c.instance_id == self.settings.instance,
+                ours: self.settings.instance == *c.instance_id,
                 claimed_at: c.claimed_at,
                 verdict: verdict_name(&c.verdict).to_owned(),
                 slot: match c.verdict {
@@ -915,7 +915,7 @@ fn epic_view(
         }
         let view = views.get(&story).or_else(|| extra_views.get(&story));
         let holder = view.and_then(|v| v.holder.as_ref()).map(|h| Holder {
-            instance_id: h.instance_id.clone(),
+            instance_id: h.instance_id.to_string(),
             host: h.host.clone(),
             ours: h.instance_id == settings.instance,
         });

@@ -19,6 +19,7 @@ use crate::writer::prepush::{
     self, BranchState, Checked, PrePushError, RefUpdate, Refusal, SeenOn,
 };
 use crate::writer::stamp;
+use maverick_core::ids::InstanceId;
 
 /// One push as the hook is told of it.
 #[derive(Clone, Debug)]
@@ -206,7 +207,9 @@ fn pusher(
     settled: bool,
     overrides: &Overrides,
 ) -> Result<Pusher, PrePushError> {
-    let env_me = crate::config::instance_from_env().transpose()?;
+    let env_me = crate::config::instance_from_env()
+        .transpose()?
+        .map(InstanceId::into_string);
     if settled {
         let me = match env_me {
             Some(me) => me,
@@ -223,7 +226,7 @@ fn pusher(
     let (settings, _) = Settings::load_explained(git, overrides)?;
     let configured = SeenOn::of_settings(git, &settings).location;
     Ok(Pusher {
-        me: env_me.unwrap_or(settings.instance),
+        me: env_me.unwrap_or(settings.instance.into_string()),
         configured,
     })
 }

@@ -778,11 +778,12 @@ pub fn record_seen(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use maverick_core::ids::InstanceId;
 
     fn claim(instance: &str, issue: u64, generation: u64, expires_at: &str) -> ClaimRecord {
         ClaimRecord {
             issue,
-            instance_id: instance.to_owned(),
+            instance_id: InstanceId::parse(instance).unwrap(),
             generation,
             branch: Some("maverick/1-x".to_owned()),
             scope: vec![issue],

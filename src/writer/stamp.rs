@@ -154,6 +154,7 @@ pub(crate) fn resolve_and_stamp(
     let environment = environment_digest();
     let standard = git.standard_config_files();
     let (id, includes) = crate::config::instance_of_clone(git, git_dir)?;
+    let id = id.into_string();
     let git_dir = match git_dir {
         Some(dir) => dir.to_owned(),
         None => git.git_dir()?,

@@ -9,6 +9,7 @@ use crate::markers::{self, MarkerKind};
 use crate::surface::{Comment, Issue};
 use crate::timefmt::Timestamp;
 use maverick_core::holding::{Decision, HoldingFacts};
+use maverick_core::ids::InstanceId;
 use maverick_core::payloads::{ClaimPayload, LeasePayload};
 use maverick_core::settle::{earliest_first, Landed};
 
@@ -19,22 +20,22 @@ fn clocks_ahead(markers: &[MarkerAt<'_>], now: Timestamp, max_skew: Duration) ->
     let mut found: Vec<ClockSkew> = Vec::new();
     for at in markers {
         let (instance, own_stamps) = match &at.mark {
-            Mark::Claim(c) => (c.instance_id.as_str(), [c.claimed_at, None]),
-            Mark::Lease(l) => (l.instance_id.as_str(), [l.heartbeat_at, l.released_at]),
+            Mark::Claim(c) => (&c.instance_id, [c.claimed_at, None]),
+            Mark::Lease(l) => (&l.instance_id, [l.heartbeat_at, l.released_at]),
         };
         let stamps = own_stamps
             .into_iter()
             .flatten()
             .chain([at.comment.created_at, at.comment.updated_at]);
         for stamp in stamps.filter(|s| *s > limit) {
-            match found.iter_mut().find(|f| f.instance_id == instance) {
+            match found.iter_mut().find(|f| f.instance_id == *instance) {
                 Some(f) if f.stamp >= stamp => {}
                 Some(f) => {
                     f.stamp = stamp;
                     f.ahead_secs = stamp.0 - now.0;
                 }
                 None => found.push(ClockSkew {
-                    instance_id: instance.to_owned(),
+                    instance_id: instance.clone(),
                     stamp,
                     ahead_secs: stamp.0 - now.0,
                 }),
@@ -155,7 +156,7 @@ fn claim_view(
 }
 
 /// Derives the claim state of `issue` as `me` sees it at surface time `now`.
-pub fn analyze(issue: &Issue, settings: &Settings, me: &str, now: Timestamp) -> IssueView {
+pub fn analyze(issue: &Issue, settings: &Settings, me: &InstanceId, now: Timestamp) -> IssueView {
     let markers = trusted_markers(issue);
     let (claims, generation) = claims_of(&markers);
     let leases: Vec<&MarkerAt<'_>> = markers
@@ -175,13 +176,13 @@ pub fn analyze(issue: &Issue, settings: &Settings, me: &str, now: Timestamp) -> 
     let my_losing_claim = live_claims
         .iter()
         .find(|c| {
-            c.instance_id == me && holder.as_ref().map(|h| h.comment_id) != Some(c.comment_id)
+            c.instance_id == *me && holder.as_ref().map(|h| h.comment_id) != Some(c.comment_id)
         })
         .map(|c| (*c).clone());
     let (lease, my_lease_comment) = match &holder {
         Some(h) => {
             let (lease, mine) = lease_of(h, &leases);
-            (Some(lease), mine.filter(|_| h.instance_id == me))
+            (Some(lease), mine.filter(|_| h.instance_id == *me))
         }
         None => (None, None),
     };
@@ -196,7 +197,7 @@ pub fn analyze(issue: &Issue, settings: &Settings, me: &str, now: Timestamp) -> 
         .filter(|c| c.generation == generation && !c.withdrawn)
         .max_by_key(|c| c.comment_id);
     let orphan_label = labelled && live_claims.is_empty();
-    let my_release_unfinished = orphan_label && newest_claim.is_some_and(|c| c.instance_id == me);
+    let my_release_unfinished = orphan_label && newest_claim.is_some_and(|c| c.instance_id == *me);
     let expires_at = lease.as_ref().map(|l| l.expires_at);
     let my_claim_comments = my_claim_comments(issue, me);
     let newest_lease_comment = newest_lease_comment(issue);
@@ -212,7 +213,7 @@ pub fn analyze(issue: &Issue, settings: &Settings, me: &str, now: Timestamp) -> 
             .map(|(h, e)| (h.instance_id.as_str(), e)),
         blocked_by: &blocked_by,
         pull_request: None,
-        me,
+        me: me.as_str(),
         now,
     });
     IssueView {
@@ -240,16 +241,16 @@ pub fn analyze(issue: &Issue, settings: &Settings, me: &str, now: Timestamp) -> 
 
 /// The comments that carry an unwithdrawn claim of `me` that git maverick
 /// wrote, with the claim: what a withdrawal edits.
-fn my_claim_comments(issue: &Issue, me: &str) -> Vec<(u64, ClaimPayload)> {
+fn my_claim_comments(issue: &Issue, me: &InstanceId) -> Vec<(u64, ClaimPayload)> {
     issue
         .comments
         .iter()
-        .filter(|c| c.trusted && c.body.contains(me))
+        .filter(|c| c.trusted && c.body.contains(me.as_str()))
         .filter_map(|c| {
             let claim = markers::find_marker(&c.body, MarkerKind::Claim)?
                 .claim()
                 .ok()?;
-            let mine = claim.instance_id == me && claim.generation.is_some();
+            let mine = claim.instance_id == *me && claim.generation.is_some();
             mine.then_some((c.id, claim))
         })
         .collect()
@@ -314,7 +315,7 @@ fn unreleased<'c>(
         .filter(|c| c.generation == generation && !c.withdrawn && !released(c) && !superseded(c))
         .collect();
     earliest_first(&mut live, |c| {
-        Landed::on_record(c.comment_id, &c.instance_id)
+        Landed::on_record(c.comment_id, c.instance_id.as_str())
     });
     live
 }
@@ -365,13 +366,13 @@ fn lease_of(holder: &ClaimView, leases: &[&MarkerAt<'_>]) -> (LeaseView, Option<
 
 pub(super) fn lost_reason(
     view: &IssueView,
-    me: &str,
+    me: &InstanceId,
     generation: Option<u64>,
     label: &str,
 ) -> String {
     match &view.holder {
         _ if !view.labelled => format!("the {label} label is gone from #{}", view.issue),
-        Some(h) if h.instance_id != me => format!(
+        Some(h) if h.instance_id != *me => format!(
             "#{} is held by {} (generation {})",
             view.issue,
             h.who(),

@@ -10,6 +10,7 @@ use super::{ClaimRequest, Coordinator, Decision, IssueView, ReleaseReason};
 use crate::coord::settle::{Begin, Driver, Race, Verdict};
 use crate::surface::{Applied, Comment, Issue, Op, SurfaceError, Write};
 use crate::timefmt::Timestamp;
+use maverick_core::ids::InstanceId;
 
 /// What a claim attempt came to.
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
@@ -36,7 +37,7 @@ pub enum ClaimOutcome {
     },
     /// Another claim won the settle; ours was withdrawn.
     Lost {
-        winner: Option<String>,
+        winner: Option<InstanceId>,
         #[serde(rename = "issues")]
         views: Vec<IssueView>,
     },
@@ -106,7 +107,7 @@ impl Coordinator<'_> {
             .filter(|v| {
                 v.holder
                     .as_ref()
-                    .filter(|h| h.instance_id == self.me())
+                    .filter(|h| h.instance_id == *self.me())
                     .is_none_or(|h| h.generation == generation)
             })
             .collect();
@@ -139,7 +140,7 @@ impl Coordinator<'_> {
             let writes: Vec<Write> = views
                 .iter()
                 .filter_map(|v| {
-                    let ours = v.holder.as_ref().filter(|h| h.instance_id == self.me());
+                    let ours = v.holder.as_ref().filter(|h| h.instance_id == *self.me());
                     let mut ops = Vec::new();
                     if let Some(claim) = ours {
                         held.push((v.issue, claim.comment_id));
@@ -281,7 +282,9 @@ impl Coordinator<'_> {
                 .iter()
                 .filter(|v| {
                     v.my_losing_claim.is_some()
-                        && v.holder.as_ref().is_none_or(|h| h.instance_id != self.me())
+                        && v.holder
+                            .as_ref()
+                            .is_none_or(|h| h.instance_id != *self.me())
                 })
                 .cloned()
                 .collect();
@@ -381,7 +384,7 @@ impl Coordinator<'_> {
             .filter(|v| {
                 v.holder
                     .as_ref()
-                    .is_some_and(|h| h.instance_id != self.me())
+                    .is_some_and(|h| h.instance_id != *self.me())
             })
             .cloned()
             .collect();
@@ -583,7 +586,7 @@ impl Race for IssueClaim<'_, '_> {
         let winner = views
             .iter()
             .filter_map(|v| v.holder.as_ref())
-            .find(|h| h.instance_id != coord.me())
+            .find(|h| h.instance_id != *coord.me())
             .map(|h| h.instance_id.clone());
         coord.withdraw(&views, ReleaseReason::LostRace, Some(generation))?;
         let views = coord.read(&self.req.issues)?;

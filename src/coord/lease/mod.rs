@@ -39,6 +39,7 @@ use crate::config::Settings;
 use crate::coord::pulls::ClosingPull;
 use crate::surface::Surface;
 use crate::timefmt::Timestamp;
+use maverick_core::ids::InstanceId;
 use maverick_core::payloads::{ClaimPayload, LeasePayload};
 
 mod analysis;
@@ -62,13 +63,13 @@ pub enum Writer {
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct ClaimView {
-    pub instance_id: String,
+    pub instance_id: InstanceId,
     pub host: Option<String>,
     pub branch: Option<String>,
     pub generation: u64,
     pub scope: Vec<u64>,
     pub claimed_at: Timestamp,
-    pub takeover_of: Option<String>,
+    pub takeover_of: Option<InstanceId>,
     pub comment_id: u64,
     /// Who wrote the claim comment (a GitHub login; the instance on git).
     #[serde(skip)]
@@ -89,11 +90,11 @@ impl ClaimView {
     /// names and, on GitHub, the login that wrote it (`vm-dfa13a7c on
     /// build-7 as @octocat`), so a person knows whom to ask.
     pub(crate) fn who(&self) -> String {
-        let mut who = self.instance_id.clone();
+        let mut who = self.instance_id.to_string();
         if let Some(host) = self.host.as_deref().filter(|h| !h.is_empty()) {
             who.push_str(&format!(" on {host}"));
         }
-        if !self.author.is_empty() && self.author != self.instance_id {
+        if !self.author.is_empty() && self.instance_id != *self.author {
             who.push_str(&format!(" as @{}", self.author));
         }
         who
@@ -102,7 +103,7 @@ impl ClaimView {
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct LeaseView {
-    pub instance_id: String,
+    pub instance_id: InstanceId,
     pub heartbeat_at: Option<Timestamp>,
     pub expires_at: Timestamp,
     pub comment_id: Option<u64>,
@@ -168,7 +169,7 @@ pub struct IssueView {
 /// A writer whose clock runs ahead of the reader's by more than allowed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct ClockSkew {
-    pub instance_id: String,
+    pub instance_id: InstanceId,
     /// Its stamp furthest ahead.
     pub stamp: Timestamp,
     pub ahead_secs: i64,
@@ -230,7 +231,7 @@ impl<'a> Coordinator<'a> {
         }
     }
 
-    fn me(&self) -> &str {
+    fn me(&self) -> &InstanceId {
         &self.settings.instance
     }
 }

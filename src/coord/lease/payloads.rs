@@ -50,7 +50,7 @@ impl Coordinator<'_> {
         prior: Option<&IssueView>,
     ) -> String {
         let mut payload = ClaimPayload {
-            instance_id: self.me().to_owned(),
+            instance_id: self.me().clone(),
             host: Some(self.host.clone()),
             scope: Some(
                 req.issues
@@ -71,7 +71,7 @@ impl Coordinator<'_> {
             // A re-take of our own lapsed claim is a takeover of it, and
             // says so: a reader tells it from a fresh claim by the same
             // fields a takeover of another instance's lease writes.
-            let (lease, verb) = if holder.instance_id == self.me() {
+            let (lease, verb) = if holder.instance_id == *self.me() {
                 ("own lapsed lease", "Re-taking the lapsed claim of")
             } else {
                 ("stale lease", "Taking over from")
@@ -101,7 +101,7 @@ impl Coordinator<'_> {
     ) -> LeasePayload {
         let keep = keep.unwrap_or_default();
         LeasePayload {
-            instance_id: self.me().to_owned(),
+            instance_id: self.me().clone(),
             heartbeat_at: Some(now),
             expires_at: Some(now.plus(ttl)),
             generation: Some(generation),
@@ -131,7 +131,7 @@ impl Coordinator<'_> {
     ) -> String {
         let reason = reason.as_str();
         let payload = LeasePayload {
-            instance_id: self.me().to_owned(),
+            instance_id: self.me().clone(),
             released_at: Some(now),
             reason: Some(reason.to_owned()),
             generation: Some(generation),
