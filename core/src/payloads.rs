@@ -415,7 +415,7 @@ impl Serialize for DispatchAction {
 pub struct DispatchPayload {
     pub action: DispatchAction,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub instance_id: Option<String>,
+    pub instance_id: Option<InstanceId>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -477,7 +477,8 @@ impl DispatchPayload {
         let instance_id = match action {
             DispatchAction::Claim => Some(f.required("instance_id", instance_id)?),
             _ => instance_id,
-        };
+        }
+        .map(InstanceId::of_marker);
         Ok(DispatchPayload {
             action,
             instance_id,

@@ -16,6 +16,7 @@ use crate::coord::lease::{
     ClaimOutcome, Coordinator, Decision, HeartbeatOutcome, IssueView, ReleaseOutcome, Renewal,
 };
 use crate::timefmt::{format_duration, human_duration};
+use maverick_core::ids::InstanceId;
 
 #[derive(Debug, Args)]
 pub(crate) struct CoordArgs {
@@ -182,7 +183,7 @@ pub(crate) struct LabelArgs {
 pub(crate) struct ReadOutput {
     #[serde(flatten)]
     pub view: IssueView,
-    pub instance_id: String,
+    pub instance_id: InstanceId,
     pub surface: SurfaceKind,
 }
 
@@ -192,7 +193,7 @@ pub(crate) struct ReadOutput {
 pub(crate) struct ReleaseAllOutput {
     #[serde(flatten)]
     pub outcome: ReleaseOutcome,
-    pub instance_id: String,
+    pub instance_id: InstanceId,
 }
 
 /// `coord block|unblock|label --json`: the issue's labels afterwards.
@@ -405,7 +406,7 @@ fn read(
     let orphan_label = view.orphan_label;
     let output = ReadOutput {
         view,
-        instance_id: ctx.settings.instance.to_string(),
+        instance_id: ctx.settings.instance.clone(),
         surface: ctx.settings.surface,
     };
     let mut outcome = Outcome::new(exit, output)
@@ -643,7 +644,7 @@ fn release_all(
         Exit::Ok,
         ReleaseAllOutput {
             outcome,
-            instance_id: ctx.settings.instance.to_string(),
+            instance_id: ctx.settings.instance.clone(),
         },
     );
     o.lines = lines;

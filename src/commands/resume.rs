@@ -17,6 +17,7 @@ use crate::workflow::resume::{
     self, ClaimState, Refusal, ResumeError, ResumeOutcome, ResumeRequest, WorktreeState,
 };
 use crate::writer::worktree::WorktreeError;
+use maverick_core::ids::InstanceId;
 
 #[derive(Debug, Args)]
 pub(crate) struct ResumeArgs {
@@ -52,7 +53,7 @@ pub(crate) struct Resumed {
     pub remote: String,
     pub claim: ClaimState,
     pub generation: Option<u64>,
-    pub instance_id: String,
+    pub instance_id: InstanceId,
     pub worktree_state: WorktreeState,
     pub fast_forwarded: bool,
     /// Where a half-made worktree of resume's own was moved aside: detached,
@@ -340,7 +341,7 @@ fn show_resumed(settings: &Settings, resumed: resume::Resumed) -> Outcome<Resume
         remote: settings.remote.clone(),
         claim,
         generation,
-        instance_id: settings.instance.to_string(),
+        instance_id: settings.instance.clone(),
         worktree_state: state,
         fast_forwarded: applied.fast_forwarded,
         moved_aside: applied.moved_aside,

@@ -135,7 +135,7 @@ pub struct SlotClaim {
     pub comment_id: u64,
     /// The marker's `marker_id`, or `comment-<id>` for a claim without one.
     pub marker_id: String,
-    pub instance_id: String,
+    pub instance_id: InstanceId,
     pub host: Option<String>,
     /// The surface's time of the claim comment: what orders claims.
     pub claimed_at: Timestamp,
@@ -152,7 +152,7 @@ impl SlotClaim {
 
     /// Where the surface placed it among the claims on every issue.
     pub(crate) fn landed(&self) -> Landed<'_> {
-        Landed::across_records(self.claimed_at, self.comment_id, &self.instance_id)
+        Landed::across_records(self.claimed_at, self.comment_id, self.instance_id.as_str())
     }
 }
 
@@ -174,7 +174,7 @@ pub struct Holder {
     pub kind: HolderKind,
     /// The issue, or the pull request for [`HolderKind::PullRequest`].
     pub number: u64,
-    pub instance_id: Option<String>,
+    pub instance_id: Option<InstanceId>,
     pub since: Option<Timestamp>,
     pub comment_id: Option<u64>,
 }
@@ -268,7 +268,7 @@ impl SlotView {
 struct ParsedClaim {
     comment_id: u64,
     key: String,
-    instance_id: String,
+    instance_id: InstanceId,
     host: Option<String>,
     claimed_at: Timestamp,
 }
@@ -471,7 +471,7 @@ impl Settle<'_> {
         holders: &mut Vec<Holder>,
     ) -> Vec<SlotClaim> {
         earliest_first(&mut candidates, |(c, _, _)| {
-            Landed::across_records(c.claimed_at, c.comment_id, &c.instance_id)
+            Landed::across_records(c.claimed_at, c.comment_id, c.instance_id.as_str())
         });
         let mut holding: Vec<(u64, u64)> = Vec::new();
         let mut claims = Vec::new();
@@ -587,7 +587,7 @@ pub struct DispatchReport {
     pub comment_id: Option<u64>,
     pub slot: Option<u32>,
     pub marker_id: Option<String>,
-    pub instance_id: String,
+    pub instance_id: InstanceId,
     pub dry_run: bool,
     /// Stale claims this dispatch cleared (with `--dry-run`: would clear).
     pub cleared: Vec<SlotClaim>,
@@ -704,7 +704,7 @@ impl Race for SlotClaimRace<'_, '_> {
         if view.free == 0 {
             return Ok(Begin::Answer(d.report(DispatchResult::NoSlot, view, self)));
         }
-        let Some(issue) = view.pick(d.me(), lost) else {
+        let Some(issue) = view.pick(d.me().as_str(), lost) else {
             return Ok(Begin::Answer(d.report(DispatchResult::Idle, view, self)));
         };
         if self.dry_run {
@@ -737,7 +737,7 @@ impl Race for SlotClaimRace<'_, '_> {
                 issue,
                 comment_id: comment.id,
                 marker_id: marker_id.clone(),
-                instance_id: d.me().to_owned(),
+                instance_id: d.me().clone(),
                 host: Some(d.host.clone()),
                 claimed_at: comment.created_at,
                 labelled: true,
@@ -834,8 +834,8 @@ impl<'a> Dispatcher<'a> {
         }
     }
 
-    fn me(&self) -> &str {
-        self.settings.instance.as_str()
+    fn me(&self) -> &InstanceId {
+        &self.settings.instance
     }
 
     fn wip(&self) -> &str {
@@ -1053,7 +1053,7 @@ impl<'a> Dispatcher<'a> {
 
     fn claim_body(&self, issue: u64, marker_id: &str, now: Timestamp) -> String {
         let payload = DispatchPayload {
-            instance_id: Some(self.me().to_owned()),
+            instance_id: Some(self.me().clone()),
             host: Some(self.host.clone()),
             issue: Some(issue),
             claimed_at: Some(now),
@@ -1079,7 +1079,7 @@ impl<'a> Dispatcher<'a> {
     ) -> String {
         let at = |this: DispatchAction| (action == this).then_some(now);
         let payload = DispatchPayload {
-            instance_id: Some(self.me().to_owned()),
+            instance_id: Some(self.me().clone()),
             issue: Some(issue),
             claims: Some(claims.iter().map(|c| c.marker_id.clone()).collect()),
             withdrawn_at: at(ACTION_WITHDRAW),
@@ -1126,7 +1126,7 @@ impl<'a> Dispatcher<'a> {
             comment_id: None,
             slot: None,
             marker_id: None,
-            instance_id: self.me().to_owned(),
+            instance_id: self.me().clone(),
             dry_run: race.dry_run,
             cleared: std::mem::take(&mut race.cleared),
             withdrawn: std::mem::take(&mut race.withdrawn),
