@@ -734,7 +734,7 @@ pub struct TaskProgressPayload {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub phase: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub instance_id: Option<String>,
+    pub instance_id: Option<InstanceId>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub branch: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -757,7 +757,7 @@ impl TaskProgressPayload {
         let mut f = Fields::new(MarkerKind::TaskProgress, map);
         let payload = TaskProgressPayload {
             phase: f.string("phase")?,
-            instance_id: f.string("instance_id")?,
+            instance_id: f.string("instance_id")?.map(InstanceId::of_marker),
             branch: f.string("branch")?,
             task: f.number("task")?,
             head: f.string("head")?,

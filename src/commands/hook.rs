@@ -167,7 +167,7 @@ pub(crate) struct PrePushOutput {
 /// in the background (Claude Code gives the hook about 1.5 s).
 #[derive(Debug, Serialize, JsonSchema)]
 pub(crate) struct SessionEndOutput {
-    pub instance_id: String,
+    pub instance_id: InstanceId,
     /// Released by the hook itself: none, the release runs after it
     /// (`releasing`).
     pub released: Vec<u64>,
@@ -183,7 +183,7 @@ pub(crate) struct SessionEndOutput {
 /// claims it released.
 #[derive(Debug, Serialize, JsonSchema)]
 pub(crate) struct SessionReleaseOutput {
-    pub instance_id: String,
+    pub instance_id: InstanceId,
     pub released: Vec<u64>,
 }
 
@@ -440,7 +440,7 @@ fn session_end() -> Result<Outcome<HookOutput>, CommandError> {
         .map_err(|e| CommandError::tool(format!("cannot read the current directory: {e}")))?;
     let output = |releasing: Vec<u64>, pid: Option<u32>, log: Option<PathBuf>| {
         HookOutput::SessionEnd(SessionEndOutput {
-            instance_id: me.to_string(),
+            instance_id: me.clone(),
             released: Vec::new(),
             releasing,
             pid,
@@ -464,7 +464,7 @@ fn session_end() -> Result<Outcome<HookOutput>, CommandError> {
     }
     let program = std::env::current_exe()
         .map_err(|e| CommandError::tool(format!("cannot find the git-maverick binary: {e}")))?;
-    let started = session_end::start(&common_dir, me.as_str(), |fd| {
+    let started = session_end::start(&common_dir, &me, |fd| {
         let mut release = std::process::Command::new(&program);
         release
             .args(["hook", "session-release", "--lock-fd", &fd.to_string()])
@@ -581,7 +581,7 @@ fn session_release(
     Ok(Outcome::new(
         Exit::Ok,
         SessionReleaseOutput {
-            instance_id: me.into_string(),
+            instance_id: me,
             released: outcome.released,
         },
     )

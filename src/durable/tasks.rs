@@ -671,7 +671,7 @@ pub(crate) fn update_progress(
             },
         };
         payload.phase = Some(phase.to_owned());
-        payload.instance_id = Some(instance.to_string());
+        payload.instance_id = Some(instance.clone());
         if let Some(b) = branch {
             payload.branch = Some(b.to_owned());
         }
