@@ -158,7 +158,7 @@ pub(crate) struct PrePushOutput {
     pub checked: Vec<String>,
     /// The pushing instance, when the push was refused.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub instance_id: Option<String>,
+    pub instance_id: Option<InstanceId>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub refusals: Vec<Refusal>,
 }

@@ -227,7 +227,7 @@ fn record_head_at_claim(
                 branch,
                 head.as_deref(),
                 Some(issue),
-                settings.instance.as_str(),
+                &settings.instance,
                 &on,
                 settings.clock.now(),
             )?;

@@ -236,7 +236,7 @@ pub(crate) fn resume(
         branch,
         Some(&remote_head),
         Some(issue),
-        settings.instance.as_str(),
+        &settings.instance,
         &prepush::SeenOn::of_settings(git, settings),
         settings.clock.now(),
     )?;

@@ -268,7 +268,7 @@ pub(crate) fn task_done(
     }
     let pusher = push::Pusher {
         issue: Some(issue),
-        instance: settings.instance.as_str(),
+        instance: &settings.instance,
         clock: &settings.clock,
     };
     match push::cas_push(git, &settings.remote, &sha, branch, live.as_deref(), pusher) {

@@ -98,7 +98,7 @@ pub(crate) struct Verdict {
     /// The managed branches the push writes to, each checked.
     pub checked: Vec<String>,
     /// The pushing instance, when a managed branch needed it.
-    pub instance_id: Option<String>,
+    pub instance_id: Option<InstanceId>,
     /// Empty: the push may go.
     pub refusals: Vec<Refusal>,
     /// Lines for the person pushing (a lease that ran out).
@@ -120,7 +120,7 @@ impl Verdict {
 /// The pushing instance, and maverick's remote as configured now when the
 /// records do not say where the managed branches live.
 struct Pusher {
-    me: String,
+    me: InstanceId,
     configured: Option<String>,
 }
 
@@ -207,9 +207,7 @@ fn pusher(
     settled: bool,
     overrides: &Overrides,
 ) -> Result<Pusher, PrePushError> {
-    let env_me = crate::config::instance_from_env()
-        .transpose()?
-        .map(InstanceId::into_string);
+    let env_me = crate::config::instance_from_env().transpose()?;
     if settled {
         let me = match env_me {
             Some(me) => me,
@@ -226,7 +224,7 @@ fn pusher(
     let (settings, _) = Settings::load_explained(git, overrides)?;
     let configured = SeenOn::of_settings(git, &settings).location;
     Ok(Pusher {
-        me: env_me.unwrap_or(settings.instance.into_string()),
+        me: env_me.unwrap_or(settings.instance),
         configured,
     })
 }
@@ -237,7 +235,7 @@ fn decide(
     common_dir: &Path,
     remote: &str,
     managed: Vec<(RefUpdate, BranchState)>,
-    me: String,
+    me: InstanceId,
     clock: &Clock,
 ) -> Result<Verdict, PrePushError> {
     let mut refusals = Vec::new();
