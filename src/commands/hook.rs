@@ -626,11 +626,8 @@ fn pre_tool_use() -> Result<Outcome<HookOutput>, CommandError> {
         Ok(cwd) => cwd,
         Err(e) => return cannot_read(format!("cannot read the current directory: {e}")),
     };
-    let me = || {
-        session_instance(&input)
-            .map(InstanceId::into_string)
-            .unwrap_or_default()
-    };
+    // No instance resolves: nobody's, so no claim is this session's.
+    let me = || session_instance(&input).unwrap_or_default();
     let env = GitEnv::inherit();
     let session = bash_guard::Session {
         cwd: &cwd,
