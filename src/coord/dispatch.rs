@@ -152,7 +152,7 @@ impl SlotClaim {
 
     /// Where the surface placed it among the claims on every issue.
     pub(crate) fn landed(&self) -> Landed<'_> {
-        Landed::across_records(self.claimed_at, self.comment_id, self.instance_id.as_str())
+        Landed::across_records(self.claimed_at, self.comment_id, &self.instance_id)
     }
 }
 
@@ -471,7 +471,7 @@ impl Settle<'_> {
         holders: &mut Vec<Holder>,
     ) -> Vec<SlotClaim> {
         earliest_first(&mut candidates, |(c, _, _)| {
-            Landed::across_records(c.claimed_at, c.comment_id, c.instance_id.as_str())
+            Landed::across_records(c.claimed_at, c.comment_id, &c.instance_id)
         });
         let mut holding: Vec<(u64, u64)> = Vec::new();
         let mut claims = Vec::new();

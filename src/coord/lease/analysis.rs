@@ -315,7 +315,7 @@ fn unreleased<'c>(
         .filter(|c| c.generation == generation && !c.withdrawn && !released(c) && !superseded(c))
         .collect();
     earliest_first(&mut live, |c| {
-        Landed::on_record(c.comment_id, c.instance_id.as_str())
+        Landed::on_record(c.comment_id, &c.instance_id)
     });
     live
 }
