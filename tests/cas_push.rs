@@ -9,10 +9,13 @@ use crate::support::mav::clock::Clock;
 use crate::support::mav::git::{Git, GitEnv};
 use crate::support::mav::push::{cas_push, cas_push_last_seen, PushError, Pusher};
 use crate::support::{RepoKind, TestEnv};
+use maverick_core::ids::InstanceId;
 
 /// `instance`'s push of #142's branch.
-fn by(instance: &str) -> Pusher<'_> {
+fn by(instance: &str) -> Pusher<'static> {
     static CLOCK: std::sync::OnceLock<Clock> = std::sync::OnceLock::new();
+    // A test's handful of ids, kept for the pushes that borrow them.
+    let instance = Box::leak(Box::new(InstanceId::parse(instance).unwrap()));
     Pusher {
         issue: Some(142),
         instance,
@@ -103,7 +106,7 @@ fn cas_push_refuses_a_remote_that_moved_and_a_rewrite(kind: RepoKind) {
         BRANCH,
         Some(&intruder),
         Some(142),
-        "a",
+        &InstanceId::parse("a").unwrap(),
         &maverick::writer::prepush::SeenOn::of_remote(&git, "origin"),
         env.clock().now(),
     )

@@ -848,6 +848,26 @@ fn one_session_is_one_instance_whichever_tool_runs() {
     assert_eq!(read_in(211, &pinned)["decision"], "held");
 }
 
+/// Maverick takes `MAVERICK_INSTANCE_ID` as any text, so its claim may
+/// name an id git maverick would refuse as its own (a space, an apostrophe):
+/// that claim still holds the issue for git maverick, under the id as
+/// written, never dropped as unreadable (which would invite double work).
+#[test]
+fn a_maverick_claim_under_an_id_git_maverick_refuses_still_holds() {
+    let env = TestEnv::with_surface(Surface::Github);
+    let t = team(&env);
+    let odd = "Alice's laptop";
+    let mut as_odd = Maverick::in_session(&env, "odd");
+    as_odd.extra = vec![("MAVERICK_INSTANCE_ID", odd.to_owned())];
+    as_odd.coord("claim", 213, &[]).expect(0);
+    let read = t.carol.maverick(&["coord", "read", "213", "--json"]);
+    read.expect(4);
+    let view = read.json();
+    assert_eq!(view["decision"], "held", "{view}");
+    assert_eq!(view["holder"]["instance_id"], odd, "{view}");
+    t.carol.maverick(&["coord", "claim", "213"]).expect(4);
+}
+
 /// Outside an agent session Maverick keeps its instance in the per-user
 /// `~/.maverick/instance_id`, and rewrites it for each session it runs.
 /// That file names Maverick's session, not every shell: a clone's own id

@@ -734,6 +734,7 @@ mod hold_in_memory {
     use maverick::coord::lease::{ClaimOutcome, ClaimRequest, Coordinator, Decision};
     use maverick::coord::supervise::ChildStatus;
     use maverick::records::claim::ClaimStore;
+    use maverick_core::ids::InstanceId;
 
     use crate::support::sim::{SimSurface, World};
 
@@ -859,7 +860,11 @@ mod hold_in_memory {
             _ => panic!("not a clean exit with a merged release"),
         }
         assert_eq!(held.decision(), Decision::Free);
-        assert!(held.store().load(ME, ISSUE).unwrap().is_none());
+        assert!(held
+            .store()
+            .load(&InstanceId::parse(ME).unwrap(), ISSUE)
+            .unwrap()
+            .is_none());
     }
 
     #[test]
@@ -927,7 +932,11 @@ mod hold_in_memory {
         assert_lapsed(&reason);
         assert!(!started && !ran.exists(), "the command never ran");
         // The local record says the claim is lost (the pre-push hook reads it).
-        let record = held.store().load(ME, ISSUE).unwrap().unwrap();
+        let record = held
+            .store()
+            .load(&InstanceId::parse(ME).unwrap(), ISSUE)
+            .unwrap()
+            .unwrap();
         assert_eq!(record.lost, Some(reason));
     }
 

@@ -137,7 +137,8 @@ fn every_reader_computes(world: &Mutex<World>, instances: &[String], holder: &st
     let mut w = world.lock().unwrap();
     let view = w.view(ISSUE);
     for reader in instances {
-        let v = analyze(&view, &settings(reader), reader, w.now());
+        let reader_settings = settings(reader);
+        let v = analyze(&view, &reader_settings, &reader_settings.instance, w.now());
         assert_eq!(
             v.holder.as_ref().map(|h| h.instance_id.as_str()),
             Some(holder),

@@ -97,7 +97,7 @@ impl Run {
         let record = self.record.lock().unwrap();
         for v in views {
             if let Some(h) = &v.holder {
-                let key = (h.instance_id.clone(), h.comment_id);
+                let key = (h.instance_id.to_string(), h.comment_id);
                 if record.released.get(&key).is_some_and(|at| *at < since) {
                     drop(record);
                     self.fail(format!(
@@ -116,7 +116,10 @@ impl Run {
             let issue = w.view(ISSUE);
             let now = w.now();
             (
-                analyze(&issue, &settings("probe"), "probe", now),
+                {
+                    let probe = settings("probe");
+                    analyze(&issue, &probe, &probe.instance, now)
+                },
                 w.steps + 1,
             )
         };
@@ -391,7 +394,7 @@ fn replay(seed: u64) -> Vec<String> {
     run.check_views("a fresh reader", std::slice::from_ref(&view), u64::MAX);
     // A crashed holder's issue is free or stale within the ttl.
     if let Some(h) = &view.holder {
-        if let Some(at) = crashes.get(&h.instance_id) {
+        if let Some(at) = crashes.get(h.instance_id.as_str()) {
             let deadline = at.plus(Duration::from_secs(TTL_SECS));
             if view.expires_at.is_none_or(|e| e > deadline) {
                 run.fail(format!(

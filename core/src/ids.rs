@@ -3,8 +3,10 @@
 //! - [`ObjectId`]: a full git object id, 40 hex digits (SHA-1) or 64
 //!   (SHA-256), as git prints it; [`ObjectPrefix`]: an abbreviation of one,
 //!   as a person types it or a tasks comment shows it.
-//! - [`InstanceId`]: who holds a claim. Path-safe, because a clone keeps
-//!   records named after it.
+//! - [`InstanceId`]: who holds a claim. The ids this instance acts as are
+//!   path-safe ([`InstanceId::parse`]), because a clone keeps records named
+//!   after them; an id read from another writer's marker is kept as written
+//!   ([`InstanceId::of_marker`]).
 
 use std::fmt;
 
@@ -139,11 +141,43 @@ impl fmt::Display for ObjectPrefix {
 }
 
 /// Who holds a claim: an agent session's derived id, a configured name, or
-/// a clone's generated `<host>-<8 hex>`.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// a clone's generated `<host>-<8 hex>`. A string on disk and on the wire
+/// (its JSON and its schema are a string's).
+#[derive(
+    Clone,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(transparent)]
 pub struct InstanceId(String);
 
+/// A string's schema, inlined: the schemas of the JSON output name no type
+/// of their own for an id.
+impl schemars::JsonSchema for InstanceId {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        String::schema_name()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        String::json_schema(generator)
+    }
+}
+
 impl InstanceId {
+    /// An id this instance acts as or keeps a record under (configuration,
+    /// the environment, a clone's own file): [`valid_instance_id`] or an
+    /// error.
     pub fn parse(text: &str) -> Result<InstanceId, IdError> {
         if valid_instance_id(text) {
             Ok(InstanceId(text.to_owned()))
@@ -162,12 +196,39 @@ impl InstanceId {
         InstanceId(digest[..5].iter().map(|b| format!("{b:02x}")).collect())
     }
 
+    /// An id as another writer's marker or record carries it, kept as
+    /// written. Maverick takes `MAVERICK_INSTANCE_ID` as given, any text,
+    /// so its claims may name ids [`valid_instance_id`] refuses; refusing
+    /// them would hide a live claim and invite double work. Such an id is
+    /// only compared and printed, never made a path.
+    pub fn of_marker(text: impl Into<String>) -> InstanceId {
+        InstanceId(text.into())
+    }
+
     pub fn as_str(&self) -> &str {
         &self.0
     }
 
     pub fn into_string(self) -> String {
         self.0
+    }
+}
+
+impl PartialEq<str> for InstanceId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl PartialEq<&str> for InstanceId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
+impl From<InstanceId> for String {
+    fn from(id: InstanceId) -> String {
+        id.0
     }
 }
 

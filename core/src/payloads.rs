@@ -16,6 +16,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::ids::InstanceId;
 use crate::markers::{Marker, MarkerKind};
 use crate::timefmt::{parse_duration, Timestamp};
 
@@ -243,7 +244,7 @@ impl DeclaredTtl {
 /// `marker_id` and `branch`. Only `instance_id` is required.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct ClaimPayload {
-    pub instance_id: String,
+    pub instance_id: InstanceId,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -262,7 +263,7 @@ pub struct ClaimPayload {
     pub branch: Option<String>,
     /// A takeover: the instance whose lapsed lease this claim ends.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub takeover_of: Option<String>,
+    pub takeover_of: Option<InstanceId>,
     /// Why: a takeover's, or a withdrawal's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -278,7 +279,7 @@ impl ClaimPayload {
         let mut f = Fields::new(kind, map);
         let instance_id = f.string("instance_id")?;
         Ok(ClaimPayload {
-            instance_id: f.required("instance_id", instance_id)?,
+            instance_id: InstanceId::of_marker(f.required("instance_id", instance_id)?),
             host: f.string("host")?,
             scope: f.issues("scope")?,
             claimed_at: f.time("claimed_at")?,
@@ -295,7 +296,7 @@ impl ClaimPayload {
             },
             marker_id: f.string("marker_id")?,
             branch: f.string("branch")?,
-            takeover_of: f.string("takeover_of")?,
+            takeover_of: f.string("takeover_of")?.map(InstanceId::of_marker),
             reason: f.string("reason")?,
             withdrawn_at: f.time("withdrawn_at")?,
             extra: f.rest(),
@@ -319,7 +320,7 @@ impl ClaimPayload {
 /// and `marker_id`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct LeasePayload {
-    pub instance_id: String,
+    pub instance_id: InstanceId,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub heartbeat_at: Option<Timestamp>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -342,7 +343,7 @@ impl LeasePayload {
         let mut f = Fields::new(MarkerKind::Lease, map);
         let instance_id = f.string("instance_id")?;
         Ok(LeasePayload {
-            instance_id: f.required("instance_id", instance_id)?,
+            instance_id: InstanceId::of_marker(f.required("instance_id", instance_id)?),
             heartbeat_at: f.time("heartbeat_at")?,
             expires_at: f.time("expires_at")?,
             released_at: f.time("released_at")?,
@@ -414,7 +415,7 @@ impl Serialize for DispatchAction {
 pub struct DispatchPayload {
     pub action: DispatchAction,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub instance_id: Option<String>,
+    pub instance_id: Option<InstanceId>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -476,7 +477,8 @@ impl DispatchPayload {
         let instance_id = match action {
             DispatchAction::Claim => Some(f.required("instance_id", instance_id)?),
             _ => instance_id,
-        };
+        }
+        .map(InstanceId::of_marker);
         Ok(DispatchPayload {
             action,
             instance_id,
@@ -732,7 +734,7 @@ pub struct TaskProgressPayload {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub phase: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub instance_id: Option<String>,
+    pub instance_id: Option<InstanceId>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub branch: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -755,7 +757,7 @@ impl TaskProgressPayload {
         let mut f = Fields::new(MarkerKind::TaskProgress, map);
         let payload = TaskProgressPayload {
             phase: f.string("phase")?,
-            instance_id: f.string("instance_id")?,
+            instance_id: f.string("instance_id")?.map(InstanceId::of_marker),
             branch: f.string("branch")?,
             task: f.number("task")?,
             head: f.string("head")?,

@@ -12,6 +12,7 @@
 
 use std::cmp::Ordering;
 
+use crate::ids::InstanceId;
 use crate::timefmt::Timestamp;
 
 /// Where the surface placed one racing claim: all the settle orders by.
@@ -26,12 +27,12 @@ pub struct Landed<'a> {
     /// The surface's sequence for it: the comment id.
     pub seq: u64,
     /// The instance that wrote it: the tie-break.
-    pub instance_id: &'a str,
+    pub instance_id: &'a InstanceId,
 }
 
 impl Landed<'_> {
     /// A claim among others on the same record, ordered by its sequence.
-    pub fn on_record(seq: u64, instance_id: &str) -> Landed<'_> {
+    pub fn on_record(seq: u64, instance_id: &InstanceId) -> Landed<'_> {
         Landed {
             at: None,
             seq,
@@ -41,7 +42,7 @@ impl Landed<'_> {
 
     /// A claim racing claims on other records, ordered by the surface's
     /// time, then its sequence.
-    pub fn across_records(at: Timestamp, seq: u64, instance_id: &str) -> Landed<'_> {
+    pub fn across_records(at: Timestamp, seq: u64, instance_id: &InstanceId) -> Landed<'_> {
         Landed {
             at: Some(at),
             seq,
@@ -79,32 +80,37 @@ pub fn landed_before(a: Landed<'_>, b: Landed<'_>) -> bool {
 mod tests {
     use super::*;
 
+    fn id(text: &str) -> InstanceId {
+        InstanceId::parse(text).unwrap()
+    }
+
     #[test]
     fn the_lowest_sequence_wins_on_one_record_whatever_the_instance_ids() {
-        let mut claims = vec![(7, "a"), (3, "z"), (5, "b")];
+        let mut claims = vec![(7, id("a")), (3, id("z")), (5, id("b"))];
         earliest_first(&mut claims, |(seq, id)| Landed::on_record(*seq, id));
-        assert_eq!(claims, vec![(3, "z"), (5, "b"), (7, "a")]);
+        assert_eq!(claims, vec![(3, id("z")), (5, id("b")), (7, id("a"))]);
     }
 
     #[test]
     fn a_tie_the_surface_leaves_goes_to_the_lower_instance_id() {
-        let a = Landed::on_record(4, "agent-a");
-        let b = Landed::on_record(4, "agent-b");
+        let (agent_a, agent_b) = (id("agent-a"), id("agent-b"));
+        let a = Landed::on_record(4, &agent_a);
+        let b = Landed::on_record(4, &agent_b);
         assert!(landed_before(a, b));
         assert!(!landed_before(b, a));
         let at = Timestamp(1_000);
         assert!(landed_before(
-            Landed::across_records(at, 9, "agent-a"),
-            Landed::across_records(at, 9, "agent-b")
+            Landed::across_records(at, 9, &agent_a),
+            Landed::across_records(at, 9, &agent_b)
         ));
     }
 
     #[test]
     fn across_records_the_surface_time_orders_before_the_sequence() {
         let mut claims = vec![
-            (Timestamp(20), 1, "a"),
-            (Timestamp(10), 9, "c"),
-            (Timestamp(10), 8, "d"),
+            (Timestamp(20), 1, id("a")),
+            (Timestamp(10), 9, id("c")),
+            (Timestamp(10), 8, id("d")),
         ];
         earliest_first(&mut claims, |(at, seq, id)| {
             Landed::across_records(*at, *seq, id)
@@ -112,21 +118,21 @@ mod tests {
         assert_eq!(
             claims,
             vec![
-                (Timestamp(10), 8, "d"),
-                (Timestamp(10), 9, "c"),
-                (Timestamp(20), 1, "a")
+                (Timestamp(10), 8, id("d")),
+                (Timestamp(10), 9, id("c")),
+                (Timestamp(20), 1, id("a"))
             ]
         );
     }
 
     #[test]
     fn the_order_is_the_same_whichever_order_the_claims_are_read_in() {
-        let read = [(2, "b"), (1, "c"), (2, "a"), (3, "a")];
+        let read = [(2, id("b")), (1, id("c")), (2, id("a")), (3, id("a"))];
         let mut forward = read.to_vec();
-        let mut backward: Vec<_> = read.iter().rev().copied().collect();
+        let mut backward: Vec<_> = read.iter().rev().cloned().collect();
         earliest_first(&mut forward, |(s, id)| Landed::on_record(*s, id));
         earliest_first(&mut backward, |(s, id)| Landed::on_record(*s, id));
         assert_eq!(forward, backward);
-        assert_eq!(forward[0], (1, "c"));
+        assert_eq!(forward[0], (1, id("c")));
     }
 }

@@ -21,6 +21,7 @@ use crate::records::claim::ClaimRecord;
 use crate::records::files::RecordError;
 use crate::timefmt::Timestamp;
 use crate::writer::prepush::{self, BranchState};
+use maverick_core::ids::InstanceId;
 
 /// How deep git aliases are followed (`git p` → `!git push …`).
 const MAX_ALIAS_DEPTH: usize = 4;
@@ -54,7 +55,7 @@ pub struct Session<'a> {
     pub cwd: &'a Path,
     /// The instance the session acts as, resolved only when a push's
     /// verdict depends on it (resolving it reads git's config).
-    pub me: &'a (dyn Fn() -> String + Sync),
+    pub me: &'a (dyn Fn() -> InstanceId + Sync),
     pub now: Timestamp,
     pub env: &'a GitEnv,
 }
@@ -882,7 +883,7 @@ struct World<'a> {
 fn deny(
     world: &World<'_>,
     how: Option<Skip>,
-    me: &dyn Fn() -> String,
+    me: &dyn Fn() -> InstanceId,
     now: Timestamp,
 ) -> Option<String> {
     let branch = world.branch;
@@ -987,7 +988,7 @@ struct Judge<'s, 'a> {
     /// Aliases the line itself sets (`git config alias.p push && git p`).
     aliases: BTreeMap<String, String>,
     /// The session's instance, once a verdict needed it.
-    me: std::cell::OnceCell<String>,
+    me: std::cell::OnceCell<InstanceId>,
 }
 
 /// The words that make a program's arguments a possible push: the guard

@@ -182,7 +182,7 @@ fn entries(git: &Git, s: &Settings, origins: &Origins) -> Vec<Entry> {
             "repo",
             s.repo.clone().unwrap_or_else(|| "(none)".to_owned()),
         ),
-        entry("instance", s.instance.clone()),
+        entry("instance", s.instance.to_string()),
         entry("githubApiUrl", s.github_api_url.clone()),
         token_entry(s),
         hook_entry(git),

@@ -16,6 +16,7 @@ use crate::coord::lease::{
     ClaimOutcome, Coordinator, Decision, HeartbeatOutcome, IssueView, ReleaseOutcome, Renewal,
 };
 use crate::timefmt::{format_duration, human_duration};
+use maverick_core::ids::InstanceId;
 
 #[derive(Debug, Args)]
 pub(crate) struct CoordArgs {
@@ -182,7 +183,7 @@ pub(crate) struct LabelArgs {
 pub(crate) struct ReadOutput {
     #[serde(flatten)]
     pub view: IssueView,
-    pub instance_id: String,
+    pub instance_id: InstanceId,
     pub surface: SurfaceKind,
 }
 
@@ -192,7 +193,7 @@ pub(crate) struct ReadOutput {
 pub(crate) struct ReleaseAllOutput {
     #[serde(flatten)]
     pub outcome: ReleaseOutcome,
-    pub instance_id: String,
+    pub instance_id: InstanceId,
 }
 
 /// `coord block|unblock|label --json`: the issue's labels afterwards.
@@ -514,7 +515,9 @@ pub(crate) fn show_claim(ctx: &Context, issue: u64, report: &ClaimReport) -> Out
             views,
             &format!(
                 "{} won the claim; this instance's claim was withdrawn. Pick another issue",
-                winner.as_deref().unwrap_or("another instance")
+                winner
+                    .as_ref()
+                    .map_or("another instance", |w| w.as_str())
             ),
         ),
     }

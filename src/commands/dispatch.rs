@@ -200,7 +200,7 @@ fn holder_lines(view: &SlotView, wip: &str) -> Vec<String> {
                     format!(
                         "#{} claimed by {}{since}",
                         h.number,
-                        h.instance_id.as_deref().unwrap_or("?")
+                        h.instance_id.as_ref().map_or("?", |id| id.as_str())
                     )
                 }
             };

@@ -24,6 +24,7 @@ use crate::writer::hookfile::Change;
 use crate::writer::hookmanager::Manager;
 use crate::writer::hookmanager::{self, Setup, Status};
 use crate::writer::prepush::{self, Refusal, RefusalKind};
+use maverick_core::ids::InstanceId;
 
 #[derive(Debug, Args)]
 pub(crate) struct HookArgs {
@@ -157,7 +158,7 @@ pub(crate) struct PrePushOutput {
     pub checked: Vec<String>,
     /// The pushing instance, when the push was refused.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub instance_id: Option<String>,
+    pub instance_id: Option<InstanceId>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub refusals: Vec<Refusal>,
 }
@@ -166,7 +167,7 @@ pub(crate) struct PrePushOutput {
 /// in the background (Claude Code gives the hook about 1.5 s).
 #[derive(Debug, Serialize, JsonSchema)]
 pub(crate) struct SessionEndOutput {
-    pub instance_id: String,
+    pub instance_id: InstanceId,
     /// Released by the hook itself: none, the release runs after it
     /// (`releasing`).
     pub released: Vec<u64>,
@@ -182,7 +183,7 @@ pub(crate) struct SessionEndOutput {
 /// claims it released.
 #[derive(Debug, Serialize, JsonSchema)]
 pub(crate) struct SessionReleaseOutput {
-    pub instance_id: String,
+    pub instance_id: InstanceId,
     pub released: Vec<u64>,
 }
 
@@ -306,7 +307,7 @@ fn enter_session_cwd(input: &AgentHookInput) -> Result<(), String> {
 /// The instance the session acts as, resolved as every command resolves it
 /// (SPEC 2: env, then `maverick.instance`, then the session, here the
 /// `session_id` of the hook's input).
-fn session_instance(input: &AgentHookInput) -> Result<String, CommandError> {
+fn session_instance(input: &AgentHookInput) -> Result<InstanceId, CommandError> {
     let cwd = std::env::current_dir()
         .map_err(|e| CommandError::tool(format!("cannot read the current directory: {e}")))?;
     let git = Git::new(cwd, GitEnv::inherit());
@@ -343,7 +344,7 @@ fn session_start() -> Result<Outcome<HookOutput>, CommandError> {
         Ok(dir) if !prepush::maverick_absent(&dir) => ClaimStore::new(&dir).of_instance(&me)?,
         _ => Vec::new(),
     };
-    let mut context = instance_context(&git, &me, exported);
+    let mut context = instance_context(&git, me.as_str(), exported);
     if !held.is_empty() {
         context.push_str(" It still holds these claims from before:");
         for c in &held {
@@ -404,7 +405,7 @@ fn instance_context(git: &Git, me: &str, exported: bool) -> String {
         .iter()
         .find(|var| std::env::var_os(var).is_some_and(|v| !v.is_empty()));
     if let Some(var) = session_var {
-        if crate::config::instance_from_session().as_deref() == Some(me) {
+        if crate::config::instance_from_session().is_some_and(|id| id == me) {
             return format!(
                 "git maverick: this session acts as instance {me}, which git maverick derives \
                  from {var}: Claude Code gives it to every command of the session."
@@ -468,7 +469,7 @@ fn session_end() -> Result<Outcome<HookOutput>, CommandError> {
         release
             .args(["hook", "session-release", "--lock-fd", &fd.to_string()])
             .current_dir(&cwd)
-            .env("MAVERICK_INSTANCE", &me);
+            .env("MAVERICK_INSTANCE", me.as_str());
         release
     })
     .map_err(|e| {
@@ -631,6 +632,7 @@ fn pre_tool_use() -> Result<Outcome<HookOutput>, CommandError> {
         Ok(cwd) => cwd,
         Err(e) => return cannot_read(format!("cannot read the current directory: {e}")),
     };
+    // No instance resolves: nobody's, so no claim is this session's.
     let me = || session_instance(&input).unwrap_or_default();
     let env = GitEnv::inherit();
     let session = bash_guard::Session {

@@ -338,7 +338,7 @@ impl Context {
             self.git.clone(),
             &self.settings.remote,
             self.settings.remote_url.as_deref().unwrap_or_default(),
-            &self.settings.instance,
+            self.settings.instance.as_str(),
             self.settings.clock.clone(),
         )
         .with_max_clock_skew(self.settings.max_clock_skew)

@@ -17,6 +17,7 @@ use crate::workflow::resume::{
     self, ClaimState, Refusal, ResumeError, ResumeOutcome, ResumeRequest, WorktreeState,
 };
 use crate::writer::worktree::WorktreeError;
+use maverick_core::ids::InstanceId;
 
 #[derive(Debug, Args)]
 pub(crate) struct ResumeArgs {
@@ -52,7 +53,7 @@ pub(crate) struct Resumed {
     pub remote: String,
     pub claim: ClaimState,
     pub generation: Option<u64>,
-    pub instance_id: String,
+    pub instance_id: InstanceId,
     pub worktree_state: WorktreeState,
     pub fast_forwarded: bool,
     /// Where a half-made worktree of resume's own was moved aside: detached,
@@ -232,7 +233,7 @@ fn show_refusal(refusal: Refusal, view: &IssueView, branch: &str) -> Outcome<Res
     let holder = view
         .holder
         .as_ref()
-        .map_or("nobody".to_owned(), |h| h.instance_id.clone());
+        .map_or("nobody".to_owned(), |h| h.instance_id.to_string());
     match refusal {
         Refusal::Blocked => refused(
             Exit::Blocked,

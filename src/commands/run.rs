@@ -26,6 +26,7 @@ use crate::commands::error::{CommandError, ErrorCode, Exit};
 use crate::coord::hold::{self, command_line, Ending, HoldReport, HoldRequest, Inbox, Released};
 use crate::coord::lease::{ClaimOutcome, Coordinator};
 use crate::coord::supervise::{signal_name, ChildStatus};
+use maverick_core::ids::InstanceId;
 
 #[derive(Debug, Args)]
 #[command(after_help = "\
@@ -70,7 +71,7 @@ pub(crate) enum RunOutput {
 pub(crate) struct HoldOutput {
     pub issue: u64,
     pub issues: Vec<u64>,
-    pub instance_id: String,
+    pub instance_id: InstanceId,
     pub generation: u64,
     pub command: Vec<String>,
     /// CMD's exit status.
@@ -175,7 +176,7 @@ fn hold_for(
 
 /// What a person (and `--json`) sees of a held command, and the exit code:
 /// the command's own, or the protocol's when the claim was lost.
-fn show(instance: &str, report: HoldReport) -> Outcome<RunOutput, u8> {
+fn show(instance: &InstanceId, report: HoldReport) -> Outcome<RunOutput, u8> {
     let HoldReport {
         issues,
         generation,
@@ -188,7 +189,7 @@ fn show(instance: &str, report: HoldReport) -> Outcome<RunOutput, u8> {
         output: HoldOutput {
             issue,
             issues,
-            instance_id: instance.to_owned(),
+            instance_id: instance.clone(),
             generation,
             command: command
                 .iter()

@@ -375,7 +375,7 @@ fn render_text(view: &StatusView, colour: bool) -> Vec<String> {
                     HolderKind::Claim => format!(
                         "#{} {}",
                         h.issue,
-                        who(h.instance_id.as_deref().unwrap_or("?"), h.ours)
+                        who(h.instance_id.as_ref().map_or("?", |id| id.as_str()), h.ours)
                     ),
                 };
                 format!("{}: {what}", h.slot)
@@ -486,7 +486,7 @@ fn row_cells(row: &IssueRow, now: Timestamp) -> Vec<Cell> {
         Cell::plain(row.state.as_str()),
     ];
     cells.push(match &row.holder {
-        Some(h) => Cell::plain(who(&h.instance_id, h.ours)),
+        Some(h) => Cell::plain(who(h.instance_id.as_str(), h.ours)),
         None => Cell::default(),
     });
     cells.push(match row.generation.filter(|_| row.holder.is_some()) {
@@ -547,7 +547,7 @@ fn row_cells(row: &IssueRow, now: Timestamp) -> Vec<Cell> {
             let slot = d.slot.map(|s| format!(", slot {s}")).unwrap_or_default();
             Cell::plain(format!(
                 "dispatch claim by {} ({}{slot})",
-                who(&d.instance_id, d.ours),
+                who(d.instance_id.as_str(), d.ours),
                 d.verdict.replace('_', " ")
             ))
         }
@@ -606,7 +606,7 @@ fn render_epic(epic: &EpicView, view: &StatusView) -> Vec<String> {
                 story.state.as_str().replace('_', " ")
             );
             if let Some(h) = &story.holder {
-                line.push_str(&format!(" by {}", who(&h.instance_id, h.ours)));
+                line.push_str(&format!(" by {}", who(h.instance_id.as_str(), h.ours)));
                 if story.stale {
                     line.push_str(" (stale)");
                 }
@@ -669,7 +669,10 @@ fn render_dot(epic: &EpicView) -> String {
                 story.state.as_str().replace('_', " ")
             );
             if let Some(h) = &story.holder {
-                label.push_str(&format!("\\n{}", dot_escape(&who(&h.instance_id, h.ours))));
+                label.push_str(&format!(
+                    "\\n{}",
+                    dot_escape(&who(h.instance_id.as_str(), h.ours))
+                ));
                 if story.stale {
                     label.push_str(" (stale)");
                 }

@@ -6,19 +6,23 @@ use std::path::{Path, PathBuf};
 use super::*;
 use crate::git::{Git, GitError};
 
-pub(crate) use maverick_core::ids::valid_instance_id;
+#[cfg(test)]
+use maverick_core::ids::valid_instance_id;
+use maverick_core::ids::InstanceId;
+
+/// `id` as this instance's own: the core's one rule, or the error that
+/// names the rule.
+fn own_instance(id: String) -> Result<InstanceId, ConfigError> {
+    InstanceId::parse(&id).map_err(|_| ConfigError::BadInstance(id))
+}
 
 /// The instance id the environment names, which beats every other source
 /// (SPEC 2); the pre-push hook uses it to avoid reading the configuration.
-pub(crate) fn instance_from_env() -> Option<Result<String, ConfigError>> {
+pub(crate) fn instance_from_env() -> Option<Result<InstanceId, ConfigError>> {
     let id = ["MAVERICK_INSTANCE", "MAVERICK_INSTANCE_ID"]
         .iter()
         .find_map(|var| std::env::var(var).ok().filter(|v| !v.is_empty()))?;
-    Some(if valid_instance_id(&id) {
-        Ok(id)
-    } else {
-        Err(ConfigError::BadInstance(id))
-    })
+    Some(own_instance(id))
 }
 
 /// The agent session's variables, in Maverick's order of preference (Kiro
@@ -32,7 +36,7 @@ pub(crate) const SESSION_VARS: [&str; 3] = [
 /// The instance id of the agent session the environment names, derived as
 /// Maverick derives it, so that one session is one instance whichever tool
 /// it runs (SPEC 2).
-pub(crate) fn instance_from_session() -> Option<String> {
+pub(crate) fn instance_from_session() -> Option<InstanceId> {
     SESSION_VARS
         .iter()
         .find_map(|var| std::env::var(var).ok().filter(|v| !v.is_empty()))
@@ -41,13 +45,15 @@ pub(crate) fn instance_from_session() -> Option<String> {
 
 /// Maverick's derivation: the first 10 hex digits of the SHA-256 of the
 /// session id, exactly as given (no trimming, no case folding).
-pub(crate) fn session_instance_id(session: &str) -> String {
-    maverick_core::ids::InstanceId::of_session(session).into_string()
+pub(crate) fn session_instance_id(session: &str) -> InstanceId {
+    InstanceId::of_session(session)
 }
 
 /// The instance named explicitly: `MAVERICK_INSTANCE` (or
 /// `MAVERICK_INSTANCE_ID`), else `maverick.instance` (SPEC 2's first two).
-pub(super) fn named_instance(keys: &ConfigKeys) -> Option<Result<(String, Origin), ConfigError>> {
+pub(super) fn named_instance(
+    keys: &ConfigKeys,
+) -> Option<Result<(InstanceId, Origin), ConfigError>> {
     if let Some(id) = instance_from_env() {
         let var = if std::env::var_os("MAVERICK_INSTANCE").is_some_and(|v| !v.is_empty()) {
             "MAVERICK_INSTANCE"
@@ -57,11 +63,8 @@ pub(super) fn named_instance(keys: &ConfigKeys) -> Option<Result<(String, Origin
         return Some(id.map(|id| (id, Origin::Env(var))));
     }
     let id = keys.get("instance")?.to_owned();
-    Some(if valid_instance_id(&id) {
-        Ok((id, keys.origin("instance").unwrap_or(Origin::Default)))
-    } else {
-        Err(ConfigError::BadInstance(id))
-    })
+    let origin = keys.origin("instance").unwrap_or(Origin::Default);
+    Some(own_instance(id).map(|id| (id, origin)))
 }
 
 /// The instance an agent session acts as, for the plugin's hooks, which get
@@ -71,7 +74,7 @@ pub(super) fn named_instance(keys: &ConfigKeys) -> Option<Result<(String, Origin
 pub(crate) fn agent_session_instance(
     git: Option<&Git>,
     session_id: Option<&str>,
-) -> Result<Option<String>, ConfigError> {
+) -> Result<Option<InstanceId>, ConfigError> {
     let keys = match git {
         Some(git) => ConfigKeys::read(git)?,
         None => ConfigKeys(HashMap::new()),
@@ -93,7 +96,7 @@ pub(crate) fn agent_session_instance(
 pub(super) fn resolve_instance(
     git: &Git,
     keys: &ConfigKeys,
-) -> Result<(String, Origin), ConfigError> {
+) -> Result<(InstanceId, Origin), ConfigError> {
     resolve_instance_in(keys, || git.git_dir())
 }
 
@@ -106,7 +109,7 @@ pub(super) fn resolve_instance(
 pub(crate) fn instance_of_clone(
     git: &Git,
     git_dir: Option<&Path>,
-) -> Result<(String, Vec<crate::git::ConfigEntry>), ConfigError> {
+) -> Result<(InstanceId, Vec<crate::git::ConfigEntry>), ConfigError> {
     let (own, includes) = git
         .config_entries(r"^(maverick\.|include\.path$|includeif\..*\.path$)")?
         .into_iter()
@@ -122,7 +125,7 @@ pub(crate) fn instance_of_clone(
 pub(super) fn resolve_instance_in(
     keys: &ConfigKeys,
     git_dir: impl FnOnce() -> Result<PathBuf, GitError>,
-) -> Result<(String, Origin), ConfigError> {
+) -> Result<(InstanceId, Origin), ConfigError> {
     if let Some(named) = named_instance(keys) {
         return named;
     }
@@ -137,12 +140,15 @@ pub(super) fn resolve_instance_in(
     let path = git_dir()?.join("maverick").join("instance");
     let kept = Origin::Derived(format!("generated once, kept in {}", path.display()));
     if let Ok(text) = std::fs::read_to_string(&path) {
-        let id = text.trim();
-        if valid_instance_id(id) {
-            return Ok((id.to_owned(), kept));
+        if let Ok(id) = InstanceId::parse(text.trim()) {
+            return Ok((id, kept));
         }
     }
-    let id = format!("{}-{}", short_hostname(), &crate::unique::unique_id()[..8]);
+    let id = own_instance(format!(
+        "{}-{}",
+        short_hostname(),
+        &crate::unique::unique_id()[..8]
+    ))?;
     let io_err = |source| ConfigError::InstanceFile {
         path: path.display().to_string(),
         source,
@@ -184,7 +190,7 @@ mod tests {
         assert_eq!(session_instance_id(""), "e3b0c44298");
         assert_eq!(session_instance_id("abc"), "ba7816bf8f");
         assert_eq!(session_instance_id("9F1C-77aa-bb"), "eb3463a043");
-        assert!(valid_instance_id(&session_instance_id("x")));
+        assert!(valid_instance_id(session_instance_id("x").as_str()));
     }
 
     #[test]

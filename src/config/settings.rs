@@ -8,6 +8,7 @@ use super::*;
 use crate::clock::Clock;
 use crate::git::{Git, GitError};
 use crate::timefmt::DurationError;
+use maverick_core::ids::InstanceId;
 
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, clap::ValueEnum, schemars::JsonSchema,
@@ -88,7 +89,7 @@ pub struct Settings {
     pub dispatch_stale: Duration,
     pub labels: Labels,
     pub trusted_authors: Vec<String>,
-    pub instance: String,
+    pub instance: InstanceId,
     /// What time it is, and every wait: the system's, or a test's
     /// (`MAVERICK_CLOCK_FILE`).
     pub clock: Clock,
@@ -394,7 +395,8 @@ impl Default for Labels {
 
 impl Settings {
     /// Every setting at its documented default, for `instance` on `surface`
-    /// (the protocols' own tests start from these).
+    /// (the protocols' own tests start from these). Panics on an `instance`
+    /// the core's rule refuses: a test's own mistake.
     pub fn defaults(surface: SurfaceKind, instance: &str) -> Settings {
         Settings {
             surface,
@@ -413,7 +415,7 @@ impl Settings {
             dispatch_stale: DEFAULT_DISPATCH_STALE,
             labels: Labels::default(),
             trusted_authors: Vec::new(),
-            instance: instance.to_owned(),
+            instance: InstanceId::parse(instance).expect("a valid instance id"),
             clock: Clock::system(),
         }
     }

@@ -19,6 +19,7 @@ use crate::records::files::RecordError;
 use crate::surface::{Issue, PullRequest};
 use crate::timefmt::Timestamp;
 use crate::writer::prepush;
+use maverick_core::ids::InstanceId;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClaimsError {
@@ -140,7 +141,7 @@ fn with_pulls(
     pulls: &[PullRequest],
     own_branches: &[String],
 ) -> Vec<IssueView> {
-    let me = coord.settings.instance.as_str();
+    let me = &coord.settings.instance;
     views
         .into_iter()
         .map(|view| judged_with_pulls(view, pulls, own_branches, me))
@@ -156,13 +157,13 @@ pub(crate) fn judged_with_pulls(
     view: IssueView,
     pulls: &[PullRequest],
     own_branches: &[String],
-    me: &str,
+    me: &InstanceId,
 ) -> IssueView {
     let mut own: Vec<&str> = own_branches.iter().map(String::as_str).collect();
     own.extend(
         view.holder
             .as_ref()
-            .filter(|h| h.instance_id == me)
+            .filter(|h| h.instance_id == *me)
             .and_then(|h| h.branch.as_deref()),
     );
     let pull = closing_pull(pulls, view.issue, &own);
@@ -291,7 +292,7 @@ pub(crate) fn record_of(settings: &Settings, view: &IssueView) -> ClaimRecord {
 /// claimed with when this instance has a record of it.
 pub(crate) fn scope_of(
     store: &ClaimStore,
-    instance: &str,
+    instance: &InstanceId,
     issue: u64,
 ) -> Result<(Vec<u64>, Option<ClaimRecord>), RecordError> {
     let record = store.load(instance, issue)?;
@@ -336,7 +337,7 @@ pub(crate) fn heartbeat_read(
 /// for it is refused without a network call.
 pub(crate) fn record_heartbeat(
     store: &ClaimStore,
-    instance: &str,
+    instance: &InstanceId,
     issues: &[u64],
     outcome: &HeartbeatOutcome,
 ) -> Result<(), RecordError> {
@@ -358,7 +359,7 @@ pub(crate) fn record_heartbeat(
 /// Marks this instance's records of `issues` lost, with why.
 pub(crate) fn mark_lost(
     store: &ClaimStore,
-    instance: &str,
+    instance: &InstanceId,
     issues: &[u64],
     reason: &str,
 ) -> Result<(), RecordError> {
@@ -410,7 +411,7 @@ pub(crate) fn release(
 /// branch is no longer guarded by the pre-push hook, but a branch two
 /// claims share stays guarded, and its head stays known, for the other.
 /// The claim records are the one list of a branch's holders.
-fn forget(store: &ClaimStore, instance: &str, issue: u64) -> Result<(), RecordError> {
+fn forget(store: &ClaimStore, instance: &InstanceId, issue: u64) -> Result<(), RecordError> {
     let branch = store.load(instance, issue)?.and_then(|r| r.branch);
     store.remove(instance, issue)?;
     if let Some(branch) = branch {
@@ -422,7 +423,7 @@ fn forget(store: &ClaimStore, instance: &str, issue: u64) -> Result<(), RecordEr
                 if let Some(mut record) = branches.get(&branch)? {
                     if record.issue == Some(issue) {
                         record.issue = Some(holder.issue);
-                        record.instance_id = Some(holder.instance_id.clone());
+                        record.instance_id = Some(holder.instance_id.to_string());
                         branches.set(&record)?;
                     }
                 }

@@ -42,6 +42,7 @@ use crate::coord::settle::{Begin, Driver, Race, Verdict as Settled};
 use crate::markers::{self, Marker, MarkerKind};
 use crate::surface::{Applied, Comment, Issue, IssueSummary, Op, Surface, SurfaceError, Write};
 use crate::timefmt::{format_duration, Timestamp};
+use maverick_core::ids::InstanceId;
 use maverick_core::payloads::{DispatchAction, DispatchPayload};
 use maverick_core::settle::{earliest_first, landed_before, Landed};
 
@@ -134,7 +135,7 @@ pub struct SlotClaim {
     pub comment_id: u64,
     /// The marker's `marker_id`, or `comment-<id>` for a claim without one.
     pub marker_id: String,
-    pub instance_id: String,
+    pub instance_id: InstanceId,
     pub host: Option<String>,
     /// The surface's time of the claim comment: what orders claims.
     pub claimed_at: Timestamp,
@@ -173,7 +174,7 @@ pub struct Holder {
     pub kind: HolderKind,
     /// The issue, or the pull request for [`HolderKind::PullRequest`].
     pub number: u64,
-    pub instance_id: Option<String>,
+    pub instance_id: Option<InstanceId>,
     pub since: Option<Timestamp>,
     pub comment_id: Option<u64>,
 }
@@ -267,7 +268,7 @@ impl SlotView {
 struct ParsedClaim {
     comment_id: u64,
     key: String,
-    instance_id: String,
+    instance_id: InstanceId,
     host: Option<String>,
     claimed_at: Timestamp,
 }
@@ -524,7 +525,13 @@ impl Settle<'_> {
         } else if wip || m.live.iter().any(|c| self.fresh(c)) {
             Some(Skip::Claimed)
         } else if issue.has_label(&labels.in_progress)
-            && !crate::coord::lease::analyze(issue, self.settings, "", self.ledger.now).orphan_label
+            && !crate::coord::lease::analyze(
+                issue,
+                self.settings,
+                &InstanceId::default(),
+                self.ledger.now,
+            )
+            .orphan_label
         {
             // A claim label with no unreleased claim behind it is an
             // orphan (a release that failed part way): the issue is free.
@@ -580,7 +587,7 @@ pub struct DispatchReport {
     pub comment_id: Option<u64>,
     pub slot: Option<u32>,
     pub marker_id: Option<String>,
-    pub instance_id: String,
+    pub instance_id: InstanceId,
     pub dry_run: bool,
     /// Stale claims this dispatch cleared (with `--dry-run`: would clear).
     pub cleared: Vec<SlotClaim>,
@@ -697,7 +704,7 @@ impl Race for SlotClaimRace<'_, '_> {
         if view.free == 0 {
             return Ok(Begin::Answer(d.report(DispatchResult::NoSlot, view, self)));
         }
-        let Some(issue) = view.pick(d.me(), lost) else {
+        let Some(issue) = view.pick(d.me().as_str(), lost) else {
             return Ok(Begin::Answer(d.report(DispatchResult::Idle, view, self)));
         };
         if self.dry_run {
@@ -730,7 +737,7 @@ impl Race for SlotClaimRace<'_, '_> {
                 issue,
                 comment_id: comment.id,
                 marker_id: marker_id.clone(),
-                instance_id: d.me().to_owned(),
+                instance_id: d.me().clone(),
                 host: Some(d.host.clone()),
                 claimed_at: comment.created_at,
                 labelled: true,
@@ -827,7 +834,7 @@ impl<'a> Dispatcher<'a> {
         }
     }
 
-    fn me(&self) -> &str {
+    fn me(&self) -> &InstanceId {
         &self.settings.instance
     }
 
@@ -1046,7 +1053,7 @@ impl<'a> Dispatcher<'a> {
 
     fn claim_body(&self, issue: u64, marker_id: &str, now: Timestamp) -> String {
         let payload = DispatchPayload {
-            instance_id: Some(self.me().to_owned()),
+            instance_id: Some(self.me().clone()),
             host: Some(self.host.clone()),
             issue: Some(issue),
             claimed_at: Some(now),
@@ -1072,7 +1079,7 @@ impl<'a> Dispatcher<'a> {
     ) -> String {
         let at = |this: DispatchAction| (action == this).then_some(now);
         let payload = DispatchPayload {
-            instance_id: Some(self.me().to_owned()),
+            instance_id: Some(self.me().clone()),
             issue: Some(issue),
             claims: Some(claims.iter().map(|c| c.marker_id.clone()).collect()),
             withdrawn_at: at(ACTION_WITHDRAW),
@@ -1119,7 +1126,7 @@ impl<'a> Dispatcher<'a> {
             comment_id: None,
             slot: None,
             marker_id: None,
-            instance_id: self.me().to_owned(),
+            instance_id: self.me().clone(),
             dry_run: race.dry_run,
             cleared: std::mem::take(&mut race.cleared),
             withdrawn: std::mem::take(&mut race.withdrawn),

@@ -597,7 +597,7 @@ impl Supervision<'_> {
         let mut cmd = std::process::Command::new(&self.command[0]);
         cmd.args(&self.command[1..])
             .env("MAVERICK_ISSUE", self.issues[0].to_string())
-            .env("MAVERICK_INSTANCE", &self.coord.settings.instance)
+            .env("MAVERICK_INSTANCE", self.coord.settings.instance.as_str())
             .env("MAVERICK_GENERATION", self.generation.to_string());
         if stdout_to_stderr {
             let stderr = std::io::stderr()

@@ -18,6 +18,7 @@
 //! Asked before the lock is tried, looked at after it is let go: no
 //! request falls between the two.
 
+use maverick_core::ids::InstanceId;
 use std::fs::{File, OpenOptions};
 use std::io::Write as _;
 use std::os::fd::AsRawFd as _;
@@ -35,14 +36,14 @@ pub(crate) fn log_path(common_dir: &Path) -> PathBuf {
 }
 
 /// The lock one instance's release holds.
-pub(crate) fn lock_path(common_dir: &Path, instance: &str) -> PathBuf {
+pub(crate) fn lock_path(common_dir: &Path, instance: &InstanceId) -> PathBuf {
     common_dir
         .join("maverick")
         .join(format!("session-end-{instance}.lock"))
 }
 
 /// The request for another round of the release that runs now.
-fn again_path(common_dir: &Path, instance: &str) -> PathBuf {
+fn again_path(common_dir: &Path, instance: &InstanceId) -> PathBuf {
     common_dir
         .join("maverick")
         .join(format!("session-end-{instance}.again"))
@@ -61,7 +62,7 @@ fn try_lock(fd: i32) -> std::io::Result<bool> {
     Err(err)
 }
 
-fn clear_again(common_dir: &Path, instance: &str) -> std::io::Result<()> {
+fn clear_again(common_dir: &Path, instance: &InstanceId) -> std::io::Result<()> {
     match std::fs::remove_file(again_path(common_dir, instance)) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
         _ => Ok(()),
@@ -72,7 +73,11 @@ fn clear_again(common_dir: &Path, instance: &str) -> std::io::Result<()> {
 /// back when a SessionEnd asked for another round meanwhile (true: read
 /// the claims again and release them). False when nobody asked, or another
 /// release took the lock (and runs the round itself).
-pub(crate) fn another_round(common_dir: &Path, instance: &str, fd: i32) -> std::io::Result<bool> {
+pub(crate) fn another_round(
+    common_dir: &Path,
+    instance: &InstanceId,
+    fd: i32,
+) -> std::io::Result<bool> {
     // SAFETY: flock on the descriptor this release inherited.
     if unsafe { libc::flock(fd, libc::LOCK_UN) } != 0 {
         return Err(std::io::Error::last_os_error());
@@ -116,7 +121,7 @@ fn open_log(common_dir: &Path) -> std::io::Result<File> {
 /// claims; that command calls [`keep_lock`] first.
 pub(crate) fn start(
     common_dir: &Path,
-    instance: &str,
+    instance: &InstanceId,
     release: impl FnOnce(i32) -> Command,
 ) -> std::io::Result<Started> {
     std::fs::create_dir_all(common_dir.join("maverick"))?;

@@ -37,6 +37,7 @@ use crate::git::{Git, GitError, Order};
 use crate::markers::{self, Marker, MarkerKind};
 use crate::records::claim::{self, ClaimStore};
 use crate::surface::{write_if_unchanged, Comment, Conditional, Issue, Op, Surface, SurfaceError};
+use maverick_core::ids::InstanceId;
 use maverick_core::payloads::{unknown_fields, TaskProgressPayload};
 
 /// How many times a check-off is re-applied on a newer body before giving up.
@@ -905,11 +906,11 @@ pub(crate) enum IssueSource {
 /// instance's first), else the branch name.
 pub(crate) fn issue_of_branch(
     claims: &ClaimStore,
-    instance: &str,
+    instance: &InstanceId,
     branch: &str,
 ) -> Result<Option<(u64, IssueSource)>, TaskError> {
     let mut records = claims.for_branch(branch)?;
-    records.sort_by_key(|r| (r.instance_id != instance, r.issue));
+    records.sort_by_key(|r| (r.instance_id != *instance, r.issue));
     if let Some(r) = records.first() {
         return Ok(Some((r.issue, IssueSource::Claim)));
     }
@@ -920,7 +921,7 @@ pub(crate) fn issue_of_branch(
 /// claim record, else the task-progress marker's `branch`.
 pub(crate) fn branch_of_issue(
     claims: &ClaimStore,
-    instance: &str,
+    instance: &InstanceId,
     issue: &Issue,
 ) -> Result<Option<String>, TaskError> {
     if let Some(b) = claims.load(instance, issue.number)?.and_then(|r| r.branch) {

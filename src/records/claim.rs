@@ -15,12 +15,13 @@ use serde::{Deserialize, Serialize};
 use crate::records::branch::BranchStore;
 use crate::records::files::{write_atomically, IoError, RecordError};
 use crate::timefmt::Timestamp;
+use maverick_core::ids::InstanceId;
 
 /// "My claim, generation, branch, last confirmed."
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClaimRecord {
     pub issue: u64,
-    pub instance_id: String,
+    pub instance_id: InstanceId,
     pub generation: u64,
     #[serde(default)]
     pub branch: Option<String>,
@@ -71,9 +72,11 @@ impl ClaimStore {
         BranchStore::new(common_dir)
     }
 
-    fn path(&self, instance: &str, issue: u64) -> PathBuf {
-        // Instance ids are validated to be path-safe (config::valid_instance_id).
-        self.root.join(instance).join(format!("{issue}.json"))
+    fn path(&self, instance: &InstanceId, issue: u64) -> PathBuf {
+        // This instance's own id, parsed path-safe (InstanceId::parse).
+        self.root
+            .join(instance.as_str())
+            .join(format!("{issue}.json"))
     }
 
     pub(crate) fn save(&self, record: &ClaimRecord) -> Result<(), RecordError> {
@@ -85,11 +88,15 @@ impl ClaimStore {
             .map_err(RecordError::from)
     }
 
-    pub fn load(&self, instance: &str, issue: u64) -> Result<Option<ClaimRecord>, RecordError> {
+    pub fn load(
+        &self,
+        instance: &InstanceId,
+        issue: u64,
+    ) -> Result<Option<ClaimRecord>, RecordError> {
         read_record(&self.path(instance, issue))
     }
 
-    pub(crate) fn remove(&self, instance: &str, issue: u64) -> Result<(), RecordError> {
+    pub(crate) fn remove(&self, instance: &InstanceId, issue: u64) -> Result<(), RecordError> {
         let path = self.path(instance, issue);
         match std::fs::remove_file(&path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
@@ -100,8 +107,11 @@ impl ClaimStore {
     }
 
     /// Every record of one instance, by issue number.
-    pub(crate) fn of_instance(&self, instance: &str) -> Result<Vec<ClaimRecord>, RecordError> {
-        let mut records = read_dir_records(&self.root.join(instance))?;
+    pub(crate) fn of_instance(
+        &self,
+        instance: &InstanceId,
+    ) -> Result<Vec<ClaimRecord>, RecordError> {
+        let mut records = read_dir_records(&self.root.join(instance.as_str()))?;
         records.sort_by_key(|r| r.issue);
         Ok(records)
     }

@@ -31,6 +31,7 @@ use crate::markers::MarkerKind;
 use crate::records::claim;
 use crate::surface::{CiStatus, Issue, IssueSummary, PullRequest, Surface, SurfaceError};
 use crate::timefmt::Timestamp;
+use maverick_core::ids::InstanceId;
 use maverick_core::payloads::PayloadError;
 
 pub(crate) const EPIC_STATE_FILE: &str = ".claude/epic-state.json";
@@ -136,7 +137,7 @@ pub struct IssueState {
 /// The holder of a claim.
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct ClaimDetail {
-    pub instance_id: String,
+    pub instance_id: InstanceId,
     pub host: Option<String>,
     pub branch: Option<String>,
     pub generation: u64,
@@ -170,7 +171,7 @@ pub struct PullDetail {
 pub struct HydratedAt {
     pub at: Timestamp,
     pub surface: SurfaceKind,
-    pub instance_id: String,
+    pub instance_id: InstanceId,
 }
 
 impl HydratedAt {

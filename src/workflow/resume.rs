@@ -226,7 +226,7 @@ pub(crate) fn resume(
     let applied = worktree::apply(git, &plan, &settings.remote, settings.clock.now())?;
     let worktree_git = git.at(&plan.path);
     if applied.created {
-        keep_instance(&worktree_git, &settings.instance)?;
+        keep_instance(&worktree_git, settings.instance.as_str())?;
         carry_guard(git, &worktree_git)?;
     }
 

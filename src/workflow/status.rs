@@ -38,6 +38,7 @@ use crate::records::branch::BranchStore;
 use crate::surface::{CiStatus, Issue, IssueSummary, PullRequest, Surface, SurfaceError};
 use crate::timefmt::Timestamp;
 use crate::workflow::hydrate::{self, HydrateError};
+use maverick_core::ids::InstanceId;
 
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum StatusError {
@@ -71,7 +72,7 @@ pub(crate) struct StatusRequest {
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct StatusView {
     pub surface: SurfaceKind,
-    pub instance_id: String,
+    pub instance_id: InstanceId,
     /// The surface's clock when the view was read.
     pub now: Timestamp,
     pub mine: bool,
@@ -172,7 +173,7 @@ impl std::fmt::Display for RowState {
 
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Holder {
-    pub instance_id: String,
+    pub instance_id: InstanceId,
     pub host: Option<String>,
     /// Whether it is this instance.
     pub ours: bool,
@@ -227,7 +228,7 @@ pub(crate) struct PullState {
 
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct DispatchClaim {
-    pub instance_id: String,
+    pub instance_id: InstanceId,
     pub ours: bool,
     pub claimed_at: Timestamp,
     /// `holds`, `no_slot`, `issue_taken`, `pull_open` or `stale`.
@@ -250,7 +251,7 @@ pub(crate) struct SlotHolder {
     /// `pull_request`, `labelled` or `claim`.
     pub kind: HolderKind,
     pub issue: u64,
-    pub instance_id: Option<String>,
+    pub instance_id: Option<InstanceId>,
     pub ours: bool,
     pub since: Option<Timestamp>,
 }
@@ -384,7 +385,7 @@ pub(crate) fn gather(
     request: &StatusRequest,
 ) -> Result<StatusView, StatusError> {
     let labels = &settings.labels;
-    let me = settings.instance.as_str();
+    let me = &settings.instance;
     // Every row carries one of these labels (and the agent PRs, which
     // fill dispatch slots); `--epic` shows every open story of the epic,
     // so it lists everything open.
@@ -485,7 +486,7 @@ pub(crate) fn gather(
     };
     Ok(StatusView {
         surface: settings.surface,
-        instance_id: me.to_owned(),
+        instance_id: me.clone(),
         now,
         mine: request.mine,
         totals: Totals::of(&issues),
@@ -577,7 +578,7 @@ impl Seen<'_> {
                 })
             })
             .cloned();
-        let ours = holder.is_some_and(|h| h.instance_id == me);
+        let ours = holder.is_some_and(|h| h.instance_id == *me);
         let attention =
             self.attention(state, view, ours, branch.as_ref(), dispatch_claim.as_ref())?;
         let row = IssueRow {
@@ -586,7 +587,7 @@ impl Seen<'_> {
             holder: holder.map(|h| Holder {
                 instance_id: h.instance_id.clone(),
                 host: h.host.clone(),
-                ours: h.instance_id == me,
+                ours: h.instance_id == *me,
             }),
             generation: view.filter(|v| v.generation > 0).map(|v| v.generation),
             lease: view.and_then(|v| lease_state(v, number)),
@@ -611,7 +612,7 @@ impl Seen<'_> {
             .or_else(|| claims.iter().find(|c| c.issue == number))
             .map(|c| DispatchClaim {
                 instance_id: c.instance_id.clone(),
-                ours: c.instance_id == self.settings.instance,
+                ours: self.settings.instance == c.instance_id,
                 claimed_at: c.claimed_at,
                 verdict: verdict_name(&c.verdict).to_owned(),
                 slot: match c.verdict {
@@ -659,7 +660,7 @@ impl Seen<'_> {
     /// The dispatch slots and who holds them (only this instance's with
     /// `mine`).
     fn dispatch_slots(&self, mine: bool) -> DispatchSlots {
-        let me = self.settings.instance.as_str();
+        let me = &self.settings.instance;
         let slots = &self.slots;
         DispatchSlots {
             slots: slots.slots,
@@ -668,13 +669,13 @@ impl Seen<'_> {
             holders: slots
                 .holders
                 .iter()
-                .filter(|h| !mine || h.instance_id.as_deref() == Some(me))
+                .filter(|h| !mine || h.instance_id.as_ref() == Some(me))
                 .map(|h| SlotHolder {
                     slot: h.slot,
                     kind: h.kind,
                     issue: h.number,
                     instance_id: h.instance_id.clone(),
-                    ours: h.instance_id.as_deref() == Some(me),
+                    ours: h.instance_id.as_ref() == Some(me),
                     since: h.since,
                 })
                 .collect(),

@@ -330,7 +330,7 @@ fn fence(
     claims: &ClaimStore,
     issue: u64,
 ) -> Result<Fence, DoneError> {
-    let instance = settings.instance.as_str();
+    let instance = &settings.instance;
     // One read of the claim's scope answers both the check and the
     // renewal (the heartbeat is handed it, and reads nothing again).
     let (scope, record) = claims::scope_of(claims, instance, issue)?;

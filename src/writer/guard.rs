@@ -19,6 +19,7 @@ use crate::writer::prepush::{
     self, BranchState, Checked, PrePushError, RefUpdate, Refusal, SeenOn,
 };
 use crate::writer::stamp;
+use maverick_core::ids::InstanceId;
 
 /// One push as the hook is told of it.
 #[derive(Clone, Debug)]
@@ -97,7 +98,7 @@ pub(crate) struct Verdict {
     /// The managed branches the push writes to, each checked.
     pub checked: Vec<String>,
     /// The pushing instance, when a managed branch needed it.
-    pub instance_id: Option<String>,
+    pub instance_id: Option<InstanceId>,
     /// Empty: the push may go.
     pub refusals: Vec<Refusal>,
     /// Lines for the person pushing (a lease that ran out).
@@ -119,7 +120,7 @@ impl Verdict {
 /// The pushing instance, and maverick's remote as configured now when the
 /// records do not say where the managed branches live.
 struct Pusher {
-    me: String,
+    me: InstanceId,
     configured: Option<String>,
 }
 
@@ -234,7 +235,7 @@ fn decide(
     common_dir: &Path,
     remote: &str,
     managed: Vec<(RefUpdate, BranchState)>,
-    me: String,
+    me: InstanceId,
     clock: &Clock,
 ) -> Result<Verdict, PrePushError> {
     let mut refusals = Vec::new();

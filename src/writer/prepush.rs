@@ -40,6 +40,7 @@ use crate::records::claim::{ClaimRecord, ClaimStore};
 use crate::records::files::RecordError;
 use crate::timefmt::Timestamp;
 use crate::writer::stamp;
+use maverick_core::ids::InstanceId;
 
 /// What this writer keeps pending at most (one per allowed push in a row
 /// that the remote never confirmed).
@@ -544,9 +545,9 @@ impl Refusal {
 pub(crate) fn check_holder(
     branch: &str,
     claims: &[ClaimRecord],
-    me: &str,
+    me: &InstanceId,
 ) -> Result<(), (RefusalKind, String, String)> {
-    let mine: Vec<&ClaimRecord> = claims.iter().filter(|c| c.instance_id == me).collect();
+    let mine: Vec<&ClaimRecord> = claims.iter().filter(|c| c.instance_id == *me).collect();
     if mine.is_empty() {
         let what = match claims.first() {
             Some(other) => format!(
@@ -600,10 +601,14 @@ pub(crate) fn check_holder(
 /// stale lease is still held until someone takes it over (SPEC 4: the
 /// generation is the fence), and the hook cannot ask the surface; it can
 /// only say so.
-pub(crate) fn lease_warnings(claims: &[ClaimRecord], me: &str, now: Timestamp) -> Vec<String> {
+pub(crate) fn lease_warnings(
+    claims: &[ClaimRecord],
+    me: &InstanceId,
+    now: Timestamp,
+) -> Vec<String> {
     claims
         .iter()
-        .filter(|c| c.instance_id == me)
+        .filter(|c| c.instance_id == *me)
         .filter_map(|c| {
             let expired = Some(c.expires_at).filter(|e| !maverick_core::holding::lease_live(*e, now))?;
             Some(format!(
@@ -623,7 +628,7 @@ pub(crate) fn check_update(
     update: &RefUpdate,
     state: &BranchState,
     checked: &Checked,
-    me: &str,
+    me: &InstanceId,
 ) -> Result<Option<Refusal>, GitError> {
     let expected = checked.expected.as_ref();
     let branch = update.branch().unwrap_or(&update.remote_ref).to_owned();
@@ -711,7 +716,7 @@ pub(crate) fn record_allowed(
     update: &RefUpdate,
     state: &BranchState,
     checked: &Checked,
-    me: &str,
+    me: &InstanceId,
     now: Timestamp,
 ) -> Result<(), RecordError> {
     let Some(branch) = update.branch() else {
@@ -722,7 +727,7 @@ pub(crate) fn record_allowed(
         issue: state
             .claims
             .iter()
-            .find(|c| c.instance_id == me)
+            .find(|c| c.instance_id == *me)
             .map(|c| c.issue),
         ..BranchRecord::default()
     });
@@ -745,7 +750,7 @@ pub(crate) fn record_allowed(
         record.pending.drain(..excess);
     }
     checked.tracking.mark(&mut record);
-    record.instance_id = Some(me.to_owned());
+    record.instance_id = Some(me.to_string());
     record.updated_at = now;
     BranchStore::new(common_dir).set_unsynced(&record)
 }
@@ -762,7 +767,7 @@ pub(crate) fn record_pushing(
     sha: &str,
     expected: Option<&str>,
     issue: Option<u64>,
-    me: &str,
+    me: &InstanceId,
     now: Timestamp,
 ) -> Result<(), RecordError> {
     let store = BranchStore::new(common_dir);
@@ -776,7 +781,7 @@ pub(crate) fn record_pushing(
     record.pending.push(sha.to_owned());
     let excess = record.pending.len().saturating_sub(MAX_PENDING);
     record.pending.drain(..excess);
-    record.instance_id = Some(me.to_owned());
+    record.instance_id = Some(me.to_string());
     record.updated_at = now;
     store.set(&record)
 }
@@ -848,7 +853,7 @@ pub fn record_seen(
     branch: &str,
     head: Option<&str>,
     issue: Option<u64>,
-    me: &str,
+    me: &InstanceId,
     on: &SeenOn<'_>,
     now: Timestamp,
 ) -> Result<(), SeenError> {
@@ -860,7 +865,7 @@ pub fn record_seen(
         branch: branch.to_owned(),
         last_seen: head.map(str::to_owned),
         issue,
-        instance_id: Some(me.to_owned()),
+        instance_id: Some(me.to_string()),
         updated_at: now,
         pending: Vec::new(),
         location: on
@@ -888,11 +893,16 @@ pub fn record_seen(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use maverick_core::ids::InstanceId;
+
+    fn me() -> InstanceId {
+        InstanceId::parse("me").unwrap()
+    }
 
     fn claim(instance: &str, issue: u64, generation: u64, expires_at: &str) -> ClaimRecord {
         ClaimRecord {
             issue,
-            instance_id: instance.to_owned(),
+            instance_id: InstanceId::parse(instance).unwrap(),
             generation,
             branch: Some("maverick/1-x".to_owned()),
             scope: vec![issue],
@@ -947,8 +957,8 @@ mod tests {
         let now = Timestamp::parse("2026-11-30T10:05:00Z").unwrap();
         let live = "2026-11-30T10:10:00Z";
         let b = "maverick/1-x";
-        assert!(check_holder(b, &[claim("me", 1, 1, live)], "me").is_ok());
-        let err = |claims: &[ClaimRecord]| check_holder(b, claims, "me").unwrap_err().0;
+        assert!(check_holder(b, &[claim("me", 1, 1, live)], &me()).is_ok());
+        let err = |claims: &[ClaimRecord]| check_holder(b, claims, &me()).unwrap_err().0;
         assert_eq!(err(&[]), RefusalKind::NotHolder);
         assert_eq!(err(&[claim("other", 1, 1, live)]), RefusalKind::NotHolder);
         let mut lost = claim("me", 1, 1, live);
@@ -960,9 +970,9 @@ mod tests {
         );
         // A stale lease nobody took over is still held: a warning, not a refusal.
         let stale = [claim("me", 1, 1, "2026-11-30T10:04:59Z")];
-        assert!(check_holder(b, &stale, "me").is_ok());
-        assert_eq!(lease_warnings(&stale, "me", now).len(), 1);
-        assert!(lease_warnings(&[claim("me", 1, 1, live)], "me", now).is_empty());
+        assert!(check_holder(b, &stale, &me()).is_ok());
+        assert_eq!(lease_warnings(&stale, &me(), now).len(), 1);
+        assert!(lease_warnings(&[claim("me", 1, 1, live)], &me(), now).is_empty());
         assert!(RefusalKind::NotHolder.claim_lost());
         assert!(!RefusalKind::MovedHead.claim_lost());
     }
@@ -988,7 +998,7 @@ mod tests {
                     .as_ref()
                     .map(|s| expected_from(s, &Tracking::default())),
             };
-            record_allowed(dir.path(), update, state, &checked, "me", Timestamp(0)).unwrap()
+            record_allowed(dir.path(), update, state, &checked, &me(), Timestamp(0)).unwrap()
         };
         allow(&update(None, &a), &state(&store));
         let seen = store.get("x").unwrap().unwrap();

@@ -16,6 +16,7 @@ use crate::git::{Git, GitError, Hooks, PushOutcome};
 use crate::records::branch::BranchStore;
 use crate::records::files::RecordError;
 use crate::writer::prepush::{self, BranchState};
+use maverick_core::ids::InstanceId;
 
 #[derive(Debug, thiserror::Error)]
 pub enum PushError {
@@ -55,7 +56,7 @@ pub enum PushError {
 pub struct Pusher<'a> {
     /// The issue the branch belongs to, when known.
     pub issue: Option<u64>,
-    pub instance: &'a str,
+    pub instance: &'a InstanceId,
     /// Stamps the record.
     pub clock: &'a Clock,
 }

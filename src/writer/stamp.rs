@@ -27,6 +27,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::config::ConfigError;
 use crate::git::{ConfigEntry, Git};
+use maverick_core::ids::InstanceId;
 
 const FILE: &str = "instance-stamp.json";
 
@@ -133,12 +134,15 @@ fn stamp_path(git_dir: &Path) -> PathBuf {
 
 /// The instance the stamp in `git_dir` names, when everything it was
 /// derived from is as it was; `None` otherwise (the caller resolves).
-pub(crate) fn stamped(git_dir: &Path) -> Option<String> {
+pub(crate) fn stamped(git_dir: &Path) -> Option<InstanceId> {
     let text = std::fs::read(stamp_path(git_dir)).ok()?;
     let stamp: InstanceStamp = serde_json::from_slice(&text).ok()?;
     let unchanged = stamp.environment == environment_digest()
         && stamp.files.iter().all(|f| FileState::of(&f.path) == *f);
-    unchanged.then_some(stamp.instance_id)
+    // Parsed as it enters from disk: a stamp naming no valid id is no stamp.
+    unchanged
+        .then(|| InstanceId::parse(&stamp.instance_id).ok())
+        .flatten()
 }
 
 /// This worktree's instance as a person's clone resolves it (SPEC 2, as
@@ -149,7 +153,7 @@ pub(crate) fn resolve_and_stamp(
     git: &Git,
     git_dir: Option<&Path>,
     common_dir: &Path,
-) -> Result<String, ConfigError> {
+) -> Result<InstanceId, ConfigError> {
     let started = SystemTime::now();
     let environment = environment_digest();
     let standard = git.standard_config_files();
@@ -183,7 +187,7 @@ pub(crate) fn resolve_and_stamp(
         return Ok(id);
     }
     let stamp = InstanceStamp {
-        instance_id: id.clone(),
+        instance_id: id.to_string(),
         environment,
         files,
     };
@@ -278,7 +282,7 @@ mod tests {
             std::fs::write(stamp_path(dir.path()), serde_json::to_vec(stamp).unwrap()).unwrap()
         };
         write(&stamp);
-        assert_eq!(stamped(dir.path()).as_deref(), Some("a"));
+        assert_eq!(stamped(dir.path()).unwrap(), "a");
         // Another environment, a file that appeared, a file rewritten.
         write(&InstanceStamp {
             environment: "other".to_owned(),
@@ -289,7 +293,7 @@ mod tests {
         std::fs::write(dir.path().join("absent"), "").unwrap();
         assert_eq!(stamped(dir.path()), None);
         std::fs::remove_file(dir.path().join("absent")).unwrap();
-        assert_eq!(stamped(dir.path()).as_deref(), Some("a"));
+        assert_eq!(stamped(dir.path()).unwrap(), "a");
         std::fs::write(&config, "[maverick]\n\tinstance = b\n").unwrap();
         assert_eq!(stamped(dir.path()), None);
     }
