@@ -501,3 +501,30 @@ fn a_claim_says_how_long_its_lease_lasts_and_what_keeps_it_alive(surface: Surfac
         screen(&env, &run)
     );
 }
+
+/// A lease that runs out before the settle's re-read (here a lease of a
+/// second against a settle delay of three) still won the settle: nobody
+/// else claimed, so the claim stands (exit 0), nothing is withdrawn, and
+/// the reader is told the lease lapsed. It used to answer "another
+/// instance won the claim" (exit 6) and withdraw a claim nobody raced.
+#[test]
+fn a_claim_whose_lease_ran_out_before_the_reread_still_won_the_settle() {
+    let env = TestEnv::with_surface(Surface::Github);
+    let alice = env.clone("alice");
+    alice.git(&["config", "maverick.settleDelay", "3s"]);
+    let run = alice.maverick(&["--lease-ttl", "1s", "--json", "coord", "claim", "5"]);
+    run.expect(0);
+    let withdrawn = env
+        .comment_bodies(5)
+        .iter()
+        .flat_map(|body| parse_markers(body))
+        .flatten()
+        .filter(|m| m.kind == MarkerKind::Withdrawn)
+        .count();
+    assert_eq!(withdrawn, 0, "{}", run.stdout);
+    assert!(env.labels(5).iter().any(|l| l == "claude-in-progress"));
+    // The next read says the lease lapsed; the claim is still alice's.
+    let read = alice.maverick(&["--json", "coord", "read", "5"]);
+    read.expect(5);
+    assert_eq!(read.json()["decision"], "lapsed", "{}", read.stdout);
+}

@@ -562,10 +562,14 @@ impl Race for IssueClaim<'_, '_> {
         (generation, written): Self::Wrote,
     ) -> Result<Verdict<ClaimOutcome, Self::Lost>, LeaseError> {
         let views = self.coord.read_with(&self.req.issues, &written)?;
-        if views
-            .iter()
-            .all(|v| v.decision() == Decision::Ours && v.generation == generation)
-        {
+        // The settle is won by the claim that holds: ours, even where its
+        // lease ran out before the re-read (a lease of a second on a slow
+        // machine). Nobody else claimed in between, or the holder would be
+        // theirs; the lapse is the lease's own fact, which the answer shows
+        // and the next heartbeat acts on.
+        if views.iter().all(|v| {
+            matches!(v.decision(), Decision::Ours | Decision::Lapsed) && v.generation == generation
+        }) {
             return Ok(Verdict::Won(ClaimOutcome::Claimed {
                 generation,
                 views,
