@@ -861,6 +861,40 @@ pub fn unknown_fields(kind: MarkerKind, payload: &Map<String, Value>) -> Map<Str
         .collect()
 }
 
+/// A payload struct and the marker kinds it reads (see [`Marker::read`]).
+pub trait KindPayload: Sized {
+    const KINDS: &'static [MarkerKind];
+    fn read_payload(kind: MarkerKind, map: &Map<String, Value>) -> Result<Self, PayloadError>;
+}
+
+impl KindPayload for ClaimPayload {
+    const KINDS: &'static [MarkerKind] = &[MarkerKind::Claim, MarkerKind::Withdrawn];
+    fn read_payload(kind: MarkerKind, map: &Map<String, Value>) -> Result<Self, PayloadError> {
+        ClaimPayload::read(kind, map)
+    }
+}
+
+/// The payloads of one kind each, whose reading needs no kind.
+macro_rules! one_kind_payload {
+    ($($payload:ident: $kind:ident),+ $(,)?) => {$(
+        impl KindPayload for $payload {
+            const KINDS: &'static [MarkerKind] = &[MarkerKind::$kind];
+            fn read_payload(_: MarkerKind, map: &Map<String, Value>) -> Result<Self, PayloadError> {
+                $payload::read(map)
+            }
+        }
+    )+};
+}
+
+one_kind_payload!(
+    LeasePayload: Lease,
+    DispatchPayload: Dispatch,
+    StatePayload: State,
+    DagPayload: Dag,
+    BpropPayload: Bprop,
+    TaskProgressPayload: TaskProgress,
+);
+
 /// A typed payload of every kind, for a check that a payload reads.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Payload {
@@ -901,40 +935,39 @@ impl Marker {
         })
     }
 
+    /// The marker's payload as `P`, one of the kinds `P` reads.
+    pub fn read<P: KindPayload>(&self) -> Result<P, PayloadError> {
+        self.expect_kind(P::KINDS)?;
+        P::read_payload(self.kind, &self.payload)
+    }
+
     /// A `maverick-claim` or `maverick-withdrawn` payload.
     pub fn claim(&self) -> Result<ClaimPayload, PayloadError> {
-        self.expect_kind(&[MarkerKind::Claim, MarkerKind::Withdrawn])?;
-        ClaimPayload::read(self.kind, &self.payload)
+        self.read()
     }
 
     pub fn lease(&self) -> Result<LeasePayload, PayloadError> {
-        self.expect_kind(&[MarkerKind::Lease])?;
-        LeasePayload::read(&self.payload)
+        self.read()
     }
 
     pub fn dispatch(&self) -> Result<DispatchPayload, PayloadError> {
-        self.expect_kind(&[MarkerKind::Dispatch])?;
-        DispatchPayload::read(&self.payload)
+        self.read()
     }
 
     pub fn state(&self) -> Result<StatePayload, PayloadError> {
-        self.expect_kind(&[MarkerKind::State])?;
-        StatePayload::read(&self.payload)
+        self.read()
     }
 
     pub fn dag(&self) -> Result<DagPayload, PayloadError> {
-        self.expect_kind(&[MarkerKind::Dag])?;
-        DagPayload::read(&self.payload)
+        self.read()
     }
 
     pub fn bprop(&self) -> Result<BpropPayload, PayloadError> {
-        self.expect_kind(&[MarkerKind::Bprop])?;
-        BpropPayload::read(&self.payload)
+        self.read()
     }
 
     pub fn task_progress(&self) -> Result<TaskProgressPayload, PayloadError> {
-        self.expect_kind(&[MarkerKind::TaskProgress])?;
-        TaskProgressPayload::read(&self.payload)
+        self.read()
     }
 
     /// A marker of `kind` carrying `payload` (its fields, then its `extra`).
