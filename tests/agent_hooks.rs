@@ -1092,6 +1092,20 @@ fn pre_tool_use_asks_when_it_cannot_read_the_tool_call() {
             &run_hook_input(&repo, "PreToolUse", stdin.as_bytes(), &[]),
         );
     }
+    // Well-formed JSON that names no tool, or a Bash call without a command.
+    let mut no_tool = call.clone();
+    no_tool.as_object_mut().unwrap().remove("tool_name");
+    let mut no_command = call.clone();
+    no_command["tool_input"] = serde_json::json!({"cmd": line});
+    for (what, stdin) in [
+        ("no tool", no_tool.to_string()),
+        ("no command", no_command.to_string()),
+    ] {
+        asked(
+            what,
+            &run_hook_input(&repo, "PreToolUse", stdin.as_bytes(), &[]),
+        );
+    }
     let not_utf8 = [&whole.as_bytes()[..20], &[0xff, 0xfe][..]].concat();
     asked(
         "not UTF-8",

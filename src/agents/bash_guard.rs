@@ -1281,7 +1281,15 @@ impl Judge<'_, '_> {
             "rebase" | "bisect" | "submodule" => return self.git_exec(sub, call, invocation, dir),
             _ => {
                 let Some(mut place) = place else {
-                    return Ok(Verdict::Allow);
+                    // A directory only the shell knows: its aliases are
+                    // unknown, but git's own commands are never aliases.
+                    if is_builtin(sub) {
+                        return Ok(Verdict::Allow);
+                    }
+                    return self.opaque(&format!(
+                        "`git {sub}` in a directory the shell names only when it runs: an alias \
+                         there is not read"
+                    ));
                 };
                 return self.alias(&mut place, sub, call, invocation);
             }
@@ -1429,15 +1437,28 @@ impl Judge<'_, '_> {
                 let mut rest = words.iter();
                 while let Some(word) = rest.next() {
                     let w = literal(word);
-                    if w == "-x" || w == "--exec" {
-                        scripts.extend(rest.next().copied());
-                    } else if w.starts_with("--exec=") || (w.starts_with("-x") && w.len() > 2) {
-                        // Spelled `--exec=CMD` or `-xCMD`: judged as written.
-                        return self.script_text(
-                            &w[w.find(['=', 'x']).unwrap_or(0) + 1..],
-                            invocation,
-                            dir,
-                        );
+                    // `--exec`, or an abbreviation git takes for it (`--ex`,
+                    // `--exe`), with its command as `=CMD` or the next word.
+                    let long = w
+                        .strip_prefix("--")
+                        .map(|l| l.split_once('=').unwrap_or((l, "")));
+                    // Short options bundled (`-ix CMD`, `-xCMD`): what follows
+                    // the `x` is the command, else the next word is.
+                    let short = w
+                        .strip_prefix('-')
+                        .filter(|s| !s.starts_with('-'))
+                        .and_then(|s| s.split_once('x'));
+                    let inline = match (long, short) {
+                        (Some((name, value)), _) if name.len() >= 2 && "exec".starts_with(name) => {
+                            Some(value)
+                        }
+                        (_, Some((_, value))) => Some(value),
+                        _ => None,
+                    };
+                    match inline {
+                        Some("") if !w.contains('=') => scripts.extend(rest.next().copied()),
+                        Some(text) => return self.script_text(text, invocation, dir),
+                        None => {}
                     }
                 }
             }
@@ -1574,9 +1595,17 @@ impl Judge<'_, '_> {
         }
         let dir = self.session.cwd.join(dir);
         let path = dir.join(&file);
-        let small = std::fs::metadata(&path).is_ok_and(|m| m.is_file() && m.len() <= MAX_SCRIPT);
+        let meta = match std::fs::metadata(&path) {
+            // No such script: the shell fails to run it too.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Verdict::Allow),
+            meta => meta,
+        };
+        let small = meta.is_ok_and(|m| m.is_file() && m.len() <= MAX_SCRIPT);
         let Some(text) = small.then(|| std::fs::read_to_string(&path).ok()).flatten() else {
-            return Ok(Verdict::Allow);
+            return self.opaque(&format!(
+                "`{program} {file}` runs a script git maverick does not read (over 64 KiB, not \
+                 a file, or unreadable)"
+            ));
         };
         self.nested(&text, &dir, invocation, |_| {})
     }
@@ -1687,6 +1716,11 @@ impl Judge<'_, '_> {
             Some(value) => value,
             None => match place.git.config_get(&format!("alias.{name}")) {
                 Ok(Some(value)) => value,
+                Err(_) => {
+                    return self.opaque(&format!(
+                        "git's configuration did not answer whether `git {name}` is an alias"
+                    ))
+                }
                 _ if near_push(name) => return self.autocorrected(place, name, call, invocation),
                 _ => return Ok(Verdict::Allow),
             },

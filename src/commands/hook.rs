@@ -619,11 +619,13 @@ fn pre_tool_use() -> Result<Outcome<HookOutput>, CommandError> {
             HookOutput::Agent(AgentAnswer::Allow { decision: None }),
         ))
     };
-    if input.tool_name.as_deref() != Some("Bash") {
-        return allow();
+    match input.tool_name.as_deref() {
+        Some("Bash") => {}
+        Some(_) => return allow(),
+        None => return cannot_read("it names no tool".to_owned()),
     }
     let Some(command) = input.tool_input.get("command").and_then(|c| c.as_str()) else {
-        return allow();
+        return cannot_read("a Bash call without a command string".to_owned());
     };
     if let Err(what) = enter_session_cwd(&input) {
         return cannot_read(what);
@@ -644,10 +646,13 @@ fn pre_tool_use() -> Result<Outcome<HookOutput>, CommandError> {
     // Fails closed (SPEC 8): a guard that cannot read its records asks;
     // `never_fails` would otherwise turn the error into no objection.
     let verdict = bash_guard::judge(command, &session).unwrap_or_else(|e| {
+        let way_out = e
+            .hint()
+            .map_or_else(String::new, |hint| format!(" To mend it: {hint}."));
         bash_guard::Verdict::Ask(format!(
             "git maverick's guard cannot read its records ({e}), so it cannot tell \
              whether this command pushes past the pre-push guard. Run the push as a \
-             plain command of its own."
+             plain command of its own.{way_out}"
         ))
     });
     match verdict {
