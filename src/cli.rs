@@ -29,8 +29,8 @@ use crate::config::{Overrides, SurfaceKind};
     long_about = "Claims, leases and one writer per branch for people and agents working the same issues.\n\n\
         All shared state lives on a coordination surface: GitHub (labels and marker comments) \
         or refs/maverick/* on the git remote itself.\n\n\
-        Exit codes: 0 ok, 1 error, 2 usage, 3 blocked, 4 held live, 5 held stale, \
-        6 lost race, 7 claim lost, 8 collision, 9 no slot.",
+        Exit codes: 0 ok, 1 error, 2 usage, 3 blocked, 4 held live, 5 held stale \
+        (or your own lease lapsed), 6 lost race, 7 claim lost, 8 collision, 9 no slot.",
     propagate_version = true,
     disable_help_subcommand = true
 )]
@@ -167,7 +167,8 @@ pub(crate) enum Command {
     /// comment and the agent-wip label, then settles against every other claim:
     /// open agent PRs first, then the earliest claim comment. Prints the issue,
     /// the claim comment and the slot. Exit 9 when every slot is busy, 3 when
-    /// nothing on the frontier is eligible, 6 when every attempt lost the settle.
+    /// nothing on the frontier is eligible, 6 when its dispatchSlots + 8 rounds
+    /// ran out, each lost to another claim (run dispatch again).
     /// Slots: --dispatch-slots N (or --slots N); stale age: --dispatch-stale.
     Dispatch(DispatchArgs),
     /// The whole team at a glance: every claimed, leased, blocked or

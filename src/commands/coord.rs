@@ -314,7 +314,8 @@ fn keep_alive_note(
     let until = until.map_or_else(String::new, |at| format!(" (until {at})"));
     shown.note(format!(
         "note: the lease lasts {}{until}: `git maverick task done` and \
-         `git maverick coord heartbeat {issue}` renew it, and `git maverick run {issue} -- CMD` \
+         `git maverick coord heartbeat {issue}` keep it (a heartbeat writes the lease once it is \
+         due; `--renew` writes it now), and `git maverick run {issue} -- CMD` \
          keeps it alive while CMD runs; if it lapses, `git maverick coord claim {issue}` takes \
          it back while nobody else has",
         format_duration(ctx.settings.lease_ttl)

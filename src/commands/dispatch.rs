@@ -148,7 +148,7 @@ fn dispatch(
             )),
         DispatchResult::Lost => o
             .line(format!(
-                "every attempt lost the settle to an earlier claim ({} withdrawn)",
+                "every round of its budget lost the settle to an earlier claim ({} withdrawn)",
                 report.withdrawn.len()
             ))
             .hint("many dispatchers are racing; run dispatch again"),

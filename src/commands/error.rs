@@ -550,10 +550,12 @@ impl From<crate::workflow::hydrate::HydrateError> for CommandError {
         match err {
             HydrateError::Surface(e) => e.into(),
             HydrateError::Git(e) => e.into(),
-            HydrateError::Unreadable { issue, .. } => CommandError::from_error(Exit::Error, err)
-                .hint(format!(
-                    "show it with `git maverick state get KIND {issue}` and rewrite it with `git maverick state put KIND {issue} FILE`"
-                )),
+            HydrateError::Unreadable { issue, ref source } => {
+                let kind = source.kind().name();
+                CommandError::from_error(Exit::Error, err).hint(format!(
+                    "show it with `git maverick state get {kind} {issue}` and rewrite it with `git maverick state put {kind} {issue} FILE`"
+                ))
+            }
             other => CommandError::from_error(Exit::Error, other),
         }
     }

@@ -400,9 +400,14 @@ pub(crate) const EXIT_CODES: &[(u8, &str)] = &[
     ),
     (
         5,
-        "held stale: another instance holds the claim but its lease ran out (take it over)",
+        "held stale: another instance holds the claim but its lease ran out (take it over), or \
+         this instance's own lease lapsed (`decision: lapsed`; `coord claim` takes it back)",
     ),
-    (6, "lost race: another claim won the settle"),
+    (
+        6,
+        "lost race: another claim won the settle; dispatch: its dispatchSlots + 8 rounds ran \
+         out, each lost to another claim (run dispatch again)",
+    ),
     (
         7,
         "claim lost: this instance's claim was taken over, released or its label removed, or \

@@ -387,7 +387,10 @@ struct Settle<'a> {
 impl Settle<'_> {
     /// A claim young enough to hold a slot.
     fn fresh(&self, c: &ParsedClaim) -> bool {
-        self.ledger.now.since(c.claimed_at) < self.settings.dispatch_stale
+        maverick_core::holding::lease_live(
+            c.claimed_at.plus(self.settings.dispatch_stale),
+            self.ledger.now,
+        )
     }
 
     /// The open pull request linked to an issue, which holds its slot.
@@ -572,7 +575,7 @@ pub enum DispatchResult {
     WouldDispatch,
     /// Every slot is busy (exit 9).
     NoSlot,
-    /// A slot is free but nothing on the frontier is eligible.
+    /// A slot is free but nothing on the frontier is eligible (exit 3).
     Idle,
     /// Other dispatchers' claims kept landing first in every round of the
     /// settle budget, with a slot and an eligible issue still free (exit 6).

@@ -48,7 +48,7 @@ fn claim_loss(path: &Path) -> String {
         .to_owned();
     format!(
         "only this clone's copy of a claim on #{issue}; the claim itself lives on the surface, \
-         and `git maverick coord heartbeat {issue}` (or claim) by its holder writes the copy again"
+         and `git maverick coord claim {issue}` by its holder writes the copy again"
     )
 }
 

@@ -334,15 +334,17 @@ fn fence(
     // One read of the claim's scope answers both the check and the
     // renewal (the heartbeat is handed it, and reads nothing again).
     let (scope, record) = claims::scope_of(claims, instance, issue)?;
+    // A claim this clone already knows it lost is refused before anything
+    // is read from the surface.
+    if let Some(reason) = record.as_ref().and_then(|r| r.lost.clone()) {
+        return Ok(Fence::Refused(DoneOutcome::ClaimLost { reason }));
+    }
     let read = surface.claim_records(&scope)?;
     let now = surface.now()?;
     let Some(current) = read.iter().find(|i| i.number == issue) else {
         return Err(SurfaceError::NoSuchIssue(issue).into());
     };
     let view = lease::analyze(current, settings, instance, now);
-    if let Some(reason) = record.as_ref().and_then(|r| r.lost.clone()) {
-        return Ok(Fence::Refused(DoneOutcome::ClaimLost { reason }));
-    }
     let fenced = record.as_ref().map(|r| r.generation);
     let lost = |reason: String| Ok(Fence::Refused(DoneOutcome::ClaimLost { reason }));
     match (view.decision(), &view.holder) {

@@ -823,9 +823,18 @@ pub struct SeenOn<'a> {
 }
 
 impl<'a> SeenOn<'a> {
-    /// Maverick's remote (`maverick.remote`), located as git would reach it.
+    /// Maverick's remote (`maverick.remote`), located by the push URL the
+    /// settings already resolved (a git error there failed the load: it is
+    /// not read again here, where it could only be swallowed).
     pub(crate) fn of_settings(git: &Git, settings: &'a crate::config::Settings) -> SeenOn<'a> {
-        SeenOn::of_remote(git, &settings.remote)
+        SeenOn {
+            name: &settings.remote,
+            location: settings
+                .remote_url
+                .as_deref()
+                .map(|url| crate::writer::location::normalise(url, &toplevel(git))),
+            git: git.clone(),
+        }
     }
 
     /// A remote by name, located by the URL a push to it goes to

@@ -189,7 +189,7 @@ pub(crate) fn host(git: &Git, settings: &Settings) -> Result<Host, ProtectError>
             location: location.network_name().unwrap_or_default(),
         }),
         Location::Local { path } => {
-            let base = git.toplevel().unwrap_or_else(|_| git.dir().to_owned());
+            let base = crate::writer::prepush::toplevel(git);
             Ok(Host::Path {
                 path: location::resolve_local(Path::new(&path), &base),
             })

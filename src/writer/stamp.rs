@@ -239,9 +239,6 @@ fn watched_files(
         };
         files.push(path);
     }
-    if let Some(home) = &home {
-        files.push(home.join(".maverick").join("instance_id"));
-    }
     files.push(git_dir.join("maverick").join("instance"));
     files.sort();
     files.dedup();
