@@ -924,22 +924,24 @@ fn deny(
         ));
     }
     let claims = &world.state.claims;
-    if !claims.iter().any(|c| live(c, now)) {
+    if claims.is_empty() {
         return None;
     }
+    // Who may push is the pre-push hook's own judgement (the claim records
+    // it refuses on): the guard asks it instead of a rule of its own.
     let me = me();
-    let mine = claims.iter().any(|c| c.instance_id == me && live(c, now));
-    let other = claims
-        .iter()
-        .find(|c| c.instance_id != me && live(c, now))?;
-    (!mine).then(|| {
-        format!(
-            "{branch} is held by instance {} (issue #{}, lease until {}); this session is \
+    let (_, what, hint) = prepush::check_holder(branch, claims, &me).err()?;
+    Some(
+        match claims.iter().find(|c| c.instance_id != me && live(c, now)) {
+            Some(other) => format!(
+                "{branch} is held by instance {} (issue #{}, lease until {}); this session is \
              instance {me}. Do not push to another instance's branch: pick another issue, or \
              wait for its lease to run out and take it over (git maverick coord takeover {}).",
-            other.instance_id, other.issue, other.expires_at, other.issue
-        )
-    })
+                other.instance_id, other.issue, other.expires_at, other.issue
+            ),
+            None => format!("{what}: the pre-push guard refuses this push. {hint}"),
+        },
+    )
 }
 
 /// The stack the judgement runs on: the grammar and the reading recurse
@@ -2014,6 +2016,49 @@ fn is_builtin(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn record(instance: &str, expires_at: &str) -> ClaimRecord {
+        ClaimRecord {
+            issue: 7,
+            instance_id: InstanceId::parse(instance).unwrap(),
+            generation: 1,
+            branch: Some("maverick/7-x".to_owned()),
+            scope: vec![7],
+            surface: "git".to_owned(),
+            remote: "origin".to_owned(),
+            claimed_at: Timestamp::parse("2026-11-30T10:00:00Z").unwrap(),
+            last_confirmed: Timestamp::parse("2026-11-30T10:00:00Z").unwrap(),
+            expires_at: Timestamp::parse(expires_at).unwrap(),
+            lost: None,
+        }
+    }
+
+    /// The guard denies a plain push exactly when the pre-push hook's
+    /// holder check would refuse it: another's stale claim is refused,
+    /// and so denied; a lapsed claim of ours beside another's live one
+    /// passes the hook (with a warning), and so is allowed.
+    #[test]
+    fn a_plain_push_is_denied_where_the_hooks_holder_check_refuses() {
+        let now = Timestamp::parse("2026-11-30T11:00:00Z").unwrap();
+        let (stale, live) = ("2026-11-30T10:10:00Z", "2026-11-30T12:00:00Z");
+        let verdict = |claims: Vec<ClaimRecord>| {
+            let state = BranchState { claims, seen: None };
+            let world = World {
+                branch: "maverick/7-x",
+                state: &state,
+                skip: false,
+                force: false,
+                delete: false,
+                skip_spelled: None,
+            };
+            deny(&world, None, &|| InstanceId::parse("me").unwrap(), now)
+        };
+        assert!(verdict(vec![record("other", stale)]).is_some());
+        assert!(verdict(vec![record("me", stale), record("other", live)]).is_none());
+        assert!(verdict(vec![record("other", live)]).is_some());
+        assert!(verdict(vec![record("me", live)]).is_none());
+        assert!(verdict(Vec::new()).is_none());
+    }
 
     fn push_of(line: &str) -> Push {
         let invocations = shell::invocations(line).expect("readable");
