@@ -581,47 +581,49 @@ impl Git {
         refnames: &[String],
         newest: Option<usize>,
     ) -> Result<BTreeMap<String, Vec<ReflogEntry>>, GitError> {
-        let mut out: BTreeMap<String, Vec<ReflogEntry>> = BTreeMap::new();
         if refnames.is_empty() {
-            return Ok(out);
+            return Ok(BTreeMap::new());
         }
-        let mut cmd = self.cmd([
-            "log",
-            "--walk-reflogs",
-            "--ignore-missing",
-            // The selector `%gD` then names the entry's time: `ref@{1733390000}`.
-            "--date=unix",
-            "--format=%gD%x09%H%x09%P%x09%gs",
-        ]);
+        self.start_reflogs(refnames, newest)?.finish()
+    }
+
+    /// [`Git::reflogs`] started and not waited for: git runs while this
+    /// process does other work (the pre-push hook reads its records
+    /// meanwhile). [`ReflogRead::finish`] reads the answer.
+    pub(crate) fn start_reflogs(
+        &self,
+        refnames: &[String],
+        newest: Option<usize>,
+    ) -> Result<ReflogRead, GitError> {
+        let mut cmd = self
+            .cmd([
+                "log",
+                "--walk-reflogs",
+                "--ignore-missing",
+                // `log.showSignature` would run gpg on every signed commit.
+                "--no-show-signature",
+                // The selector `%gD` then names the entry's time: `ref@{1733390000}`.
+                "--date=unix",
+                "--format=%gD%x09%H%x09%P%x09%gs",
+            ])
+            // Ids, ref names and reflog messages, never a translated or
+            // re-encoded word: git need not load a locale. Its answer in
+            // one write at the end, not a write (and a wake-up here) per line.
+            .env("LC_ALL", "C")
+            .env("GIT_FLUSH", "0");
         if let Some(n) = newest {
             cmd = cmd.arg(format!("--max-count={n}"));
         }
-        let text = cmd
+        let running = cmd
             .arg("--end-of-options")
             .args(refnames)
             .arg("--")
-            .read_lossy()?;
-        for line in text.lines() {
-            let mut fields = line.splitn(4, '\t');
-            let (Some(selector), Some(commit), Some(parents), Some(message)) =
-                (fields.next(), fields.next(), fields.next(), fields.next())
-            else {
-                continue;
-            };
-            // `refs/remotes/origin/x@{1733390000}`: `@{` is in no ref name.
-            let Some((refname, at)) = selector.rsplit_once("@{") else {
-                continue;
-            };
-            out.entry(refname.to_owned())
-                .or_default()
-                .push(ReflogEntry {
-                    commit: commit.to_owned(),
-                    parents: parents.split_whitespace().map(str::to_owned).collect(),
-                    message: message.to_owned(),
-                    at: at.trim_end_matches('}').to_owned(),
-                });
-        }
-        Ok(out)
+            .start()?;
+        Ok(ReflogRead {
+            refnames: refnames.to_vec(),
+            newest,
+            running,
+        })
     }
 
     /// What is checked out here.
@@ -1158,6 +1160,89 @@ impl GitOutput {
     }
 }
 
+/// A reflog read started by [`Git::start_reflogs`]: git runs until
+/// [`ReflogRead::finish`] reads its answer, or until this is dropped (git
+/// is stopped then and its answer never read).
+#[derive(Debug)]
+pub(crate) struct ReflogRead {
+    refnames: Vec<String>,
+    newest: Option<usize>,
+    running: Running,
+}
+
+impl ReflogRead {
+    /// Whether this is the read of `refnames` (in that order: it decides
+    /// ties) limited to `newest` entries.
+    pub(crate) fn reads(&self, refnames: &[String], newest: Option<usize>) -> bool {
+        self.refnames == refnames && self.newest == newest
+    }
+
+    /// The reflogs by ref name, each newest first: see [`Git::reflogs`].
+    pub(crate) fn finish(self) -> Result<BTreeMap<String, Vec<ReflogEntry>>, GitError> {
+        let out = self.running.output()?;
+        if !out.success() {
+            return Err(out.into_error());
+        }
+        // Any byte that is not UTF-8 replaced: the text is only compared
+        // with what maverick itself wrote (a reflog's messages name any
+        // branch checked out).
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mut out: BTreeMap<String, Vec<ReflogEntry>> = BTreeMap::new();
+        for line in text.lines() {
+            let mut fields = line.splitn(4, '\t');
+            let (Some(selector), Some(commit), Some(parents), Some(message)) =
+                (fields.next(), fields.next(), fields.next(), fields.next())
+            else {
+                continue;
+            };
+            // `refs/remotes/origin/x@{1733390000}`: `@{` is in no ref name.
+            let Some((refname, at)) = selector.rsplit_once("@{") else {
+                continue;
+            };
+            out.entry(refname.to_owned())
+                .or_default()
+                .push(ReflogEntry {
+                    commit: commit.to_owned(),
+                    parents: parents.split_whitespace().map(str::to_owned).collect(),
+                    message: message.to_owned(),
+                    at: at.trim_end_matches('}').to_owned(),
+                });
+        }
+        Ok(out)
+    }
+}
+
+/// A git process started and not yet waited for. Dropped unread, it is
+/// stopped and reaped: nothing of it outlives the command that started it.
+#[derive(Debug)]
+struct Running {
+    command: String,
+    child: Option<std::process::Child>,
+}
+
+impl Running {
+    fn output(mut self) -> Result<GitOutput, GitError> {
+        let child = self
+            .child
+            .take()
+            .expect("a running command is waited for once");
+        finish(
+            std::mem::take(&mut self.command),
+            None,
+            child.wait_with_output(),
+        )
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
 impl GitCommand {
     fn arg(mut self, arg: impl AsRef<OsStr>) -> Self {
         self.args.push(arg.as_ref().to_owned());
@@ -1200,22 +1285,20 @@ impl GitCommand {
         s
     }
 
-    /// Runs the command and returns its output whatever the exit status.
-    fn output_unchecked(mut self) -> Result<GitOutput, GitError> {
-        let progress = SHOW_PROGRESS.load(Ordering::Relaxed)
-            && self.network.is_some()
-            && self.stdin.is_none()
-            && matches!(
-                self.args.first().and_then(|a| a.to_str()),
-                Some("fetch" | "push")
-            );
-        if progress {
-            self.args.insert(1, OsString::from("--progress"));
-            let why = self.network.as_deref().unwrap_or_default();
-            let _ = writeln!(std::io::stderr(), "git maverick: {why}…");
-        }
+    /// Starts a local command without input and returns at once; its
+    /// output is read by [`Running::output`].
+    fn start(self) -> Result<Running, GitError> {
+        debug_assert!(self.stdin.is_none() && self.network.is_none());
         let command = self.display();
         tracing::debug!(dir = %self.dir.display(), "{command}");
+        let child = self.spawn(&command)?;
+        Ok(Running {
+            command,
+            child: Some(child),
+        })
+    }
+
+    fn spawn(&self, command: &str) -> Result<std::process::Child, GitError> {
         let mut cmd = Command::new(git_program(self.env.get("PATH")));
         // fsmonitor daemons must not be spawned by a tool that runs in hooks.
         cmd.arg("-c")
@@ -1232,10 +1315,29 @@ impl GitCommand {
             })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let mut child = cmd.spawn().map_err(|source| GitError::Spawn {
-            command: command.clone(),
+        cmd.spawn().map_err(|source| GitError::Spawn {
+            command: command.to_owned(),
             source,
-        })?;
+        })
+    }
+
+    /// Runs the command and returns its output whatever the exit status.
+    fn output_unchecked(mut self) -> Result<GitOutput, GitError> {
+        let progress = SHOW_PROGRESS.load(Ordering::Relaxed)
+            && self.network.is_some()
+            && self.stdin.is_none()
+            && matches!(
+                self.args.first().and_then(|a| a.to_str()),
+                Some("fetch" | "push")
+            );
+        if progress {
+            self.args.insert(1, OsString::from("--progress"));
+            let why = self.network.as_deref().unwrap_or_default();
+            let _ = writeln!(std::io::stderr(), "git maverick: {why}…");
+        }
+        let command = self.display();
+        tracing::debug!(dir = %self.dir.display(), "{command}");
+        let mut child = self.spawn(&command)?;
         if let Some(input) = self.stdin {
             let mut pipe = child.stdin.take().expect("stdin was piped");
             // A writer thread: git may fill its stdout pipe before reading all of stdin.
@@ -1305,14 +1407,6 @@ impl GitCommand {
             .filter(|line| !line.is_empty())
             .map(str::to_owned)
             .collect())
-    }
-
-    /// The output with any byte that is not UTF-8 replaced, for text only
-    /// compared with what maverick itself wrote (a reflog's messages name
-    /// any branch checked out).
-    fn read_lossy(self) -> Result<String, GitError> {
-        let out = self.output()?;
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
 }
 

@@ -12,6 +12,9 @@ use crate::support::{
 
 use crate::support::STORY_BRANCH as BRANCH;
 
+/// The pre-push guard alone, as `cargo build` makes it beside git-maverick.
+const PRE_PUSH_BIN: &str = env!("CARGO_BIN_EXE_git-maverick-pre-push");
+
 // SPEC 8's checks in every kind of repository: refs as files or a
 // reftable, object names in SHA-1 or SHA-256 (issue 26, item 2).
 on_every_repo_kind!(
@@ -487,28 +490,58 @@ fn the_script_fails_closed_without_git_maverick_on_path() {
 }
 
 /// A PATH whose `git-maverick` is a wrapper script (as version managers
-/// install) that starts the real one, then the rest of the test PATH.
-fn path_with_a_wrapper(env: &TestEnv) -> std::ffi::OsString {
+/// install) that notes each run in `wrapper.log` and starts the real one,
+/// then the rest of the test PATH (whose directory of the built programs
+/// holds `git-maverick-pre-push` too). With `beside`, the wrapper's
+/// directory holds `git-maverick-pre-push` as well: an install of both.
+fn path_with_a_wrapper(env: &TestEnv, beside: bool) -> std::ffi::OsString {
     let dir = env.path().join("wrapper-bin");
     std::fs::create_dir_all(&dir).unwrap();
     // Written beside, then copied in by `cp` (see `support::copy_program`).
     let script = env.path().join("wrapper.sh");
-    std::fs::write(&script, format!("#!/bin/sh\nexec '{BIN}' \"$@\"\n")).unwrap();
+    let log = wrapper_log(env);
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\necho \"$*\" >>'{}'\nexec '{BIN}' \"$@\"\n",
+            log.display()
+        ),
+    )
+    .unwrap();
     make_executable(&script);
     crate::support::copy_program(&script, &dir.join("git-maverick"));
+    if beside {
+        std::os::unix::fs::symlink(PRE_PUSH_BIN, dir.join("git-maverick-pre-push")).unwrap();
+    }
     std::env::join_paths(
         std::iter::once(dir).chain(std::env::split_paths(&crate::support::path_with_bin())),
     )
     .unwrap()
 }
 
+/// What the wrapper of [`path_with_a_wrapper`] was run for, a line a run.
+fn wrapper_log(env: &TestEnv) -> std::path::PathBuf {
+    env.path().join("wrapper.log")
+}
+
+fn wrapper_runs(env: &TestEnv) -> Vec<String> {
+    std::fs::read_to_string(wrapper_log(env))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
 /// Whatever PATH's `git-maverick` is (a version manager's shim, a
 /// wrapper), the script runs it at each push: nothing to reinstall.
+///
+/// `git-maverick-pre-push` further on PATH is another install's: the push
+/// goes to the wrapper, which checks it (issue 42).
 #[test]
 fn a_wrapper_on_path_runs_as_the_guard() {
     let env = TestEnv::new();
     let a = env.clone("a");
-    let path = path_with_a_wrapper(&env);
+    let path = path_with_a_wrapper(&env, false);
     let out = a
         .maverick_command(&["hook", "install"])
         .env("PATH", &path)
@@ -521,6 +554,97 @@ fn a_wrapper_on_path_runs_as_the_guard() {
         .expect(0);
     a.git(&["switch", "--quiet", "-c", BRANCH]);
     the_guard_holds(&env, &a, &[("PATH", path.as_os_str())]);
+    let pushes: Vec<String> = wrapper_runs(&env)
+        .into_iter()
+        .filter(|run| run.starts_with("hook pre-push origin "))
+        .collect();
+    assert_eq!(pushes.len(), 2, "{:?}", wrapper_runs(&env));
+}
+
+/// Issue 42: where `git-maverick-pre-push` was installed beside the
+/// `git-maverick` PATH finds, the script runs it, git-maverick not at all,
+/// and the guard holds as before.
+#[test]
+fn the_script_runs_the_guard_program_installed_beside_git_maverick() {
+    let env = TestEnv::new();
+    let a = env.claimed_clone("a");
+    let path = path_with_a_wrapper(&env, true);
+    the_guard_holds(&env, &a, &[("PATH", path.as_os_str())]);
+    assert_eq!(wrapper_runs(&env), Vec::<String>::new());
+    // Other arguments than git's are git-maverick's to answer.
+    let mut help = std::process::Command::new(PRE_PUSH_BIN);
+    help.arg("--help").current_dir(&a.dir);
+    env.apply_env(&mut help);
+    let out = help.env("PATH", &path).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("pre-push"),
+        "{out:?}"
+    );
+    assert_eq!(wrapper_runs(&env), ["hook pre-push --help"]);
+}
+
+/// A person who signs commits and has git show signatures in logs
+/// (`log.showSignature`) is not asked to check them at every push: the
+/// guard's read of the reflogs runs no signing program. Real signatures,
+/// made by ssh-keygen (git's `gpg.format = ssh`), through a wrapper that
+/// notes each run.
+#[test]
+fn a_push_of_signed_commits_checks_no_signature() {
+    let env = TestEnv::new();
+    let a = env.claimed_clone("a");
+    let key = env.path().join("signing-key");
+    let made = std::process::Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-C", "test", "-f"])
+        .arg(&key)
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{made:?}");
+    let log = env.path().join("ssh-keygen.log");
+    let program = env.path().join("ssh-keygen-wrapper");
+    std::fs::write(
+        &program,
+        format!(
+            "#!/bin/sh\necho \"$*\" >>'{}'\nexec ssh-keygen \"$@\"\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    make_executable(&program);
+    let public = std::fs::read_to_string(key.with_extension("pub")).unwrap();
+    let allowed_signers = env.path().join("allowed-signers");
+    std::fs::write(&allowed_signers, format!("test {public}")).unwrap();
+    for (key_name, value) in [
+        ("gpg.format", "ssh"),
+        (
+            "gpg.ssh.allowedSignersFile",
+            allowed_signers.to_str().unwrap(),
+        ),
+        ("user.signingkey", key.to_str().unwrap()),
+        ("gpg.ssh.program", program.to_str().unwrap()),
+        ("commit.gpgsign", "true"),
+        ("log.showSignature", "true"),
+    ] {
+        a.git(&["config", key_name, value]);
+    }
+    let checks = || -> Vec<String> {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|run| !run.starts_with("-Y sign"))
+            .map(str::to_owned)
+            .collect()
+    };
+    a.commit_file("one.rs", "1\n", "feat: one");
+    allowed(&push(&a, &["--quiet", "-u", "origin", BRANCH]));
+    let head = a.commit_file("two.rs", "2\n", "feat: two");
+    allowed(&push(&a, &["--quiet", "origin", BRANCH]));
+    assert_eq!(env.origin_head(BRANCH), Some(head));
+    assert_eq!(checks(), Vec::<String>::new());
+    // The commits are signed, and git shows it where a person looks.
+    let shown = a.git(&["log", "-1", "--format=%H"]);
+    assert!(!shown.is_empty());
+    assert!(!checks().is_empty(), "git log checked no signature");
 }
 
 /// `install` turns what earlier versions wrote, alone in the hook file (a

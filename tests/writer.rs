@@ -17,6 +17,7 @@ on_every_repo_kind!(
     a_push_by_someone_else_is_still_a_collision_for_task_done,
     a_rewind_after_a_plain_push_is_a_moved_head,
     a_rewind_after_a_push_without_the_hook_is_a_moved_head,
+    a_push_through_a_second_remote_sees_a_push_through_the_first,
 );
 
 /// `on_one_repo_kind!(Kind: scenario, ...)`: each scenario as
@@ -340,6 +341,33 @@ fn an_ssh_push_to_an_https_origin_is_checked(kind: RepoKind) {
             .code(),
         Some(0)
     );
+}
+
+/// Issue 42: the hook starts its read of the reflogs before it reads the
+/// branch's record, guessing the record watches only the remote pushed
+/// to. Here it watches `origin` and the push goes through `upstream` (the
+/// same repository): the guess is not the read the check needs, and the
+/// check reads `origin`'s reflog too, where a push made without the hook
+/// moved the head. A check that used the guess would refuse this push as
+/// a moved head.
+fn a_push_through_a_second_remote_sees_a_push_through_the_first(kind: RepoKind) {
+    let env = TestEnv::with_repo_kind(kind);
+    let a = writer(&env, "a");
+    a.maverick(&["hook", "install"]).expect(0);
+    a.commit_file("one.rs", "1\n", "feat: one");
+    allowed(&push(&a, &["-u", "origin", BRANCH]));
+    a.git(&[
+        "remote",
+        "add",
+        "upstream",
+        &format!("file://{}/", env.origin.display()),
+    ]);
+    a.git(&["fetch", "--quiet", "upstream"]);
+    a.commit_file("two.rs", "2\n", "feat: two");
+    allowed(&push(&a, &["--no-verify", "origin", BRANCH]));
+    let head = a.commit_file("three.rs", "3\n", "feat: three");
+    allowed(&push(&a, &["upstream", BRANCH]));
+    assert_eq!(env.origin_head(BRANCH), Some(head));
 }
 
 fn a_push_to_another_repository_stays_unchecked(kind: RepoKind) {

@@ -11,6 +11,7 @@ pub(crate) mod help;
 pub(crate) mod hook;
 pub(crate) mod hydrate;
 pub(crate) mod paint;
+mod prepush_program;
 pub(crate) mod protect;
 pub(crate) mod resume;
 pub(crate) mod run;
@@ -37,6 +38,7 @@ use crate::surface::{Surface, SurfaceError};
 use escape::{for_terminal, Newlines};
 
 pub(crate) use contract::{Envelope, Failure, Outcome, Warning};
+pub use prepush_program::pre_push_main;
 
 /// Runs the command line `args` and returns the process exit code.
 pub fn main(args: Vec<OsString>) -> u8 {

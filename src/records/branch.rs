@@ -138,6 +138,12 @@ impl BranchStore {
         self.path(branch).with_extension(LOG_EXTENSION)
     }
 
+    /// Whether `branch` has a record or a log here (a stat or two; what
+    /// they hold is [`Self::get`]'s to read).
+    pub(crate) fn exists(&self, branch: &str) -> bool {
+        self.log_path(branch).exists() || self.path(branch).exists()
+    }
+
     pub fn get(&self, branch: &str) -> Result<Option<BranchRecord>, RecordError> {
         let log = self.log_path(branch);
         if let Some(bytes) = read_if_there(&log)? {

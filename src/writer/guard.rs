@@ -13,10 +13,11 @@ use std::path::{Path, PathBuf};
 
 use crate::clock::Clock;
 use crate::config::{Overrides, Settings};
-use crate::git::{Git, GitEnv};
+use crate::git::{Git, GitEnv, ReflogRead};
+use crate::records::branch::BranchStore;
 use crate::writer::location;
 use crate::writer::prepush::{
-    self, BranchState, Checked, PrePushError, RefUpdate, Refusal, SeenOn,
+    self, BranchState, Checked, PrePushError, RefUpdate, Refusal, SeenOn, Tracking,
 };
 use crate::writer::stamp;
 use maverick_core::ids::InstanceId;
@@ -157,6 +158,7 @@ pub(crate) fn check_push(
     if prepush::maverick_absent(&common_dir) {
         return Ok(Verdict::allowed(remote));
     }
+    let ahead = read_ahead(&git, &common_dir, remote, &branch_updates);
     let mut managed = Vec::new();
     for update in branch_updates {
         let branch = update.branch().expect("filtered to branches");
@@ -192,7 +194,32 @@ pub(crate) fn check_push(
                 git.remote_head(to, &branch, "read the remote's head of the branch pushed")?;
         }
     }
-    decide(&git, &common_dir, remote, managed, pusher.me, clock)
+    decide(&git, &common_dir, remote, managed, pusher.me, clock, ahead)
+}
+
+/// A push of one branch this clone has a record of (most pushes of a
+/// managed branch) starts git's read of its reflogs now, before its
+/// records are read and the pusher is known: git starts on another core
+/// meanwhile. The read is used only when it is the one the check makes
+/// (a record that watches another remote reads more); else it is stopped.
+/// A branch without a record here costs a stat and starts nothing; a
+/// failure to start is left to the check, which starts the read again.
+fn read_ahead(
+    git: &Git,
+    common_dir: &Path,
+    remote: &str,
+    updates: &[&RefUpdate],
+) -> Option<ReflogRead> {
+    let [update] = updates else {
+        return None;
+    };
+    let branch = update.branch()?;
+    if !BranchStore::new(common_dir).exists(branch) {
+        return None;
+    }
+    Tracking::start(git, remote, branch, &update.local_ref)
+        .ok()
+        .flatten()
 }
 
 /// The pushing instance: the environment's, else this clone's, as its
@@ -237,11 +264,12 @@ fn decide(
     managed: Vec<(RefUpdate, BranchState)>,
     me: InstanceId,
     clock: &Clock,
+    mut ahead: Option<ReflogRead>,
 ) -> Result<Verdict, PrePushError> {
     let mut refusals = Vec::new();
     let mut checks = Vec::new();
     for (update, state) in &managed {
-        let checked = Checked::read(git, state, remote, update)?;
+        let checked = Checked::read(git, state, remote, update, ahead.take())?;
         if let Some(refusal) = prepush::check_update(git, update, state, &checked, &me)? {
             refusals.push(refusal);
         }

@@ -34,7 +34,7 @@ use std::path::{Path, PathBuf};
 
 use maverick_core::ids::ObjectId;
 
-use crate::git::{Git, GitEnv, GitError};
+use crate::git::{Git, GitEnv, GitError, ReflogRead};
 use crate::records::branch::{BranchRecord, BranchStore};
 use crate::records::claim::{ClaimRecord, ClaimStore};
 use crate::records::files::RecordError;
@@ -324,36 +324,73 @@ impl Since {
     }
 }
 
+/// The reflogs a [`Tracking`] reads: the remote-tracking refs of the
+/// branch under `remotes` (a record's) and `also`, by remote name, then the
+/// ref a push sends (when it is one); and all of their names in the order
+/// git is given them.
+fn reflogs_read<'a>(
+    remotes: &[&str],
+    also: &str,
+    branch: &str,
+    local_ref: Option<&'a str>,
+) -> (Vec<(String, String)>, Option<&'a str>, Vec<String>) {
+    let mut by_ref: Vec<(String, String)> = Vec::new();
+    for name in remotes.iter().copied().chain([also]) {
+        if let Some(refname) = tracking_ref(name, branch) {
+            if !by_ref.iter().any(|(n, _)| n == name) {
+                by_ref.push((name.to_owned(), refname));
+            }
+        }
+    }
+    let local_ref = local_ref.filter(|r| r.starts_with("refs/") || *r == "HEAD");
+    // The remote-tracking refs first: on a tie of times (entries written
+    // in the same second) git shows the ref named first.
+    let mut refnames: Vec<String> = by_ref.iter().map(|(_, r)| r.clone()).collect();
+    refnames.extend(local_ref.map(str::to_owned));
+    (by_ref, local_ref, refnames)
+}
+
 impl Tracking {
+    /// Starts the read [`Tracking::read`] makes first for a push of
+    /// `local_ref` to `branch` on remote `also` whose record watches no
+    /// other remote (a record of one remote, the one pushed to: the usual
+    /// clone), before the record is read: git then runs while this process
+    /// reads its records. `None` when there is nothing to read.
+    pub(crate) fn start(
+        git: &Git,
+        also: &str,
+        branch: &str,
+        local_ref: &str,
+    ) -> Result<Option<ReflogRead>, GitError> {
+        let (_, _, refnames) = reflogs_read(&[also], also, branch, Some(local_ref));
+        if refnames.is_empty() {
+            return Ok(None);
+        }
+        git.start_reflogs(&refnames, Some(REFLOG_WINDOW)).map(Some)
+    }
+
     /// The reflogs of the remotes `record` watches and of `also` (the
     /// remote a push or a look goes to), and of `local_ref` (the ref a push
     /// sends, when it is one): the newest entries first, and all of them
     /// when the record's marks are not among those.
+    /// `ahead`: a read of the newest entries started earlier (see
+    /// [`Tracking::start`]), used when it reads the same reflogs.
     pub(crate) fn read(
         git: &Git,
         record: Option<&BranchRecord>,
         also: &str,
         branch: &str,
         local_ref: Option<&str>,
+        ahead: Option<ReflogRead>,
     ) -> Result<Tracking, GitError> {
-        let mut names: Vec<&str> = record
+        let remotes: Vec<&str> = record
             .map(|r| r.reflog_entries.keys().map(String::as_str).collect())
             .unwrap_or_default();
-        names.push(also);
-        let mut by_ref: Vec<(String, String)> = Vec::new();
-        for name in names {
-            if let Some(refname) = tracking_ref(name, branch) {
-                if !by_ref.iter().any(|(n, _)| n == name) {
-                    by_ref.push((name.to_owned(), refname));
-                }
-            }
-        }
-        let local_ref = local_ref.filter(|r| r.starts_with("refs/") || *r == "HEAD");
-        // The remote-tracking refs first: on a tie of times (entries written
-        // in the same second) git shows the ref named first.
-        let mut refnames: Vec<String> = by_ref.iter().map(|(_, r)| r.clone()).collect();
-        refnames.extend(local_ref.map(str::to_owned));
-        let newest = git.reflogs(&refnames, Some(REFLOG_WINDOW))?;
+        let (by_ref, local_ref, refnames) = reflogs_read(&remotes, also, branch, local_ref);
+        let newest = match ahead {
+            Some(read) if read.reads(&refnames, Some(REFLOG_WINDOW)) => read.finish()?,
+            _ => git.reflogs(&refnames, Some(REFLOG_WINDOW))?,
+        };
         let whole = newest.values().map(Vec::len).sum::<usize>() < REFLOG_WINDOW;
         if let Some(tracking) = Tracking::place(record, &by_ref, local_ref, newest, whole) {
             return Ok(tracking);
@@ -473,7 +510,7 @@ pub(crate) fn expected_from(record: &BranchRecord, tracking: &Tracking) -> Expec
 
 /// [`expected_from`], reading the reflogs `record` watches.
 pub(crate) fn expected(git: &Git, record: &BranchRecord) -> Result<Expected, GitError> {
-    let tracking = Tracking::read(git, Some(record), "", &record.branch, None)?;
+    let tracking = Tracking::read(git, Some(record), "", &record.branch, None, None)?;
     Ok(expected_from(record, &tracking))
 }
 
@@ -803,10 +840,11 @@ impl Checked {
         state: &BranchState,
         remote: &str,
         update: &RefUpdate,
+        ahead: Option<ReflogRead>,
     ) -> Result<Checked, GitError> {
         let branch = update.branch().unwrap_or_default();
         let local = Some(update.local_ref.as_str());
-        let tracking = Tracking::read(git, state.seen.as_ref(), remote, branch, local)?;
+        let tracking = Tracking::read(git, state.seen.as_ref(), remote, branch, local, ahead)?;
         let expected = state.seen.as_ref().map(|s| expected_from(s, &tracking));
         Ok(Checked { tracking, expected })
     }
@@ -869,7 +907,7 @@ pub fn record_seen(
     let store = BranchStore::new(common_dir);
     // Unreadable or absent, the old record only lends its watched remotes.
     let old = store.get(branch).ok().flatten();
-    let tracking = Tracking::read(&on.git, old.as_ref(), on.name, branch, None)?;
+    let tracking = Tracking::read(&on.git, old.as_ref(), on.name, branch, None, None)?;
     let mut record = BranchRecord {
         branch: branch.to_owned(),
         last_seen: head.map(str::to_owned),
