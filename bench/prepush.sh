@@ -5,7 +5,8 @@
 #   empty-hook  an empty `#!/bin/sh` hook: what any hook costs
 #   git-lfs     git-lfs's hook (`git lfs install --local`), no LFS files
 #   unmanaged   maverick's hook (`git maverick hook install`), a branch it
-#               does not manage: a shell, then git-maverick, a few stats
+#               does not manage: a shell, then the guard (maverick-pre-push,
+#               built beside git-maverick), a few stats
 #   managed     maverick's hook, the claimed branch, pushed by a person (no
 #               MAVERICK_INSTANCE): every check runs; the instance is the
 #               one the claim stamped (issue 42: no `git config` while the
@@ -43,6 +44,15 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/maverick-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 mkdir "$work/bin" "$work/home"
 ln -s "$MAVERICK_BIN" "$work/bin/git-maverick"
+# The hook runs the guard alone (maverick-pre-push) when it is beside
+# git-maverick, as `cargo install` and the release archive put it.
+guard_program=$(dirname "$MAVERICK_BIN")/maverick-pre-push
+if [[ -x "$guard_program" ]]; then
+	ln -s "$guard_program" "$work/bin/maverick-pre-push"
+	echo "the hook runs $guard_program"
+else
+	echo "the hook runs git-maverick hook pre-push (no maverick-pre-push beside $MAVERICK_BIN)"
+fi
 export PATH="$work/bin:$PATH" HOME="$work/home" GIT_CONFIG_NOSYSTEM=1
 export GIT_CONFIG_GLOBAL="$work/home/.gitconfig"
 # No MAVERICK_INSTANCE: the guard finds the instance as a person's clone

@@ -6,6 +6,8 @@
 #
 # dist/git-maverick-VERSION-TARGET.tar.gz holds one directory of that name:
 #   git-maverick                    the binary
+#   maverick-pre-push               the pre-push guard alone, which the hook
+#                                   runs when it is beside git-maverick
 #   man/man1/*.1                    the man pages (git-maverick install-man-pages)
 #   completions/git-maverick.bash   bash, with _git_maverick for git's completion
 #   completions/_git-maverick       zsh
@@ -58,6 +60,7 @@ trap 'rm -rf "$stage"' EXIT
 dir="$stage/$name"
 mkdir -p "$dir/completions"
 cp "$bin" "$dir/git-maverick"
+cp "$(dirname "$bin")/maverick-pre-push" "$dir/maverick-pre-push"
 "$docs_bin" install-man-pages "$dir/man/man1" >/dev/null 2>&1
 "$docs_bin" completions bash >"$dir/completions/git-maverick.bash"
 "$docs_bin" completions zsh >"$dir/completions/_git-maverick"

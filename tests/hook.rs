@@ -13,7 +13,7 @@ use crate::support::{
 use crate::support::STORY_BRANCH as BRANCH;
 
 /// The pre-push guard alone, as `cargo build` makes it beside git-maverick.
-const PRE_PUSH_BIN: &str = env!("CARGO_BIN_EXE_git-maverick-pre-push");
+const PRE_PUSH_BIN: &str = env!("CARGO_BIN_EXE_maverick-pre-push");
 
 // SPEC 8's checks in every kind of repository: refs as files or a
 // reftable, object names in SHA-1 or SHA-256 (issue 26, item 2).
@@ -492,8 +492,8 @@ fn the_script_fails_closed_without_git_maverick_on_path() {
 /// A PATH whose `git-maverick` is a wrapper script (as version managers
 /// install) that notes each run in `wrapper.log` and starts the real one,
 /// then the rest of the test PATH (whose directory of the built programs
-/// holds `git-maverick-pre-push` too). With `beside`, the wrapper's
-/// directory holds `git-maverick-pre-push` as well: an install of both.
+/// holds `maverick-pre-push` too). With `beside`, the wrapper's
+/// directory holds `maverick-pre-push` as well: an install of both.
 fn path_with_a_wrapper(env: &TestEnv, beside: bool) -> std::ffi::OsString {
     let dir = env.path().join("wrapper-bin");
     std::fs::create_dir_all(&dir).unwrap();
@@ -511,7 +511,7 @@ fn path_with_a_wrapper(env: &TestEnv, beside: bool) -> std::ffi::OsString {
     make_executable(&script);
     crate::support::copy_program(&script, &dir.join("git-maverick"));
     if beside {
-        std::os::unix::fs::symlink(PRE_PUSH_BIN, dir.join("git-maverick-pre-push")).unwrap();
+        std::os::unix::fs::symlink(PRE_PUSH_BIN, dir.join("maverick-pre-push")).unwrap();
     }
     std::env::join_paths(
         std::iter::once(dir).chain(std::env::split_paths(&crate::support::path_with_bin())),
@@ -535,7 +535,7 @@ fn wrapper_runs(env: &TestEnv) -> Vec<String> {
 /// Whatever PATH's `git-maverick` is (a version manager's shim, a
 /// wrapper), the script runs it at each push: nothing to reinstall.
 ///
-/// `git-maverick-pre-push` further on PATH is another install's: the push
+/// `maverick-pre-push` further on PATH is another install's: the push
 /// goes to the wrapper, which checks it (issue 42).
 #[test]
 fn a_wrapper_on_path_runs_as_the_guard() {
@@ -561,7 +561,7 @@ fn a_wrapper_on_path_runs_as_the_guard() {
     assert_eq!(pushes.len(), 2, "{:?}", wrapper_runs(&env));
 }
 
-/// Issue 42: where `git-maverick-pre-push` was installed beside the
+/// Issue 42: where `maverick-pre-push` was installed beside the
 /// `git-maverick` PATH finds, the script runs it, git-maverick not at all,
 /// and the guard holds as before.
 #[test]

@@ -1,8 +1,10 @@
-//! `git-maverick-pre-push REMOTE URL`: the pre-push guard as a program of
-//! its own (src/bin/git-maverick-pre-push.rs), which the installed hook runs
+//! `maverick-pre-push REMOTE URL`: the pre-push guard as a program of
+//! its own (src/bin/maverick-pre-push.rs), which the installed hook runs
 //! on every push instead of `git-maverick hook pre-push` (issue 42). It is
 //! the same check, from the same library: the program is smaller because
 //! the linker keeps only what the check reaches, and so it starts sooner.
+//! Its name has no `git-` in front: git would list it among its commands
+//! (`git maverick-pre-push`, and in `git <TAB>`), which it is not.
 //!
 //! It checks a push only as the `git-maverick` the pusher's PATH finds
 //! would: when that `git-maverick` is not in the same PATH directory as
@@ -19,9 +21,9 @@ use super::{finish, hook, paint};
 use crate::cli::GlobalArgs;
 
 /// The program's name, as the hook script looks it up.
-const PROGRAM: &str = "git-maverick-pre-push";
+const PROGRAM: &str = "maverick-pre-push";
 
-/// Runs `git-maverick-pre-push` with `args` (its own name first) and
+/// Runs `maverick-pre-push` with `args` (its own name first) and
 /// returns the exit code, unless it hands the push to `git-maverick`.
 pub fn pre_push_main(args: Vec<OsString>) -> u8 {
     let path = std::env::var_os("PATH").unwrap_or_default();
@@ -38,7 +40,7 @@ pub fn pre_push_main(args: Vec<OsString>) -> u8 {
 }
 
 /// Whether the first `git-maverick` on `path` is in the directory of the
-/// first `git-maverick-pre-push` there (the one the hook script found:
+/// first `maverick-pre-push` there (the one the hook script found:
 /// this program): the two were installed together. A few `stat`s, in
 /// PATH's order, as the shell looks programs up.
 fn beside_git_maverick(path: &std::ffi::OsStr) -> bool {

@@ -597,7 +597,7 @@ mod tests {
         assert!(SCRIPT.ends_with(&format!("{END}\n")));
         assert!(SCRIPT.contains("\nexec git-maverick hook pre-push \"$@\"\n"));
         assert!(SCRIPT.contains(
-            "\ncommand -v git-maverick-pre-push >/dev/null 2>&1 && exec git-maverick-pre-push \"$@\"\n"
+            "\ncommand -v maverick-pre-push >/dev/null 2>&1 && exec maverick-pre-push \"$@\"\n"
         ));
         assert!(is_maverick_alone(SCRIPT) && is_maverick_alone(&shared_script()));
         assert!(SHARED_BLOCK.starts_with(BEGIN) && SHARED_BLOCK.ends_with(&format!("{END}\n")));

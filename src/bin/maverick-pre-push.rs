@@ -1,4 +1,4 @@
-//! `git-maverick-pre-push REMOTE URL`: the pre-push guard alone, the
+//! `maverick-pre-push REMOTE URL`: the pre-push guard alone, the
 //! program the installed hook runs on every push when it is installed
 //! beside git-maverick (`cargo install` and the release archive put both
 //! in one directory). The same library and the same check as `git maverick
@@ -8,7 +8,8 @@
 //!
 //! It starts as a C program does (`no_main`): the standard library's own
 //! start-up reads `/proc/self/maps` to place a guard for a stack overflow's
-//! message, a tenth of a millisecond on every push. What of that start-up
+//! message (about 0.1 ms of a bare program's start here), on every push.
+//! What of that start-up
 //! the check relies on is done here: a write to a closed pipe is an error
 //! to report, not a signal that kills the hook.
 #![no_main]
