@@ -16,6 +16,7 @@ pub mod durable;
 pub mod failpoint;
 pub mod git;
 pub mod markers;
+pub(crate) mod programs;
 pub mod records;
 pub mod surface;
 pub use maverick_core::timefmt;

@@ -584,6 +584,64 @@ fn the_script_runs_the_guard_program_installed_beside_git_maverick() {
     assert_eq!(wrapper_runs(&env), ["hook pre-push --help"]);
 }
 
+/// Issue 42: `maverick-pre-push` says its build as git-maverick does; a
+/// guard program of another build beside the `git-maverick` PATH finds
+/// (one of the two copied over without the other) is named by `hook
+/// status` and `hook install`, which say to install both again.
+#[test]
+fn a_guard_program_of_another_build_is_named() {
+    let env = TestEnv::new();
+    let a = env.claimed_clone("a");
+    let own = std::process::Command::new(PRE_PUSH_BIN)
+        .arg("--version")
+        .output()
+        .unwrap();
+    let maverick = a.maverick(&["--version"]);
+    assert_eq!(
+        String::from_utf8_lossy(&own.stdout).trim(),
+        maverick
+            .stdout
+            .trim()
+            .replacen("git-maverick ", "maverick-pre-push ", 1)
+    );
+    let dir = env.path().join("old-install");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::os::unix::fs::symlink(BIN, dir.join("git-maverick")).unwrap();
+    let old = env.path().join("old-guard.sh");
+    std::fs::write(
+        &old,
+        "#!/bin/sh\necho 'maverick-pre-push 0.0.1 (abcdef0 2026-01-01)'\n",
+    )
+    .unwrap();
+    make_executable(&old);
+    crate::support::copy_program(&old, &dir.join("maverick-pre-push"));
+    let path = std::env::join_paths(
+        std::iter::once(dir.clone()).chain(std::env::split_paths(&crate::support::path_with_bin())),
+    )
+    .unwrap();
+    for command in ["status", "install"] {
+        let out = a
+            .maverick_command(&["hook", command])
+            .env("PATH", &path)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(&format!(
+                "warning: the hook runs {} (maverick-pre-push 0.0.1 (abcdef0 2026-01-01)), not this git-maverick's build",
+                dir.join("maverick-pre-push").display()
+            )),
+            "{command}: {stderr}"
+        );
+        assert!(stderr.contains("install both programs again"), "{stderr}");
+    }
+    let same = a.maverick_command(&["hook", "status"]).output().unwrap();
+    assert!(
+        !String::from_utf8_lossy(&same.stderr).contains("warning"),
+        "{same:?}"
+    );
+}
+
 /// A person who signs commits and has git show signatures in logs
 /// (`log.showSignature`) is not asked to check them at every push: the
 /// guard's read of the reflogs runs no signing program. Real signatures,

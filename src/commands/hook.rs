@@ -738,6 +738,9 @@ fn install() -> Result<Outcome<InstallOutput>, CommandError> {
     for note in notes {
         outcome = outcome.note(note);
     }
+    if let Some(warning) = super::prepush_program::another_build() {
+        outcome = outcome.warn(super::Warning::new(warning));
+    }
     Ok(outcome)
 }
 
@@ -794,6 +797,9 @@ fn status(global: &GlobalArgs) -> Result<Outcome<StatusOutput>, CommandError> {
     };
     let mut outcome = status_outcome(&status, output);
     outcome.lines.extend(server.map(|s| s.describe()));
+    if let Some(warning) = super::prepush_program::another_build() {
+        outcome = outcome.warn(super::Warning::new(warning));
+    }
     Ok(outcome)
 }
 

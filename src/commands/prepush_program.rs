@@ -14,10 +14,11 @@
 //! arguments but git's `REMOTE URL`.
 
 use std::ffi::OsString;
-use std::path::Path;
+
+use crate::programs::find_on;
 
 use super::error::Exit;
-use super::{finish, hook, paint};
+use super::{finish, help, hook, paint};
 use crate::cli::GlobalArgs;
 
 /// The program's name, as the hook script looks it up.
@@ -26,6 +27,11 @@ const PROGRAM: &str = "maverick-pre-push";
 /// Runs `maverick-pre-push` with `args` (its own name first) and
 /// returns the exit code, unless it hands the push to `git-maverick`.
 pub fn pre_push_main(args: Vec<OsString>) -> u8 {
+    if args.len() == 2 && args[1] == "--version" {
+        // Its own build, for `hook status` to compare with git-maverick's.
+        println!("{}", version_line());
+        return 0;
+    }
     let path = std::env::var_os("PATH").unwrap_or_default();
     let mut shaped: Vec<OsString> = vec!["git-maverick".into(), "hook".into(), "pre-push".into()];
     shaped.extend(args.iter().skip(1).cloned());
@@ -39,36 +45,51 @@ pub fn pre_push_main(args: Vec<OsString>) -> u8 {
     }
 }
 
-/// Whether the first `git-maverick` on `path` is in the directory of the
-/// first `maverick-pre-push` there (the one the hook script found:
-/// this program): the two were installed together. A few `stat`s, in
-/// PATH's order, as the shell looks programs up.
+/// Whether the first `git-maverick` on `path` is in the PATH entry of the
+/// first `maverick-pre-push` there (the one the hook script found: this
+/// program): the two were installed together.
 fn beside_git_maverick(path: &std::ffi::OsStr) -> bool {
-    let mut program_at = None;
-    let mut maverick_at = None;
-    for (at, dir) in std::env::split_paths(path).enumerate() {
-        // An empty entry is the current directory, as for the shell.
-        let dir = if dir.as_os_str().is_empty() {
-            Path::new(".").to_owned()
-        } else {
-            dir
-        };
-        if program_at.is_none() && executable(&dir.join(PROGRAM)) {
-            program_at = Some(at);
-        }
-        if maverick_at.is_none() && executable(&dir.join("git-maverick")) {
-            maverick_at = Some(at);
-        }
-        if program_at.is_some() && maverick_at.is_some() {
-            break;
-        }
+    match (find_on(path, PROGRAM), find_on(path, "git-maverick")) {
+        (Some(program), Some(maverick)) => program.entry == maverick.entry,
+        _ => false,
     }
-    program_at.is_some() && program_at == maverick_at
 }
 
-fn executable(path: &Path) -> bool {
-    std::fs::metadata(path)
-        .is_ok_and(|meta| meta.is_file() && crate::writer::hookfile::executable(&meta))
+/// What `maverick-pre-push --version` prints: its name and build, as
+/// `git maverick --version` says its own.
+fn version_line() -> String {
+    format!("{PROGRAM} {}", help::version())
+}
+
+/// Why the guard program the hook runs here is not this build of
+/// git-maverick's: `None` when it is, or when the hook runs git-maverick
+/// itself (no `maverick-pre-push` beside the `git-maverick` PATH finds).
+/// For `hook install` and `hook status`: one of the two programs copied
+/// over without the other leaves pushes checked by the other build.
+pub(crate) fn another_build() -> Option<String> {
+    let path = std::env::var_os("PATH")?;
+    if !beside_git_maverick(&path) {
+        return None;
+    }
+    let program = find_on(&path, PROGRAM)?.program;
+    let said = std::process::Command::new(&program)
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()
+        .filter(|out| out.status.success())
+        .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_owned());
+    let ours = version_line();
+    if said.as_deref() == Some(ours.as_str()) {
+        return None;
+    }
+    Some(format!(
+        "the hook runs {} ({}), not this git-maverick's build ({}): install both programs again, together (`cargo install`, or both from one release archive)",
+        program.display(),
+        said.unwrap_or_else(|| "it does not say its version".to_owned()),
+        help::version()
+    ))
 }
 
 /// Replaces this process with `git-maverick hook pre-push` and the same
@@ -91,6 +112,7 @@ fn hand_to_git_maverick(args: &[OsString]) -> u8 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     fn dir_with(root: &Path, name: &str, programs: &[&str]) -> std::path::PathBuf {
         use std::os::unix::fs::PermissionsExt as _;

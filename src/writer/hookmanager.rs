@@ -21,6 +21,7 @@
 //!   ref of a push (deletions never), but first runs `pre-push.legacy` with
 //!   git's arguments and the whole stdin: the guard goes there.
 
+use crate::programs::{executable_file, find_on_path};
 use std::path::{Path, PathBuf};
 
 use crate::git::{Git, GitError};
@@ -204,18 +205,6 @@ pub(crate) struct Status {
 /// Where `warn_if_guard_off` notes that it warned; gone once the guard is on.
 pub(crate) fn warned_marker(setup: &Setup) -> PathBuf {
     setup.common_dir.join("maverick").join("guard-off-warned")
-}
-
-/// The program PATH finds under `program`, if an executable file.
-fn find_on_path(program: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(program))
-        .find(|candidate| executable_file(candidate))
-}
-
-fn executable_file(path: &Path) -> bool {
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && hookfile::executable(&m))
 }
 
 /// Why the guard does not run, and the way to turn it on.

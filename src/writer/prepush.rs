@@ -275,6 +275,12 @@ struct Since {
     total: u64,
 }
 
+/// Whether `entry` is the one `mark` remembers: the same commit, time and
+/// message (two entries alike in all three are one to the records).
+fn is_mark(mark: &crate::records::branch::ReflogMark, entry: &crate::git::ReflogEntry) -> bool {
+    mark.commit == entry.commit && mark.at == entry.at && mark.message == entry.message
+}
+
 impl Since {
     /// Places `record`'s mark of one reflog among `entries`, its newest
     /// entries (`whole`: all of them). The mark is the entry the record
@@ -291,10 +297,8 @@ impl Since {
         newest: Option<&crate::records::branch::ReflogMark>,
         whole: bool,
     ) -> Option<Since> {
-        let is_mark = |e: &crate::git::ReflogEntry| {
-            newest.is_some_and(|m| m.commit == e.commit && m.at == e.at && m.message == e.message)
-        };
-        let mut found = entries.iter().enumerate().filter(|(_, e)| is_mark(e));
+        let marked = |e: &crate::git::ReflogEntry| newest.is_some_and(|m| is_mark(m, e));
+        let mut found = entries.iter().enumerate().filter(|(_, e)| marked(e));
         let once = match (found.next(), found.next()) {
             (Some((at, _)), None) => Some(at),
             _ => None,
@@ -311,7 +315,7 @@ impl Since {
         let by_count = count
             .and_then(|c| total.checked_sub(c))
             .and_then(|at| usize::try_from(at).ok())
-            .filter(|at| entries.get(*at).is_some_and(is_mark));
+            .filter(|at| entries.get(*at).is_some_and(marked));
         let new = by_count.or(once).unwrap_or_else(|| {
             let c = count.unwrap_or(0);
             usize::try_from(if total < c { total } else { total - c }).unwrap_or(usize::MAX)
@@ -388,15 +392,48 @@ impl Tracking {
             .unwrap_or_default();
         let (by_ref, local_ref, refnames) = reflogs_read(&remotes, also, branch, local_ref);
         let newest = match ahead {
-            Some(read) if read.reads(&refnames, Some(REFLOG_WINDOW)) => read.finish()?,
-            _ => git.reflogs(&refnames, Some(REFLOG_WINDOW))?,
+            // Read before the record was: where another process wrote the
+            // record since (a push from another worktree), the entries it
+            // remembers may be newer than the read, which would then look
+            // like a reflog deleted and begun again. The whole reflogs,
+            // read now, decide then.
+            Some(read) if read.reads(&refnames, Some(REFLOG_WINDOW)) => {
+                Some(read.finish()?).filter(|early| Tracking::holds_marks(record, &by_ref, early))
+            }
+            other => {
+                drop(other);
+                Some(git.reflogs(&refnames, Some(REFLOG_WINDOW))?)
+            }
         };
-        let whole = newest.values().map(Vec::len).sum::<usize>() < REFLOG_WINDOW;
-        if let Some(tracking) = Tracking::place(record, &by_ref, local_ref, newest, whole) {
-            return Ok(tracking);
+        if let Some(newest) = newest {
+            let whole = newest.values().map(Vec::len).sum::<usize>() < REFLOG_WINDOW;
+            if let Some(tracking) = Tracking::place(record, &by_ref, local_ref, newest, whole) {
+                return Ok(tracking);
+            }
         }
         let all = git.reflogs(&refnames, None)?;
         Ok(Tracking::place(record, &by_ref, local_ref, all, true).unwrap_or_default())
+    }
+
+    /// Whether `reflogs` (by ref name) hold, exactly once, the newest entry
+    /// `record` remembers of every reflog it watches that had one; a record
+    /// that counted entries there without remembering one holds only when it
+    /// counted none.
+    fn holds_marks(
+        record: Option<&BranchRecord>,
+        by_ref: &[(String, String)],
+        reflogs: &std::collections::BTreeMap<String, Vec<crate::git::ReflogEntry>>,
+    ) -> bool {
+        let Some(record) = record else {
+            return true;
+        };
+        by_ref.iter().all(|(name, refname)| {
+            let entries = reflogs.get(refname).map(Vec::as_slice).unwrap_or_default();
+            match record.reflog_newest.get(name) {
+                Some(mark) => entries.iter().filter(|e| is_mark(mark, e)).count() == 1,
+                None => record.reflog_entries.get(name).copied().unwrap_or(0) == 0,
+            }
+        })
     }
 
     /// Places the record's marks in the reflogs read (`reflogs`, by ref
@@ -1206,6 +1243,45 @@ mod tests {
         assert_eq!(whole_head(&record, expired), Some(p2));
         // Nothing since the mark: the record's head.
         assert_eq!(whole_head(&record, old), Some(l0));
+    }
+
+    /// Issue 42: the hook reads the reflogs before the record; a read that
+    /// misses the entry a record written since remembers (or that it
+    /// counted without one) is not used as if the reflog began again.
+    #[test]
+    fn a_read_made_before_the_record_is_used_only_when_it_holds_the_marks() {
+        let old: Vec<_> = (0..5)
+            .map(|n| reflog_entry(&format!("{n:040}"), "update by push"))
+            .collect();
+        let by_ref = [("origin".to_owned(), "refs/remotes/origin/x".to_owned())];
+        let read = |entries: &[crate::git::ReflogEntry]| {
+            std::collections::BTreeMap::from([(
+                "refs/remotes/origin/x".to_owned(),
+                entries.to_vec(),
+            )])
+        };
+        let fresh = BranchRecord {
+            branch: "x".into(),
+            reflog_entries: [("origin".to_owned(), 0)].into(),
+            ..BranchRecord::default()
+        };
+        assert!(Tracking::holds_marks(Some(&fresh), &by_ref, &read(&old)));
+        assert!(Tracking::holds_marks(None, &by_ref, &read(&old)));
+        let record = marked(fresh.clone(), old.clone());
+        assert!(Tracking::holds_marks(Some(&record), &by_ref, &read(&old)));
+        // Written by another push after the read: its newest entry is not
+        // in the read.
+        let mut since = old.clone();
+        since.insert(0, reflog_entry(&"f".repeat(40), "update by push"));
+        let newer = marked(fresh.clone(), since);
+        assert!(!Tracking::holds_marks(Some(&newer), &by_ref, &read(&old)));
+        assert!(!Tracking::holds_marks(Some(&newer), &by_ref, &read(&[])));
+        // Counted, without an entry remembered (an earlier version's record).
+        let counted = BranchRecord {
+            reflog_newest: Default::default(),
+            ..record.clone()
+        };
+        assert!(!Tracking::holds_marks(Some(&counted), &by_ref, &read(&old)));
     }
 
     #[test]

@@ -92,7 +92,7 @@ pub fn resolve_token(host: &str) -> Result<Token, GithubError> {
         },
         false => GithubError::NoToken,
     };
-    let Some(gh) = find_on_path("gh") else {
+    let Some(gh) = crate::programs::find_on_path("gh") else {
         return Err(missing());
     };
     let out = std::process::Command::new(gh)
@@ -122,17 +122,6 @@ fn source_of(var: &str) -> TokenSource {
         "GITHUB_ENTERPRISE_TOKEN" => TokenSource::GithubEnterpriseToken,
         _ => TokenSource::Given,
     }
-}
-
-fn find_on_path(program: &str) -> Option<std::path::PathBuf> {
-    use std::os::unix::fs::PermissionsExt as _;
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(program))
-        .find(|candidate| {
-            std::fs::metadata(candidate)
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
 }
 
 #[cfg(test)]
