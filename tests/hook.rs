@@ -1232,15 +1232,21 @@ fn lengthen_reflog(repo: &Repo, refname: &str, n: usize, message: &str) {
 /// --walk-reflogs`): once when the newest entries held what the record
 /// remembers, twice when it read them whole after.
 fn push_counting_reflog_reads(repo: &Repo, args: &[&str], tag: &str) -> (Output, usize) {
+    let (out, reads) = push_reading_reflogs(repo, args, tag);
+    (out, reads.len())
+}
+
+/// A push, and the reflog reads (`git log --walk-reflogs …`) its hook ran.
+fn push_reading_reflogs(repo: &Repo, args: &[&str], tag: &str) -> (Output, Vec<String>) {
     let log = repo.env.path().join(format!("trace-{tag}.log"));
     let mut full = vec!["push"];
     full.extend_from_slice(args);
     let out = repo.git_as_instance(&full, &[("GIT_TRACE", log.as_os_str())]);
     let trace = std::fs::read_to_string(&log).unwrap_or_default();
     let reads = hook_commands(&trace)
-        .iter()
+        .into_iter()
         .filter(|c| c.starts_with("log --walk-reflogs"))
-        .count();
+        .collect();
     (out, reads)
 }
 
@@ -1332,9 +1338,16 @@ fn pushed_thrice_the_last_without_the_hook(env: &TestEnv) -> Repo<'_> {
 fn a_push_reading_the_reflogs_whole(a: &Repo) {
     lengthen_reflog(a, &format!("refs/heads/{BRANCH}"), 40, "commit: filler");
     let four = a.commit_file("four.rs", "4\n", "feat: four");
-    let (out, reads) = push_counting_reflog_reads(a, &["--quiet", "origin", BRANCH], "four");
+    let (out, reads) = push_reading_reflogs(a, &["--quiet", "origin", BRANCH], "four");
     allowed(&out);
-    assert_eq!(reads, 2, "the mark is not among the newest entries");
+    assert_eq!(reads.len(), 2, "the mark is not among the newest entries");
+    // Read whole: the remote-tracking ref's reflog, not the branch's own,
+    // whose newest entries the first read holds (commits made here).
+    assert!(
+        reads[1].contains(&format!("refs/remotes/origin/{BRANCH}"))
+            && !reads[1].contains(&format!("refs/heads/{BRANCH}")),
+        "{reads:?}"
+    );
     assert_eq!(a.env.origin_head(BRANCH), Some(four));
 }
 

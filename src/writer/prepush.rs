@@ -391,27 +391,38 @@ impl Tracking {
             .map(|r| r.reflog_entries.keys().map(String::as_str).collect())
             .unwrap_or_default();
         let (by_ref, local_ref, refnames) = reflogs_read(&remotes, also, branch, local_ref);
-        let newest = match ahead {
-            // Read before the record was: where another process wrote the
-            // record since (a push from another worktree), the entries it
-            // remembers may be newer than the read, which would then look
-            // like a reflog deleted and begun again. The whole reflogs,
-            // read now, decide then.
-            Some(read) if read.reads(&refnames, Some(REFLOG_WINDOW)) => {
-                Some(read.finish()?).filter(|early| Tracking::holds_marks(record, &by_ref, early))
-            }
+        let (newest, early) = match ahead {
+            Some(read) if read.reads(&refnames, Some(REFLOG_WINDOW)) => (read.finish()?, true),
             other => {
                 drop(other);
-                Some(git.reflogs(&refnames, Some(REFLOG_WINDOW))?)
+                (git.reflogs(&refnames, Some(REFLOG_WINDOW))?, false)
             }
         };
-        if let Some(newest) = newest {
+        // The pushed ref's newest entries link a push to the remote head
+        // (commits made here since it); older ones only save a
+        // `merge-base` when the push builds on commits made long ago.
+        let local_newest = local_ref
+            .and_then(|r| newest.get(r).cloned())
+            .unwrap_or_default();
+        // A read made before the record was: where another process wrote
+        // the record since (a push from another worktree), the entries it
+        // remembers may be newer than the read, which would then look like
+        // a reflog deleted and begun again. The whole reflogs, read now,
+        // decide then.
+        if !early || Tracking::holds_marks(record, &by_ref, &newest) {
             let whole = newest.values().map(Vec::len).sum::<usize>() < REFLOG_WINDOW;
             if let Some(tracking) = Tracking::place(record, &by_ref, local_ref, newest, whole) {
                 return Ok(tracking);
             }
         }
-        let all = git.reflogs(&refnames, None)?;
+        // The remote-tracking reflogs whole, the pushed ref's as read above:
+        // git loads every entry's commit, and a branch's own reflog grows
+        // with every commit made on it.
+        let tracking_refs: Vec<String> = by_ref.iter().map(|(_, r)| r.clone()).collect();
+        let mut all = git.reflogs(&tracking_refs, None)?;
+        if let Some(r) = local_ref {
+            all.insert(r.to_owned(), local_newest);
+        }
         Ok(Tracking::place(record, &by_ref, local_ref, all, true).unwrap_or_default())
     }
 
