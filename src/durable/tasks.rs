@@ -19,6 +19,8 @@
 
 use std::collections::BTreeMap;
 
+use maverick_core::ids::{ObjectId, ObjectPrefix};
+
 /// "all 3 tasks of #5 are", "the one task of #5 is": for "… done".
 pub(crate) fn all_tasks_are(total: usize, issue: Option<u64>) -> String {
     let of = issue.map(|n| format!(" of #{n}")).unwrap_or_default();
@@ -201,7 +203,7 @@ fn split_sha(text: &str) -> (&str, Option<String>) {
         return (text, None);
     };
     let candidate = inner[open + 1..].trim().trim_matches('`');
-    if maverick_core::ids::ObjectPrefix::in_text(candidate).is_some() {
+    if ObjectPrefix::in_text(candidate).is_some() {
         (inner[..open].trim_end(), Some(candidate.to_owned()))
     } else {
         (text, None)
@@ -715,9 +717,16 @@ pub(crate) struct RemoteBranch {
 }
 
 impl RemoteBranch {
-    /// Whether the branch's history holds a commit whose sha starts with `short`.
+    /// Whether the branch's history holds a commit that `short` (an
+    /// abbreviated id, as a tasks comment names it) names.
     pub(crate) fn contains(&self, short: &str) -> bool {
-        self.history.iter().any(|sha| sha.starts_with(short))
+        let Ok(prefix) = ObjectPrefix::parse(short) else {
+            return false;
+        };
+        self.history
+            .iter()
+            .filter_map(|sha| ObjectId::parse(sha).ok())
+            .any(|id| prefix.matches(&id))
     }
 }
 

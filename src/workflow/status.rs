@@ -820,12 +820,9 @@ fn moved_behind_back(
     Ok(Some(format!(
         "collision: {} moved on the remote to {} behind this writer's back",
         branch.name,
-        short(remote)
+        maverick_core::ids::ObjectId::parse(remote)
+            .map_or_else(|_| remote.to_owned(), |id| id.short().to_owned())
     )))
-}
-
-pub(crate) fn short(sha: &str) -> &str {
-    &sha[..sha.len().min(7)]
 }
 
 #[allow(clippy::too_many_arguments)]
