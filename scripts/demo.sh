@@ -41,6 +41,11 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/maverick-demo.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 mkdir "$work/bin"
 ln -s "$MAVERICK_BIN" "$work/bin/git-maverick"
+# The pre-push guard alone, where it was built or installed beside it: the
+# hook runs it (else git-maverick itself).
+if [ -x "$(dirname "$MAVERICK_BIN")/maverick-pre-push" ]; then
+  ln -s "$(dirname "$MAVERICK_BIN")/maverick-pre-push" "$work/bin/maverick-pre-push"
+fi
 export PATH="$work/bin:$PATH"
 # Hermetic git: the demo must not depend on (or change) your own config.
 export GIT_CONFIG_GLOBAL="$work/gitconfig" GIT_CONFIG_NOSYSTEM=1
