@@ -31,7 +31,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read as _, Seek as _, SeekFrom, Write as _};
-use std::os::fd::AsRawFd as _;
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::sync::{Arc, Mutex};
@@ -336,8 +336,10 @@ fn read_number(file: &mut File) -> i64 {
 }
 
 /// `flock(file, how)`, retried when a signal interrupts it: the one lock
-/// on shared files (the clock's offset, GitHub's pacing ledger).
-pub(crate) fn lock(file: &File, how: libc::c_int) -> std::io::Result<()> {
+/// on shared files (the clock's offset, GitHub's pacing ledger, an agent
+/// session's release). `file` is an open file or a descriptor number
+/// (`RawFd`), such as one a process inherited.
+pub(crate) fn lock(file: &impl AsRawFd, how: libc::c_int) -> std::io::Result<()> {
     loop {
         // SAFETY: a plain system call on a descriptor this function borrows.
         if unsafe { libc::flock(file.as_raw_fd(), how) } == 0 {
@@ -350,9 +352,33 @@ pub(crate) fn lock(file: &File, how: libc::c_int) -> std::io::Result<()> {
     }
 }
 
+/// [`lock`] without waiting (`how | LOCK_NB`): false when another holds
+/// a lock that conflicts.
+pub(crate) fn try_lock(file: &impl AsRawFd, how: libc::c_int) -> std::io::Result<bool> {
+    match lock(file, how | libc::LOCK_NB) {
+        Ok(()) => Ok(true),
+        Err(e) if e.raw_os_error() == Some(libc::EWOULDBLOCK) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn try_lock_says_whether_it_took_the_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("lock");
+        let open = || File::create(&path).unwrap();
+        let (one, two) = (open(), open());
+        assert!(try_lock(&one, libc::LOCK_EX).unwrap());
+        assert!(!try_lock(&two, libc::LOCK_EX).unwrap());
+        // Through its descriptor number as well.
+        assert!(!try_lock(&two.as_raw_fd(), libc::LOCK_EX).unwrap());
+        lock(&one.as_raw_fd(), libc::LOCK_UN).unwrap();
+        assert!(try_lock(&two, libc::LOCK_EX).unwrap());
+    }
 
     #[test]
     fn a_pause_on_a_moved_clock_moves_it_instead_of_waiting() {

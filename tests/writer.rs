@@ -45,7 +45,8 @@ on_one_repo_kind!(
         a_force_push_to_the_file_url_is_checked,
         a_force_push_to_a_relative_path_is_checked,
         an_ssh_push_to_an_https_origin_is_checked,
-        a_claim_of_refs_heads_guards_the_branch;
+        a_claim_of_refs_heads_guards_the_branch,
+        a_record_whose_id_leads_out_is_damaged_and_nothing_is_written_outside;
     Reftable:
         a_force_push_to_the_path_with_a_trailing_slash_is_checked,
         a_push_to_another_repository_stays_unchecked,
@@ -477,6 +478,56 @@ fn a_damaged_record_of_this_branch_says_it_is_safe_to_remove(kind: RepoKind) {
     // Another branch pushes fine meanwhile.
     a.git(&["switch", "--quiet", "-c", "feature/x"]);
     allowed(&push(&a, &["origin", "feature/x"]));
+}
+
+/// Every file under `dir` named `name`, relative to `dir`.
+fn files_named(dir: &std::path::Path, name: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut todo = vec![dir.to_owned()];
+    while let Some(d) = todo.pop() {
+        for entry in std::fs::read_dir(&d).unwrap().flatten() {
+            let path = entry.path();
+            if entry.file_type().unwrap().is_dir() {
+                todo.push(path);
+            } else if entry.file_name() == name {
+                found.push(path.strip_prefix(dir).unwrap().display().to_string());
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// A hand-edited record whose instance id is `../../x`: every command that
+/// would rewrite it (a heartbeat) or trust it (the hook) says it is damaged
+/// and how to remove it, and no record appears outside the claims.
+fn a_record_whose_id_leads_out_is_damaged_and_nothing_is_written_outside(kind: RepoKind) {
+    let env = TestEnv::with_repo_kind(kind);
+    let a = writer(&env, "a");
+    a.maverick(&["hook", "install"]).expect(0);
+    let mine = claim_dir(&a).join("a").join(format!("{ISSUE}.json"));
+    let text = std::fs::read_to_string(&mine).unwrap();
+    let edited = text.replace("\"instance_id\": \"a\"", "\"instance_id\": \"../../x\"");
+    assert_ne!(edited, text);
+    std::fs::write(&mine, &edited).unwrap();
+    let record = format!("{ISSUE}.json");
+    let before = files_named(env.path(), &record);
+    assert_eq!(before, [format!("a/.git/maverick/claims/a/{record}")]);
+
+    let heartbeat = a.maverick(&["coord", "heartbeat", ISSUE]);
+    a.commit_file("one.rs", "1\n", "feat: one");
+    let out = push(&a, &["-u", "origin", BRANCH]);
+    insta::assert_snapshot!(
+        "a_record_whose_id_leads_out",
+        format!(
+            "$ git maverick coord heartbeat {ISSUE}\n{}\n$ git push -u origin {BRANCH}\n{}",
+            screen(&env, &heartbeat),
+            git_screen(&env, &out)
+        )
+    );
+    assert_eq!(env.origin_head(BRANCH), None);
+    assert_eq!(files_named(env.path(), &record), before);
+    assert_eq!(std::fs::read_to_string(&mine).unwrap(), edited);
 }
 
 // Item 8: resume and hydrate never write outside the repository.

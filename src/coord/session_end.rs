@@ -26,6 +26,8 @@ use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use crate::clock;
+
 /// The log grows by a few lines a session; past this it starts over (the
 /// previous one kept as `session-end.log.1`).
 const LOG_LIMIT: u64 = 256 * 1024;
@@ -49,19 +51,6 @@ fn again_path(common_dir: &Path, instance: &InstanceId) -> PathBuf {
         .join(format!("session-end-{instance}.again"))
 }
 
-/// Takes the lock on `fd` without waiting: false when another holds it.
-fn try_lock(fd: i32) -> std::io::Result<bool> {
-    // SAFETY: flock on a descriptor the caller owns.
-    if unsafe { libc::flock(fd, libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-        return Ok(true);
-    }
-    let err = std::io::Error::last_os_error();
-    if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
-        return Ok(false);
-    }
-    Err(err)
-}
-
 fn clear_again(common_dir: &Path, instance: &InstanceId) -> std::io::Result<()> {
     match std::fs::remove_file(again_path(common_dir, instance)) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
@@ -78,11 +67,8 @@ pub(crate) fn another_round(
     instance: &InstanceId,
     fd: i32,
 ) -> std::io::Result<bool> {
-    // SAFETY: flock on the descriptor this release inherited.
-    if unsafe { libc::flock(fd, libc::LOCK_UN) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    if !again_path(common_dir, instance).exists() || !try_lock(fd)? {
+    clock::lock(&fd, libc::LOCK_UN)?;
+    if !again_path(common_dir, instance).exists() || !clock::try_lock(&fd, libc::LOCK_EX)? {
         return Ok(false);
     }
     clear_again(common_dir, instance)?;
@@ -101,7 +87,7 @@ pub(crate) enum Started {
 /// Appends one line to the log, stamped with the time.
 pub(crate) fn log(common_dir: &Path, line: &str) -> std::io::Result<()> {
     let mut file = open_log(common_dir)?;
-    writeln!(file, "{} {line}", crate::clock::Clock::from_env().now())
+    writeln!(file, "{} {line}", clock::Clock::from_env().now())
 }
 
 fn open_log(common_dir: &Path) -> std::io::Result<File> {
@@ -131,12 +117,12 @@ pub(crate) fn start(
         .write(true)
         .open(lock_path(common_dir, instance))?;
     let fd = lock.as_raw_fd();
-    if !try_lock(fd)? {
+    if !clock::try_lock(&lock, libc::LOCK_EX)? {
         // The running release may have read the claims before this
         // session's last ones: it is asked for another round, unless it
         // finished meanwhile and the lock is free.
         std::fs::write(again_path(common_dir, instance), b"")?;
-        if !try_lock(fd)? {
+        if !clock::try_lock(&lock, libc::LOCK_EX)? {
             return Ok(Started::AlreadyRunning {
                 log: log_path(common_dir),
             });

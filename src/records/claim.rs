@@ -72,15 +72,23 @@ impl ClaimStore {
         BranchStore::new(common_dir)
     }
 
-    fn path(&self, instance: &InstanceId, issue: u64) -> PathBuf {
-        // This instance's own id, parsed path-safe (InstanceId::parse).
-        self.root
-            .join(instance.as_str())
-            .join(format!("{issue}.json"))
+    /// The directory of `instance`'s records. An id becomes a path only
+    /// when it passes the strict rule (`InstanceId::parse`): an id kept as
+    /// another writer wrote it (`InstanceId::of_marker`), or read from a
+    /// hand-edited record, could lead out of the records (`../../x`).
+    fn dir(&self, instance: &InstanceId) -> Result<PathBuf, RecordError> {
+        let id = InstanceId::parse(instance.as_str())?;
+        Ok(self.root.join(id.as_str()))
     }
 
+    fn path(&self, instance: &InstanceId, issue: u64) -> Result<PathBuf, RecordError> {
+        Ok(self.dir(instance)?.join(format!("{issue}.json")))
+    }
+
+    /// Writes `record` under its own instance's directory; refused, with
+    /// nothing written, when its id may not name one.
     pub(crate) fn save(&self, record: &ClaimRecord) -> Result<(), RecordError> {
-        let path = self.path(&record.instance_id, record.issue);
+        let path = self.path(&record.instance_id, record.issue)?;
         let mut bytes = serde_json::to_vec_pretty(record).expect("plain data serializes");
         bytes.push(b'\n');
         write_atomically(&path, &bytes)
@@ -93,11 +101,11 @@ impl ClaimStore {
         instance: &InstanceId,
         issue: u64,
     ) -> Result<Option<ClaimRecord>, RecordError> {
-        read_record(&self.path(instance, issue))
+        self.read_record(&self.path(instance, issue)?)
     }
 
     pub(crate) fn remove(&self, instance: &InstanceId, issue: u64) -> Result<(), RecordError> {
-        let path = self.path(instance, issue);
+        let path = self.path(instance, issue)?;
         match std::fs::remove_file(&path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                 Err(IoError::on("remove", &path)(e).into())
@@ -111,7 +119,7 @@ impl ClaimStore {
         &self,
         instance: &InstanceId,
     ) -> Result<Vec<ClaimRecord>, RecordError> {
-        let mut records = read_dir_records(&self.root.join(instance.as_str()))?;
+        let mut records = self.read_dir_records(&self.dir(instance)?)?;
         records.sort_by_key(|r| r.issue);
         Ok(records)
     }
@@ -133,7 +141,7 @@ impl ClaimStore {
         let mut damaged = Vec::new();
         for dir in self.instance_dirs()? {
             for path in json_files(&dir)? {
-                match read_record(&path) {
+                match self.read_record(&path) {
                     Ok(Some(record)) => found.push(record),
                     Ok(None) => {}
                     Err(error @ RecordError::Damaged { .. }) => {
@@ -166,9 +174,45 @@ impl ClaimStore {
     pub(crate) fn all(&self) -> Result<Vec<ClaimRecord>, RecordError> {
         let mut found = Vec::new();
         for dir in self.instance_dirs()? {
-            found.extend(read_dir_records(&dir)?);
+            found.extend(self.read_dir_records(&dir)?);
         }
         Ok(found)
+    }
+
+    fn read_dir_records(&self, dir: &Path) -> Result<Vec<ClaimRecord>, RecordError> {
+        let mut records = Vec::new();
+        for path in json_files(dir)? {
+            records.extend(self.read_record(&path)?);
+        }
+        Ok(records)
+    }
+
+    /// The record at `path`; damaged when it does not parse, or when its
+    /// instance id fails the strict rule or is not the name of the
+    /// directory it sits in: a later save of the record goes where its id
+    /// says, and the holder checks trust that id.
+    fn read_record(&self, path: &Path) -> Result<Option<ClaimRecord>, RecordError> {
+        let damaged = |detail: String| RecordError::Damaged {
+            path: path.to_owned(),
+            detail,
+            loses: claim_loss(path),
+        };
+        let bytes = match std::fs::read(path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(source) => return Err(IoError::on("read", path)(source).into()),
+        };
+        let record: ClaimRecord =
+            serde_json::from_slice(&bytes).map_err(|e| damaged(e.to_string()))?;
+        match self.dir(&record.instance_id) {
+            Ok(dir) if Some(dir.as_path()) == path.parent() => Ok(Some(record)),
+            Ok(_) => Err(damaged(format!(
+                "its instance id {:?} is not the name of the directory it is in",
+                record.instance_id.as_str()
+            ))),
+            Err(RecordError::NotPathSafe(e)) => Err(damaged(e.to_string())),
+            Err(other) => Err(other),
+        }
     }
 }
 
@@ -238,28 +282,6 @@ fn json_files(dir: &Path) -> Result<Vec<PathBuf>, RecordError> {
         .collect())
 }
 
-fn read_dir_records(dir: &Path) -> Result<Vec<ClaimRecord>, RecordError> {
-    let mut records = Vec::new();
-    for path in json_files(dir)? {
-        records.extend(read_record(&path)?);
-    }
-    Ok(records)
-}
-
-fn read_record(path: &Path) -> Result<Option<ClaimRecord>, RecordError> {
-    match std::fs::read(path) {
-        Ok(bytes) => serde_json::from_slice(&bytes)
-            .map(Some)
-            .map_err(|e| RecordError::Damaged {
-                path: path.to_owned(),
-                detail: e.to_string(),
-                loses: claim_loss(path),
-            }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(source) => Err(IoError::on("read", path)(source).into()),
-    }
-}
-
 /// Every branch this clone manages (a claim record or a last-seen record).
 pub(crate) fn managed_branches(common_dir: &Path) -> Result<Vec<String>, RecordError> {
     let mut branches: Vec<String> = ClaimStore::new(common_dir)
@@ -295,6 +317,99 @@ mod tests {
         assert_eq!(issue_of_branch_name("team/7-infra/parser"), None);
         assert_eq!(issue_of_branch_name("maverick/x-142"), None);
         assert_eq!(issue_of_branch_name("maverick/142.x"), None);
+    }
+
+    fn record(instance: InstanceId, issue: u64) -> ClaimRecord {
+        let at = Timestamp::parse("2026-11-30T10:00:00Z").unwrap();
+        ClaimRecord {
+            issue,
+            instance_id: instance,
+            generation: 1,
+            branch: Some(format!("maverick/{issue}-x")),
+            scope: vec![issue],
+            surface: "git".to_owned(),
+            remote: "origin".to_owned(),
+            claimed_at: at,
+            last_confirmed: at,
+            expires_at: at,
+            lost: None,
+        }
+    }
+
+    /// Every file under `dir`, relative to it.
+    fn tree(dir: &Path) -> Vec<String> {
+        let mut found = Vec::new();
+        let mut todo = vec![dir.to_owned()];
+        while let Some(d) = todo.pop() {
+            for entry in std::fs::read_dir(&d).unwrap().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    todo.push(path);
+                } else {
+                    let relative = path.strip_prefix(dir).unwrap();
+                    found.push(relative.to_string_lossy().into_owned());
+                }
+            }
+        }
+        found.sort();
+        found
+    }
+
+    #[test]
+    fn an_id_that_is_not_path_safe_or_not_its_directory_is_a_damaged_record_and_never_saved() {
+        let common = tempfile::tempdir().unwrap();
+        let store = ClaimStore::new(common.path());
+        let alice = InstanceId::parse("alice").unwrap();
+        store.save(&record(alice.clone(), 5)).unwrap();
+        // Hand-edited: the id leads out of the records, or names another.
+        let dir = common.path().join("maverick/claims/alice");
+        let mut escaping = serde_json::to_value(record(alice.clone(), 7)).unwrap();
+        escaping["instance_id"] = "../../x".into();
+        std::fs::write(dir.join("7.json"), escaping.to_string()).unwrap();
+        let mut other = serde_json::to_value(record(alice.clone(), 8)).unwrap();
+        other["instance_id"] = "bob".into();
+        std::fs::write(dir.join("8.json"), other.to_string()).unwrap();
+        let before = tree(common.path());
+
+        for (issue, detail) in [
+            (7, "\"../../x\" is not a valid instance id"),
+            (
+                8,
+                "its instance id \"bob\" is not the name of the directory",
+            ),
+        ] {
+            let err = store.load(&alice, issue).unwrap_err();
+            assert!(
+                matches!(&err, RecordError::Damaged { path, detail: d, .. }
+                    if path.ends_with(format!("alice/{issue}.json")) && d.contains(detail)),
+                "{err}"
+            );
+            assert!(err.hint().unwrap().contains("it is safe to remove"));
+        }
+        // Sorted apart, each with what it is about; the sound one is read.
+        let (found, damaged) = store.all_readable().unwrap();
+        assert_eq!(found, vec![record(alice.clone(), 5)]);
+        let mut about: Vec<_> = damaged
+            .iter()
+            .map(|d| (d.issue, d.branch.clone()))
+            .collect();
+        about.sort();
+        assert_eq!(
+            about,
+            vec![
+                (Some(7), Some("maverick/7-x".to_owned())),
+                (Some(8), Some("maverick/8-x".to_owned()))
+            ]
+        );
+
+        // A record whose id may not name a directory is refused, unwritten.
+        let escaping = record(InstanceId::of_marker("../../x"), 7);
+        assert!(matches!(
+            store.save(&escaping),
+            Err(RecordError::NotPathSafe(_))
+        ));
+        assert!(store.load(&InstanceId::of_marker("../x"), 7).is_err());
+        assert_eq!(tree(common.path()), before);
     }
 
     #[test]

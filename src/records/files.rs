@@ -39,6 +39,11 @@ pub enum RecordError {
         /// What removing it loses, and how maverick gets it back.
         loses: String,
     },
+    /// A record would be named after an id the strict rule refuses
+    /// (`InstanceId::parse`): it could name a path outside the records,
+    /// so nothing is read or written there.
+    #[error("no local record is kept under that id: {0}")]
+    NotPathSafe(#[from] maverick_core::ids::IdError),
 }
 
 impl RecordError {
@@ -49,7 +54,7 @@ impl RecordError {
                 "it is safe to remove ({}): that loses {loses}",
                 shell_rm(path)
             )),
-            RecordError::Io(_) => None,
+            RecordError::Io(_) | RecordError::NotPathSafe(_) => None,
         }
     }
 }
