@@ -628,6 +628,78 @@ fn gh_host_makes_an_enterprise_remote_a_github_one() {
     );
 }
 
+/// `www.github.com` (any subdomain of github.com, any case) is github.com,
+/// as gh has it, wherever a host is named: `-R`, `GH_REPO`, `GH_HOST` and
+/// the remote's URL. Its API is api.github.com and its token `GH_TOKEN`,
+/// never the Enterprise Server ones (`https://www.github.com/api/v3`,
+/// `GH_ENTERPRISE_TOKEN`); a look-alike host stays an Enterprise Server
+/// and never gets `GH_TOKEN`. `config` shows the resolved API and token
+/// source without a network call.
+#[test]
+fn www_github_com_is_github_com_wherever_it_is_named() {
+    let env = TestEnv::new();
+    let repo = env.clone("alice");
+    repo.git(&["config", "--unset", "maverick.surface"]);
+    let (dotcom_token, enterprise_token) = ("ghp_DOTCOM_SECRET", "ghe_ENTERPRISE_SECRET");
+    let config = |args: &[&str], vars: &[(&str, &str)]| {
+        let mut all = vec!["config", "--json"];
+        all.extend_from_slice(args);
+        let mut cmd = repo.maverick_command(&all);
+        cmd.env("MAVERICK_INSTANCE", "alice")
+            .env("GH_TOKEN", dotcom_token)
+            .env("GH_ENTERPRISE_TOKEN", enterprise_token);
+        for (k, v) in vars {
+            cmd.env(k, v);
+        }
+        let run = Run::from_output(&all, cmd.output().unwrap());
+        run.expect(0);
+        for out in [&run.stdout, &run.stderr] {
+            for token in [dotcom_token, enterprise_token] {
+                assert!(!out.contains(token), "a token leaked: {out}");
+            }
+        }
+        run.json()
+    };
+    let on_github_com = |json: &serde_json::Value, why: &str| {
+        assert_eq!(setting(json, "surface")["value"], "github", "{why}: {json}");
+        assert_eq!(setting(json, "repo")["value"], "acme/widgets", "{why}");
+        assert_eq!(
+            setting(json, "githubApiUrl")["value"],
+            "https://api.github.com",
+            "{why}"
+        );
+        assert_eq!(setting(json, "token")["from"], "from GH_TOKEN", "{why}");
+    };
+
+    let json = config(&["-R", "www.github.com/acme/widgets"], &[]);
+    on_github_com(&json, "-R www.github.com/…");
+    assert_eq!(setting(&json, "githubApiUrl")["source"], "flag");
+    let json = config(&["-R", "WWW.GitHub.com/acme/widgets"], &[]);
+    on_github_com(&json, "-R WWW.GitHub.com/…");
+    let json = config(&[], &[("GH_REPO", "www.github.com/acme/widgets")]);
+    on_github_com(&json, "GH_REPO=www.github.com/…");
+    let json = config(&["-R", "acme/widgets"], &[("GH_HOST", "www.github.com")]);
+    on_github_com(&json, "GH_HOST=www.github.com");
+
+    // GitHub's ssh over the https port is github.com too.
+    let ssh = "ssh://git@ssh.github.com:443/acme/widgets.git";
+    repo.git(&["remote", "set-url", "origin", ssh]);
+    let json = config(&[], &[]);
+    on_github_com(&json, "a remote on ssh.github.com");
+    assert_eq!(
+        setting(&json, "surface")["from"],
+        "the remote \"origin\" is on github.com"
+    );
+
+    // A look-alike is not a subdomain: its own API, never GH_TOKEN.
+    let json = config(&["-R", "evilgithub.com/acme/widgets"], &[]);
+    assert_eq!(
+        setting(&json, "githubApiUrl")["value"],
+        "https://evilgithub.com/api/v3"
+    );
+    assert_eq!(setting(&json, "token")["from"], "from GH_ENTERPRISE_TOKEN");
+}
+
 /// Two clones of one GitHub repository, one whose origin is spelled
 /// through an `insteadOf` alias (`gh:acme/widgets`), one with the plain
 /// URL: both are on the github surface, on the same repository, because

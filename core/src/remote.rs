@@ -11,8 +11,10 @@
 /// Where a remote URL points.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Location {
-    /// A network repository: the lowercase host (no user, no port) and the
-    /// path without slashes at either end, a leading `~/` or a `.git`.
+    /// A network repository: the host (no user, no port) in its normal form
+    /// ([`GithubHost::normalise`]: lowercase, any `*.github.com` is
+    /// github.com) and the path without slashes at either end, a leading
+    /// `~/` or a `.git`.
     Network { host: String, path: String },
     /// A local repository: the path as written (`file://` taken off).
     Local { path: String },
@@ -63,12 +65,8 @@ fn network(authority: &str, path: &str) -> Location {
         Some(v6) => v6.split(']').next().unwrap_or(v6),
         None => host.split(':').next().unwrap_or(host),
     };
-    let host = host.to_ascii_lowercase();
-    // GitHub serves its repositories under www. too: one host.
-    let host = match host.as_str() {
-        "www.github.com" => "github.com".to_owned(),
-        _ => host,
-    };
+    // GitHub serves its repositories under www. and ssh. too: one host.
+    let host = GithubHost::normalise(host);
     let path = path.trim_matches('/');
     let path = path.strip_prefix("~/").unwrap_or(path);
     Location::Network {
@@ -92,12 +90,8 @@ pub fn github_repo(url: &str, gh_host: Option<&str>) -> Option<(String, String)>
     let Location::Network { host, path } = locate(url) else {
         return None;
     };
-    let named = gh_host.is_some_and(|h| {
-        h.split(':')
-            .next()
-            .is_some_and(|h| h.eq_ignore_ascii_case(&host))
-    });
-    (host == "github.com" || named)
+    let named = gh_host.is_some_and(|h| GithubHost::same_host(h, &host));
+    (GithubHost::of(&host) == GithubHost::Dotcom || named)
         .then_some(())
         .filter(|()| valid_repo(&path))
         .map(|()| (host, path))
@@ -130,25 +124,90 @@ pub enum GithubHost {
     EnterpriseServer,
 }
 
+/// github.com, the host every `*.github.com` is.
+pub const GITHUB_COM: &str = "github.com";
+
+const LOCALHOST: &str = "github.localhost";
+const TENANCY: &str = "ghe.com";
+
 impl GithubHost {
-    /// The kind of `host` (any case; a port is ignored).
+    /// The normal form of a GitHub host, however it was spelled (`-R
+    /// HOST/OWNER/NAME`, `GH_REPO`, `GH_HOST`, a remote URL): the one form
+    /// every comparison, API URL and token lookup is made on.
+    ///
+    /// gh's rule, followed as gh (go-gh v2 `auth.NormalizeHostname`, which
+    /// gh's `ghinstance` calls) writes it: lowercase; any subdomain of
+    /// github.com (`www.github.com`, `api.github.com`, `ssh.github.com`) is
+    /// github.com; any subdomain of `github.localhost` is
+    /// `github.localhost`; a subdomain of a GHE.com tenant
+    /// (`api.acme.ghe.com`) is the tenant (`acme.ghe.com`); any other host
+    /// is itself. A subdomain is a suffix after a dot: `evilgithub.com` and
+    /// `github.com.example.net` are not github.com, so its token never goes
+    /// there. Beyond gh, which takes no port in a host: surrounding blanks
+    /// are trimmed and a `:PORT` is kept, except on github.com, whose API
+    /// has one address whatever port a host was written with. (gh also
+    /// sends `garage.github.com`, GitHub's own staging host, to its own
+    /// API; that host is not a user's and is not followed.)
+    pub fn normalise(host: &str) -> String {
+        let host = host.trim().to_ascii_lowercase();
+        let (name, port) = match host.split_once(':') {
+            Some((name, port)) => (name, Some(port)),
+            None => (host.as_str(), None),
+        };
+        let subdomain_of = |parent: &str| {
+            name.strip_suffix(parent)
+                .is_some_and(|sub| sub.is_empty() || sub.ends_with('.'))
+        };
+        let name = if subdomain_of(GITHUB_COM) {
+            return GITHUB_COM.to_owned();
+        } else if subdomain_of(LOCALHOST) {
+            LOCALHOST.to_owned()
+        } else if let Some(sub) = name
+            .strip_suffix(TENANCY)
+            .and_then(|sub| sub.strip_suffix('.'))
+            .filter(|sub| !sub.is_empty())
+        {
+            let tenant = sub.rsplit('.').next().unwrap_or(sub);
+            format!("{tenant}.{TENANCY}")
+        } else {
+            return host;
+        };
+        match port {
+            Some(port) => format!("{name}:{port}"),
+            None => name,
+        }
+    }
+
+    /// Whether `a` and `b` are one GitHub host, in their normal form and
+    /// ports aside (a remote's URL names git's port, `GH_HOST` the web's).
+    pub fn same_host(a: &str, b: &str) -> bool {
+        let name = |h: &str| {
+            let h = GithubHost::normalise(h);
+            h.split(':').next().unwrap_or_default().to_owned()
+        };
+        name(a) == name(b)
+    }
+
+    /// The kind of `host`, in any spelling ([`GithubHost::normalise`]).
     pub fn of(host: &str) -> GithubHost {
-        let name = host.split(':').next().unwrap_or(host).to_ascii_lowercase();
-        match name.as_str() {
-            "github.com" => GithubHost::Dotcom,
-            "github.localhost" => GithubHost::Localhost,
-            _ if name.ends_with(".ghe.com") => GithubHost::Tenancy,
+        let host = GithubHost::normalise(host);
+        let name = host.split(':').next().unwrap_or_default();
+        match name {
+            GITHUB_COM => GithubHost::Dotcom,
+            LOCALHOST => GithubHost::Localhost,
+            _ if name.ends_with(&format!(".{TENANCY}")) => GithubHost::Tenancy,
             _ => GithubHost::EnterpriseServer,
         }
     }
 
-    /// The REST API base URL of `host` when nothing sets one:
-    /// `https://api.github.com`, `https://api.TENANT.ghe.com`, else
+    /// The REST API base URL of `host` (any spelling) when nothing sets
+    /// one: `https://api.github.com`, `https://api.TENANT.ghe.com`, else
     /// `https://HOST/api/v3` (Enterprise Server, port kept).
     pub fn api_url(host: &str) -> String {
-        match GithubHost::of(host) {
+        let host = GithubHost::normalise(host);
+        match GithubHost::of(&host) {
             GithubHost::Dotcom => "https://api.github.com".to_owned(),
-            GithubHost::Tenancy => format!("https://api.{}", host.to_ascii_lowercase()),
+            GithubHost::Tenancy => format!("https://api.{host}"),
             GithubHost::Localhost | GithubHost::EnterpriseServer => {
                 format!("https://{host}/api/v3")
             }
@@ -246,10 +305,91 @@ mod tests {
     }
 
     #[test]
+    fn a_github_host_has_one_normal_form_as_in_gh() {
+        for (host, normal) in [
+            ("github.com", "github.com"),
+            ("GitHub.com", "github.com"),
+            (" github.com\n", "github.com"),
+            // Every subdomain of github.com is github.com, at any depth.
+            ("www.github.com", "github.com"),
+            ("WWW.GitHub.COM", "github.com"),
+            ("api.github.com", "github.com"),
+            ("ssh.github.com", "github.com"),
+            ("a.b.github.com", "github.com"),
+            // github.com has one API, whatever port a host was written with.
+            ("www.github.com:443", "github.com"),
+            ("github.com:8443", "github.com"),
+            // A suffix only after a dot: these are other hosts.
+            ("evilgithub.com", "evilgithub.com"),
+            ("github.com.example.net", "github.com.example.net"),
+            ("github.community", "github.community"),
+            ("api.github.localhost", "github.localhost"),
+            ("github.localhost:3000", "github.localhost:3000"),
+            // A tenant's subdomain is the tenant.
+            ("Acme.GHE.com", "acme.ghe.com"),
+            ("api.acme.ghe.com", "acme.ghe.com"),
+            ("x.api.acme.ghe.com:8443", "acme.ghe.com:8443"),
+            ("ghe.com", "ghe.com"),
+            ("evilghe.com", "evilghe.com"),
+            // Enterprise Server: lowercase, port kept.
+            ("GHE.Example.com:8443", "ghe.example.com:8443"),
+            ("www.ghe.example.com", "www.ghe.example.com"),
+            ("::1", "::1"),
+        ] {
+            assert_eq!(GithubHost::normalise(host), normal, "{host:?}");
+            // Normal already: normalising again changes nothing.
+            assert_eq!(GithubHost::normalise(normal), normal, "{normal:?}");
+        }
+        assert!(GithubHost::same_host("www.github.com", "github.com"));
+        assert!(GithubHost::same_host(
+            "GHE.example.com:8443",
+            "ghe.example.com"
+        ));
+        assert!(!GithubHost::same_host("evilgithub.com", "github.com"));
+        assert!(!GithubHost::same_host("ghe.example.com", "github.com"));
+    }
+
+    #[test]
+    fn a_remote_on_a_subdomain_of_github_com_is_on_github_com() {
+        let want = Some(("github.com".to_owned(), "acme/widgets".to_owned()));
+        // GitHub's ssh over the https port.
+        let url = "ssh://git@ssh.github.com:443/acme/widgets.git";
+        assert_eq!(github_repo(url, None), want);
+        assert_eq!(
+            github_repo("https://evilgithub.com/acme/widgets", None),
+            None
+        );
+        // GH_HOST in any spelling names the remote's host.
+        let url = "https://ghe.example.com/acme/widgets";
+        assert!(github_repo(url, Some(" GHE.example.com ")).is_some());
+        assert_eq!(github_repo(url, Some("www.github.com")), None);
+    }
+
+    #[test]
     fn github_hosts_follow_gh() {
         for (host, kind, api) in [
             ("github.com", GithubHost::Dotcom, "https://api.github.com"),
             ("GitHub.com", GithubHost::Dotcom, "https://api.github.com"),
+            (
+                "www.github.com",
+                GithubHost::Dotcom,
+                "https://api.github.com",
+            ),
+            (
+                "api.github.com",
+                GithubHost::Dotcom,
+                "https://api.github.com",
+            ),
+            (
+                "evilgithub.com",
+                GithubHost::EnterpriseServer,
+                "https://evilgithub.com/api/v3",
+            ),
+            (
+                "api.acme.ghe.com",
+                GithubHost::Tenancy,
+                "https://api.acme.ghe.com",
+            ),
             (
                 "acme.ghe.com",
                 GithubHost::Tenancy,

@@ -5,7 +5,7 @@
 use super::*;
 use crate::git::Git;
 
-use maverick_core::remote::{github_repo, valid_repo, GithubHost};
+use maverick_core::remote::{github_repo, valid_repo, GithubHost, GITHUB_COM};
 
 /// `maverick.repo`: `OWNER/NAME`.
 pub(super) fn repo_key(key: &'static str, text: &str) -> Result<Option<String>, ConfigError> {
@@ -99,10 +99,11 @@ impl Implied<'_> {
     /// The API of the host `-R`, `GH_REPO` or the remote names, else
     /// `GH_HOST`'s, else github.com's ([`host_of_names`]).
     pub(super) fn api_url(&self) -> (String, Origin) {
-        match self.host() {
-            (Some(host), origin) => (GithubHost::api_url(&host), origin),
-            (None, origin) => ("https://api.github.com".to_owned(), origin),
-        }
+        let (host, origin) = self.host();
+        (
+            GithubHost::api_url(host.as_deref().unwrap_or(GITHUB_COM)),
+            origin,
+        )
     }
 
     /// The host `-R`, `GH_REPO` or the remote names, else `GH_HOST`
@@ -134,7 +135,7 @@ impl GhEnv {
             Some(text) => Some(parse_repo(text.trim()).ok_or(ConfigError::BadGhRepo(text))?),
             None => None,
         };
-        let host = var("GH_HOST").map(|h| h.trim().to_ascii_lowercase());
+        let host = var("GH_HOST").map(|h| GithubHost::normalise(&h));
         Ok(GhEnv { repo, host })
     }
 }
@@ -158,7 +159,7 @@ pub(super) fn host_of_names<'a>(
     } else if let Some(host) = remote_host.filter(|&h| {
         gh.host
             .as_deref()
-            .is_some_and(|g| g.split(':').next() != Some(h))
+            .is_some_and(|g| !GithubHost::same_host(g, h))
     }) {
         let why = format!("the remote {remote:?} is on {host}");
         (host, Origin::Derived(why))
@@ -170,14 +171,15 @@ pub(super) fn host_of_names<'a>(
     (Some(host), origin)
 }
 
-/// `OWNER/NAME` or `HOST/OWNER/NAME`: the host (if any) and `OWNER/NAME`.
+/// `OWNER/NAME` or `HOST/OWNER/NAME`: the host (if any, in its normal form,
+/// so `www.github.com` is github.com) and `OWNER/NAME`.
 pub(super) fn parse_repo(text: &str) -> Option<(Option<String>, String)> {
     if valid_repo(text) {
         return Some((None, text.to_owned()));
     }
     let (host, repo) = text.split_once('/')?;
     (valid_host(host) && valid_repo(repo))
-        .then(|| (Some(host.to_ascii_lowercase()), repo.to_owned()))
+        .then(|| (Some(GithubHost::normalise(host)), repo.to_owned()))
 }
 
 pub(super) fn valid_host(host: &str) -> bool {

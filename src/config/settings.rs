@@ -9,6 +9,7 @@ use crate::clock::Clock;
 use crate::git::{Git, GitError};
 use crate::timefmt::DurationError;
 use maverick_core::ids::InstanceId;
+use maverick_core::remote::{GithubHost, GITHUB_COM};
 
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, clap::ValueEnum, schemars::JsonSchema,
@@ -272,7 +273,7 @@ impl Place {
                 implied.api_url()
             })?,
         );
-        let github_host = implied.host().0.unwrap_or_else(|| "github.com".to_owned());
+        let github_host = implied.host().0.unwrap_or_else(|| GITHUB_COM.to_owned());
         Ok(Place {
             surface,
             remote,
@@ -403,8 +404,8 @@ impl Settings {
             remote: "origin".to_owned(),
             remote_url: None,
             repo: None,
-            github_api_url: "https://api.github.com".to_owned(),
-            github_host: "github.com".to_owned(),
+            github_api_url: GithubHost::api_url(GITHUB_COM),
+            github_host: GITHUB_COM.to_owned(),
             lease_ttl: DEFAULT_LEASE_TTL,
             heartbeat_interval: DEFAULT_HEARTBEAT,
             max_clock_skew: DEFAULT_MAX_CLOCK_SKEW,

@@ -230,6 +230,8 @@ const SCRUBBED: &[&str] = &[
     "KIRO_SESSION_ID",
     "GH_TOKEN",
     "GITHUB_TOKEN",
+    "GH_ENTERPRISE_TOKEN",
+    "GITHUB_ENTERPRISE_TOKEN",
     "GITHUB_API_URL",
     "GIT_DIR",
     "GIT_WORK_TREE",
