@@ -156,10 +156,11 @@ pub struct IssueView {
     #[serde(skip)]
     my_lease_comment: Option<LeaseComment>,
     /// The comments that carry an unwithdrawn claim of this instance that
-    /// git maverick wrote (a copy a retried POST left included), with the
-    /// claim: what a withdrawal edits.
+    /// git maverick wrote (a copy a retried POST left included, and a copy
+    /// in another account's comment), with the claim: what a withdrawal
+    /// edits, where the comment is this account's own.
     #[serde(skip)]
-    my_claim_comments: Vec<(u64, ClaimPayload)>,
+    my_claim_comments: Vec<ClaimComment>,
     /// The newest comment with a `maverick-lease` block, whoever wrote it:
     /// the lease Maverick reads and upserts.
     #[serde(skip)]
@@ -177,6 +178,15 @@ pub struct ClockSkew {
 
 /// The comment a lease was written in, and its payload.
 type LeaseComment = (u64, LeasePayload);
+
+/// A comment that carries a claim of this instance.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct ClaimComment {
+    id: u64,
+    /// Who wrote the comment: whether we may edit it.
+    author: String,
+    claim: ClaimPayload,
+}
 
 impl IssueView {
     /// Whether an open pull request would hold the issue: nobody, not even
