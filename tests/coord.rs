@@ -7,7 +7,7 @@ use std::process::Child;
 
 use crate::support::mav::markers::{parse_markers, MarkerKind};
 use crate::support::screen::{normalise, screen, screens};
-use crate::support::{mav, Run, Surface, TestEnv};
+use crate::support::{mav, Run, StoredComment, Surface, TestEnv};
 
 /// The kinds of the marker blocks in one comment body.
 fn marker_kinds(body: &str) -> Vec<MarkerKind> {
@@ -30,6 +30,8 @@ on_both_surfaces!(
     a_block_never_hides_who_holds_an_issue,
     a_claim_taken_over_before_its_settle_exits_6,
     sixteen_instances_race_for_one_issue_and_exactly_one_wins_each_round,
+    a_lost_settle_leaves_another_accounts_copy_of_our_claim_unedited,
+    a_losing_claim_of_ours_in_another_accounts_comment_is_withdrawn_by_a_comment_of_our_own,
 );
 
 fn wait_all(children: Vec<(String, Child)>) -> Vec<(String, Run)> {
@@ -352,6 +354,138 @@ fn a_claim_taken_over_before_its_settle_exits_6(surface: Surface) {
     let read = bob.maverick(&["coord", "read", "142", "--json"]);
     read.expect(0);
     assert_eq!(read.json()["holder"]["instance_id"], "bob");
+}
+
+/// The comment of `issue` whose first claim-kind block (a claim, or one
+/// withdrawn) names `instance`, the newest first.
+fn claim_comments_naming(env: &TestEnv, issue: u64, instance: &str) -> Vec<StoredComment> {
+    env.comments(issue)
+        .into_iter()
+        .rev()
+        .filter(|c| {
+            parse_markers(&c.body).into_iter().flatten().any(|m| {
+                matches!(m.kind, MarkerKind::Claim | MarkerKind::Withdrawn)
+                    && m.payload["instance_id"] == instance
+            })
+        })
+        .collect()
+}
+
+/// A trusted account's comment that carries a claim block naming alice
+/// (an admin who pasted it, or wrote one by hand).
+fn admins_copy_of_a_claim_by_alice(generation: u64) -> String {
+    format!(
+        "Pasting alice's claim here for the record.\n\n<!-- maverick claim -->\n\n\
+         ```maverick-claim\n{}\n```\n",
+        serde_json::json!({
+            "instance_id": "alice",
+            "host": "laptop",
+            "scope": ["142"],
+            "claimed_at": "2026-11-30T10:00:00Z",
+            "generation": generation,
+            "marker_id": "pasted-by-admin",
+        })
+    )
+}
+
+/// alice's claim loses its settle (bob took the issue over while she
+/// waited to re-read) and is withdrawn. A copy of her claim block sits in
+/// a comment another account wrote: her withdrawal edits her own claim
+/// comment, never that one (an admin's token could have edited it), and
+/// the issue reads as bob's.
+fn a_lost_settle_leaves_another_accounts_copy_of_our_claim_unedited(surface: Surface) {
+    let env = TestEnv::with_surface(surface);
+    let alice = env.clone("alice");
+    let bob = env.clone("bob");
+    let mut slow = alice
+        .maverick_command(&[
+            "coord",
+            "claim",
+            "142",
+            "--lease-ttl",
+            "60s",
+            "--settle-delay",
+            "90s",
+            "--json",
+        ])
+        .env("MAVERICK_INSTANCE", "alice")
+        .env(mav::clock::CLOCK_PAUSES_VAR, "wait")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(slow.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    assert!(line.starts_with("waiting 90 s for the settle delay"), "{line}");
+    // While alice waits, an admin pastes her claim (generation 1) into a
+    // comment of its own; her lease runs out and bob takes the issue over.
+    let copy = admins_copy_of_a_claim_by_alice(1);
+    let copy_id = env.add_comment(142, "admin", &copy);
+    env.advance_clock(61);
+    bob.maverick(&["coord", "takeover", "142"]).expect(0);
+    env.advance_clock(30);
+    let lost = Run::from_output(&["coord", "claim"], slow.wait_with_output().unwrap());
+    lost.expect(6);
+    assert_eq!(lost.json()["winner"], "bob", "{}", lost.stdout);
+
+    let comments = env.comments(142);
+    let admins = comments.iter().find(|c| c.id == copy_id).unwrap();
+    assert_eq!(admins.body, copy, "alice's withdrawal edited the admin's comment");
+    // Her own claim comment no longer reads as a claim.
+    let own = claim_comments_naming(&env, 142, "alice")
+        .into_iter()
+        .filter(|c| c.author != "admin")
+        .collect::<Vec<_>>();
+    assert!(!own.is_empty(), "{comments:?}");
+    for c in &own {
+        assert_eq!(marker_kinds(&c.body), [MarkerKind::Withdrawn], "{}", c.body);
+    }
+    let read = alice.maverick(&["coord", "read", "142", "--json"]);
+    read.expect(4);
+    assert_eq!(read.json()["decision"], "held", "{}", read.stdout);
+    assert_eq!(read.json()["holder"]["instance_id"], "bob", "{}", read.stdout);
+}
+
+/// bob holds the issue; an admin's comment carries a claim block naming
+/// alice at bob's generation: a claim of alice's that lost, in a comment
+/// she may not edit. Her heartbeat finds the claim lost (exit 7) and
+/// withdraws it by a new comment of her own, leaving the admin's comment
+/// as it was; every reader then counts that claim withdrawn, so the next
+/// heartbeat has nothing left to withdraw, and the issue is bob's.
+fn a_losing_claim_of_ours_in_another_accounts_comment_is_withdrawn_by_a_comment_of_our_own(
+    surface: Surface,
+) {
+    let env = TestEnv::with_surface(surface);
+    let alice = env.clone("alice");
+    let bob = env.clone("bob");
+    bob.maverick(&["coord", "claim", "142"]).expect(0);
+    let copy = admins_copy_of_a_claim_by_alice(1);
+    let copy_id = env.add_comment(142, "admin", &copy);
+    let read = alice.maverick(&["coord", "read", "142", "--json"]);
+    read.expect(4);
+    assert_eq!(read.json()["holder"]["instance_id"], "bob", "{}", read.stdout);
+
+    alice.maverick(&["coord", "heartbeat", "142"]).expect(7);
+    let comments = env.comments(142);
+    let admins = comments.iter().find(|c| c.id == copy_id).unwrap();
+    assert_eq!(admins.body, copy, "alice's withdrawal edited the admin's comment");
+    let newest = comments.last().unwrap();
+    assert!(newest.id > copy_id && newest.author != "admin", "{comments:?}");
+    let withdrawn = parse_markers(&newest.body);
+    let withdrawn = withdrawn[0].as_ref().expect("a marker that parses");
+    assert_eq!(withdrawn.kind, MarkerKind::Withdrawn, "{}", newest.body);
+    assert_eq!(withdrawn.payload["instance_id"], "alice", "{}", newest.body);
+    assert_eq!(withdrawn.payload["generation"], 1, "{}", newest.body);
+
+    // Withdrawn for every reader: alice's next heartbeat writes nothing,
+    // and bob still holds the issue.
+    alice.maverick(&["coord", "heartbeat", "142"]).expect(7);
+    assert_eq!(env.comments(142).len(), comments.len(), "{:?}", env.comments(142));
+    let read = alice.maverick(&["coord", "read", "142", "--json"]);
+    read.expect(4);
+    assert_eq!(read.json()["holder"]["instance_id"], "bob", "{}", read.stdout);
+    bob.maverick(&["coord", "heartbeat", "142"]).expect(0);
 }
 
 fn sixteen_instances_race_for_one_issue_and_exactly_one_wins_each_round(surface: Surface) {
