@@ -417,7 +417,10 @@ fn a_lost_settle_leaves_another_accounts_copy_of_our_claim_unedited(surface: Sur
     let mut stderr = BufReader::new(slow.stderr.take().unwrap());
     let mut line = String::new();
     stderr.read_line(&mut line).unwrap();
-    assert!(line.starts_with("waiting 90 s for the settle delay"), "{line}");
+    assert!(
+        line.starts_with("waiting 90 s for the settle delay"),
+        "{line}"
+    );
     // While alice waits, an admin pastes her claim (generation 1) into a
     // comment of its own; her lease runs out and bob takes the issue over.
     let copy = admins_copy_of_a_claim_by_alice(1);
@@ -431,7 +434,10 @@ fn a_lost_settle_leaves_another_accounts_copy_of_our_claim_unedited(surface: Sur
 
     let comments = env.comments(142);
     let admins = comments.iter().find(|c| c.id == copy_id).unwrap();
-    assert_eq!(admins.body, copy, "alice's withdrawal edited the admin's comment");
+    assert_eq!(
+        admins.body, copy,
+        "alice's withdrawal edited the admin's comment"
+    );
     // Her own claim comment no longer reads as a claim.
     let own = claim_comments_naming(&env, 142, "alice")
         .into_iter()
@@ -444,7 +450,12 @@ fn a_lost_settle_leaves_another_accounts_copy_of_our_claim_unedited(surface: Sur
     let read = alice.maverick(&["coord", "read", "142", "--json"]);
     read.expect(4);
     assert_eq!(read.json()["decision"], "held", "{}", read.stdout);
-    assert_eq!(read.json()["holder"]["instance_id"], "bob", "{}", read.stdout);
+    assert_eq!(
+        read.json()["holder"]["instance_id"],
+        "bob",
+        "{}",
+        read.stdout
+    );
 }
 
 /// bob holds the issue; an admin's comment carries a claim block naming
@@ -464,14 +475,25 @@ fn a_losing_claim_of_ours_in_another_accounts_comment_is_withdrawn_by_a_comment_
     let copy_id = env.add_comment(142, "admin", &copy);
     let read = alice.maverick(&["coord", "read", "142", "--json"]);
     read.expect(4);
-    assert_eq!(read.json()["holder"]["instance_id"], "bob", "{}", read.stdout);
+    assert_eq!(
+        read.json()["holder"]["instance_id"],
+        "bob",
+        "{}",
+        read.stdout
+    );
 
     alice.maverick(&["coord", "heartbeat", "142"]).expect(7);
     let comments = env.comments(142);
     let admins = comments.iter().find(|c| c.id == copy_id).unwrap();
-    assert_eq!(admins.body, copy, "alice's withdrawal edited the admin's comment");
+    assert_eq!(
+        admins.body, copy,
+        "alice's withdrawal edited the admin's comment"
+    );
     let newest = comments.last().unwrap();
-    assert!(newest.id > copy_id && newest.author != "admin", "{comments:?}");
+    assert!(
+        newest.id > copy_id && newest.author != "admin",
+        "{comments:?}"
+    );
     let withdrawn = parse_markers(&newest.body);
     let withdrawn = withdrawn[0].as_ref().expect("a marker that parses");
     assert_eq!(withdrawn.kind, MarkerKind::Withdrawn, "{}", newest.body);
@@ -481,10 +503,20 @@ fn a_losing_claim_of_ours_in_another_accounts_comment_is_withdrawn_by_a_comment_
     // Withdrawn for every reader: alice's next heartbeat writes nothing,
     // and bob still holds the issue.
     alice.maverick(&["coord", "heartbeat", "142"]).expect(7);
-    assert_eq!(env.comments(142).len(), comments.len(), "{:?}", env.comments(142));
+    assert_eq!(
+        env.comments(142).len(),
+        comments.len(),
+        "{:?}",
+        env.comments(142)
+    );
     let read = alice.maverick(&["coord", "read", "142", "--json"]);
     read.expect(4);
-    assert_eq!(read.json()["holder"]["instance_id"], "bob", "{}", read.stdout);
+    assert_eq!(
+        read.json()["holder"]["instance_id"],
+        "bob",
+        "{}",
+        read.stdout
+    );
     bob.maverick(&["coord", "heartbeat", "142"]).expect(0);
 }
 
