@@ -3,11 +3,11 @@
 //! the github surface (a fake GitHub server), as `name::git` and `name::github`.
 
 use std::io::{BufRead as _, BufReader};
-use std::process::Child;
+use std::process::{Child, ChildStderr};
 
 use crate::support::mav::markers::{parse_markers, MarkerKind};
 use crate::support::screen::{normalise, screen, screens};
-use crate::support::{mav, Run, StoredComment, Surface, TestEnv};
+use crate::support::{mav, Repo, Run, StoredComment, Surface, TestEnv};
 
 /// The kinds of the marker blocks in one comment body.
 fn marker_kinds(body: &str) -> Vec<MarkerKind> {
@@ -305,15 +305,12 @@ fn a_scope_overlapping_a_held_issue_claims_nothing(surface: Surface) {
     assert!(env.comment_bodies(140).is_empty());
 }
 
-/// The settle can be lost on the git surface too: a claim whose lease ran
-/// out before its re-read was taken over in between.
-fn a_claim_taken_over_before_its_settle_exits_6(surface: Surface) {
-    let env = TestEnv::with_surface(surface);
-    let alice = env.clone("alice");
-    let bob = env.clone("bob");
-    // A settle longer than the lease: alice's pause waits for the clock
-    // (MAVERICK_CLOCK_PAUSES=wait), which the test moves.
-    let mut slow = alice
+/// `repo`'s claim of #142 with a settle longer than its lease (60 s
+/// against 90 s), in the background, once its claim is written and it
+/// waits to re-read: the pause waits for the clock
+/// (MAVERICK_CLOCK_PAUSES=wait), which the test moves.
+fn claim_waiting_for_its_settle(repo: &Repo<'_>) -> (Child, BufReader<ChildStderr>) {
+    let mut slow = repo
         .maverick_command(&[
             "coord",
             "claim",
@@ -324,13 +321,12 @@ fn a_claim_taken_over_before_its_settle_exits_6(surface: Surface) {
             "90s",
             "--json",
         ])
-        .env("MAVERICK_INSTANCE", "alice")
+        .env("MAVERICK_INSTANCE", &repo.instance)
         .env(mav::clock::CLOCK_PAUSES_VAR, "wait")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Alice's claim is written and she waits to re-read.
     let mut stderr = BufReader::new(slow.stderr.take().unwrap());
     let mut line = String::new();
     stderr.read_line(&mut line).unwrap();
@@ -338,6 +334,17 @@ fn a_claim_taken_over_before_its_settle_exits_6(surface: Surface) {
         line.starts_with("waiting 90 s for the settle delay"),
         "{line}"
     );
+    // The rest of its stderr stays readable until it exits.
+    (slow, stderr)
+}
+
+/// The settle can be lost on the git surface too: a claim whose lease ran
+/// out before its re-read was taken over in between.
+fn a_claim_taken_over_before_its_settle_exits_6(surface: Surface) {
+    let env = TestEnv::with_surface(surface);
+    let alice = env.clone("alice");
+    let bob = env.clone("bob");
+    let (slow, _stderr) = claim_waiting_for_its_settle(&alice);
     // Her lease runs out while she waits, and bob takes the issue over.
     bob.maverick(&["coord", "read", "142"]).expect(4);
     env.advance_clock(61);
@@ -356,7 +363,7 @@ fn a_claim_taken_over_before_its_settle_exits_6(surface: Surface) {
     assert_eq!(read.json()["holder"]["instance_id"], "bob");
 }
 
-/// The comment of `issue` whose first claim-kind block (a claim, or one
+/// The comments of `issue` whose claim-kind block (a claim, or one
 /// withdrawn) names `instance`, the newest first.
 fn claim_comments_naming(env: &TestEnv, issue: u64, instance: &str) -> Vec<StoredComment> {
     env.comments(issue)
@@ -369,6 +376,19 @@ fn claim_comments_naming(env: &TestEnv, issue: u64, instance: &str) -> Vec<Store
             })
         })
         .collect()
+}
+
+/// Asserts that `reader` reads #142 as held by `holder` (exit 4).
+fn assert_held_by(reader: &Repo<'_>, holder: &str) {
+    let read = reader.maverick(&["coord", "read", "142", "--json"]);
+    read.expect(4);
+    assert_eq!(read.json()["decision"], "held", "{}", read.stdout);
+    assert_eq!(
+        read.json()["holder"]["instance_id"],
+        holder,
+        "{}",
+        read.stdout
+    );
 }
 
 /// A trusted account's comment that carries a claim block naming alice
@@ -397,30 +417,7 @@ fn a_lost_settle_leaves_another_accounts_copy_of_our_claim_unedited(surface: Sur
     let env = TestEnv::with_surface(surface);
     let alice = env.clone("alice");
     let bob = env.clone("bob");
-    let mut slow = alice
-        .maverick_command(&[
-            "coord",
-            "claim",
-            "142",
-            "--lease-ttl",
-            "60s",
-            "--settle-delay",
-            "90s",
-            "--json",
-        ])
-        .env("MAVERICK_INSTANCE", "alice")
-        .env(mav::clock::CLOCK_PAUSES_VAR, "wait")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(slow.stderr.take().unwrap());
-    let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
-    assert!(
-        line.starts_with("waiting 90 s for the settle delay"),
-        "{line}"
-    );
+    let (slow, _stderr) = claim_waiting_for_its_settle(&alice);
     // While alice waits, an admin pastes her claim (generation 1) into a
     // comment of its own; her lease runs out and bob takes the issue over.
     let copy = admins_copy_of_a_claim_by_alice(1);
@@ -447,15 +444,7 @@ fn a_lost_settle_leaves_another_accounts_copy_of_our_claim_unedited(surface: Sur
     for c in &own {
         assert_eq!(marker_kinds(&c.body), [MarkerKind::Withdrawn], "{}", c.body);
     }
-    let read = alice.maverick(&["coord", "read", "142", "--json"]);
-    read.expect(4);
-    assert_eq!(read.json()["decision"], "held", "{}", read.stdout);
-    assert_eq!(
-        read.json()["holder"]["instance_id"],
-        "bob",
-        "{}",
-        read.stdout
-    );
+    assert_held_by(&alice, "bob");
 }
 
 /// bob holds the issue; an admin's comment carries a claim block naming
@@ -473,14 +462,7 @@ fn a_losing_claim_of_ours_in_another_accounts_comment_is_withdrawn_by_a_comment_
     bob.maverick(&["coord", "claim", "142"]).expect(0);
     let copy = admins_copy_of_a_claim_by_alice(1);
     let copy_id = env.add_comment(142, "admin", &copy);
-    let read = alice.maverick(&["coord", "read", "142", "--json"]);
-    read.expect(4);
-    assert_eq!(
-        read.json()["holder"]["instance_id"],
-        "bob",
-        "{}",
-        read.stdout
-    );
+    assert_held_by(&alice, "bob");
 
     alice.maverick(&["coord", "heartbeat", "142"]).expect(7);
     let comments = env.comments(142);
@@ -509,14 +491,7 @@ fn a_losing_claim_of_ours_in_another_accounts_comment_is_withdrawn_by_a_comment_
         "{:?}",
         env.comments(142)
     );
-    let read = alice.maverick(&["coord", "read", "142", "--json"]);
-    read.expect(4);
-    assert_eq!(
-        read.json()["holder"]["instance_id"],
-        "bob",
-        "{}",
-        read.stdout
-    );
+    assert_held_by(&alice, "bob");
     bob.maverick(&["coord", "heartbeat", "142"]).expect(0);
 }
 
