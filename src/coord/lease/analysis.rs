@@ -311,8 +311,8 @@ fn claims_of(markers: &[MarkerAt<'_>]) -> (Vec<ClaimView>, u64) {
 }
 
 /// The claims of `generation` that no later release of their instance
-/// ended, not withdrawn and not superseded, earliest comment first: the
-/// first one holds the issue.
+/// ended, not withdrawn (in their comment or by a later one) and not
+/// superseded, earliest comment first: the first one holds the issue.
 fn unreleased<'c>(
     claims: &'c [ClaimView],
     generation: u64,

@@ -121,12 +121,13 @@ impl Coordinator<'_> {
     /// generation `wrote` that it just made and lost). A release (the label
     /// and a released lease) happens only where we hold the issue. A claim
     /// that lost is withdrawn by editing its own comment into a
-    /// `maverick-withdrawn` marker: never a lease on an issue another
-    /// instance holds, which Maverick would read as that issue's lease
-    /// (stale at once). The write is guarded, so a takeover that lands
-    /// between our read and our write keeps its label; we then read again
-    /// and withdraw what is still ours. Returns the issues it released or
-    /// withdrew a claim on.
+    /// `maverick-withdrawn` marker (a comment this account wrote; a claim
+    /// of ours in another's comment gets a new one of ours): never a lease
+    /// on an issue another instance holds, which Maverick would read as
+    /// that issue's lease (stale at once). The write is guarded, so a
+    /// takeover that lands between our read and our write keeps its label;
+    /// we then read again and withdraw what is still ours. Returns the
+    /// issues it released or withdrew a claim on.
     fn withdraw(
         &self,
         views: &[IssueView],

@@ -20,7 +20,11 @@
 //!   race between the two tools the claim Maverick names is the one git
 //!   maverick names, once the losers' claims are withdrawn;
 //! - a claim that lost is withdrawn by editing its own comment into a
-//!   `maverick-withdrawn` marker, which Maverick does not read as a claim.
+//!   `maverick-withdrawn` marker, which Maverick does not read as a claim;
+//!   a comment another account wrote is never edited (the one rule,
+//!   `maverick_core::holding::own_comment`): a claim of ours in one is
+//!   withdrawn by a later `maverick-withdrawn` comment of our own, which
+//!   ends that instance's claim of that generation for every reader.
 //!   No instance writes a lease or a release on an issue another holds:
 //!   Maverick takes the newest lease block on an issue, whoever wrote it,
 //!   for the issue's lease;
