@@ -3,11 +3,11 @@
 //! the github surface (a fake GitHub server), as `name::git` and `name::github`.
 
 use std::io::{BufRead as _, BufReader};
-use std::process::Child;
+use std::process::{Child, ChildStderr};
 
 use crate::support::mav::markers::{parse_markers, MarkerKind};
 use crate::support::screen::{normalise, screen, screens};
-use crate::support::{mav, Run, Surface, TestEnv};
+use crate::support::{mav, Repo, Run, StoredComment, Surface, TestEnv};
 
 /// The kinds of the marker blocks in one comment body.
 fn marker_kinds(body: &str) -> Vec<MarkerKind> {
@@ -30,6 +30,8 @@ on_both_surfaces!(
     a_block_never_hides_who_holds_an_issue,
     a_claim_taken_over_before_its_settle_exits_6,
     sixteen_instances_race_for_one_issue_and_exactly_one_wins_each_round,
+    a_lost_settle_leaves_another_accounts_copy_of_our_claim_unedited,
+    a_losing_claim_of_ours_in_another_accounts_comment_is_withdrawn_by_a_comment_of_our_own,
 );
 
 fn wait_all(children: Vec<(String, Child)>) -> Vec<(String, Run)> {
@@ -303,15 +305,12 @@ fn a_scope_overlapping_a_held_issue_claims_nothing(surface: Surface) {
     assert!(env.comment_bodies(140).is_empty());
 }
 
-/// The settle can be lost on the git surface too: a claim whose lease ran
-/// out before its re-read was taken over in between.
-fn a_claim_taken_over_before_its_settle_exits_6(surface: Surface) {
-    let env = TestEnv::with_surface(surface);
-    let alice = env.clone("alice");
-    let bob = env.clone("bob");
-    // A settle longer than the lease: alice's pause waits for the clock
-    // (MAVERICK_CLOCK_PAUSES=wait), which the test moves.
-    let mut slow = alice
+/// `repo`'s claim of #142 with a settle longer than its lease (60 s
+/// against 90 s), in the background, once its claim is written and it
+/// waits to re-read: the pause waits for the clock
+/// (MAVERICK_CLOCK_PAUSES=wait), which the test moves.
+fn claim_waiting_for_its_settle(repo: &Repo<'_>) -> (Child, BufReader<ChildStderr>) {
+    let mut slow = repo
         .maverick_command(&[
             "coord",
             "claim",
@@ -322,13 +321,12 @@ fn a_claim_taken_over_before_its_settle_exits_6(surface: Surface) {
             "90s",
             "--json",
         ])
-        .env("MAVERICK_INSTANCE", "alice")
+        .env("MAVERICK_INSTANCE", &repo.instance)
         .env(mav::clock::CLOCK_PAUSES_VAR, "wait")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Alice's claim is written and she waits to re-read.
     let mut stderr = BufReader::new(slow.stderr.take().unwrap());
     let mut line = String::new();
     stderr.read_line(&mut line).unwrap();
@@ -336,6 +334,17 @@ fn a_claim_taken_over_before_its_settle_exits_6(surface: Surface) {
         line.starts_with("waiting 90 s for the settle delay"),
         "{line}"
     );
+    // The rest of its stderr stays readable until it exits.
+    (slow, stderr)
+}
+
+/// The settle can be lost on the git surface too: a claim whose lease ran
+/// out before its re-read was taken over in between.
+fn a_claim_taken_over_before_its_settle_exits_6(surface: Surface) {
+    let env = TestEnv::with_surface(surface);
+    let alice = env.clone("alice");
+    let bob = env.clone("bob");
+    let (slow, _stderr) = claim_waiting_for_its_settle(&alice);
     // Her lease runs out while she waits, and bob takes the issue over.
     bob.maverick(&["coord", "read", "142"]).expect(4);
     env.advance_clock(61);
@@ -352,6 +361,138 @@ fn a_claim_taken_over_before_its_settle_exits_6(surface: Surface) {
     let read = bob.maverick(&["coord", "read", "142", "--json"]);
     read.expect(0);
     assert_eq!(read.json()["holder"]["instance_id"], "bob");
+}
+
+/// The comments of `issue` whose claim-kind block (a claim, or one
+/// withdrawn) names `instance`, the newest first.
+fn claim_comments_naming(env: &TestEnv, issue: u64, instance: &str) -> Vec<StoredComment> {
+    env.comments(issue)
+        .into_iter()
+        .rev()
+        .filter(|c| {
+            parse_markers(&c.body).into_iter().flatten().any(|m| {
+                matches!(m.kind, MarkerKind::Claim | MarkerKind::Withdrawn)
+                    && m.payload["instance_id"] == instance
+            })
+        })
+        .collect()
+}
+
+/// Asserts that `reader` reads #142 as held by `holder` (exit 4).
+fn assert_held_by(reader: &Repo<'_>, holder: &str) {
+    let read = reader.maverick(&["coord", "read", "142", "--json"]);
+    read.expect(4);
+    assert_eq!(read.json()["decision"], "held", "{}", read.stdout);
+    assert_eq!(
+        read.json()["holder"]["instance_id"],
+        holder,
+        "{}",
+        read.stdout
+    );
+}
+
+/// A trusted account's comment that carries a claim block naming alice
+/// (an admin who pasted it, or wrote one by hand).
+fn admins_copy_of_a_claim_by_alice(generation: u64) -> String {
+    format!(
+        "Pasting alice's claim here for the record.\n\n<!-- maverick claim -->\n\n\
+         ```maverick-claim\n{}\n```\n",
+        serde_json::json!({
+            "instance_id": "alice",
+            "host": "laptop",
+            "scope": ["142"],
+            "claimed_at": "2026-11-30T10:00:00Z",
+            "generation": generation,
+            "marker_id": "pasted-by-admin",
+        })
+    )
+}
+
+/// alice's claim loses its settle (bob took the issue over while she
+/// waited to re-read) and is withdrawn. A copy of her claim block sits in
+/// a comment another account wrote: her withdrawal edits her own claim
+/// comment, never that one (an admin's token could have edited it), and
+/// the issue reads as bob's.
+fn a_lost_settle_leaves_another_accounts_copy_of_our_claim_unedited(surface: Surface) {
+    let env = TestEnv::with_surface(surface);
+    let alice = env.clone("alice");
+    let bob = env.clone("bob");
+    let (slow, _stderr) = claim_waiting_for_its_settle(&alice);
+    // While alice waits, an admin pastes her claim (generation 1) into a
+    // comment of its own; her lease runs out and bob takes the issue over.
+    let copy = admins_copy_of_a_claim_by_alice(1);
+    let copy_id = env.add_comment(142, "admin", &copy);
+    env.advance_clock(61);
+    bob.maverick(&["coord", "takeover", "142"]).expect(0);
+    env.advance_clock(30);
+    let lost = Run::from_output(&["coord", "claim"], slow.wait_with_output().unwrap());
+    lost.expect(6);
+    assert_eq!(lost.json()["winner"], "bob", "{}", lost.stdout);
+
+    let comments = env.comments(142);
+    let admins = comments.iter().find(|c| c.id == copy_id).unwrap();
+    assert_eq!(
+        admins.body, copy,
+        "alice's withdrawal edited the admin's comment"
+    );
+    // Her own claim comment no longer reads as a claim.
+    let own = claim_comments_naming(&env, 142, "alice")
+        .into_iter()
+        .filter(|c| c.author != "admin")
+        .collect::<Vec<_>>();
+    assert!(!own.is_empty(), "{comments:?}");
+    for c in &own {
+        assert_eq!(marker_kinds(&c.body), [MarkerKind::Withdrawn], "{}", c.body);
+    }
+    assert_held_by(&alice, "bob");
+}
+
+/// bob holds the issue; an admin's comment carries a claim block naming
+/// alice at bob's generation: a claim of alice's that lost, in a comment
+/// she may not edit. Her heartbeat finds the claim lost (exit 7) and
+/// withdraws it by a new comment of her own, leaving the admin's comment
+/// as it was; every reader then counts that claim withdrawn, so the next
+/// heartbeat has nothing left to withdraw, and the issue is bob's.
+fn a_losing_claim_of_ours_in_another_accounts_comment_is_withdrawn_by_a_comment_of_our_own(
+    surface: Surface,
+) {
+    let env = TestEnv::with_surface(surface);
+    let alice = env.clone("alice");
+    let bob = env.clone("bob");
+    bob.maverick(&["coord", "claim", "142"]).expect(0);
+    let copy = admins_copy_of_a_claim_by_alice(1);
+    let copy_id = env.add_comment(142, "admin", &copy);
+    assert_held_by(&alice, "bob");
+
+    alice.maverick(&["coord", "heartbeat", "142"]).expect(7);
+    let comments = env.comments(142);
+    let admins = comments.iter().find(|c| c.id == copy_id).unwrap();
+    assert_eq!(
+        admins.body, copy,
+        "alice's withdrawal edited the admin's comment"
+    );
+    let newest = comments.last().unwrap();
+    assert!(
+        newest.id > copy_id && newest.author != "admin",
+        "{comments:?}"
+    );
+    let withdrawn = parse_markers(&newest.body);
+    let withdrawn = withdrawn[0].as_ref().expect("a marker that parses");
+    assert_eq!(withdrawn.kind, MarkerKind::Withdrawn, "{}", newest.body);
+    assert_eq!(withdrawn.payload["instance_id"], "alice", "{}", newest.body);
+    assert_eq!(withdrawn.payload["generation"], 1, "{}", newest.body);
+
+    // Withdrawn for every reader: alice's next heartbeat writes nothing,
+    // and bob still holds the issue.
+    alice.maverick(&["coord", "heartbeat", "142"]).expect(7);
+    assert_eq!(
+        env.comments(142).len(),
+        comments.len(),
+        "{:?}",
+        env.comments(142)
+    );
+    assert_held_by(&alice, "bob");
+    bob.maverick(&["coord", "heartbeat", "142"]).expect(0);
 }
 
 fn sixteen_instances_race_for_one_issue_and_exactly_one_wins_each_round(surface: Surface) {

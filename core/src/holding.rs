@@ -7,7 +7,9 @@
 //! lease still runs; [`judge`] the one rule that turns an issue's facts into
 //! a verdict, including the state no caller may forget: a claim of this
 //! instance whose lease ran out ([`Holding::OursLapsed`]). [`renewal_due`]
-//! is the one rule for whether a heartbeat writes the lease or leaves it.
+//! is the one rule for whether a heartbeat writes the lease or leaves it;
+//! [`own_comment`] the one rule for whether a comment is this account's own
+//! to edit (a lease upserted in place, a lost claim withdrawn).
 
 use std::time::Duration;
 
@@ -45,6 +47,17 @@ pub fn renewal_due(
 ) -> bool {
     let margin = (grace + Duration::from_secs(1)).max(interval / 2);
     expires_at.since(now) <= interval * 2 + margin
+}
+
+/// Whether a comment that `author` wrote is this account's own, and so one
+/// it may edit: `account` is the name the surface records our writes under
+/// (the token's login on GitHub, the instance on the git surface). A marker
+/// block naming our instance proves nothing (a trusted account can write
+/// one, and an admin's token can edit anyone's comment), so only the author
+/// counts. An account not known owns nothing: an edit refused is a new
+/// comment, an edit of another's comment is a loss that cannot be undone.
+pub fn own_comment(author: &str, account: Option<&str>) -> bool {
+    account.is_some_and(|account| !account.is_empty() && account == author)
 }
 
 /// An issue's holding verdict as one instance sees it at one time.
@@ -171,6 +184,14 @@ mod tests {
     use super::*;
 
     const T: Timestamp = Timestamp(1_000);
+
+    #[test]
+    fn only_a_comment_the_account_wrote_is_its_own() {
+        assert!(own_comment("octocat", Some("octocat")));
+        assert!(!own_comment("admin", Some("octocat")));
+        assert!(!own_comment("octocat", None));
+        assert!(!own_comment("", Some("")));
+    }
 
     fn facts<'a>(holder: Option<(&'a str, i64)>, blocked: &'a [u64]) -> HoldingFacts<'a> {
         HoldingFacts {

@@ -334,6 +334,13 @@ pub trait Surface {
     /// The name under which this surface records our own writes.
     fn me(&self) -> &str;
 
+    /// [`me`](Surface::me) where the surface knows it without a request of
+    /// its own (GitHub: the login it learned from this process's own writes
+    /// or reads); `None` otherwise.
+    fn known_me(&self) -> Option<&str> {
+        Some(self.me()).filter(|me| !me.is_empty())
+    }
+
     /// Reads issues with labels, assignees and all of their comments.
     /// On the git surface an issue with no records reads as open and empty.
     fn issues(&self, numbers: &[u64]) -> Result<Vec<Issue>, SurfaceError>;

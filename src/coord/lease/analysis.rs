@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::{ClaimView, ClockSkew, IssueView, LeaseComment, LeaseView, Writer};
+use super::{ClaimComment, ClaimView, ClockSkew, IssueView, LeaseComment, LeaseView, Writer};
 use crate::config::{Settings, DEFAULT_LEASE_TTL};
 use crate::markers::{self, MarkerKind};
 use crate::surface::{Comment, Issue};
@@ -194,12 +194,12 @@ pub fn analyze(issue: &Issue, settings: &Settings, me: &InstanceId, now: Timesta
     let clock_skew = clocks_ahead(&markers, now, settings.max_clock_skew);
     let newest_claim = claims
         .iter()
-        .filter(|c| c.generation == generation && !c.withdrawn)
+        .filter(|c| c.generation == generation && !c.withdrawn && !withdrawn_later(&claims, c))
         .max_by_key(|c| c.comment_id);
     let orphan_label = labelled && live_claims.is_empty();
     let my_release_unfinished = orphan_label && newest_claim.is_some_and(|c| c.instance_id == *me);
     let expires_at = lease.as_ref().map(|l| l.expires_at);
-    let my_claim_comments = my_claim_comments(issue, me);
+    let my_claim_comments = my_claim_comments(issue, me, &claims);
     let newest_lease_comment = newest_lease_comment(issue);
     let blocked_by: Vec<u64> = issue
         .labels
@@ -240,8 +240,10 @@ pub fn analyze(issue: &Issue, settings: &Settings, me: &InstanceId, now: Timesta
 }
 
 /// The comments that carry an unwithdrawn claim of `me` that git maverick
-/// wrote, with the claim: what a withdrawal edits.
-fn my_claim_comments(issue: &Issue, me: &InstanceId) -> Vec<(u64, ClaimPayload)> {
+/// wrote, whoever wrote the comment, with the claim: what a withdrawal
+/// withdraws. A claim a later withdrawal of `me` ended (among `claims`) is
+/// withdrawn already.
+fn my_claim_comments(issue: &Issue, me: &InstanceId, claims: &[ClaimView]) -> Vec<ClaimComment> {
     issue
         .comments
         .iter()
@@ -250,10 +252,37 @@ fn my_claim_comments(issue: &Issue, me: &InstanceId) -> Vec<(u64, ClaimPayload)>
             let claim = markers::find_marker(&c.body, MarkerKind::Claim)?
                 .claim()
                 .ok()?;
-            let mine = claim.instance_id == *me && claim.generation.is_some();
-            mine.then_some((c.id, claim))
+            let generation = claim.generation?;
+            let ended = claims.iter().any(|w| ends(w, c.id, me, generation));
+            (claim.instance_id == *me && !ended).then(|| ClaimComment {
+                id: c.id,
+                author: c.author.clone(),
+                claim,
+            })
         })
         .collect()
+}
+
+/// Whether `withdrawal` ends the claim of `instance` at `generation` in
+/// comment `comment_id`: a withdrawn claim of that instance and generation
+/// in a later comment. It is how an instance withdraws a claim of its own
+/// that sits in a comment it may not edit (another account wrote it): a
+/// new comment, which every reader counts, as it counts an edited one.
+fn ends(withdrawal: &ClaimView, comment_id: u64, instance: &InstanceId, generation: u64) -> bool {
+    withdrawal.withdrawn
+        && withdrawal.writer == Writer::GitMaverick
+        && withdrawal.comment_id > comment_id
+        && withdrawal.instance_id == *instance
+        && withdrawal.generation == generation
+}
+
+/// Whether a later withdrawal among `claims` ends `claim` (git maverick's
+/// own only: Maverick withdraws nothing).
+fn withdrawn_later(claims: &[ClaimView], claim: &ClaimView) -> bool {
+    claim.writer == Writer::GitMaverick
+        && claims
+            .iter()
+            .any(|w| ends(w, claim.comment_id, &claim.instance_id, claim.generation))
 }
 
 /// The newest comment with a `maverick-lease` block Maverick reads,
@@ -282,8 +311,8 @@ fn claims_of(markers: &[MarkerAt<'_>]) -> (Vec<ClaimView>, u64) {
 }
 
 /// The claims of `generation` that no later release of their instance
-/// ended, not withdrawn and not superseded, earliest comment first: the
-/// first one holds the issue.
+/// ended, not withdrawn (in their comment or by a later one) and not
+/// superseded, earliest comment first: the first one holds the issue.
 fn unreleased<'c>(
     claims: &'c [ClaimView],
     generation: u64,
@@ -312,7 +341,13 @@ fn unreleased<'c>(
     };
     let mut live: Vec<&ClaimView> = claims
         .iter()
-        .filter(|c| c.generation == generation && !c.withdrawn && !released(c) && !superseded(c))
+        .filter(|c| {
+            c.generation == generation
+                && !c.withdrawn
+                && !withdrawn_later(claims, c)
+                && !released(c)
+                && !superseded(c)
+        })
         .collect();
     earliest_first(&mut live, |c| {
         Landed::on_record(c.comment_id, &c.instance_id)

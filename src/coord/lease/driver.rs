@@ -10,7 +10,9 @@ use super::{ClaimRequest, Coordinator, Decision, IssueView, ReleaseReason};
 use crate::coord::settle::{Begin, Driver, Race, Verdict};
 use crate::surface::{Applied, Comment, Issue, Op, SurfaceError, Write};
 use crate::timefmt::Timestamp;
+use maverick_core::holding::own_comment;
 use maverick_core::ids::InstanceId;
+use maverick_core::payloads::ClaimPayload;
 
 /// What a claim attempt came to.
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
@@ -119,12 +121,13 @@ impl Coordinator<'_> {
     /// generation `wrote` that it just made and lost). A release (the label
     /// and a released lease) happens only where we hold the issue. A claim
     /// that lost is withdrawn by editing its own comment into a
-    /// `maverick-withdrawn` marker: never a lease on an issue another
-    /// instance holds, which Maverick would read as that issue's lease
-    /// (stale at once). The write is guarded, so a takeover that lands
-    /// between our read and our write keeps its label; we then read again
-    /// and withdraw what is still ours. Returns the issues it released or
-    /// withdrew a claim on.
+    /// `maverick-withdrawn` marker (a comment this account wrote; a claim
+    /// of ours in another's comment gets a new one of ours): never a lease
+    /// on an issue another instance holds, which Maverick would read as
+    /// that issue's lease (stale at once). The write is guarded, so a
+    /// takeover that lands between our read and our write keeps its label;
+    /// we then read again and withdraw what is still ours. Returns the
+    /// issues it released or withdrew a claim on.
     fn withdraw(
         &self,
         views: &[IssueView],
@@ -133,6 +136,10 @@ impl Coordinator<'_> {
     ) -> Result<Vec<u64>, LeaseError> {
         let issues: Vec<u64> = views.iter().map(|v| v.issue).collect();
         let mut views = views.to_vec();
+        // Who we are, to edit only our own comments: after a claim the
+        // surface knows it from the claim it wrote; a heartbeat that finds
+        // its claim lost asks, once, only when it has a claim to withdraw.
+        let account = std::cell::OnceCell::new();
         for _ in 0..8 {
             let now = self.surface.now()?;
             let mut held: Vec<(u64, u64)> = Vec::new();
@@ -153,19 +160,54 @@ impl Coordinator<'_> {
                     } else {
                         let losing = v.my_losing_claim.as_ref().map(|c| c.generation);
                         let holder = v.holder.as_ref().map(|h| h.instance_id.as_str());
-                        ops.extend(
-                            v.my_claim_comments
+                        let (own, foreign): (Vec<_>, Vec<_>) = v
+                            .my_claim_comments
+                            .iter()
+                            .filter(|c| {
+                                let generation = c.claim.generation;
+                                generation.is_some()
+                                    && (generation == losing || generation == wrote)
+                            })
+                            .partition(|c| {
+                                let account = account.get_or_init(|| self.surface.me().to_owned());
+                                own_comment(&c.author, Some(account))
+                            });
+                        // Our own comment is edited, so that no reader
+                        // (Maverick included) takes it for a claim any more.
+                        // Another account's is never touched: a withdrawal
+                        // of ours in a later comment ends the claim it
+                        // carries for every reader: our edited one, else a
+                        // new one (one for each generation).
+                        for c in &own {
+                            ops.push(Op::UpdateComment {
+                                id: c.id,
+                                body: self.withdrawn_body(&c.claim, now, reason.as_str(), holder),
+                            });
+                        }
+                        let mut ended: Vec<Option<u64>> = Vec::new();
+                        for c in foreign {
+                            let generation = c.claim.generation;
+                            let later_own = own
                                 .iter()
-                                .filter(|(_, claim)| {
-                                    let generation = claim.generation;
-                                    generation.is_some()
-                                        && (generation == losing || generation == wrote)
-                                })
-                                .map(|(id, claim)| Op::UpdateComment {
-                                    id: *id,
-                                    body: self.withdrawn_body(claim, now, reason.as_str(), holder),
-                                }),
-                        );
+                                .any(|o| o.claim.generation == generation && o.id > c.id);
+                            if !later_own && !ended.contains(&generation) {
+                                ended.push(generation);
+                                // A marker id of its own: a copy of ours
+                                // that another account wrote may carry our
+                                // claim's, and a reader counts one marker
+                                // of a kind and id (a retried POST's copy).
+                                let claim = ClaimPayload {
+                                    marker_id: Some(crate::markers::new_marker_id()),
+                                    ..c.claim.clone()
+                                };
+                                ops.push(Op::CreateComment(self.withdrawn_body(
+                                    &claim,
+                                    now,
+                                    reason.as_str(),
+                                    holder,
+                                )));
+                            }
+                        }
                         if v.my_release_unfinished {
                             // An earlier release wrote its marker but failed to
                             // remove the label: a rerun finishes it.
@@ -214,7 +256,7 @@ impl Coordinator<'_> {
         let ttl = self.settings.lease_ttl;
         match &view.my_lease_comment {
             Some((id, payload))
-                if self.own_comment(view, *id) && view.newest_lease_comment == Some(*id) =>
+                if self.own_lease_comment(view, *id) && view.newest_lease_comment == Some(*id) =>
             {
                 Op::UpdateComment {
                     id: *id,
@@ -360,13 +402,21 @@ impl Coordinator<'_> {
     }
 
     /// Whether the lease comment `id` may be updated in place: it is the
-    /// lease of our claim, written by the account that wrote the claim (so
-    /// never someone else's comment, and without asking the surface who we
-    /// are, which on GitHub would cost a request).
-    fn own_comment(&self, view: &IssueView, id: u64) -> bool {
-        let claimant = view.holder.as_ref().map(|h| h.author.as_str());
+    /// lease of our claim, in a comment this account wrote
+    /// ([`own_comment`], the rule a withdrawal follows too). Who we are is
+    /// what the surface knows without asking (a heartbeat must not cost a
+    /// request for it): the account of our own writes, else the one that
+    /// wrote the claim we hold by.
+    fn own_lease_comment(&self, view: &IssueView, id: u64) -> bool {
+        let account = self
+            .surface
+            .known_me()
+            .or_else(|| view.holder.as_ref().map(|h| h.author.as_str()));
         view.lease.as_ref().is_some_and(|l| {
-            l.comment_id == Some(id) && claimant.is_some() && l.author.as_deref() == claimant
+            l.comment_id == Some(id)
+                && l.author
+                    .as_deref()
+                    .is_some_and(|author| own_comment(author, account))
         })
     }
 

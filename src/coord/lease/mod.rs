@@ -20,7 +20,11 @@
 //!   race between the two tools the claim Maverick names is the one git
 //!   maverick names, once the losers' claims are withdrawn;
 //! - a claim that lost is withdrawn by editing its own comment into a
-//!   `maverick-withdrawn` marker, which Maverick does not read as a claim.
+//!   `maverick-withdrawn` marker, which Maverick does not read as a claim;
+//!   a comment another account wrote is never edited (the one rule,
+//!   `maverick_core::holding::own_comment`): a claim of ours in one is
+//!   withdrawn by a later `maverick-withdrawn` comment of our own, which
+//!   ends that instance's claim of that generation for every reader.
 //!   No instance writes a lease or a release on an issue another holds:
 //!   Maverick takes the newest lease block on an issue, whoever wrote it,
 //!   for the issue's lease;
@@ -156,10 +160,11 @@ pub struct IssueView {
     #[serde(skip)]
     my_lease_comment: Option<LeaseComment>,
     /// The comments that carry an unwithdrawn claim of this instance that
-    /// git maverick wrote (a copy a retried POST left included), with the
-    /// claim: what a withdrawal edits.
+    /// git maverick wrote (a copy a retried POST left included, and a copy
+    /// in another account's comment), with the claim: what a withdrawal
+    /// edits, where the comment is this account's own.
     #[serde(skip)]
-    my_claim_comments: Vec<(u64, ClaimPayload)>,
+    my_claim_comments: Vec<ClaimComment>,
     /// The newest comment with a `maverick-lease` block, whoever wrote it:
     /// the lease Maverick reads and upserts.
     #[serde(skip)]
@@ -177,6 +182,15 @@ pub struct ClockSkew {
 
 /// The comment a lease was written in, and its payload.
 type LeaseComment = (u64, LeasePayload);
+
+/// A comment that carries a claim of this instance.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct ClaimComment {
+    id: u64,
+    /// Who wrote the comment: whether we may edit it.
+    author: String,
+    claim: ClaimPayload,
+}
 
 impl IssueView {
     /// Whether an open pull request would hold the issue: nobody, not even

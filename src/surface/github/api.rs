@@ -686,6 +686,10 @@ impl Surface for GithubSurface {
         self.identity().ok().flatten().unwrap_or_default()
     }
 
+    fn known_me(&self) -> Option<&str> {
+        self.identity.get().map(String::as_str)
+    }
+
     fn issues(&self, numbers: &[u64]) -> Result<Vec<Issue>, SurfaceError> {
         numbers.iter().map(|&n| self.read_issue(n)).collect()
     }
