@@ -91,19 +91,18 @@ pub struct HoldingFacts<'a> {
     pub holder: Option<(&'a str, Timestamp)>,
     /// The issues the `blocked-by:#N` labels name.
     pub blocked_by: &'a [u64],
-    /// An open pull request that closes the issue and is not the reader's.
-    pub pull_request: Option<u64>,
     /// The reader.
     pub me: &'a str,
     /// The surface's time of the read.
     pub now: Timestamp,
 }
 
-/// The verdict. Another instance's claim is reported before a block (a
-/// block must never hide who works on an issue); a pull request holds only
-/// an issue nobody holds live, this instance included.
+/// The verdict of the claims and labels. Another instance's claim is
+/// reported before a block (a block must never hide who works on an issue).
+/// An open pull request, which only some reads look for, is counted by
+/// [`Holding::with_pull`].
 pub fn judge(facts: &HoldingFacts<'_>) -> Holding {
-    let by_claim = match facts.holder {
+    match facts.holder {
         Some((who, until)) if who == facts.me && lease_live(until, facts.now) => {
             Holding::Ours { until }
         }
@@ -117,10 +116,6 @@ pub fn judge(facts: &HoldingFacts<'_>) -> Holding {
             since,
         },
         None => Holding::unclaimed(facts.blocked_by),
-    };
-    match facts.pull_request {
-        Some(number) if by_claim.pull_may_hold() => Holding::PullRequest { number },
-        _ => by_claim,
     }
 }
 
@@ -131,6 +126,16 @@ impl Holding {
         match blocked_by {
             [] => Holding::Free,
             by => Holding::Blocked { by: by.to_vec() },
+        }
+    }
+
+    /// The verdict once `pull` (an open pull request that closes the issue
+    /// and is not the reader's) is counted: it holds only an issue nobody
+    /// holds live, this instance included, and nothing blocks.
+    pub fn with_pull(self, pull: Option<u64>) -> Holding {
+        match pull {
+            Some(number) if self.pull_may_hold() => Holding::PullRequest { number },
+            _ => self,
         }
     }
 
@@ -197,7 +202,6 @@ mod tests {
         HoldingFacts {
             holder: holder.map(|(who, at)| (who, Timestamp(at))),
             blocked_by: blocked,
-            pull_request: None,
             me: "me",
             now: T,
         }
@@ -271,21 +275,15 @@ mod tests {
 
     #[test]
     fn a_pull_request_holds_only_what_nobody_holds_live() {
-        let with_pull = |f: HoldingFacts<'static>| HoldingFacts {
-            pull_request: Some(12),
-            ..f
-        };
+        let with_pull = |f: HoldingFacts<'static>| judge(&f).with_pull(Some(12));
         let pull = Holding::PullRequest { number: 12 };
-        assert_eq!(judge(&with_pull(facts(None, &[]))), pull);
-        assert_eq!(judge(&with_pull(facts(Some(("me", 900)), &[]))), pull);
-        assert_eq!(judge(&with_pull(facts(Some(("other", 900)), &[]))), pull);
+        assert_eq!(with_pull(facts(None, &[])), pull);
+        assert_eq!(with_pull(facts(Some(("me", 900)), &[])), pull);
+        assert_eq!(with_pull(facts(Some(("other", 900)), &[])), pull);
         assert_eq!(
-            judge(&with_pull(facts(Some(("me", 1_600)), &[]))).decision(),
+            with_pull(facts(Some(("me", 1_600)), &[])).decision(),
             Decision::Ours
         );
-        assert_eq!(
-            judge(&with_pull(facts(None, &[3]))).decision(),
-            Decision::Blocked
-        );
+        assert_eq!(with_pull(facts(None, &[3])).decision(), Decision::Blocked);
     }
 }

@@ -212,7 +212,6 @@ pub fn analyze(issue: &Issue, settings: &Settings, me: &InstanceId, now: Timesta
             .zip(expires_at)
             .map(|(h, e)| (h.instance_id.as_str(), e)),
         blocked_by: &blocked_by,
-        pull_request: None,
         me: me.as_str(),
         now,
     });

@@ -203,11 +203,9 @@ impl IssueView {
     /// reader's own) as work in progress: it holds an issue that
     /// [`pull_may_hold`](IssueView::pull_may_hold).
     pub(crate) fn with_pull(mut self, pull: Option<ClosingPull>) -> IssueView {
-        if let Some(pull) = pull.filter(|_| self.pull_may_hold()) {
-            self.holding = Holding::PullRequest {
-                number: pull.number,
-            };
-            self.pull_request = Some(pull);
+        self.holding = self.holding.with_pull(pull.as_ref().map(|p| p.number));
+        if matches!(self.holding, Holding::PullRequest { .. }) {
+            self.pull_request = pull;
         }
         self
     }
