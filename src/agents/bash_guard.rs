@@ -2018,19 +2018,7 @@ mod tests {
     use super::*;
 
     fn record(instance: &str, expires_at: &str) -> ClaimRecord {
-        ClaimRecord {
-            issue: 7,
-            instance_id: InstanceId::parse(instance).unwrap(),
-            generation: 1,
-            branch: Some("maverick/7-x".to_owned()),
-            scope: vec![7],
-            surface: "git".to_owned(),
-            remote: "origin".to_owned(),
-            claimed_at: Timestamp::parse("2026-11-30T10:00:00Z").unwrap(),
-            last_confirmed: Timestamp::parse("2026-11-30T10:00:00Z").unwrap(),
-            expires_at: Timestamp::parse(expires_at).unwrap(),
-            lost: None,
-        }
+        ClaimRecord::example(instance, 7, 1, expires_at)
     }
 
     /// The guard denies a plain push exactly when the pre-push hook's

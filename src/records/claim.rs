@@ -39,6 +39,34 @@ pub struct ClaimRecord {
     pub lost: Option<String>,
 }
 
+#[cfg(test)]
+impl ClaimRecord {
+    /// A claim record for unit tests: `instance`'s claim on `issue` at
+    /// `generation`, on branch `maverick/<issue>-x` of the git surface,
+    /// claimed and confirmed at 2026-11-30T10:00:00Z, lasting to `expires_at`.
+    pub(crate) fn example(
+        instance: &str,
+        issue: u64,
+        generation: u64,
+        expires_at: &str,
+    ) -> ClaimRecord {
+        let at = Timestamp::parse("2026-11-30T10:00:00Z").unwrap();
+        ClaimRecord {
+            issue,
+            instance_id: InstanceId::parse(instance).unwrap(),
+            generation,
+            branch: Some(format!("maverick/{issue}-x")),
+            scope: vec![issue],
+            surface: "git".to_owned(),
+            remote: "origin".to_owned(),
+            claimed_at: at,
+            last_confirmed: at,
+            expires_at: Timestamp::parse(expires_at).unwrap(),
+            lost: None,
+        }
+    }
+}
+
 /// What a damaged claim record at `path` (`<instance>/<issue>.json`) holds.
 fn claim_loss(path: &Path) -> String {
     let issue = path

@@ -995,19 +995,7 @@ mod tests {
     }
 
     fn claim(instance: &str, issue: u64, generation: u64, expires_at: &str) -> ClaimRecord {
-        ClaimRecord {
-            issue,
-            instance_id: InstanceId::parse(instance).unwrap(),
-            generation,
-            branch: Some("maverick/1-x".to_owned()),
-            scope: vec![issue],
-            surface: "git".to_owned(),
-            remote: "origin".to_owned(),
-            claimed_at: Timestamp::parse("2026-11-30T10:00:00Z").unwrap(),
-            last_confirmed: Timestamp::parse("2026-11-30T10:00:00Z").unwrap(),
-            expires_at: Timestamp::parse(expires_at).unwrap(),
-            lost: None,
-        }
+        ClaimRecord::example(instance, issue, generation, expires_at)
     }
 
     #[test]
