@@ -363,7 +363,7 @@ impl Epic<'_> {
                 open: summary.map(|s| s.open),
                 labels: summary.map(|s| s.labels.clone()).unwrap_or_default(),
                 blocked_by,
-                claim: view.and_then(claim_detail),
+                claim: view.and_then(|v| claim_detail(v, &settings.instance)),
                 decision,
                 pull: story_pulls.get(&story).map(|pr| pull_detail(pr, ci)),
             };
@@ -429,7 +429,7 @@ fn hydrate_story(
     Ok(IssueState {
         issue: issue.number,
         open: issue.open,
-        claim: claim_detail(&view),
+        claim: claim_detail(&view, &settings.instance),
         decision: view.decision(),
         blocked_by: view.blocked_by,
         labels: issue.labels,
@@ -592,7 +592,9 @@ fn pull_detail(pr: &PullRequest, ci: &BTreeMap<String, CiStatus>) -> PullDetail 
     }
 }
 
-fn claim_detail(view: &IssueView) -> Option<ClaimDetail> {
+/// The claim of `view`'s holder; `ours` when `me` made it, whatever holds
+/// the issue now (a pull request holds over a lapsed claim of ours).
+fn claim_detail(view: &IssueView, me: &InstanceId) -> Option<ClaimDetail> {
     let h = view.holder.as_ref()?;
     Some(ClaimDetail {
         instance_id: h.instance_id.clone(),
@@ -604,7 +606,7 @@ fn claim_detail(view: &IssueView) -> Option<ClaimDetail> {
         live: view
             .expires_at
             .is_some_and(|e| lease::lease_live(e, view.now)),
-        ours: view.holding.claim_is_mine(),
+        ours: h.instance_id == *me,
     })
 }
 

@@ -38,6 +38,7 @@ use crate::records::branch::BranchStore;
 use crate::surface::{CiStatus, Issue, IssueSummary, PullRequest, Surface, SurfaceError};
 use crate::timefmt::Timestamp;
 use crate::workflow::hydrate::{self, HydrateError};
+use maverick_core::holding::Holding;
 use maverick_core::ids::InstanceId;
 
 #[derive(Debug, thiserror::Error)]
@@ -534,12 +535,18 @@ impl Seen<'_> {
         // (An issue only a pull request names is not read: no claim.)
         let closing = match view {
             Some(v) => v.pull_request.as_ref().map(|c| c.number),
-            None => closing_pull(
-                &self.pulls,
-                number,
-                &self.own.iter().map(String::as_str).collect::<Vec<_>>(),
-            )
-            .map(|c| c.number),
+            // No claim read: the core's rule over what the labels say.
+            None => {
+                let pull = closing_pull(
+                    &self.pulls,
+                    number,
+                    &self.own.iter().map(String::as_str).collect::<Vec<_>>(),
+                );
+                match Holding::unclaimed(&blocked_by).with_pull(pull.map(|c| c.number)) {
+                    Holding::PullRequest { number } => Some(number),
+                    _ => None,
+                }
+            }
         }
         .and_then(|n| self.pulls.iter().find(|pr| pr.number == n));
         let state = match view.map(|v| v.decision()) {
