@@ -1417,7 +1417,6 @@ impl GitCommand {
 /// here, to look a bare name up itself. `"git"` when the lookup finds
 /// nothing, so the error is the spawn's own.
 fn git_program(path: Option<&OsStr>) -> PathBuf {
-    use std::os::unix::fs::PermissionsExt as _;
     for dir in path.into_iter().flat_map(std::env::split_paths) {
         // An empty or relative entry is looked up from the child's working
         // directory, not this one's: the spawn's own lookup decides.
@@ -1425,10 +1424,8 @@ fn git_program(path: Option<&OsStr>) -> PathBuf {
             break;
         }
         let candidate = dir.join("git");
-        if let Ok(meta) = std::fs::metadata(&candidate) {
-            if meta.is_file() && meta.permissions().mode() & 0o111 != 0 {
-                return candidate;
-            }
+        if crate::programs::executable_file(&candidate) {
+            return candidate;
         }
     }
     PathBuf::from("git")

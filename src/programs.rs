@@ -8,8 +8,19 @@ use std::path::{Path, PathBuf};
 
 /// Whether `path` is a file this user may run (following links).
 pub(crate) fn executable_file(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && executable(&m))
+}
+
+/// Whether a file's mode lets it run (an execute bit set).
+#[cfg(unix)]
+pub(crate) fn executable(meta: &std::fs::Metadata) -> bool {
     use std::os::unix::fs::PermissionsExt as _;
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    meta.permissions().mode() & 0o111 != 0
+}
+
+#[cfg(not(unix))]
+pub(crate) fn executable(_: &std::fs::Metadata) -> bool {
+    true
 }
 
 /// Where `program` is on `path` (a PATH value): the PATH entry it was

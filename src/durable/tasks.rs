@@ -639,9 +639,6 @@ pub(crate) struct InitOutcome {
     pub progress: Value,
 }
 
-/// Upserts the story's `maverick-task-progress` marker, merging into what is
-/// there (Maverick's `task-progress set` semantics): `phase`, `instance_id`,
-/// `comments.tasks`, and `branch` when known.
 /// The last task a push brought to the remote, for the progress marker.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Pushed<'a> {
@@ -649,6 +646,9 @@ pub(crate) struct Pushed<'a> {
     pub head: Option<&'a str>,
 }
 
+/// Upserts the story's `maverick-task-progress` marker, merging into what is
+/// there (Maverick's `task-progress set` semantics): `phase`, `instance_id`,
+/// `comments.tasks`, and `branch` when known.
 pub(crate) fn update_progress(
     surface: &dyn Surface,
     settings: &Settings,

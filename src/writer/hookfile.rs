@@ -16,6 +16,7 @@
 //! interpreter was git-maverick; `install` turns both into the script and
 //! `uninstall` removes them.
 
+use crate::programs::executable;
 use std::path::{Path, PathBuf};
 
 use crate::git::{Git, GitError};
@@ -307,17 +308,6 @@ pub(crate) fn is_maverick_alone(text: &str) -> bool {
 fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> HookFileError {
     let io = IoError::on(action, path);
     move |source| io(source).into()
-}
-
-#[cfg(unix)]
-pub(crate) fn executable(meta: &std::fs::Metadata) -> bool {
-    use std::os::unix::fs::PermissionsExt as _;
-    meta.permissions().mode() & 0o111 != 0
-}
-
-#[cfg(not(unix))]
-pub(crate) fn executable(_: &std::fs::Metadata) -> bool {
-    true
 }
 
 /// The metadata of `path` itself (a link is not followed); `None` when

@@ -341,7 +341,7 @@ pub(crate) fn server_hook_state(hook: &Path, patterns: &[String]) -> HookState {
     let Some(block) = hookfile::marked_block(hook, SERVER_MARKERS) else {
         return HookState::Absent;
     };
-    let runs = std::fs::metadata(hook).is_ok_and(|m| hookfile::executable(&m));
+    let runs = std::fs::metadata(hook).is_ok_and(|m| crate::programs::executable(&m));
     match (runs, block == server_block(patterns)) {
         (false, _) => HookState::NotExecutable,
         (true, true) => HookState::Current,
