@@ -30,7 +30,8 @@ use crate::config::{Overrides, SurfaceKind};
         All shared state lives on a coordination surface: GitHub (labels and marker comments) \
         or refs/maverick/* on the git remote itself.\n\n\
         Exit codes: 0 ok, 1 error, 2 usage, 3 blocked, 4 held live, 5 held stale \
-        (or your own lease lapsed), 6 lost race, 7 claim lost, 8 collision, 9 no slot.",
+        (or your own lease lapsed), 6 lost race (dispatch: out of rounds, run it again), \
+        7 claim lost, 8 collision, 9 no slot.",
     propagate_version = true,
     disable_help_subcommand = true
 )]
@@ -71,7 +72,7 @@ pub(crate) struct GlobalArgs {
 #[derive(Debug, Default, Args)]
 #[command(next_help_heading = "Configuration")]
 pub(crate) struct ConfigFlags {
-    /// The GitHub repository, instead of the one the remote's URL names
+    /// The GitHub repository, instead of the one the remote's URL names (HOST/OWNER/NAME names its host too)
     #[arg(
         short = 'R',
         long = "repo",
@@ -89,7 +90,7 @@ pub(crate) struct ConfigFlags {
     /// How long a lease lives without a heartbeat (maverick.leaseTtl, default 10m, at least 1s)
     #[arg(long, alias = "ttl", value_name = "DURATION", value_parser = lease_duration, global = true, hide_short_help = true)]
     pub lease_ttl: Option<Duration>,
-    /// How often `run` renews its lease (maverick.heartbeatInterval, default 2m, at least 1s)
+    /// How often `run` settles its claim, writing the lease when due (maverick.heartbeatInterval, default 2m, at least 1s)
     #[arg(long, alias = "heartbeat", value_name = "DURATION", value_parser = lease_duration, global = true, hide_short_help = true)]
     pub heartbeat_interval: Option<Duration>,
     /// How far the stored clock may lead this one and still be followed; writers further ahead are flagged (maverick.maxClockSkew, default 5m)

@@ -424,7 +424,7 @@ pub(crate) const ENVIRONMENT: &[(&str, &str)] = &[
     ("GH_ENTERPRISE_TOKEN, GITHUB_ENTERPRISE_TOKEN", "The token for a GitHub Enterprise Server host, in this order, then `gh auth token --hostname HOST`; GH_TOKEN and GITHUB_TOKEN are for github.com and never sent to another host."),
     ("GITHUB_API_URL", "The GitHub API's base URL; beats maverick.githubApiUrl."),
     ("GH_REPO", "The GitHub repository as [HOST/]OWNER/NAME, as gh reads it; -R beats it, it beats maverick.repo."),
-    ("GH_HOST", "The GitHub host (GitHub Enterprise Server) when nothing else names one: its remotes count as GitHub remotes and its API is https://HOST/api/v3."),
+    ("GH_HOST", "The GitHub host when nothing else names one, read as gh reads it: any *.github.com is github.com (API https://api.github.com), a GHE.com tenant's subdomain the tenant (https://api.TENANT.ghe.com), any other host GitHub Enterprise Server (https://HOST/api/v3); its remotes count as GitHub remotes."),
     ("MAVERICK_INSTANCE", "This instance's id; beats maverick.instance (MAVERICK_INSTANCE_ID too)."),
     ("CLAUDE_CODE_SESSION_ID", "An agent session: the instance id is derived from it when nothing else sets one."),
     ("MAVERICK_ISSUE, MAVERICK_GENERATION", "Set by `git maverick run` for the command it runs (with MAVERICK_INSTANCE)."),

@@ -27,7 +27,7 @@ pub const KNOWN_KEYS: &[KnownKey] = &[
     KnownKey { name: "instance", default: "generated once per clone", about: "This instance's id (MAVERICK_INSTANCE beats it)" },
     KnownKey { name: "leaseTtl", default: "10m", about: "How long a lease lives without a heartbeat" },
     KnownKey { name: "maxClockSkew", default: "5m", about: "How far a writer's stamp may lead the surface's clock before it is flagged and not followed" },
-    KnownKey { name: "heartbeatInterval", default: "2m", about: "How often run renews its lease" },
+    KnownKey { name: "heartbeatInterval", default: "2m", about: "How often run settles its claim (it writes the lease when due)" },
     KnownKey { name: "settleDelay", default: "3s on github, 0 on git", about: "How long a claim waits before its re-read" },
     KnownKey { name: "httpTimeout", default: "30s", about: "How long one GitHub request may take before it is retried" },
     KnownKey { name: "worktreeDir", default: ".maverick/worktrees", about: "Where worktrees are made" },
