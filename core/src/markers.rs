@@ -162,6 +162,13 @@ impl Marker {
     pub fn marker_id(&self) -> Option<&str> {
         self.payload.get("marker_id")?.as_str()
     }
+
+    /// When the marker was written, as its `updated_at` says (every kind
+    /// that is upserted carries one), read alone: a payload whose other
+    /// fields do not fit its kind still says when it was written.
+    pub fn updated_at(&self) -> Option<crate::timefmt::Timestamp> {
+        crate::timefmt::Timestamp::parse(self.payload.get("updated_at")?.as_str()?)
+    }
 }
 
 /// Why one `maverick-<kind>` block did not yield a marker.
@@ -667,6 +674,23 @@ fn with_line_ending(rendered: String, crlf: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn updated_at_is_read_alone() {
+        let marker =
+            |payload: Value| Marker::new(MarkerKind::Dag, payload.as_object().unwrap().clone());
+        // A story of the wrong type does not hide when the marker was written.
+        let odd = marker(serde_json::json!({"stories": 7, "updated_at": "2026-12-01T10:00:00Z"}));
+        assert_eq!(
+            odd.updated_at(),
+            crate::timefmt::Timestamp::parse("2026-12-01T10:00:00Z")
+        );
+        assert_eq!(
+            marker(serde_json::json!({"updated_at": 5})).updated_at(),
+            None
+        );
+        assert_eq!(marker(serde_json::json!({})).updated_at(), None);
+    }
 
     #[test]
     fn names_and_tags_round_trip() {

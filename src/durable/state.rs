@@ -16,7 +16,7 @@ use crate::markers::{self, Marker, MarkerKind};
 use crate::surface::{write_if_unchanged, Conditional, Issue, Op, Surface, SurfaceError};
 use crate::timefmt::Timestamp;
 pub(crate) use maverick_core::payloads::StoryState;
-use maverick_core::payloads::{unknown_fields, Payload, PayloadError, StatePayload};
+use maverick_core::payloads::{unknown_fields, PayloadError, StatePayload};
 
 /// The kinds `state put` upserts. Claims, leases and dispatch claims are
 /// events whose order is the protocol: they are never rewritten here.
@@ -175,7 +175,7 @@ pub(crate) fn upsert(
         // ordered after us and stands; an earlier-stamped one overwrote us
         // without having seen our write (no compare-and-swap on that
         // surface), so the update is applied again on top of it.
-        let later = stamped_at(&back.marker).is_some_and(|t| t > now);
+        let later = back.marker.updated_at().is_some_and(|t| t > now);
         if reflects(update, &back.marker.payload) || later {
             return Ok(Upserted {
                 issue,
@@ -190,20 +190,6 @@ pub(crate) fn upsert(
         issue,
         attempts: MAX_UPSERT_ATTEMPTS,
     })
-}
-
-/// When a state marker was written, as its `updated_at` says (every kind
-/// that is upserted carries one).
-fn stamped_at(marker: &Marker) -> Option<Timestamp> {
-    match marker.typed().ok()? {
-        Payload::Dag(p) => p.updated_at,
-        Payload::State(p) => Some(p.updated_at),
-        Payload::Bprop(p) => p.updated_at,
-        Payload::TaskProgress(p) => p.updated_at,
-        Payload::Claim(_) | Payload::Withdrawn(_) | Payload::Lease(_) | Payload::Dispatch(_) => {
-            None
-        }
-    }
 }
 
 fn without_stamps(payload: &Map<String, Value>) -> Map<String, Value> {
