@@ -930,18 +930,22 @@ fn deny(
     // Who may push is the pre-push hook's own judgement (the claim records
     // it refuses on): the guard asks it instead of a rule of its own.
     let me = me();
-    let (_, what, hint) = prepush::check_holder(branch, claims, &me).err()?;
-    Some(
-        match claims.iter().find(|c| c.instance_id != me && live(c, now)) {
-            Some(other) => format!(
-                "{branch} is held by instance {} (issue #{}, lease until {}); this session is \
+    let (kind, what, hint) = prepush::check_holder(branch, claims, &me).err()?;
+    // Said as the hook says it, but for a branch another instance holds
+    // live while this one never held it: there, who holds it and the way
+    // to take it over once its lease runs out.
+    let holder = (kind == prepush::RefusalKind::NotHolder)
+        .then(|| claims.iter().find(|c| c.instance_id != me && live(c, now)))
+        .flatten();
+    Some(match holder {
+        Some(other) => format!(
+            "{branch} is held by instance {} (issue #{}, lease until {}); this session is \
              instance {me}. Do not push to another instance's branch: pick another issue, or \
              wait for its lease to run out and take it over (git maverick coord takeover {}).",
-                other.instance_id, other.issue, other.expires_at, other.issue
-            ),
-            None => format!("{what}: the pre-push guard refuses this push. {hint}"),
-        },
-    )
+            other.instance_id, other.issue, other.expires_at, other.issue
+        ),
+        None => format!("{what}: the pre-push guard refuses this push. {hint}"),
+    })
 }
 
 /// The stack the judgement runs on: the grammar and the reading recurse
@@ -2046,6 +2050,12 @@ mod tests {
         assert!(verdict(vec![record("other", live)]).is_some());
         assert!(verdict(vec![record("me", live)]).is_none());
         assert!(verdict(Vec::new()).is_none());
+        // Another instance took our claim over (a newer generation): said as
+        // the hook says a lost claim, never as a lease to wait out and take over.
+        let taken = ClaimRecord::example("other", 7, 2, live);
+        let said = verdict(vec![record("me", live), taken]).expect("denied");
+        assert!(!said.contains("take it over"), "{said}");
+        assert!(verdict(vec![record("other", live)]).is_some_and(|s| s.contains("take it over")));
     }
 
     fn push_of(line: &str) -> Push {
