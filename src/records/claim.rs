@@ -348,19 +348,9 @@ mod tests {
     }
 
     fn record(instance: InstanceId, issue: u64) -> ClaimRecord {
-        let at = Timestamp::parse("2026-11-30T10:00:00Z").unwrap();
         ClaimRecord {
-            issue,
             instance_id: instance,
-            generation: 1,
-            branch: Some(format!("maverick/{issue}-x")),
-            scope: vec![issue],
-            surface: "git".to_owned(),
-            remote: "origin".to_owned(),
-            claimed_at: at,
-            last_confirmed: at,
-            expires_at: at,
-            lost: None,
+            ..ClaimRecord::example("a", issue, 1, "2026-11-30T10:00:00Z")
         }
     }
 
